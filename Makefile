@@ -1,0 +1,89 @@
+# herd — GNU make build.  Everything goes to build/.
+#   make            optimized build (-O3): library, server/demo, bench, tests
+#   make test       every test (C tests under Criterion; Python/Julia client tests where present)
+#   make sanitize   the whole C test suite under ASan + UBSan (build/san/)
+#   make bench      the benchmarks (JSON lines)
+#   make run        the main job
+#   make deps       install the Debian packages (idempotent)
+
+BUILD    ?= build
+CC       ?= gcc
+OPT      ?= -O3 -march=x86-64-v2 -fno-math-errno
+CSTD     := -std=c11 -D_GNU_SOURCE
+WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+XML_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
+XML_LIBS   := $(shell pkg-config --libs libxml-2.0 2>/dev/null || echo -lxml2)
+CFLAGS   ?= $(OPT) -g
+ALL_CFLAGS := $(CSTD) $(WARN) $(CFLAGS) $(XML_CFLAGS) -I. -Isim -Ienvs -Iprotocol -Iserver -Iclients/c $(EXTRA_CFLAGS)
+LDLIBS   := $(XML_LIBS) -lzmq -lmsgpackc -lpthread -lm $(EXTRA_LDLIBS)
+MUJOCO_LIBS := -lmujoco
+
+# Library sources: every .c under the library layers.
+LIB_SRC  := $(wildcard sim/*.c envs/*.c protocol/*.c server/srv_*.c clients/c/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+BENCH_SRC:= $(wildcard bench/*.c)
+BENCH_OBJ:= $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
+TESTHELP := $(wildcard tests/helpers/*.c)
+TESTHELP_OBJ := $(TESTHELP:%.c=$(BUILD)/obj/%.o)
+MAIN_BINS := $(patsubst %/main_%.c,$(BUILD)/herd-%,$(wildcard server/main_*.c))
+MAIN_BINS := $(foreach f,$(wildcard server/main_*.c),$(BUILD)/herd-$(patsubst server/main_%.c,%,$(f)))
+
+.PHONY: all test test-c test-py test-jl sanitize bench run deps clean
+all: $(BUILD)/libherd.a $(MAIN_BINS) $(BUILD)/herd-bench $(TEST_BIN)
+
+deps:
+	@deploy/install-deps.sh
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libherd.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	ar rcs $@ $^
+
+$(BUILD)/herd-%: $(BUILD)/obj/server/main_%.o $(BUILD)/libherd.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/herd-bench: $(BENCH_OBJ) $(BUILD)/libherd.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) $(MUJOCO_LIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TESTHELP_OBJ) $(BUILD)/libherd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -lcriterion $(LDLIBS) $(MUJOCO_LIBS)
+
+# Each test binary runs from the repository root (tests load envs/models/...).
+test-c: $(TEST_BIN)
+	@tests/run-c-tests.sh $(TEST_BIN)
+
+test-py: all
+	@if [ -d clients/python/tests ]; then tests/run-py-tests.sh; fi
+
+test-jl:
+	@if [ -d clients/julia/test ]; then tests/run-jl-tests.sh; fi
+
+test: deps-check all
+	@$(MAKE) --no-print-directory test-c
+	@$(MAKE) --no-print-directory test-py
+	@$(MAKE) --no-print-directory test-jl
+
+deps-check:
+	@deploy/install-deps.sh --check >/dev/null 2>&1 || deploy/install-deps.sh
+
+sanitize:
+	$(MAKE) --no-print-directory BUILD=build/san OPT="-O1 -fno-omit-frame-pointer" \
+	  EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all" \
+	  EXTRA_LDLIBS="-fsanitize=address,undefined" test-c
+
+bench: all
+	$(BUILD)/herd-bench all
+
+run: deps-check all
+	$(BUILD)/herd-demo
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

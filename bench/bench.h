@@ -1,0 +1,30 @@
+/* bench.h — shared helpers of the herd-bench subcommands: timing, medians, JSON lines. */
+#ifndef HERD_BENCH_H
+#define HERD_BENCH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Monotonic clock in nanoseconds. */
+uint64_t bench_now_ns(void);
+/* Median of n doubles (the array is reordered). */
+double bench_median(double *x, int n);
+/* Percentile p in [0, 100] of n doubles (the array is sorted). */
+double bench_percentile(double *x, int n, double p);
+/* Value of "--name V" in argv, or def. */
+const char *bench_arg(int argc, char **argv, const char *name, const char *def);
+int bench_flag(int argc, char **argv, const char *name);
+/* Pins the calling thread to a core (best effort). */
+void bench_pin(int core);
+/* Name of this machine's CPU (from /proc/cpuinfo), for the JSON lines. */
+const char *bench_cpu(void);
+
+/* Subcommands.  Each prints JSON lines to stdout and a short table to stderr; returns an exit code. */
+typedef int (*bench_fn)(int argc, char **argv);
+int bench_dynamics(int argc, char **argv);
+int bench_solver(int argc, char **argv);
+int bench_contact1(int argc, char **argv);
+int bench_env(int argc, char **argv);
+int bench_server(int argc, char **argv);
+
+#endif

@@ -1,0 +1,61 @@
+/* sim_dynamics.h — Featherstone's algorithms on a sim_model / sim_data pair, double precision.
+ *
+ * All spatial quantities are expressed in world axes about a reference point d->ref equal to the
+ * root origin at the time of the kinematics call (as a fixed point of space), which keeps every
+ * recursion free of coordinate transforms.  Call order for one step:
+ *   sim_kinematics -> sim_velocity -> sim_crba -> sim_factor -> sim_rnea (any order after velocity)
+ * sim_smooth() does all five.  None of these allocate.
+ */
+#ifndef HERD_SIM_DYNAMICS_H
+#define HERD_SIM_DYNAMICS_H
+
+#include "sim_model.h"
+
+/* Forward kinematics from d->q: xpos, xrot, xcom, cinert, cdof. */
+void sim_kinematics(const sim_model *m, sim_data *d);
+/* Body spatial velocities cvel and cdof_dot from d->u (needs kinematics). */
+void sim_velocity(const sim_model *m, sim_data *d);
+/* Composite-rigid-body algorithm: the joint-space mass matrix d->M (needs kinematics). */
+void sim_crba(const sim_model *m, sim_data *d);
+/* LTDL factorization of d->M into d->LD, exploiting the tree (Featherstone RBDA 6.3). */
+void sim_factor(const sim_model *m, sim_data *d);
+/* Recursive Newton-Euler: d->h = C(q,u) u + g(q), the generalized bias force (needs velocity). */
+void sim_rnea(const sim_model *m, sim_data *d);
+/* All of the above. */
+void sim_smooth(const sim_model *m, sim_data *d);
+
+/* x := M^-1 x in place using the LTDL factor (no inverse is formed).  n = m->nv. */
+void sim_solve_m(const sim_model *m, const sim_data *d, double *x);
+/* X := M^-1 X for k column vectors stored contiguously (X[j*nv + i]). */
+void sim_solve_m_multi(const sim_model *m, const sim_data *d, double *X, int k);
+/* y := M x using the stored mass matrix. */
+void sim_mul_m(const sim_model *m, const sim_data *d, const double *x, double *y);
+
+/* Generalized force of joint damping: out[i] = -damping * u[i] for joint dofs, 0 for the base. */
+void sim_passive(const sim_model *m, const sim_data *d, double *out);
+/* Forward dynamics without contacts: d->udot = M^-1 (tau + passive - h).  Needs sim_smooth. */
+void sim_forward(const sim_model *m, sim_data *d);
+
+/* World position of a point given in body b's frame. */
+void sim_point_world(const sim_model *m, const sim_data *d, int b, const double local[3], double out[3]);
+/* Translational Jacobian (3 x nv, row-major) of a point given in WORLD coordinates that moves with
+ * body b: v_point = J u.  If jr is not NULL it also receives the rotational Jacobian (3 x nv). */
+void sim_jacobian(const sim_model *m, const sim_data *d, int b, const double pworld[3], double *jp, double *jr);
+/* Same, but only the columns on the path root..b are written: cols[k] lists them (returns count).
+ * Entries in other columns are left untouched (callers zero them once). */
+int sim_jacobian_sparse(const sim_model *m, const sim_data *d, int b, const double pworld[3],
+                        double *jp, int *cols);
+
+/* Semi-implicit Euler: u += dt * d->udot, then q += dt * u with the quaternion updated by the body
+ * angular velocity on the manifold (q <- q ⊗ exp(dt w / 2)) and renormalized.  time += dt. */
+void sim_integrate(const sim_model *m, sim_data *d, double dt);
+/* Position update only (q from u), used after a contact solve has set u. */
+void sim_integrate_pos(const sim_model *m, sim_data *d, double dt);
+
+/* Energies: kinetic 1/2 u^T M u (needs crba) and potential -sum m g.c (needs kinematics). */
+double sim_energy_kinetic(const sim_model *m, const sim_data *d);
+double sim_energy_potential(const sim_model *m, const sim_data *d);
+/* Spatial momentum about the world origin, world axes [angular; linear] (needs velocity). */
+void sim_momentum(const sim_model *m, const sim_data *d, double out[6]);
+
+#endif

@@ -1,0 +1,134 @@
+/* sim_model.h — the immutable kinematic/inertial model and the per-world data.
+ *
+ * herd follows the model/data split of MuJoCo: a sim_model is built once (by the URDF loader,
+ * sim_urdf.h) and shared read-only by every world; each world owns a sim_data carved from one
+ * allocation made by sim_data_new().  Nothing in the step allocates.
+ *
+ * Conventions (SI units, radians; all matrices row-major):
+ *   - Bodies are stored parent-before-child; body 0 is the root.  After loading, every non-root body
+ *     has exactly one degree of freedom (fixed joints are merged into their parent).
+ *   - Floating base (model->floating = 1): q = [x y z  qw qx qy qz  joints...] (nq = nv + 1),
+ *     u = [v_world (3)  omega_body (3)  joint rates...].  v_world is the velocity of the base frame
+ *     origin in the world frame, omega_body the base angular velocity in the base frame (MuJoCo's
+ *     free-joint convention).  Fixed base: q = joints, u = joint rates (nq = nv).
+ *   - A body frame coincides with its joint frame; the joint axis is given in that frame.
+ *   - Spatial vectors are ordered [angular; linear] (Featherstone).
+ */
+#ifndef HERD_SIM_MODEL_H
+#define HERD_SIM_MODEL_H
+
+#include <stddef.h>
+
+#define SIM_NAME_MAX 64
+#define SIM_MAX_BODIES 64   /* bodies after fixed-joint merging */
+#define SIM_MAX_DOF (SIM_MAX_BODIES + 5) /* 6 + one per non-root body */
+#define SIM_MAX_GEOMS 128
+
+typedef enum {
+    SIM_JOINT_FREE = 0,      /* the floating root */
+    SIM_JOINT_ROOT_FIXED,    /* a root welded to the world */
+    SIM_JOINT_REVOLUTE,
+    SIM_JOINT_CONTINUOUS,
+    SIM_JOINT_PRISMATIC
+} sim_joint_type;
+
+typedef enum {
+    SIM_GEOM_SPHERE = 0,     /* size[0] = radius */
+    SIM_GEOM_BOX,            /* size = half extents */
+    SIM_GEOM_CYLINDER,       /* size[0] = radius, size[1] = half length (along local z) */
+    SIM_GEOM_CAPSULE         /* size[0] = radius, size[1] = half length of the segment (local z) */
+} sim_geom_type;
+
+typedef struct {
+    char name[SIM_NAME_MAX];        /* URDF link name (the first link of a merged group) */
+    char joint_name[SIM_NAME_MAX];  /* URDF joint that moves this body ("" for the root) */
+    int parent;                     /* parent body index, -1 for the root */
+    int joint_type;                 /* sim_joint_type */
+    int dof;                        /* first dof index in u (root: 0 if floating) ; -1 if none */
+    int qadr;                       /* first index in q */
+    double pos[3];                  /* joint frame origin in the parent body frame at q = 0 */
+    double rot[9];                  /* orientation of the joint frame in the parent body frame */
+    double axis[3];                 /* unit joint axis in this body frame */
+    double mass;                    /* kg, of the merged body */
+    double com[3];                  /* centre of mass in this body frame */
+    double inertia[9];              /* rotational inertia about the COM, in this body frame */
+    double lower, upper;            /* position limits (rad or m); +-INFINITY if none */
+    double effort, velocity;        /* effort (N·m or N) and velocity limits; INFINITY if none */
+    double damping;                 /* viscous joint damping, N·m·s/rad (or N·s/m) */
+    double friction;                /* Coulomb joint friction from the URDF (stored, not simulated) */
+} sim_body;
+
+typedef struct {
+    char name[SIM_NAME_MAX];        /* "<link>/collision<k>" or the collision's name attribute */
+    int type;                       /* sim_geom_type */
+    int body;                       /* body the geometry is attached to (after merging) */
+    double pos[3];                  /* geometry frame in the body frame */
+    double rot[9];
+    double size[3];                 /* see sim_geom_type */
+    double friction;                /* Coulomb coefficient against the ground (per geometry pair) */
+} sim_geom;
+
+typedef struct sim_model {
+    int nbody, nq, nv, ngeom;
+    int floating;                   /* 1: free root with 6 dofs, 0: fixed root */
+    double gravity[3];              /* m/s², world frame; default (0, 0, -9.81) */
+    sim_body body[SIM_MAX_BODIES];
+    sim_geom geom[SIM_MAX_GEOMS];
+    int dof_body[SIM_MAX_DOF];      /* body owning each dof */
+    int dof_parent[SIM_MAX_DOF];    /* parent dof in the kinematic tree (-1 for the first); parent < child */
+    double total_mass;
+} sim_model;
+
+/* Per-world state and scratch.  Every array points into the single allocation made by sim_data_new
+ * and is sized from the model (nq, nv, nbody); later modules (contacts, solver) append their own
+ * blocks to the same allocation.  Per-body arrays are flat: xpos[3*i + k], xrot[9*i + k], ... */
+typedef struct sim_data {
+    /* state */
+    double *q;            /* nq */
+    double *u;            /* nv */
+    double *tau;          /* nv: generalized applied force (joint torques; base entries usually 0) */
+    double time;
+    /* kinematics (sim_kinematics) */
+    double ref[3];        /* reference point of the spatial quantities below (the root origin) */
+    double *xpos;         /* 3 nbody: body frame origin, world */
+    double *xrot;         /* 9 nbody: body orientation, world (columns = body axes) */
+    double *xcom;         /* 3 nbody: body COM, world */
+    double *cinert;       /* 10 nbody: spatial inertia, world axes about ref: m, h = m(c - ref), I(xx yy zz xy xz yz) */
+    double *cdof;         /* 6 nv: motion subspace of each dof, world axes about ref, [ang; lin] */
+    /* velocities */
+    double *cvel;         /* 6 nbody: spatial velocity of each body (world axes, about ref) */
+    double *cdof_dot;     /* 6 nv: time derivative of cdof */
+    /* dynamics */
+    double *M;            /* nv*nv: mass matrix; only tree-coupled entries are written (others are 0) */
+    double *LD;           /* nv*nv: LTDL factor of M, D on the diagonal, L strictly below (ancestor pairs) */
+    double *h;            /* nv: bias forces (Coriolis, centrifugal, gravity); damping excluded */
+    double *udot;         /* nv: accelerations from the last forward-dynamics call */
+    /* scratch */
+    double *crb;          /* 10 nbody */
+    double *cacc;         /* 6 nbody */
+    double *cfrc;         /* 6 nbody */
+    double *scratch;      /* 4 nv: general-purpose vectors for solves */
+    size_t nbytes;        /* size of the allocation */
+} sim_data;
+
+/* Allocates a zeroed model (gravity (0,0,-9.81)); free with sim_model_destroy.  Builders fill bodies
+ * and geoms, then call sim_model_finalize. */
+sim_model *sim_model_new(void);
+void sim_model_destroy(sim_model **m);
+/* Checks the bodies (parent order, unit axes, positive-definite inertias, joint types) and computes
+ * nq, nv, dof/qadr indices, dof_body, dof_parent and total_mass.  Returns 0, or -1 with err filled. */
+int sim_model_finalize(sim_model *m, char *err, size_t errlen);
+
+/* Allocates a world's data for model m in one allocation, zeroed, in the model's reference pose
+ * (identity orientation, zero joint angles).  Returns NULL if out of memory.  Free with sim_data_destroy. */
+sim_data *sim_data_new(const sim_model *m);
+void sim_data_destroy(sim_data **d);
+/* Sets q to the reference pose and zeroes u, tau and time. */
+void sim_data_reset(const sim_model *m, sim_data *d);
+
+/* Index of the body / geometry / joint-owning body with that name, or -1. */
+int sim_model_body(const sim_model *m, const char *name);
+int sim_model_geom(const sim_model *m, const char *name);
+int sim_model_joint(const sim_model *m, const char *joint_name);
+
+#endif
