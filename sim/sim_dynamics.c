@@ -1,0 +1,380 @@
+/* sim_dynamics.c — forward kinematics, CRBA, RNEA, LTDL factorization and solves, Jacobians and
+ * semi-implicit Euler integration (Featherstone, "Rigid Body Dynamics Algorithms", 2008).
+ *
+ * Every spatial quantity lives in world axes about one reference point d->ref (the root origin at
+ * kinematics time, treated as a fixed point of space).  In that single frame, composite inertias
+ * are plain sums, motion subspaces are cdof vectors, and the time derivative of a dof's motion
+ * vector is v_body x cdof: no per-body coordinate transforms are needed in CRBA or RNEA.
+ *
+ * The floating base uses MuJoCo's free-joint coordinates: u[0:3] is the world-frame velocity of the
+ * base origin (pure translations along world axes: cdof = [0; e_k], constant), u[3:6] the base
+ * angular velocity in the base frame (cdof = [R e_k; 0] about the base origin = ref).
+ */
+#include "sim_dynamics.h"
+
+#include "sim_math.h"
+
+/* ---------------------------------------------------------------- kinematics */
+
+void sim_kinematics(const sim_model *m, sim_data *d)
+{
+    const sim_body *b0 = &m->body[0];
+    double *R0 = d->xrot, *p0 = d->xpos;
+    if (m->floating) {
+        const double *qq = d->q + 3;
+        double n2 = qq[0] * qq[0] + qq[1] * qq[1] + qq[2] * qq[2] + qq[3] * qq[3];
+        double quat[4] = {qq[0], qq[1], qq[2], qq[3]};
+        if (n2 > 0 && fabs(n2 - 1) > 1e-12) {
+            double s = 1 / sqrt(n2);
+            for (int k = 0; k < 4; k++) quat[k] *= s;
+        }
+        quat_to_mat(R0, quat);
+        v3_copy(p0, d->q);
+    } else {
+        memcpy(R0, b0->rot, sizeof(double) * 9);
+        v3_copy(p0, b0->pos);
+    }
+    v3_copy(d->ref, p0);
+
+    for (int i = 1; i < m->nbody; i++) {
+        const sim_body *b = &m->body[i];
+        const double *Rp = d->xrot + 9 * b->parent, *pp = d->xpos + 3 * b->parent;
+        double *R = d->xrot + 9 * i, *p = d->xpos + 3 * i;
+        double Rj[9], t[3];
+        m3_mul(Rj, Rp, b->rot);               /* joint frame orientation at q = 0 */
+        m3_mulv(t, Rp, b->pos);
+        v3_add(p, pp, t);
+        double qi = d->q[b->qadr];
+        if (b->joint_type == SIM_JOINT_PRISMATIC) {
+            memcpy(R, Rj, sizeof Rj);
+            double a[3];
+            m3_mulv(a, Rj, b->axis);
+            v3_addscl(p, a, qi);
+        } else {
+            double s, c, Ra[9];
+            sincos(qi, &s, &c);
+            m3_axis_angle(Ra, b->axis, s, c);
+            m3_mul(R, Rj, Ra);
+        }
+    }
+
+    for (int i = 0; i < m->nbody; i++) {
+        const sim_body *b = &m->body[i];
+        const double *R = d->xrot + 9 * i;
+        double *c = d->xcom + 3 * i, *I = d->cinert + 10 * i;
+        double t[3];
+        m3_mulv(t, R, b->com);
+        v3_add(c, d->xpos + 3 * i, t);
+        double r[3];
+        v3_sub(r, c, d->ref);
+        double mass = b->mass;
+        /* I_ref = R Ic R^T + m (|r|^2 1 - r r^T) */
+        double RI[9];
+        m3_mul(RI, R, b->inertia);
+        const double *C = RI;
+        double xx = C[0] * R[0] + C[1] * R[1] + C[2] * R[2];
+        double yy = C[3] * R[3] + C[4] * R[4] + C[5] * R[5];
+        double zz = C[6] * R[6] + C[7] * R[7] + C[8] * R[8];
+        double xy = C[0] * R[3] + C[1] * R[4] + C[2] * R[5];
+        double xz = C[0] * R[6] + C[1] * R[7] + C[2] * R[8];
+        double yz = C[3] * R[6] + C[4] * R[7] + C[5] * R[8];
+        I[0] = mass;
+        I[1] = mass * r[0]; I[2] = mass * r[1]; I[3] = mass * r[2];
+        I[4] = xx + mass * (r[1] * r[1] + r[2] * r[2]);
+        I[5] = yy + mass * (r[0] * r[0] + r[2] * r[2]);
+        I[6] = zz + mass * (r[0] * r[0] + r[1] * r[1]);
+        I[7] = xy - mass * r[0] * r[1];
+        I[8] = xz - mass * r[0] * r[2];
+        I[9] = yz - mass * r[1] * r[2];
+    }
+
+    /* motion subspaces */
+    if (m->floating) {
+        for (int k = 0; k < 6; k++) memset(d->cdof + 6 * k, 0, sizeof(double) * 6);
+        for (int k = 0; k < 3; k++) {
+            d->cdof[6 * k + 3 + k] = 1.0;                 /* world translation */
+            double *s = d->cdof + 6 * (3 + k);            /* rotation about base axis k */
+            s[0] = R0[k]; s[1] = R0[3 + k]; s[2] = R0[6 + k];
+        }
+    }
+    for (int i = 1; i < m->nbody; i++) {
+        const sim_body *b = &m->body[i];
+        double *s = d->cdof + 6 * b->dof;
+        double a[3];
+        m3_mulv(a, d->xrot + 9 * i, b->axis);
+        if (b->joint_type == SIM_JOINT_PRISMATIC) {
+            s[0] = s[1] = s[2] = 0;
+            v3_copy(s + 3, a);
+        } else {
+            double r[3];
+            v3_copy(s, a);
+            v3_sub(r, d->xpos + 3 * i, d->ref);
+            v3_cross(s + 3, r, a);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- velocities */
+
+void sim_velocity(const sim_model *m, sim_data *d)
+{
+    double *v0 = d->cvel;
+    memset(v0, 0, sizeof(double) * 6);
+    if (m->floating) {
+        for (int k = 0; k < 6; k++) {
+            const double *s = d->cdof + 6 * k;
+            for (int j = 0; j < 6; j++) v0[j] += s[j] * d->u[k];
+        }
+        for (int k = 0; k < 3; k++) memset(d->cdof_dot + 6 * k, 0, sizeof(double) * 6);
+        for (int k = 3; k < 6; k++) sv_cross_motion(d->cdof_dot + 6 * k, v0, d->cdof + 6 * k);
+    }
+    for (int i = 1; i < m->nbody; i++) {
+        const sim_body *b = &m->body[i];
+        const double *vp = d->cvel + 6 * b->parent, *s = d->cdof + 6 * b->dof;
+        double *v = d->cvel + 6 * i, ui = d->u[b->dof];
+        for (int j = 0; j < 6; j++) v[j] = vp[j] + s[j] * ui;
+        sv_cross_motion(d->cdof_dot + 6 * b->dof, v, s);
+    }
+}
+
+/* ---------------------------------------------------------------- CRBA */
+
+void sim_crba(const sim_model *m, sim_data *d)
+{
+    const int nv = m->nv;
+    memcpy(d->crb, d->cinert, sizeof(double) * 10 * (size_t)m->nbody);
+    for (int i = m->nbody - 1; i > 0; i--) {
+        double *cp = d->crb + 10 * m->body[i].parent;
+        const double *ci = d->crb + 10 * i;
+        for (int k = 0; k < 10; k++) cp[k] += ci[k];
+    }
+    for (int k = nv - 1; k >= 0; k--) {
+        double F[6];
+        sinert_mul(F, d->crb + 10 * m->dof_body[k], d->cdof + 6 * k);
+        for (int j = k; j >= 0; j = m->dof_parent[j]) {
+            double v = sv_dot(F, d->cdof + 6 * j);
+            d->M[k * nv + j] = v;
+            d->M[j * nv + k] = v;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- LTDL */
+
+void sim_factor(const sim_model *m, sim_data *d)
+{
+    const int nv = m->nv;
+    const int *par = m->dof_parent;
+    double *L = d->LD;
+    for (int k = 0; k < nv; k++)
+        for (int j = k; j >= 0; j = par[j]) L[k * nv + j] = d->M[k * nv + j];
+    for (int k = nv - 1; k >= 0; k--) {
+        double inv = 1.0 / L[k * nv + k];
+        for (int i = par[k]; i >= 0; i = par[i]) {
+            double a = L[k * nv + i] * inv;
+            for (int j = i; j >= 0; j = par[j]) L[i * nv + j] -= a * L[k * nv + j];
+            L[k * nv + i] = a;
+        }
+    }
+}
+
+void sim_solve_m(const sim_model *m, const sim_data *d, double *x)
+{
+    const int nv = m->nv;
+    const int *par = m->dof_parent;
+    const double *L = d->LD;
+    for (int k = nv - 1; k >= 0; k--) {
+        double xk = x[k];
+        for (int i = par[k]; i >= 0; i = par[i]) x[i] -= L[k * nv + i] * xk;
+    }
+    for (int k = 0; k < nv; k++) x[k] /= L[k * nv + k];
+    for (int k = 0; k < nv; k++) {
+        double xk = x[k];
+        for (int i = par[k]; i >= 0; i = par[i]) xk -= L[k * nv + i] * x[i];
+        x[k] = xk;
+    }
+}
+
+void sim_solve_m_multi(const sim_model *m, const sim_data *d, double *X, int k)
+{
+    for (int j = 0; j < k; j++) sim_solve_m(m, d, X + (size_t)j * m->nv);
+}
+
+void sim_mul_m(const sim_model *m, const sim_data *d, const double *x, double *y)
+{
+    const int nv = m->nv;
+    const int *par = m->dof_parent;
+    for (int k = 0; k < nv; k++) y[k] = d->M[k * nv + k] * x[k];
+    for (int k = 0; k < nv; k++)
+        for (int i = par[k]; i >= 0; i = par[i]) {
+            double mki = d->M[k * nv + i];
+            y[k] += mki * x[i];
+            y[i] += mki * x[k];
+        }
+}
+
+/* ---------------------------------------------------------------- RNEA */
+
+void sim_rnea(const sim_model *m, sim_data *d)
+{
+    double *a0 = d->cacc;
+    a0[0] = a0[1] = a0[2] = 0;
+    a0[3] = -m->gravity[0]; a0[4] = -m->gravity[1]; a0[5] = -m->gravity[2];
+    if (m->floating)
+        for (int k = 3; k < 6; k++) {
+            const double *sd = d->cdof_dot + 6 * k;
+            for (int j = 0; j < 6; j++) a0[j] += sd[j] * d->u[k];
+        }
+    for (int i = 1; i < m->nbody; i++) {
+        const sim_body *b = &m->body[i];
+        const double *ap = d->cacc + 6 * b->parent, *sd = d->cdof_dot + 6 * b->dof;
+        double *a = d->cacc + 6 * i, ui = d->u[b->dof];
+        for (int j = 0; j < 6; j++) a[j] = ap[j] + sd[j] * ui;
+    }
+    for (int i = 0; i < m->nbody; i++) {
+        const double *I = d->cinert + 10 * i, *v = d->cvel + 6 * i;
+        double *f = d->cfrc + 6 * i, Iv[6];
+        sinert_mul(f, I, d->cacc + 6 * i);
+        sinert_mul(Iv, I, v);
+        sv_cross_force_add(f, v, Iv);
+    }
+    for (int i = m->nbody - 1; i > 0; i--) {
+        double *fp = d->cfrc + 6 * m->body[i].parent;
+        const double *f = d->cfrc + 6 * i;
+        for (int j = 0; j < 6; j++) fp[j] += f[j];
+    }
+    for (int k = 0; k < m->nv; k++) d->h[k] = sv_dot(d->cdof + 6 * k, d->cfrc + 6 * m->dof_body[k]);
+}
+
+void sim_smooth(const sim_model *m, sim_data *d)
+{
+    sim_kinematics(m, d);
+    sim_velocity(m, d);
+    sim_crba(m, d);
+    sim_factor(m, d);
+    sim_rnea(m, d);
+}
+
+void sim_passive(const sim_model *m, const sim_data *d, double *out)
+{
+    int k0 = m->floating ? 6 : 0;
+    for (int k = 0; k < k0; k++) out[k] = 0;
+    for (int k = k0; k < m->nv; k++) out[k] = -m->body[m->dof_body[k]].damping * d->u[k];
+}
+
+void sim_forward(const sim_model *m, sim_data *d)
+{
+    sim_passive(m, d, d->udot);
+    for (int k = 0; k < m->nv; k++) d->udot[k] += d->tau[k] - d->h[k];
+    sim_solve_m(m, d, d->udot);
+}
+
+/* ---------------------------------------------------------------- points and Jacobians */
+
+void sim_point_world(const sim_model *m, const sim_data *d, int b, const double local[3], double out[3])
+{
+    (void)m;
+    double t[3];
+    m3_mulv(t, d->xrot + 9 * b, local);
+    v3_add(out, d->xpos + 3 * b, t);
+}
+
+/* Last dof on the path from the root to body b (-1 if none). */
+static int body_last_dof(const sim_model *m, int b)
+{
+    if (b > 0) return m->body[b].dof;
+    return m->floating ? 5 : -1;
+}
+
+int sim_jacobian_sparse(const sim_model *m, const sim_data *d, int b, const double pworld[3],
+                        double *jp, int *cols)
+{
+    const int nv = m->nv;
+    double r[3];
+    v3_sub(r, pworld, d->ref);
+    int n = 0;
+    for (int k = body_last_dof(m, b); k >= 0; k = m->dof_parent[k]) {
+        const double *s = d->cdof + 6 * k;
+        /* v_point = v_lin + w x r */
+        jp[0 * nv + k] = s[3] + s[1] * r[2] - s[2] * r[1];
+        jp[1 * nv + k] = s[4] + s[2] * r[0] - s[0] * r[2];
+        jp[2 * nv + k] = s[5] + s[0] * r[1] - s[1] * r[0];
+        if (cols) cols[n] = k;
+        n++;
+    }
+    return n;
+}
+
+void sim_jacobian(const sim_model *m, const sim_data *d, int b, const double pworld[3], double *jp, double *jr)
+{
+    const int nv = m->nv;
+    memset(jp, 0, sizeof(double) * 3 * (size_t)nv);
+    sim_jacobian_sparse(m, d, b, pworld, jp, NULL);
+    if (jr) {
+        memset(jr, 0, sizeof(double) * 3 * (size_t)nv);
+        for (int k = body_last_dof(m, b); k >= 0; k = m->dof_parent[k])
+            for (int j = 0; j < 3; j++) jr[j * nv + k] = d->cdof[6 * k + j];
+    }
+}
+
+/* ---------------------------------------------------------------- integration */
+
+void sim_integrate_pos(const sim_model *m, sim_data *d, double dt)
+{
+    int k0 = 0;
+    if (m->floating) {
+        for (int k = 0; k < 3; k++) d->q[k] += dt * d->u[k];
+        const double *w = d->u + 3;
+        double wn = v3_norm(w), half = 0.5 * dt * wn;
+        double dq[4] = {1, 0, 0, 0};
+        if (wn > 1e-300) {
+            double s, c;
+            sincos(half, &s, &c);
+            double f = s / wn;
+            dq[0] = c; dq[1] = w[0] * f; dq[2] = w[1] * f; dq[3] = w[2] * f;
+        }
+        double qn[4];
+        quat_mul(qn, d->q + 3, dq);          /* body-frame angular velocity: right multiplication */
+        double n = 1 / sqrt(qn[0] * qn[0] + qn[1] * qn[1] + qn[2] * qn[2] + qn[3] * qn[3]);
+        for (int k = 0; k < 4; k++) d->q[3 + k] = qn[k] * n;
+        k0 = 6;
+    }
+    for (int k = k0; k < m->nv; k++) d->q[m->body[m->dof_body[k]].qadr] += dt * d->u[k];
+    d->time += dt;
+}
+
+void sim_integrate(const sim_model *m, sim_data *d, double dt)
+{
+    for (int k = 0; k < m->nv; k++) d->u[k] += dt * d->udot[k];
+    sim_integrate_pos(m, d, dt);
+}
+
+/* ---------------------------------------------------------------- energy and momentum */
+
+double sim_energy_kinetic(const sim_model *m, const sim_data *d)
+{
+    double *y = d->scratch;
+    sim_mul_m(m, d, d->u, y);
+    double e = 0;
+    for (int k = 0; k < m->nv; k++) e += d->u[k] * y[k];
+    return 0.5 * e;
+}
+
+double sim_energy_potential(const sim_model *m, const sim_data *d)
+{
+    double e = 0;
+    for (int i = 0; i < m->nbody; i++) e -= m->body[i].mass * v3_dot(m->gravity, d->xcom + 3 * i);
+    return e;
+}
+
+void sim_momentum(const sim_model *m, const sim_data *d, double out[6])
+{
+    memset(out, 0, sizeof(double) * 6);
+    for (int i = 0; i < m->nbody; i++) {
+        double f[6];
+        sinert_mul(f, d->cinert + 10 * i, d->cvel + 6 * i);
+        for (int j = 0; j < 6; j++) out[j] += f[j];
+    }
+    /* shift the moment from ref to the world origin: n_O = n_ref + ref x f */
+    v3_cross_add(out, d->ref, out + 3);
+}
