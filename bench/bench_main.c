@@ -1,7 +1,6 @@
 /* herd-bench — benchmarks printing one JSON object per line (stdout) and a human table (stderr).
  *   herd-bench dynamics | solver | contact1 | env | server | all   [options]
  * Subcommands live in their own files; one that is not linked in is reported as such. */
-#define _GNU_SOURCE
 #include "bench.h"
 
 #include <math.h>

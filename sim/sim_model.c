@@ -1,6 +1,8 @@
 /* sim_model.c — model allocation, validation/finalization, and per-world data allocation. */
 #include "sim_model.h"
 
+#include "sim_collision.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -22,7 +24,15 @@ static int fail(char *err, size_t n, const char *fmt, ...)
 sim_model *sim_model_new(void)
 {
     sim_model *m = calloc(1, sizeof *m);
-    if (m) m->gravity[2] = -9.81;
+    if (!m) return NULL;
+    m->gravity[2] = -9.81;
+    m->terrain.type = SIM_TERRAIN_PLANE;
+    m->opt.solver = SIM_SOLVER_BISECTION;
+    sim_solver_default_params(&m->opt.sp);
+    m->opt.margin = 1e-3;
+    m->opt.gap_target = 1;
+    m->opt.erp = 0;
+    m->opt.warmstart = 1;
     return m;
 }
 
@@ -96,6 +106,20 @@ int sim_model_finalize(sim_model *m, char *err, size_t errlen)
     }
     m->nv = nv;
     m->nq = nq;
+    for (int k = 0; k < nv; k++) {
+        int n = 0;
+        for (int i = m->dof_parent[k]; i >= 0; i = m->dof_parent[i]) m->dof_anc[k][n++] = i;
+        m->dof_nanc[k] = n;
+    }
+    for (int i = 0; i < m->nbody; i++) {
+        sim_body *b = &m->body[i];
+        const double *R = b->rot;
+        b->rot_identity = R[0] == 1 && R[4] == 1 && R[8] == 1 && R[1] == 0 && R[2] == 0 && R[3] == 0 &&
+                          R[5] == 0 && R[6] == 0 && R[7] == 0;
+        b->axis_kind = 3;
+        for (int k = 0; k < 3; k++)
+            if (b->axis[k] == 1 && b->axis[(k + 1) % 3] == 0 && b->axis[(k + 2) % 3] == 0) b->axis_kind = k;
+    }
     return 0;
 }
 
@@ -128,24 +152,37 @@ static size_t blk(size_t ndouble) { return (ndouble + ALIGN_DOUBLES - 1) / ALIGN
 sim_data *sim_data_new(const sim_model *m)
 {
     size_t nv = (size_t)m->nv, nq = (size_t)m->nq, nb = (size_t)m->nbody;
+    size_t nc = (size_t)sim_collision_max_contacts(m);
+    /* double blocks, in the order of the pointer table below */
     size_t sizes[] = {nq, nv, nv, 3 * nb, 9 * nb, 3 * nb, 10 * nb, 6 * nv, 6 * nb, 6 * nv,
-                      nv * nv, nv * nv, nv, nv, 10 * nb, 6 * nb, 6 * nb, 4 * nv};
+                      nv * nv, nv * nv, nv, nv, 10 * nb, 6 * nb, 6 * nb, 4 * nv,
+                      3 * nc, 3 * nc * nv, 3 * nc * nv, 9 * nc * nc, 3 * nc, nc, nv, 3 * nc};
+    size_t nd = sizeof sizes / sizeof sizes[0];
     size_t total = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += blk(sizes[i]);
+    for (size_t i = 0; i < nd; i++) total += blk(sizes[i]);
     size_t head = (sizeof(sim_data) + 63) / 64 * 64;
-    size_t nbytes = head + total * sizeof(double);
+    size_t con_bytes = (nc * sizeof(sim_contact) + 63) / 64 * 64;
+    size_t int_bytes = ((nc * nv + nc + 2 * nc) * sizeof(int) + 63) / 64 * 64;
+    size_t nbytes = head + total * sizeof(double) + con_bytes + int_bytes;
     unsigned char *mem = aligned_alloc(64, (nbytes + 63) / 64 * 64);
     if (!mem) return NULL;
     memset(mem, 0, nbytes);
     sim_data *d = (sim_data *)mem;
-    double *p = (double *)(mem + head);
     double **fields[] = {&d->q, &d->u, &d->tau, &d->xpos, &d->xrot, &d->xcom, &d->cinert, &d->cdof,
                          &d->cvel, &d->cdof_dot, &d->M, &d->LD, &d->h, &d->udot, &d->crb, &d->cacc,
-                         &d->cfrc, &d->scratch};
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+                         &d->cfrc, &d->scratch, &d->lambda, &d->Jc, &d->Bc, &d->G, &d->cfree, &d->mu, &d->ufree,
+                         &d->prev_lambda};
+    double *p = (double *)(mem + head);
+    for (size_t i = 0; i < nd; i++) {
         *fields[i] = p;
         p += blk(sizes[i]);
     }
+    d->con = (sim_contact *)p;
+    int *ip = (int *)((unsigned char *)p + con_bytes);
+    d->con_path = ip; ip += nc * nv;
+    d->con_npath = ip; ip += nc;
+    d->prev_key = ip;
+    d->ncon_max = (int)nc;
     d->nbytes = nbytes;
     sim_data_reset(m, d);
     return d;
@@ -166,4 +203,8 @@ void sim_data_reset(const sim_model *m, sim_data *d)
     memset(d->tau, 0, sizeof(double) * (size_t)m->nv);
     if (m->floating) d->q[3] = 1.0;
     d->time = 0;
+    d->ncon = 0;
+    d->nprev = 0;
+    d->friction_scale = 1.0;
+    memset(&d->stats, 0, sizeof d->stats);
 }

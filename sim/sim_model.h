@@ -19,6 +19,8 @@
 
 #include <stddef.h>
 
+#include "sim_solver.h"
+
 #define SIM_NAME_MAX 64
 #define SIM_MAX_BODIES 64   /* bodies after fixed-joint merging */
 #define SIM_MAX_DOF (SIM_MAX_BODIES + 5) /* 6 + one per non-root body */
@@ -56,6 +58,9 @@ typedef struct {
     double effort, velocity;        /* effort (N·m or N) and velocity limits; INFINITY if none */
     double damping;                 /* viscous joint damping, N·m·s/rad (or N·s/m) */
     double friction;                /* Coulomb joint friction from the URDF (stored, not simulated) */
+    /* derived by sim_model_finalize, for speed */
+    int axis_kind;                  /* 0/1/2: axis is +x/+y/+z of the body frame, 3: general */
+    int rot_identity;               /* 1 if rot is the identity */
 } sim_body;
 
 typedef struct {
@@ -65,8 +70,33 @@ typedef struct {
     double pos[3];                  /* geometry frame in the body frame */
     double rot[9];
     double size[3];                 /* see sim_geom_type */
-    double friction;                /* Coulomb coefficient against the ground (per geometry pair) */
+    double friction;                /* Coulomb coefficient of the (geometry, ground) pair */
+    int nocollide;                  /* 1: the geometry never generates contacts (0 by default) */
 } sim_geom;
+
+/* The ground.  A plane z = height (normal +z), or a heightfield: a grid of nx * ny heights (row-major,
+ * x fastest) with spacing dx, dy whose corner (0,0) sits at (x0, y0), bilinearly interpolated; outside
+ * the grid the border height continues.  The heights are owned by whoever owns the model. */
+typedef enum { SIM_TERRAIN_PLANE = 0, SIM_TERRAIN_HFIELD } sim_terrain_type;
+typedef struct {
+    int type;
+    double height;                  /* plane height (m) */
+    int nx, ny;
+    double x0, y0, dx, dy;
+    const float *heights;
+} sim_terrain;
+
+/* Step options (sim_step.h). */
+typedef enum { SIM_SOLVER_BISECTION = 0, SIM_SOLVER_PGS } sim_solver_kind;
+typedef struct {
+    int solver;                     /* sim_solver_kind; default bisection */
+    sim_solver_params sp;           /* solver parameters (paper defaults) */
+    double margin;                  /* contacts are considered below this gap (m), plus a look-ahead; 1e-3 */
+    int gap_target;                 /* 1 (default): a positive gap may close within the step, v_n >= -gap/dt */
+    double erp;                     /* 0 (default, off): push out penetration p at erp p / dt */
+    int warmstart;                  /* 1 (default): persistent contacts start from their last impulse */
+    int profile;                    /* 1: sim_step times its contact solve into stats.ns_solver (benchmarks) */
+} sim_step_opt;
 
 typedef struct sim_model {
     int nbody, nq, nv, ngeom;
@@ -76,8 +106,25 @@ typedef struct sim_model {
     sim_geom geom[SIM_MAX_GEOMS];
     int dof_body[SIM_MAX_DOF];      /* body owning each dof */
     int dof_parent[SIM_MAX_DOF];    /* parent dof in the kinematic tree (-1 for the first); parent < child */
+    int dof_nanc[SIM_MAX_DOF];      /* number of strict ancestors of each dof */
+    int dof_anc[SIM_MAX_DOF][SIM_MAX_DOF]; /* strict ancestors of each dof, nearest first (decreasing) */
     double total_mass;
+    sim_terrain terrain;            /* default: the plane z = 0 */
+    sim_step_opt opt;               /* defaults set by sim_model_new */
 } sim_model;
+
+/* What the last sim_step did. */
+typedef struct {
+    int ncon;                       /* contacts considered */
+    int nactive;                    /* contacts with a positive normal impulse */
+    int iterations;                 /* solver sweeps */
+    double error;                   /* solver's final error (its own termination measure) */
+    int converged;
+    double penetration;             /* deepest penetration among the contacts at collision time (m) */
+    double ns_solver;               /* time spent in the contact solver (only with opt.profile) */
+} sim_step_stats;
+
+struct sim_contact;
 
 /* Per-world state and scratch.  Every array points into the single allocation made by sim_data_new
  * and is sized from the model (nq, nv, nbody); later modules (contacts, solver) append their own
@@ -108,6 +155,23 @@ typedef struct sim_data {
     double *cacc;         /* 6 nbody */
     double *cfrc;         /* 6 nbody */
     double *scratch;      /* 4 nv: general-purpose vectors for solves */
+    /* contacts (sim_step); arrays sized for ncon_max = sim_collision_max_contacts(model) */
+    int ncon_max, ncon;
+    struct sim_contact *con;  /* ncon_max: this step's contacts */
+    double *lambda;       /* 3 ncon_max: their impulses, contact frames (t1, t2, n), N·s */
+    double *Jc;           /* 3 ncon_max x nv: contact Jacobians in contact frames */
+    double *Bc;           /* 3 ncon_max x nv: L^-T J^T */
+    double *G;            /* (3 ncon)^2 used of (3 ncon_max)^2: Delassus matrix */
+    double *cfree;        /* 3 ncon_max: free contact velocity (with gap / erp targets) */
+    double *mu;           /* ncon_max: friction of each contact */
+    double *ufree;        /* nv: velocity without contact impulses */
+    int *con_path;        /* ncon_max x nv: dofs on each contact body's root path */
+    int *con_npath;       /* ncon_max */
+    int nprev;            /* warm-start cache: last step's contacts */
+    int *prev_key;        /* 2 ncon_max: (geom, feature) */
+    double *prev_lambda;  /* 3 ncon_max */
+    double friction_scale;/* per-world multiplier of every pair's friction (domain randomization); 1 */
+    sim_step_stats stats;
     size_t nbytes;        /* size of the allocation */
 } sim_data;
 

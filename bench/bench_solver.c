@@ -1,0 +1,281 @@
+/* herd-bench solver — the paper's four experiments (Hwangbo et al. 2018, Sec. V) on ANYmal C.
+ *
+ *   herd-bench solver --scenario trot|hang|drop|random|stand --solver bisection|pgs [--steps N]
+ *                     [--repeats R] [--dt S] [--no-warmstart]
+ *   herd-bench solver --compare [--steps N]     Table II, Fig. 6, warm-start savings, box-slide gap
+ *   herd-bench solver --vs-mujoco [--steps N]   standing PD scenario vs MuJoCo 2.2 in this process
+ *
+ * One JSON object per line on stdout; a table on stderr.  Timings are medians over repeats of the
+ * per-repeat mean; every repeat restarts the scenario from the same seed. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "env_scenario.h"
+#include "sim_dynamics.h"
+#include "sim_step.h"
+#include "sim_urdf.h"
+
+#define MODEL_PATH "envs/models/anymal_c.urdf"
+
+typedef struct {
+    double us_per_step, us_solver;
+    double mean_iter, p99_iter, eps_abs_p99, pen_max, mean_contacts;
+    long resets, steps;
+} run_result;
+
+static sim_model *load(int kind, int solver, int warm)
+{
+    char err[512];
+    sim_model *m = sim_urdf_load_file(MODEL_PATH, NULL, err, sizeof err);
+    if (!m) { fprintf(stderr, "herd-bench: %s\n", err); return NULL; }
+    if (scn_configure_model(m, kind, err, sizeof err)) { fprintf(stderr, "herd-bench: %s\n", err); sim_model_destroy(&m); return NULL; }
+    m->opt.solver = solver;
+    m->opt.warmstart = warm;
+    return m;
+}
+
+/* Runs one scenario; timing pass (profile on for solver time) and a statistics pass share the run. */
+static int run(int kind, int solver, int warm, long steps, int repeats, double dt, run_result *r)
+{
+    sim_model *m = load(kind, solver, warm);
+    if (!m) return -1;
+    sim_data *d = sim_data_new(m);
+    scn_state s;
+    char err[256];
+    if (scn_init(m, d, &s, kind, 42, err, sizeof err)) { fprintf(stderr, "%s\n", err); return -1; }
+    double *rep_step = calloc((size_t)repeats, sizeof(double)), *rep_solver = calloc((size_t)repeats, sizeof(double));
+    double *iters = malloc(sizeof(double) * (size_t)steps), *eps = malloc(sizeof(double) * (size_t)steps);
+    memset(r, 0, sizeof *r);
+    /* timing repeats: whole step, no metrics */
+    for (int rep = 0; rep < repeats; rep++) {
+        scn_init(m, d, &s, kind, 42, err, sizeof err);
+        m->opt.profile = 0;
+        uint64_t t0 = bench_now_ns(), tc = 0;
+        for (long i = 0; i < steps; i++) {
+            uint64_t a = bench_now_ns();
+            scn_control(m, d, &s, dt);
+            tc += bench_now_ns() - a;
+            sim_step(m, d, dt);
+        }
+        uint64_t t1 = bench_now_ns();
+        rep_step[rep] = (double)(t1 - t0 - tc) / 1e3 / (double)steps;
+        /* solver-only pass */
+        scn_init(m, d, &s, kind, 42, err, sizeof err);
+        m->opt.profile = 1;
+        double ns = 0;
+        for (long i = 0; i < steps; i++) {
+            scn_control(m, d, &s, dt);
+            sim_step(m, d, dt);
+            ns += d->stats.ns_solver;
+        }
+        rep_solver[rep] = ns / 1e3 / (double)steps;
+    }
+    /* statistics pass */
+    m->opt.profile = 0;
+    scn_init(m, d, &s, kind, 42, err, sizeof err);
+    long ncontact_steps = 0;
+    double contacts = 0;
+    for (long i = 0; i < steps; i++) {
+        scn_control(m, d, &s, dt);
+        sim_step(m, d, dt);
+        contacts += d->stats.nactive;
+        if (d->stats.penetration > r->pen_max) r->pen_max = d->stats.penetration;
+        if (d->ncon > 0) {
+            sim_contact_metrics_t mt;
+            sim_step_metrics(m, d, dt, &mt);
+            iters[ncontact_steps] = d->stats.iterations;
+            eps[ncontact_steps] = isfinite(mt.eps_abs) ? mt.eps_abs : 0;
+            ncontact_steps++;
+        }
+    }
+    r->steps = steps;
+    r->resets = s.resets;
+    r->mean_contacts = contacts / (double)steps;
+    double sum = 0;
+    for (long i = 0; i < ncontact_steps; i++) sum += iters[i];
+    r->mean_iter = ncontact_steps ? sum / (double)ncontact_steps : 0;
+    r->p99_iter = ncontact_steps ? bench_percentile(iters, (int)ncontact_steps, 99) : 0;
+    r->eps_abs_p99 = ncontact_steps ? bench_percentile(eps, (int)ncontact_steps, 99) : 0;
+    r->us_per_step = bench_median(rep_step, repeats);
+    r->us_solver = bench_median(rep_solver, repeats);
+    free(rep_step); free(rep_solver); free(iters); free(eps);
+    sim_data_destroy(&d);
+    sim_model_destroy(&m);
+    return 0;
+}
+
+static const char *solver_name(int s) { return s == SIM_SOLVER_PGS ? "pgs" : "bisection"; }
+
+static void print_run(int kind, int solver, int warm, double dt, const run_result *r)
+{
+    printf("{\"bench\":\"solver\",\"scenario\":\"%s\",\"solver\":\"%s\",\"warmstart\":%s,\"dt\":%g,\"steps\":%ld,"
+           "\"us_per_step\":%.4f,\"us_solver\":%.4f,\"mean_iterations\":%.3f,\"p99_iterations\":%.1f,"
+           "\"eps_abs_p99\":%.4g,\"penetration_max_m\":%.4g,\"mean_active_contacts\":%.3f,\"resets\":%ld,"
+           "\"cpu\":\"%s\"}\n",
+           scn_name(kind), solver_name(solver), warm ? "true" : "false", dt, r->steps, r->us_per_step, r->us_solver,
+           r->mean_iter, r->p99_iter, r->eps_abs_p99, r->pen_max, r->mean_contacts, r->resets, bench_cpu());
+    fflush(stdout);
+    fprintf(stderr, "%-7s %-9s %s  %8.3f us/step  %7.3f us solver  iters mean %6.2f p99 %6.0f  eps_abs p99 %.2e  pen max %.2e m\n",
+            scn_name(kind), solver_name(solver), warm ? "warm" : "cold", r->us_per_step, r->us_solver, r->mean_iter,
+            r->p99_iter, r->eps_abs_p99, r->pen_max);
+}
+
+/* Fig. 6: along a bisection run, the share of contact steps whose impulses differ from a tightly
+ * converged PGS solution of the same problem by less than 1 % (|lambda_b - lambda_p| / |lambda_p|). */
+static double agreement(int kind, long steps, double dt, long *samples)
+{
+    sim_model *m = load(kind, SIM_SOLVER_BISECTION, 1);
+    if (!m) return NAN;
+    sim_data *d = sim_data_new(m);
+    scn_state s;
+    char err[256];
+    scn_init(m, d, &s, kind, 42, err, sizeof err);
+    sim_solver_params tight = m->opt.sp;
+    tight.tol = 1e-20;
+    tight.max_iter = 20000;
+    long n = 0, ok = 0;
+    double lam[3 * SIM_SOLVER_MAX_CONTACTS];
+    for (long i = 0; i < steps; i++) {
+        scn_control(m, d, &s, dt);
+        sim_step(m, d, dt);
+        if (d->stats.nactive == 0 || i % 10) continue;
+        int nc = d->ncon;
+        memset(lam, 0, sizeof(double) * 3 * (size_t)nc);
+        sim_solver_stats st;
+        sim_solve_pgs(nc, d->G, d->cfree, d->mu, lam, &tight, &st);
+        double num = 0, den = 0;
+        for (int k = 0; k < 3 * nc; k++) {
+            num += (d->lambda[k] - lam[k]) * (d->lambda[k] - lam[k]);
+            den += lam[k] * lam[k];
+        }
+        if (den <= 0) continue;
+        n++;
+        if (sqrt(num / den) < 0.01) ok++;
+    }
+    sim_data_destroy(&d);
+    sim_model_destroy(&m);
+    *samples = n;
+    return n ? (double)ok / (double)n : NAN;
+}
+
+/* A box sliding on its four corners vs Coulomb's analytical deceleration mu g and energy. */
+static void box_slide(void)
+{
+    sim_model *m = sim_model_new();
+    const double hx = 0.1, hy = 0.1, hz = 0.05, mass = 2.0, mu = 0.5, v0 = 1.5, g = 9.81, dt = 1e-3;
+    m->nbody = 1;
+    sim_body *b = &m->body[0];
+    strcpy(b->name, "box");
+    b->parent = -1; b->joint_type = SIM_JOINT_FREE;
+    b->rot[0] = b->rot[4] = b->rot[8] = 1;
+    b->mass = mass;
+    b->inertia[0] = mass * (4 * hy * hy + 4 * hz * hz) / 12;
+    b->inertia[4] = mass * (4 * hx * hx + 4 * hz * hz) / 12;
+    b->inertia[8] = mass * (4 * hx * hx + 4 * hy * hy) / 12;
+    m->ngeom = 1;
+    sim_geom *ge = &m->geom[0];
+    strcpy(ge->name, "box");
+    ge->type = SIM_GEOM_BOX; ge->body = 0; ge->friction = mu;
+    ge->rot[0] = ge->rot[4] = ge->rot[8] = 1;
+    ge->size[0] = hx; ge->size[1] = hy; ge->size[2] = hz;
+    char err[128];
+    if (sim_model_finalize(m, err, sizeof err)) { fprintf(stderr, "%s\n", err); return; }
+    sim_data *d = sim_data_new(m);
+    d->q[2] = hz;
+    for (int i = 0; i < 20; i++) sim_step(m, d, dt); /* settle */
+    d->u[0] = v0;
+    double t_stop_ideal = v0 / (mu * g);
+    int n = 0;
+    double e_gap_max = 0;
+    while (n < (int)(2 * t_stop_ideal / dt) && d->u[0] > 1e-9) {
+        sim_step(m, d, dt);
+        n++;
+        double t = n * dt, ve = v0 - mu * g * t;
+        if (ve < 0) ve = 0;
+        double e_sim = 0.5 * mass * d->u[0] * d->u[0], e_ideal = 0.5 * mass * ve * ve;
+        double gap = (e_sim - e_ideal) / (0.5 * mass * v0 * v0);
+        if (fabs(gap) > fabs(e_gap_max)) e_gap_max = gap;
+    }
+    double t_stop = n * dt, decel = v0 / t_stop;
+    printf("{\"bench\":\"box_slide\",\"solver\":\"bisection\",\"mu\":%g,\"v0\":%g,\"dt\":%g,\"decel\":%.5f,"
+           "\"decel_coulomb\":%.5f,\"decel_gap_rel\":%.5f,\"t_stop_s\":%.4f,\"t_stop_coulomb_s\":%.4f,"
+           "\"distance_m\":%.5f,\"distance_coulomb_m\":%.5f,\"energy_gap_max_rel\":%.5f}\n",
+           mu, v0, dt, decel, mu * g, (decel - mu * g) / (mu * g), t_stop, t_stop_ideal, d->q[0],
+           v0 * v0 / (2 * mu * g), e_gap_max);
+    fprintf(stderr, "box slide: deceleration %.4f vs mu g %.4f (%+.2f %%), stop %.3f s vs %.3f s, max energy gap %+.2f %% of KE0\n",
+            decel, mu * g, 100 * (decel - mu * g) / (mu * g), t_stop, t_stop_ideal, 100 * e_gap_max);
+    sim_data_destroy(&d);
+    sim_model_destroy(&m);
+}
+
+int bench_solver_vs_mujoco(int argc, char **argv);
+#pragma weak bench_solver_vs_mujoco
+
+int bench_solver(int argc, char **argv)
+{
+    bench_pin(0);
+    long steps = atol(bench_arg(argc, argv, "--steps", "20000"));
+    int repeats = atoi(bench_arg(argc, argv, "--repeats", "5"));
+    double dt = atof(bench_arg(argc, argv, "--dt", "0.001"));
+    if (steps <= 0 || repeats <= 0 || !(dt > 0)) { fprintf(stderr, "herd-bench solver: bad --steps/--repeats/--dt\n"); return 2; }
+    if (bench_flag(argc, argv, "--vs-mujoco")) {
+        if (!bench_solver_vs_mujoco) { fprintf(stderr, "herd-bench solver: built without MuJoCo\n"); return 2; }
+        return bench_solver_vs_mujoco(argc, argv);
+    }
+    if (bench_flag(argc, argv, "--compare") || argc == 1) {
+        const int kinds[4] = {SCN_TROT, SCN_HANG, SCN_DROP, SCN_RANDOM};
+        double t100k[4][2];
+        for (int k = 0; k < 4; k++)
+            for (int s = 0; s < 2; s++) {
+                run_result r;
+                if (run(kinds[k], s == 0 ? SIM_SOLVER_BISECTION : SIM_SOLVER_PGS, 1, steps, repeats, dt, &r)) return 1;
+                print_run(kinds[k], s == 0 ? SIM_SOLVER_BISECTION : SIM_SOLVER_PGS, 1, dt, &r);
+                t100k[k][s] = r.us_per_step * 1e5 / 1e6;
+            }
+        /* warm-start savings */
+        for (int k = 0; k < 4; k++) {
+            run_result w, c;
+            run(kinds[k], SIM_SOLVER_BISECTION, 1, steps, 1, dt, &w);
+            run(kinds[k], SIM_SOLVER_BISECTION, 0, steps, 1, dt, &c);
+            printf("{\"bench\":\"warmstart\",\"scenario\":\"%s\",\"solver\":\"bisection\",\"mean_iterations_warm\":%.3f,"
+                   "\"mean_iterations_cold\":%.3f,\"iterations_saved_frac\":%.4f,\"us_solver_warm\":%.4f,\"us_solver_cold\":%.4f}\n",
+                   scn_name(kinds[k]), w.mean_iter, c.mean_iter, c.mean_iter > 0 ? 1 - w.mean_iter / c.mean_iter : 0,
+                   w.us_solver, c.us_solver);
+            fprintf(stderr, "warm start %-7s: %.2f vs %.2f sweeps cold (%.0f %% saved), solver %.3f vs %.3f us\n",
+                    scn_name(kinds[k]), w.mean_iter, c.mean_iter, c.mean_iter > 0 ? 100 * (1 - w.mean_iter / c.mean_iter) : 0,
+                    w.us_solver, c.us_solver);
+        }
+        fprintf(stderr, "\nTable II (s per 100k steps)   trot    hang    drop    random\n");
+        fprintf(stderr, "  bisection (herd)           %6.3f  %6.3f  %6.3f  %6.3f\n", t100k[0][0], t100k[1][0], t100k[2][0], t100k[3][0]);
+        fprintf(stderr, "  PGS (herd)                 %6.3f  %6.3f  %6.3f  %6.3f\n", t100k[0][1], t100k[1][1], t100k[2][1], t100k[3][1]);
+        fprintf(stderr, "  bisection (paper)           1.98    2.57    2.62    1.90\n  PGS (paper)                 1.81    5.92    4.35    2.88\n");
+        printf("{\"bench\":\"solver_table2\",\"unit\":\"s_per_100k_steps\",\"bisection\":{\"trot\":%.4f,\"hang\":%.4f,\"drop\":%.4f,\"random\":%.4f},"
+               "\"pgs\":{\"trot\":%.4f,\"hang\":%.4f,\"drop\":%.4f,\"random\":%.4f},"
+               "\"paper_bisection\":{\"trot\":1.98,\"hang\":2.57,\"drop\":2.62,\"random\":1.90},"
+               "\"paper_pgs\":{\"trot\":1.81,\"hang\":5.92,\"drop\":4.35,\"random\":2.88}}\n",
+               t100k[0][0], t100k[1][0], t100k[2][0], t100k[3][0], t100k[0][1], t100k[1][1], t100k[2][1], t100k[3][1]);
+        for (int k = 0; k < 4; k++) {
+            long samples = 0;
+            double share = agreement(kinds[k], steps, dt, &samples);
+            printf("{\"bench\":\"solver_agreement\",\"scenario\":\"%s\",\"samples\":%ld,\"share_below_1pct\":%.4f,\"paper_share\":0.996}\n",
+                   scn_name(kinds[k]), samples, share);
+            fprintf(stderr, "Fig. 6 %-7s: %.2f %% of %ld samples differ < 1 %% from tight PGS\n", scn_name(kinds[k]), 100 * share, samples);
+        }
+        box_slide();
+        return 0;
+    }
+    const char *sc = bench_arg(argc, argv, "--scenario", "trot");
+    const char *so = bench_arg(argc, argv, "--solver", "bisection");
+    int kind = scn_kind_from_name(sc);
+    if (kind < 0) { fprintf(stderr, "herd-bench solver: unknown scenario '%s' (trot, hang, drop, random, stand)\n", sc); return 2; }
+    int solver = !strcmp(so, "pgs") ? SIM_SOLVER_PGS : !strcmp(so, "bisection") ? SIM_SOLVER_BISECTION : -1;
+    if (solver < 0) { fprintf(stderr, "herd-bench solver: unknown solver '%s' (bisection, pgs)\n", so); return 2; }
+    int warm = !bench_flag(argc, argv, "--no-warmstart");
+    run_result r;
+    if (run(kind, solver, warm, steps, repeats, dt, &r)) return 1;
+    print_run(kind, solver, warm, dt, &r);
+    return 0;
+}

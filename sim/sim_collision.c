@@ -1,0 +1,194 @@
+/* sim_collision.c — geometry vs ground contacts. */
+#include "sim_collision.h"
+
+#include "sim_math.h"
+
+void sim_terrain_query(const sim_terrain *t, double x, double y, double *height, double normal[3])
+{
+    if (t->type != SIM_TERRAIN_HFIELD || !t->heights || t->nx < 2 || t->ny < 2) {
+        *height = t->height;
+        normal[0] = 0; normal[1] = 0; normal[2] = 1;
+        return;
+    }
+    double fx = (x - t->x0) / t->dx, fy = (y - t->y0) / t->dy;
+    double fxmax = t->nx - 1, fymax = t->ny - 1;
+    int clampx = 0, clampy = 0;
+    if (fx < 0) { fx = 0; clampx = 1; }
+    if (fx > fxmax) { fx = fxmax; clampx = 1; }
+    if (fy < 0) { fy = 0; clampy = 1; }
+    if (fy > fymax) { fy = fymax; clampy = 1; }
+    int ix = (int)fx, iy = (int)fy;
+    if (ix > t->nx - 2) ix = t->nx - 2;
+    if (iy > t->ny - 2) iy = t->ny - 2;
+    double ax = fx - ix, ay = fy - iy;
+    const float *h = t->heights;
+    double h00 = h[iy * t->nx + ix], h10 = h[iy * t->nx + ix + 1];
+    double h01 = h[(iy + 1) * t->nx + ix], h11 = h[(iy + 1) * t->nx + ix + 1];
+    *height = t->height + (1 - ay) * ((1 - ax) * h00 + ax * h10) + ay * ((1 - ax) * h01 + ax * h11);
+    double gx = clampx ? 0 : ((1 - ay) * (h10 - h00) + ay * (h11 - h01)) / t->dx;
+    double gy = clampy ? 0 : ((1 - ax) * (h01 - h00) + ax * (h11 - h10)) / t->dy;
+    double n = 1 / sqrt(gx * gx + gy * gy + 1);
+    normal[0] = -gx * n; normal[1] = -gy * n; normal[2] = n;
+}
+
+int sim_collision_max_contacts(const sim_model *m)
+{
+    int n = 0;
+    for (int g = 0; g < m->ngeom; g++) {
+        if (m->geom[g].nocollide) continue;
+        switch (m->geom[g].type) {
+        case SIM_GEOM_SPHERE: n += 1; break;
+        case SIM_GEOM_CAPSULE: n += 2; break;
+        case SIM_GEOM_BOX: n += 8; break;
+        case SIM_GEOM_CYLINDER: n += 8; break;
+        default: break;
+        }
+    }
+    return n;
+}
+
+/* A frame with n as third row; t1 is the projection of world x (or y) on the tangent plane so that a
+ * flat ground gives the world axes and frames stay consistent from step to step. */
+static void contact_frame(double F[9], const double n[3])
+{
+    double t1[3], t2[3];
+    const double ex[3] = {1, 0, 0}, ey[3] = {0, 1, 0};
+    const double *a = fabs(n[0]) < 0.9 ? ex : ey;
+    double an = v3_dot(a, n);
+    for (int k = 0; k < 3; k++) t1[k] = a[k] - an * n[k];
+    v3_scale(t1, t1, 1 / v3_norm(t1));
+    v3_cross(t2, n, t1);
+    v3_copy(F, t1);
+    v3_copy(F + 3, t2);
+    v3_copy(F + 6, n);
+}
+
+typedef struct {
+    const sim_model *m;
+    const sim_data *d;
+    double margin, dt, g;
+    sim_contact *out;
+    int n, max;
+} ctx;
+
+/* Velocity of a world point moving with body b, from the body's spatial velocity about d->ref. */
+static void point_vel(const sim_data *d, int b, const double p[3], double v[3])
+{
+    const double *cv = d->cvel + 6 * b;
+    double r[3];
+    v3_sub(r, p, d->ref);
+    v3_copy(v, cv + 3);
+    v3_cross_add(v, cv, r);
+}
+
+/* Offers the surface point p (world) of geometry g with ground normal n and signed gap. */
+static void offer(ctx *c, int g, int feature, const double p[3], const double n[3], double gap)
+{
+    const sim_geom *G = &c->m->geom[g];
+    double v[3];
+    point_vel(c->d, G->body, p, v);
+    double approach = -v3_dot(v, n);
+    double look = c->dt * ((approach > 0 ? approach : 0) + c->g * c->dt);
+    if (gap >= c->margin + look || c->n >= c->max) return;
+    sim_contact *k = &c->out[c->n++];
+    k->geom = g;
+    k->body = G->body;
+    k->feature = feature;
+    v3_copy(k->pos, p);
+    contact_frame(k->frame, n);
+    k->gap = gap;
+    k->mu = G->friction;
+}
+
+/* Sphere of radius r centred at world point ctr. */
+static void sphere(ctx *c, int g, int feature, const double ctr[3], double r)
+{
+    double h, n[3];
+    sim_terrain_query(&c->m->terrain, ctr[0], ctr[1], &h, n);
+    /* distance of the centre to the local tangent plane of the ground */
+    double dist = (ctr[2] - h) * n[2];
+    double p[3];
+    for (int k = 0; k < 3; k++) p[k] = ctr[k] - r * n[k];
+    offer(c, g, feature, p, n, dist - r);
+}
+
+static void point(ctx *c, int g, int feature, const double p[3])
+{
+    double h, n[3];
+    sim_terrain_query(&c->m->terrain, p[0], p[1], &h, n);
+    offer(c, g, feature, p, n, (p[2] - h) * n[2]);
+}
+
+int sim_collide(const sim_model *m, const sim_data *d, double margin, double dt, sim_contact *out, int max)
+{
+    ctx c = {m, d, margin, dt, fabs(m->gravity[2]), out, 0, max};
+    for (int g = 0; g < m->ngeom; g++) {
+        const sim_geom *G = &m->geom[g];
+        if (G->nocollide) continue;
+        const double *Rb = d->xrot + 9 * G->body;
+        double R[9], ctr[3], t[3];
+        m3_mul(R, Rb, G->rot);
+        m3_mulv(t, Rb, G->pos);
+        v3_add(ctr, d->xpos + 3 * G->body, t);
+        switch (G->type) {
+        case SIM_GEOM_SPHERE:
+            sphere(&c, g, 0, ctr, G->size[0]);
+            break;
+        case SIM_GEOM_CAPSULE:
+            for (int e = 0; e < 2; e++) {
+                double s = e ? G->size[1] : -G->size[1], p[3];
+                for (int k = 0; k < 3; k++) p[k] = ctr[k] + s * R[3 * k + 2];
+                sphere(&c, g, e, p, G->size[0]);
+            }
+            break;
+        case SIM_GEOM_BOX:
+            for (int corner = 0; corner < 8; corner++) {
+                double l[3] = {(corner & 1) ? G->size[0] : -G->size[0], (corner & 2) ? G->size[1] : -G->size[1],
+                               (corner & 4) ? G->size[2] : -G->size[2]};
+                double p[3];
+                m3_mulv(p, R, l);
+                v3_add(p, p, ctr);
+                point(&c, g, corner, p);
+            }
+            break;
+        case SIM_GEOM_CYLINDER: {
+            double h, n[3];
+            sim_terrain_query(&m->terrain, ctr[0], ctr[1], &h, n);
+            double ax[3] = {R[2], R[5], R[8]};
+            /* direction in the cap plane pointing most against the normal */
+            double an = v3_dot(ax, n), dir[3];
+            for (int k = 0; k < 3; k++) dir[k] = -(n[k] - an * ax[k]);
+            double dn = v3_norm(dir);
+            if (dn < 1e-9) { /* cap parallel to the ground: any fixed in-plane direction */
+                dir[0] = R[0]; dir[1] = R[3]; dir[2] = R[6];
+            } else {
+                v3_scale(dir, dir, 1 / dn);
+            }
+            double perp[3];
+            v3_cross(perp, ax, dir);
+            int facing = fabs(an) > 0.866;
+            for (int e = 0; e < 2; e++) {
+                double s = e ? G->size[1] : -G->size[1];
+                double cc[3];
+                for (int k = 0; k < 3; k++) cc[k] = ctr[k] + s * ax[k];
+                double p[3];
+                for (int k = 0; k < 3; k++) p[k] = cc[k] + G->size[0] * dir[k];
+                point(&c, g, e, p);
+                /* the cap facing the ground rests on more rim points */
+                if (facing && ((an > 0) == (e == 0))) {
+                    const double cs[3][2] = {{0, 1}, {-1, 0}, {0, -1}};
+                    for (int j = 0; j < 3; j++) {
+                        for (int k = 0; k < 3; k++)
+                            p[k] = cc[k] + G->size[0] * (cs[j][0] * dir[k] + cs[j][1] * perp[k]);
+                        point(&c, g, 2 + 3 * e + j, p);
+                    }
+                }
+            }
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    return c.n;
+}
