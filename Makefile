@@ -8,7 +8,9 @@
 
 BUILD    ?= build
 CC       ?= gcc
-OPT      ?= -O3 -march=x86-64-v2 -fno-math-errno
+# x86-64-v3 (AVX2 + FMA) where the build machine has it, else v2; override with make OPT=...
+MARCH    := $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo 2>/dev/null && echo x86-64-v3 || echo x86-64-v2)
+OPT      ?= -O3 -march=$(MARCH) -fno-math-errno -ffp-contract=fast
 CSTD     := -std=c11 -D_GNU_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 XML_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
@@ -36,7 +38,11 @@ all: $(BUILD)/libherd.a $(MAIN_BINS) $(BUILD)/herd-bench $(TEST_BIN)
 deps:
 	@deploy/install-deps.sh
 
-$(BUILD)/obj/%.o: %.c
+# Rebuild everything when the compiler flags change.
+FLAGS_STAMP := $(BUILD)/.flags
+$(shell mkdir -p $(BUILD) && echo '$(CC) $(ALL_CFLAGS) $(LDLIBS)' | cmp -s - $(FLAGS_STAMP) || echo '$(CC) $(ALL_CFLAGS) $(LDLIBS)' > $(FLAGS_STAMP))
+
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 

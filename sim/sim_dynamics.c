@@ -170,42 +170,120 @@ void sim_crba(const sim_model *m, sim_data *d)
         const double *ci = d->crb + 10 * i;
         for (int k = 0; k < 10; k++) cp[k] += ci[k];
     }
-    for (int k = nv - 1; k >= 0; k--) {
+    /* joint dofs: F = Ic s_k, then M_kj = s_j . F down the ancestors; the floating base's columns
+     * are [0; e_j] (translation) and [R e_j; 0] (rotation), so those six dots are cheap */
+    const int nb = m->floating ? 6 : 0;
+    const double *R0 = d->xrot;
+    for (int k = nv - 1; k >= nb; k--) {
         double F[6];
         sinert_mul(F, d->crb + 10 * m->dof_body[k], d->cdof + 6 * k);
-        for (int j = k; j >= 0; j = m->dof_parent[j]) {
-            double v = sv_dot(F, d->cdof + 6 * j);
+        double *row = d->Mp + m->dof_adr[k];
+        double v = sv_dot(F, d->cdof + 6 * k);
+        d->M[k * nv + k] = row[0] = v;
+        const int *anc = m->dof_anc[k];
+        const int na = m->dof_nanc[k] - nb;   /* joint ancestors come first (nearest first) */
+        for (int t = 0; t < na; t++) {
+            int j = anc[t];
+            v = sv_dot(F, d->cdof + 6 * j);
+            row[1 + t] = v;
             d->M[k * nv + j] = v;
             d->M[j * nv + k] = v;
+        }
+        if (nb) {
+            /* ancestors na .. na+5 are dofs 5, 4, ..., 0 */
+            double base[6];
+            base[0] = F[3]; base[1] = F[4]; base[2] = F[5];
+            for (int c = 0; c < 3; c++) base[3 + c] = R0[c] * F[0] + R0[3 + c] * F[1] + R0[6 + c] * F[2];
+            for (int j = 5; j >= 0; j--) {
+                row[1 + na + (5 - j)] = base[j];
+                d->M[k * nv + j] = base[j];
+                d->M[j * nv + k] = base[j];
+            }
+        }
+    }
+    if (nb) {
+        /* base block from the total composite inertia (m, h, J) about the base origin:
+         * M_tt = m I, M_rt(j,k) = r_j . (h x e_k), M_rr = R^T J R */
+        const double *I = d->crb, *h = I + 1, *J = I + 4;
+        double Jm[9] = {J[0], J[3], J[4], J[3], J[1], J[5], J[4], J[5], J[2]}, JR[9], B[36];
+        m3_mul(JR, Jm, R0);
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 3; k++) {
+                B[j * 6 + k] = j == k ? I[0] : 0;
+                double rr = 0;
+                for (int c = 0; c < 3; c++) rr += R0[3 * c + j] * JR[3 * c + k];
+                B[(3 + j) * 6 + 3 + k] = rr;
+            }
+        for (int j = 0; j < 3; j++) {
+            const double r[3] = {R0[j], R0[3 + j], R0[6 + j]};
+            for (int k = 0; k < 3; k++) {
+                double e[3] = {0, 0, 0}, hx[3];
+                e[k] = 1;
+                v3_cross(hx, h, e);
+                double v = v3_dot(r, hx);
+                B[(3 + j) * 6 + k] = v;
+                B[k * 6 + 3 + j] = v;
+            }
+        }
+        for (int k = 0; k < 6; k++) {
+            double *row = d->Mp + m->dof_adr[k];
+            for (int j = 0; j <= k; j++) {
+                d->M[k * nv + j] = d->M[j * nv + k] = B[k * 6 + j];
+                row[j == k ? 0 : k - j] = B[k * 6 + j];
+            }
         }
     }
 }
 
 /* ---------------------------------------------------------------- LTDL */
 
+/* Row i of the packed base block (floating base: dofs 0..5 form a chain, packed first). */
+#define BASE_ADR(i) ((i) * ((i) + 1) / 2)
+
 void sim_factor(const sim_model *m, sim_data *d)
 {
-    const int nv = m->nv;
     double *L = d->LD;
-    const double *M = d->M;
-    for (int k = 0; k < nv; k++) {
+    memcpy(L, d->Mp, sizeof(double) * (size_t)m->nM);
+    const int nb = m->floating ? 6 : 0;
+    for (int k = m->nv - 1; k >= nb; k--) {
         const int *anc = m->dof_anc[k];
-        L[k * nv + k] = M[k * nv + k];
-        for (int t = 0; t < m->dof_nanc[k]; t++) L[k * nv + anc[t]] = M[k * nv + anc[t]];
+        const int na = m->dof_nanc[k], nj = na - nb;
+        double *Lk = L + m->dof_adr[k];
+        double inv = 1.0 / Lk[0];
+        for (int t = 0; t < nj; t++) {
+            /* row i = anc[t] is [D_i, L_i,anc[t+1..]]: its ancestors are the tail of row k's */
+            double *restrict Li = L + m->dof_adr[anc[t]];
+            const double *restrict tail = Lk + 1 + t;
+            double a = tail[0] * inv;
+            for (int u = 0; u < na - t; u++) Li[u] -= a * tail[u];
+            Lk[1 + t] = a;
+        }
+        if (nb) {
+            /* the base part of row k: bt[5 - j] belongs to base dof j; a fixed-size rank-1 update of
+             * the packed 6x6 base triangle, fully unrolled */
+            double *bt = Lk + 1 + nj;
+            double a[6];
+#pragma GCC unroll 6
+            for (int j = 0; j < 6; j++) a[j] = bt[5 - j] * inv;
+#pragma GCC unroll 6
+            for (int i = 5; i >= 0; i--) {
+                double *Li = L + BASE_ADR(i);
+#pragma GCC unroll 6
+                for (int u = 0; u <= i; u++) Li[u] -= a[i] * bt[5 - i + u];
+            }
+#pragma GCC unroll 6
+            for (int j = 0; j < 6; j++) bt[5 - j] = a[j];
+        }
     }
-    for (int k = nv - 1; k >= 0; k--) {
-        const int *anc = m->dof_anc[k];
-        const int na = m->dof_nanc[k];
-        double *Lk = L + k * nv;
-        double inv = 1.0 / Lk[k];
-        for (int t = 0; t < na; t++) {
-            int i = anc[t];
-            double a = Lk[i] * inv;
-            double *Li = L + i * nv;
-            /* row i over i and its ancestors: anc[t+1..] are exactly i's ancestors */
-            Li[i] -= a * Lk[i];
-            for (int u = t + 1; u < na; u++) Li[anc[u]] -= a * Lk[anc[u]];
-            Lk[i] = a;
+    for (int k = nb - 1; k >= 0; k--) {          /* the base chain itself (generic, tiny) */
+        double *Lk = L + BASE_ADR(k);
+        double inv = 1.0 / Lk[0];
+        for (int t = 0; t < k; t++) {
+            double *Li = L + BASE_ADR(k - 1 - t);
+            const double *tail = Lk + 1 + t;
+            double a = tail[0] * inv;
+            for (int u = 0; u < k - t; u++) Li[u] -= a * tail[u];
+            Lk[1 + t] = a;
         }
     }
 }
@@ -217,13 +295,15 @@ void sim_solve_m(const sim_model *m, const sim_data *d, double *x)
     for (int k = nv - 1; k >= 0; k--) {
         double xk = x[k];
         const int *anc = m->dof_anc[k];
-        for (int t = 0; t < m->dof_nanc[k]; t++) x[anc[t]] -= L[k * nv + anc[t]] * xk;
+        const double *Lk = L + m->dof_adr[k] + 1;
+        for (int t = 0; t < m->dof_nanc[k]; t++) x[anc[t]] -= Lk[t] * xk;
     }
-    for (int k = 0; k < nv; k++) x[k] /= L[k * nv + k];
+    for (int k = 0; k < nv; k++) x[k] /= L[m->dof_adr[k]];
     for (int k = 0; k < nv; k++) {
         double xk = x[k];
         const int *anc = m->dof_anc[k];
-        for (int t = 0; t < m->dof_nanc[k]; t++) xk -= L[k * nv + anc[t]] * x[anc[t]];
+        const double *Lk = L + m->dof_adr[k] + 1;
+        for (int t = 0; t < m->dof_nanc[k]; t++) xk -= Lk[t] * x[anc[t]];
         x[k] = xk;
     }
 }

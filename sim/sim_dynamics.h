@@ -17,7 +17,8 @@ void sim_kinematics(const sim_model *m, sim_data *d);
 void sim_velocity(const sim_model *m, sim_data *d);
 /* Composite-rigid-body algorithm: the joint-space mass matrix d->M (needs kinematics). */
 void sim_crba(const sim_model *m, sim_data *d);
-/* LTDL factorization of d->M into d->LD, exploiting the tree (Featherstone RBDA 6.3). */
+/* LTDL factorization M = L^T D L into d->LD, exploiting the tree (Featherstone RBDA 6.3); rows are
+ * packed along each dof's ancestors (sim_model.dof_adr), so the inner loops are contiguous. */
 void sim_factor(const sim_model *m, sim_data *d);
 /* Recursive Newton-Euler: d->h = C(q,u) u + g(q), the generalized bias force (needs velocity). */
 void sim_rnea(const sim_model *m, sim_data *d);

@@ -106,10 +106,13 @@ int sim_model_finalize(sim_model *m, char *err, size_t errlen)
     }
     m->nv = nv;
     m->nq = nq;
+    m->nM = 0;
     for (int k = 0; k < nv; k++) {
         int n = 0;
         for (int i = m->dof_parent[k]; i >= 0; i = m->dof_parent[i]) m->dof_anc[k][n++] = i;
         m->dof_nanc[k] = n;
+        m->dof_adr[k] = m->nM;
+        m->nM += 1 + n;
     }
     for (int i = 0; i < m->nbody; i++) {
         sim_body *b = &m->body[i];
@@ -155,7 +158,7 @@ sim_data *sim_data_new(const sim_model *m)
     size_t nc = (size_t)sim_collision_max_contacts(m);
     /* double blocks, in the order of the pointer table below */
     size_t sizes[] = {nq, nv, nv, 3 * nb, 9 * nb, 3 * nb, 10 * nb, 6 * nv, 6 * nb, 6 * nv,
-                      nv * nv, nv * nv, nv, nv, 10 * nb, 6 * nb, 6 * nb, 4 * nv,
+                      nv * nv, (size_t)m->nM, (size_t)m->nM, nv, nv, 10 * nb, 6 * nb, 6 * nb, 4 * nv,
                       3 * nc, 3 * nc * nv, 3 * nc * nv, 9 * nc * nc, 3 * nc, nc, nv, 3 * nc};
     size_t nd = sizeof sizes / sizeof sizes[0];
     size_t total = 0;
@@ -169,7 +172,7 @@ sim_data *sim_data_new(const sim_model *m)
     memset(mem, 0, nbytes);
     sim_data *d = (sim_data *)mem;
     double **fields[] = {&d->q, &d->u, &d->tau, &d->xpos, &d->xrot, &d->xcom, &d->cinert, &d->cdof,
-                         &d->cvel, &d->cdof_dot, &d->M, &d->LD, &d->h, &d->udot, &d->crb, &d->cacc,
+                         &d->cvel, &d->cdof_dot, &d->M, &d->Mp, &d->LD, &d->h, &d->udot, &d->crb, &d->cacc,
                          &d->cfrc, &d->scratch, &d->lambda, &d->Jc, &d->Bc, &d->G, &d->cfree, &d->mu, &d->ufree,
                          &d->prev_lambda};
     double *p = (double *)(mem + head);

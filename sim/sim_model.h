@@ -108,6 +108,8 @@ typedef struct sim_model {
     int dof_parent[SIM_MAX_DOF];    /* parent dof in the kinematic tree (-1 for the first); parent < child */
     int dof_nanc[SIM_MAX_DOF];      /* number of strict ancestors of each dof */
     int dof_anc[SIM_MAX_DOF][SIM_MAX_DOF]; /* strict ancestors of each dof, nearest first (decreasing) */
+    int dof_adr[SIM_MAX_DOF];       /* start of row k in packed tree matrices (Mp, LD): 1 + nanc entries */
+    int nM;                         /* size of a packed tree matrix */
     double total_mass;
     sim_terrain terrain;            /* default: the plane z = 0 */
     sim_step_opt opt;               /* defaults set by sim_model_new */
@@ -147,7 +149,8 @@ typedef struct sim_data {
     double *cdof_dot;     /* 6 nv: time derivative of cdof */
     /* dynamics */
     double *M;            /* nv*nv: mass matrix; only tree-coupled entries are written (others are 0) */
-    double *LD;           /* nv*nv: LTDL factor of M, D on the diagonal, L strictly below (ancestor pairs) */
+    double *Mp;           /* nM: M packed by rows, row k = [M_kk, M_k,anc(k)...] at dof_adr[k] (see sim_model) */
+    double *LD;           /* nM: LTDL factor of M in the same packing: [D_k, L_k,anc(k)...] */
     double *h;            /* nv: bias forces (Coriolis, centrifugal, gravity); damping excluded */
     double *udot;         /* nv: accelerations from the last forward-dynamics call */
     /* scratch */

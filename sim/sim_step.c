@@ -10,27 +10,25 @@
  * support is a root-to-body path, the result keeps that support, so only path entries are touched. */
 static void ltdl_backward(const sim_model *m, const sim_data *d, double *x, const int *path, int npath)
 {
-    const int nv = m->nv;
-    const int *par = m->dof_parent;
-    const double *L = d->LD;
     /* path[] lists dofs from the body up to the root (decreasing index) */
     for (int t = 0; t < npath; t++) {
         int k = path[t];
         double xk = x[k];
         if (xk == 0) continue;
-        for (int i = par[k]; i >= 0; i = par[i]) x[i] -= L[k * nv + i] * xk;
+        const int *anc = m->dof_anc[k];
+        const double *Lk = d->LD + m->dof_adr[k] + 1;
+        for (int u = 0; u < m->dof_nanc[k]; u++) x[anc[u]] -= Lk[u] * xk;
     }
 }
 
 /* x := L^-1 x (the last stage of an LTDL solve), dense. */
 static void ltdl_forward(const sim_model *m, const sim_data *d, double *x)
 {
-    const int nv = m->nv;
-    const int *par = m->dof_parent;
-    const double *L = d->LD;
-    for (int k = 0; k < nv; k++) {
+    for (int k = 0; k < m->nv; k++) {
         double xk = x[k];
-        for (int i = par[k]; i >= 0; i = par[i]) xk -= L[k * nv + i] * x[i];
+        const int *anc = m->dof_anc[k];
+        const double *Lk = d->LD + m->dof_adr[k] + 1;
+        for (int u = 0; u < m->dof_nanc[k]; u++) xk -= Lk[u] * x[anc[u]];
         x[k] = xk;
     }
 }
@@ -106,7 +104,8 @@ int sim_step(const sim_model *m, sim_data *d, double dt)
             }
         }
         /* Delassus G = B^T D^-1 B over the shared support (the common ancestors' dofs) */
-        const double *L = d->LD;
+        double *invD = d->scratch + 3 * nv;
+        for (int k = 0; k < nv; k++) invD[k] = 1.0 / d->LD[m->dof_adr[k]];
         double *G = d->G;
         for (int i = 0; i < nc; i++) {
             const int *pi = d->con_path + i * nv;
@@ -120,7 +119,7 @@ int sim_step(const sim_model *m, sim_data *d, double dt)
                         double s = 0;
                         for (int t = 0; t < npi; t++) {
                             int k = pi[t];
-                            s += Ba[k] * Bb[k] / L[k * nv + k];
+                            s += Ba[k] * Bb[k] * invD[k];
                         }
                         G[(3 * i + a) * n3 + 3 * j + b] = s;
                         G[(3 * j + b) * n3 + 3 * i + a] = s;
@@ -166,7 +165,7 @@ int sim_step(const sim_model *m, sim_data *d, double dt)
         st->converged = ss.converged;
 
         /* u+ = u_free + M^-1 J^T lambda = u_free + L^-1 D^-1 (B lambda) */
-        double *y = d->scratch + 3 * nv;
+        double *y = d->scratch + 2 * nv;
         memset(y, 0, sizeof(double) * (size_t)nv);
         for (int i = 0; i < nc; i++) {
             const double *lam = d->lambda + 3 * i;
@@ -180,7 +179,7 @@ int sim_step(const sim_model *m, sim_data *d, double dt)
                 }
             }
         }
-        for (int k = 0; k < nv; k++) y[k] /= L[k * nv + k];
+        for (int k = 0; k < nv; k++) y[k] *= invD[k];
         ltdl_forward(m, d, y);
         for (int k = 0; k < nv; k++) d->u[k] = uf[k] + y[k];
     } else {

@@ -1,0 +1,73 @@
+/* mj_peer.h — the same robot built in MuJoCo, as a reference for tests and a baseline for benchmarks.
+ *
+ * mj_peer_new() loads the URDF that herd loaded, in MuJoCo (2.2.x), so that both engines simulate the
+ * same rigid-body system:
+ *   - The URDF text is read, and before MuJoCo compiles it two things are inserted after <robot ...>:
+ *       <mujoco><compiler inertiafromgeom="false" fusestatic="true" discardvisual="true" meshdir=.../></mujoco>
+ *       <link name="herd_mjpeer_world"/> + a joint of type "floating" from it to herd's root link
+ *     MuJoCo's URDF importer turns the "floating" joint into a free joint and fuses every jointless
+ *     body into its parent (fusestatic): the empty dummy link disappears into the world, fixed-joint
+ *     children merge into their parent like in herd.  (Fusing is done by MuJoCo's compiler, not
+ *     herd's loader, so inertia merging is checked independently.)  The model is compiled straight
+ *     from this text, in double precision: no mj_saveLastXML round trip, whose 6-digit output would
+ *     limit any comparison to ~1e-6.
+ *   - inertiafromgeom="false": inertias come only from <inertial> elements, never from geometry.
+ *   - After compiling: joint damping, stiffness, armature and friction loss are set to 0, gravity is
+ *     herd's, and contacts and joint limits are disabled (opt.disableflags), so that mj_forward
+ *     computes the smooth, unconstrained dynamics qacc = M^-1 (qfrc_applied - qfrc_bias).
+ *   - Bodies and joints are matched to herd's by name; the free joint's 6 dofs are herd's dofs 0..5.
+ *
+ * Conventions match herd's exactly (sim_model.h): qpos = [x y z qw qx qy qz joints], qvel = [v_world,
+ * omega_body, joint rates]; only the order of the joints may differ, hence the index maps below.
+ * A fixed-base herd model gives a MuJoCo model without the free joint (the root welded to the world).
+ *
+ * Ownership: mj_peer_new returns an object owning its mjModel and mjData; free it with
+ * mj_peer_destroy.  Not thread-safe (MuJoCo's loader is not).  The herd model is only read.
+ */
+#ifndef HERD_BENCH_MJ_PEER_H
+#define HERD_BENCH_MJ_PEER_H
+
+#include <stddef.h>
+#include <mujoco/mujoco.h>
+
+#include "sim_model.h"
+
+typedef struct mj_peer {
+    mjModel *m;
+    mjData *d;
+    int nq, nv;                       /* equal to herd's */
+    int qadr[SIM_MAX_DOF + 1];        /* herd q index   -> MuJoCo qpos index */
+    int dofadr[SIM_MAX_DOF];          /* herd dof index -> MuJoCo dof index  */
+    int body[SIM_MAX_BODIES];         /* herd body      -> MuJoCo body id    */
+    int geom[SIM_MAX_GEOMS];          /* herd geometry  -> MuJoCo geom id, -1 if none matched */
+} mj_peer;
+
+/* Builds the MuJoCo model of urdf_path matched to herd model hm (loaded from the same file).
+ * Returns NULL with err filled when MuJoCo cannot load it or the two models do not correspond
+ * (body/joint names, joint types, tree, body and dof counts). */
+mj_peer *mj_peer_new(const char *urdf_path, const sim_model *hm, char *err, size_t errlen);
+void mj_peer_destroy(mj_peer **p);
+
+/* MuJoCo 2.2's compiler keeps an inertia as principal moments + a principal-frame quaternion, and its
+ * conversion of full (rotated or fused) inertia tensors is accurate to only ~1e-7..1e-6 relative.  This
+ * replaces every body's mass, COM and inertia with herd's, diagonalized to machine precision, so that
+ * the dynamics algorithms can be compared at ~1e-12 on identical inertial parameters (compare the
+ * inertias themselves before calling it).  Returns the largest reconstruction error |R D R^T - I|. */
+double mj_peer_adopt_inertia(mj_peer *p, const sim_model *hm);
+
+/* Gives MuJoCo herd's joint damping (dof_damping from hm->body[].damping); by default it is 0. */
+void mj_peer_copy_damping(mj_peer *p, const sim_model *hm);
+
+/* Writes herd's state (q: nq, u: nv, herd order) into p->d->qpos / qvel. */
+void mj_peer_set_state(const mj_peer *p, const double *q, const double *u);
+/* Writes a herd generalized force (nv, herd order) into p->d->qfrc_applied. */
+void mj_peer_set_force(const mj_peer *p, const double *tau);
+/* Permutes a MuJoCo dof vector (nv) into herd's order. */
+void mj_peer_vec_to_herd(const mj_peer *p, const double *mjv, double *out);
+/* Permutes a MuJoCo 3 x nv Jacobian (row-major) into herd's column order. */
+void mj_peer_jac_to_herd(const mj_peer *p, const double *mjj, double *out);
+/* The dense mass matrix of p->d->qM (needs mj_crb or mj_forward) in herd's order, nv*nv row-major;
+ * scratch must hold nv*nv doubles. */
+void mj_peer_full_mass(const mj_peer *p, double *out, double *scratch);
+
+#endif

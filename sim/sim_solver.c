@@ -1,0 +1,714 @@
+/* sim_solver.c — per-contact bisection (Algorithms 1 and 2 of Hwangbo, Lee & Hutter 2018), projected
+ * Gauss-Seidel (their eqs. 17-18) and the contact metrics of Le Lidec et al. 2023.  See sim_solver.h.
+ *
+ * Notation in this file: a contact block G (3x3, frame (t_x, t_y, n)), a = (G_nx, G_ny) its normal row's
+ * tangential part, c the free velocity of the contact (others fixed), lambda0 = -G^-1 c the zero-velocity
+ * impulse.  On the slip ellipse { G_n . lambda + c_n = 0, |lambda_T| = mu lambda_n } the tangential impulse
+ * is r u with u = (cos th, sin th) and (eqs. 13-14)
+ *     d(u) = G_nn / mu + a . u,   r = -c_n / d,   lambda = (r u, r / mu).
+ * The sign of dE/dth is the sign of D = v_T . eta_T (eq. 15), v_T = Gbar_T r u + cbar_T (eq. 16), with
+ * eta = grad h1 x grad h2 / (2 r) = (-mu a_y - G_nn u_y, mu a_x + G_nn u_x, .), and since dlambda_T/dth =
+ * r / (mu d) eta_T exactly, sign(D) = sign(dE/dth).  We evaluate S = d D = (-c_n Gbar_T u + d cbar_T) . eta_T,
+ * which has the same sign (d > 0 on the feasible arc) and needs no division.
+ *
+ * The angle itself is never formed: the current direction is kept as a unit vector.  Stepping rotates it
+ * by alpha (one sincos per step); bisection takes the normalized sum of the two end directions, whose
+ * norm 2 cos(delta/2) follows from the interval width delta by the half-angle recursion
+ * cos(delta/4) = sqrt((1 + cos(delta/2)) / 2), independent of which half is kept.  This is the same
+ * sequence of midpoints as bisecting theta, without atan2 or a sin/cos per bisection step.
+ */
+#include "sim_solver.h"
+
+#include <math.h>
+#include <stddef.h>
+
+#define MU_FRICTIONLESS 1e-9   /* below: frictionless contact */
+#define MU_MAX 1e12            /* above: clamped (keeps mu^2 finite) */
+#define REG_DET 1e-12          /* a block with det <= REG_DET tr^3 is near-singular ... */
+#define REG_EPS 1e-10          /* ... and gets REG_EPS tr added to its diagonal */
+#define STEP_TMAX 0.75         /* largest tan(step / 2) of the initial stepping: steps < 1.29 rad */
+
+void sim_solver_default_params(sim_solver_params *p)
+{
+    p->max_iter = 150;
+    p->tol = 1e-6;
+    p->alpha = 1.0;
+    p->gamma = 0.99;
+    p->alpha_min = 0.7;
+    p->beta1 = 1e-2;
+    p->beta2 = 0.5;
+    p->beta3 = 1.3;
+    p->contact_tol = 1e-6;
+    p->contact_max_steps = 200;
+    p->pgs_alpha = 0.6;
+}
+
+const char *sim_solver_strerror(int code)
+{
+    switch (code) {
+    case SIM_SOLVER_OK: return "converged";
+    case SIM_SOLVER_MAXITER: return "not converged within max_iter sweeps";
+    case SIM_SOLVER_EINVAL:
+        return "invalid contact problem (n out of range, NULL pointer, mu < 0 or non-finite numbers)";
+    default: return "unknown solver code";
+    }
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* One contact: the parts that depend on G and mu only (computed once per multi-contact solve).       */
+
+enum { PREP_NORMAL = 0, PREP_FRICTIONLESS = 1, PREP_NULL = 2 };
+
+typedef struct {
+    double gxx, gxy, gxn, gyy, gyn, gnn; /* the (possibly regularized) block */
+    double axx, axy, axn, ayy, ayn, ann; /* its adjugate (det G times the inverse) */
+    double inv_det, inv_gnn;
+    double K, inv_mu;                    /* G_nn / mu and 1 / mu (slip only) */
+    double mu;                           /* clamped to [0, MU_MAX] */
+    int kind;
+} contact_prep;
+
+/* Block G with leading dimension ld (row stride).  Reads the upper triangle. */
+static void prep_init(contact_prep *k, const double *G, int ld, double mu)
+{
+    double g00 = G[0], g01 = G[1], g02 = G[2], g11 = G[ld + 1], g12 = G[ld + 2], g22 = G[2 * ld + 2];
+    double tr = g00 + g11 + g22;
+    k->mu = mu > MU_MAX ? MU_MAX : mu;
+    k->kind = k->mu < MU_FRICTIONLESS ? PREP_FRICTIONLESS : PREP_NORMAL;
+    if (!(tr > 0)) { /* G = 0 (or not PSD): no impulse changes this contact's velocity */
+        k->kind = PREP_NULL;
+        return;
+    }
+    double det = 0, c00 = 0, c01 = 0, c02 = 0, c11 = 0, c12 = 0, c22 = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        c00 = g11 * g22 - g12 * g12;
+        c01 = g02 * g12 - g01 * g22;
+        c02 = g01 * g12 - g02 * g11;
+        c11 = g00 * g22 - g02 * g02;
+        c12 = g01 * g02 - g00 * g12;
+        c22 = g00 * g11 - g01 * g01;
+        det = g00 * c00 + g01 * c01 + g02 * c02;
+        if (det > REG_DET * tr * tr * tr) break;
+        double eps = REG_EPS * tr;
+        g00 += eps;
+        g11 += eps;
+        g22 += eps;
+    }
+    if (!(det > 0) || !(g22 > 0)) { /* indefinite even after regularization: not a Delassus block */
+        k->kind = PREP_NULL;
+        return;
+    }
+    k->gxx = g00, k->gxy = g01, k->gxn = g02, k->gyy = g11, k->gyn = g12, k->gnn = g22;
+    k->axx = c00, k->axy = c01, k->axn = c02, k->ayy = c11, k->ayn = c12, k->ann = c22;
+    k->inv_det = 1.0 / det;
+    k->inv_gnn = 1.0 / g22;
+    k->inv_mu = k->kind == PREP_NORMAL ? 1.0 / k->mu : 0.0;
+    k->K = g22 * k->inv_mu;
+}
+
+/* Two doubles (GCC/Clang vector extension; plain SSE2 on x86-64), for branch-free selects: m ? a : b per
+ * lane, m all-ones or zero.  With SSE4.1 (x86-64-v2) one blendvpd, which stays in the floating-point domain. */
+typedef double v2d __attribute__((vector_size(16)));
+typedef long long v2l __attribute__((vector_size(16)));
+#if defined(__SSE4_1__)
+#include <smmintrin.h>
+static inline v2d v2_select(v2l m, v2d a, v2d b) { return (v2d)_mm_blendv_pd((__m128d)b, (__m128d)a, (__m128d)m); }
+#else
+static inline v2d v2_select(v2l m, v2d a, v2d b) { return (v2d)((m & (v2l)a) | (~m & (v2l)b)); }
+#endif
+
+/* atan(t) for 0 <= t: series for t <= 0.1 (error < 1e-16), else libm. */
+static inline double atan_small(double t)
+{
+    if (t > 0.1) return atan(t);
+    double t2 = t * t;
+    return t * (1 + t2 * (-1.0 / 3 + t2 * (1.0 / 5 + t2 * (-1.0 / 7 + t2 * (1.0 / 9 + t2 * (-1.0 / 11 + t2 * (1.0 / 13)))))));
+}
+
+/* 1 / (2 cos x) for 0 <= x < pi/2: the secant series to x^12 for x <= 0.1 (relative error < 3e-17), else
+ * the cosine series at x / 8, three doublings cos 2y = 2 cos^2 y - 1 and a division.  No libm call: a call
+ * in the hot loop would force every live register to the stack. */
+static inline double half_sec(double x)
+{
+    const double x2 = x * x;
+    if (x <= 0.1)
+        return 0.5 + x2 * (1.0 / 4 + x2 * (5.0 / 48 + x2 * (61.0 / 1440 + x2 * (277.0 / 16128 +
+               x2 * (50521.0 / 7257600 + x2 * (540553.0 / 191600640))))));
+    const double y2 = x2 * (1.0 / 64);
+    double cy = 1 + y2 * (-0.5 + y2 * (1.0 / 24 + y2 * (-1.0 / 720 + y2 * (1.0 / 40320 + y2 * (-1.0 / 3628800)))));
+    for (int k = 0; k < 3; k++) cy = 2 * cy * cy - 1;
+    return 0.5 / cy;
+}
+
+/* Line 33's test |lambda^p - lambda| < tol for the ends u^p, u with D = (d^p, d), lambda = (-c_n / d) (u, 1 / mu),
+ * multiplied through by (d^p d / c_n)^2 to avoid divisions:
+ *     |d u^p - d^p u|^2 + (d - d^p)^2 / mu^2 < (tol / c_n)^2 (d^p d)^2. */
+static inline int slip_close(v2d U, v2d UP, v2d D, double imu, double tol2)
+{
+    const v2d E = UP * D[1] - U * D[0];
+    const double ez = (D[1] - D[0]) * imu, dd = D[0] * D[1];
+    return E[0] * E[0] + E[1] * E[1] + ez * ez < tol2 * dd * dd;
+}
+
+/* Algorithm 1: the slip solution for a closing contact (c_n < 0) whose lambda0 lies outside the cone;
+ * l0 = lambda0 times any positive factor (only its direction and the sign of the line-of-sight test matter).
+ *
+ * The sign test S = d D of the file comment, written out as a quadratic form in u (no reliance on |u| = 1):
+ *   w = P u + K cbar_T with P = -c_n Gbar_T + cbar_T a^T,  eta_T = e0 + G_nn J u  (e0 = mu (-a_y, a_x), J u = (-u_y, u_x))
+ *   S = q0 + g . u + u^T Q u,  q0 = K cbar_T . e0,  g = P^T e0 + K G_nn (cbar_y, -cbar_x),
+ *   u^T Q u = G_nn (P_10 u_x^2 + (P_11 - P_00) u_x u_y - P_01 u_y^2)
+ * which costs 5 multiply-adds on the critical path instead of the 9 of the hybrid form, and needs no d.
+ * It is evaluated times G_nn, which only needs the adjugate of G (no division).
+ *
+ * Where the compiler supports function multiversioning (GCC on x86-64 Linux), this function is also built
+ * for x86-64-v3 with contracted multiply-adds (FMA) and picked at load time on CPUs that have it; the two
+ * builds may differ in the last bits of lambda, never in the algorithm. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(__FMA__) && !defined(SIM_SOLVER_NO_CLONES)
+#define SIM_SOLVER_CLONES 1
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=fast")
+__attribute__((target_clones("default", "arch=x86-64-v3")))
+#endif
+static int contact_slip(const contact_prep *k, const double c[3], const double l0[3], double lam[3],
+                        const sim_solver_params *p)
+{
+    const double mu = k->mu, gnn = k->gnn, ax = k->gxn, ay = k->gyn;
+    const double K = k->K;
+    const double mcn = -c[2]; /* > 0 */
+    /* the form times G_nn > 0 (same sign, no division): G_nn cbar_T = G_nn c_T - G_Tn c_n and
+       G_nn Gbar_T = [[adj_yy, -adj_xy], [-adj_xy, adj_xx]] */
+    const double cbx = gnn * c[0] - ax * c[2], cby = gnn * c[1] - ay * c[2];
+    const double e0x = -mu * ay, e0y = mu * ax;
+    const double P00 = mcn * k->ayy + cbx * ax, P01 = -mcn * k->axy + cbx * ay;
+    const double P10 = -mcn * k->axy + cby * ax, P11 = mcn * k->axx + cby * ay;
+    double q0 = K * (cbx * e0x + cby * e0y);
+    double gx = P00 * e0x + P10 * e0y + K * gnn * cby;
+    double gy = P01 * e0x + P11 * e0y - K * gnn * cbx;
+    double Qxx = gnn * P10, Qxy = gnn * (P11 - P00), Qyy = -gnn * P01;
+#define SLIP_S(ux_, uy_) ((q0 + (uy_) * (gy + Qyy * (uy_))) + (ux_) * (gx + Qxx * (ux_) + Qxy * (uy_)))
+    const int max_steps = p->contact_max_steps;
+    int steps = 0;
+
+    /* line 2: theta0 = angle of lambda0_T, kept as the unit vector u */
+    double ux = 1, uy = 0;
+    double t2 = l0[0] * l0[0] + l0[1] * l0[1];
+    if (t2 > 0) {
+        double it = 1.0 / sqrt(t2);
+        ux = l0[0] * it;
+        uy = l0[1] * it;
+    }
+    double d = K + ax * ux + ay * uy; /* r = -c_n / d (eq. 14) */
+    if (!(d > 0)) { /* cannot happen in exact arithmetic (lambda0's ray crosses the ellipse): use the
+                       centre lambda^{T=0}, which is feasible and dissipative */
+        lam[0] = lam[1] = 0;
+        lam[2] = mcn * k->inv_gnn;
+        return 0;
+    }
+    const double S0 = SLIP_S(ux, uy); /* line 5: D0 (times d > 0) */
+    if (S0 != 0) {
+        /* flip the form so that S > 0 means "same sign as D0" */
+        if (S0 < 0) q0 = -q0, gx = -gx, gy = -gy, Qxx = -Qxx, Qxy = -Qxy, Qyy = -Qyy;
+        /* lines 6-23: initial stepping against the gradient until its sign changes.  A step of angle
+           alpha is the rotation by 2 atan(t), t = alpha / 2 (cos = (1 - t^2) / (1 + t^2), sin = 2 t / (1 + t^2):
+           rational and exactly norm-preserving; the angle equals alpha up to alpha^3 / 12) */
+        double t = S0 > 0 ? -0.5 * p->beta1 : 0.5 * p->beta1;
+        double upx = ux, upy = uy, dp = d; /* theta^p */
+        int bracketed = 0;
+        while (steps < max_steps) {
+            steps++;
+            const double t2_ = t * t, den = 1.0 / (1.0 + t2_);
+            const double cs = (1.0 - t2_) * den, sa = 2.0 * t * den;
+            double nx = cs * ux - sa * uy, ny = sa * ux + cs * uy;
+            double dn = K + ax * nx + ay * ny;
+            /* line 13, line of sight: grad h2(lambda) . (lambda0 - lambda) = 2 r (u . lambda0_T - mu lambda0_n)
+               must not be negative (lambda0 outside the cone's tangent plane at lambda); and r > 0 */
+            double los = nx * l0[0] + ny * l0[1] - mu * l0[2];
+            if (!(dn > 0) || los < 0) {
+                t *= p->beta2; /* line 14: shrink, back to the old angle (u unchanged) */
+                continue;
+            }
+            double S = SLIP_S(nx, ny);
+            upx = ux, upy = uy, dp = d;
+            ux = nx, uy = ny, d = dn;
+            if (S > 0) {
+                t *= p->beta3; /* line 18: same sign, grow the step */
+                t = t > STEP_TMAX ? STEP_TMAX : t < -STEP_TMAX ? -STEP_TMAX : t;
+            } else {
+                bracketed = 1; /* zero crossing between theta^p and theta */
+                break;
+            }
+        }
+        /* lines 24-33: bisection between theta^p (S > 0) and theta (S <= 0).  The midpoint direction is
+           (u^p + u) / (2 cos(x)), x = half the interval width, halved every step.  Termination
+           |lambda^p - lambda| < tol, multiplied through by (d^p d / c_n)^2 to avoid divisions:
+           |d u^p - d^p u|^2 + (d - d^p)^2 / mu^2 < (tol / c_n)^2 (d^p d)^2.
+           The ends are 2-vectors (direction; d and S) replaced without branches: which half keeps the
+           minimum is a coin flip that a branch predictor cannot learn. */
+        if (bracketed) {
+            const double tol2 = (p->contact_tol / mcn) * (p->contact_tol / mcn);
+            const double imu = k->inv_mu;
+            const v2d zero = {0, 0}, neg = {-1, -1};
+            const v2l flip = {0, -1};
+            double x = atan_small(fabs(t)); /* half the bracket angle 2 atan|t| */
+            v2d U = {ux, uy}, UP = {upx, upy}, D = {dp, d};
+            /* Two bisection steps per round: the midpoint M and both quarter points (Q1 in [theta^p, M],
+               Q2 in [M, theta]) are evaluated together, then the two decisions are taken in order.  The
+               midpoints, tests, terminations and step counts are exactly those of one step at a time; only
+               the dependent latency per step drops (the second decision no longer waits for a new point). */
+            while (steps < max_steps) {
+                const double h1 = half_sec(x), h2 = half_sec(0.5 * x);
+                x *= 0.25;
+                const v2d M = (UP + U) * h1; /* line 25 */
+                const v2d Q1 = (UP + M) * h2, Q2 = (M + U) * h2;
+                const double mx = M[0], my = M[1];
+                const double dm = K + ax * mx + ay * my;
+                const double Sm = dm > 0 ? SLIP_S(mx, my) : -1.0; /* beyond the asymptote: theta^p side */
+                const v2d QX = {Q1[0], Q2[0]}, QY = {Q1[1], Q2[1]};
+                const v2d DQ = K + ax * QX + ay * QY;
+                const v2d SQ = v2_select(DQ > zero, q0 + QY * (gy + Qyy * QY) + QX * (gx + Qxx * QX + Qxy * QY), neg);
+                /* first step: lines 28-33 at M */
+                steps++;
+                const v2l s1 = (v2d){Sm, Sm} > zero;
+                UP = v2_select(s1, M, UP);
+                U = v2_select(s1, U, M);
+                D = v2_select(s1 ^ flip, (v2d){dm, dm}, D);
+                if (slip_close(U, UP, D, imu, tol2) || steps >= max_steps) break;
+                /* second step at the quarter point of the kept half */
+                steps++;
+                const v2d Qk = v2_select(s1, Q2, Q1);
+                const v2d Sk = v2_select(s1, (v2d){SQ[1], SQ[1]}, (v2d){SQ[0], SQ[0]});
+                const v2d Dk = v2_select(s1, (v2d){DQ[1], DQ[1]}, (v2d){DQ[0], DQ[0]});
+                const v2l s2 = Sk > zero;
+                UP = v2_select(s2, Qk, UP);
+                U = v2_select(s2, U, Qk);
+                D = v2_select(s2 ^ flip, Dk, D);
+                if (slip_close(U, UP, D, imu, tol2)) break;
+            }
+            ux = U[0], uy = U[1], d = D[1];
+            upx = UP[0], upy = UP[1], dp = D[0];
+            /* one regula-falsi step inside the final bracket: the zero of the linear interpolation of S
+               between its ends (never leaves the bracket, so the result stays within the impulse interval) */
+            const double Sp = SLIP_S(upx, upy), Su = d > 0 ? SLIP_S(ux, uy) : -1.0;
+            if (d > 0 && Sp > 0 && Su <= 0 && Sp - Su > 0) {
+                const double tf = Sp / (Sp - Su);
+                const double ex = ux - upx, ey = uy - upy;
+                double wx = upx + tf * ex, wy = upy + tf * ey;
+                /* |w|^2 = 1 - q exactly for unit ends, q = tf (1 - tf) |u - u^p|^2 (tiny once bisected) */
+                const double q = tf * (1.0 - tf) * (ex * ex + ey * ey);
+                const double iw = q < 1e-8 ? 1.0 + 0.5 * q : 1.0 / sqrt(1.0 - q); /* error < q^2 < 1e-16 */
+                wx *= iw, wy *= iw;
+                const double dw = K + ax * wx + ay * wy;
+                if (dw > 0) ux = wx, uy = wy, d = dw;
+            } else if (!(d > 0)) {
+                ux = upx, uy = upy, d = dp; /* safety net for the asymptote rule above */
+            }
+        }
+    }
+#undef SLIP_S
+    const double r = mcn / d;
+    lam[0] = r * ux;
+    lam[1] = r * uy;
+    lam[2] = r * k->inv_mu;
+    return steps;
+}
+
+#ifdef SIM_SOLVER_CLONES
+#pragma GCC pop_options
+#endif
+
+/* The exact single-contact model with a prepared block; c is the contact's free velocity. */
+static int contact_solve(const contact_prep *k, const double c[3], double lam[3], const sim_solver_params *p,
+                         int *steps)
+{
+    *steps = 0;
+    const double cn = c[2];
+    if (cn > 0 || k->kind == PREP_NULL) {
+        lam[0] = lam[1] = lam[2] = 0;
+        return SIM_CONTACT_OPEN;
+    }
+    if (k->kind == PREP_FRICTIONLESS) {
+        lam[0] = lam[1] = 0;
+        lam[2] = -cn * k->inv_gnn;
+        return lam[2] > 0 ? SIM_CONTACT_SLIP : SIM_CONTACT_OPEN;
+    }
+    /* the zero-velocity impulse lambda0 = -G^-1 c = w / det G, w = -adj(G) c: only its direction matters
+       for the cone test and for Algorithm 1, so the division waits for a sticking contact */
+    double w[3];
+    w[0] = -(k->axx * c[0] + k->axy * c[1] + k->axn * cn);
+    w[1] = -(k->axy * c[0] + k->ayy * c[1] + k->ayn * cn);
+    w[2] = -(k->axn * c[0] + k->ayn * c[1] + k->ann * cn);
+    const double mu = k->mu;
+    if (w[2] >= 0 && w[0] * w[0] + w[1] * w[1] <= mu * mu * w[2] * w[2]) {
+        lam[0] = w[0] * k->inv_det, lam[1] = w[1] * k->inv_det, lam[2] = w[2] * k->inv_det;
+        return SIM_CONTACT_STICK;
+    }
+    if (!(cn < 0)) { /* c_n = 0: the slip ellipse shrinks to the apex */
+        lam[0] = lam[1] = lam[2] = 0;
+        return SIM_CONTACT_OPEN;
+    }
+    *steps = contact_slip(k, c, w, lam, p);
+    return SIM_CONTACT_SLIP;
+}
+
+int sim_contact_single(const double G[9], const double c[3], double mu, double lambda[3],
+                       const sim_solver_params *p, int *steps)
+{
+    sim_solver_params def;
+    int st_local;
+    if (!steps) steps = &st_local;
+    *steps = 0;
+    if (!lambda) return SIM_SOLVER_EINVAL;
+    lambda[0] = lambda[1] = lambda[2] = 0;
+    if (!G || !c) return SIM_SOLVER_EINVAL;
+    double s = G[0] + G[1] + G[2] + G[3] + G[4] + G[5] + G[6] + G[7] + G[8] + c[0] + c[1] + c[2];
+    if (!isfinite(s) || !(mu >= 0) || isnan(mu)) return SIM_SOLVER_EINVAL;
+    if (!p) {
+        sim_solver_default_params(&def);
+        p = &def;
+    }
+    contact_prep k;
+    prep_init(&k, G, 3, mu);
+    return contact_solve(&k, c, lambda, p, steps);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Exact violation of one contact (see the header); Gi = its diagonal block with leading dimension ld. */
+
+static double contact_error(const double *Gi, int ld, const double v[3], const double l[3], double mu)
+{
+    if (mu > MU_MAX) mu = MU_MAX;
+    const double lt = sqrt(l[0] * l[0] + l[1] * l[1]);
+    const double ln = l[2], vn = v[2];
+    double e = fmax(0.0, lt - mu * ln) + fmax(0.0, -ln);
+    e += fmax(0.0, -vn) + fmax(0.0, fmin(ln, vn));
+    if (vn <= ln) {
+        if (mu >= MU_FRICTIONLESS) {
+            const double vt = sqrt(v[0] * v[0] + v[1] * v[1]);
+            const double gap = fmax(0.0, mu * ln - lt);
+            const double gnn = Gi[2 * ld + 2];
+            const double w = gnn > 0 ? mu * mu * ln / gnn : 0.0;
+            const double sx = l[0] + w * Gi[2 * ld], sy = l[1] + w * Gi[2 * ld + 1];
+            const double sn = sqrt(sx * sx + sy * sy);
+            /* misdirection of the slip: sin(angle between v_T and -s), 1 if v_T does not point against s,
+               weighted by min(|v_T|, |lambda_T|) so that it is linear in the errors of both */
+            double mis = 1.0;
+            if (sn > 0 && vt > 0) {
+                double along = -(v[0] * sx + v[1] * sy); /* |v_T| |s| cos */
+                if (along > 0) mis = fabs(v[0] * sy - v[1] * sx) / (vt * sn);
+            }
+            mis *= fmin(vt, lt);
+            e += fmin(vt, gap + mis);
+        }
+    } else {
+        e += lt;
+    }
+    return e;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Multi-contact helpers.                                                                              */
+
+static int check_problem(int n, const double *G, const double *c, const double *mu, const double *lambda)
+{
+    if (n < 0 || n > SIM_SOLVER_MAX_CONTACTS) return 0;
+    if (n == 0) return 1;
+    if (!G || !c || !mu || !lambda) return 0;
+    const int N = 3 * n;
+    double s = 0;
+    for (int i = 0; i < N * N; i++) s += G[i];
+    for (int i = 0; i < N; i++) s += c[i] + lambda[i];
+    for (int i = 0; i < n; i++) {
+        if (!(mu[i] >= 0)) return 0;
+        s += mu[i];
+    }
+    return isfinite(s);
+}
+
+/* v = G lambda + c */
+static void contact_velocity(int N, const double *G, const double *c, const double *lambda, double *v)
+{
+    for (int r = 0; r < N; r++) {
+        const double *row = G + (size_t)r * N;
+        double s = c[r];
+        for (int k = 0; k < N; k++) s += row[k] * lambda[k];
+        v[r] = s;
+    }
+}
+
+/* v += G[:, 3i..3i+2] delta, using the symmetry of G (rows 3i..3i+2 are contiguous). */
+static void add_column_block(int N, const double *G, int i, const double delta[3], double *v)
+{
+    const double *r0 = G + (size_t)(3 * i) * N, *r1 = r0 + N, *r2 = r1 + N;
+    const double d0 = delta[0], d1 = delta[1], d2 = delta[2];
+    for (int k = 0; k < N; k++) v[k] += d0 * r0[k] + d1 * r1[k] + d2 * r2[k];
+}
+
+static void stats_reset(sim_solver_stats *st)
+{
+    st->iterations = 0;
+    st->error = 0;
+    st->converged = 0;
+    st->n_open = st->n_stick = st->n_slip = 0;
+    st->bisection_steps = 0;
+}
+
+int sim_solve_bisection(int n, const double *G, const double *c, const double *mu, double *lambda,
+                        const sim_solver_params *p, sim_solver_stats *st)
+{
+    sim_solver_params def;
+    sim_solver_stats st_local;
+    if (!st) st = &st_local;
+    stats_reset(st);
+    if (!p) {
+        sim_solver_default_params(&def);
+        p = &def;
+    }
+    if (!check_problem(n, G, c, mu, lambda)) return SIM_SOLVER_EINVAL;
+    if (n == 0) {
+        st->converged = 1;
+        return SIM_SOLVER_OK;
+    }
+    const int N = 3 * n;
+    contact_prep prep[SIM_SOLVER_MAX_CONTACTS];
+    double v[3 * SIM_SOLVER_MAX_CONTACTS];
+    for (int i = 0; i < n; i++) prep_init(&prep[i], G + (size_t)(3 * i) * N + 3 * i, N, mu[i]);
+    contact_velocity(N, G, c, lambda, v);
+
+    unsigned char mode_of[SIM_SOLVER_MAX_CONTACTS] = {0};
+    double alpha = p->alpha;
+    double err = INFINITY;
+    int it = 0;
+    while (it < p->max_iter) {
+        it++;
+        int no = 0, ns = 0, nl = 0;
+        for (int i = 0; i < n; i++) {
+            const contact_prep *k = &prep[i];
+            double *l = lambda + 3 * i;
+            const double *vi = v + 3 * i;
+            /* the contact's free velocity with every other impulse fixed: c_i = v_i - G_ii lambda_i */
+            const double *Gi = G + (size_t)(3 * i) * N + 3 * i;
+            double ci[3];
+            for (int a = 0; a < 3; a++) {
+                const double *row = Gi + (size_t)a * N;
+                ci[a] = vi[a] - (row[0] * l[0] + row[1] * l[1] + row[2] * l[2]);
+            }
+            double ls[3];
+            int steps;
+            int mode = contact_solve(k, ci, ls, p, &steps);
+            mode_of[i] = (unsigned char)mode;
+            st->bisection_steps += steps;
+            no += mode == SIM_CONTACT_OPEN;
+            ns += mode == SIM_CONTACT_STICK;
+            nl += mode == SIM_CONTACT_SLIP;
+            /* lines 4, 6, 9: lambda_i <- alpha lambda* + (1 - alpha) lambda_i (lambda* = 0 when opening) */
+            double delta[3];
+            for (int a = 0; a < 3; a++) {
+                double nv = alpha * ls[a] + (1.0 - alpha) * l[a];
+                delta[a] = nv - l[a];
+                l[a] = nv;
+            }
+            if (delta[0] != 0 || delta[1] != 0 || delta[2] != 0) add_column_block(N, G, i, delta, v);
+        }
+        st->n_open = no, st->n_stick = ns, st->n_slip = nl;
+        alpha = p->alpha_min + p->gamma * (alpha - p->alpha_min); /* line 12, once per sweep */
+        err = 0;
+        for (int i = 0; i < n; i++)
+            err += contact_error(G + (size_t)(3 * i) * N + 3 * i, N, v + 3 * i, lambda + 3 * i, mu[i]);
+        if (err < p->tol) break;
+    }
+    /* Line 4 only relaxes an opening contact's impulse towards 0 ((1 - alpha)^k never reaches it): release
+       the contacts found opening in the last sweep exactly, as the per-contact model prescribes. */
+    int released = 0;
+    for (int i = 0; i < n && it > 0; i++) {
+        double *l = lambda + 3 * i;
+        if (mode_of[i] != SIM_CONTACT_OPEN || (l[0] == 0 && l[1] == 0 && l[2] == 0)) continue;
+        double delta[3] = {-l[0], -l[1], -l[2]};
+        l[0] = l[1] = l[2] = 0;
+        add_column_block(N, G, i, delta, v);
+        released = 1;
+    }
+    if (released || it == 0) {
+        err = 0;
+        for (int i = 0; i < n; i++)
+            err += contact_error(G + (size_t)(3 * i) * N + 3 * i, N, v + 3 * i, lambda + 3 * i, mu[i]);
+    }
+    st->iterations = it;
+    st->error = err;
+    st->converged = err < p->tol;
+    return st->converged ? SIM_SOLVER_OK : SIM_SOLVER_MAXITER;
+}
+
+int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, double *lambda,
+                  const sim_solver_params *p, sim_solver_stats *st)
+{
+    sim_solver_params def;
+    sim_solver_stats st_local;
+    if (!st) st = &st_local;
+    stats_reset(st);
+    if (!p) {
+        sim_solver_default_params(&def);
+        p = &def;
+    }
+    if (!check_problem(n, G, c, mu, lambda)) return SIM_SOLVER_EINVAL;
+    if (n == 0) {
+        st->converged = 1;
+        return SIM_SOLVER_OK;
+    }
+    const int N = 3 * n;
+    double v[3 * SIM_SOLVER_MAX_CONTACTS];
+    double rz[SIM_SOLVER_MAX_CONTACTS], rt[SIM_SOLVER_MAX_CONTACTS];
+    for (int i = 0; i < n; i++) {
+        const double *Gi = G + (size_t)(3 * i) * N + 3 * i;
+        double gzz = Gi[2 * N + 2], gt = fmax(Gi[0], Gi[N + 1]);
+        rz[i] = gzz > 0 ? p->pgs_alpha / gzz : 0.0; /* eq. 18 */
+        rt[i] = gt > 0 ? p->pgs_alpha / gt : 0.0;
+    }
+    contact_velocity(N, G, c, lambda, v);
+
+    double err = INFINITY;
+    int it = 0;
+    while (it < p->max_iter) {
+        it++;
+        err = 0;
+        for (int i = 0; i < n; i++) {
+            double *l = lambda + 3 * i;
+            const double *vi = v + 3 * i;
+            const double *Gi = G + (size_t)(3 * i) * N + 3 * i;
+            double m = mu[i] > MU_MAX ? MU_MAX : mu[i];
+            /* eq. 17, normal: prox_z = max(0, .) */
+            double ln = fmax(0.0, l[2] - rz[i] * vi[2]);
+            double dn = ln - l[2];
+            /* tangential, with the tangential velocity updated by this normal change (Gauss-Seidel) */
+            double vx = vi[0] + Gi[2] * dn, vy = vi[1] + Gi[N + 2] * dn;
+            double tx = l[0] - rt[i] * vx, ty = l[1] - rt[i] * vy;
+            double tn = sqrt(tx * tx + ty * ty), lim = m * ln;
+            if (tn > lim) { /* prox_T: Euclidean projection onto the disc of radius mu lambda_n */
+                double s = tn > 0 ? lim / tn : 0.0;
+                tx *= s;
+                ty *= s;
+            }
+            double delta[3] = {tx - l[0], ty - l[1], dn};
+            l[0] = tx, l[1] = ty, l[2] = ln;
+            if (delta[0] != 0 || delta[1] != 0 || delta[2] != 0) {
+                add_column_block(N, G, i, delta, v);
+                err += sqrt(delta[0] * delta[0] + delta[1] * delta[1] + delta[2] * delta[2]);
+            }
+        }
+        for (int i = 0; i < n; i++) err += fmax(0.0, -v[3 * i + 2]);
+        if (err < p->tol) break;
+    }
+    int no = 0, ns = 0, nl = 0;
+    for (int i = 0; i < n; i++) {
+        const double *l = lambda + 3 * i;
+        double lt = sqrt(l[0] * l[0] + l[1] * l[1]);
+        double m = mu[i] > MU_MAX ? MU_MAX : mu[i];
+        if (!(l[2] > 0)) no++;
+        else if (lt >= m * l[2] * (1.0 - 1e-9)) nl++;
+        else ns++;
+    }
+    st->n_open = no, st->n_stick = ns, st->n_slip = nl;
+    st->iterations = it;
+    st->error = err;
+    st->converged = err < p->tol;
+    return st->converged ? SIM_SOLVER_OK : SIM_SOLVER_MAXITER;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Cones and metrics.                                                                                  */
+
+/* The cone { a |x_T| <= b x_n } (a, b >= 0, not both 0) in the half-plane (t = |x_T|, s = x_n):
+ * returns the projection's coordinates along (b e_T, a) as the factor k (projection = k (b e_T, a)),
+ * and the distance. */
+static double cone_ab(double t, double s, double a, double b, double *k)
+{
+    if (a * t <= b * s) { /* inside */
+        *k = NAN;
+        return 0.0;
+    }
+    if (b * t <= -a * s) { /* in the polar cone: projects to the apex */
+        *k = 0.0;
+        return sqrt(t * t + s * s);
+    }
+    double nn = a * a + b * b;
+    *k = (b * t + a * s) / nn;
+    return (a * t - b * s) / sqrt(nn);
+}
+
+/* (a, b) of K_mu = { |x_T| <= mu x_n } without forming 1/0 or inf*0. */
+static void cone_primal(double mu, double *a, double *b)
+{
+    if (mu <= 1) *a = 1, *b = mu;
+    else *a = 1.0 / mu, *b = 1; /* mu = inf: the half-space x_n >= 0 */
+}
+
+/* (a, b) of the dual K*_mu = K_{1/mu} = { mu |x_T| <= x_n }. */
+static void cone_dual(double mu, double *a, double *b)
+{
+    if (mu <= 1) *a = mu, *b = 1;
+    else *a = 1, *b = 1.0 / mu;
+}
+
+double sim_cone_project(const double x[3], double mu, double out[3])
+{
+    double a, b, k;
+    cone_primal(mu, &a, &b);
+    double t = sqrt(x[0] * x[0] + x[1] * x[1]), s = x[2];
+    double dist = cone_ab(t, s, a, b, &k);
+    if (dist == 0.0) {
+        out[0] = x[0], out[1] = x[1], out[2] = x[2];
+        return 0.0;
+    }
+    double ex = t > 0 ? x[0] / t : 0.0, ey = t > 0 ? x[1] / t : 0.0;
+    out[0] = k * b * ex;
+    out[1] = k * b * ey;
+    out[2] = k * a;
+    return dist;
+}
+
+double sim_contact_model_error(int n, const double *G, const double *c, const double *mu, const double *lambda)
+{
+    if (!check_problem(n, G, c, mu, lambda)) return NAN;
+    const int N = 3 * n;
+    double v[3 * SIM_SOLVER_MAX_CONTACTS];
+    contact_velocity(N, G, c, lambda, v);
+    double e = 0;
+    for (int i = 0; i < n; i++) e += contact_error(G + (size_t)(3 * i) * N + 3 * i, N, v + 3 * i, lambda + 3 * i, mu[i]);
+    return e;
+}
+
+void sim_contact_metrics(int n, const double *G, const double *c, const double *mu, const double *lambda,
+                         double dt, sim_contact_metrics_t *out)
+{
+    if (!out) return;
+    if (!check_problem(n, G, c, mu, lambda)) {
+        out->eps_p = out->eps_d = out->eps_c = out->eps_abs = out->signorini = out->model_error = NAN;
+        return;
+    }
+    const double h = dt > 0 ? 1.0 / dt : 1.0;
+    const int N = 3 * n;
+    double v[3 * SIM_SOLVER_MAX_CONTACTS];
+    contact_velocity(N, G, c, lambda, v);
+    double ep = 0, ed = 0, ec = 0, sig = 0, me = 0;
+    for (int i = 0; i < n; i++) {
+        const double *l = lambda + 3 * i, *vi = v + 3 * i;
+        double m = mu[i], a, b, k;
+        /* forces and De Saxcé-corrected velocities, rescaled by 1/dt */
+        double f[3] = {l[0] * h, l[1] * h, l[2] * h};
+        double vt = sqrt(vi[0] * vi[0] + vi[1] * vi[1]);
+        double w[3] = {vi[0] * h, vi[1] * h, (vi[2] + (m > MU_MAX ? MU_MAX : m) * vt) * h};
+        cone_primal(m, &a, &b);
+        ep = fmax(ep, cone_ab(sqrt(f[0] * f[0] + f[1] * f[1]), f[2], a, b, &k));
+        cone_dual(m, &a, &b);
+        ed = fmax(ed, cone_ab(sqrt(w[0] * w[0] + w[1] * w[1]), w[2], a, b, &k));
+        ec = fmax(ec, fabs(f[0] * w[0] + f[1] * w[1] + f[2] * w[2]));
+        sig = fmax(sig, l[2] > 0 ? fabs(vi[2]) : fmax(0.0, -vi[2]));
+        me += contact_error(G + (size_t)(3 * i) * N + 3 * i, N, vi, l, m);
+    }
+    out->eps_p = ep;
+    out->eps_d = ed;
+    out->eps_c = ec;
+    out->eps_abs = fmax(ep, fmax(ed, ec));
+    out->signorini = sig;
+    out->model_error = me;
+}

@@ -1,0 +1,134 @@
+/* sim_solver.h — contact solvers on an already-assembled contact problem (pure: no model, no allocation).
+ *
+ * The problem (Hwangbo, Lee & Hutter 2018, "Per-contact iteration method for solving contact dynamics",
+ * Sec. II-IV).  n contacts, each with a frame whose rows are (t_x, t_y, n): contact z = normal, LAST.
+ *   G       3n x 3n, row-major, symmetric positive semi-definite Delassus matrix, block G_ij = J_i M^-1 J_j^T
+ *           (1/kg for translational contacts).  Only its symmetry is assumed, never its rank.
+ *   c       3n free contact velocity: the contact velocities if every impulse were zero (m/s).
+ *   mu      n Coulomb friction coefficients, mu >= 0 (values above 1e12 act as 1e12).
+ *   lambda  3n contact impulses (N·s), on input the warm start (zero it for a cold start), on output
+ *           the solution.  The post-impulse contact velocity is v = G lambda + c (m/s).
+ *
+ * The per-contact model (the paper's eq. 8, after Preclik): a contact whose velocity would open
+ * (c_n > 0, others fixed) gets lambda = 0; otherwise lambda minimizes the contact-point kinetic energy
+ *     E(lambda) = 1/2 (G lambda + c)^T G^-1 (G lambda + c)
+ * over the friction cone K = { |lambda_T| <= mu lambda_n } intersected with the plane v_n = 0.  Either
+ * the zero-velocity impulse -G^-1 c lies in K (STICK), or the minimizer lies on the ellipse
+ * { v_n = 0, |lambda_T| = mu lambda_n } (SLIP), found by Algorithm 1 (bisection on the polar angle).
+ * This maximum-dissipation model differs from Coulomb's law for slipping contacts (the slip velocity
+ * is not exactly opposite to the friction impulse), usually by well under 1 % in the impulses.
+ *
+ * The exact violation used by sim_solve_bisection's termination (sim_contact_model_error), the sum over
+ * contacts of, with v = G lambda + c, lambda_T / v_T the tangential parts:
+ *   cone       max(0, |lambda_T| - mu lambda_n) + max(0, -lambda_n)                         [N·s]
+ *   Signorini  max(0, -v_n) + max(0, min(lambda_n, v_n))                                    [m/s | N·s]
+ *              (penetrating velocity; a contact both pushing and separating: the smaller of the two)
+ *   friction   if the contact is closed (v_n <= lambda_n):
+ *                 min( |v_T| ,                          stick: no tangential velocity
+ *                      (mu lambda_n - |lambda_T|)^+ + dist(v_T, R) )   slip: on the cone boundary, v_T on R
+ *              where R = { -k s : k >= 0 }, s = lambda_T + (mu^2 lambda_n / G_nn) G_nT is the ray that
+ *              the KKT conditions of the model prescribe for the slip velocity (comparative paper eq. 24;
+ *              G_nT = (G_nx, G_ny) of the contact's own block); skipped when mu = 0.
+ *              if the contact is open (v_n > lambda_n): |lambda_T| (an open contact carries no impulse).
+ *   Every term is zero exactly at a solution of the model; units are mixed (N·s and m/s), so the
+ *   default tol 1e-6 reads "1 µN·s or 1 µm/s", as in the paper.
+ */
+#ifndef HERD_SIM_SOLVER_H
+#define HERD_SIM_SOLVER_H
+
+/* Largest n accepted by the multi-contact functions (their scratch lives on the stack: ~20 kB). */
+#define SIM_SOLVER_MAX_CONTACTS 128
+
+/* Modes returned by sim_contact_single and counted in sim_solver_stats. */
+enum { SIM_CONTACT_OPEN = 0, SIM_CONTACT_STICK = 1, SIM_CONTACT_SLIP = 2 };
+
+/* Return codes of the solvers. */
+enum {
+    SIM_SOLVER_OK = 0,          /* converged: error < tol */
+    SIM_SOLVER_MAXITER = 1,     /* max_iter sweeps done, error >= tol (lambda is the last iterate) */
+    SIM_SOLVER_EINVAL = -1      /* bad input (n out of range, NULL, negative or non-finite numbers);
+                                   lambda is left untouched by the multi-contact solvers and zeroed by
+                                   sim_contact_single */
+};
+
+typedef struct sim_solver_params {
+    int max_iter;           /* sweeps over all contacts (150, RaiSim's shipped default) */
+    double tol;             /* termination threshold on the error (1e-6, mixed N·s / m/s, see above) */
+    double alpha;           /* initial SOR relaxation (1.0) */
+    double gamma;           /* relaxation decay per sweep: alpha <- alpha_min + gamma (alpha - alpha_min) (0.99) */
+    double alpha_min;       /* relaxation floor (0.7) */
+    double beta1;           /* Algorithm 1: initial angular step, rad (1e-2) */
+    double beta2;           /* shrink factor when a step leaves the line of sight or r <= 0 (0.5) */
+    double beta3;           /* growth factor while the gradient keeps its sign (1.3) */
+    double contact_tol;     /* single-contact precision: stop bisecting when |lambda^p - lambda| < it (1e-6 N·s) */
+    int contact_max_steps;  /* safety cap on Algorithm 1's stepping + bisection steps (200) */
+    double pgs_alpha;       /* PGS step factor alpha in r_z = alpha / G_zz, r_T = alpha / max(G_xx, G_yy) (0.6) */
+} sim_solver_params;
+
+typedef struct sim_solver_stats {
+    int iterations;         /* sweeps done */
+    double error;           /* final error (bisection: exact violation above; PGS: its own measure) */
+    int converged;          /* 1 if error < tol */
+    int n_open, n_stick, n_slip; /* modes of the contacts in the last sweep */
+    long bisection_steps;   /* Algorithm 1 steps (stepping + bisection) summed over all slip solves */
+} sim_solver_stats;
+
+/* Contact-physics metrics (Le Lidec et al. 2023, "Contact models in robotics: a comparative analysis",
+ * Sec. III), with v = G lambda + c and, per contact, the De Saxcé correction Gamma(v) = (0, 0, mu |v_T|).
+ * Following that paper they are evaluated on forces: f = lambda / dt (N) and w = (v + Gamma(v)) / dt
+ * (m/s^2), i.e. the problem rescaled by 1/dt.  Pass dt = 1 to get them on impulses and velocities.
+ *   eps_p = max_i dist(f_i, K_mu)          primal feasibility (Euclidean distance to the cone), N
+ *   eps_d = max_i dist(w_i, K*_mu)         dual feasibility, K* = K_{1/mu} = { |x_T| <= x_n / mu }, m/s^2
+ *   eps_c = max_i |<f_i, w_i>|             complementarity, N·m/s^2
+ *   eps_abs = max(eps_p, eps_d, eps_c)
+ *   signorini = max_i ( lambda_n > 0 ? |v_n| : max(0, -v_n) )   normal-velocity violation, m/s (not scaled)
+ *   model_error = sim_contact_model_error (the bisection solver's exact violation, N·s + m/s, not scaled)
+ */
+typedef struct sim_contact_metrics_t {
+    double eps_p, eps_d, eps_c, eps_abs;
+    double signorini;
+    double model_error;
+} sim_contact_metrics_t;
+
+/* Fills p with the paper's defaults listed in sim_solver_params. */
+void sim_solver_default_params(sim_solver_params *p);
+
+/* One line describing a return code. */
+const char *sim_solver_strerror(int code);
+
+/* Exact single-contact solution of the model above (Algorithm 1 for slip).  G: 3x3 row-major Delassus
+ * block (1/kg), c: free contact velocity (m/s), contact frame (t_x, t_y, n).  Writes lambda (N·s) and
+ * returns SIM_CONTACT_OPEN / STICK / SLIP, or SIM_SOLVER_EINVAL (lambda = 0).  If steps is not NULL it
+ * receives the Algorithm 1 steps taken (0 unless SLIP).  p may be NULL (defaults).
+ * Special cases: mu < 1e-9 is frictionless (lambda = (0, 0, max(0, -c_n / G_nn)), SLIP when closed);
+ * a near-singular G (det <= 1e-12 tr^3) gets 1e-10 tr added to its diagonal; G = 0 gives lambda = 0. */
+int sim_contact_single(const double G[9], const double c[3], double mu, double lambda[3],
+                       const sim_solver_params *p, int *steps);
+
+/* Algorithm 2: nonlinear block SOR over contacts with exact per-contact solves, warm-started from
+ * lambda.  Stops when the exact violation (above) is below p->tol or after p->max_iter sweeps.
+ * Returns SIM_SOLVER_OK, SIM_SOLVER_MAXITER or SIM_SOLVER_EINVAL.  p may be NULL (defaults), st NULL. */
+int sim_solve_bisection(int n, const double *G, const double *c, const double *mu, double *lambda,
+                        const sim_solver_params *p, sim_solver_stats *st);
+
+/* Projected Gauss-Seidel for Coulomb friction (the paper's eqs. 17-18): per contact
+ *   lambda_n <- max(0, lambda_n - r_z v_n),  then  lambda_T <- proj_{|.| <= mu lambda_n}(lambda_T - r_T v_T)
+ * with r_z = pgs_alpha / G_ii(zz), r_T = pgs_alpha / max(G_ii(xx), G_ii(yy)), v the current velocity.
+ * Error per sweep (the paper's PGS measure): sum_i |lambda_i^new - lambda_i^old| (N·s) plus
+ * sum_i max(0, -v_n,i) (m/s) after the sweep.  Same arguments and return codes as sim_solve_bisection. */
+int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, double *lambda,
+                  const sim_solver_params *p, sim_solver_stats *st);
+
+/* The exact violation defined at the top of this header (sum over contacts), for any lambda. */
+double sim_contact_model_error(int n, const double *G, const double *c, const double *mu, const double *lambda);
+
+/* Metrics of a candidate solution lambda (see sim_contact_metrics_t); dt in seconds (dt <= 0 acts as 1).
+ * n out of range or NULL arguments give all metrics = NaN. */
+void sim_contact_metrics(int n, const double *G, const double *c, const double *mu, const double *lambda,
+                         double dt, sim_contact_metrics_t *out);
+
+/* Euclidean projection of x = (x_T, x_n) onto the second-order cone { |x_T| <= mu x_n } (closed form).
+ * mu = INFINITY is the half-space x_n >= 0. Returns the distance |x - out|.  out may alias x. */
+double sim_cone_project(const double x[3], double mu, double out[3]);
+
+#endif
