@@ -26,6 +26,8 @@ typedef struct {
     long resets, steps;
 } run_result;
 
+static double g_erp = 0;   /* --erp: position correction for every run (off by default, as the model) */
+
 static sim_model *load(int kind, int solver, int warm)
 {
     char err[512];
@@ -34,6 +36,7 @@ static sim_model *load(int kind, int solver, int warm)
     if (scn_configure_model(m, kind, err, sizeof err)) { fprintf(stderr, "herd-bench: %s\n", err); sim_model_destroy(&m); return NULL; }
     m->opt.solver = solver;
     m->opt.warmstart = warm;
+    m->opt.erp = g_erp;
     return m;
 }
 
@@ -111,11 +114,11 @@ static const char *solver_name(int s) { return s == SIM_SOLVER_PGS ? "pgs" : "bi
 
 static void print_run(int kind, int solver, int warm, double dt, const run_result *r)
 {
-    printf("{\"bench\":\"solver\",\"scenario\":\"%s\",\"solver\":\"%s\",\"warmstart\":%s,\"dt\":%g,\"steps\":%ld,"
+    printf("{\"bench\":\"solver\",\"scenario\":\"%s\",\"solver\":\"%s\",\"warmstart\":%s,\"erp\":%g,\"dt\":%g,\"steps\":%ld,"
            "\"us_per_step\":%.4f,\"us_solver\":%.4f,\"mean_iterations\":%.3f,\"p99_iterations\":%.1f,"
            "\"eps_abs_p99\":%.4g,\"penetration_max_m\":%.4g,\"mean_active_contacts\":%.3f,\"resets\":%ld,"
            "\"cpu\":\"%s\"}\n",
-           scn_name(kind), solver_name(solver), warm ? "true" : "false", dt, r->steps, r->us_per_step, r->us_solver,
+           scn_name(kind), solver_name(solver), warm ? "true" : "false", g_erp, dt, r->steps, r->us_per_step, r->us_solver,
            r->mean_iter, r->p99_iter, r->eps_abs_p99, r->pen_max, r->mean_contacts, r->resets, bench_cpu());
     fflush(stdout);
     fprintf(stderr, "%-7s %-9s %s  %8.3f us/step  %7.3f us solver  iters mean %6.2f p99 %6.0f  eps_abs p99 %.2e  pen max %.2e m\n",
@@ -220,6 +223,7 @@ int bench_solver(int argc, char **argv)
     long steps = atol(bench_arg(argc, argv, "--steps", "20000"));
     int repeats = atoi(bench_arg(argc, argv, "--repeats", "5"));
     double dt = atof(bench_arg(argc, argv, "--dt", "0.001"));
+    g_erp = atof(bench_arg(argc, argv, "--erp", "0"));
     if (steps <= 0 || repeats <= 0 || !(dt > 0)) { fprintf(stderr, "herd-bench solver: bad --steps/--repeats/--dt\n"); return 2; }
     if (bench_flag(argc, argv, "--vs-mujoco")) {
         if (!bench_solver_vs_mujoco) { fprintf(stderr, "herd-bench solver: built without MuJoCo\n"); return 2; }

@@ -89,8 +89,18 @@ static void offer(ctx *c, int g, int feature, const double p[3], const double n[
     point_vel(c->d, G->body, p, v);
     double approach = -v3_dot(v, n);
     double look = c->dt * ((approach > 0 ? approach : 0) + c->g * c->dt);
-    if (gap >= c->margin + look || c->n >= c->max) return;
-    sim_contact *k = &c->out[c->n++];
+    if (gap >= c->margin + look || c->max <= 0) return;
+    sim_contact *k;
+    if (c->n < c->max) {
+        k = &c->out[c->n++];
+    } else {
+        /* full: replace the shallowest contact if this one is deeper */
+        int w = 0;
+        for (int i = 1; i < c->n; i++)
+            if (c->out[i].gap > c->out[w].gap) w = i;
+        if (c->out[w].gap <= gap) return;
+        k = &c->out[w];
+    }
     k->geom = g;
     k->body = G->body;
     k->feature = feature;

@@ -34,7 +34,8 @@ int sim_collision_max_contacts(const sim_model *m);
 
 /* Finds the contacts whose gap is below margin + lookahead, where lookahead = dt * (approach speed of
  * the point, from d->cvel, plus g dt) so that fast-approaching points are caught one step early.
- * Needs sim_kinematics and sim_velocity.  Writes at most max contacts; returns the count. */
+ * Needs sim_kinematics and sim_velocity.  Writes at most max contacts, keeping the deepest when there
+ * are more candidates; returns the count. */
 int sim_collide(const sim_model *m, const sim_data *d, double margin, double dt, sim_contact *out, int max);
 
 #endif

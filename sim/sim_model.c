@@ -33,6 +33,7 @@ sim_model *sim_model_new(void)
     m->opt.gap_target = 1;
     m->opt.erp = 0;
     m->opt.warmstart = 1;
+    m->opt.max_contacts = 32;
     return m;
 }
 
@@ -156,6 +157,8 @@ sim_data *sim_data_new(const sim_model *m)
 {
     size_t nv = (size_t)m->nv, nq = (size_t)m->nq, nb = (size_t)m->nbody;
     size_t nc = (size_t)sim_collision_max_contacts(m);
+    if (m->opt.max_contacts > 0 && nc > (size_t)m->opt.max_contacts) nc = (size_t)m->opt.max_contacts;
+    if (nc > SIM_SOLVER_MAX_CONTACTS) nc = SIM_SOLVER_MAX_CONTACTS;
     /* double blocks, in the order of the pointer table below */
     size_t sizes[] = {nq, nv, nv, 3 * nb, 9 * nb, 3 * nb, 10 * nb, 6 * nv, 6 * nb, 6 * nv,
                       nv * nv, (size_t)m->nM, (size_t)m->nM, nv, nv, 10 * nb, 6 * nb, 6 * nb, 4 * nv,

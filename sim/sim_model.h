@@ -96,6 +96,7 @@ typedef struct {
     double erp;                     /* 0 (default, off): push out penetration p at erp p / dt */
     int warmstart;                  /* 1 (default): persistent contacts start from their last impulse */
     int profile;                    /* 1: sim_step times its contact solve into stats.ns_solver (benchmarks) */
+    int max_contacts;               /* per-world contact capacity (32); beyond it the deepest contacts are kept */
 } sim_step_opt;
 
 typedef struct sim_model {

@@ -11,11 +11,16 @@
  * r / (mu d) eta_T exactly, sign(D) = sign(dE/dth).  We evaluate S = d D = (-c_n Gbar_T u + d cbar_T) . eta_T,
  * which has the same sign (d > 0 on the feasible arc) and needs no division.
  *
- * The angle itself is never formed: the current direction is kept as a unit vector.  Stepping rotates it
- * by alpha (one sincos per step); bisection takes the normalized sum of the two end directions, whose
- * norm 2 cos(delta/2) follows from the interval width delta by the half-angle recursion
- * cos(delta/4) = sqrt((1 + cos(delta/2)) / 2), independent of which half is kept.  This is the same
- * sequence of midpoints as bisecting theta, without atan2 or a sin/cos per bisection step.
+ * The angle itself is never formed: the current direction is kept as a unit vector u.  A stepping step of
+ * angle alpha is the rational rotation by 2 atan(alpha / 2) (no sin/cos call); a bisection midpoint is
+ * (u^p + u) / (2 cos(x)), x = half the bracket angle, which halves every step whatever half is kept, so
+ * 1 / (2 cos x) is a short series in x (no sqrt, no atan2, no sin/cos in the loops).  These are exactly the
+ * midpoints of bisecting theta.  The ends are replaced without branches (which half keeps the minimum is a
+ * coin flip), and two bisection steps are evaluated per round (midpoint and both quarter points); the
+ * decisions, terminations and step counts are those of one step at a time.
+ *
+ * Measured on the bench's foot-like slip problems (bench/bench_contact1.c, ~23.5 steps per solve): about
+ * 4x faster than the same algorithm written with angles.
  */
 #include "sim_solver.h"
 
@@ -40,6 +45,7 @@ void sim_solver_default_params(sim_solver_params *p)
     p->beta3 = 1.3;
     p->contact_tol = 1e-6;
     p->contact_max_steps = 200;
+    p->contact_refine = 1;
     p->pgs_alpha = 0.6;
 }
 
@@ -62,7 +68,7 @@ enum { PREP_NORMAL = 0, PREP_FRICTIONLESS = 1, PREP_NULL = 2 };
 typedef struct {
     double gxx, gxy, gxn, gyy, gyn, gnn; /* the (possibly regularized) block */
     double axx, axy, axn, ayy, ayn, ann; /* its adjugate (det G times the inverse) */
-    double inv_det, inv_gnn;
+    double det;
     double K, inv_mu;                    /* G_nn / mu and 1 / mu (slip only) */
     double mu;                           /* clamped to [0, MU_MAX] */
     int kind;
@@ -100,8 +106,7 @@ static void prep_init(contact_prep *k, const double *G, int ld, double mu)
     }
     k->gxx = g00, k->gxy = g01, k->gxn = g02, k->gyy = g11, k->gyn = g12, k->gnn = g22;
     k->axx = c00, k->axy = c01, k->axn = c02, k->ayy = c11, k->ayn = c12, k->ann = c22;
-    k->inv_det = 1.0 / det;
-    k->inv_gnn = 1.0 / g22;
+    k->det = det;
     k->inv_mu = k->kind == PREP_NORMAL ? 1.0 / k->mu : 0.0;
     k->K = g22 * k->inv_mu;
 }
@@ -202,7 +207,7 @@ static int contact_slip(const contact_prep *k, const double c[3], const double l
     if (!(d > 0)) { /* cannot happen in exact arithmetic (lambda0's ray crosses the ellipse): use the
                        centre lambda^{T=0}, which is feasible and dissipative */
         lam[0] = lam[1] = 0;
-        lam[2] = mcn * k->inv_gnn;
+        lam[2] = mcn / gnn;
         return 0;
     }
     const double S0 = SLIP_S(ux, uy); /* line 5: D0 (times d > 0) */
@@ -243,8 +248,8 @@ static int contact_slip(const contact_prep *k, const double c[3], const double l
            (u^p + u) / (2 cos(x)), x = half the interval width, halved every step.  Termination
            |lambda^p - lambda| < tol, multiplied through by (d^p d / c_n)^2 to avoid divisions:
            |d u^p - d^p u|^2 + (d - d^p)^2 / mu^2 < (tol / c_n)^2 (d^p d)^2.
-           The ends are 2-vectors (direction; d and S) replaced without branches: which half keeps the
-           minimum is a coin flip that a branch predictor cannot learn. */
+           The ends (directions U^p, U and D = (d^p, d)) are 2-vectors replaced without branches: which half
+           keeps the minimum is a coin flip that a branch predictor cannot learn. */
         if (bracketed) {
             const double tol2 = (p->contact_tol / mcn) * (p->contact_tol / mcn);
             const double imu = k->inv_mu;
@@ -287,10 +292,12 @@ static int contact_slip(const contact_prep *k, const double c[3], const double l
             }
             ux = U[0], uy = U[1], d = D[1];
             upx = UP[0], upy = UP[1], dp = D[0];
-            /* one regula-falsi step inside the final bracket: the zero of the linear interpolation of S
-               between its ends (never leaves the bracket, so the result stays within the impulse interval) */
-            const double Sp = SLIP_S(upx, upy), Su = d > 0 ? SLIP_S(ux, uy) : -1.0;
-            if (d > 0 && Sp > 0 && Su <= 0 && Sp - Su > 0) {
+            /* optional refinement (p->contact_refine): one regula-falsi step inside the final bracket, the zero
+               of the linear interpolation of S between its ends.  It never leaves the bracket, so the result
+               stays within the impulse interval, and is usually ~1e-12 N s from the exact minimizer. */
+            const double Sp = p->contact_refine ? SLIP_S(upx, upy) : 0.0;
+            const double Su = p->contact_refine && d > 0 ? SLIP_S(ux, uy) : -1.0;
+            if (p->contact_refine && d > 0 && Sp > 0 && Su <= 0 && Sp - Su > 0) {
                 const double tf = Sp / (Sp - Su);
                 const double ex = ux - upx, ey = uy - upy;
                 double wx = upx + tf * ex, wy = upy + tf * ey;
@@ -329,7 +336,7 @@ static int contact_solve(const contact_prep *k, const double c[3], double lam[3]
     }
     if (k->kind == PREP_FRICTIONLESS) {
         lam[0] = lam[1] = 0;
-        lam[2] = -cn * k->inv_gnn;
+        lam[2] = -cn / k->gnn;
         return lam[2] > 0 ? SIM_CONTACT_SLIP : SIM_CONTACT_OPEN;
     }
     /* the zero-velocity impulse lambda0 = -G^-1 c = w / det G, w = -adj(G) c: only its direction matters
@@ -340,7 +347,8 @@ static int contact_solve(const contact_prep *k, const double c[3], double lam[3]
     w[2] = -(k->axn * c[0] + k->ayn * c[1] + k->ann * cn);
     const double mu = k->mu;
     if (w[2] >= 0 && w[0] * w[0] + w[1] * w[1] <= mu * mu * w[2] * w[2]) {
-        lam[0] = w[0] * k->inv_det, lam[1] = w[1] * k->inv_det, lam[2] = w[2] * k->inv_det;
+        const double id = 1.0 / k->det;
+        lam[0] = w[0] * id, lam[1] = w[1] * id, lam[2] = w[2] * id;
         return SIM_CONTACT_STICK;
     }
     if (!(cn < 0)) { /* c_n = 0: the slip ellipse shrinks to the apex */
@@ -451,6 +459,27 @@ static void stats_reset(sim_solver_stats *st)
     st->converged = 0;
     st->n_open = st->n_stick = st->n_slip = 0;
     st->bisection_steps = 0;
+    st->guard_scale = 1.0;
+}
+
+/* A step that ends without convergence must still not add energy: if E(lambda) = c.lambda + 1/2 lambda.G lambda
+ * (the change of kinetic energy the impulses cause) is positive, scale lambda by the s in [0, 1] that minimizes
+ * E(s lambda) = s c.lambda + s^2/2 lambda.G lambda (E(s) <= 0; s lambda stays in the cones).  Updates v.
+ * Returns s (1: untouched). */
+static double dissipation_guard(int N, const double *G, const double *c, double *lambda, double *v)
+{
+    double a = 0, b = 0;
+    for (int r = 0; r < N; r++) {
+        a += c[r] * lambda[r];
+        b += (v[r] - c[r]) * lambda[r]; /* v - c = G lambda */
+    }
+    if (!(a + 0.5 * b > 0)) return 1.0;
+    double s = (a < 0 && b > 0) ? -a / b : 0.0; /* < 1 here, since E(1) > 0 */
+    for (int r = 0; r < N; r++) {
+        lambda[r] *= s;
+        v[r] = c[r] + s * (v[r] - c[r]);
+    }
+    return s;
 }
 
 int sim_solve_bisection(int n, const double *G, const double *c, const double *mu, double *lambda,
@@ -533,6 +562,14 @@ int sim_solve_bisection(int n, const double *G, const double *c, const double *m
         for (int i = 0; i < n; i++)
             err += contact_error(G + (size_t)(3 * i) * N + 3 * i, N, v + 3 * i, lambda + 3 * i, mu[i]);
     }
+    if (!(err < p->tol)) {
+        st->guard_scale = dissipation_guard(N, G, c, lambda, v);
+        if (st->guard_scale != 1.0) {
+            err = 0;
+            for (int i = 0; i < n; i++)
+                err += contact_error(G + (size_t)(3 * i) * N + 3 * i, N, v + 3 * i, lambda + 3 * i, mu[i]);
+        }
+    }
     st->iterations = it;
     st->error = err;
     st->converged = err < p->tol;
@@ -598,6 +635,7 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
         for (int i = 0; i < n; i++) err += fmax(0.0, -v[3 * i + 2]);
         if (err < p->tol) break;
     }
+    if (!(err < p->tol)) st->guard_scale = dissipation_guard(N, G, c, lambda, v);
     int no = 0, ns = 0, nl = 0;
     for (int i = 0; i < n; i++) {
         const double *l = lambda + 3 * i;

@@ -16,22 +16,25 @@
  * the zero-velocity impulse -G^-1 c lies in K (STICK), or the minimizer lies on the ellipse
  * { v_n = 0, |lambda_T| = mu lambda_n } (SLIP), found by Algorithm 1 (bisection on the polar angle).
  * This maximum-dissipation model differs from Coulomb's law for slipping contacts (the slip velocity
- * is not exactly opposite to the friction impulse), usually by well under 1 % in the impulses.
+ * is not exactly opposite to the friction impulse): the paper finds < 1 % difference in > 99.6 % of its
+ * ANYmal samples, but with a strong normal-tangential coupling in G (G_nT ~ G_nn) it can reach 10-50 %.
  *
- * The exact violation used by sim_solve_bisection's termination (sim_contact_model_error), the sum over
- * contacts of, with v = G lambda + c, lambda_T / v_T the tangential parts:
- *   cone       max(0, |lambda_T| - mu lambda_n) + max(0, -lambda_n)                         [N·s]
- *   Signorini  max(0, -v_n) + max(0, min(lambda_n, v_n))                                    [m/s | N·s]
- *              (penetrating velocity; a contact both pushing and separating: the smaller of the two)
- *   friction   if the contact is closed (v_n <= lambda_n):
- *                 min( |v_T| ,                          stick: no tangential velocity
- *                      (mu lambda_n - |lambda_T|)^+ + dist(v_T, R) )   slip: on the cone boundary, v_T on R
- *              where R = { -k s : k >= 0 }, s = lambda_T + (mu^2 lambda_n / G_nn) G_nT is the ray that
- *              the KKT conditions of the model prescribe for the slip velocity (comparative paper eq. 24;
- *              G_nT = (G_nx, G_ny) of the contact's own block); skipped when mu = 0.
+ * The exact violation used by sim_solve_bisection's termination (sim_contact_model_error): with
+ * v = G lambda + c, lambda_T / v_T the tangential parts, the sum over contacts of
+ *   cone       max(0, |lambda_T| - mu lambda_n) + max(0, -lambda_n)                                  [N·s]
+ *   Signorini  max(0, -v_n) + max(0, min(lambda_n, v_n))                                            [m/s | N·s]
+ *              (a penetrating velocity; for a contact both pushing and separating, the smaller of the two)
+ *   friction   if the contact is closed (v_n <= lambda_n), the smaller of the violations of its two modes:
+ *                stick  |v_T|                                                                      [m/s]
+ *                slip   (mu lambda_n - |lambda_T|)^+  +  min(|v_T|, |lambda_T|) * m                [N·s | m/s]
+ *              where m = sin(angle between v_T and -s), or 1 if v_T . s >= 0, and
+ *              s = lambda_T + (mu^2 lambda_n / G_nn) G_nT (G_nT = (G_nx, G_ny) of the contact's own block):
+ *              the KKT conditions of the model make the slip velocity v_T = -k s, k >= 0 (Le Lidec et al.
+ *              2023, eq. 24); the weight min(|v_T|, |lambda_T|) keeps the term linear in the errors of both
+ *              a slow slip and a small impulse.  Skipped when mu = 0.
  *              if the contact is open (v_n > lambda_n): |lambda_T| (an open contact carries no impulse).
- *   Every term is zero exactly at a solution of the model; units are mixed (N·s and m/s), so the
- *   default tol 1e-6 reads "1 µN·s or 1 µm/s", as in the paper.
+ * Every term is zero exactly at a solution of the model; units are mixed (N·s and m/s), so the default
+ * tol 1e-6 reads "1 µN·s or 1 µm/s", as in the paper.
  */
 #ifndef HERD_SIM_SOLVER_H
 #define HERD_SIM_SOLVER_H
@@ -57,11 +60,15 @@ typedef struct sim_solver_params {
     double alpha;           /* initial SOR relaxation (1.0) */
     double gamma;           /* relaxation decay per sweep: alpha <- alpha_min + gamma (alpha - alpha_min) (0.99) */
     double alpha_min;       /* relaxation floor (0.7) */
-    double beta1;           /* Algorithm 1: initial angular step, rad (1e-2) */
+    double beta1;           /* Algorithm 1: initial angular step alpha, rad (1e-2); a step of alpha is taken as the
+                               rotation by 2 atan(alpha / 2) (= alpha - alpha^3 / 12 + ...) */
     double beta2;           /* shrink factor when a step leaves the line of sight or r <= 0 (0.5) */
     double beta3;           /* growth factor while the gradient keeps its sign (1.3) */
     double contact_tol;     /* single-contact precision: stop bisecting when |lambda^p - lambda| < it (1e-6 N·s) */
     int contact_max_steps;  /* safety cap on Algorithm 1's stepping + bisection steps (200) */
+    int contact_refine;     /* 1: after the bisection, one regula-falsi step inside the final bracket (~1e-12
+                               N·s from the exact minimizer instead of contact_tol, ~10 ns); needed for the
+                               multi-contact error to reach tol = contact_tol.  0: Algorithm 1 as published (1) */
     double pgs_alpha;       /* PGS step factor alpha in r_z = alpha / G_zz, r_T = alpha / max(G_xx, G_yy) (0.6) */
 } sim_solver_params;
 
@@ -71,6 +78,7 @@ typedef struct sim_solver_stats {
     int converged;          /* 1 if error < tol */
     int n_open, n_stick, n_slip; /* modes of the contacts in the last sweep */
     long bisection_steps;   /* Algorithm 1 steps (stepping + bisection) summed over all slip solves */
+    double guard_scale;     /* 1, or the factor applied by the dissipation guard to a non-converged result */
 } sim_solver_stats;
 
 /* Contact-physics metrics (Le Lidec et al. 2023, "Contact models in robotics: a comparative analysis",
@@ -97,17 +105,28 @@ void sim_solver_default_params(sim_solver_params *p);
 const char *sim_solver_strerror(int code);
 
 /* Exact single-contact solution of the model above (Algorithm 1 for slip).  G: 3x3 row-major Delassus
- * block (1/kg), c: free contact velocity (m/s), contact frame (t_x, t_y, n).  Writes lambda (N·s) and
- * returns SIM_CONTACT_OPEN / STICK / SLIP, or SIM_SOLVER_EINVAL (lambda = 0).  If steps is not NULL it
- * receives the Algorithm 1 steps taken (0 unless SLIP).  p may be NULL (defaults).
- * Special cases: mu < 1e-9 is frictionless (lambda = (0, 0, max(0, -c_n / G_nn)), SLIP when closed);
- * a near-singular G (det <= 1e-12 tr^3) gets 1e-10 tr added to its diagonal; G = 0 gives lambda = 0. */
+ * block (1/kg, symmetric; the upper triangle is read), c: free contact velocity (m/s), contact frame
+ * (t_x, t_y, n).  Writes lambda (N·s) and returns SIM_CONTACT_OPEN / STICK / SLIP, or SIM_SOLVER_EINVAL
+ * (lambda = 0).  If steps is not NULL it receives the Algorithm 1 steps taken (stepping + bisection; 0
+ * unless SLIP).  p may be NULL (defaults).  A slip result lies on the ellipse (v_n = 0, |lambda_T| =
+ * mu lambda_n) within contact_tol of the exact minimizer (~1e-12 N·s with contact_refine).
+ * Special cases: c_n > 0 is OPEN (lambda = 0); c_n = 0 with lambda0 outside the cone is OPEN too (the
+ * ellipse shrinks to the apex); mu < 1e-9 is frictionless (lambda = (0, 0, -c_n / G_nn), SLIP when
+ * closed); a near-singular G (det <= 1e-12 tr^3) gets 1e-10 tr added to its diagonal; G = 0 gives OPEN. */
 int sim_contact_single(const double G[9], const double c[3], double mu, double lambda[3],
                        const sim_solver_params *p, int *steps);
 
-/* Algorithm 2: nonlinear block SOR over contacts with exact per-contact solves, warm-started from
- * lambda.  Stops when the exact violation (above) is below p->tol or after p->max_iter sweeps.
- * Returns SIM_SOLVER_OK, SIM_SOLVER_MAXITER or SIM_SOLVER_EINVAL.  p may be NULL (defaults), st NULL. */
+/* Algorithm 2: nonlinear block SOR over contacts with exact per-contact solves (relaxation alpha, decayed
+ * once per sweep towards alpha_min), warm-started from lambda; the contact velocities are kept up to date
+ * incrementally (G_ij times each impulse change).  Stops when the exact violation (above) is below p->tol or
+ * after p->max_iter sweeps; then the contacts found opening in the last sweep are released exactly
+ * (lambda_i = 0; line 4's relaxation alone only shrinks them geometrically).  If it did not converge (the
+ * per-contact iteration can cycle, e.g. when a contact's |G_nT| > G_nn / mu makes its best response jump
+ * between open and a large slip impulse), a dissipation guard scales lambda by the s in [0, 1] minimizing
+ * the step's kinetic-energy change c.lambda + 1/2 lambda.G lambda when that change is positive, so that a
+ * non-converged step never adds energy (st->guard_scale).  Returns SIM_SOLVER_OK,
+ * SIM_SOLVER_MAXITER or SIM_SOLVER_EINVAL.  p may be NULL (defaults), st NULL.  Allocation-free (stack
+ * scratch ~20 kB); n <= SIM_SOLVER_MAX_CONTACTS. */
 int sim_solve_bisection(int n, const double *G, const double *c, const double *mu, double *lambda,
                         const sim_solver_params *p, sim_solver_stats *st);
 
@@ -115,7 +134,8 @@ int sim_solve_bisection(int n, const double *G, const double *c, const double *m
  *   lambda_n <- max(0, lambda_n - r_z v_n),  then  lambda_T <- proj_{|.| <= mu lambda_n}(lambda_T - r_T v_T)
  * with r_z = pgs_alpha / G_ii(zz), r_T = pgs_alpha / max(G_ii(xx), G_ii(yy)), v the current velocity.
  * Error per sweep (the paper's PGS measure): sum_i |lambda_i^new - lambda_i^old| (N·s) plus
- * sum_i max(0, -v_n,i) (m/s) after the sweep.  Same arguments and return codes as sim_solve_bisection. */
+ * sum_i max(0, -v_n,i) (m/s) after the sweep.  Same arguments, return codes and dissipation guard as
+ * sim_solve_bisection. */
 int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, double *lambda,
                   const sim_solver_params *p, sim_solver_stats *st);
 

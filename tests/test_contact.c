@@ -295,3 +295,32 @@ Test(contact, heightfield)
     sim_data_destroy(&da); sim_data_destroy(&db);
     sim_model_destroy(&a); sim_model_destroy(&b);
 }
+
+/* Contact capacity is bounded per world; when more features touch, the deepest are kept. */
+Test(contact, capacity_keeps_deepest)
+{
+    sim_model *m = anymal();
+    m->opt.max_contacts = 5;
+    sim_data *d = sim_data_new(m);
+    cr_assert_eq(d->ncon_max, 5);
+    /* lying flat and tilted: base box corners and legs all near the ground */
+    d->q[2] = 0.05;
+    double a = 0.05;
+    d->q[3] = cos(a / 2); d->q[4] = sin(a / 2);
+    sim_kinematics(m, d);
+    sim_velocity(m, d);
+    sim_contact all[128], capped[5];
+    int n = sim_collide(m, d, 0.2, 1e-3, all, 128);
+    int k = sim_collide(m, d, 0.2, 1e-3, capped, 5);
+    cr_assert_gt(n, 5);
+    cr_assert_eq(k, 5);
+    /* the 5 kept are the 5 smallest gaps */
+    double kept_max = -INFINITY;
+    for (int i = 0; i < k; i++) kept_max = fmax(kept_max, capped[i].gap);
+    int deeper = 0;
+    for (int i = 0; i < n; i++) deeper += all[i].gap < kept_max - 1e-15;
+    cr_assert_leq(deeper, 4, "a deeper contact was dropped");
+    for (int i = 0; i < 50; i++) cr_assert_eq(sim_step(m, d, 1e-3), 0);
+    sim_data_destroy(&d);
+    sim_model_destroy(&m);
+}

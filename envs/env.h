@@ -1,0 +1,117 @@
+/* env.h — the task registry and the batched environment API.
+ *
+ * An env_t is one configured task with N worlds (what a server session holds): it owns the model
+ * shared by its worlds (one per configuration) and one allocation per world (sim_data + task state).
+ * Functions act on a set of worlds and write observations, rewards and flags into caller buffers;
+ * they allocate nothing and may run concurrently on disjoint worlds (one thread per slice).
+ *
+ * Determinism: every random draw of world w comes from a counter-based stream keyed by
+ * (seed, w, episode), so results are bitwise identical whatever the threads or the batch split.
+ *
+ * Autoreset (per env, like Gymnasium's vector envs):
+ *   ENV_AUTORESET_NEXT_STEP  a world that ended in step t is reset by step t+1, which ignores its
+ *                            action and returns the first observation with reward 0 and no flags.
+ *   ENV_AUTORESET_SAME_STEP  a world that ends is reset within the same step: the returned observation
+ *                            is the new episode's first; the final one goes to info.final_obs.
+ *   ENV_AUTORESET_DISABLED   worlds that ended stay ended until reset explicitly (steps on them are
+ *                            errors reported through env_step's return value).
+ * Units: observations and actions are float32 as the spec describes; time in seconds.
+ */
+#ifndef HERD_ENV_H
+#define HERD_ENV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ENV_NAME_MAX 48
+#define ENV_MAX_FIELDS 16
+#define ENV_MAX_CONFIG 48
+#define ENV_MAX_TERMS 16
+
+typedef enum { ENV_AUTORESET_NEXT_STEP = 0, ENV_AUTORESET_SAME_STEP, ENV_AUTORESET_DISABLED } env_autoreset;
+
+/* One named group of a flat float32 vector (observation or action). */
+typedef struct {
+    char name[ENV_NAME_MAX];
+    int offset, size;           /* elements [offset, offset + size) of the flat vector */
+    float low, high;            /* bounds of every element (may be -INFINITY / INFINITY) */
+    float scale;                /* the scale applied to the physical quantity (1 if none) */
+    char unit[16];              /* of the physical quantity before scaling ("m/s", "rad", "" ...) */
+} env_field;
+
+/* A configuration key: a number in [lo, hi] (integers when is_int). */
+typedef struct {
+    char key[ENV_NAME_MAX];
+    double def, lo, hi;
+    int is_int;
+    char doc[112];
+} env_config_key;
+
+typedef struct {
+    char name[ENV_NAME_MAX];
+    char doc[200];
+    int obs_dim, act_dim;
+    int nobs, nact;
+    env_field obs[ENV_MAX_FIELDS], act[ENV_MAX_FIELDS];
+    double sim_dt;              /* physics step (s) */
+    int decimation;             /* physics steps per env step */
+    double control_dt;          /* sim_dt * decimation */
+    double episode_seconds;
+    int max_episode_steps;      /* truncation (time limit) */
+    int nconfig;
+    env_config_key config[ENV_MAX_CONFIG];
+    int nterms;                 /* reward terms (names below), summed into the reward */
+    char terms[ENV_MAX_TERMS][ENV_NAME_MAX];
+} env_spec;
+
+/* A configuration override: key = value. */
+typedef struct {
+    const char *key;
+    double value;
+} env_kv;
+
+/* Per-step extras.  Every pointer may be NULL (not wanted); arrays have one row per stepped world. */
+typedef struct {
+    float *final_obs;           /* n x obs_dim: same-step mode, the last observation of worlds that ended */
+    uint8_t *physics_reset;     /* n: 1 if the world's physics failed (NaN, inf, runaway) and it was reset */
+    uint8_t *episode_done;      /* n: 1 if an episode ended in this step (the stats below are valid) */
+    float *episode_return;      /* n */
+    int32_t *episode_length;    /* n (env steps) */
+    float *episode_terms;       /* n x nterms: per-term sums over the episode that ended */
+    float *reward_terms;        /* n x nterms: this step's per-term breakdown */
+} env_info;
+
+typedef struct env env_t;
+
+/* Registry. */
+int env_registry_count(void);
+/* The spec of registered task i with default configuration (NULL if out of range). */
+const env_spec *env_registry_spec(int i);
+/* Index of a task by name, or -1. */
+int env_registry_find(const char *name);
+
+/* Creates a task with nworlds worlds.  Overrides are validated against the spec: an unknown key or
+ * a value out of range gives NULL and a message naming the key and the allowed range.
+ * Worlds are not reset: call env_reset.  Free with env_destroy. */
+env_t *env_new(const char *name, int nworlds, const env_kv *overrides, int noverrides, uint64_t seed,
+               env_autoreset autoreset, char *err, size_t errlen);
+void env_destroy(env_t **e);
+const env_spec *env_get_spec(const env_t *e);
+int env_num_worlds(const env_t *e);
+double env_config(const env_t *e, const char *key);   /* NAN if unknown */
+
+/* Resets n worlds: ids[i] (or first + i when ids is NULL).  A non-NULL seeds array re-keys world
+ * ids[i]'s stream with seeds[i] (Gymnasium's reset(seed=...)).  Writes obs (n x obs_dim). */
+void env_reset(env_t *e, int first, int n, const int32_t *ids, const uint64_t *seeds, float *obs);
+
+/* Steps n worlds with actions (n x act_dim, clipped to the action bounds; non-finite entries are
+ * rejected by the caller, see env_check_actions).  Writes obs (n x obs_dim), rewards, terminated and
+ * truncated (n each), and the info arrays that are not NULL.  Returns the number of worlds that could
+ * not be stepped (DISABLED autoreset: ended and not reset), whose outputs are their last ones. */
+int env_step(env_t *e, int first, int n, const int32_t *ids, const float *actions, float *obs, float *reward,
+             uint8_t *terminated, uint8_t *truncated, env_info *info);
+
+/* Index of the first non-finite value in an n x act_dim action array, or -1. */
+long env_check_actions(const env_t *e, int n, const float *actions);
+
+#endif

@@ -1,0 +1,989 @@
+/* test_solver.c — the contact solvers (sim_solver.h): exact single-contact model against a dense
+ * brute-force search, mode classification, limits of mu, degenerate blocks, multi-contact bisection vs
+ * PGS on random quadruped-like problems, warm starts, dissipation, and the metrics on hand-made cases. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim_solver.h"
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Helpers: a deterministic RNG, small dense linear algebra, the energy.                            */
+
+typedef struct { uint64_t s; } rng_t;
+
+static uint64_t rng_next(rng_t *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static double urand(rng_t *r, double lo, double hi) { return lo + (hi - lo) * ((rng_next(r) >> 11) * 0x1.0p-53); }
+static double nrand(rng_t *r)
+{
+    double u1 = urand(r, 1e-300, 1.0), u2 = urand(r, 0.0, 1.0);
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+/* In-place Cholesky of an n x n SPD matrix (lower factor in A). Returns 0 on success. */
+static int chol(double *A, int n)
+{
+    for (int j = 0; j < n; j++) {
+        double s = A[j * n + j];
+        for (int k = 0; k < j; k++) s -= A[j * n + k] * A[j * n + k];
+        if (!(s > 0)) return -1;
+        A[j * n + j] = sqrt(s);
+        for (int i = j + 1; i < n; i++) {
+            double t = A[i * n + j];
+            for (int k = 0; k < j; k++) t -= A[i * n + k] * A[j * n + k];
+            A[i * n + j] = t / A[j * n + j];
+        }
+    }
+    return 0;
+}
+/* Solves L L^T x = b in place (L from chol). */
+static void chol_solve(const double *L, int n, double *x)
+{
+    for (int i = 0; i < n; i++) {
+        double s = x[i];
+        for (int k = 0; k < i; k++) s -= L[i * n + k] * x[k];
+        x[i] = s / L[i * n + i];
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        double s = x[i];
+        for (int k = i + 1; k < n; k++) s -= L[k * n + i] * x[k];
+        x[i] = s / L[i * n + i];
+    }
+}
+
+/* G = J M^-1 J^T for J (m x nv) and the Cholesky factor L of M. */
+static void delassus(const double *J, int m, const double *L, int nv, double *G)
+{
+    double X[64 * 64];
+    for (int r = 0; r < m; r++) {
+        double *x = X + r * nv;
+        memcpy(x, J + r * nv, sizeof(double) * (size_t)nv);
+        chol_solve(L, nv, x);
+    }
+    for (int a = 0; a < m; a++)
+        for (int b = 0; b < m; b++) {
+            double s = 0;
+            for (int k = 0; k < nv; k++) s += J[a * nv + k] * X[b * nv + k];
+            G[a * m + b] = s;
+        }
+    for (int a = 0; a < m; a++) /* exact symmetry */
+        for (int b = 0; b < a; b++) G[a * m + b] = G[b * m + a] = 0.5 * (G[a * m + b] + G[b * m + a]);
+}
+
+/* A random SPD 3x3 Delassus block J M^-1 J^T (J 3x6, M 6x6 SPD), scaled to a diagonal ~ 0.05-0.5. */
+static void rand_block(rng_t *r, double G[9])
+{
+    double M[36], J[18];
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) M[i * 6 + j] = 0;
+    double B[36];
+    for (int i = 0; i < 36; i++) B[i] = nrand(r);
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) {
+            double s = i == j ? 0.5 : 0.0;
+            for (int k = 0; k < 6; k++) s += B[i * 6 + k] * B[j * 6 + k];
+            M[i * 6 + j] = s;
+        }
+    for (int i = 0; i < 18; i++) J[i] = nrand(r);
+    cr_assert_eq(chol(M, 6), 0);
+    delassus(J, 3, M, 6, G);
+    double sc = urand(r, 0.05, 0.5) / (G[0] + G[4] + G[8]) * 3.0;
+    for (int i = 0; i < 9; i++) G[i] *= sc;
+}
+
+static void matvec3(const double G[9], const double x[3], double y[3])
+{
+    for (int a = 0; a < 3; a++) y[a] = G[3 * a] * x[0] + G[3 * a + 1] * x[1] + G[3 * a + 2] * x[2];
+}
+
+/* E(lambda) up to a constant: 1/2 l^T G l + c^T l  (= 1/2 (G l + c)^T G^-1 (G l + c) - 1/2 c^T G^-1 c). */
+static double energy(int N, const double *G, const double *c, const double *l)
+{
+    double e = 0;
+    for (int a = 0; a < N; a++) {
+        double s = 0;
+        for (int b = 0; b < N; b++) s += G[a * N + b] * l[b];
+        e += l[a] * (0.5 * s + c[a]);
+    }
+    return e;
+}
+
+static double norm3(const double x[3]) { return sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]); }
+
+/* Zero-velocity impulse -G^-1 c by Cholesky (independent of the solver's adjugate). */
+static void stick_impulse(const double G[9], const double c[3], double l0[3])
+{
+    double L[9];
+    memcpy(L, G, sizeof L);
+    cr_assert_eq(chol(L, 3), 0);
+    for (int a = 0; a < 3; a++) l0[a] = -c[a];
+    chol_solve(L, 3, l0);
+}
+
+/* Point of the slip ellipse at angle th, or 0 if r <= 0 there. */
+static int ellipse_point(const double G[9], const double c[3], double mu, double ct, double st, double l[3])
+{
+    double d = G[8] / mu + G[6] * ct + G[7] * st;
+    if (!(d > 0)) return 0;
+    double r = -c[2] / d;
+    l[0] = r * ct, l[1] = r * st, l[2] = r / mu;
+    return 1;
+}
+
+#define NGRID 100000
+static double grid_c[NGRID], grid_s[NGRID];
+static void grid_init(void)
+{
+    if (grid_c[0] == 1.0) return;
+    for (int k = 0; k < NGRID; k++) sincos(2 * M_PI * k / NGRID, &grid_s[k], &grid_c[k]);
+}
+
+/* dE/dtheta on the ellipse from the full 3D gradient: (G lambda + c) . dlambda/dtheta, with dlambda/dtheta
+ * differentiated directly from lambda(theta) = (r cos, r sin, r / mu), r = -c_n / d(theta).  Independent of the
+ * solver's hybrid (eta, Gbar, cbar) form.  Returns NAN where r <= 0. */
+static double dE_dtheta(const double G[9], const double c[3], double mu, double th)
+{
+    double ct = cos(th), st = sin(th);
+    double d = G[8] / mu + G[6] * ct + G[7] * st;
+    if (!(d > 0)) return NAN;
+    double r = -c[2] / d, dd = -G[6] * st + G[7] * ct, dr = -r * dd / d;
+    double l[3] = {r * ct, r * st, r / mu}, dl[3] = {dr * ct - r * st, dr * st + r * ct, dr / mu}, v[3];
+    matvec3(G, l, v);
+    return (v[0] + c[0]) * dl[0] + (v[1] + c[1]) * dl[1] + (v[2] + c[2]) * dl[2];
+}
+
+/* Brute force: global minimum of E on the slip ellipse by a 1e5-sample grid, then the zero of dE/dtheta
+ * between the neighbours of the best sample (bisection to machine precision; the energy itself is too flat
+ * near the minimum to locate it better than ~1e-8 rad).  Returns the minimum sampled energy in *emin_grid. */
+static void brute_slip(const double G[9], const double c[3], double mu, double out[3], double *emin_grid)
+{
+    grid_init();
+    double best = INFINITY, l[3];
+    int kb = -1;
+    for (int k = 0; k < NGRID; k++) {
+        if (!ellipse_point(G, c, mu, grid_c[k], grid_s[k], l)) continue;
+        double e = energy(3, G, c, l);
+        if (e < best) best = e, kb = k;
+    }
+    cr_assert(kb >= 0);
+    *emin_grid = best;
+    double h = 2 * M_PI / NGRID;
+    double a = 2 * M_PI * kb / NGRID - h, b = a + 2 * h;
+    double fa = dE_dtheta(G, c, mu, a), fb = dE_dtheta(G, c, mu, b);
+    if (fa < 0 && fb > 0) {
+        for (int it = 0; it < 200 && b - a > 1e-17; it++) {
+            double m = 0.5 * (a + b), fm = dE_dtheta(G, c, mu, m);
+            if (fm < 0) a = m;
+            else b = m;
+        }
+    } else { /* not bracketed (flat energy): golden section on E */
+        const double g = (sqrt(5.0) - 1) / 2;
+        for (int it = 0; it < 200; it++) {
+            double x1 = b - g * (b - a), x2 = a + g * (b - a), l1[3], l2[3];
+            int ok1 = ellipse_point(G, c, mu, cos(x1), sin(x1), l1);
+            int ok2 = ellipse_point(G, c, mu, cos(x2), sin(x2), l2);
+            double e1 = ok1 ? energy(3, G, c, l1) : INFINITY, e2 = ok2 ? energy(3, G, c, l2) : INFINITY;
+            if (e1 < e2) b = x2;
+            else a = x1;
+        }
+    }
+    double t = 0.5 * (a + b);
+    cr_assert(ellipse_point(G, c, mu, cos(t), sin(t), out));
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Single contact.                                                                                  */
+
+Test(solver_single, slip_matches_bruteforce_1000_cases)
+{
+    rng_t r = {42};
+    int nslip = 0, ntried = 0;
+    double worst = 0, worst_rel = 0;
+    long steps_total = 0;
+    while (nslip < 1000) {
+        ntried++;
+        double G[9], c[3], l[3], l0[3];
+        rand_block(&r, G);
+        double mu = urand(&r, 0.1, 1.5);
+        c[2] = -urand(&r, 0.01, 1.0);
+        c[0] = nrand(&r) * urand(&r, 0.0, 2.0);
+        c[1] = nrand(&r) * urand(&r, 0.0, 2.0);
+        stick_impulse(G, c, l0);
+        int expect_stick = l0[2] >= 0 && hypot(l0[0], l0[1]) <= mu * l0[2];
+        int steps;
+        int mode = sim_contact_single(G, c, mu, l, NULL, &steps);
+        if (expect_stick) {
+            cr_assert_eq(mode, SIM_CONTACT_STICK);
+            continue;
+        }
+        cr_assert_eq(mode, SIM_CONTACT_SLIP, "case %d: mode %d", ntried, mode);
+        nslip++;
+        steps_total += steps;
+        double lb[3], emin;
+        brute_slip(G, c, mu, lb, &emin);
+        double dl[3] = {l[0] - lb[0], l[1] - lb[1], l[2] - lb[2]};
+        double err = norm3(dl);
+        if (err > worst) worst = err;
+        if (err / norm3(lb) > worst_rel) worst_rel = err / norm3(lb);
+        cr_assert(err <= 1e-6, "slip case %d: |lambda - brute| = %.3g (lambda %.6g %.6g %.6g, brute %.6g %.6g %.6g)",
+                  nslip, err, l[0], l[1], l[2], lb[0], lb[1], lb[2]);
+        /* optimality: no sampled feasible point has a lower energy */
+        double e = energy(3, G, c, l), scale = fabs(emin) + 1e-12;
+        cr_assert(e <= emin + 1e-9 * scale, "E(lambda) %.12g > sampled min %.12g", e, emin);
+        /* on the ellipse: v_n = 0 and |lambda_T| = mu lambda_n */
+        double v[3];
+        matvec3(G, l, v);
+        for (int a = 0; a < 3; a++) v[a] += c[a];
+        cr_assert(fabs(v[2]) <= 1e-12 * (1 + fabs(c[2])), "v_n = %g", v[2]);
+        cr_assert(fabs(hypot(l[0], l[1]) - mu * l[2]) <= 1e-12 * norm3(l));
+        cr_assert(l[2] > 0);
+        /* in the line of sight of lambda0: grad h2(lambda) . (lambda0 - lambda) >= 0 */
+        double los = 2 * l[0] * (l0[0] - l[0]) + 2 * l[1] * (l0[1] - l[1]) - 2 * mu * mu * l[2] * (l0[2] - l[2]);
+        cr_assert(los >= -1e-9 * norm3(l) * norm3(l0));
+        /* dissipative: E(lambda) <= E(0) */
+        cr_assert(e <= 0);
+        /* the model's KKT (exact violation) vanishes up to the bisection precision */
+        double me = sim_contact_model_error(1, G, c, &mu, l);
+        cr_assert(me < 1e-5, "model error %g", me);
+    }
+    cr_log_info("slip: %d of %d random cases, worst |dlambda| %.3g N s (rel %.3g), mean steps %.2f", nslip, ntried,
+                worst, worst_rel, (double)steps_total / nslip);
+}
+
+Test(solver_single, stick_gives_zero_velocity)
+{
+    rng_t r = {7};
+    for (int t = 0; t < 2000; t++) {
+        double G[9], c[3], l[3], v[3];
+        rand_block(&r, G);
+        double mu = urand(&r, 0.3, 1.2);
+        c[2] = -urand(&r, 0.01, 1.0);
+        /* small tangential velocity relative to the normal one, in the direction of a stick */
+        double l0[3] = {urand(&r, -0.2, 0.2) * mu, urand(&r, -0.2, 0.2) * mu, 1.0};
+        /* c = -G l0 * s makes lambda0 = s l0, which is inside the cone */
+        matvec3(G, l0, v);
+        double s = -c[2] / v[2];
+        for (int a = 0; a < 3; a++) c[a] = -s * v[a];
+        int mode = sim_contact_single(G, c, mu, l, NULL, NULL);
+        cr_assert_eq(mode, SIM_CONTACT_STICK);
+        matvec3(G, l, v);
+        for (int a = 0; a < 3; a++) v[a] += c[a];
+        cr_assert(norm3(v) <= 1e-12 * (norm3(c) + 1), "|v| = %g", norm3(v));
+        cr_assert(hypot(l[0], l[1]) <= mu * l[2] * (1 + 1e-12));
+        cr_assert(sim_contact_model_error(1, G, c, &mu, l) < 1e-12);
+    }
+}
+
+Test(solver_single, open_gives_zero_impulse)
+{
+    rng_t r = {9};
+    for (int t = 0; t < 1000; t++) {
+        double G[9], c[3], l[3] = {1, 2, 3};
+        rand_block(&r, G);
+        c[0] = nrand(&r), c[1] = nrand(&r), c[2] = urand(&r, 1e-9, 2.0);
+        int steps = -1;
+        int mode = sim_contact_single(G, c, 0.8, l, NULL, &steps);
+        cr_assert_eq(mode, SIM_CONTACT_OPEN);
+        cr_assert(l[0] == 0 && l[1] == 0 && l[2] == 0);
+        cr_assert_eq(steps, 0);
+        double mu = 0.8;
+        cr_assert(sim_contact_model_error(1, G, c, &mu, l) == 0);
+    }
+}
+
+Test(solver_single, classification_hand_cases)
+{
+    /* G = g I: lambda0 = -c / g; the slip solution is the radial projection (the paper's special case) */
+    const double g = 0.2, mu = 0.8;
+    double G[9] = {g, 0, 0, 0, g, 0, 0, 0, g}, l[3];
+    double c_open[3] = {0.5, -0.3, 0.1};
+    cr_assert_eq(sim_contact_single(G, c_open, mu, l, NULL, NULL), SIM_CONTACT_OPEN);
+    double c_stick[3] = {0.01, 0.0, -1.0};
+    cr_assert_eq(sim_contact_single(G, c_stick, mu, l, NULL, NULL), SIM_CONTACT_STICK);
+    cr_assert_float_eq(l[0], -0.05, 1e-15);
+    cr_assert_float_eq(l[2], 5.0, 1e-14);
+    double c_slip[3] = {2.0, 0.0, -0.1};
+    cr_assert_eq(sim_contact_single(G, c_slip, mu, l, NULL, NULL), SIM_CONTACT_SLIP);
+    /* v_n = 0 -> lambda_n = 0.1 / 0.2 = 0.5, lambda_T = -mu lambda_n along -c_T */
+    cr_assert_float_eq(l[2], 0.5, 1e-14);
+    cr_assert_float_eq(l[0], -0.4, 1e-14);
+    cr_assert_float_eq(l[1], 0.0, 1e-14);
+    /* a slip at 45 degrees with coupling: compare to the brute force */
+    double G2[9] = {0.3, 0.05, 0.1, 0.05, 0.25, -0.08, 0.1, -0.08, 0.2};
+    double c2[3] = {1.0, 1.0, -0.3}, lb[3], emin;
+    cr_assert_eq(sim_contact_single(G2, c2, 0.5, l, NULL, NULL), SIM_CONTACT_SLIP);
+    brute_slip(G2, c2, 0.5, lb, &emin);
+    cr_assert(fabs(l[0] - lb[0]) < 1e-6 && fabs(l[1] - lb[1]) < 1e-6 && fabs(l[2] - lb[2]) < 1e-6);
+    /* c_n exactly 0 with a sliding tangential velocity: the ellipse is the apex, lambda = 0 */
+    double c3[3] = {1.0, 0.0, 0.0};
+    cr_assert_eq(sim_contact_single(G, c3, mu, l, NULL, NULL), SIM_CONTACT_OPEN);
+    cr_assert(l[0] == 0 && l[1] == 0 && l[2] == 0);
+}
+
+Test(solver_single, frictionless_and_huge_mu)
+{
+    rng_t r = {11};
+    int nstick_huge = 0;
+    for (int t = 0; t < 2000; t++) {
+        double G[9], c[3], l[3], v[3];
+        rand_block(&r, G);
+        c[0] = nrand(&r), c[1] = nrand(&r), c[2] = -urand(&r, 0.01, 1.0);
+        /* mu = 0: normal impulse only, v_n = 0 is NOT required (no friction but the normal row couples);
+           the model gives lambda_n = -c_n / G_nn, lambda_T = 0 */
+        int mode = sim_contact_single(G, c, 0.0, l, NULL, NULL);
+        cr_assert_eq(mode, SIM_CONTACT_SLIP);
+        cr_assert(l[0] == 0 && l[1] == 0);
+        cr_assert_float_eq(l[2], -c[2] / G[8], 1e-12 * fabs(c[2] / G[8]));
+        matvec3(G, l, v);
+        cr_assert(fabs(v[2] + c[2]) < 1e-12);
+        /* mu = 1e6: sticks whenever lambda0 has a positive normal part; always finite */
+        double l0[3];
+        stick_impulse(G, c, l0);
+        int steps;
+        mode = sim_contact_single(G, c, 1e6, l, NULL, &steps);
+        cr_assert(isfinite(l[0]) && isfinite(l[1]) && isfinite(l[2]));
+        if (l0[2] > 0 && hypot(l0[0], l0[1]) <= 1e6 * l0[2]) {
+            cr_assert_eq(mode, SIM_CONTACT_STICK);
+            nstick_huge++;
+            matvec3(G, l, v);
+            for (int a = 0; a < 3; a++) v[a] += c[a];
+            cr_assert(norm3(v) < 1e-12 * (1 + norm3(c)));
+        } else {
+            cr_assert_eq(mode, SIM_CONTACT_SLIP);
+            cr_assert(l[2] >= 0 && hypot(l[0], l[1]) <= 1e6 * l[2] * (1 + 1e-9));
+            matvec3(G, l, v);
+            cr_assert(fabs(v[2] + c[2]) < 1e-9 * (1 + fabs(c[2])));
+            cr_assert(energy(3, G, c, l) <= 0);
+        }
+        /* mu = 1e300 and mu = INFINITY are clamped: finite */
+        sim_contact_single(G, c, 1e300, l, NULL, NULL);
+        cr_assert(isfinite(l[0]) && isfinite(l[1]) && isfinite(l[2]));
+        sim_contact_single(G, c, INFINITY, l, NULL, NULL);
+        cr_assert(isfinite(l[0]) && isfinite(l[1]) && isfinite(l[2]));
+    }
+    cr_assert(nstick_huge > 1000, "only %d of 2000 stuck with mu = 1e6", nstick_huge);
+}
+
+Test(solver_single, degenerate_blocks_and_bad_input)
+{
+    double l[3];
+    double c[3] = {0.3, -0.2, -0.5};
+    double Z[9] = {0};
+    cr_assert_eq(sim_contact_single(Z, c, 0.8, l, NULL, NULL), SIM_CONTACT_OPEN);
+    cr_assert(l[0] == 0 && l[1] == 0 && l[2] == 0);
+    /* rank 1: only the normal direction responds */
+    double R1[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0.2};
+    int mode = sim_contact_single(R1, c, 0.8, l, NULL, NULL);
+    cr_assert(mode >= 0);
+    cr_assert(isfinite(l[0]) && isfinite(l[1]) && isfinite(l[2]));
+    cr_assert(hypot(l[0], l[1]) <= 0.8 * l[2] * (1 + 1e-9) + 1e-300);
+    /* rank 2 (a point locked in x): finite, in the cone */
+    double R2[9] = {0, 0, 0, 0, 0.3, 0.1, 0, 0.1, 0.2};
+    mode = sim_contact_single(R2, c, 0.8, l, NULL, NULL);
+    cr_assert(mode >= 0);
+    cr_assert(isfinite(l[0]) && isfinite(l[1]) && isfinite(l[2]));
+    cr_assert(hypot(l[0], l[1]) <= 0.8 * l[2] * (1 + 1e-9));
+    /* nearly singular */
+    double NS[9] = {0.2, 0.2 - 1e-13, 0, 0.2 - 1e-13, 0.2, 0, 0, 0, 0.2};
+    mode = sim_contact_single(NS, c, 0.8, l, NULL, NULL);
+    cr_assert(mode >= 0 && isfinite(l[0]) && isfinite(l[1]) && isfinite(l[2]));
+    /* bad input */
+    double Gn[9] = {0.2, 0, 0, 0, 0.2, 0, 0, 0, NAN};
+    cr_assert_eq(sim_contact_single(Gn, c, 0.8, l, NULL, NULL), SIM_SOLVER_EINVAL);
+    cr_assert(l[0] == 0 && l[1] == 0 && l[2] == 0);
+    double G[9] = {0.2, 0, 0, 0, 0.2, 0, 0, 0, 0.2};
+    cr_assert_eq(sim_contact_single(G, c, -0.1, l, NULL, NULL), SIM_SOLVER_EINVAL);
+    cr_assert_eq(sim_contact_single(G, c, NAN, l, NULL, NULL), SIM_SOLVER_EINVAL);
+    double ci[3] = {INFINITY, 0, -1};
+    cr_assert_eq(sim_contact_single(G, ci, 0.5, l, NULL, NULL), SIM_SOLVER_EINVAL);
+    cr_assert_eq(sim_contact_single(NULL, c, 0.5, l, NULL, NULL), SIM_SOLVER_EINVAL);
+}
+
+Test(solver_single, tighter_precision_converges_further)
+{
+    /* the impulse interval criterion: a tighter contact_tol gives a closer result and more steps */
+    rng_t r = {5};
+    sim_solver_params p;
+    sim_solver_default_params(&p);
+    int n = 0;
+    long s6 = 0, s12 = 0;
+    while (n < 200) {
+        double G[9], c[3], l6[3], l12[3], lb[3], emin;
+        rand_block(&r, G);
+        c[0] = nrand(&r) * 2, c[1] = nrand(&r) * 2, c[2] = -urand(&r, 0.05, 1.0);
+        int st6, st12;
+        p.contact_tol = 1e-6;
+        if (sim_contact_single(G, c, 0.6, l6, &p, &st6) != SIM_CONTACT_SLIP) continue;
+        p.contact_tol = 1e-12;
+        sim_contact_single(G, c, 0.6, l12, &p, &st12);
+        brute_slip(G, c, 0.6, lb, &emin);
+        double d[3] = {l12[0] - lb[0], l12[1] - lb[1], l12[2] - lb[2]};
+        cr_assert(norm3(d) < 1e-9, "|d| %g", norm3(d));
+        s6 += st6, s12 += st12;
+        n++;
+    }
+    cr_assert(s12 > s6);
+}
+
+Test(solver_single, published_algorithm1_without_refinement)
+{
+    /* contact_refine = 0 returns Algorithm 1's bracket end: within contact_tol of the minimizer, same steps */
+    rng_t r = {21};
+    sim_solver_params p0, p1;
+    sim_solver_default_params(&p0);
+    sim_solver_default_params(&p1);
+    p0.contact_refine = 0;
+    int n = 0;
+    while (n < 300) {
+        double G[9], c[3], l0[3], l1[3], lb[3], emin;
+        rand_block(&r, G);
+        double mu = urand(&r, 0.2, 1.2);
+        c[0] = nrand(&r), c[1] = nrand(&r), c[2] = -urand(&r, 0.01, 1.0);
+        int s0, s1;
+        if (sim_contact_single(G, c, mu, l0, &p0, &s0) != SIM_CONTACT_SLIP) continue;
+        cr_assert_eq(sim_contact_single(G, c, mu, l1, &p1, &s1), SIM_CONTACT_SLIP);
+        cr_assert_eq(s0, s1);
+        brute_slip(G, c, mu, lb, &emin);
+        double d0[3] = {l0[0] - lb[0], l0[1] - lb[1], l0[2] - lb[2]}, d1[3] = {l1[0] - lb[0], l1[1] - lb[1], l1[2] - lb[2]};
+        cr_assert(norm3(d0) < p0.contact_tol, "published: |d| %g", norm3(d0));
+        cr_assert(norm3(d1) <= norm3(d0) + 1e-12, "refined %g vs published %g", norm3(d1), norm3(d0));
+        /* both on the ellipse */
+        double v[3];
+        matvec3(G, l0, v);
+        cr_assert(fabs(v[2] + c[2]) < 1e-12 * (1 + fabs(c[2])));
+        cr_assert(fabs(hypot(l0[0], l0[1]) - mu * l0[2]) <= 1e-12 * norm3(l0));
+        n++;
+    }
+}
+
+Test(solver_single, pgs_single_contact_solves_coulomb)
+{
+    /* PGS solves Coulomb's law (the NCP of Le Lidec et al.): its residual eps_abs vanishes, while the
+       bisection's model satisfies its own KKT conditions (model_error) */
+    rng_t r = {31};
+    sim_solver_params p;
+    sim_solver_default_params(&p);
+    p.tol = 1e-13;
+    p.max_iter = 100000;
+    int pgs_ok = 0;
+    for (int t = 0; t < 300; t++) {
+        double G[9], c[3], mu = urand(&r, 0.2, 1.2), lp[3] = {0}, lb[3] = {0};
+        rand_block(&r, G);
+        c[0] = nrand(&r), c[1] = nrand(&r), c[2] = -urand(&r, 0.01, 1.0);
+        sim_solver_stats st;
+        sim_contact_metrics_t m;
+        /* PGS has no convergence guarantee: with |G_nT| > G_nn it can cycle even on one contact */
+        if (sim_solve_pgs(1, G, c, &mu, lp, &p, &st) == SIM_SOLVER_OK) {
+            pgs_ok++;
+            sim_contact_metrics(1, G, c, &mu, lp, 1.0, &m);
+            cr_assert(m.eps_abs < 1e-9, "PGS NCP residual %g", m.eps_abs);
+        }
+        cr_assert_eq(sim_solve_bisection(1, G, c, &mu, lb, NULL, &st), SIM_SOLVER_OK);
+        cr_assert_eq(st.iterations, 1); /* one contact: the first sweep is exact */
+        sim_contact_metrics(1, G, c, &mu, lb, 1.0, &m);
+        cr_assert(m.model_error < 1e-9, "bisection model error %g", m.model_error);
+        if (st.n_slip) cr_assert(st.bisection_steps > 0);
+    }
+    cr_assert(pgs_ok >= 290, "PGS converged on %d of 300 single contacts", pgs_ok);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Multi-contact problems from a random 18-dof quadruped: a 30 kg base (6 dofs) and 4 legs of 3 revolute   */
+/* joints (HAA about x, HFE and KFE about y) carrying a 3 kg knee mass and a 0.6 kg foot mass, in a random  */
+/* pose.  M is the exact mass matrix of that lumped-mass model (base inertia + sum m J^T J + rotor inertia),*/
+/* so the Delassus blocks have a physical structure (feet nearly diagonal-dominant, as the paper notes).    */
+
+#define NV 18
+typedef struct {
+    int n;
+    double G[24 * 24], c[24], mu[8];
+    double M[NV * NV], L[NV * NV], J[24 * NV], uf[NV];
+} problem;
+
+static void cross3(const double a[3], const double b[3], double o[3])
+{
+    o[0] = a[1] * b[2] - a[2] * b[1];
+    o[1] = a[2] * b[0] - a[0] * b[2];
+    o[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+/* Jacobian (3 x NV) of a point p (world, base at the origin) moved by the base and by joints (axis, origin). */
+static void point_jacobian(const double p[3], int nj, const int *col, const double (*axis)[3],
+                           const double (*orig)[3], double *J)
+{
+    memset(J, 0, sizeof(double) * 3 * NV);
+    for (int a = 0; a < 3; a++) J[a * NV + a] = 1.0; /* base translation */
+    /* base rotation (world-frame angular velocity w): v = w x p -> columns 3..5 = -[p]x */
+    J[0 * NV + 4] = p[2], J[0 * NV + 5] = -p[1];
+    J[1 * NV + 3] = -p[2], J[1 * NV + 5] = p[0];
+    J[2 * NV + 3] = p[1], J[2 * NV + 4] = -p[0];
+    for (int j = 0; j < nj; j++) {
+        double r[3] = {p[0] - orig[j][0], p[1] - orig[j][1], p[2] - orig[j][2]}, v[3];
+        cross3(axis[j], r, v);
+        for (int a = 0; a < 3; a++) J[a * NV + col[j]] = v[a];
+    }
+}
+
+static void add_point_mass(double *M, const double *J, double m)
+{
+    for (int i = 0; i < NV; i++)
+        for (int j = 0; j < NV; j++) {
+            double s = 0;
+            for (int a = 0; a < 3; a++) s += J[a * NV + i] * J[a * NV + j];
+            M[i * NV + j] += m * s;
+        }
+}
+
+/* n = 4: the feet; n = 8: the feet and four base-box corners (as in the paper's Drop / Random tasks). */
+static void make_problem(rng_t *r, int n, problem *P)
+{
+    P->n = n;
+    memset(P->M, 0, sizeof P->M);
+    memset(P->J, 0, sizeof P->J);
+    const double mb = 30, Ib[3] = {0.6, 1.5, 1.7};
+    for (int a = 0; a < 3; a++) P->M[a * NV + a] = mb, P->M[(3 + a) * NV + 3 + a] = Ib[a];
+    for (int k = 6; k < NV; k++) P->M[k * NV + k] = 0.01; /* rotor inertia */
+    const double sx[4] = {1, 1, -1, -1}, sy[4] = {1, -1, 1, -1};
+    double foot[4][3], Jp[3 * NV];
+    for (int l = 0; l < 4; l++) {
+        double hip[3] = {0.3 * sx[l], 0.2 * sy[l], 0.0};
+        double qa = urand(r, -0.3, 0.3), qh = urand(r, -0.8, 0.8), qk = urand(r, 0.6, 1.6) * (sx[l] > 0 ? -1 : 1);
+        /* thigh and shank of 0.3 m in the leg plane rotated by HAA about x */
+        double th = qh, tk = qh + qk;
+        double knee_l[3] = {0.3 * sin(th), 0.0, -0.3 * cos(th)};
+        double foot_l[3] = {knee_l[0] + 0.3 * sin(tk), 0.0, knee_l[2] - 0.3 * cos(tk)};
+        double ca = cos(qa), sa = sin(qa);
+        double knee[3] = {hip[0] + knee_l[0], hip[1] - sa * knee_l[2], hip[2] + ca * knee_l[2]};
+        double ft[3] = {hip[0] + foot_l[0], hip[1] - sa * foot_l[2], hip[2] + ca * foot_l[2]};
+        const double ax_haa[3] = {1, 0, 0}, ax_y[3] = {0, ca, sa};
+        const double axis[3][3] = {{ax_haa[0], ax_haa[1], ax_haa[2]}, {ax_y[0], ax_y[1], ax_y[2]}, {ax_y[0], ax_y[1], ax_y[2]}};
+        const double orig[3][3] = {{hip[0], hip[1], hip[2]}, {hip[0], hip[1], hip[2]}, {knee[0], knee[1], knee[2]}};
+        const int col[3] = {6 + 3 * l, 7 + 3 * l, 8 + 3 * l};
+        point_jacobian(knee, 2, col, axis, orig, Jp);
+        add_point_mass(P->M, Jp, 3.0);
+        point_jacobian(ft, 3, col, axis, orig, Jp);
+        add_point_mass(P->M, Jp, 0.6);
+        if (l < n) memcpy(P->J + 3 * l * NV, Jp, sizeof Jp);
+        memcpy(foot[l], ft, sizeof ft);
+    }
+    (void)foot;
+    for (int i = 4; i < n; i++) { /* base-box corners */
+        double p[3] = {sx[i - 4] * 0.29, sy[i - 4] * 0.07, -0.09};
+        point_jacobian(p, 0, NULL, NULL, NULL, Jp);
+        memcpy(P->J + 3 * i * NV, Jp, sizeof Jp);
+    }
+    memcpy(P->L, P->M, sizeof P->M);
+    cr_assert_eq(chol(P->L, NV), 0);
+    /* a free velocity: the robot moving down and sideways, random joint rates */
+    for (int k = 0; k < NV; k++) P->uf[k] = nrand(r) * (k < 3 ? 0.3 : k < 6 ? 0.5 : 1.0);
+    P->uf[2] -= urand(r, 0.1, 1.0);
+    for (int a = 0; a < 3 * n; a++) {
+        double s = 0;
+        for (int k = 0; k < NV; k++) s += P->J[a * NV + k] * P->uf[k];
+        P->c[a] = s;
+    }
+    delassus(P->J, 3 * n, P->L, NV, P->G);
+    for (int i = 0; i < n; i++) P->mu[i] = urand(r, 0.4, 1.0);
+}
+
+/* change of kinetic energy of the robot caused by lambda: c^T l + 1/2 l^T G l */
+static double dke(const problem *P, const double *l) { return energy(3 * P->n, P->G, P->c, l); }
+
+static double rel_diff(int N, const double *a, const double *b)
+{
+    double d = 0, s = 0;
+    for (int i = 0; i < N; i++) d += (a[i] - b[i]) * (a[i] - b[i]), s += b[i] * b[i];
+    return s > 0 ? sqrt(d / s) : sqrt(d);
+}
+
+/* The free velocity of a regime: STANCE = falling mostly vertically (0.05-0.5 m/s) with small horizontal and
+ * joint rates (feet still slip, by the coupling of the Delassus blocks); IMPACT = everything random. */
+enum { STANCE, IMPACT };
+static void set_free_velocity(rng_t *r, int regime, problem *P)
+{
+    if (regime == STANCE) {
+        double vz = urand(r, 0.05, 0.5);
+        for (int k = 0; k < NV; k++) P->uf[k] = nrand(r) * 0.05 * vz * (k < 6 ? 1 : 2);
+        P->uf[2] = -vz;
+    }
+    for (int a = 0; a < 3 * P->n; a++) {
+        double s = 0;
+        for (int k = 0; k < NV; k++) s += P->J[a * NV + k] * P->uf[k];
+        P->c[a] = s;
+    }
+}
+
+/* |u+(la) - u+(lb)|_M / |u_free|_M: the difference of the post-step generalized velocities */
+static double velocity_diff(const problem *P, const double *la, const double *lb)
+{
+    const int N = 3 * P->n;
+    double du[NV];
+    for (int k = 0; k < NV; k++) {
+        double s = 0;
+        for (int a = 0; a < N; a++) s += P->J[a * NV + k] * (la[a] - lb[a]);
+        du[k] = s;
+    }
+    chol_solve(P->L, NV, du);
+    double num = 0, den = 0;
+    for (int a = 0; a < NV; a++)
+        for (int b = 0; b < NV; b++) num += du[a] * P->M[a * NV + b] * du[b], den += P->uf[a] * P->M[a * NV + b] * P->uf[b];
+    return sqrt(num / den);
+}
+
+static void multi_contact_suite(int n, int regime, int ncase, unsigned seed)
+{
+    rng_t r = {seed};
+    sim_solver_params p, pp;
+    sim_solver_default_params(&p);
+    sim_solver_default_params(&pp);
+    pp.tol = 1e-12;
+    pp.max_iter = 200000;
+    int conv = 0, imp1 = 0, imp5 = 0, vel1 = 0, vel10 = 0, noslip = 0, noslip_same = 0;
+    long iters = 0;
+    double worst_dke = -INFINITY;
+    for (int t = 0; t < ncase; t++) {
+        problem P;
+        make_problem(&r, n, &P);
+        set_free_velocity(&r, regime, &P);
+        const int N = 3 * n;
+        double lb[24] = {0}, lp[24] = {0};
+        sim_solver_stats sb, sp;
+        int rc = sim_solve_bisection(n, P.G, P.c, P.mu, lb, &p, &sb);
+        cr_assert(rc == SIM_SOLVER_OK || rc == SIM_SOLVER_MAXITER);
+        cr_assert_eq(sb.n_open + sb.n_stick + sb.n_slip, n);
+        iters += sb.iterations;
+        if (rc == SIM_SOLVER_OK) {
+            conv++;
+        } else { /* slow (redundant contacts, impacts): more sweeps, warm-started from where it stopped */
+            sim_solver_params q = p;
+            q.max_iter = 3000;
+            rc = sim_solve_bisection(n, P.G, P.c, P.mu, lb, &q, &sb);
+            cr_assert_eq(rc, SIM_SOLVER_OK, "case %d: error %g after 3000 more sweeps", t, sb.error);
+        }
+        cr_assert(sb.error < p.tol);
+        /* the solver's incremental velocities agree with a fresh evaluation */
+        double e = sim_contact_model_error(n, P.G, P.c, P.mu, lb);
+        cr_assert(e < 1.01 * p.tol, "recomputed error %g vs %g", e, sb.error);
+        for (int i = 0; i < n; i++) { /* feasibility */
+            cr_assert(lb[3 * i + 2] >= 0);
+            cr_assert(hypot(lb[3 * i], lb[3 * i + 1]) <= P.mu[i] * lb[3 * i + 2] * (1 + 1e-9) + 1e-15);
+        }
+        /* dissipation: the impulses never add kinetic energy, 1/2 u+^T M u+ - 1/2 uf^T M uf = c.l + 1/2 l.G l */
+        double d = dke(&P, lb);
+        if (d > worst_dke) worst_dke = d;
+        cr_assert(d <= 1e-9, "case %d: kinetic energy grows by %g J", t, d);
+        /* tight PGS (Coulomb's law) */
+        rc = sim_solve_pgs(n, P.G, P.c, P.mu, lp, &pp, &sp);
+        cr_assert(rc == SIM_SOLVER_OK, "PGS did not converge to 1e-12 (error %g)", sp.error);
+        cr_assert(dke(&P, lp) <= 1e-9);
+        double rd = rel_diff(N, lb, lp), vd = velocity_diff(&P, lb, lp);
+        imp1 += rd < 0.01;
+        imp5 += rd < 0.05;
+        vel1 += vd < 0.01;
+        vel10 += vd < 0.10;
+        if (sb.n_slip == 0 && sp.n_slip == 0) { /* then both solve the same problem */
+            noslip++;
+            noslip_same += vd < 1e-4;
+        }
+    }
+    cr_log_info("n=%d %s: %d/%d converged within max_iter (mean %.1f sweeps); vs PGS: impulses within 1%% %d, 5%% %d; "
+                "velocities within 1%% %d, 10%% %d; no-slip agreeing %d of %d; max dKE %.3g J",
+                n, regime == STANCE ? "stance" : "impact", conv, ncase, (double)iters / ncase, imp1, imp5, vel1,
+                vel10, noslip_same, noslip, worst_dke);
+    cr_assert(conv >= ncase * 95 / 100, "only %d of %d converged within the default %d sweeps", conv, ncase, p.max_iter);
+    cr_assert(noslip_same >= noslip * 95 / 100, "without slip both solve the same problem: %d of %d", noslip_same, noslip);
+    if (regime == STANCE) {
+        /* the models differ only for slipping contacts (comparative paper eq. 24): close, not equal */
+        cr_assert(vel1 >= ncase * 95 / 100, "velocities within 1%%: %d of %d", vel1, ncase);
+        if (n == 4) { /* with 8 contacts on 18 dofs the impulses are not unique */
+            cr_assert(imp1 >= ncase * 75 / 100, "impulses within 1%%: %d of %d", imp1, ncase);
+            cr_assert(imp5 >= ncase * 95 / 100, "impulses within 5%%: %d of %d", imp5, ncase);
+        }
+    } else {
+        cr_assert(vel10 >= ncase * 90 / 100, "velocities within 10%%: %d of %d", vel10, ncase);
+    }
+}
+
+Test(solver_multi, four_contacts_stance, .timeout = 120) { multi_contact_suite(4, STANCE, 300, 1234); }
+Test(solver_multi, eight_contacts_stance, .timeout = 120) { multi_contact_suite(8, STANCE, 200, 4321); }
+Test(solver_multi, four_contacts_impact, .timeout = 120) { multi_contact_suite(4, IMPACT, 300, 99); }
+Test(solver_multi, eight_contacts_impact, .timeout = 120) { multi_contact_suite(8, IMPACT, 200, 98); }
+
+Test(solver_multi, warm_start_same_solution_fewer_sweeps)
+{
+    rng_t r = {77};
+    sim_solver_params p;
+    sim_solver_default_params(&p);
+    long it_cold = 0, it_warm = 0;
+    int agree = 0, ncase = 200;
+    for (int t = 0; t < ncase; t++) {
+        problem P;
+        make_problem(&r, 4, &P);
+        double l[12] = {0};
+        sim_solver_stats s0, s1, s2;
+        sim_solve_bisection(4, P.G, P.c, P.mu, l, &p, &s0);
+        /* re-solving from the solution: converged after the first sweep, impulses unchanged */
+        double lw[12];
+        memcpy(lw, l, sizeof l);
+        if (s0.converged) {
+            sim_solve_bisection(4, P.G, P.c, P.mu, lw, &p, &s1);
+            cr_assert(s1.converged);
+            cr_assert(s1.iterations <= 2, "warm start from the solution took %d sweeps", s1.iterations);
+            cr_assert(rel_diff(12, lw, l) < 1e-4);
+        }
+        /* the next "time step": the free velocity moves a little */
+        for (int a = 0; a < 12; a++) P.c[a] += 0.01 * nrand(&r) * (fabs(P.c[a]) + 0.01);
+        double lc[12] = {0};
+        memcpy(lw, l, sizeof l);
+        sim_solve_bisection(4, P.G, P.c, P.mu, lc, &p, &s1);
+        sim_solve_bisection(4, P.G, P.c, P.mu, lw, &p, &s2);
+        it_cold += s1.iterations;
+        it_warm += s2.iterations;
+        double scale = 0;
+        for (int a = 0; a < 12; a++) scale = fmax(scale, fabs(lc[a]));
+        double d = 0;
+        for (int a = 0; a < 12; a++) d = fmax(d, fabs(lc[a] - lw[a]));
+        agree += s1.converged && s2.converged && d <= 1e-4 * scale + 1e-5;
+    }
+    cr_log_info("warm start: mean sweeps cold %.2f, warm %.2f; agreeing %d of %d", (double)it_cold / ncase,
+                (double)it_warm / ncase, agree, ncase);
+    cr_assert(it_warm < it_cold, "warm %ld sweeps vs cold %ld", it_warm, it_cold);
+    cr_assert(agree >= ncase * 95 / 100, "warm and cold agree in %d of %d", agree, ncase);
+}
+
+Test(solver_multi, metrics_of_bisection_solution)
+{
+    rng_t r = {99};
+    sim_solver_params p;
+    sim_solver_default_params(&p);
+    int checked = 0, n = 0;
+    for (int t = 0; t < 300; t++) {
+        problem P;
+        make_problem(&r, 4, &P);
+        set_free_velocity(&r, STANCE, &P);
+        if (t % 2) /* half of them with a high friction: no slip, where the model and the NCP coincide */
+            for (int i = 0; i < 4; i++) P.mu[i] = 3.0;
+        double l[12] = {0};
+        sim_solver_stats st;
+        if (sim_solve_bisection(4, P.G, P.c, P.mu, l, &p, &st) != SIM_SOLVER_OK) continue;
+        n++;
+        sim_contact_metrics_t m;
+        sim_contact_metrics(4, P.G, P.c, P.mu, l, 1e-3, &m);
+        cr_assert(isfinite(m.eps_abs));
+        cr_assert(m.eps_abs == fmax(m.eps_p, fmax(m.eps_d, m.eps_c)));
+        cr_assert(m.model_error < p.tol);
+        cr_assert(m.signorini < p.tol, "signorini %g", m.signorini);
+        /* the impulses are in the cone up to rounding: eps_p (N) ~ 0 */
+        cr_assert(m.eps_p < 1e-9, "eps_p %g N", m.eps_p);
+        if (st.n_slip == 0) {
+            /* without slip the NCP residual is at the tolerance level (impulses and velocities, dt = 1) */
+            sim_contact_metrics(4, P.G, P.c, P.mu, l, 1.0, &m);
+            cr_assert(m.eps_abs < 1e-5, "no-slip eps_abs %g (p %g d %g c %g)", m.eps_abs, m.eps_p, m.eps_d, m.eps_c);
+            checked++;
+        }
+    }
+    cr_assert(n > 250);
+    cr_assert(checked > 50, "only %d no-slip cases", checked);
+}
+
+/* A contact problem met by the ANYmal C model (5 contacts, rank 11): contact 3 has |G_nT| > G_nn / mu, its
+ * best response jumps between opening and a large slip impulse, and the per-contact iteration cycles with
+ * any relaxation.  Before the dissipation guard, the last iterate added kinetic energy to the robot. */
+static const double cyc_G[15 * 15] = {
+1.18922, -2.05041, 1.06063, -0.00920125, 0.0070633, -0.00307421, 6.07276e-05, 0.00129226, 0.00318517, 0.00293728, -0.000266129, -0.00086138, -3.42473e-05, 0.00152469, 0.00331332,
+        -2.05041, 4.83052, -2.37118, -0.0057849, 0.00741822, -0.00802189, 0.00060816, 0.00363198, 0.00804693, 0.00569303, 2.21472e-05, -0.00302854, 0.000626159, 0.0042028, 0.00839768,
+        1.06063, -2.37118, 1.68603, -0.0149113, 0.0174186, -0.0167032, 0.000956843, 0.00598417, 0.0130266, 0.0131485, -0.00149692, -0.00814312, 0.00102809, 0.00706658, 0.0136971,
+        -0.00920125, -0.0057849, -0.0149113, 6.37503, 2.40886, -0.11823, -0.00199443, -0.0108407, -0.0280394, -0.00918341, -0.00407117, -0.00473858, -0.00160351, -0.0121424, -0.0287773,
+        0.0070633, 0.00741822, 0.0174186, 2.40886, 1.42636, -0.546344, 0.00661613, 0.0252169, 0.0668928, 0.013712, 0.0127595, 0.0174001, 0.00638346, 0.0278413, 0.0684602,
+        -0.00307421, -0.00802189, -0.0167032, -0.11823, -0.546344, 1.31368, -0.0123287, -0.0430791, -0.114907, -0.0160204, -0.0247993, -0.0350345, -0.0122754, -0.0472386, -0.117436,
+        6.07276e-05, 0.00060816, 0.000956843, -0.00199443, 0.00661613, -0.0123287, 6.28589, -0.0179746, -0.952617, 0.879768, 1.37586, -0.388844, 6.4978, -0.097066, -0.970471,
+        0.00129226, 0.00363198, 0.00598417, -0.0108407, 0.0252169, -0.0430791, -0.0179746, 0.768218, 0.867643, -0.121136, 0.586881, -0.0754377, -0.0201147, 0.817686, 0.89751,
+        0.00318517, 0.00804693, 0.0130266, -0.0280394, 0.0668928, -0.114907, -0.952617, 0.867643, 1.96153, -0.399955, 0.322865, 0.0585149, -0.986286, 0.974364, 2.0218,
+        0.00293728, 0.00569303, 0.0131485, -0.00918341, 0.013712, -0.0160204, 0.879768, -0.121136, -0.399955, 0.194152, 0.116115, -0.0510161, 0.908989, -0.146123, -0.411005,
+        -0.000266129, 2.21472e-05, -0.00149692, -0.00407117, 0.0127595, -0.0247993, 1.37586, 0.586881, 0.322865, 0.116115, 0.780295, -0.148444, 1.42111, 0.600716, 0.337791,
+        -0.00086138, -0.00302854, -0.00814312, -0.00473858, 0.0174001, -0.0350345, -0.388844, -0.0754377, 0.0585149, -0.0510161, -0.148444, 0.0879402, -0.402181, -0.07383, 0.057583,
+        -3.42473e-05, 0.000626159, 0.00102809, -0.00160351, 0.00638346, -0.0122754, 6.4978, -0.0201147, -0.986286, 0.908989, 1.42111, -0.402181, 6.71691, -0.101952, -1.00478,
+        0.00152469, 0.0042028, 0.00706658, -0.0121424, 0.0278413, -0.0472386, -0.097066, 0.817686, 0.974364, -0.146123, 0.600716, -0.07383, -0.101952, 0.873258, 1.00756,
+        0.00331332, 0.00839768, 0.0136971, -0.0287773, 0.0684602, -0.117436, -0.970471, 0.89751, 2.0218, -0.411005, 0.337791, 0.057583, -1.00478, 1.00756, 2.084,
+};
+static const double cyc_c[15] = {-0.5503, 0.110518, -0.0285715, -0.0548477, 0.142792, -0.00783564, 0.00632579, -0.100333, -0.0562354, -0.6499, -0.393644, -0.0305277, 0.00798762, 0.00587889, 0.00878714};
+static const double cyc_mu[5] = {0.8, 0.8, 0.8, 0.8, 0.8};
+
+Test(solver_multi, non_converged_solve_never_adds_energy)
+{
+    double l[15] = {0};
+    sim_solver_stats st;
+    int rc = sim_solve_bisection(5, cyc_G, cyc_c, cyc_mu, l, NULL, &st);
+    cr_assert(rc == SIM_SOLVER_OK || rc == SIM_SOLVER_MAXITER);
+    cr_log_info("cycling problem: rc %d, error %g after %d sweeps, guard scale %g", rc, st.error, st.iterations,
+                st.guard_scale);
+    cr_assert(energy(15, cyc_G, cyc_c, l) <= 1e-12, "the step adds %g J", energy(15, cyc_G, cyc_c, l));
+    for (int i = 0; i < 5; i++)
+        cr_assert(l[3 * i + 2] >= 0 && hypot(l[3 * i], l[3 * i + 1]) <= cyc_mu[i] * l[3 * i + 2] * (1 + 1e-12));
+    /* the recorded error is the one of the returned impulses */
+    cr_assert_float_eq(st.error, sim_contact_model_error(5, cyc_G, cyc_c, cyc_mu, l), 1e-9 * (1 + st.error));
+    /* PGS (Coulomb's law) converges on it; its solution is dissipative */
+    double lp[15] = {0};
+    sim_solver_params p;
+    sim_solver_default_params(&p);
+    p.tol = 1e-10;
+    p.max_iter = 100000;
+    cr_assert_eq(sim_solve_pgs(5, cyc_G, cyc_c, cyc_mu, lp, &p, &st), SIM_SOLVER_OK);
+    cr_assert(st.guard_scale == 1.0);
+    cr_assert(energy(15, cyc_G, cyc_c, lp) <= 1e-12);
+}
+
+Test(solver_multi, pgs_and_bisection_single_contact_stick_agree)
+{
+    double G[9] = {0.3, 0.05, 0.1, 0.05, 0.25, -0.08, 0.1, -0.08, 0.2};
+    double c[3] = {0.05, -0.02, -0.5}, mu = 1.0, lb[3] = {0}, lp[3] = {0}, ls[3];
+    sim_solver_params p;
+    sim_solver_default_params(&p);
+    p.tol = 1e-13;
+    p.max_iter = 100000;
+    sim_solver_stats st;
+    cr_assert_eq(sim_contact_single(G, c, mu, ls, NULL, NULL), SIM_CONTACT_STICK);
+    cr_assert_eq(sim_solve_bisection(1, G, c, &mu, lb, &p, &st), SIM_SOLVER_OK);
+    cr_assert_eq(st.iterations, 1);
+    cr_assert_eq(st.n_stick, 1);
+    cr_assert_eq(sim_solve_pgs(1, G, c, &mu, lp, &p, &st), SIM_SOLVER_OK);
+    for (int a = 0; a < 3; a++) {
+        cr_assert_float_eq(lb[a], ls[a], 1e-15);
+        cr_assert_float_eq(lp[a], ls[a], 1e-10);
+    }
+}
+
+Test(solver_multi, bad_input_leaves_lambda)
+{
+    double G[9] = {0.2, 0, 0, 0, 0.2, 0, 0, 0, 0.2}, c[3] = {0, 0, -1}, mu = 0.5, l[3] = {1, 2, 3};
+    sim_solver_stats st;
+    cr_assert_eq(sim_solve_bisection(-1, G, c, &mu, l, NULL, &st), SIM_SOLVER_EINVAL);
+    cr_assert_eq(sim_solve_bisection(SIM_SOLVER_MAX_CONTACTS + 1, G, c, &mu, l, NULL, &st), SIM_SOLVER_EINVAL);
+    cr_assert_eq(sim_solve_pgs(1, NULL, c, &mu, l, NULL, &st), SIM_SOLVER_EINVAL);
+    double bad = -1;
+    cr_assert_eq(sim_solve_bisection(1, G, c, &bad, l, NULL, &st), SIM_SOLVER_EINVAL);
+    double ln[3] = {NAN, 0, 0};
+    cr_assert_eq(sim_solve_pgs(1, G, c, &mu, ln, NULL, &st), SIM_SOLVER_EINVAL);
+    cr_assert(l[0] == 1 && l[1] == 2 && l[2] == 3);
+    cr_assert_eq(sim_solve_bisection(0, NULL, NULL, NULL, NULL, NULL, &st), SIM_SOLVER_OK);
+    cr_assert(st.converged);
+    cr_assert(strlen(sim_solver_strerror(SIM_SOLVER_EINVAL)) > 0);
+    /* NULL params -> defaults; NULL stats accepted */
+    cr_assert_eq(sim_solve_bisection(1, G, c, &mu, l, NULL, NULL), SIM_SOLVER_OK);
+    cr_assert_float_eq(l[2], 5.0, 1e-12);
+}
+
+Test(solver_multi, open_contacts_relax_to_zero)
+{
+    /* two contacts, the second separating: its warm-started impulse decays to zero, not just below tol */
+    double G[36] = {0.3, 0, 0.05, 0.02, 0, 0.01,  0, 0.3, 0, 0, 0.02, 0,  0.05, 0, 0.25, 0.01, 0, 0.05,
+                    0.02, 0, 0.01, 0.3, 0, 0.05,  0, 0.02, 0, 0, 0.3, 0,  0.01, 0, 0.05, 0.05, 0, 0.25};
+    double c[6] = {0.1, 0, -0.5, 0.2, 0.1, 0.8}, mu[2] = {0.8, 0.8};
+    double l[6] = {0, 0, 0, 0.1, 0.05, 0.5};
+    sim_solver_stats st;
+    cr_assert_eq(sim_solve_bisection(2, G, c, mu, l, NULL, &st), SIM_SOLVER_OK);
+    cr_assert(fabs(l[3]) + fabs(l[4]) + fabs(l[5]) < 1e-6);
+    cr_assert_eq(st.n_open, 1);
+    cr_assert(l[2] > 0);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Metrics on hand-computed cases.                                                                  */
+
+Test(solver_metrics, cone_projection)
+{
+    double x[3], p[3];
+    /* inside: unchanged, distance 0 */
+    x[0] = 0.3, x[1] = 0.4, x[2] = 1.0;
+    cr_assert(sim_cone_project(x, 0.6, p) == 0.0);
+    cr_assert(p[0] == 0.3 && p[1] == 0.4 && p[2] == 1.0);
+    /* (1, 0, 0) onto mu = 1: (0.5, 0, 0.5), distance 1/sqrt(2) */
+    x[0] = 1, x[1] = 0, x[2] = 0;
+    cr_assert_float_eq(sim_cone_project(x, 1.0, p), 1 / sqrt(2.0), 1e-15);
+    cr_assert_float_eq(p[0], 0.5, 1e-15);
+    cr_assert_float_eq(p[2], 0.5, 1e-15);
+    /* polar cone: to the apex */
+    x[0] = 0.1, x[1] = 0, x[2] = -1;
+    cr_assert_float_eq(sim_cone_project(x, 0.5, p), hypot(0.1, 1.0), 1e-15);
+    cr_assert(p[0] == 0 && p[1] == 0 && p[2] == 0);
+    /* mu = 0: the ray x_T = 0 */
+    x[0] = 3, x[1] = 4, x[2] = 2;
+    cr_assert_float_eq(sim_cone_project(x, 0.0, p), 5.0, 1e-15);
+    cr_assert(p[0] == 0 && p[1] == 0 && p[2] == 2);
+    /* mu = inf: the half-space x_n >= 0 */
+    x[0] = 1, x[1] = 0, x[2] = -2;
+    cr_assert_float_eq(sim_cone_project(x, INFINITY, p), 2.0, 1e-15);
+    cr_assert(p[0] == 1 && p[2] == 0);
+    /* random points: the projection is in the cone, idempotent, and the residual is normal to the cone */
+    rng_t r = {3};
+    for (int t = 0; t < 10000; t++) {
+        double mu = urand(&r, 0.05, 3.0), q[3];
+        for (int a = 0; a < 3; a++) x[a] = nrand(&r);
+        double d = sim_cone_project(x, mu, p);
+        cr_assert(hypot(p[0], p[1]) <= mu * p[2] * (1 + 1e-12) + 1e-15);
+        cr_assert(sim_cone_project(p, mu, q) < 1e-12);
+        double res[3] = {x[0] - p[0], x[1] - p[1], x[2] - p[2]};
+        cr_assert_float_eq(norm3(res), d, 1e-12);
+        /* Moreau: residual in the polar cone and orthogonal to the projection */
+        cr_assert(fabs(res[0] * p[0] + res[1] * p[1] + res[2] * p[2]) < 1e-12);
+        cr_assert(mu * hypot(res[0], res[1]) <= -res[2] * (1 + 1e-9) + 1e-12);
+    }
+}
+
+Test(solver_metrics, hand_cases)
+{
+    /* one contact, G = I (so v = lambda + c), mu = 0.5, dt = 1 */
+    double G[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, mu = 0.5;
+    sim_contact_metrics_t m;
+    /* inside the cone, sticking (v = 0): everything 0 */
+    double c1[3] = {-0.1, 0.0, -1.0}, l1[3] = {0.1, 0.0, 1.0};
+    sim_contact_metrics(1, G, c1, &mu, l1, 1.0, &m);
+    cr_assert(m.eps_p == 0 && m.eps_d == 0 && m.eps_c == 0 && m.eps_abs == 0 && m.signorini == 0);
+    cr_assert(m.model_error == 0);
+    /* open contact, lambda = 0, separating: complementarity 0, dual feasible if |v_T| small */
+    double c2[3] = {0.1, 0.0, 1.0}, l0[3] = {0, 0, 0};
+    sim_contact_metrics(1, G, c2, &mu, l0, 1.0, &m);
+    cr_assert(m.eps_c == 0 && m.eps_p == 0 && m.signorini == 0);
+    /* v = (0.1, 0, 1), Gamma = 0.05: w = (0.1, 0, 1.05), mu |w_T| = 0.05 <= 1.05: in K* */
+    cr_assert(m.eps_d == 0);
+    /* a lambda outside the cone, (3, 4, 0) with mu = 1: distance 5 / sqrt(2); with dt = 0.5 the force is doubled */
+    double mu1 = 1.0, l3[3] = {3, 4, 0}, c3[3] = {-3, -4, 0};
+    sim_contact_metrics(1, G, c3, &mu1, l3, 1.0, &m);
+    cr_assert_float_eq(m.eps_p, 5 / sqrt(2.0), 1e-14);
+    sim_contact_metrics(1, G, c3, &mu1, l3, 0.5, &m);
+    cr_assert_float_eq(m.eps_p, 10 / sqrt(2.0), 1e-14);
+    /* penetrating with no impulse: v = (0, 0, -1): dual distance 1 (in the polar of K*), signorini 1 */
+    double c4[3] = {0, 0, -1};
+    sim_contact_metrics(1, G, c4, &mu, l0, 1.0, &m);
+    cr_assert_float_eq(m.eps_d, 1.0, 1e-15);
+    cr_assert_float_eq(m.signorini, 1.0, 1e-15);
+    cr_assert(m.eps_c == 0);
+    /* pushing while separating: lambda_n = 1, v_n = 0.3 -> signorini 0.3, complementarity 0.3 */
+    double c5[3] = {0, 0, -0.7}, l5[3] = {0, 0, 1};
+    sim_contact_metrics(1, G, c5, &mu, l5, 1.0, &m);
+    cr_assert_float_eq(m.signorini, 0.3, 1e-15);
+    cr_assert_float_eq(m.eps_c, 0.3, 1e-15);
+    /* Coulomb slip: lambda = (-0.5, 0, 1) on the boundary, v = (2, 0, 0): Gamma = 1, w = (2, 0, 1) on the
+       boundary of K* (0.5 * 2 = 1) and <lambda, w> = -1 + 1 = 0: an exact NCP solution */
+    double c6[3] = {2.5, 0, -1}, l6[3] = {-0.5, 0, 1};
+    sim_contact_metrics(1, G, c6, &mu, l6, 1.0, &m);
+    cr_assert(m.eps_p < 1e-15 && m.eps_d < 1e-15 && m.eps_c < 1e-15);
+    /* and with G = I the max-dissipation model agrees (s is along lambda_T): model error 0 */
+    cr_assert(m.model_error < 1e-15);
+    /* the same impulse with the velocity pointing along the friction (accelerating): large errors */
+    double c7[3] = {-1.5, 0, -1};
+    sim_contact_metrics(1, G, c7, &mu, l6, 1.0, &m);
+    cr_assert(m.eps_c > 0.9);
+    cr_assert(m.model_error > 0.4);
+    /* bad input -> NaN */
+    sim_contact_metrics(-1, G, c7, &mu, l6, 1.0, &m);
+    cr_assert(isnan(m.eps_abs));
+}
