@@ -22,7 +22,7 @@ MUJOCO_LIBS := -lmujoco
 
 # Library sources: every .c under the library layers.
 LIB_SRC  := $(wildcard sim/*.c envs/*.c protocol/*.c server/srv_*.c clients/c/*.c)
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/model_anymal_c.o
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_SRC:= $(wildcard bench/*.c)
@@ -45,6 +45,20 @@ $(shell mkdir -p $(BUILD) && echo '$(CC) $(ALL_CFLAGS) $(LDLIBS)' | cmp -s - $(F
 $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+# The ANYmal C model is embedded in the library (no model files needed at run time; HERD_MODEL_DIR
+# overrides it with a directory holding anymal_c.urdf).
+$(BUILD)/gen/model_anymal_c.c: envs/models/anymal_c.urdf
+	@mkdir -p $(dir $@)
+	@{ echo '/* generated from $< by the Makefile */'; \
+	   echo 'const char herd_model_anymal_c_urdf[] = {'; \
+	   od -An -v -tx1 $< | sed -E 's/ *([0-9a-f]{2})/0x\1,/g'; \
+	   echo '0x00};'; \
+	   echo "const unsigned long herd_model_anymal_c_urdf_len = $$(wc -c < $<);"; } > $@
+
+$(BUILD)/obj/gen/model_anymal_c.o: $(BUILD)/gen/model_anymal_c.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/libherd.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)

@@ -84,8 +84,8 @@ void sim_kinematics(const sim_model *m, sim_data *d)
         v3_add(c, d->xpos + 3 * i, t);
         double r[3];
         v3_sub(r, c, d->ref);
-        double mass = b->mass;
-        /* I_ref = R Ic R^T + m (|r|^2 1 - r r^T) */
+        double mass = i == 0 ? b->mass + d->root_added_mass : b->mass;
+        /* I_ref = R Ic R^T + m (|r|^2 1 - r r^T)  (an added point mass at the COM leaves Ic unchanged) */
         double RI[9];
         m3_mul(RI, R, b->inertia);
         const double *C = RI;
@@ -476,7 +476,7 @@ double sim_energy_kinetic(const sim_model *m, const sim_data *d)
 double sim_energy_potential(const sim_model *m, const sim_data *d)
 {
     double e = 0;
-    for (int i = 0; i < m->nbody; i++) e -= m->body[i].mass * v3_dot(m->gravity, d->xcom + 3 * i);
+    for (int i = 0; i < m->nbody; i++) e -= d->cinert[10 * i] * v3_dot(m->gravity, d->xcom + 3 * i);
     return e;
 }
 

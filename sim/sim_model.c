@@ -212,5 +212,6 @@ void sim_data_reset(const sim_model *m, sim_data *d)
     d->ncon = 0;
     d->nprev = 0;
     d->friction_scale = 1.0;
+    d->root_added_mass = 0.0;
     memset(&d->stats, 0, sizeof d->stats);
 }

@@ -175,6 +175,7 @@ typedef struct sim_data {
     int *prev_key;        /* 2 ncon_max: (geom, feature) */
     double *prev_lambda;  /* 3 ncon_max */
     double friction_scale;/* per-world multiplier of every pair's friction (domain randomization); 1 */
+    double root_added_mass;/* per-world point mass (kg) added at the root body's COM (domain randomization); 0 */
     sim_step_stats stats;
     size_t nbytes;        /* size of the allocation */
 } sim_data;

@@ -1,0 +1,262 @@
+/* env.c — registry, configuration, worlds, autoreset and episode statistics.  See env.h. */
+#include "env.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env_internal.h"
+#include "sim_step.h"
+
+static const env_task *const tasks[] = {&env_task_anymal_walk, &env_task_anymal_stand};
+#define NTASKS ((int)(sizeof tasks / sizeof tasks[0]))
+
+int env_registry_count(void) { return NTASKS; }
+const env_spec *env_registry_spec(int i) { return i >= 0 && i < NTASKS ? &tasks[i]->spec : NULL; }
+int env_registry_find(const char *name)
+{
+    for (int i = 0; i < NTASKS; i++)
+        if (name && strcmp(tasks[i]->spec.name, name) == 0) return i;
+    return -1;
+}
+
+/* ---- counter-based streams: splitmix64 finalizer over (key, counter) ---- */
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static env_rng rng_for(uint64_t seed, uint64_t world, uint32_t episode)
+{
+    env_rng r;
+    r.key = mix64(mix64(seed ^ 0x243F6A8885A308D3ull) ^ (world * 0x9E3779B97F4A7C15ull + 0x13198A2E03707344ull)) ^
+            mix64((uint64_t)episode + 0xA4093822299F31D0ull);
+    r.ctr = 0;
+    return r;
+}
+
+double env_rng_uniform(env_rng *r)
+{
+    uint64_t x = mix64(r->key + 0x9E3779B97F4A7C15ull * ++r->ctr);
+    return (x >> 11) * (1.0 / 9007199254740992.0);
+}
+double env_rng_range(env_rng *r, double lo, double hi) { return lo + (hi - lo) * env_rng_uniform(r); }
+double env_rng_normal(env_rng *r)
+{
+    double u1 = env_rng_uniform(r), u2 = env_rng_uniform(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+double env_cfg(const struct env *e, const char *key)
+{
+    for (int i = 0; i < e->spec.nconfig; i++)
+        if (strcmp(e->spec.config[i].key, key) == 0) return e->cfg[i];
+    return NAN;
+}
+
+double env_config(const env_t *e, const char *key) { return env_cfg(e, key); }
+const env_spec *env_get_spec(const env_t *e) { return &e->spec; }
+int env_num_worlds(const env_t *e) { return e->nworlds; }
+
+void env_destroy(env_t **pe)
+{
+    if (!pe || !*pe) return;
+    env_t *e = *pe;
+    if (e->worlds)
+        for (int i = 0; i < e->nworlds; i++) sim_data_destroy(&e->worlds[i].d);
+    free(e->worlds);
+    free(e->task_mem);
+    sim_model_destroy(&e->model);
+    free(e);
+    *pe = NULL;
+}
+
+env_t *env_new(const char *name, int nworlds, const env_kv *ov, int nov, uint64_t seed, env_autoreset autoreset,
+               char *err, size_t errlen)
+{
+    int t = env_registry_find(name);
+    if (t < 0) {
+        char list[256] = "";
+        for (int i = 0; i < NTASKS; i++) {
+            strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+            strncat(list, tasks[i]->spec.name, sizeof list - strlen(list) - 1);
+        }
+        snprintf(err, errlen, "unknown env '%s' (available: %s)", name ? name : "(null)", list);
+        return NULL;
+    }
+    if (nworlds < 1) {
+        snprintf(err, errlen, "num_worlds must be >= 1 (got %d)", nworlds);
+        return NULL;
+    }
+    if (autoreset < ENV_AUTORESET_NEXT_STEP || autoreset > ENV_AUTORESET_DISABLED) {
+        snprintf(err, errlen, "bad autoreset mode %d", (int)autoreset);
+        return NULL;
+    }
+    const env_task *task = tasks[t];
+    env_t *e = aligned_alloc(64, (sizeof *e + 63) / 64 * 64);
+    if (!e) { snprintf(err, errlen, "out of memory"); return NULL; }
+    memset(e, 0, sizeof *e);
+    e->task = task;
+    e->spec = task->spec;
+    e->seed = seed;
+    e->autoreset = autoreset;
+    for (int i = 0; i < e->spec.nconfig; i++) e->cfg[i] = e->spec.config[i].def;
+    for (int k = 0; k < nov; k++) {
+        int found = -1;
+        for (int i = 0; i < e->spec.nconfig; i++)
+            if (ov[k].key && strcmp(ov[k].key, e->spec.config[i].key) == 0) found = i;
+        if (found < 0) {
+            snprintf(err, errlen, "%s: unknown configuration key '%s'", name, ov[k].key ? ov[k].key : "(null)");
+            env_destroy(&e);
+            return NULL;
+        }
+        const env_config_key *c = &e->spec.config[found];
+        double v = ov[k].value;
+        if (!isfinite(v) || v < c->lo || v > c->hi || (c->is_int && v != floor(v))) {
+            snprintf(err, errlen, "%s: configuration '%s' = %g is out of range: allowed %s in [%g, %g]", name, c->key, v,
+                     c->is_int ? "integers" : "values", c->lo, c->hi);
+            env_destroy(&e);
+            return NULL;
+        }
+        e->cfg[found] = v;
+    }
+    e->model = NULL;
+    if (task->configure(e, NULL, &e->spec, err, errlen)) {
+        env_destroy(&e);
+        return NULL;
+    }
+    /* the task's configure built e->model */
+    e->nworlds = nworlds;
+    e->worlds = calloc((size_t)nworlds, sizeof *e->worlds);
+    size_t ts = (task->task_state_size + 63) / 64 * 64;
+    e->task_mem = ts ? calloc((size_t)nworlds, ts) : NULL;
+    if (!e->worlds || (ts && !e->task_mem)) {
+        snprintf(err, errlen, "out of memory for %d worlds", nworlds);
+        env_destroy(&e);
+        return NULL;
+    }
+    for (int i = 0; i < nworlds; i++) {
+        env_world *w = &e->worlds[i];
+        w->d = sim_data_new(e->model);
+        if (!w->d) {
+            snprintf(err, errlen, "out of memory for %d worlds", nworlds);
+            env_destroy(&e);
+            return NULL;
+        }
+        w->task = ts ? e->task_mem + (size_t)i * ts : NULL;
+        w->seed = seed;
+        w->stream = (uint64_t)i;
+        w->episode = 0;
+        w->needs_reset = 1;
+    }
+    return e;
+}
+
+static void reset_one(env_t *e, env_world *w, int idx, float *obs)
+{
+    (void)idx;
+    w->rng = rng_for(w->seed, w->stream, w->episode);
+    w->steps = 0;
+    w->needs_reset = 0;
+    w->ep_return = 0;
+    memset(w->ep_terms, 0, sizeof w->ep_terms);
+    e->task->reset_world(e, w, obs);
+}
+
+void env_reset(env_t *e, int first, int n, const int32_t *ids, const uint64_t *seeds, float *obs)
+{
+    const int od = e->spec.obs_dim;
+    for (int i = 0; i < n; i++) {
+        int idx = ids ? ids[i] : first + i;
+        env_world *w = &e->worlds[idx];
+        if (seeds) {
+            w->seed = seeds[i];
+            w->stream = 0xFFFFFFFFFFFFFFFFull;
+            w->episode = 0;
+        } else {
+            w->episode++;
+        }
+        reset_one(e, w, idx, obs + (size_t)i * od);
+    }
+}
+
+long env_check_actions(const env_t *e, int n, const float *a)
+{
+    long total = (long)n * e->spec.act_dim;
+    for (long i = 0; i < total; i++)
+        if (!isfinite(a[i])) return i;
+    return -1;
+}
+
+int env_step(env_t *e, int first, int n, const int32_t *ids, const float *act, float *obs, float *reward,
+             uint8_t *terminated, uint8_t *truncated, env_info *info)
+{
+    const int od = e->spec.obs_dim, ad = e->spec.act_dim, nt = e->spec.nterms;
+    int refused = 0;
+    float terms[ENV_MAX_TERMS];
+    for (int i = 0; i < n; i++) {
+        int idx = ids ? ids[i] : first + i;
+        env_world *w = &e->worlds[idx];
+        float *o = obs + (size_t)i * od;
+        if (info) {
+            if (info->physics_reset) info->physics_reset[i] = 0;
+            if (info->episode_done) info->episode_done[i] = 0;
+            if (info->episode_return) info->episode_return[i] = 0;
+            if (info->episode_length) info->episode_length[i] = 0;
+            if (info->episode_terms) memset(info->episode_terms + (size_t)i * nt, 0, sizeof(float) * (size_t)nt);
+            if (info->reward_terms) memset(info->reward_terms + (size_t)i * nt, 0, sizeof(float) * (size_t)nt);
+            if (info->final_obs) memset(info->final_obs + (size_t)i * od, 0, sizeof(float) * (size_t)od);
+        }
+        if (w->needs_reset) {
+            if (e->autoreset == ENV_AUTORESET_DISABLED) {
+                /* an ended (or never reset) world stays so until reset: refused, last observation */
+                refused++;
+                e->task->observe(e, w, o);
+                reward[i] = 0;
+                terminated[i] = truncated[i] = 0;
+                continue;
+            }
+            /* NEXT_STEP autoreset (or a world never reset): this step resets and ignores the action */
+            w->episode++;
+            reset_one(e, w, idx, o);
+            reward[i] = 0;
+            terminated[i] = truncated[i] = 0;
+            continue;
+        }
+        float r = 0;
+        uint8_t term = 0, trunc = 0;
+        e->task->step_world(e, w, act + (size_t)i * ad, o, &r, terms, &term, &trunc);
+        w->steps++;
+        if (!term && w->steps >= e->spec.max_episode_steps) trunc = 1;
+        int physics = trunc == 2;   /* tasks report a physics failure as truncated = 2 */
+        if (physics) trunc = 1;
+        reward[i] = r;
+        terminated[i] = term;
+        truncated[i] = trunc;
+        w->ep_return += r;
+        for (int k = 0; k < nt; k++) w->ep_terms[k] += terms[k];
+        if (info && info->reward_terms) memcpy(info->reward_terms + (size_t)i * nt, terms, sizeof(float) * (size_t)nt);
+        if (info && info->physics_reset) info->physics_reset[i] = (uint8_t)physics;
+        if (term || trunc) {
+            if (info) {
+                if (info->episode_done) info->episode_done[i] = 1;
+                if (info->episode_return) info->episode_return[i] = w->ep_return;
+                if (info->episode_length) info->episode_length[i] = w->steps;
+                if (info->episode_terms) memcpy(info->episode_terms + (size_t)i * nt, w->ep_terms, sizeof(float) * (size_t)nt);
+            }
+            if (e->autoreset == ENV_AUTORESET_SAME_STEP) {
+                if (info && info->final_obs) memcpy(info->final_obs + (size_t)i * od, o, sizeof(float) * (size_t)od);
+                w->episode++;
+                reset_one(e, w, idx, o);
+            } else {
+                w->needs_reset = 1;
+            }
+        }
+    }
+    return refused;
+}

@@ -1,0 +1,512 @@
+/* envs/: registry, configuration, determinism, randomization, layout, rewards, termination,
+ * physics-failure isolation and autoreset modes of the ANYmal tasks. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env.h"
+#include "env_internal.h"
+#include "sim_collision.h"
+#include "sim_dynamics.h"
+#include "sim_math.h"
+
+typedef struct {
+    float *obs, *act, *rew, *fobs, *terms;
+    uint8_t *term, *trunc, *preset, *done;
+    int n, od, ad, nt;
+} bufs;
+
+static bufs mkbufs(const env_t *e)
+{
+    const env_spec *s = env_get_spec(e);
+    bufs b;
+    b.n = env_num_worlds(e);
+    b.od = s->obs_dim; b.ad = s->act_dim; b.nt = s->nterms;
+    b.obs = calloc((size_t)b.n * b.od, 4); b.fobs = calloc((size_t)b.n * b.od, 4);
+    b.act = calloc((size_t)b.n * b.ad, 4); b.rew = calloc((size_t)b.n, 4);
+    b.terms = calloc((size_t)b.n * b.nt, 4);
+    b.term = calloc((size_t)b.n, 1); b.trunc = calloc((size_t)b.n, 1);
+    b.preset = calloc((size_t)b.n, 1); b.done = calloc((size_t)b.n, 1);
+    return b;
+}
+static void freebufs(bufs *b)
+{
+    free(b->obs); free(b->fobs); free(b->act); free(b->rew); free(b->terms);
+    free(b->term); free(b->trunc); free(b->preset); free(b->done);
+}
+
+static env_t *mk(const char *name, int n, const env_kv *kv, int nkv, env_autoreset mode)
+{
+    char err[512];
+    env_t *e = env_new(name, n, kv, nkv, 1234, mode, err, sizeof err);
+    cr_assert_not_null(e, "%s", err);
+    return e;
+}
+
+/* deterministic pseudo-random actions, independent of the env */
+static void actions(float *a, int n, int ad, int step)
+{
+    for (int i = 0; i < n * ad; i++) {
+        unsigned x = (unsigned)(i * 2654435761u) ^ (unsigned)(step * 40503u);
+        x ^= x >> 13; x *= 0x5bd1e995u; x ^= x >> 15;
+        a[i] = (float)((x % 2001) / 1000.0 - 1.0);
+    }
+}
+
+/* ---------------------------------------------------------------- determinism */
+
+typedef struct {
+    env_t *e;
+    int first, n, step;
+    bufs *b;
+    env_info info;
+} slice_job;
+
+static void *run_slice(void *p)
+{
+    slice_job *j = p;
+    bufs *b = j->b;
+    env_info info = {0};
+    info.reward_terms = b->terms + (size_t)j->first * b->nt;
+    info.final_obs = b->fobs + (size_t)j->first * b->od;
+    env_step(j->e, j->first, j->n, NULL, b->act + (size_t)j->first * b->ad, b->obs + (size_t)j->first * b->od,
+             b->rew + j->first, b->term + j->first, b->trunc + j->first, &info);
+    return NULL;
+}
+
+/* Runs `steps` steps of a fresh env split into nthreads contiguous slices; returns a hash of every
+ * output byte (observations, rewards, flags, reward terms, final observations). */
+static void run_split(const char *name, int n, int nthreads, const int *cuts, int steps, unsigned char **out, size_t *len)
+{
+    env_kv kv[] = {{"episode_seconds", 0.5}};
+    env_t *e = mk(name, n, kv, 1, ENV_AUTORESET_SAME_STEP);
+    bufs b = mkbufs(e);
+    env_reset(e, 0, n, NULL, NULL, b.obs);
+    size_t per = (size_t)n * (b.od * 8 + 4 + 2 + b.nt * 4);
+    *len = per * (size_t)steps;
+    *out = malloc(*len);
+    unsigned char *p = *out;
+    for (int s = 0; s < steps; s++) {
+        actions(b.act, n, b.ad, s);
+        pthread_t th[8];
+        slice_job jobs[8];
+        for (int t = 0; t < nthreads; t++) {
+            jobs[t].e = e; jobs[t].first = cuts[t]; jobs[t].n = cuts[t + 1] - cuts[t]; jobs[t].b = &b;
+            pthread_create(&th[t], NULL, run_slice, &jobs[t]);
+        }
+        for (int t = 0; t < nthreads; t++) pthread_join(th[t], NULL);
+        memcpy(p, b.obs, (size_t)n * b.od * 4); p += (size_t)n * b.od * 4;
+        memcpy(p, b.fobs, (size_t)n * b.od * 4); p += (size_t)n * b.od * 4;
+        memcpy(p, b.rew, (size_t)n * 4); p += (size_t)n * 4;
+        memcpy(p, b.term, (size_t)n); p += n;
+        memcpy(p, b.trunc, (size_t)n); p += n;
+        memcpy(p, b.terms, (size_t)n * b.nt * 4); p += (size_t)n * b.nt * 4;
+    }
+    freebufs(&b);
+    env_destroy(&e);
+}
+
+Test(env, deterministic_across_threads_and_splits, .timeout = 120)
+{
+    const char *names[] = {"anymal_c-walk", "anymal_c-stand"};
+    for (int k = 0; k < 2; k++) {
+        const int n = 24, steps = 60; /* episodes of 25 steps: resets happen inside the run */
+        int one[] = {0, n}, two[] = {0, 12, n}, odd[] = {0, 5, 19, n};
+        unsigned char *a, *b, *c;
+        size_t la, lb, lc;
+        run_split(names[k], n, 1, one, steps, &a, &la);
+        run_split(names[k], n, 2, two, steps, &b, &lb);
+        run_split(names[k], n, 3, odd, steps, &c, &lc);
+        cr_assert_eq(la, lb);
+        cr_assert_eq(memcmp(a, b, la), 0, "%s: 1 vs 2 threads differ", names[k]);
+        cr_assert_eq(memcmp(a, c, la), 0, "%s: different slice splits differ", names[k]);
+        free(a); free(b); free(c);
+    }
+}
+
+/* Stepping a subset by ids gives the same bytes as stepping those worlds in a full batch. */
+Test(env, subset_by_ids_matches_full_batch)
+{
+    env_kv kv[] = {{"obs_noise", 1}};
+    env_t *e1 = mk("anymal_c-walk", 8, kv, 1, ENV_AUTORESET_NEXT_STEP), *e2 = mk("anymal_c-walk", 8, kv, 1, ENV_AUTORESET_NEXT_STEP);
+    bufs b1 = mkbufs(e1), b2 = mkbufs(e2);
+    env_reset(e1, 0, 8, NULL, NULL, b1.obs);
+    env_reset(e2, 0, 8, NULL, NULL, b2.obs);
+    int32_t ids[] = {6, 1, 3};
+    for (int s = 0; s < 20; s++) {
+        actions(b1.act, 8, b1.ad, s);
+        env_step(e1, 0, 8, NULL, b1.act, b1.obs, b1.rew, b1.term, b1.trunc, NULL);
+        float sub[3 * 12];
+        for (int i = 0; i < 3; i++) memcpy(sub + 12 * i, b1.act + 12 * ids[i], 12 * 4);
+        env_step(e2, 0, 3, ids, sub, b2.obs, b2.rew, b2.term, b2.trunc, NULL);
+        for (int i = 0; i < 3; i++) {
+            cr_assert_eq(memcmp(b2.obs + 48 * i, b1.obs + 48 * ids[i], 48 * 4), 0, "step %d world %d", s, ids[i]);
+            cr_assert_eq(memcmp(&b2.rew[i], &b1.rew[ids[i]], 4), 0);
+        }
+    }
+    freebufs(&b1); freebufs(&b2);
+    env_destroy(&e1); env_destroy(&e2);
+}
+
+/* An explicitly seeded world draws the same stream whatever its index (worlds spread over servers). */
+Test(env, explicit_seeds_independent_of_index)
+{
+    env_t *a = mk("anymal_c-walk", 4, NULL, 0, ENV_AUTORESET_NEXT_STEP), *b = mk("anymal_c-walk", 4, NULL, 0, ENV_AUTORESET_NEXT_STEP);
+    bufs ba = mkbufs(a), bb = mkbufs(b);
+    uint64_t sa[4] = {100, 101, 102, 103}, sb[4] = {103, 102, 101, 100};
+    env_reset(a, 0, 4, NULL, sa, ba.obs);
+    env_reset(b, 0, 4, NULL, sb, bb.obs);
+    for (int i = 0; i < 4; i++) cr_assert_eq(memcmp(ba.obs + 48 * i, bb.obs + 48 * (3 - i), 48 * 4), 0);
+    freebufs(&ba); freebufs(&bb);
+    env_destroy(&a); env_destroy(&b);
+}
+
+/* ---------------------------------------------------------------- randomization */
+
+Test(env, randomization_varies_within_ranges)
+{
+    env_kv kv[] = {{"friction_min", 0.3}, {"friction_max", 0.9}, {"added_mass_min", -3}, {"added_mass_max", 4}};
+    const int n = 64;
+    env_t *e = mk("anymal_c-walk", n, kv, 4, ENV_AUTORESET_NEXT_STEP);
+    bufs b = mkbufs(e);
+    double foot_mu = 0;
+    for (int g = 0; g < e->model->ngeom; g++)
+        if (e->model->geom[g].type == SIM_GEOM_SPHERE) foot_mu = e->model->geom[g].friction;
+    double mu0[64], m0[64];
+    env_reset(e, 0, n, NULL, NULL, b.obs);
+    double mulo = 1e9, muhi = -1e9, mlo = 1e9, mhi = -1e9;
+    for (int i = 0; i < n; i++) {
+        const sim_data *d = e->worlds[i].d;
+        mu0[i] = d->friction_scale * foot_mu;
+        m0[i] = d->root_added_mass;
+        mulo = fmin(mulo, mu0[i]); muhi = fmax(muhi, mu0[i]);
+        mlo = fmin(mlo, m0[i]); mhi = fmax(mhi, m0[i]);
+        cr_assert(mu0[i] >= 0.3 && mu0[i] <= 0.9, "friction %g out of range", mu0[i]);
+        cr_assert(m0[i] >= -3 && m0[i] <= 4, "added mass %g out of range", m0[i]);
+    }
+    cr_assert_gt(muhi - mulo, 0.4, "friction barely varies across worlds");
+    cr_assert_gt(mhi - mlo, 5, "added mass barely varies across worlds");
+    env_reset(e, 0, n, NULL, NULL, b.obs);
+    int changed = 0;
+    for (int i = 0; i < n; i++) changed += e->worlds[i].d->friction_scale * foot_mu != mu0[i] && e->worlds[i].d->root_added_mass != m0[i];
+    cr_assert_eq(changed, n, "a reset kept the previous draw");
+    /* initial states and commands differ across worlds */
+    cr_assert_neq(memcmp(b.obs, b.obs + 48, 48 * 4), 0);
+    freebufs(&b);
+    env_destroy(&e);
+}
+
+/* ---------------------------------------------------------------- layout */
+
+Test(env, observation_layout_matches_spec)
+{
+    for (int t = 0; t < env_registry_count(); t++) {
+        const env_spec *s = env_registry_spec(t);
+        int covered = 0;
+        for (int i = 0; i < s->nobs; i++) {
+            cr_assert_eq(s->obs[i].offset, covered, "%s: field %s not contiguous", s->name, s->obs[i].name);
+            covered += s->obs[i].size;
+        }
+        cr_assert_eq(covered, s->obs_dim, "%s", s->name);
+        cr_assert_eq(s->act[0].size, s->act_dim);
+        cr_assert_float_eq(s->control_dt, s->sim_dt * s->decimation, 1e-12);
+    }
+    const env_spec *w = env_registry_spec(env_registry_find("anymal_c-walk"));
+    cr_assert_eq(w->obs_dim, 48);
+    env_kv kv[] = {{"obs_noise", 0}, {"init_noise", 0.5}};
+    env_t *e = mk("anymal_c-walk", 3, kv, 2, ENV_AUTORESET_NEXT_STEP);
+    bufs b = mkbufs(e);
+    env_reset(e, 0, 3, NULL, NULL, b.obs);
+    actions(b.act, 3, 12, 1);
+    env_step(e, 0, 3, NULL, b.act, b.obs, b.rew, b.term, b.trunc, NULL);
+    for (int i = 0; i < 3; i++) {
+        const sim_data *d = e->worlds[i].d;
+        const float *o = b.obs + 48 * i;
+        double R[9], vb[3], g[3];
+        quat_to_mat(R, d->q + 3);
+        m3_tmulv(vb, R, d->u);
+        g[0] = -R[6]; g[1] = -R[7]; g[2] = -R[8];
+        for (int k = 0; k < 3; k++) {
+            cr_assert_float_eq(o[k], 2.0 * vb[k], 1e-5, "base_lin_vel");
+            cr_assert_float_eq(o[3 + k], 0.25 * d->u[3 + k], 1e-5, "base_ang_vel");
+            cr_assert_float_eq(o[6 + k], g[k], 1e-6, "projected_gravity");
+        }
+        /* dof_pos / dof_vel in LF RF LH RH x HAA HFE KFE order */
+        const char *legs[4] = {"LF", "RF", "LH", "RH"}, *js[3] = {"HAA", "HFE", "KFE"};
+        for (int l = 0; l < 4; l++)
+            for (int j = 0; j < 3; j++) {
+                char nm[16];
+                snprintf(nm, sizeof nm, "%s_%s", legs[l], js[j]);
+                int body = sim_model_joint(e->model, nm);
+                double def = j == 0 ? 0 : j == 1 ? (l < 2 ? 0.4 : -0.4) : (l < 2 ? -0.8 : 0.8);
+                cr_assert_float_eq(o[12 + 3 * l + j], d->q[e->model->body[body].qadr] - def, 1e-6, "%s pos", nm);
+                cr_assert_float_eq(o[24 + 3 * l + j], 0.05 * d->u[e->model->body[body].dof], 1e-5, "%s vel", nm);
+                cr_assert_float_eq(o[36 + 3 * l + j], b.act[12 * i + 3 * l + j], 0, "%s action", nm);
+            }
+    }
+    freebufs(&b);
+    env_destroy(&e);
+}
+
+/* ---------------------------------------------------------------- rewards */
+
+Test(env, walk_rewards_match_hand_computation)
+{
+    env_kv kv[] = {{"obs_noise", 0}, {"only_positive_rewards", 0}, {"push_interval_s", 0}};
+    env_t *e = mk("anymal_c-walk", 2, kv, 3, ENV_AUTORESET_NEXT_STEP);
+    bufs b = mkbufs(e);
+    env_info info = {0};
+    info.reward_terms = b.terms;
+    env_reset(e, 0, 2, NULL, NULL, b.obs);
+    float prev_act[24];
+    for (int s = 0; s < 30; s++) {
+        memcpy(prev_act, b.act, sizeof prev_act);
+        actions(b.act, 2, 12, s);
+        env_step(e, 0, 2, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info);
+    }
+    const double dt = 0.02;
+    for (int i = 0; i < 2; i++) {
+        const float *o = b.obs + 48 * i, *t = b.terms + 10 * i;
+        double v[3] = {o[0] / 2.0, o[1] / 2.0, o[2] / 2.0}, w[3] = {o[3] / 0.25, o[4] / 0.25, o[5] / 0.25};
+        double cmd[3] = {o[9] / 2.0, o[10] / 2.0, o[11] / 0.25};
+        double lin = dt * 1.0 * exp(-((cmd[0] - v[0]) * (cmd[0] - v[0]) + (cmd[1] - v[1]) * (cmd[1] - v[1])) / 0.25);
+        double ang = dt * 0.5 * exp(-(cmd[2] - w[2]) * (cmd[2] - w[2]) / 0.25);
+        double linz = dt * -2.0 * v[2] * v[2];
+        double angxy = dt * -0.05 * (w[0] * w[0] + w[1] * w[1]);
+        double orient = dt * -5.0 * (o[6] * o[6] + o[7] * o[7]);
+        double rate = 0;
+        for (int k = 0; k < 12; k++) rate += (double)(b.act[12 * i + k] - prev_act[12 * i + k]) * (b.act[12 * i + k] - prev_act[12 * i + k]);
+        rate *= dt * -0.01;
+        cr_assert_float_eq(t[0], lin, 2e-6, "tracking_lin_vel %g vs %g", t[0], lin);
+        cr_assert_float_eq(t[1], ang, 2e-6, "tracking_ang_vel");
+        cr_assert_float_eq(t[2], linz, 2e-6, "lin_vel_z");
+        cr_assert_float_eq(t[3], angxy, 2e-6, "ang_vel_xy");
+        cr_assert_float_eq(t[4], orient, 2e-6, "orientation");
+        cr_assert_float_eq(t[7], rate, 1e-6, "action_rate");
+        double sum = 0;
+        for (int k = 0; k < 10; k++) sum += t[k];
+        cr_assert_float_eq(b.rew[i], sum, 1e-6, "reward is the sum of its terms");
+        cr_assert_leq(t[5], 0); /* torques penalty */
+    }
+    freebufs(&b);
+    env_destroy(&e);
+}
+
+/* ---------------------------------------------------------------- standing, termination, truncation */
+
+Test(env, pd_stand_upright_20s_at_5ms, .timeout = 120)
+{
+    env_kv kv[] = {{"obs_noise", 0}, {"init_noise", 0}, {"push_interval_s", 0}, {"friction_min", 1}, {"friction_max", 1},
+                   {"added_mass_min", 0}, {"added_mass_max", 0}};
+    env_t *e = mk("anymal_c-walk", 4, kv, 7, ENV_AUTORESET_NEXT_STEP);
+    cr_assert_float_eq(env_get_spec(e)->sim_dt, 0.005, 0);
+    bufs b = mkbufs(e);
+    env_reset(e, 0, 4, NULL, NULL, b.obs);
+    double zmin = 1e9, zmax = 0, upmin = 1, pen = 0;
+    for (int s = 0; s < 1000; s++) { /* 20 s */
+        memset(b.act, 0, sizeof(float) * 48); /* targets = default pose */
+        env_step(e, 0, 4, NULL, b.act, b.obs, b.rew, b.term, b.trunc, NULL);
+        for (int i = 0; i < 4; i++) {
+            cr_assert_eq(b.term[i], 0, "terminated at step %d", s);
+            if (s < 999) cr_assert_eq(b.trunc[i], 0, "truncated early at step %d", s);
+            const sim_data *d = e->worlds[i].d;
+            if (s > 50) { zmin = fmin(zmin, d->q[2]); zmax = fmax(zmax, d->q[2]); }
+            upmin = fmin(upmin, -b.obs[48 * i + 8]);
+            pen = fmax(pen, d->stats.penetration);
+        }
+    }
+    cr_assert_eq(b.trunc[0], 1, "20 s episode did not truncate at step 1000");
+    cr_log_info("PD stand at 5 ms for 20 s: base height %.4f..%.4f m, min uprightness %.5f, penetration %.3g m", zmin, zmax, upmin, pen);
+    cr_assert_gt(zmin, 0.45);
+    cr_assert_lt(zmax - zmin, 0.01, "base height drifts");
+    cr_assert_gt(upmin, 0.99);
+    cr_assert_lt(pen, 2e-3);
+    freebufs(&b);
+    env_destroy(&e);
+}
+
+/* The 5 ms contact step agrees with 1 ms on the settled stance (accuracy at the task's dt). */
+Test(env, five_ms_matches_one_ms_stance, .timeout = 60)
+{
+    double z[2];
+    for (int k = 0; k < 2; k++) {
+        env_kv kv[] = {{"obs_noise", 0}, {"init_noise", 0}, {"push_interval_s", 0}, {"friction_min", 1}, {"friction_max", 1},
+                       {"added_mass_min", 0}, {"added_mass_max", 0}, {"sim_dt", k ? 0.001 : 0.005}, {"decimation", k ? 20 : 4}};
+        env_t *e = mk("anymal_c-walk", 1, kv, 9, ENV_AUTORESET_NEXT_STEP);
+        bufs b = mkbufs(e);
+        env_reset(e, 0, 1, NULL, NULL, b.obs);
+        for (int s = 0; s < 150; s++) env_step(e, 0, 1, NULL, b.act, b.obs, b.rew, b.term, b.trunc, NULL);
+        z[k] = e->worlds[0].d->q[2];
+        freebufs(&b);
+        env_destroy(&e);
+    }
+    cr_log_info("settled base height: %.5f m at 5 ms, %.5f m at 1 ms", z[0], z[1]);
+    cr_assert_lt(fabs(z[0] - z[1]), 2e-3);
+}
+
+Test(env, terminates_on_base_contact_and_truncates_at_limit)
+{
+    env_kv kv[] = {{"episode_seconds", 0.2}};
+    env_t *e = mk("anymal_c-walk", 2, kv, 1, ENV_AUTORESET_NEXT_STEP);
+    cr_assert_eq(env_get_spec(e)->max_episode_steps, 10);
+    bufs b = mkbufs(e);
+    env_info info = {0};
+    info.episode_done = b.done;
+    float ret[2];
+    int32_t len[2];
+    info.episode_return = ret;
+    info.episode_length = len;
+    env_reset(e, 0, 2, NULL, NULL, b.obs);
+    /* world 1 upside down just above the ground: its base box lands */
+    sim_data *d = e->worlds[1].d;
+    d->q[2] = 0.12; d->q[3] = 0; d->q[4] = 1; d->q[5] = 0; d->q[6] = 0;
+    int term_step = -1, trunc_step = -1;
+    for (int s = 0; s < 10; s++) {
+        env_step(e, 0, 2, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info);
+        if (b.term[1] && term_step < 0) { term_step = s; cr_assert_eq(b.done[1], 1); cr_assert_eq(len[1], s + 1); }
+        if (b.trunc[0]) { trunc_step = s; cr_assert_eq(b.term[0], 0); cr_assert_eq(len[0], 10); }
+    }
+    cr_assert_geq(term_step, 0, "base contact did not terminate");
+    cr_assert_lt(term_step, 5);
+    cr_assert_eq(trunc_step, 9, "time limit truncation at step %d", trunc_step);
+    freebufs(&b);
+    env_destroy(&e);
+}
+
+/* ---------------------------------------------------------------- failure isolation, autoreset */
+
+Test(env, physics_failure_resets_only_that_world)
+{
+    env_t *a = mk("anymal_c-walk", 4, NULL, 0, ENV_AUTORESET_NEXT_STEP), *c = mk("anymal_c-walk", 4, NULL, 0, ENV_AUTORESET_NEXT_STEP);
+    bufs ba = mkbufs(a), bc = mkbufs(c);
+    uint8_t preset[4];
+    env_info info = {0};
+    info.physics_reset = preset;
+    env_reset(a, 0, 4, NULL, NULL, ba.obs);
+    env_reset(c, 0, 4, NULL, NULL, bc.obs);
+    for (int s = 0; s < 5; s++) {
+        actions(ba.act, 4, 12, s);
+        memcpy(bc.act, ba.act, 4 * 12 * 4);
+        if (s == 2) a->worlds[2].d->u[7] = NAN;
+        if (s == 3) a->worlds[1].d->u[0] = 1e9;
+        env_step(a, 0, 4, NULL, ba.act, ba.obs, ba.rew, ba.term, ba.trunc, &info);
+        env_step(c, 0, 4, NULL, bc.act, bc.obs, bc.rew, bc.term, bc.trunc, NULL);
+        if (s == 2) { cr_assert_eq(preset[2], 1); cr_assert_eq(ba.trunc[2], 1); }
+        if (s == 3) { cr_assert_eq(preset[1], 1); }
+        for (int k = 0; k < 4 * 48; k++) cr_assert(isfinite(ba.obs[k]));
+        /* untouched worlds are bitwise unaffected */
+        cr_assert_eq(memcmp(ba.obs, bc.obs, 48 * 4), 0);
+        cr_assert_eq(memcmp(ba.obs + 3 * 48, bc.obs + 3 * 48, 48 * 4), 0);
+    }
+    freebufs(&ba); freebufs(&bc);
+    env_destroy(&a); env_destroy(&c);
+}
+
+Test(env, autoreset_modes)
+{
+    env_kv kv[] = {{"episode_seconds", 0.1}};
+    /* same step: the step that ends returns the new episode's observation and the final one in info */
+    env_t *s = mk("anymal_c-walk", 1, kv, 1, ENV_AUTORESET_SAME_STEP);
+    bufs b = mkbufs(s);
+    env_info info = {0};
+    info.final_obs = b.fobs;
+    info.episode_done = b.done;
+    env_reset(s, 0, 1, NULL, NULL, b.obs);
+    for (int k = 0; k < 5; k++) env_step(s, 0, 1, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info);
+    cr_assert_eq(b.trunc[0], 1);
+    cr_assert_eq(b.done[0], 1);
+    cr_assert_neq(memcmp(b.obs, b.fobs, 48 * 4), 0, "final observation equals the reset one");
+    cr_assert_eq(s->worlds[0].steps, 0, "world not reset in the same step");
+    freebufs(&b);
+    env_destroy(&s);
+    /* next step: the step after the end resets, ignores the action, reward 0 */
+    env_t *n = mk("anymal_c-walk", 1, kv, 1, ENV_AUTORESET_NEXT_STEP);
+    b = mkbufs(n);
+    env_reset(n, 0, 1, NULL, NULL, b.obs);
+    for (int k = 0; k < 5; k++) env_step(n, 0, 1, NULL, b.act, b.obs, b.rew, b.term, b.trunc, NULL);
+    cr_assert_eq(b.trunc[0], 1);
+    actions(b.act, 1, 12, 3);
+    env_step(n, 0, 1, NULL, b.act, b.obs, b.rew, b.term, b.trunc, NULL);
+    cr_assert_eq(b.rew[0], 0);
+    cr_assert_eq(b.trunc[0] | b.term[0], 0);
+    cr_assert_eq(n->worlds[0].steps, 0);
+    for (int k = 36; k < 48; k++) cr_assert_eq(b.obs[k], 0, "reset observation carries old actions");
+    freebufs(&b);
+    env_destroy(&n);
+    /* disabled: an ended world is refused until reset */
+    env_t *d = mk("anymal_c-walk", 1, kv, 1, ENV_AUTORESET_DISABLED);
+    b = mkbufs(d);
+    env_reset(d, 0, 1, NULL, NULL, b.obs);
+    int refused = 0;
+    for (int k = 0; k < 6; k++) refused += env_step(d, 0, 1, NULL, b.act, b.obs, b.rew, b.term, b.trunc, NULL);
+    cr_assert_eq(refused, 1);
+    env_reset(d, 0, 1, NULL, NULL, b.obs);
+    cr_assert_eq(env_step(d, 0, 1, NULL, b.act, b.obs, b.rew, b.term, b.trunc, NULL), 0);
+    freebufs(&b);
+    env_destroy(&d);
+}
+
+/* ---------------------------------------------------------------- configuration errors */
+
+Test(env, invalid_configuration_is_reported)
+{
+    char err[512];
+    env_kv unknown[] = {{"frction_max", 1}};
+    cr_assert_null(env_new("anymal_c-walk", 4, unknown, 1, 0, ENV_AUTORESET_NEXT_STEP, err, sizeof err));
+    cr_assert(strstr(err, "frction_max") && strstr(err, "unknown"), "%s", err);
+    env_kv range[] = {{"kp", -1}};
+    cr_assert_null(env_new("anymal_c-walk", 4, range, 1, 0, ENV_AUTORESET_NEXT_STEP, err, sizeof err));
+    cr_assert(strstr(err, "kp") && strstr(err, "[0, 1000]"), "%s", err);
+    env_kv notint[] = {{"decimation", 2.5}};
+    cr_assert_null(env_new("anymal_c-walk", 4, notint, 1, 0, ENV_AUTORESET_NEXT_STEP, err, sizeof err));
+    cr_assert(strstr(err, "decimation") && strstr(err, "integers"), "%s", err);
+    env_kv nan[] = {{"kd", NAN}};
+    cr_assert_null(env_new("anymal_c-walk", 4, nan, 1, 0, ENV_AUTORESET_NEXT_STEP, err, sizeof err));
+    cr_assert(strstr(err, "kd"), "%s", err);
+    env_kv order[] = {{"friction_min", 1.0}, {"friction_max", 0.5}};
+    cr_assert_null(env_new("anymal_c-walk", 4, order, 2, 0, ENV_AUTORESET_NEXT_STEP, err, sizeof err));
+    cr_assert(strstr(err, "friction_min"), "%s", err);
+    cr_assert_null(env_new("anymal_c-run", 4, NULL, 0, 0, ENV_AUTORESET_NEXT_STEP, err, sizeof err));
+    cr_assert(strstr(err, "anymal_c-run") && strstr(err, "anymal_c-walk"), "%s", err);
+    cr_assert_null(env_new("anymal_c-walk", 0, NULL, 0, 0, ENV_AUTORESET_NEXT_STEP, err, sizeof err));
+    cr_assert(strstr(err, "num_worlds"), "%s", err);
+    env_kv stand_only[] = {{"target_height", 0.45}};
+    cr_assert_null(env_new("anymal_c-walk", 1, stand_only, 1, 0, ENV_AUTORESET_NEXT_STEP, err, sizeof err));
+    env_t *ok = env_new("anymal_c-stand", 1, stand_only, 1, 0, ENV_AUTORESET_NEXT_STEP, err, sizeof err);
+    cr_assert_not_null(ok, "%s", err);
+    cr_assert_float_eq(env_config(ok, "target_height"), 0.45, 0);
+    env_destroy(&ok);
+    float bad[12] = {0};
+    bad[7] = NAN;
+    env_t *e = mk("anymal_c-walk", 1, NULL, 0, ENV_AUTORESET_NEXT_STEP);
+    cr_assert_eq(env_check_actions(e, 1, bad), 7);
+    bad[7] = 0;
+    cr_assert_eq(env_check_actions(e, 1, bad), -1);
+    env_destroy(&e);
+}
+
+/* ---------------------------------------------------------------- stand task */
+
+Test(env, stand_resets_on_the_ground_and_rewards_height)
+{
+    env_kv kv[] = {{"fallen_prob", 0}, {"obs_noise", 0}};
+    env_t *e = mk("anymal_c-stand", 16, kv, 2, ENV_AUTORESET_NEXT_STEP);
+    bufs b = mkbufs(e);
+    env_reset(e, 0, 16, NULL, NULL, b.obs);
+    for (int i = 0; i < 16; i++) {
+        sim_data *d = e->worlds[i].d;
+        sim_kinematics(e->model, d);
+        sim_velocity(e->model, d);
+        sim_contact c[64];
+        int n = sim_collide(e->model, d, 1.0, 0.0, c, 64);
+        double low = INFINITY;
+        for (int k = 0; k < n; k++) low = fmin(low, c[k].gap);
+        cr_assert(low > 0 && low < 0.01, "world %d starts %g m above/below the ground", i, low);
+        cr_assert_float_eq(b.obs[46 * i], d->q[2] - 0.5, 1e-6);
+    }
+    freebufs(&b);
+    env_destroy(&e);
+}
