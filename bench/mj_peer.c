@@ -13,6 +13,8 @@
 
 #define MJP_ROOT_LINK "herd_mjpeer_world"
 #define MJP_ROOT_JOINT "herd_mjpeer_root"
+#define MJP_FLOOR_HALF_XY 100.0   /* floor box half extents (m) */
+#define MJP_FLOOR_HALF_Z 1.0
 
 static int mjp_fail(char *err, size_t n, const char *fmt, ...)
 {
@@ -68,8 +70,10 @@ static const char *mjp_find_tag(const char *text, const char *name)
 }
 
 /* The URDF text with the compiler options and (for a floating herd model) the free root joint
- * inserted right after the <robot ...> start tag.  Returns a malloc'ed string or NULL. */
-static char *mjp_patch_urdf(const char *text, const char *meshdir, const sim_model *hm, char *err, size_t errlen)
+ * inserted right after the <robot ...> start tag; with floor, the dummy world link carries the floor
+ * box (top face at z = hm->terrain.height).  Returns a malloc'ed string or NULL. */
+static char *mjp_patch_urdf(const char *text, const char *meshdir, const sim_model *hm, int floor, char *err,
+                            size_t errlen)
 {
     const char *robot = mjp_find_tag(text, "robot");
     if (!robot) { mjp_fail(err, errlen, "no <robot> element"); return NULL; }
@@ -81,9 +85,16 @@ static char *mjp_patch_urdf(const char *text, const char *meshdir, const sim_mod
     int k = snprintf(ins, sizeof ins,
                      "\n  <mujoco><compiler inertiafromgeom=\"false\" fusestatic=\"true\" discardvisual=\"true\""
                      " meshdir=\"%s\"/></mujoco>\n", meshdir);
+    if (hm->floating && floor)
+        k += snprintf(ins + k, sizeof ins - (size_t)k,
+                      "  <link name=\"" MJP_ROOT_LINK "\"><collision><origin xyz=\"0 0 %.17g\" rpy=\"0 0 0\"/>"
+                      "<geometry><box size=\"%.17g %.17g %.17g\"/></geometry></collision></link>\n",
+                      hm->terrain.height - MJP_FLOOR_HALF_Z, 2 * MJP_FLOOR_HALF_XY, 2 * MJP_FLOOR_HALF_XY,
+                      2 * MJP_FLOOR_HALF_Z);
+    else if (hm->floating)
+        k += snprintf(ins + k, sizeof ins - (size_t)k, "  <link name=\"" MJP_ROOT_LINK "\"/>\n");
     if (hm->floating)
         k += snprintf(ins + k, sizeof ins - (size_t)k,
-                      "  <link name=\"" MJP_ROOT_LINK "\"/>\n"
                       "  <joint name=\"" MJP_ROOT_JOINT "\" type=\"floating\"><parent link=\"" MJP_ROOT_LINK "\"/>"
                       "<child link=\"%s\"/></joint>\n", hm->body[0].name);
     if (k <= 0 || (size_t)k >= sizeof ins) { mjp_fail(err, errlen, "path too long"); return NULL; }
@@ -96,7 +107,7 @@ static char *mjp_patch_urdf(const char *text, const char *meshdir, const sim_mod
     return out;
 }
 
-static mjModel *mjp_load(const char *urdf_path, const sim_model *hm, char *err, size_t errlen)
+static mjModel *mjp_load(const char *urdf_path, const sim_model *hm, int floor, char *err, size_t errlen)
 {
     size_t len = 0;
     char *text = mjp_read_file(urdf_path, &len);
@@ -105,7 +116,7 @@ static mjModel *mjp_load(const char *urdf_path, const sim_model *hm, char *err, 
     if (!realpath(urdf_path, dir)) { free(text); mjp_fail(err, errlen, "%s: realpath failed", urdf_path); return NULL; }
     char *slash = strrchr(dir, '/');
     if (slash) slash[1] = 0;
-    char *patched = mjp_patch_urdf(text, dir, hm, err, errlen);
+    char *patched = mjp_patch_urdf(text, dir, hm, floor, err, errlen);
     free(text);
     if (!patched) return NULL;
 
@@ -212,12 +223,64 @@ static int mjp_map(mj_peer *p, const sim_model *hm, char *err, size_t errlen)
     return 0;
 }
 
-mj_peer *mj_peer_new(const char *urdf_path, const sim_model *hm, char *err, size_t errlen)
+/* Finds the floor box in the compiled model, makes it a plane if asked, and sets the collision filter
+ * and friction (see mj_peer_new_with_floor). */
+static int mjp_setup_floor(mj_peer *p, const sim_model *hm, int floor_kind, char *err, size_t errlen)
+{
+    mjModel *m = p->m;
+    int root = mj_name2id(m, mjOBJ_BODY, MJP_ROOT_LINK);     /* -1 when fused into the world (expected) */
+    int fl = -1;
+    for (int k = 0; k < m->ngeom; k++) {
+        int b = m->geom_bodyid[k];
+        if ((b != 0 && b != root) || m->geom_type[k] != mjGEOM_BOX) continue;
+        if (fabs(m->geom_size[3 * k] - MJP_FLOOR_HALF_XY) > 1e-9 || fabs(m->geom_size[3 * k + 2] - MJP_FLOOR_HALF_Z) > 1e-9)
+            continue;
+        if (fl >= 0) return mjp_fail(err, errlen, "two floor candidates in MuJoCo's model");
+        fl = k;
+    }
+    if (fl < 0) return mjp_fail(err, errlen, "the floor box is missing from MuJoCo's model");
+    if (m->geom_bodyid[fl] != 0 || m->body_weldid[m->geom_bodyid[fl]] != 0)
+        return mjp_fail(err, errlen, "the floor is not static in MuJoCo's model");
+    double top = hm->terrain.height;
+    if (fabs(m->geom_pos[3 * fl + 2] + MJP_FLOOR_HALF_Z - top) > 1e-9 || fabs(m->geom_quat[4 * fl] - 1) > 1e-12)
+        return mjp_fail(err, errlen, "the floor box is misplaced in MuJoCo's model (top %g)", m->geom_pos[3 * fl + 2] + MJP_FLOOR_HALF_Z);
+    if (floor_kind == MJ_PEER_FLOOR_PLANE) {
+        /* A world plane: normal +z through (0, 0, top).  Its size only matters for rendering (0 =
+         * infinite); rbound 0 turns off the bounding-sphere filter, as the compiler does for planes. */
+        m->geom_type[fl] = mjGEOM_PLANE;
+        m->geom_size[3 * fl] = 0;
+        m->geom_size[3 * fl + 1] = 0;
+        m->geom_size[3 * fl + 2] = 1;
+        m->geom_pos[3 * fl + 2] = top;
+        m->geom_rbound[fl] = 0;
+    }
+    p->floor = fl;
+    for (int k = 0; k < m->ngeom; k++) m->geom_contype[k] = m->geom_conaffinity[k] = 0;
+    double mu_min = INFINITY;
+    for (int g = 0; g < hm->ngeom; g++) {
+        if (hm->geom[g].nocollide) continue;
+        int k = p->geom[g];
+        if (k < 0) return mjp_fail(err, errlen, "herd geometry '%s' collides but has no MuJoCo counterpart", hm->geom[g].name);
+        m->geom_contype[k] = 1;
+        m->geom_conaffinity[k] = 2;
+        m->geom_friction[3 * k] = hm->geom[g].friction;
+        mu_min = fmin(mu_min, hm->geom[g].friction);
+    }
+    if (!(mu_min < INFINITY)) return mjp_fail(err, errlen, "no herd geometry collides");
+    m->geom_contype[fl] = 2;
+    m->geom_conaffinity[fl] = 1;
+    m->geom_friction[3 * fl] = mu_min;
+    return 0;
+}
+
+/* floor: 0 none (mj_peer_new), 1 + mj_peer_floor_kind otherwise (contacts set up by mjp_setup_floor). */
+static mj_peer *mjp_new(const char *urdf_path, const sim_model *hm, int floor, char *err, size_t errlen)
 {
     if (!hm || hm->nv > SIM_MAX_DOF) { mjp_fail(err, errlen, "no herd model"); return NULL; }
     mj_peer *p = calloc(1, sizeof *p);
     if (!p) { mjp_fail(err, errlen, "out of memory"); return NULL; }
-    p->m = mjp_load(urdf_path, hm, err, errlen);
+    p->floor = -1;
+    p->m = mjp_load(urdf_path, hm, floor, err, errlen);
     if (!p->m) { free(p); return NULL; }
     mjModel *m = p->m;
     if (mjp_map(p, hm, err, errlen) != 0) { mj_peer_destroy(&p); return NULL; }
@@ -231,10 +294,28 @@ mj_peer *mj_peer_new(const char *urdf_path, const sim_model *hm, char *err, size
     }
     for (int j = 0; j < m->njnt; j++) m->jnt_stiffness[j] = 0;
     for (int c = 0; c < 3; c++) m->opt.gravity[c] = hm->gravity[c];
-    m->opt.disableflags |= mjDSBL_CONTACT | mjDSBL_LIMIT | mjDSBL_FRICTIONLOSS | mjDSBL_EQUALITY;
+    m->opt.disableflags |= (floor ? 0 : mjDSBL_CONTACT) | mjDSBL_LIMIT | mjDSBL_FRICTIONLOSS | mjDSBL_EQUALITY;
+    if (floor && mjp_setup_floor(p, hm, floor - 1, err, errlen) != 0) { mj_peer_destroy(&p); return NULL; }
     p->d = mj_makeData(m);
     if (!p->d) { mjp_fail(err, errlen, "mj_makeData failed"); mj_peer_destroy(&p); return NULL; }
     return p;
+}
+
+mj_peer *mj_peer_new(const char *urdf_path, const sim_model *hm, char *err, size_t errlen)
+{
+    return mjp_new(urdf_path, hm, 0, err, errlen);
+}
+
+mj_peer *mj_peer_new_with_floor(const char *urdf_path, const sim_model *hm, int floor_kind, char *err, size_t errlen)
+{
+    if (!hm) { mjp_fail(err, errlen, "no herd model"); return NULL; }
+    if (!hm->floating) { mjp_fail(err, errlen, "a floor needs a floating herd model"); return NULL; }
+    if (hm->terrain.type != SIM_TERRAIN_PLANE) { mjp_fail(err, errlen, "a floor needs herd's plane terrain"); return NULL; }
+    if (floor_kind != MJ_PEER_FLOOR_PLANE && floor_kind != MJ_PEER_FLOOR_BOX) {
+        mjp_fail(err, errlen, "unknown floor kind %d", floor_kind);
+        return NULL;
+    }
+    return mjp_new(urdf_path, hm, 1 + floor_kind, err, errlen);
 }
 
 void mj_peer_destroy(mj_peer **pp)

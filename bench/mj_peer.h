@@ -40,6 +40,7 @@ typedef struct mj_peer {
     int dofadr[SIM_MAX_DOF];          /* herd dof index -> MuJoCo dof index  */
     int body[SIM_MAX_BODIES];         /* herd body      -> MuJoCo body id    */
     int geom[SIM_MAX_GEOMS];          /* herd geometry  -> MuJoCo geom id, -1 if none matched */
+    int floor;                        /* MuJoCo geom id of the floor (mj_peer_new_with_floor), else -1 */
 } mj_peer;
 
 /* Builds the MuJoCo model of urdf_path matched to herd model hm (loaded from the same file).
@@ -47,6 +48,31 @@ typedef struct mj_peer {
  * (body/joint names, joint types, tree, body and dof counts). */
 mj_peer *mj_peer_new(const char *urdf_path, const sim_model *hm, char *err, size_t errlen);
 void mj_peer_destroy(mj_peer **p);
+
+/* Floors for mj_peer_new_with_floor. */
+typedef enum {
+    MJ_PEER_FLOOR_PLANE = 0,          /* a MuJoCo plane z = terrain height (see below) */
+    MJ_PEER_FLOOR_BOX                 /* a static 200 x 200 x 2 m box whose top face is z = terrain height */
+} mj_peer_floor_kind;
+
+/* Like mj_peer_new, but with the ground of a floating herd model (plane terrain only) and contacts on,
+ * for comparing whole simulations (herd-bench solver --vs-mujoco):
+ *   - The dummy world link of the patched URDF gets a collision box 200 x 200 x 2 m whose top is
+ *     z = hm->terrain.height (MuJoCo's URDF importer has no planes; fusestatic moves the box into the
+ *     world body).  MJ_PEER_FLOOR_PLANE then turns that compiled world geom into a plane (type, size,
+ *     position at the top face, rbound 0 = unbounded): MuJoCo's usual ground, with its plane-sphere
+ *     and plane-box colliders.  MJ_PEER_FLOOR_BOX keeps the box (sphere-box and box-box colliders).
+ *   - Exactly the herd geometries with nocollide == 0 (call after e.g. scn_configure_model) collide,
+ *     and only with the floor: they get contype 1 / conaffinity 2, the floor contype 2 / conaffinity 1,
+ *     every other geom 0 / 0.  Each herd-colliding geom must have a MuJoCo match (p->geom[]).
+ *   - Sliding friction: each colliding geom gets herd's geom friction; the floor gets the smallest of
+ *     them, so MuJoCo's pair friction max(geom, floor) equals herd's per-geom coefficient.  Torsional
+ *     and rolling friction, condim (3), solref/solimp, margin, cone (pyramidal), solver (Newton),
+ *     iterations, tolerance and integrator (Euler) stay MuJoCo's defaults.
+ *   - As mj_peer_new otherwise: no damping, armature, stiffness, friction loss; joint limits and
+ *     equality constraints disabled; herd's gravity.  (herd simulates no joint limits either.)
+ * Returns NULL with err filled on failure (fixed-base model, heightfield terrain, unmatched geom). */
+mj_peer *mj_peer_new_with_floor(const char *urdf_path, const sim_model *hm, int floor_kind, char *err, size_t errlen);
 
 /* MuJoCo 2.2's compiler keeps an inertia as principal moments + a principal-frame quaternion, and its
  * conversion of full (rotated or fused) inertia tensors is accurate to only ~1e-7..1e-6 relative.  This

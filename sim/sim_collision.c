@@ -129,17 +129,39 @@ static void point(ctx *c, int g, int feature, const double p[3])
     offer(c, g, feature, p, n, (p[2] - h) * n[2]);
 }
 
+/* Radius of a sphere around the geometry's centre that contains it. */
+static double bound_radius(const sim_geom *G)
+{
+    switch (G->type) {
+    case SIM_GEOM_SPHERE: return G->size[0];
+    case SIM_GEOM_CAPSULE: return G->size[0] + G->size[1];
+    case SIM_GEOM_BOX: return sqrt(G->size[0] * G->size[0] + G->size[1] * G->size[1] + G->size[2] * G->size[2]);
+    case SIM_GEOM_CYLINDER: return sqrt(G->size[0] * G->size[0] + G->size[1] * G->size[1]);
+    default: return INFINITY;
+    }
+}
+
 int sim_collide(const sim_model *m, const sim_data *d, double margin, double dt, sim_contact *out, int max)
 {
     ctx c = {m, d, margin, dt, fabs(m->gravity[2]), out, 0, max};
+    const int plane = m->terrain.type == SIM_TERRAIN_PLANE || !m->terrain.heights;
     for (int g = 0; g < m->ngeom; g++) {
         const sim_geom *G = &m->geom[g];
         if (G->nocollide) continue;
         const double *Rb = d->xrot + 9 * G->body;
         double R[9], ctr[3], t[3];
-        m3_mul(R, Rb, G->rot);
         m3_mulv(t, Rb, G->pos);
         v3_add(ctr, d->xpos + 3 * G->body, t);
+        if (plane) {
+            /* whole-geometry rejection on a plane: bounding sphere above margin + look-ahead */
+            double rb = bound_radius(G), v[3];
+            point_vel(d, G->body, ctr, v);
+            const double *w = d->cvel + 6 * G->body;
+            double approach = -v[2] + v3_norm(w) * rb;
+            double look = dt * ((approach > 0 ? approach : 0) + c.g * dt);
+            if (ctr[2] - m->terrain.height - rb >= margin + look) continue;
+        }
+        m3_mul(R, Rb, G->rot);
         switch (G->type) {
         case SIM_GEOM_SPHERE:
             sphere(&c, g, 0, ctr, G->size[0]);

@@ -161,7 +161,7 @@ sim_data *sim_data_new(const sim_model *m)
     if (nc > SIM_SOLVER_MAX_CONTACTS) nc = SIM_SOLVER_MAX_CONTACTS;
     /* double blocks, in the order of the pointer table below */
     size_t sizes[] = {nq, nv, nv, 3 * nb, 9 * nb, 3 * nb, 10 * nb, 6 * nv, 6 * nb, 6 * nv,
-                      nv * nv, (size_t)m->nM, (size_t)m->nM, nv, nv, 10 * nb, 6 * nb, 6 * nb, 4 * nv,
+                      nv * nv, (size_t)m->nM, (size_t)m->nM, nv, nv, 10 * nb, 6 * nb, 6 * nb, 12 * nv,
                       3 * nc, 3 * nc * nv, 3 * nc * nv, 9 * nc * nc, 3 * nc, nc, nv, 3 * nc};
     size_t nd = sizeof sizes / sizeof sizes[0];
     size_t total = 0;

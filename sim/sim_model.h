@@ -158,13 +158,13 @@ typedef struct sim_data {
     double *crb;          /* 10 nbody */
     double *cacc;         /* 6 nbody */
     double *cfrc;         /* 6 nbody */
-    double *scratch;      /* 4 nv: general-purpose vectors for solves */
+    double *scratch;      /* 12 nv: general-purpose vectors (the step's Jacobian and solve scratch) */
     /* contacts (sim_step); arrays sized for ncon_max = sim_collision_max_contacts(model) */
     int ncon_max, ncon;
     struct sim_contact *con;  /* ncon_max: this step's contacts */
     double *lambda;       /* 3 ncon_max: their impulses, contact frames (t1, t2, n), N·s */
     double *Jc;           /* 3 ncon_max x nv: contact Jacobians in contact frames */
-    double *Bc;           /* 3 ncon_max x nv: L^-T J^T */
+    double *Bc;           /* 3 ncon_max x nv: rows of D^-1/2 L^-T J^T, compact along each contact's root path */
     double *G;            /* (3 ncon)^2 used of (3 ncon_max)^2: Delassus matrix */
     double *cfree;        /* 3 ncon_max: free contact velocity (with gap / erp targets) */
     double *mu;           /* ncon_max: friction of each contact */

@@ -6,21 +6,6 @@
 
 #include <time.h>
 
-/* B = L^-T J^T for one Jacobian row: the first stage of an LTDL solve.  Starting from a vector whose
- * support is a root-to-body path, the result keeps that support, so only path entries are touched. */
-static void ltdl_backward(const sim_model *m, const sim_data *d, double *x, const int *path, int npath)
-{
-    /* path[] lists dofs from the body up to the root (decreasing index) */
-    for (int t = 0; t < npath; t++) {
-        int k = path[t];
-        double xk = x[k];
-        if (xk == 0) continue;
-        const int *anc = m->dof_anc[k];
-        const double *Lk = d->LD + m->dof_adr[k] + 1;
-        for (int u = 0; u < m->dof_nanc[k]; u++) x[anc[u]] -= Lk[u] * xk;
-    }
-}
-
 /* x := L^-1 x (the last stage of an LTDL solve), dense. */
 static void ltdl_forward(const sim_model *m, const sim_data *d, double *x)
 {
@@ -82,8 +67,16 @@ int sim_step(const sim_model *m, sim_data *d, double dt)
 
     if (nc > 0) {
         const int n3 = 3 * nc;
-        /* Jacobians in contact frames and B = L^-T J^T, row by row */
-        double *Jw = d->scratch; /* 3 x nv world Jacobian of the point */
+        /* Scratch: world Jacobian of the point (3 nv), B rows (3 nv), D^-1 and D^-1/2 (nv each), y (nv). */
+        double *Jw = d->scratch, *Bt = d->scratch + 3 * nv, *invD = d->scratch + 6 * nv;
+        double *sD = d->scratch + 7 * nv;
+        for (int k = 0; k < nv; k++) {
+            invD[k] = 1.0 / d->LD[m->dof_adr[k]];
+            sD[k] = sqrt(invD[k]);
+        }
+        /* Per contact: J in the contact frame, B = L^-T J^T (three rows at once; the support stays the
+         * root path), and the compact rows S = D^-1/2 B laid out along the path (body -> root), stored
+         * in Bc.  Then G = J M^-1 J^T = B^T D^-1 B = S^T S. */
         int path[SIM_MAX_DOF];
         for (int i = 0; i < nc; i++) {
             const sim_contact *c = &d->con[i];
@@ -91,38 +84,58 @@ int sim_step(const sim_model *m, sim_data *d, double dt)
             int np = sim_jacobian_sparse(m, d, c->body, c->pos, Jw, path);
             d->con_npath[i] = np;
             memcpy(d->con_path + i * nv, path, sizeof(int) * (size_t)np);
-            for (int a = 0; a < 3; a++) {
-                double *J = d->Jc + (size_t)(3 * i + a) * nv, *B = d->Bc + (size_t)(3 * i + a) * nv;
-                const double *f = c->frame + 3 * a;
-                memset(J, 0, sizeof(double) * (size_t)nv);
-                for (int t = 0; t < np; t++) {
-                    int k = path[t];
-                    J[k] = f[0] * Jw[k] + f[1] * Jw[nv + k] + f[2] * Jw[2 * nv + k];
+            double *J0 = d->Jc + (size_t)(3 * i) * nv, *J1 = J0 + nv, *J2 = J1 + nv;
+            double *B0 = Bt, *B1 = Bt + nv, *B2 = Bt + 2 * nv;
+            const double *f = c->frame;
+            memset(J0, 0, sizeof(double) * 3 * (size_t)nv);
+            for (int t = 0; t < np; t++) {
+                int k = path[t];
+                double x = Jw[k], y = Jw[nv + k], z = Jw[2 * nv + k];
+                B0[k] = J0[k] = f[0] * x + f[1] * y + f[2] * z;
+                B1[k] = J1[k] = f[3] * x + f[4] * y + f[5] * z;
+                B2[k] = J2[k] = f[6] * x + f[7] * y + f[8] * z;
+            }
+            for (int t = 0; t < np; t++) {   /* path is in decreasing dof order: a valid L^T sweep */
+                int k = path[t];
+                const int *anc = m->dof_anc[k];
+                const double *Lk = d->LD + m->dof_adr[k] + 1;
+                double x0 = B0[k], x1 = B1[k], x2 = B2[k];
+                for (int u = 0; u < m->dof_nanc[k]; u++) {
+                    int j = anc[u];
+                    B0[j] -= Lk[u] * x0;
+                    B1[j] -= Lk[u] * x1;
+                    B2[j] -= Lk[u] * x2;
                 }
-                memcpy(B, J, sizeof(double) * (size_t)nv);
-                ltdl_backward(m, d, B, path, np);
+            }
+            double *S = d->Bc + (size_t)(3 * i) * nv;
+            for (int t = 0; t < np; t++) {
+                int k = path[t];
+                S[t] = B0[k] * sD[k];
+                S[nv + t] = B1[k] * sD[k];
+                S[2 * nv + t] = B2[k] * sD[k];
             }
         }
-        /* Delassus G = B^T D^-1 B over the shared support (the common ancestors' dofs) */
-        double *invD = d->scratch + 3 * nv;
-        for (int k = 0; k < nv; k++) invD[k] = 1.0 / d->LD[m->dof_adr[k]];
+        /* G_ij = S_i . S_j over the shared tail of the two root paths (their common ancestors) */
         double *G = d->G;
         for (int i = 0; i < nc; i++) {
             const int *pi = d->con_path + i * nv;
-            int npi = d->con_npath[i];
+            const int npi = d->con_npath[i];
+            const double *Si = d->Bc + (size_t)(3 * i) * nv;
             for (int j = i; j < nc; j++) {
-                /* the support of B_j is path j; the intersection lies in path i */
+                const int *pj = d->con_path + j * nv;
+                const int npj = d->con_npath[j];
+                int ci = npi - 1, cj = npj - 1;
+                while (ci >= 0 && cj >= 0 && pi[ci] == pj[cj]) { ci--; cj--; }
+                const int ncom = npi - 1 - ci;
+                const double *Sj = d->Bc + (size_t)(3 * j) * nv;
                 for (int a = 0; a < 3; a++) {
-                    const double *Ba = d->Bc + (size_t)(3 * i + a) * nv;
-                    for (int b = (j == i ? a : 0); b < 3; b++) {
-                        const double *Bb = d->Bc + (size_t)(3 * j + b) * nv;
-                        double s = 0;
-                        for (int t = 0; t < npi; t++) {
-                            int k = pi[t];
-                            s += Ba[k] * Bb[k] * invD[k];
-                        }
-                        G[(3 * i + a) * n3 + 3 * j + b] = s;
-                        G[(3 * j + b) * n3 + 3 * i + a] = s;
+                    const double *x = Si + (size_t)a * nv + (npi - ncom);
+                    for (int bb = (j == i ? a : 0); bb < 3; bb++) {
+                        const double *yv = Sj + (size_t)bb * nv + (npj - ncom);
+                        double sum = 0;
+                        for (int t = 0; t < ncom; t++) sum += x[t] * yv[t];
+                        G[(3 * i + a) * n3 + 3 * j + bb] = sum;
+                        G[(3 * j + bb) * n3 + 3 * i + a] = sum;
                     }
                 }
             }
@@ -164,22 +177,18 @@ int sim_step(const sim_model *m, sim_data *d, double dt)
         st->error = ss.error;
         st->converged = ss.converged;
 
-        /* u+ = u_free + M^-1 J^T lambda = u_free + L^-1 D^-1 (B lambda) */
-        double *y = d->scratch + 2 * nv;
+        /* u+ = u_free + M^-1 J^T lambda = u_free + L^-1 D^-1 B lambda = u_free + L^-1 D^-1/2 (S lambda) */
+        double *y = d->scratch + 8 * nv;
         memset(y, 0, sizeof(double) * (size_t)nv);
         for (int i = 0; i < nc; i++) {
             const double *lam = d->lambda + 3 * i;
             if (lam[2] > 0) st->nactive++;
-            for (int a = 0; a < 3; a++) {
-                if (lam[a] == 0) continue;
-                const double *B = d->Bc + (size_t)(3 * i + a) * nv;
-                for (int t = 0; t < d->con_npath[i]; t++) {
-                    int k = d->con_path[i * nv + t];
-                    y[k] += B[k] * lam[a];
-                }
-            }
+            const int *pi = d->con_path + i * nv;
+            const double *S = d->Bc + (size_t)(3 * i) * nv;
+            for (int t = 0; t < d->con_npath[i]; t++)
+                y[pi[t]] += S[t] * lam[0] + S[nv + t] * lam[1] + S[2 * nv + t] * lam[2];
         }
-        for (int k = 0; k < nv; k++) y[k] *= invD[k];
+        for (int k = 0; k < nv; k++) y[k] *= sD[k];
         ltdl_forward(m, d, y);
         for (int k = 0; k < nv; k++) d->u[k] = uf[k] + y[k];
     } else {
