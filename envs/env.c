@@ -2,6 +2,7 @@
 #include "env.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,12 @@ env_t *env_new(const char *name, int nworlds, const env_kv *ov, int nov, uint64_
         return NULL;
     }
     /* the task's configure built e->model */
+    e->scratch_size = sim_scratch_size(e->model);
+    if (e->scratch_size > 1u << 20) {
+        snprintf(err, errlen, "%s: per-step scratch of %zu bytes is too large (lower max_contacts)", name, e->scratch_size);
+        env_destroy(&e);
+        return NULL;
+    }
     e->nworlds = nworlds;
     e->worlds = calloc((size_t)nworlds, sizeof *e->worlds);
     size_t ts = (task->task_state_size + 63) / 64 * 64;
@@ -142,7 +149,7 @@ env_t *env_new(const char *name, int nworlds, const env_kv *ov, int nov, uint64_
     }
     for (int i = 0; i < nworlds; i++) {
         env_world *w = &e->worlds[i];
-        w->d = sim_data_new(e->model);
+        w->d = sim_data_new_shared(e->model);
         if (!w->d) {
             snprintf(err, errlen, "out of memory for %d worlds", nworlds);
             env_destroy(&e);
@@ -168,12 +175,21 @@ static void reset_one(env_t *e, env_world *w, int idx, float *obs)
     e->task->reset_world(e, w, obs);
 }
 
+/* One scratch per call, on the caller's stack (worker threads have the default 8 MB stacks): the
+ * worlds of a slice are computed one after the other in it, so it stays in cache while the batch's
+ * states stream through memory. */
+#define SCRATCH(e, name)                                                                            \
+    unsigned char name##_raw[(e)->scratch_size + 64];                                               \
+    void *name = (void *)(((uintptr_t)name##_raw + 63) & ~(uintptr_t)63)
+
 void env_reset(env_t *e, int first, int n, const int32_t *ids, const uint64_t *seeds, float *obs)
 {
     const int od = e->spec.obs_dim;
+    SCRATCH(e, scratch);
     for (int i = 0; i < n; i++) {
         int idx = ids ? ids[i] : first + i;
         env_world *w = &e->worlds[idx];
+        sim_data_bind_scratch(e->model, w->d, scratch);
         if (seeds) {
             w->seed = seeds[i];
             w->stream = 0xFFFFFFFFFFFFFFFFull;
@@ -199,9 +215,11 @@ int env_step(env_t *e, int first, int n, const int32_t *ids, const float *act, f
     const int od = e->spec.obs_dim, ad = e->spec.act_dim, nt = e->spec.nterms;
     int refused = 0;
     float terms[ENV_MAX_TERMS];
+    SCRATCH(e, scratch);
     for (int i = 0; i < n; i++) {
         int idx = ids ? ids[i] : first + i;
         env_world *w = &e->worlds[idx];
+        sim_data_bind_scratch(e->model, w->d, scratch);
         float *o = obs + (size_t)i * od;
         if (info) {
             if (info->physics_reset) info->physics_reset[i] = 0;

@@ -121,6 +121,9 @@ static int setup_shared(struct env *e, sim_model *m, anymal_shared *s, char *err
     s->obs_clip = env_cfg(e, "obs_clip");
     m->opt.solver = (int)env_cfg(e, "solver");
     m->opt.erp = env_cfg(e, "erp");
+    m->opt.sp.max_iter = (int)env_cfg(e, "solver_max_iter");
+    m->opt.sp.tol = env_cfg(e, "solver_tol");
+    m->opt.max_contacts = (int)env_cfg(e, "max_contacts");
     return 0;
 }
 
@@ -527,8 +530,11 @@ static int walk_configure(struct env *e, sim_model *unused, env_spec *spec, char
     KEY("init_noise", 1, 0, 2, 0, "initial-state noise level"),                                               \
     KEY("push_vel_max", 1, 0, 5, 0, "push: base xy velocity set to U(-v, v) (m/s)"),                         \
     KEY("solver", 0, 0, 1, 1, "contact solver: 0 bisection (Hwangbo et al. 2018), 1 PGS"),                   \
-    KEY("erp", 0, 0, 1, 0, "contact position correction per physics step (0 = off)")
-#define NCOMMON 13
+    KEY("erp", 0, 0, 1, 0, "contact position correction per physics step (0 = off)"),                     \
+    KEY("solver_max_iter", 50, 1, 10000, 1, "contact solver sweeps per physics step at most"),                \
+    KEY("solver_tol", 1e-6, 1e-12, 1e-2, 0, "contact solver termination: exact violation (N s | m/s)"),      \
+    KEY("max_contacts", 16, 4, 128, 1, "contacts per world at most (the deepest are kept)")
+#define NCOMMON 16
 
 #define OBS(nm, off, sz, sc, un) {nm, off, sz, -100, 100, sc, un}
 

@@ -20,7 +20,7 @@ double env_rng_normal(env_rng *r);                  /* standard normal */
 
 /* One world: physics plus the task's state (task_state_size bytes, aligned, zeroed at creation). */
 typedef struct {
-    sim_data *d;
+    sim_data *d;        /* state only (sim_data_new_shared); scratch is bound by env_reset / env_step */
     void *task;
     env_rng rng;
     uint64_t seed;      /* the stream's seed: the env seed, or the world's own after reset(seeds) */
@@ -58,6 +58,7 @@ struct env {
     unsigned char *task_mem;
     uint64_t seed;
     env_autoreset autoreset;
+    size_t scratch_size;            /* sim_scratch_size(model): bound per call to the worlds stepped */
     _Alignas(64) unsigned char task_env[4096];  /* the task's per-env shared data (read-only after configure) */
 };
 

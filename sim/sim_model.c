@@ -150,49 +150,98 @@ int sim_model_joint(const sim_model *m, const char *joint_name)
 
 /* ---- data: one allocation, 64-byte aligned blocks ---- */
 
-#define ALIGN_DOUBLES 8
-static size_t blk(size_t ndouble) { return (ndouble + ALIGN_DOUBLES - 1) / ALIGN_DOUBLES * ALIGN_DOUBLES; }
 
-sim_data *sim_data_new(const sim_model *m)
+/* The per-world allocation is split in two parts.  The state persists from step to step (q, u, tau,
+ * the warm-start cache); the scratch holds everything a step recomputes from the state (kinematics,
+ * mass matrix and factor, contacts, Jacobians, Delassus).  sim_data_new gives a world its own scratch;
+ * sim_data_new_shared leaves it to the caller, who binds one scratch to many worlds in turn
+ * (sim_data_bind_scratch) so that a batch of thousands of worlds keeps only their states in memory. */
+static size_t max_contacts(const sim_model *m)
 {
-    size_t nv = (size_t)m->nv, nq = (size_t)m->nq, nb = (size_t)m->nbody;
     size_t nc = (size_t)sim_collision_max_contacts(m);
     if (m->opt.max_contacts > 0 && nc > (size_t)m->opt.max_contacts) nc = (size_t)m->opt.max_contacts;
     if (nc > SIM_SOLVER_MAX_CONTACTS) nc = SIM_SOLVER_MAX_CONTACTS;
-    /* double blocks, in the order of the pointer table below */
-    size_t sizes[] = {nq, nv, nv, 3 * nb, 9 * nb, 3 * nb, 10 * nb, 6 * nv, 6 * nb, 6 * nv,
-                      nv * nv, (size_t)m->nM, (size_t)m->nM, nv, nv, 10 * nb, 6 * nb, 6 * nb, 12 * nv,
-                      3 * nc, 3 * nc * nv, 3 * nc * nv, 9 * nc * nc, 3 * nc, nc, nv, 3 * nc};
-    size_t nd = sizeof sizes / sizeof sizes[0];
-    size_t total = 0;
-    for (size_t i = 0; i < nd; i++) total += blk(sizes[i]);
+    return nc;
+}
+
+/* Lays out the state part at mem (or only sizes it when d is NULL); returns its size in bytes. */
+static size_t layout_state(const sim_model *m, sim_data *d, unsigned char *mem)
+{
+    size_t nv = (size_t)m->nv, nq = (size_t)m->nq, nc = max_contacts(m);
+    size_t off = 0;
+#define PLACE(field, type, count)                                                 \
+    do {                                                                          \
+        if (d) d->field = (type *)(mem + off);                                    \
+        off += ((count) * sizeof(type) + 63) / 64 * 64;                           \
+    } while (0)
+    PLACE(q, double, nq);
+    PLACE(u, double, nv);
+    PLACE(tau, double, nv);
+    PLACE(prev_lambda, double, 3 * nc);
+    PLACE(prev_key, int, 2 * nc);
+    return off;
+}
+
+static size_t layout_scratch(const sim_model *m, sim_data *d, unsigned char *mem)
+{
+    size_t nv = (size_t)m->nv, nb = (size_t)m->nbody, nc = max_contacts(m), nM = (size_t)m->nM;
+    size_t off = 0;
+    PLACE(xpos, double, 3 * nb);
+    PLACE(xrot, double, 9 * nb);
+    PLACE(xcom, double, 3 * nb);
+    PLACE(cinert, double, 10 * nb);
+    PLACE(cdof, double, 6 * nv);
+    PLACE(cvel, double, 6 * nb);
+    PLACE(cdof_dot, double, 6 * nv);
+    PLACE(M, double, nv * nv);
+    PLACE(Mp, double, nM);
+    PLACE(LD, double, nM);
+    PLACE(h, double, nv);
+    PLACE(udot, double, nv);
+    PLACE(crb, double, 10 * nb);
+    PLACE(cacc, double, 6 * nb);
+    PLACE(cfrc, double, 6 * nb);
+    PLACE(scratch, double, 12 * nv);
+    PLACE(lambda, double, 3 * nc);
+    PLACE(Jc, double, 3 * nc * nv);
+    PLACE(Bc, double, 3 * nc * nv);
+    PLACE(G, double, 9 * nc * nc);
+    PLACE(cfree, double, 3 * nc);
+    PLACE(mu, double, nc);
+    PLACE(ufree, double, nv);
+    PLACE(con, sim_contact, nc);
+    PLACE(con_path, int, nc * nv);
+    PLACE(con_npath, int, nc);
+#undef PLACE
+    return off;
+}
+
+size_t sim_scratch_size(const sim_model *m) { return layout_scratch(m, NULL, NULL); }
+
+void sim_data_bind_scratch(const sim_model *m, sim_data *d, void *mem)
+{
+    layout_scratch(m, d, mem);
+}
+
+static sim_data *data_new(const sim_model *m, int own_scratch)
+{
     size_t head = (sizeof(sim_data) + 63) / 64 * 64;
-    size_t con_bytes = (nc * sizeof(sim_contact) + 63) / 64 * 64;
-    size_t int_bytes = ((nc * nv + nc + 2 * nc) * sizeof(int) + 63) / 64 * 64;
-    size_t nbytes = head + total * sizeof(double) + con_bytes + int_bytes;
-    unsigned char *mem = aligned_alloc(64, (nbytes + 63) / 64 * 64);
+    size_t st = layout_state(m, NULL, NULL), sc = own_scratch ? layout_scratch(m, NULL, NULL) : 0;
+    size_t nbytes = head + st + sc;
+    unsigned char *mem = aligned_alloc(64, nbytes);
     if (!mem) return NULL;
     memset(mem, 0, nbytes);
     sim_data *d = (sim_data *)mem;
-    double **fields[] = {&d->q, &d->u, &d->tau, &d->xpos, &d->xrot, &d->xcom, &d->cinert, &d->cdof,
-                         &d->cvel, &d->cdof_dot, &d->M, &d->Mp, &d->LD, &d->h, &d->udot, &d->crb, &d->cacc,
-                         &d->cfrc, &d->scratch, &d->lambda, &d->Jc, &d->Bc, &d->G, &d->cfree, &d->mu, &d->ufree,
-                         &d->prev_lambda};
-    double *p = (double *)(mem + head);
-    for (size_t i = 0; i < nd; i++) {
-        *fields[i] = p;
-        p += blk(sizes[i]);
-    }
-    d->con = (sim_contact *)p;
-    int *ip = (int *)((unsigned char *)p + con_bytes);
-    d->con_path = ip; ip += nc * nv;
-    d->con_npath = ip; ip += nc;
-    d->prev_key = ip;
-    d->ncon_max = (int)nc;
+    layout_state(m, d, mem + head);
+    if (own_scratch) layout_scratch(m, d, mem + head + st);
+    d->ncon_max = (int)max_contacts(m);
     d->nbytes = nbytes;
     sim_data_reset(m, d);
     return d;
 }
+
+sim_data *sim_data_new(const sim_model *m) { return data_new(m, 1); }
+sim_data *sim_data_new_shared(const sim_model *m) { return data_new(m, 0); }
 
 void sim_data_destroy(sim_data **d)
 {

@@ -129,9 +129,10 @@ typedef struct {
 
 struct sim_contact;
 
-/* Per-world state and scratch.  Every array points into the single allocation made by sim_data_new
- * and is sized from the model (nq, nv, nbody); later modules (contacts, solver) append their own
- * blocks to the same allocation.  Per-body arrays are flat: xpos[3*i + k], xrot[9*i + k], ... */
+/* Per-world state and scratch.  State arrays (q, u, tau, prev_*) point into the world's single
+ * allocation; scratch arrays (everything else) point into it too (sim_data_new) or into a scratch
+ * bound by the caller (sim_data_new_shared + sim_data_bind_scratch).  Sizes come from the model
+ * (nq, nv, nbody, contacts); per-body arrays are flat: xpos[3*i + k], xrot[9*i + k], ... */
 typedef struct sim_data {
     /* state */
     double *q;            /* nq */
@@ -189,8 +190,18 @@ void sim_model_destroy(sim_model **m);
 int sim_model_finalize(sim_model *m, char *err, size_t errlen);
 
 /* Allocates a world's data for model m in one allocation, zeroed, in the model's reference pose
- * (identity orientation, zero joint angles).  Returns NULL if out of memory.  Free with sim_data_destroy. */
+ * (identity orientation, zero joint angles), with its own scratch.  Returns NULL if out of memory.
+ * Free with sim_data_destroy. */
 sim_data *sim_data_new(const sim_model *m);
+/* The same without scratch: only the state (q, u, tau, warm-start cache, per-world parameters, stats).
+ * Before any sim_ function touches it, bind a scratch with sim_data_bind_scratch.  A batch of worlds
+ * stepped by one thread shares one scratch, so the batch's memory is its states (~1 kB per ANYmal). */
+sim_data *sim_data_new_shared(const sim_model *m);
+/* Bytes of scratch a world of model m needs; mem must be 64-byte aligned and that large. */
+size_t sim_scratch_size(const sim_model *m);
+/* Points d's scratch arrays (kinematics, dynamics, contacts of the last step) into mem.  What they hold
+ * is valid until another world bound to the same mem is computed. */
+void sim_data_bind_scratch(const sim_model *m, sim_data *d, void *mem);
 void sim_data_destroy(sim_data **d);
 /* Sets q to the reference pose and zeroes u, tau and time. */
 void sim_data_reset(const sim_model *m, sim_data *d);

@@ -496,8 +496,10 @@ Test(env, stand_resets_on_the_ground_and_rewards_height)
     env_t *e = mk("anymal_c-stand", 16, kv, 2, ENV_AUTORESET_NEXT_STEP);
     bufs b = mkbufs(e);
     env_reset(e, 0, 16, NULL, NULL, b.obs);
+    void *scratch = aligned_alloc(64, (sim_scratch_size(e->model) + 63) / 64 * 64);
     for (int i = 0; i < 16; i++) {
         sim_data *d = e->worlds[i].d;
+        sim_data_bind_scratch(e->model, d, scratch);
         sim_kinematics(e->model, d);
         sim_velocity(e->model, d);
         sim_contact c[64];
@@ -507,6 +509,7 @@ Test(env, stand_resets_on_the_ground_and_rewards_height)
         cr_assert(low > 0 && low < 0.01, "world %d starts %g m above/below the ground", i, low);
         cr_assert_float_eq(b.obs[46 * i], d->q[2] - 0.5, 1e-6);
     }
+    free(scratch);
     freebufs(&b);
     env_destroy(&e);
 }
