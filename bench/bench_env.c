@@ -3,10 +3,12 @@
  *   herd-bench env [--env anymal_c-walk] [--worlds 4096] [--threads T] [--steps S] [--repeats R]
  *
  * T threads (pinned, one contiguous slice of worlds each, a barrier per step) step all worlds with
- * fixed pseudo-random actions in [-1, 1].  Without --threads, runs T = 1 and T = 2 and reports the
- * speedup.  Baselines measured in the same run: the same env with a single world on one thread, and
- * the solver bench's single-world trot scenario (1 ms, feet + base), both per thread.
- * One JSON line per configuration; medians over repeats. */
+ * fixed pseudo-random actions in [-1, 1].  Every timed run starts from the same reset (fixed seeds) and
+ * the same 25 warm-up steps (past the landing), so every configuration does exactly the same work
+ * (the envs are deterministic).  Without --threads, runs T = 1 and T = 2 and reports the speedup.
+ * Baselines measured in the same run, per thread: single worlds (32 worlds of the same env, stepped one
+ * world per call over the same steps: no batching; the batch repeats exactly these 32 worlds, see
+ * prepare), and the solver bench's single-world trot scenario (1 ms, feet + base).  One JSON line per configuration; medians over repeats. */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -24,22 +26,46 @@ typedef struct {
     float *act, *obs, *rew;
     uint8_t *term, *trunc;
     pthread_barrier_t *bar;
+    double busy;                /* seconds spent stepping (the rest is waiting at the barrier) */
 } worker;
 
 static void *work(void *p)
 {
     worker *w = p;
     bench_pin(w->core);
+    w->busy = 0;
     for (int s = 0; s < w->steps; s++) {
         const float *a = w->act + (size_t)(s & 7) * (size_t)env_num_worlds(w->e) * w->ad + (size_t)w->first * w->ad;
+        uint64_t t0 = bench_now_ns();
         env_step(w->e, w->first, w->n, NULL, a, w->obs + (size_t)w->first * w->od, w->rew + w->first,
                  w->term + w->first, w->trunc + w->first, NULL);
+        w->busy += (double)(bench_now_ns() - t0) * 1e-9;
         pthread_barrier_wait(w->bar);
     }
     return NULL;
 }
 
+#define WARMUP 25
+
+/* Resets every world with fixed seeds and steps WARMUP times on one thread (untimed). */
+static void prepare(env_t *e, float *act, float *obs, float *rew, uint8_t *term, uint8_t *trunc)
+{
+    const env_spec *sp = env_get_spec(e);
+    int n = env_num_worlds(e);
+    uint64_t *seeds = malloc(sizeof(uint64_t) * (size_t)n);
+    /* seeds repeat with period 32: explicitly seeded worlds follow identical trajectories whatever
+     * their index, so the batch is 32 distinct worlds, each repeated, exactly the single-world
+     * baseline's 32: the same work per world in both */
+    for (int i = 0; i < n; i++) seeds[i] = 1000 + (uint64_t)(i % 32);
+    env_reset(e, 0, n, NULL, seeds, obs);
+    free(seeds);
+    for (int s = 0; s < WARMUP; s++)
+        env_step(e, 0, n, NULL, act + (size_t)(s & 7) * (size_t)n * sp->act_dim, obs, rew, term, trunc, NULL);
+}
+
 /* Seconds to step all worlds `steps` times with `threads` threads. */
+static double g_busy[64];
+
 static double run(env_t *e, int threads, int steps, float *act, float *obs, float *rew, uint8_t *term, uint8_t *trunc)
 {
     const env_spec *sp = env_get_spec(e);
@@ -51,12 +77,13 @@ static double run(env_t *e, int threads, int steps, float *act, float *obs, floa
     uint64_t t0 = bench_now_ns();
     for (int t = 0; t < threads; t++) {
         w[t] = (worker){e, (int)((long)n * t / threads), (int)((long)n * (t + 1) / threads - (long)n * t / threads), t,
-                        steps, sp->obs_dim, sp->act_dim, act, obs, rew, term, trunc, &bar};
+                        steps, sp->obs_dim, sp->act_dim, act, obs, rew, term, trunc, &bar, 0};
         if (t) pthread_create(&th[t], NULL, work, &w[t]);
     }
     work(&w[0]);
     for (int t = 1; t < threads; t++) pthread_join(th[t], NULL);
     uint64_t t1 = bench_now_ns();
+    for (int t = 0; t < threads; t++) g_busy[t] = w[t].busy;
     pthread_barrier_destroy(&bar);
     bench_pin(0);
     return (double)(t1 - t0) * 1e-9;
@@ -97,7 +124,7 @@ int bench_env(int argc, char **argv)
     char err[512];
     env_t *e = env_new(name, worlds, NULL, 0, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
     if (!e) { fprintf(stderr, "herd-bench env: %s\n", err); return 2; }
-    env_t *one = env_new(name, 1, NULL, 0, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
+    env_t *one = env_new(name, worlds < 32 ? worlds : 32, NULL, 0, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
     const env_spec *sp = env_get_spec(e);
     size_t na = (size_t)worlds * sp->act_dim;
     float *act = malloc(sizeof(float) * na * 8), *obs = malloc(sizeof(float) * (size_t)worlds * sp->obs_dim);
@@ -108,13 +135,18 @@ int bench_env(int argc, char **argv)
         r ^= r << 13; r ^= r >> 7; r ^= r << 17;
         act[i] = (float)((r >> 11) * (2.0 / 9007199254740992.0) - 1.0);
     }
-    env_reset(e, 0, worlds, NULL, NULL, obs);
-    env_reset(one, 0, 1, NULL, NULL, obs);
-    /* baselines: one world of the same env on one thread, and the solver bench's trot */
+    /* baselines: single worlds of the same env (no batching), and the solver bench's trot */
     double one_rep[64], trot_rep[64];
-    int one_steps = steps * 200 > 20000 ? steps * 200 : 20000;
+    const int nsingle = worlds < 32 ? worlds : 32;
     for (int k = 0; k < repeats && k < 64; k++) {
-        one_rep[k] = one_steps * sp->decimation / run(one, 1, one_steps, act, obs, rew, term, trunc);
+        prepare(one, act, obs, rew, term, trunc);
+        uint64_t t0 = bench_now_ns();
+        for (int s = 0; s < steps; s++)
+            for (int i = 0; i < nsingle; i++) {
+                int32_t id = i;
+                env_step(one, 0, 1, &id, act + (size_t)(s & 7) * na + (size_t)i * sp->act_dim, obs, rew, term, trunc, NULL);
+            }
+        one_rep[k] = (double)nsingle * steps * sp->decimation / ((double)(bench_now_ns() - t0) * 1e-9);
         trot_rep[k] = trot_single_world(20000);
     }
     double single = bench_median(one_rep, repeats < 64 ? repeats : 64);
@@ -126,8 +158,13 @@ int bench_env(int argc, char **argv)
     for (int k = 0; k < nt; k++) {
         int T = tlist[k];
         double rep[64];
-        run(e, T, 2, act, obs, rew, term, trunc); /* warm-up */
-        for (int q = 0; q < repeats && q < 64; q++) rep[q] = run(e, T, steps, act, obs, rew, term, trunc);
+        double util = 0;
+        for (int q = 0; q < repeats && q < 64; q++) {
+            prepare(e, act, obs, rew, term, trunc);
+            rep[q] = run(e, T, steps, act, obs, rew, term, trunc);
+            for (int t = 0; t < T; t++) util += g_busy[t] / rep[q];
+        }
+        util /= (double)T * (repeats < 64 ? repeats : 64);
         double sec = bench_median(rep, repeats < 64 ? repeats : 64);
         double eps = (double)worlds * steps / sec, pps = eps * sp->decimation;
         eps_by_t[k] = eps;
@@ -135,12 +172,12 @@ int bench_env(int argc, char **argv)
         printf("{\"bench\":\"env\",\"env\":\"%s\",\"worlds\":%d,\"threads\":%d,\"steps\":%d,\"repeats\":%d,"
                "\"env_steps_per_s\":%.0f,\"physics_steps_per_s\":%.0f,\"us_per_env_step\":%.3f,"
                "\"physics_steps_per_s_per_thread\":%.0f,\"single_world_physics_steps_per_s\":%.0f,"
-               "\"batch_efficiency\":%.3f,\"solver_bench_trot_steps_per_s\":%.0f,\"fraction_of_solver_bench\":%.3f%s,\"cpu\":\"%s\"}\n",
+               "\"batch_efficiency\":%.3f,\"solver_bench_trot_steps_per_s\":%.0f,\"fraction_of_solver_bench\":%.3f,\"thread_utilization\":%.3f,\"cpu\":\"%s\"}\n",
                name, worlds, T, steps, repeats, eps, pps, 1e6 * T / eps, per_thread, single, per_thread / single, trot,
-               per_thread / trot, "", bench_cpu());
+               per_thread / trot, util, bench_cpu());
         fflush(stdout);
-        fprintf(stderr, "  %d thread(s): %9.0f env steps/s, %9.0f physics steps/s (%.0f per thread, %.2f of 1-world, %.2f of trot), %.2f us/env step/thread\n",
-                T, eps, pps, per_thread, per_thread / single, per_thread / trot, 1e6 * T / eps);
+        fprintf(stderr, "  %d thread(s): %9.0f env steps/s, %9.0f physics steps/s (%.0f per thread, %.2f of 1-world, %.2f of trot), %.2f us/env step/thread, busy %.0f %%\n",
+                T, eps, pps, per_thread, per_thread / single, per_thread / trot, 1e6 * T / eps, 100 * util);
     }
     if (nt == 2) {
         printf("{\"bench\":\"env_scaling\",\"env\":\"%s\",\"worlds\":%d,\"speedup_1_to_2_threads\":%.3f}\n", name, worlds,

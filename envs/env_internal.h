@@ -68,5 +68,6 @@ double env_cfg(const struct env *e, const char *key);
 /* Tasks. */
 extern const env_task env_task_anymal_walk;
 extern const env_task env_task_anymal_stand;
+extern const env_task env_task_paper_trot, env_task_paper_hang, env_task_paper_drop, env_task_paper_random;
 
 #endif

@@ -115,7 +115,7 @@ void scn_reset(const sim_model *m, sim_data *d, scn_state *s)
 static void pd(const sim_model *m, sim_data *d, const scn_state *s)
 {
     for (int i = 0; i < 12; i++) {
-        double t = s->kp * (s->target[i] - d->q[s->qadr[i]]) - s->kd * d->u[s->dof[i]];
+        double t = s->kp * (s->target[i] + s->offset[i] - d->q[s->qadr[i]]) - s->kd * d->u[s->dof[i]];
         if (t > s->tau_max) t = s->tau_max;
         if (t < -s->tau_max) t = -s->tau_max;
         d->tau[s->dof[i]] = t;

@@ -32,6 +32,7 @@ typedef struct {
     double kp, kd, tau_max;
     double t_episode, t_target, t_still;
     double amp;                 /* trot stride amplitude (rad), adapted */
+    double offset[12];          /* added to the PD targets (the scenario tasks' actions); 0 by default */
     uint64_t rng;
     long resets;
 } scn_state;

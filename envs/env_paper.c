@@ -1,0 +1,133 @@
+/* env_paper.c — the four experiments of Hwangbo, Lee & Hutter (2018) as tasks, for benchmarking the
+ * simulator in batches and over the wire: "paper-trot", "paper-hang", "paper-drop", "paper-random"
+ * (see env_scenario.h).  Physics exactly as the solver benchmark: dt 1 ms, one physics step per env
+ * step by default, the scenario's own scripted controller and resets.  The action (12, rad) is an
+ * offset added to the scripted PD targets (zeros reproduce the paper's scenario); the observation is
+ * the raw state; the reward is 0: these tasks measure the simulator, not a policy. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env_internal.h"
+#include "env_scenario.h"
+#include "sim_step.h"
+#include "sim_urdf.h"
+
+extern const char herd_model_anymal_c_urdf[];
+extern const unsigned long herd_model_anymal_c_urdf_len;
+
+typedef struct {
+    int kind;
+    double dt;
+    int decimation;
+} paper_shared;
+
+static const paper_shared *pshared(const struct env *e) { return (const paper_shared *)(const void *)e->task_env; }
+
+static int paper_configure(struct env *e, sim_model *unused, env_spec *spec, char *err, size_t errlen)
+{
+    (void)unused;
+    int kind = scn_kind_from_name(spec->name + strlen("paper-"));
+    const char *dir = getenv("HERD_MODEL_DIR");
+    char path[1024];
+    sim_model *m;
+    if (dir && *dir) {
+        snprintf(path, sizeof path, "%s/anymal_c.urdf", dir);
+        m = sim_urdf_load_file(path, NULL, err, errlen);
+    } else {
+        m = sim_urdf_load_string(herd_model_anymal_c_urdf, herd_model_anymal_c_urdf_len, "anymal_c.urdf (embedded)", NULL,
+                                 err, errlen);
+    }
+    if (!m) return -1;
+    if (scn_configure_model(m, kind, err, errlen)) {
+        sim_model_destroy(&m);
+        return -1;
+    }
+    m->opt.solver = (int)env_cfg(e, "solver");
+    m->opt.erp = env_cfg(e, "erp");
+    paper_shared *ps = (paper_shared *)(void *)e->task_env;
+    ps->kind = kind;
+    ps->dt = env_cfg(e, "sim_dt");
+    ps->decimation = (int)env_cfg(e, "decimation");
+    spec->sim_dt = ps->dt;
+    spec->decimation = ps->decimation;
+    spec->control_dt = ps->dt * ps->decimation;
+    spec->episode_seconds = env_cfg(e, "episode_seconds");
+    spec->max_episode_steps = (int)ceil(spec->episode_seconds / spec->control_dt - 1e-9);
+    e->model = m;
+    return 0;
+}
+
+static void paper_observe(const struct env *e, env_world *w, float *o)
+{
+    const sim_data *d = w->d;
+    for (int k = 0; k < e->model->nq; k++) o[k] = (float)d->q[k];
+    for (int k = 0; k < e->model->nv; k++) o[e->model->nq + k] = (float)d->u[k];
+}
+
+static void paper_reset(const struct env *e, env_world *w, float *obs)
+{
+    scn_state *s = w->task;
+    char err[128];
+    uint64_t seed = (uint64_t)(env_rng_uniform(&w->rng) * 18446744073709551615.0);
+    scn_init(e->model, w->d, s, pshared(e)->kind, seed, err, sizeof err);
+    paper_observe(e, w, obs);
+}
+
+static void paper_step(const struct env *e, env_world *w, const float *act, float *obs, float *reward, float *terms,
+                       uint8_t *terminated, uint8_t *truncated)
+{
+    const paper_shared *ps = pshared(e);
+    scn_state *s = w->task;
+    (void)terms;
+    for (int i = 0; i < 12; i++) s->offset[i] = isfinite(act[i]) ? act[i] : 0;
+    int failed = 0;
+    for (int k = 0; k < ps->decimation && !failed; k++) {
+        scn_control(e->model, w->d, s, ps->dt);
+        failed = sim_step(e->model, w->d, ps->dt) != 0;
+    }
+    *reward = 0;
+    *terminated = 0;
+    *truncated = 0;
+    if (failed) {
+        paper_reset(e, w, obs);
+        *truncated = 2;
+        return;
+    }
+    paper_observe(e, w, obs);
+}
+
+#define OBS(nm, off, sz, un) {nm, off, sz, -INFINITY, INFINITY, 1.0f, un}
+#define KEY(k, d, l, h, i, doc) {k, d, l, h, i, doc}
+#define PAPER_TASK(var, nm, what)                                                                           \
+    const env_task var = {                                                                                  \
+        .spec = {                                                                                           \
+            .name = nm,                                                                                     \
+            .doc = what " (Hwangbo et al. 2018); actions offset the scripted PD targets; reward 0",        \
+            .obs_dim = 37, .act_dim = 12, .nobs = 4, .nact = 1,                                            \
+            .obs = {OBS("base_pos", 0, 3, "m"), OBS("base_quat_wxyz", 3, 4, ""), OBS("joint_pos", 7, 12, "rad"), \
+                    OBS("velocities", 19, 18, "m/s, rad/s")}, \
+            .act = {{"target_offsets", 0, 12, -1, 1, 1.0f, "rad"}},                                         \
+            .sim_dt = 0.001, .decimation = 1, .control_dt = 0.001, .episode_seconds = 10,                  \
+            .max_episode_steps = 10000,                                                                     \
+            .nconfig = 5,                                                                                   \
+            .config = {KEY("sim_dt", 0.001, 0.0001, 0.01, 0, "physics step (s); the paper uses 1 ms"),       \
+                       KEY("decimation", 1, 1, 100, 1, "physics steps per env step"),                       \
+                       KEY("episode_seconds", 10, 0.001, 3600, 0, "time limit (truncation)"),               \
+                       KEY("solver", 0, 0, 1, 1, "contact solver: 0 bisection, 1 PGS"),                     \
+                       KEY("erp", 0, 0, 1, 0, "contact position correction per physics step (0 = off)")},  \
+            .nterms = 0,                                                                                    \
+        },                                                                                                  \
+        .task_state_size = sizeof(scn_state),                                                               \
+        .configure = paper_configure,                                                                       \
+        .reset_world = paper_reset,                                                                         \
+        .observe = paper_observe,                                                                           \
+        .step_world = paper_step,                                                                           \
+    }
+
+PAPER_TASK(env_task_paper_trot, "paper-trot", "scripted diagonal trot toward 1.5 m/s");
+PAPER_TASK(env_task_paper_hang, "paper-hang", "unactuated drop from 1 m with only the feet colliding");
+PAPER_TASK(env_task_paper_drop, "paper-drop", "PD drop from 1 m with 1 m/s tangential velocity");
+PAPER_TASK(env_task_paper_random, "paper-random", "random PD targets (1 rad^2), reset every 5 s");
