@@ -32,6 +32,7 @@ TESTHELP_OBJ := $(TESTHELP:%.c=$(BUILD)/obj/%.o)
 MAIN_BINS := $(patsubst %/main_%.c,$(BUILD)/herd-%,$(wildcard server/main_*.c))
 MAIN_BINS := $(foreach f,$(wildcard server/main_*.c),$(BUILD)/herd-$(patsubst server/main_%.c,%,$(f)))
 
+.SECONDARY:
 .PHONY: all test test-c test-py test-jl sanitize bench run deps clean
 all: $(BUILD)/libherd.a $(MAIN_BINS) $(BUILD)/herd-bench $(TEST_BIN)
 
@@ -93,6 +94,7 @@ deps-check:
 	@deploy/install-deps.sh --check >/dev/null 2>&1 || deploy/install-deps.sh
 
 sanitize:
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	$(MAKE) --no-print-directory BUILD=build/san OPT="-O1 -fno-omit-frame-pointer" \
 	  EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all" \
 	  EXTRA_LDLIBS="-fsanitize=address,undefined" test-c
