@@ -372,3 +372,94 @@ Test(contact, delassus_matches_dense, .timeout = 60)
     sim_data_destroy(&d);
     sim_model_destroy(&m);
 }
+
+/* A sphere that cannot spin up (rotational inertia 1e6 kg m^2) slides: it decelerates at mu g (1 %)
+ * and stops at v0^2 / (2 mu g), then stays stopped. */
+Test(contact, sliding_sphere_decelerates_at_mu_g_and_stops)
+{
+    const double size[3] = {0.05, 0, 0}, mu = 0.6, v0 = 2.0, g = 9.81, dt = 1e-3;
+    sim_model *m = free_body(SIM_GEOM_SPHERE, size, 1.0, mu);
+    m->body[0].inertia[0] = m->body[0].inertia[4] = m->body[0].inertia[8] = 1e6;
+    sim_data *d = sim_data_new(m);
+    d->q[2] = size[0];
+    d->u[0] = v0;
+    int i = 0;
+    double v_half = -1;
+    const int half = (int)(0.5 * v0 / (mu * g) / dt);
+    while (d->u[0] > 1e-6 && i < 5000) {
+        cr_assert_eq(sim_step(m, d, dt), 0);
+        i++;
+        if (i == half) v_half = d->u[0];
+    }
+    double decel = (v0 - v_half) / (half * dt);
+    cr_log_info("non-rolling sphere: deceleration %.5f (mu g %.5f), stopped after %.4f s at %.5f m (ideal %.4f s, %.5f m)",
+                decel, mu * g, i * dt, d->q[0], v0 / (mu * g), v0 * v0 / (2 * mu * g));
+    cr_assert_lt(fabs(decel - mu * g) / (mu * g), 0.01, "deceleration %g vs %g", decel, mu * g);
+    cr_assert_lt(fabs(i * dt - v0 / (mu * g)), 2 * dt, "stopping time %g vs %g", i * dt, v0 / (mu * g));
+    for (int k = 0; k < 500; k++) sim_step(m, d, dt);
+    cr_assert_lt(fabs(d->u[0]) + fabs(d->u[1]), 1e-6, "the sphere creeps after stopping");
+    cr_assert_lt(fabs(d->q[0] - v0 * v0 / (2 * mu * g)), 0.01);
+    sim_data_destroy(&d);
+    sim_model_destroy(&m);
+}
+
+/* Capsules and cylinders: contact points, normals and rest. */
+Test(contact, capsule_and_cylinder_geometry)
+{
+    /* capsule lying along x (rotate local z onto x): two end-sphere contacts at x = +-half length */
+    const double csize[3] = {0.05, 0.2, 0};
+    sim_model *m = free_body(SIM_GEOM_CAPSULE, csize, 2.0, 0.8);
+    double *R = m->geom[0].rot;
+    memset(R, 0, 9 * sizeof(double));
+    R[2] = 1; R[4] = 1; R[6] = -1; /* columns: local x -> -z, local y -> y, local z -> x */
+    sim_data *d = sim_data_new(m);
+    d->q[2] = 0.05;
+    sim_kinematics(m, d);
+    sim_velocity(m, d);
+    sim_contact c[16];
+    int n = sim_collide(m, d, 1e-3, 1e-3, c, 16);
+    cr_assert_eq(n, 2, "lying capsule: %d contacts", n);
+    for (int k = 0; k < 2; k++) {
+        cr_assert_float_eq(fabs(c[k].pos[0]), 0.2, 1e-12);
+        cr_assert_float_eq(c[k].pos[2], 0.0, 1e-12);
+        cr_assert_float_eq(c[k].frame[8], 1.0, 0); /* normal = +z */
+        cr_assert_float_eq(c[k].gap, 0.0, 1e-12);
+    }
+    cr_assert_neq(c[0].feature, c[1].feature);
+    for (int k = 0; k < 2000; k++) sim_step(m, d, 1e-3);
+    cr_assert_float_eq(d->q[2], 0.05, 1e-4, "capsule sank or floated: %g", d->q[2]);
+    sim_data_destroy(&d);
+    sim_model_destroy(&m);
+
+    /* cylinder standing on its cap: rests on four rim points of the lower cap */
+    const double ysize[3] = {0.1, 0.15, 0};
+    m = free_body(SIM_GEOM_CYLINDER, ysize, 3.0, 0.8);
+    d = sim_data_new(m);
+    d->q[2] = 0.15;
+    sim_kinematics(m, d);
+    sim_velocity(m, d);
+    n = sim_collide(m, d, 1e-3, 1e-3, c, 16);
+    cr_assert_eq(n, 4, "standing cylinder: %d contacts", n);
+    for (int k = 0; k < n; k++) {
+        cr_assert_float_eq(hypot(c[k].pos[0], c[k].pos[1]), 0.1, 1e-12);
+        cr_assert_float_eq(c[k].pos[2], 0.0, 1e-12);
+    }
+    for (int k = 0; k < 3000; k++) sim_step(m, d, 1e-3);
+    cr_assert_float_eq(d->q[2], 0.15, 1e-4);
+    cr_assert_gt(d->q[3], 0.999999, "standing cylinder tipped");
+    /* lying on its side: two contacts, one per cap rim */
+    sim_data_reset(m, d);
+    sim_step_forget_contacts(d);
+    d->q[3] = cos(M_PI / 4); d->q[4] = sin(M_PI / 4); /* axis z -> -y */
+    d->q[2] = 0.1;
+    sim_kinematics(m, d);
+    sim_velocity(m, d);
+    n = sim_collide(m, d, 1e-3, 1e-3, c, 16);
+    cr_assert_eq(n, 2, "lying cylinder: %d contacts", n);
+    for (int k = 0; k < n; k++) {
+        cr_assert_float_eq(fabs(c[k].pos[1]), 0.15, 1e-12);
+        cr_assert_float_eq(c[k].pos[2], 0.0, 1e-12);
+    }
+    sim_data_destroy(&d);
+    sim_model_destroy(&m);
+}
