@@ -34,7 +34,7 @@ MAIN_BINS := $(foreach f,$(wildcard server/main_*.c),$(BUILD)/herd-$(patsubst se
 
 .SECONDARY:
 .PHONY: all test test-c test-py test-jl sanitize bench run deps clean
-all: $(BUILD)/libherd.a $(MAIN_BINS) $(BUILD)/herd-bench $(TEST_BIN)
+all: $(BUILD)/libherd.a $(MAIN_BINS) $(BUILD)/herd-bench $(BUILD)/herd-ping $(TEST_BIN)
 
 deps:
 	@deploy/install-deps.sh
@@ -85,10 +85,9 @@ test-py: all
 test-jl:
 	@if [ -d clients/julia/test ]; then tests/run-jl-tests.sh; fi
 
-test: deps-check all
-	@$(MAKE) --no-print-directory test-c
-	@$(MAKE) --no-print-directory test-py
-	@$(MAKE) --no-print-directory test-jl
+test: deps-check
+	@$(MAKE) --no-print-directory all
+	@tests/run-all.sh
 
 deps-check:
 	@deploy/install-deps.sh --check >/dev/null 2>&1 || deploy/install-deps.sh
@@ -98,6 +97,19 @@ sanitize:
 	$(MAKE) --no-print-directory BUILD=build/san OPT="-O1 -fno-omit-frame-pointer" \
 	  EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all" \
 	  EXTRA_LDLIBS="-fsanitize=address,undefined" test-c
+
+# Health probe (image HEALTHCHECK, Kubernetes probes, Slurm script): libzmq + msgpack-c only.
+$(BUILD)/herd-ping: deploy/herd_ping.c $(FLAGS_STAMP)
+	$(CC) $(CSTD) $(WARN) $(CFLAGS) -o $@ $< -lzmq -lmsgpackc
+
+.PHONY: test-container test-multiserver image
+test-multiserver: $(BUILD)/herd-server $(BUILD)/libherd.a
+	@tests/multiserver/run.sh
+test-container: $(BUILD)/herd-server $(BUILD)/libherd.a
+	@tests/container/run.sh
+image:
+	@if command -v docker >/dev/null 2>&1; then docker build -t herd .; \
+	 else buildah bud --pull=false --isolation chroot --network host --format docker -t herd .; fi
 
 bench: all
 	$(BUILD)/herd-bench all

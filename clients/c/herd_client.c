@@ -1,0 +1,704 @@
+/* herd_client.c — C client of herd-server.  See herd_client.h. */
+#include "herd_client.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zmq.h>
+
+typedef struct {
+    uint64_t id;
+    int server;
+    proto_op op;
+    int abandoned;              /* timed out: drop the reply when it comes */
+} pending_t;
+
+struct herd_client {
+    void *ctx;
+    int n;
+    void **socks;
+    char **eps;
+    int timeout_ms;
+    uint64_t next_id;
+    int rr;
+    herd_reply *qhead, *qtail;  /* received, not yet handed out */
+    pending_t *pend;
+    int npend, cappend;
+};
+
+static int fail(herd_error *e, proto_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(herd_error *e, proto_code code, const char *fmt, ...)
+{
+    if (e) {
+        e->code = code;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->message, sizeof e->message, fmt, ap);
+        va_end(ap);
+    }
+    return (int)code;
+}
+
+static int from_proto(herd_error *e, const proto_error *pe)
+{
+    return fail(e, pe->code, "%s", pe->message);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+
+herd_client *herd_client_new(const char *const *endpoints, int n, int timeout_ms, herd_error *err)
+{
+    if (n < 1 || !endpoints) {
+        fail(err, PROTO_E_TRANSPORT, "no server endpoint given");
+        return NULL;
+    }
+    herd_client *c = calloc(1, sizeof *c);
+    if (!c) return fail(err, PROTO_E_INTERNAL, "out of memory"), NULL;
+    c->timeout_ms = timeout_ms > 0 ? timeout_ms : 5000;
+    c->next_id = 1;
+    c->ctx = zmq_ctx_new();
+    c->socks = calloc((size_t)n, sizeof *c->socks);
+    c->eps = calloc((size_t)n, sizeof *c->eps);
+    if (!c->ctx || !c->socks || !c->eps) {
+        fail(err, PROTO_E_TRANSPORT, "cannot create a ZeroMQ context");
+        herd_client_destroy(&c);
+        return NULL;
+    }
+    c->n = n;
+    for (int i = 0; i < n; i++) {
+        c->eps[i] = strdup(endpoints[i]);
+        c->socks[i] = zmq_socket(c->ctx, ZMQ_DEALER);
+        int zero = 0;
+        if (!c->eps[i] || !c->socks[i] || zmq_setsockopt(c->socks[i], ZMQ_LINGER, &zero, sizeof zero) ||
+            zmq_connect(c->socks[i], endpoints[i])) {
+            fail(err, PROTO_E_TRANSPORT, "cannot connect to %s: %s", endpoints[i], zmq_strerror(zmq_errno()));
+            herd_client_destroy(&c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+void herd_client_destroy(herd_client **pc)
+{
+    if (!pc || !*pc) return;
+    herd_client *c = *pc;
+    while (c->qhead) {
+        herd_reply *r = c->qhead;
+        c->qhead = r->next;
+        herd_reply_destroy(&r);
+    }
+    for (int i = 0; i < c->n; i++) {
+        if (c->socks && c->socks[i]) zmq_close(c->socks[i]);
+        if (c->eps) free(c->eps[i]);
+    }
+    free(c->socks);
+    free(c->eps);
+    free(c->pend);
+    if (c->ctx) zmq_ctx_term(c->ctx);
+    free(c);
+    *pc = NULL;
+}
+
+void herd_client_set_timeout(herd_client *c, int timeout_ms) { c->timeout_ms = timeout_ms > 0 ? timeout_ms : c->timeout_ms; }
+int herd_client_nservers(const herd_client *c) { return c->n; }
+const char *herd_client_endpoint(const herd_client *c, int server)
+{
+    return server >= 0 && server < c->n ? c->eps[server] : "?";
+}
+
+uint64_t herd_client_next_id(herd_client *c) { return c->next_id++; }
+
+static pending_t *pend_find(herd_client *c, uint64_t id)
+{
+    for (int i = 0; i < c->npend; i++)
+        if (c->pend[i].id == id) return &c->pend[i];
+    return NULL;
+}
+
+static void pend_remove(herd_client *c, pending_t *p)
+{
+    *p = c->pend[--c->npend];
+}
+
+static int pend_add(herd_client *c, uint64_t id, int server, proto_op op)
+{
+    if (c->npend == c->cappend) {
+        int cap = c->cappend ? 2 * c->cappend : 16;
+        pending_t *p = realloc(c->pend, (size_t)cap * sizeof *p);
+        if (!p) return -1;
+        c->pend = p;
+        c->cappend = cap;
+    }
+    c->pend[c->npend++] = (pending_t){id, server, op, 0};
+    return 0;
+}
+
+static void free_cb(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
+static int send_bytes(herd_client *c, int server, uint8_t *buf, size_t len, herd_error *err)
+{
+    zmq_msg_t m;
+    if (zmq_msg_init_data(&m, buf, len, free_cb, NULL)) {
+        free(buf);
+        return fail(err, PROTO_E_TRANSPORT, "cannot build a message: %s", zmq_strerror(zmq_errno()));
+    }
+    if (zmq_msg_send(&m, c->socks[server], ZMQ_DONTWAIT) < 0) {
+        int e = zmq_errno();
+        zmq_msg_close(&m);
+        return fail(err, PROTO_E_TRANSPORT, "cannot send to %s: %s", c->eps[server],
+                    e == EAGAIN ? "send queue full (is the server reachable?)" : zmq_strerror(e));
+    }
+    return 0;
+}
+
+int herd_client_send_request(herd_client *c, int server, const proto_request *r, herd_error *err)
+{
+    if (server < 0 || server >= c->n) return fail(err, PROTO_E_TRANSPORT, "no server %d", server);
+    proto_buf b;
+    proto_buf_init(&b);
+    if (proto_encode_request(&b, r)) {
+        proto_buf_free(&b);
+        return fail(err, PROTO_E_INTERNAL, "out of memory encoding a request");
+    }
+    size_t len;
+    uint8_t *p = proto_buf_steal(&b, &len);
+    int rc = send_bytes(c, server, p, len, err);
+    if (rc) return rc;
+    if (pend_add(c, r->id, server, r->op)) return fail(err, PROTO_E_INTERNAL, "out of memory");
+    return 0;
+}
+
+int herd_client_send_raw(herd_client *c, int server, const void *bytes, size_t len, herd_error *err)
+{
+    if (server < 0 || server >= c->n) return fail(err, PROTO_E_TRANSPORT, "no server %d", server);
+    uint8_t *p = malloc(len ? len : 1);
+    if (!p) return fail(err, PROTO_E_INTERNAL, "out of memory");
+    memcpy(p, bytes, len);
+    return send_bytes(c, server, p, len, err);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* receiving */
+
+void herd_reply_destroy(herd_reply **pr)
+{
+    if (!pr || !*pr) return;
+    herd_reply *r = *pr;
+    proto_reply_clear(&r->msg);
+    if (r->zmsg) {
+        zmq_msg_close(r->zmsg);
+        free(r->zmsg);
+    }
+    free(r->copy);
+    free(r);
+    *pr = NULL;
+}
+
+/* Receives and decodes one message from socket i (ready to read).  NULL for a message to drop. */
+static herd_reply *read_one(herd_client *c, int i, herd_error *err, int *rc)
+{
+    *rc = 0;
+    zmq_msg_t *m = malloc(sizeof *m);
+    if (!m) {
+        *rc = fail(err, PROTO_E_INTERNAL, "out of memory");
+        return NULL;
+    }
+    zmq_msg_init(m);
+    /* the payload is the last frame (a server may echo envelope frames before it) */
+    for (;;) {
+        if (zmq_msg_recv(m, c->socks[i], ZMQ_DONTWAIT) < 0) {
+            int e = zmq_errno();
+            zmq_msg_close(m);
+            free(m);
+            if (e != EAGAIN && e != EINTR)
+                *rc = fail(err, PROTO_E_TRANSPORT, "cannot receive from %s: %s", c->eps[i], zmq_strerror(e));
+            return NULL;
+        }
+        if (!zmq_msg_more(m)) break;
+    }
+    herd_reply *r = calloc(1, sizeof *r);
+    if (!r) {
+        zmq_msg_close(m);
+        free(m);
+        *rc = fail(err, PROTO_E_INTERNAL, "out of memory");
+        return NULL;
+    }
+    r->zmsg = m;
+    r->server = i;
+    const uint8_t *data = zmq_msg_data(m);
+    size_t len = zmq_msg_size(m);
+    if ((uintptr_t)data % PROTO_ALIGN) {
+        r->copy = aligned_alloc(64, (len + 63) / 64 * 64 + 64);
+        if (!r->copy) {
+            herd_reply_destroy(&r);
+            *rc = fail(err, PROTO_E_INTERNAL, "out of memory");
+            return NULL;
+        }
+        memcpy(r->copy, data, len);
+        data = r->copy;
+        zmq_msg_close(m);
+        free(m);
+        r->zmsg = NULL;
+    }
+    proto_error pe;
+    if (proto_decode_reply(data, len, &r->msg, &pe)) {
+        herd_reply_destroy(&r);
+        *rc = fail(err, PROTO_E_BAD_REPLY, "bad reply from %s: %s", c->eps[i], pe.message);
+        return NULL;
+    }
+    r->id = r->msg.id;
+    r->ok = r->msg.ok;
+    r->op = PROTO_OP_COUNT;
+    if (!r->ok) {
+        r->error.code = r->msg.error.code;
+        snprintf(r->error.message, sizeof r->error.message, "%s", r->msg.error.message);
+    }
+    pending_t *p = pend_find(c, r->id);
+    if (p) {
+        r->op = p->op;
+        int abandoned = p->abandoned;
+        pend_remove(c, p);
+        if (abandoned) herd_reply_destroy(&r);
+    }
+    return r;
+}
+
+/* Waits up to timeout_ms for one reply on any socket; NULL + *rc = 0 on timeout. */
+static herd_reply *recv_any(herd_client *c, double deadline_ms, herd_error *err, int *rc)
+{
+    zmq_pollitem_t items[16];
+    int n = c->n < 16 ? c->n : 16;
+    *rc = 0;
+    for (;;) {
+        for (int i = 0; i < n; i++) items[i] = (zmq_pollitem_t){c->socks[i], 0, ZMQ_POLLIN, 0};
+        double left = deadline_ms - now_ms();
+        if (left < 0) left = 0;
+        int k = zmq_poll(items, n, (long)left);
+        if (k < 0) {
+            if (zmq_errno() == EINTR) {
+                if (now_ms() >= deadline_ms) return NULL;
+                continue;
+            }
+            *rc = fail(err, PROTO_E_TRANSPORT, "poll failed: %s", zmq_strerror(zmq_errno()));
+            return NULL;
+        }
+        if (k == 0) return NULL;
+        for (int i = 0; i < n; i++) {
+            if (!(items[i].revents & ZMQ_POLLIN)) continue;
+            herd_reply *r = read_one(c, i, err, rc);
+            if (*rc) return NULL;
+            if (r) return r;
+        }
+    }
+}
+
+static double deadline(herd_client *c, int timeout_ms) { return now_ms() + (timeout_ms < 0 ? c->timeout_ms : timeout_ms); }
+
+int herd_client_recv(herd_client *c, int timeout_ms, herd_reply **out, herd_error *err)
+{
+    *out = NULL;
+    if (c->qhead) {
+        *out = c->qhead;
+        c->qhead = c->qhead->next;
+        if (!c->qhead) c->qtail = NULL;
+        (*out)->next = NULL;
+        return 0;
+    }
+    int rc;
+    herd_reply *r = recv_any(c, deadline(c, timeout_ms), err, &rc);
+    if (rc) return rc;
+    if (!r) {
+        char who[512] = "";
+        for (int i = 0; i < c->n && strlen(who) < 400; i++)
+            snprintf(who + strlen(who), sizeof who - strlen(who), "%s%s", i ? ", " : "", c->eps[i]);
+        return fail(err, PROTO_E_TIMEOUT, "no reply from %s within %d ms", who, timeout_ms < 0 ? c->timeout_ms : timeout_ms);
+    }
+    *out = r;
+    return 0;
+}
+
+int herd_client_wait(herd_client *c, uint64_t id, int timeout_ms, herd_reply **out, herd_error *err)
+{
+    *out = NULL;
+    for (herd_reply **pp = &c->qhead, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->next) {
+        if ((*pp)->id == id) {
+            herd_reply *r = *pp;
+            *pp = r->next;
+            if (c->qtail == r) c->qtail = prev;
+            r->next = NULL;
+            *out = r;
+            return 0;
+        }
+    }
+    pending_t *p = pend_find(c, id);
+    int server = p ? p->server : 0;
+    proto_op op = p ? p->op : PROTO_OP_COUNT;
+    double dl = deadline(c, timeout_ms);
+    for (;;) {
+        int rc;
+        herd_reply *r = recv_any(c, dl, err, &rc);
+        if (rc) return rc;
+        if (!r) {
+            if ((p = pend_find(c, id))) p->abandoned = 1;
+            return fail(err, PROTO_E_TIMEOUT, "no reply from %s to request %" PRIu64 " (%s) within %d ms", c->eps[server],
+                        id, proto_op_name(op), timeout_ms < 0 ? c->timeout_ms : timeout_ms);
+        }
+        if (r->id == id) {
+            *out = r;
+            return 0;
+        }
+        if (c->qtail) c->qtail->next = r;
+        else c->qhead = r;
+        c->qtail = r;
+    }
+}
+
+/* Sends r (id assigned here) and waits for its reply; server errors become return codes. */
+static int call(herd_client *c, int server, proto_request *r, herd_reply **out, herd_error *err)
+{
+    r->id = herd_client_next_id(c);
+    int rc = herd_client_send_request(c, server, r, err);
+    if (rc) return rc;
+    rc = herd_client_wait(c, r->id, -1, out, err);
+    if (rc) return rc;
+    if (!(*out)->ok) {
+        rc = fail(err, (*out)->error.code, "%s", (*out)->error.message);
+        herd_reply_destroy(out);
+        return rc;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* calls */
+
+int herd_client_ping(herd_client *c, int server, double *t, herd_error *err)
+{
+    proto_request r;
+    proto_request_init(&r);
+    r.op = PROTO_OP_PING;
+    herd_reply *rep;
+    int rc = call(c, server, &r, &rep, err);
+    if (rc) return rc;
+    proto_error pe;
+    double v = 0;
+    if (proto_get_f64(&rep->msg.root, "time", &v, &pe)) rc = from_proto(err, &pe);
+    if (t) *t = v;
+    herd_reply_destroy(&rep);
+    return rc;
+}
+
+void herd_hello_free(herd_hello *h)
+{
+    free(h->envs);
+    memset(h, 0, sizeof *h);
+}
+
+int herd_client_hello(herd_client *c, int server, herd_hello *h, herd_error *err)
+{
+    memset(h, 0, sizeof *h);
+    proto_request r;
+    proto_request_init(&r);
+    r.op = PROTO_OP_HELLO;
+    herd_reply *rep;
+    int rc = call(c, server, &r, &rep, err);
+    if (rc) return rc;
+    const msgpack_object *root = &rep->msg.root;
+    proto_error pe;
+    int64_t i64 = 0;
+    uint64_t u64 = 0;
+    if (proto_get_int(root, "protocol", &i64, &pe) || proto_get_str(root, "server", h->server, sizeof h->server, &pe)) goto bad;
+    h->protocol = (int)i64;
+    if (proto_get_int(root, "threads", &i64, &pe)) goto bad;
+    h->threads = (int)i64;
+    const msgpack_object *lim = proto_map_get(root, "limits");
+    if (proto_get_uint(lim, "max_message_bytes", &u64, &pe) ||
+        proto_get_int(lim, "max_worlds_per_session", &h->max_worlds_per_session, &pe) ||
+        proto_get_int(lim, "max_worlds", &h->max_worlds, &pe))
+        goto bad;
+    h->max_message_bytes = u64;
+    const msgpack_object *envs = proto_map_get(root, "envs");
+    if (!envs || envs->type != MSGPACK_OBJECT_ARRAY) {
+        proto_fail(&pe, PROTO_E_BAD_REPLY, "hello reply lacks 'envs'");
+        goto bad;
+    }
+    h->nenvs = (int)envs->via.array.size;
+    h->envs = calloc((size_t)(h->nenvs ? h->nenvs : 1), sizeof *h->envs);
+    if (!h->envs) {
+        proto_fail(&pe, PROTO_E_INTERNAL, "out of memory");
+        goto bad;
+    }
+    for (int i = 0; i < h->nenvs; i++)
+        if (proto_decode_spec(&envs->via.array.ptr[i], &h->envs[i], &pe)) goto bad;
+    herd_reply_destroy(&rep);
+    return 0;
+bad:
+    herd_reply_destroy(&rep);
+    herd_hello_free(h);
+    return fail(err, PROTO_E_BAD_REPLY, "bad hello reply: %s", pe.message);
+}
+
+int herd_client_make(herd_client *c, int server, const char *env, int num_worlds, const env_kv *config, int nconfig,
+                     uint64_t seed, env_autoreset autoreset, herd_session *s, herd_error *err)
+{
+    memset(s, 0, sizeof *s);
+    if (server < 0) server = c->rr++ % c->n;
+    proto_request r;
+    proto_request_init(&r);
+    r.op = PROTO_OP_MAKE;
+    if (!env || strlen(env) >= sizeof r.env) return fail(err, PROTO_E_UNKNOWN_ENV, "bad env name");
+    snprintf(r.env, sizeof r.env, "%s", env);
+    r.num_worlds = num_worlds;
+    if (nconfig > PROTO_MAX_CONFIG) return fail(err, PROTO_E_BAD_CONFIG, "more than %d config overrides", PROTO_MAX_CONFIG);
+    for (int i = 0; i < nconfig; i++) {
+        if (!config[i].key || strlen(config[i].key) >= PROTO_NAME_MAX)
+            return fail(err, PROTO_E_BAD_CONFIG, "bad config key");
+        snprintf(r.config[i].key, sizeof r.config[i].key, "%s", config[i].key);
+        r.config[i].value = config[i].value;
+    }
+    r.nconfig = nconfig;
+    r.has_seed = 1;
+    r.seed = seed;
+    r.has_autoreset = 1;
+    r.autoreset = autoreset;
+    herd_reply *rep;
+    int rc = call(c, server, &r, &rep, err);
+    if (rc) return rc;
+    const msgpack_object *root = &rep->msg.root;
+    proto_error pe;
+    int64_t nw = 0;
+    char ar[32];
+    if (proto_get_uint(root, "session", &s->id, &pe) || proto_get_int(root, "num_worlds", &nw, &pe) ||
+        proto_get_uint(root, "seed", &s->seed, &pe) || proto_get_str(root, "autoreset", ar, sizeof ar, &pe) ||
+        proto_decode_spec(proto_map_get(root, "spec"), &s->spec, &pe))
+        goto bad;
+    int a = proto_autoreset_from_name(ar, strlen(ar));
+    if (a < 0) {
+        proto_fail(&pe, PROTO_E_BAD_REPLY, "unknown autoreset '%s'", ar);
+        goto bad;
+    }
+    s->autoreset = (env_autoreset)a;
+    s->server = server;
+    s->num_worlds = (int)nw;
+    s->obs_dim = s->spec.obs_dim;
+    s->act_dim = s->spec.act_dim;
+    s->nterms = s->spec.nterms;
+    const msgpack_object *cfg = proto_map_get(root, "config");
+    for (int i = 0; i < s->spec.nconfig; i++)
+        if (proto_get_f64(cfg, s->spec.config[i].key, &s->config[i], &pe)) goto bad;
+    herd_reply_destroy(&rep);
+    return 0;
+bad:
+    herd_reply_destroy(&rep);
+    return fail(err, PROTO_E_BAD_REPLY, "bad make reply: %s", pe.message);
+}
+
+static uint64_t send_rows(herd_client *c, const herd_session *s, proto_op op, int n, const int32_t *ids,
+                          const uint64_t *seeds, const float *actions, int reward_terms, herd_error *err)
+{
+    proto_request r;
+    proto_request_init(&r);
+    r.op = op;
+    r.id = herd_client_next_id(c);
+    r.session = s->id;
+    r.has_session = 1;
+    if (!ids) n = s->num_worlds;
+    if (ids) {
+        r.nids = n;
+        r.world_ids = (int32_t *)ids;
+    }
+    if (seeds) {
+        r.nseeds = n;
+        r.seeds = (uint64_t *)seeds;
+    }
+    if (op == PROTO_OP_STEP) {
+        r.has_actions = 1;
+        r.actions = (proto_tensor){PROTO_DT_FLOAT32, 2, {(uint64_t)n, (uint64_t)s->act_dim}, (const uint8_t *)actions,
+                                   (size_t)n * (size_t)s->act_dim * 4};
+        r.reward_terms = reward_terms;
+    }
+    int rc = herd_client_send_request(c, s->server, &r, err);
+    return rc ? 0 : r.id;
+}
+
+uint64_t herd_client_reset_send(herd_client *c, const herd_session *s, int n, const int32_t *ids, const uint64_t *seeds,
+                                herd_error *err)
+{
+    return send_rows(c, s, PROTO_OP_RESET, n, ids, seeds, NULL, 0, err);
+}
+
+uint64_t herd_client_step_send(herd_client *c, const herd_session *s, int n, const int32_t *ids, const float *actions,
+                               int reward_terms, herd_error *err)
+{
+    return send_rows(c, s, PROTO_OP_STEP, n, ids, NULL, actions, reward_terms, err);
+}
+
+int herd_reply_tensor(const herd_reply *r, const char *path, proto_tensor *t, herd_error *err)
+{
+    const msgpack_object *m = &r->msg.root;
+    const char *key = path;
+    if (!strncmp(path, "info.", 5)) {
+        m = proto_map_get(m, "info");
+        key = path + 5;
+    }
+    const msgpack_object *o = proto_map_get(m, key);
+    if (!o) return fail(err, PROTO_E_BAD_REPLY, "reply lacks '%s'", path);
+    proto_error pe;
+    if (proto_tensor_from_object(o, path, t, &pe)) return fail(err, PROTO_E_BAD_REPLY, "%s", pe.message);
+    return 0;
+}
+
+/* Copies reply tensor `path` (dtype dt, shape [n] or [n, cols]) into dst when dst != NULL. */
+static int copy_out(const herd_reply *r, const char *path, proto_dtype dt, int n, int cols, void *dst, int required,
+                    herd_error *err)
+{
+    if (!dst) return 0;
+    const msgpack_object *m = &r->msg.root;
+    const char *key = path;
+    if (!strncmp(path, "info.", 5)) {
+        m = proto_map_get(m, "info");
+        key = path + 5;
+    }
+    if (!proto_map_get(m, key)) {
+        if (!required) return 0;
+        return fail(err, PROTO_E_BAD_REPLY, "reply lacks '%s'", path);
+    }
+    proto_tensor t;
+    proto_error pe;
+    int64_t shp[2] = {n, cols};
+    if (proto_get_tensor(m, key, dt, cols > 0 ? 2 : 1, shp, &t, &pe)) return fail(err, PROTO_E_BAD_REPLY, "%s", pe.message);
+    memcpy(dst, t.data, t.nbytes);
+    return 0;
+}
+
+static int reply_check(const herd_reply *r, herd_error *err)
+{
+    if (!r->ok) return fail(err, r->error.code, "%s", r->error.message);
+    return 0;
+}
+
+int herd_reply_reset(const herd_reply *r, const herd_session *s, int n, float *obs, herd_error *err)
+{
+    int rc = reply_check(r, err);
+    if (rc) return rc;
+    return copy_out(r, "obs", PROTO_DT_FLOAT32, n, s->obs_dim, obs, 1, err);
+}
+
+int herd_reply_step(const herd_reply *r, const herd_session *s, int n, herd_step_out *o, herd_error *err)
+{
+    int rc = reply_check(r, err);
+    if (rc) return rc;
+    const int od = s->obs_dim, nt = s->nterms;
+    if ((rc = copy_out(r, "obs", PROTO_DT_FLOAT32, n, od, o->obs, 1, err)) ||
+        (rc = copy_out(r, "reward", PROTO_DT_FLOAT32, n, 0, o->reward, 1, err)) ||
+        (rc = copy_out(r, "terminated", PROTO_DT_BOOL, n, 0, o->terminated, 1, err)) ||
+        (rc = copy_out(r, "truncated", PROTO_DT_BOOL, n, 0, o->truncated, 1, err)) ||
+        (rc = copy_out(r, "info.physics_reset", PROTO_DT_BOOL, n, 0, o->physics_reset, 1, err)) ||
+        (rc = copy_out(r, "info.episode_done", PROTO_DT_BOOL, n, 0, o->episode_done, 1, err)) ||
+        (rc = copy_out(r, "info.episode_return", PROTO_DT_FLOAT32, n, 0, o->episode_return, 1, err)) ||
+        (rc = copy_out(r, "info.episode_length", PROTO_DT_INT32, n, 0, o->episode_length, 1, err)) ||
+        (rc = copy_out(r, "info.episode_terms", PROTO_DT_FLOAT32, n, nt, o->episode_terms, 1, err)) ||
+        (rc = copy_out(r, "info.autoreset", PROTO_DT_BOOL, n, 0, o->autoreset, s->autoreset == ENV_AUTORESET_NEXT_STEP, err)) ||
+        (rc = copy_out(r, "info.final_obs", PROTO_DT_FLOAT32, n, od, o->final_obs, s->autoreset == ENV_AUTORESET_SAME_STEP, err)) ||
+        (rc = copy_out(r, "info._final_obs", PROTO_DT_BOOL, n, 0, o->final_mask, s->autoreset == ENV_AUTORESET_SAME_STEP, err)) ||
+        (rc = copy_out(r, "info.reward_terms", PROTO_DT_FLOAT32, n, nt, o->reward_terms, 0, err)))
+        return rc;
+    return 0;
+}
+
+int herd_client_reset(herd_client *c, const herd_session *s, int n, const int32_t *ids, const uint64_t *seeds, float *obs,
+                      herd_error *err)
+{
+    if (!ids) n = s->num_worlds;
+    uint64_t id = herd_client_reset_send(c, s, n, ids, seeds, err);
+    if (!id) return err ? (int)err->code : PROTO_E_TRANSPORT;
+    herd_reply *r;
+    int rc = herd_client_wait(c, id, -1, &r, err);
+    if (rc) return rc;
+    rc = herd_reply_reset(r, s, n, obs, err);
+    herd_reply_destroy(&r);
+    return rc;
+}
+
+int herd_client_step(herd_client *c, const herd_session *s, int n, const int32_t *ids, const float *actions,
+                     int reward_terms, herd_step_out *out, herd_error *err)
+{
+    if (!ids) n = s->num_worlds;
+    uint64_t id = herd_client_step_send(c, s, n, ids, actions, reward_terms, err);
+    if (!id) return err ? (int)err->code : PROTO_E_TRANSPORT;
+    herd_reply *r;
+    int rc = herd_client_wait(c, id, -1, &r, err);
+    if (rc) return rc;
+    herd_step_out none = {0};
+    rc = herd_reply_step(r, s, n, out ? out : &none, err);
+    herd_reply_destroy(&r);
+    return rc;
+}
+
+int herd_client_close(herd_client *c, const herd_session *s, herd_error *err)
+{
+    proto_request r;
+    proto_request_init(&r);
+    r.op = PROTO_OP_CLOSE;
+    r.session = s->id;
+    r.has_session = 1;
+    herd_reply *rep;
+    int rc = call(c, s->server, &r, &rep, err);
+    if (!rc) herd_reply_destroy(&rep);
+    return rc;
+}
+
+int herd_client_stats(herd_client *c, int server, uint64_t session, herd_stats *st, herd_error *err)
+{
+    memset(st, 0, sizeof *st);
+    proto_request r;
+    proto_request_init(&r);
+    r.op = PROTO_OP_STATS;
+    if (session) {
+        r.session = session;
+        r.has_session = 1;
+    }
+    herd_reply *rep;
+    int rc = call(c, server, &r, &rep, err);
+    if (rc) return rc;
+    const msgpack_object *m = &rep->msg.root;
+    proto_error pe;
+    int64_t th = 0;
+    if (proto_get_f64(m, "uptime_s", &st->uptime_s, &pe) || proto_get_int(m, "sessions", &st->sessions, &pe) ||
+        proto_get_int(m, "worlds", &st->worlds, &pe) || proto_get_uint(m, "steps", &st->steps, &pe) ||
+        proto_get_f64(m, "steps_per_s", &st->steps_per_s, &pe) || proto_get_uint(m, "requests", &st->requests, &pe) ||
+        proto_get_uint(m, "errors", &st->errors, &pe) || proto_get_int(m, "threads", &th, &pe))
+        goto bad;
+    st->threads = (int)th;
+    const msgpack_object *ss = proto_map_get(m, "session");
+    if (ss) {
+        st->has_session = 1;
+        if (proto_get_uint(ss, "session", &st->session, &pe) || proto_get_str(ss, "env", st->env, sizeof st->env, &pe) ||
+            proto_get_int(ss, "num_worlds", &st->num_worlds, &pe) || proto_get_uint(ss, "steps", &st->session_steps, &pe) ||
+            proto_get_f64(ss, "steps_per_s", &st->session_steps_per_s, &pe) || proto_get_f64(ss, "age_s", &st->age_s, &pe) ||
+            proto_get_f64(ss, "idle_s", &st->idle_s, &pe) || proto_get_uint(ss, "requests", &st->session_requests, &pe) ||
+            proto_get_uint(ss, "errors", &st->session_errors, &pe))
+            goto bad;
+    }
+    herd_reply_destroy(&rep);
+    return 0;
+bad:
+    herd_reply_destroy(&rep);
+    return fail(err, PROTO_E_BAD_REPLY, "bad stats reply: %s", pe.message);
+}

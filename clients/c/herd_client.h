@@ -1,0 +1,158 @@
+/* herd_client.h — C client of herd-server (protocol/PROTOCOL.md), for C and C++ programs, the tests
+ * and the benchmarks.
+ *
+ *     herd_error err;
+ *     const char *ep[] = {"tcp://127.0.0.1:5555"};
+ *     herd_client *c = herd_client_new(ep, 1, 5000, &err);           // 5 s timeout per reply
+ *     herd_session s;
+ *     herd_client_make(c, -1, "anymal_c-walk", 4096, NULL, 0, 42, ENV_AUTORESET_NEXT_STEP, &s, &err);
+ *     herd_client_reset(c, &s, -1, NULL, NULL, obs, &err);            // obs: 4096 x s.obs_dim floats
+ *     herd_step_out out = {.obs = obs, .reward = rew, .terminated = term, .truncated = trunc};
+ *     herd_client_step(c, &s, -1, NULL, actions, 0, &out, &err);       // actions: 4096 x s.act_dim
+ *     herd_client_close(c, &s, &err);
+ *     herd_client_destroy(&c);
+ *
+ * Every call returns 0 on success, or an error code (proto_code) with err filled: the server's
+ * {code, message}, or a client-side TIMEOUT (the message names the server address), TRANSPORT or
+ * BAD_REPLY.  No call blocks longer than the timeout.
+ *
+ * Pipelining: the *_send functions return a request id at once; herd_client_wait(id) or
+ * herd_client_recv (whichever reply comes first) return the replies, in any order.  Replies that
+ * arrive while waiting for another id are kept until asked for.
+ *
+ * Several servers: herd_client_new takes several endpoints, one DEALER socket each; a session lives on
+ * the server that made it (herd_session.server).  make with server = -1 picks servers in turn.
+ *
+ * Threads: a herd_client is used by one thread at a time (ZeroMQ sockets are not thread-safe); use one
+ * client per thread.  Ownership: herd_client_destroy frees the client; herd_reply_destroy a reply.
+ */
+#ifndef HERD_CLIENT_H
+#define HERD_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "env.h"
+#include "proto.h"
+
+typedef struct herd_client herd_client;
+
+typedef struct {
+    proto_code code;            /* PROTO_OK when there is no error; proto_code_name(code) = the wire name */
+    char message[PROTO_MSG_MAX + 128];
+} herd_error;
+
+typedef struct {
+    int server;                 /* index of the endpoint the session lives on */
+    uint64_t id;
+    int num_worlds, obs_dim, act_dim, nterms;
+    env_autoreset autoreset;
+    uint64_t seed;
+    env_spec spec;              /* as the server sent it (configured: sim_dt, decimation, ...) */
+    double config[ENV_MAX_CONFIG];  /* effective configuration values, in spec.config order */
+} herd_session;
+
+/* Output buffers of a step, one row per stepped world; any pointer may be NULL (not wanted). */
+typedef struct {
+    float *obs;                 /* n x obs_dim */
+    float *reward;              /* n */
+    uint8_t *terminated, *truncated;        /* n, 0 / 1 */
+    uint8_t *physics_reset, *episode_done;  /* n */
+    float *episode_return;      /* n */
+    int32_t *episode_length;    /* n */
+    float *episode_terms;       /* n x nterms */
+    uint8_t *autoreset;         /* n: next_step sessions: the world was reset by this step (action ignored) */
+    float *final_obs;           /* n x obs_dim: same_step sessions */
+    uint8_t *final_mask;        /* n: same_step sessions: final_obs row is valid */
+    float *reward_terms;        /* n x nterms: when asked for */
+} herd_step_out;
+
+typedef struct {
+    int protocol;
+    char server[64];
+    int threads;
+    uint64_t max_message_bytes;
+    int64_t max_worlds_per_session, max_worlds;
+    int nenvs;
+    env_spec *envs;             /* nenvs specs (malloc'd: herd_hello_free) */
+} herd_hello;
+
+typedef struct {
+    double uptime_s, steps_per_s;
+    int64_t sessions, worlds;
+    uint64_t steps, requests, errors;
+    int threads;
+    int has_session;
+    uint64_t session;
+    char env[ENV_NAME_MAX];
+    int64_t num_worlds;
+    uint64_t session_steps, session_requests, session_errors;
+    double session_steps_per_s, age_s, idle_s;
+} herd_stats;
+
+/* A decoded reply (views into the received message). */
+typedef struct herd_reply {
+    uint64_t id;
+    int server;
+    proto_op op;                /* of the request it answers */
+    int ok;
+    herd_error error;           /* when !ok */
+    proto_reply msg;            /* msg.root: the reply map */
+    struct herd_reply *next;    /* (the client's queue) */
+    void *zmsg;                 /* the ZeroMQ message the views point into */
+    uint8_t *copy;              /* an 8-aligned copy when the received bytes were not aligned */
+} herd_reply;
+
+/* Connects one DEALER per endpoint (ZeroMQ connects lazily: a dead server shows as a TIMEOUT later).
+ * timeout_ms: the longest wait for any reply (> 0).  NULL with err on failure. */
+herd_client *herd_client_new(const char *const *endpoints, int nendpoints, int timeout_ms, herd_error *err);
+void herd_client_destroy(herd_client **c);
+void herd_client_set_timeout(herd_client *c, int timeout_ms);
+int herd_client_nservers(const herd_client *c);
+const char *herd_client_endpoint(const herd_client *c, int server);
+
+/* ---- synchronous calls ---- */
+int herd_client_ping(herd_client *c, int server, double *server_unix_time, herd_error *err);
+int herd_client_hello(herd_client *c, int server, herd_hello *out, herd_error *err);
+void herd_hello_free(herd_hello *h);
+/* server: index, or -1 = round-robin.  config: overrides (NULL / 0 for none). */
+int herd_client_make(herd_client *c, int server, const char *env, int num_worlds, const env_kv *config, int nconfig,
+                     uint64_t seed, env_autoreset autoreset, herd_session *out, herd_error *err);
+/* n = -1 and ids = NULL: every world.  seeds: one per world reset, or NULL.  obs: n x obs_dim, or NULL. */
+int herd_client_reset(herd_client *c, const herd_session *s, int n, const int32_t *ids, const uint64_t *seeds,
+                      float *obs, herd_error *err);
+/* actions: n x act_dim float32 (n = -1 / ids = NULL: every world). */
+int herd_client_step(herd_client *c, const herd_session *s, int n, const int32_t *ids, const float *actions,
+                     int reward_terms, herd_step_out *out, herd_error *err);
+int herd_client_close(herd_client *c, const herd_session *s, herd_error *err);
+/* session: 0 for the server-wide figures only. */
+int herd_client_stats(herd_client *c, int server, uint64_t session, herd_stats *out, herd_error *err);
+
+/* ---- pipelining ---- */
+/* Each returns the request id (> 0), or 0 with err. */
+uint64_t herd_client_reset_send(herd_client *c, const herd_session *s, int n, const int32_t *ids,
+                                const uint64_t *seeds, herd_error *err);
+uint64_t herd_client_step_send(herd_client *c, const herd_session *s, int n, const int32_t *ids, const float *actions,
+                               int reward_terms, herd_error *err);
+/* Sends any encoded request (its "id" must be the one returned by herd_client_next_id). */
+uint64_t herd_client_next_id(herd_client *c);
+int herd_client_send_request(herd_client *c, int server, const proto_request *r, herd_error *err);
+/* Sends raw bytes as a request payload (for tests: malformed input).  Replies with an id the client
+ * did not assign are still returned by herd_client_recv. */
+int herd_client_send_raw(herd_client *c, int server, const void *bytes, size_t len, herd_error *err);
+
+/* The next reply, whichever request it answers.  timeout_ms < 0: the client's timeout.  0 or error. */
+int herd_client_recv(herd_client *c, int timeout_ms, herd_reply **out, herd_error *err);
+/* The reply to request id (replies to other requests are kept for later). */
+int herd_client_wait(herd_client *c, uint64_t id, int timeout_ms, herd_reply **out, herd_error *err);
+void herd_reply_destroy(herd_reply **r);
+
+/* Copies a reset / step reply into caller buffers (n rows; checks shapes against the session).
+ * Returns the server's error when the reply is an error. */
+int herd_reply_reset(const herd_reply *r, const herd_session *s, int n, float *obs, herd_error *err);
+int herd_reply_step(const herd_reply *r, const herd_session *s, int n, herd_step_out *out, herd_error *err);
+/* A view of a tensor of the reply: path "obs", "reward", ..., or "info.final_obs".  Its data is
+ * 8-byte aligned and valid until herd_reply_destroy. */
+int herd_reply_tensor(const herd_reply *r, const char *path, proto_tensor *t, herd_error *err);
+
+#endif

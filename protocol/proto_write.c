@@ -1,0 +1,559 @@
+/* proto_write.c — encoding side of the wire protocol: an aligned growable buffer, a MessagePack
+ * writer, request encoding (clients) and reply encoding (server).  See proto.h and PROTOCOL.md. */
+#include "proto.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------------------ */
+/* buffer */
+
+void proto_buf_init(proto_buf *b) { memset(b, 0, sizeof *b); }
+
+void proto_buf_free(proto_buf *b)
+{
+    free(b->data);
+    memset(b, 0, sizeof *b);
+}
+
+void proto_buf_reset(proto_buf *b)
+{
+    b->len = 0;
+    b->oom = 0;
+}
+
+int proto_buf_reserve(proto_buf *b, size_t extra)
+{
+    if (b->oom) return -1;
+    if (extra <= b->cap - b->len) return 0;
+    size_t need = b->len + extra;
+    if (need < b->len) {
+        b->oom = 1;
+        return -1;
+    }
+    /* the first allocation takes what is asked (encoders reserve their size up front); growth doubles */
+    size_t cap = b->cap ? (b->cap > SIZE_MAX / 2 ? need : 2 * b->cap) : 256;
+    if (cap < need) cap = need;
+    if (cap > SIZE_MAX - 63) {
+        b->oom = 1;
+        return -1;
+    }
+    cap = (cap + 63) & ~(size_t)63;
+    uint8_t *p = aligned_alloc(64, cap);
+    if (!p) {
+        b->oom = 1;
+        return -1;
+    }
+    if (b->len) memcpy(p, b->data, b->len);
+    free(b->data);
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+uint8_t *proto_buf_steal(proto_buf *b, size_t *len)
+{
+    uint8_t *p = b->data;
+    if (len) *len = b->len;
+    memset(b, 0, sizeof *b);
+    return p;
+}
+
+static inline void put(proto_buf *b, const void *p, size_t n)
+{
+    if (proto_buf_reserve(b, n)) return;
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+static inline void put1(proto_buf *b, uint8_t c) { put(b, &c, 1); }
+
+static void put_be(proto_buf *b, uint8_t tag, uint64_t v, int n)
+{
+    uint8_t t[9];
+    t[0] = tag;
+    for (int i = 0; i < n; i++) t[1 + i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+    put(b, t, 1 + (size_t)n);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* MessagePack writer */
+
+void proto_w_nil(proto_buf *b) { put1(b, 0xc0); }
+void proto_w_bool(proto_buf *b, int v) { put1(b, v ? 0xc3 : 0xc2); }
+
+void proto_w_uint(proto_buf *b, uint64_t v)
+{
+    if (v <= 0x7f) put1(b, (uint8_t)v);
+    else if (v <= 0xff) put_be(b, 0xcc, v, 1);
+    else if (v <= 0xffff) put_be(b, 0xcd, v, 2);
+    else if (v <= 0xffffffffu) put_be(b, 0xce, v, 4);
+    else put_be(b, 0xcf, v, 8);
+}
+
+void proto_w_int(proto_buf *b, int64_t v)
+{
+    if (v >= 0) proto_w_uint(b, (uint64_t)v);
+    else if (v >= -32) put1(b, (uint8_t)(int8_t)v);
+    else if (v >= INT8_MIN) put_be(b, 0xd0, (uint64_t)v & 0xff, 1);
+    else if (v >= INT16_MIN) put_be(b, 0xd1, (uint64_t)v & 0xffff, 2);
+    else if (v >= INT32_MIN) put_be(b, 0xd2, (uint64_t)v & 0xffffffffu, 4);
+    else put_be(b, 0xd3, (uint64_t)v, 8);
+}
+
+void proto_w_f64(proto_buf *b, double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, 8);
+    put_be(b, 0xcb, u, 8);
+}
+
+void proto_w_strn(proto_buf *b, const char *s, size_t n)
+{
+    if (n <= 31) put1(b, (uint8_t)(0xa0 | n));
+    else if (n <= 0xff) put_be(b, 0xd9, n, 1);
+    else if (n <= 0xffff) put_be(b, 0xda, n, 2);
+    else put_be(b, 0xdb, n, 4);
+    put(b, s, n);
+}
+
+void proto_w_str(proto_buf *b, const char *s) { proto_w_strn(b, s, strlen(s)); }
+
+void proto_w_bin(proto_buf *b, const void *p, size_t n)
+{
+    if (n <= 0xff) put_be(b, 0xc4, n, 1);
+    else if (n <= 0xffff) put_be(b, 0xc5, n, 2);
+    else put_be(b, 0xc6, n, 4);
+    put(b, p, n);
+}
+
+void proto_w_array(proto_buf *b, uint32_t n)
+{
+    if (n <= 15) put1(b, (uint8_t)(0x90 | n));
+    else if (n <= 0xffff) put_be(b, 0xdc, n, 2);
+    else put_be(b, 0xdd, n, 4);
+}
+
+void proto_w_map(proto_buf *b, uint32_t n)
+{
+    if (n <= 15) put1(b, (uint8_t)(0x80 | n));
+    else if (n <= 0xffff) put_be(b, 0xde, n, 2);
+    else put_be(b, 0xdf, n, 4);
+}
+
+static size_t uint_len(uint64_t v) { return v <= 0x7f ? 1 : v <= 0xff ? 2 : v <= 0xffff ? 3 : v <= 0xffffffffu ? 5 : 9; }
+
+/* The alignment rule (PROTOCOL.md, "Alignment"): with minimal keys, the tensor map takes
+ *   1 (fixmap) + 6 ("dtype") + 1 + |dtype| + 6 ("shape") + |shape array| + 5 ("data") + 5 (bin 32 head)
+ * bytes before its data.  pad = bytes missing to the next multiple of 8; bit 0 of pad writes "dtype"
+ * as str 8 (+1 byte), bit 1 writes "shape" as str 16 (+2), bit 2 writes "data" as str 32 (+4). */
+static size_t w_tensor(proto_buf *b, proto_dtype dt, int ndim, const uint64_t *shape, const void *data, int zero)
+{
+    const char *dn = proto_dtype_name(dt);
+    size_t dlen = strlen(dn);
+    uint64_t count = 1;
+    size_t shape_len = 1;
+    for (int i = 0; i < ndim; i++) {
+        count *= shape[i];
+        shape_len += uint_len(shape[i]);
+    }
+    size_t nbytes = (size_t)count * proto_dtype_size(dt);
+    if (nbytes > 0xffffffffu) {
+        b->oom = 1;
+        return 0;
+    }
+    size_t l0 = b->len + 1 + 6 + 1 + dlen + 6 + shape_len + 5 + 5;
+    unsigned pad = (unsigned)((PROTO_ALIGN - l0 % PROTO_ALIGN) % PROTO_ALIGN);
+    if (proto_buf_reserve(b, l0 - b->len + pad + nbytes)) return 0;
+    put1(b, 0x83);
+    if (pad & 1) put(b, "\xd9\x05" "dtype", 7);
+    else put(b, "\xa5" "dtype", 6);
+    proto_w_strn(b, dn, dlen);
+    if (pad & 2) put(b, "\xda\x00\x05" "shape", 8);
+    else put(b, "\xa5" "shape", 6);
+    proto_w_array(b, (uint32_t)ndim);
+    for (int i = 0; i < ndim; i++) proto_w_uint(b, shape[i]);
+    if (pad & 4) put(b, "\xdb\x00\x00\x00\x04" "data", 9);
+    else put(b, "\xa4" "data", 5);
+    put_be(b, 0xc6, nbytes, 4);
+    size_t off = b->len;
+    if (data) memcpy(b->data + off, data, nbytes);
+    else if (zero) memset(b->data + off, 0, nbytes);
+    b->len += nbytes;
+    return off;
+}
+
+size_t proto_w_tensor(proto_buf *b, proto_dtype dt, int ndim, const uint64_t *shape, const void *data)
+{
+    return w_tensor(b, dt, ndim, shape, data, 1);
+}
+
+/* Reserved and left unwritten: the reset / step reply regions, which the workers fill entirely. */
+static size_t w_region(proto_buf *b, proto_dtype dt, int ndim, const uint64_t *shape)
+{
+    return w_tensor(b, dt, ndim, shape, NULL, 0);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* requests */
+
+int proto_encode_request(proto_buf *b, const proto_request *r)
+{
+    uint32_t n = 3;
+    switch (r->op) {
+    case PROTO_OP_MAKE: n += 2 + (r->nconfig > 0) + !!r->has_seed + !!r->has_autoreset; break;
+    case PROTO_OP_RESET: n += 1 + (r->world_ids != NULL) + (r->seeds != NULL || r->has_seed); break;
+    case PROTO_OP_STEP: n += 2 + (r->world_ids != NULL) + !!r->reward_terms; break;
+    case PROTO_OP_CLOSE: n += 1; break;
+    case PROTO_OP_STATS: n += !!r->has_session; break;
+    default: break;
+    }
+    proto_w_map(b, n);
+    proto_w_str(b, "v");
+    proto_w_uint(b, PROTO_VERSION);
+    proto_w_str(b, "id");
+    proto_w_uint(b, r->id);
+    proto_w_str(b, "op");
+    proto_w_str(b, proto_op_name(r->op));
+    switch (r->op) {
+    case PROTO_OP_MAKE:
+        proto_w_str(b, "env");
+        proto_w_str(b, r->env);
+        proto_w_str(b, "num_worlds");
+        proto_w_int(b, r->num_worlds);
+        if (r->nconfig > 0) {
+            proto_w_str(b, "config");
+            proto_w_map(b, (uint32_t)r->nconfig);
+            for (int i = 0; i < r->nconfig; i++) {
+                proto_w_str(b, r->config[i].key);
+                proto_w_f64(b, r->config[i].value);
+            }
+        }
+        if (r->has_seed) {
+            proto_w_str(b, "seed");
+            proto_w_uint(b, r->seed);
+        }
+        if (r->has_autoreset) {
+            proto_w_str(b, "autoreset");
+            proto_w_str(b, proto_autoreset_name(r->autoreset));
+        }
+        break;
+    case PROTO_OP_RESET:
+    case PROTO_OP_STEP:
+        proto_w_str(b, "session");
+        proto_w_uint(b, r->session);
+        if (r->world_ids) {
+            uint64_t shp = (uint64_t)r->nids;
+            proto_w_str(b, "world_ids");
+            /* host byte order = little-endian (x86-64, aarch64; see PROTOCOL.md) */
+            proto_w_tensor(b, PROTO_DT_INT32, 1, &shp, r->world_ids);
+        }
+        if (r->op == PROTO_OP_RESET) {
+            if (r->seeds) {
+                uint64_t shp = (uint64_t)r->nseeds;
+                proto_w_str(b, "seeds");
+                proto_w_tensor(b, PROTO_DT_UINT64, 1, &shp, r->seeds);
+            } else if (r->has_seed) {
+                proto_w_str(b, "seed");
+                proto_w_uint(b, r->seed);
+            }
+        } else {
+            proto_w_str(b, "actions");
+            proto_w_tensor(b, r->actions.dtype, r->actions.ndim, r->actions.shape, r->actions.data);
+            if (r->reward_terms) {
+                proto_w_str(b, "reward_terms");
+                proto_w_bool(b, 1);
+            }
+        }
+        break;
+    case PROTO_OP_CLOSE:
+    case PROTO_OP_STATS:
+        if (r->has_session || r->op == PROTO_OP_CLOSE) {
+            proto_w_str(b, "session");
+            proto_w_uint(b, r->session);
+        }
+        break;
+    default: break;
+    }
+    return b->oom ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* replies */
+
+void proto_w_reply_head(proto_buf *b, uint64_t id, uint32_t nmore)
+{
+    proto_w_map(b, 3 + nmore);
+    proto_w_str(b, "v");
+    proto_w_uint(b, PROTO_VERSION);
+    proto_w_str(b, "id");
+    proto_w_uint(b, id);
+    proto_w_str(b, "ok");
+    proto_w_bool(b, 1);
+}
+
+int proto_encode_error(proto_buf *b, uint64_t id, proto_code code, const char *message)
+{
+    proto_w_map(b, 4);
+    proto_w_str(b, "v");
+    proto_w_uint(b, PROTO_VERSION);
+    proto_w_str(b, "id");
+    proto_w_uint(b, id);
+    proto_w_str(b, "ok");
+    proto_w_bool(b, 0);
+    proto_w_str(b, "error");
+    proto_w_map(b, 2);
+    proto_w_str(b, "code");
+    proto_w_str(b, proto_code_name(code));
+    proto_w_str(b, "message");
+    proto_w_str(b, message ? message : "");
+    return b->oom ? -1 : 0;
+}
+
+static void w_fields(proto_buf *b, const env_field *f, int n)
+{
+    proto_w_array(b, (uint32_t)n);
+    for (int i = 0; i < n; i++) {
+        proto_w_map(b, 7);
+        proto_w_str(b, "name");
+        proto_w_str(b, f[i].name);
+        proto_w_str(b, "offset");
+        proto_w_int(b, f[i].offset);
+        proto_w_str(b, "size");
+        proto_w_int(b, f[i].size);
+        proto_w_str(b, "low");
+        proto_w_f64(b, f[i].low);
+        proto_w_str(b, "high");
+        proto_w_f64(b, f[i].high);
+        proto_w_str(b, "scale");
+        proto_w_f64(b, f[i].scale);
+        proto_w_str(b, "unit");
+        proto_w_str(b, f[i].unit);
+    }
+}
+
+void proto_w_spec(proto_buf *b, const env_spec *s)
+{
+    proto_w_map(b, 13);
+    proto_w_str(b, "name");
+    proto_w_str(b, s->name);
+    proto_w_str(b, "doc");
+    proto_w_str(b, s->doc);
+    proto_w_str(b, "obs_dim");
+    proto_w_int(b, s->obs_dim);
+    proto_w_str(b, "act_dim");
+    proto_w_int(b, s->act_dim);
+    proto_w_str(b, "obs");
+    w_fields(b, s->obs, s->nobs);
+    proto_w_str(b, "act");
+    w_fields(b, s->act, s->nact);
+    proto_w_str(b, "sim_dt");
+    proto_w_f64(b, s->sim_dt);
+    proto_w_str(b, "decimation");
+    proto_w_int(b, s->decimation);
+    proto_w_str(b, "control_dt");
+    proto_w_f64(b, s->control_dt);
+    proto_w_str(b, "episode_seconds");
+    proto_w_f64(b, s->episode_seconds);
+    proto_w_str(b, "max_episode_steps");
+    proto_w_int(b, s->max_episode_steps);
+    proto_w_str(b, "config");
+    proto_w_array(b, (uint32_t)s->nconfig);
+    for (int i = 0; i < s->nconfig; i++) {
+        const env_config_key *k = &s->config[i];
+        proto_w_map(b, 6);
+        proto_w_str(b, "key");
+        proto_w_str(b, k->key);
+        proto_w_str(b, "default");
+        proto_w_f64(b, k->def);
+        proto_w_str(b, "lo");
+        proto_w_f64(b, k->lo);
+        proto_w_str(b, "hi");
+        proto_w_f64(b, k->hi);
+        proto_w_str(b, "is_int");
+        proto_w_bool(b, k->is_int);
+        proto_w_str(b, "doc");
+        proto_w_str(b, k->doc);
+    }
+    proto_w_str(b, "reward_terms");
+    proto_w_array(b, (uint32_t)s->nterms);
+    for (int i = 0; i < s->nterms; i++) proto_w_str(b, s->terms[i]);
+}
+
+int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *info, const env_spec *const *specs,
+                             int nspecs)
+{
+    proto_w_reply_head(b, id, 5);
+    proto_w_str(b, "protocol");
+    proto_w_uint(b, PROTO_VERSION);
+    proto_w_str(b, "server");
+    proto_w_str(b, info->server);
+    proto_w_str(b, "threads");
+    proto_w_int(b, info->threads);
+    proto_w_str(b, "limits");
+    proto_w_map(b, 3);
+    proto_w_str(b, "max_message_bytes");
+    proto_w_uint(b, info->max_message_bytes);
+    proto_w_str(b, "max_worlds_per_session");
+    proto_w_int(b, info->max_worlds_per_session);
+    proto_w_str(b, "max_worlds");
+    proto_w_int(b, info->max_worlds);
+    proto_w_str(b, "envs");
+    proto_w_array(b, (uint32_t)nspecs);
+    for (int i = 0; i < nspecs; i++) proto_w_spec(b, specs[i]);
+    return b->oom ? -1 : 0;
+}
+
+int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, int64_t num_worlds, env_autoreset ar,
+                            uint64_t seed, const env_spec *spec, const double *config)
+{
+    proto_w_reply_head(b, id, 7);
+    proto_w_str(b, "session");
+    proto_w_uint(b, session);
+    proto_w_str(b, "env");
+    proto_w_str(b, spec->name);
+    proto_w_str(b, "num_worlds");
+    proto_w_int(b, num_worlds);
+    proto_w_str(b, "autoreset");
+    proto_w_str(b, proto_autoreset_name(ar));
+    proto_w_str(b, "seed");
+    proto_w_uint(b, seed);
+    proto_w_str(b, "config");
+    proto_w_map(b, (uint32_t)spec->nconfig);
+    for (int i = 0; i < spec->nconfig; i++) {
+        proto_w_str(b, spec->config[i].key);
+        proto_w_f64(b, config[i]);
+    }
+    proto_w_str(b, "spec");
+    proto_w_spec(b, spec);
+    return b->oom ? -1 : 0;
+}
+
+int proto_encode_close_reply(proto_buf *b, uint64_t id, uint64_t session, uint64_t steps)
+{
+    proto_w_reply_head(b, id, 2);
+    proto_w_str(b, "session");
+    proto_w_uint(b, session);
+    proto_w_str(b, "steps");
+    proto_w_uint(b, steps);
+    return b->oom ? -1 : 0;
+}
+
+int proto_encode_ping_reply(proto_buf *b, uint64_t id, double unix_time)
+{
+    proto_w_reply_head(b, id, 2);
+    proto_w_str(b, "pong");
+    proto_w_bool(b, 1);
+    proto_w_str(b, "time");
+    proto_w_f64(b, unix_time);
+    return b->oom ? -1 : 0;
+}
+
+int proto_encode_stats_reply(proto_buf *b, uint64_t id, const proto_server_stats *s, const proto_session_stats *ss)
+{
+    proto_w_reply_head(b, id, 8 + (ss != NULL));
+    proto_w_str(b, "uptime_s");
+    proto_w_f64(b, s->uptime_s);
+    proto_w_str(b, "sessions");
+    proto_w_int(b, s->sessions);
+    proto_w_str(b, "worlds");
+    proto_w_int(b, s->worlds);
+    proto_w_str(b, "steps");
+    proto_w_uint(b, s->steps);
+    proto_w_str(b, "steps_per_s");
+    proto_w_f64(b, s->steps_per_s);
+    proto_w_str(b, "requests");
+    proto_w_uint(b, s->requests);
+    proto_w_str(b, "errors");
+    proto_w_uint(b, s->errors);
+    proto_w_str(b, "threads");
+    proto_w_int(b, s->threads);
+    if (ss) {
+        proto_w_str(b, "session");
+        proto_w_map(b, 9);
+        proto_w_str(b, "session");
+        proto_w_uint(b, ss->session);
+        proto_w_str(b, "env");
+        proto_w_str(b, ss->env);
+        proto_w_str(b, "num_worlds");
+        proto_w_int(b, ss->num_worlds);
+        proto_w_str(b, "steps");
+        proto_w_uint(b, ss->steps);
+        proto_w_str(b, "steps_per_s");
+        proto_w_f64(b, ss->steps_per_s);
+        proto_w_str(b, "age_s");
+        proto_w_f64(b, ss->age_s);
+        proto_w_str(b, "idle_s");
+        proto_w_f64(b, ss->idle_s);
+        proto_w_str(b, "requests");
+        proto_w_uint(b, ss->requests);
+        proto_w_str(b, "errors");
+        proto_w_uint(b, ss->errors);
+    }
+    return b->oom ? -1 : 0;
+}
+
+int proto_encode_reset_reply(proto_buf *b, uint64_t id, int n, int obs_dim, proto_step_layout *lay)
+{
+    memset(lay, 0, sizeof *lay);
+    uint64_t s2[2] = {(uint64_t)n, (uint64_t)obs_dim};
+    proto_buf_reserve(b, 256 + (size_t)n * (size_t)obs_dim * 4);    /* one allocation, no regrowth */
+    proto_w_reply_head(b, id, 2);
+    proto_w_str(b, "obs");
+    lay->obs = w_region(b, PROTO_DT_FLOAT32, 2, s2);
+    proto_w_str(b, "info");
+    proto_w_map(b, 0);
+    return b->oom ? -1 : 0;
+}
+
+int proto_encode_step_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int nterms, unsigned flags,
+                            proto_step_layout *lay)
+{
+    memset(lay, 0, sizeof *lay);
+    uint64_t s1[1] = {(uint64_t)n}, so[2] = {(uint64_t)n, (uint64_t)obs_dim}, st[2] = {(uint64_t)n, (uint64_t)nterms};
+    /* an upper bound of the size (at most 64 bytes of keys and headers per tensor), so that the buffer is
+     * allocated once and never copied while growing */
+    size_t rows = (size_t)n, od = (size_t)obs_dim, nt = (size_t)nterms;
+    size_t data = rows * (4 * od + 4 + 1 + 1 + 1 + 1 + 4 + 4 + 4 * nt);
+    if (flags & PROTO_STEP_AUTORESET) data += rows;
+    if (flags & PROTO_STEP_FINAL_OBS) data += rows * (4 * od + 1);
+    if (flags & PROTO_STEP_REWARD_TERMS) data += rows * 4 * nt;
+    proto_buf_reserve(b, 64 + 13 * 64 + data);
+    proto_w_reply_head(b, id, 5);
+    proto_w_str(b, "obs");
+    lay->obs = w_region(b, PROTO_DT_FLOAT32, 2, so);
+    proto_w_str(b, "reward");
+    lay->reward = w_region(b, PROTO_DT_FLOAT32, 1, s1);
+    proto_w_str(b, "terminated");
+    lay->terminated = w_region(b, PROTO_DT_BOOL, 1, s1);
+    proto_w_str(b, "truncated");
+    lay->truncated = w_region(b, PROTO_DT_BOOL, 1, s1);
+    proto_w_str(b, "info");
+    proto_w_map(b, 5 + !!(flags & PROTO_STEP_AUTORESET) + 2 * !!(flags & PROTO_STEP_FINAL_OBS) +
+                       !!(flags & PROTO_STEP_REWARD_TERMS));
+    proto_w_str(b, "physics_reset");
+    lay->physics_reset = w_region(b, PROTO_DT_BOOL, 1, s1);
+    proto_w_str(b, "episode_done");
+    lay->episode_done = w_region(b, PROTO_DT_BOOL, 1, s1);
+    proto_w_str(b, "episode_return");
+    lay->episode_return = w_region(b, PROTO_DT_FLOAT32, 1, s1);
+    proto_w_str(b, "episode_length");
+    lay->episode_length = w_region(b, PROTO_DT_INT32, 1, s1);
+    proto_w_str(b, "episode_terms");
+    lay->episode_terms = w_region(b, PROTO_DT_FLOAT32, 2, st);
+    if (flags & PROTO_STEP_AUTORESET) {
+        proto_w_str(b, "autoreset");
+        lay->autoreset = w_region(b, PROTO_DT_BOOL, 1, s1);
+    }
+    if (flags & PROTO_STEP_FINAL_OBS) {
+        proto_w_str(b, "final_obs");
+        lay->final_obs = w_region(b, PROTO_DT_FLOAT32, 2, so);
+        proto_w_str(b, "_final_obs");
+        lay->final_mask = w_region(b, PROTO_DT_BOOL, 1, s1);
+    }
+    if (flags & PROTO_STEP_REWARD_TERMS) {
+        proto_w_str(b, "reward_terms");
+        lay->reward_terms = w_region(b, PROTO_DT_FLOAT32, 2, st);
+    }
+    return b->oom ? -1 : 0;
+}

@@ -1,0 +1,302 @@
+#!/usr/bin/python3
+"""Generates the golden vectors of the herd wire protocol (protocol/PROTOCOL.md).
+
+    /usr/bin/python3 protocol/testdata/gen_golden.py      # rewrites protocol/testdata/*.msgpack, *.json, index.json
+
+Needs only the Python standard library and msgpack (Debian: python3-msgpack).  This is an independent
+implementation of the encoding rules (minimal MessagePack forms, floats as float 64, tensors as
+{dtype, shape, data} maps whose data is a bin 32 starting at a multiple of 8 bytes), so the C tests that
+compare the C codec with these bytes check the C codec against PROTOCOL.md, not against itself.
+
+For every vector NAME:
+  NAME.msgpack   the exact payload bytes
+  NAME.json      the decoded content: msgpack maps -> objects (key order kept), bin -> {"$bin": "<hex>"},
+                 floats always with a '.' or an exponent (ints never), non-finite floats as Infinity /
+                 -Infinity / NaN (Python's json extension).  For requests the server must reject, the
+                 JSON is {"expect_error": CODE, "expect_id": ID} instead.
+index.json lists the vectors with their kind, op and whether the C encoder must reproduce the bytes.
+"""
+import json
+import math
+import os
+import struct
+import sys
+
+import msgpack
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Tensor:
+    def __init__(self, dtype, shape, values):
+        self.dtype, self.shape = dtype, list(shape)
+        fmt = {"float32": "f", "float64": "d", "int32": "i", "int64": "q", "uint64": "Q", "uint8": "B",
+               "bool": "B"}[dtype]
+        count = 1
+        for s in shape:
+            count *= s
+        assert len(values) == count, (dtype, shape, len(values))
+        self.data = struct.pack("<%d%s" % (count, fmt), *values)
+
+
+class Raw:
+    """Bytes spliced in as they are (for malformed messages)."""
+    def __init__(self, b):
+        self.b = b
+
+
+def head(kind, n):
+    if kind == "map":
+        return bytes([0x80 | n]) if n <= 15 else (b"\xde" + n.to_bytes(2, "big") if n <= 0xFFFF else b"\xdf" + n.to_bytes(4, "big"))
+    return bytes([0x90 | n]) if n <= 15 else (b"\xdc" + n.to_bytes(2, "big") if n <= 0xFFFF else b"\xdd" + n.to_bytes(4, "big"))
+
+
+def tensor_bytes(offset, t):
+    """PROTOCOL.md "Alignment": pad bits pick longer forms of the keys "dtype" (+1), "shape" (+2), "data" (+4)."""
+    dtype = msgpack.packb(t.dtype)
+    shape = head("array", len(t.shape)) + b"".join(msgpack.packb(s) for s in t.shape)
+    l0 = offset + 1 + 6 + len(dtype) + 6 + len(shape) + 5 + 5
+    pad = (-l0) % 8
+    out = b"\x83"
+    out += b"\xd9\x05dtype" if pad & 1 else b"\xa5dtype"
+    out += dtype
+    out += b"\xda\x00\x05shape" if pad & 2 else b"\xa5shape"
+    out += shape
+    out += b"\xdb\x00\x00\x00\x04data" if pad & 4 else b"\xa4data"
+    out += b"\xc6" + len(t.data).to_bytes(4, "big")
+    assert (offset + len(out)) % 8 == 0
+    return out + t.data
+
+
+def enc(obj, out):
+    if isinstance(obj, Tensor):
+        out += tensor_bytes(len(out), obj)
+    elif isinstance(obj, Raw):
+        out += obj.b
+    elif isinstance(obj, dict):
+        out += head("map", len(obj))
+        for k, v in obj.items():
+            enc(k, out)
+            enc(v, out)
+    elif isinstance(obj, list):
+        out += head("array", len(obj))
+        for v in obj:
+            enc(v, out)
+    else:
+        out += msgpack.packb(obj, use_bin_type=True)   # minimal ints / str / bin, float 64, nil, bool
+    return out
+
+
+def readable(obj):
+    if isinstance(obj, Tensor):
+        return {"dtype": obj.dtype, "shape": obj.shape, "data": {"$bin": obj.data.hex()}}
+    if isinstance(obj, (bytes, bytearray)):
+        return {"$bin": bytes(obj).hex()}
+    if isinstance(obj, dict):
+        return {k: readable(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [readable(v) for v in obj]
+    return obj
+
+
+def same(a, b):
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a.keys()) == list(b.keys()) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def decoded_readable(b):
+    def conv(o):
+        if isinstance(o, bytes):
+            return {"$bin": o.hex()}
+        if isinstance(o, dict):
+            return {k: conv(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [conv(v) for v in o]
+        return o
+    return conv(msgpack.unpackb(b, raw=False, strict_map_key=False))
+
+
+# ---- content ----------------------------------------------------------------------------------------
+
+INF = float("inf")
+
+TOY_SPEC = {
+    "name": "toy-v0",
+    "doc": "A fixed spec for the golden vectors (not a registered env)",
+    "obs_dim": 3,
+    "act_dim": 1,
+    "obs": [
+        {"name": "pos", "offset": 0, "size": 2, "low": -INF, "high": INF, "scale": 1.0, "unit": "m"},
+        {"name": "vel", "offset": 2, "size": 1, "low": -10.0, "high": 10.0, "scale": 0.5, "unit": "m/s"},
+    ],
+    "act": [{"name": "force", "offset": 0, "size": 1, "low": -1.0, "high": 1.0, "scale": 20.0, "unit": "N"}],
+    "sim_dt": 0.005,
+    "decimation": 4,
+    "control_dt": 0.02,
+    "episode_seconds": 20.0,
+    "max_episode_steps": 1000,
+    "config": [
+        {"key": "kp", "default": 80.0, "lo": 0.0, "hi": 1000.0, "is_int": False, "doc": "PD stiffness (N m / rad)"},
+        {"key": "decimation", "default": 4.0, "lo": 1.0, "hi": 50.0, "is_int": True, "doc": "physics steps per env step"},
+    ],
+    "reward_terms": ["alive", "effort"],
+}
+
+
+def req(id_, op, **kw):
+    d = {"v": 1, "id": id_, "op": op}
+    d.update(kw)
+    return d
+
+
+def ok(id_, **kw):
+    d = {"v": 1, "id": id_, "ok": True}
+    d.update(kw)
+    return d
+
+
+def f32(n, base, step):
+    return [base + step * i for i in range(n)]
+
+
+N, OD, AD, NT = 2, 3, 1, 2      # worlds, obs_dim, act_dim, reward terms of the toy replies
+
+vectors = []   # (name, kind, op, content, canonical, description)
+
+
+def add(name, kind, op, content, canonical=True, desc=""):
+    vectors.append((name, kind, op, content, canonical, desc))
+
+
+add("req_hello", "request", "hello", req(1, "hello"), desc="hello: versions and env specs")
+add("req_ping", "request", "ping", req(2, "ping"))
+add("req_make", "request", "make",
+    req(3, "make", env="anymal_c-walk", num_worlds=4, config={"kp": 60.0, "decimation": 2.0}, seed=42,
+        autoreset="same_step"), desc="make with config overrides (numbers), seed and autoreset mode")
+add("req_make_min", "request", "make", req(4, "make", env="anymal_c-stand", num_worlds=1),
+    desc="make with defaults: seed 0, autoreset next_step, default config")
+add("req_reset_all", "request", "reset", req(5, "reset", session=7), desc="reset every world")
+add("req_reset_subset", "request", "reset",
+    req(6, "reset", session=7, world_ids=Tensor("int32", [2], [1, 3]), seeds=Tensor("uint64", [2], [100, 2**63 + 5])),
+    desc="reset worlds 1 and 3 with explicit per-world seeds")
+add("req_reset_seed", "request", "reset", req(7, "reset", session=7, seed=1000),
+    desc="reset every world, world i seeded with 1000 + i")
+add("req_reset_ids_array", "request", "reset", req(8, "reset", session=7, world_ids=[0, 2]), canonical=False,
+    desc="world_ids may also be a plain msgpack array of integers (the C encoder writes a tensor)")
+add("req_step_all", "request", "step",
+    req(9, "step", session=7, actions=Tensor("float32", [4, 3], f32(12, -1.0, 0.25))),
+    desc="step every world of a 4-world session with act_dim 3")
+add("req_step_subset", "request", "step",
+    req(10, "step", session=7, world_ids=Tensor("int32", [2], [2, 0]),
+        actions=Tensor("float32", [2, 3], [0.5, -0.5, 1.5, 0.0, 2.0, -2.0]), reward_terms=True),
+    desc="step worlds 2 and 0 (rows in that order), asking for per-term rewards")
+add("req_close", "request", "close", req(11, "close", session=7))
+add("req_stats", "request", "stats", req(12, "stats"), desc="server-wide statistics")
+add("req_stats_session", "request", "stats", req(13, "stats", session=7), desc="server and session statistics")
+add("req_big_id", "request", "ping", req(2**64 - 1, "ping"), desc="ids are full uint64")
+
+# requests a server must reject (decoded content = the expected error)
+bad = [
+    ("bad_version", req(20, "ping") | {"v": 2}, "BAD_VERSION", 20),
+    ("bad_unknown_op", req(21, "fly"), "UNKNOWN_OP", 21),
+    ("bad_missing_id", {"v": 1, "op": "ping"}, "MISSING_FIELD", 0),
+    ("bad_not_map", [1, 2, 3], "BAD_MESSAGE", 0),
+    ("bad_truncated", Raw(bytes(enc(req(24, "close", session=7), bytearray()))[:-3]), "BAD_MESSAGE", 24),
+    ("bad_trailing", Raw(bytes(enc(req(25, "ping"), bytearray())) + b"\xc0"), "BAD_MESSAGE", 25),
+    ("bad_actions_dtype", req(26, "step", session=7, actions=Tensor("float64", [1, 3], [0.0, 0.0, 0.0])),
+     "BAD_DTYPE", 26),
+    ("bad_actions_shape", req(27, "step", session=7,
+                              actions={"dtype": "float32", "shape": [2, 3], "data": struct.pack("<5f", *[0.0] * 5)}),
+     "BAD_SHAPE", 27),
+    ("bad_field_type", req(28, "make", env="anymal_c-walk", num_worlds="4"), "BAD_FIELD", 28),
+    ("bad_unknown_field", req(29, "reset", session=7, worldids=[0]), "BAD_FIELD", 29),
+    ("bad_missing_session", req(30, "step", actions=Tensor("float32", [1, 1], [0.0])), "MISSING_FIELD", 30),
+    ("bad_world_ids_negative", req(31, "reset", session=7, world_ids=[0, -1]), "BAD_WORLD_IDS", 31),
+]
+for name, content, code, id_ in bad:
+    add(name, "bad_request", None, (content, code, id_), canonical=False, desc="rejected with " + code)
+
+add("rep_error", "reply", None,
+    {"v": 1, "id": 11, "ok": False, "error": {"code": "UNKNOWN_SESSION", "message": "unknown session 7"}},
+    desc="every error reply has this form")
+add("rep_ping", "reply", "ping", ok(2, pong=True, time=1700000000.25))
+add("rep_hello", "reply", "hello",
+    ok(1, protocol=1, server="herd 0.1.0", threads=8,
+       limits={"max_message_bytes": 16777216, "max_worlds_per_session": 16384, "max_worlds": 65536},
+       envs=[TOY_SPEC]), desc="hello reply listing one (toy) env spec")
+add("rep_make", "reply", "make",
+    ok(3, session=7, env="toy-v0", num_worlds=4, autoreset="same_step", seed=42,
+       config={"kp": 60.0, "decimation": 2.0}, spec=TOY_SPEC))
+add("rep_reset", "reply", "reset",
+    ok(6, obs=Tensor("float32", [N, OD], f32(N * OD, 0.5, 0.125)), info={}))
+add("rep_step", "reply", "step",
+    ok(9, obs=Tensor("float32", [N, OD], f32(N * OD, -1.0, 0.5)),
+       reward=Tensor("float32", [N], [0.25, -1.5]),
+       terminated=Tensor("bool", [N], [0, 1]),
+       truncated=Tensor("bool", [N], [0, 0]),
+       info={"physics_reset": Tensor("bool", [N], [0, 0]),
+             "episode_done": Tensor("bool", [N], [0, 1]),
+             "episode_return": Tensor("float32", [N], [0.0, 12.5]),
+             "episode_length": Tensor("int32", [N], [0, 250]),
+             "episode_terms": Tensor("float32", [N, NT], [0.0, 0.0, 15.0, -2.5]),
+             "autoreset": Tensor("bool", [N], [1, 0])}),
+    desc="next_step autoreset: world 0 was reset by this step (its action ignored), world 1 terminated")
+add("rep_step_same", "reply", "step",
+    ok(10, obs=Tensor("float32", [N, OD], f32(N * OD, 2.0, -0.25)),
+       reward=Tensor("float32", [N], [1.0, 0.5]),
+       terminated=Tensor("bool", [N], [0, 0]),
+       truncated=Tensor("bool", [N], [1, 0]),
+       info={"physics_reset": Tensor("bool", [N], [0, 0]),
+             "episode_done": Tensor("bool", [N], [1, 0]),
+             "episode_return": Tensor("float32", [N], [99.0, 0.0]),
+             "episode_length": Tensor("int32", [N], [1000, 0]),
+             "episode_terms": Tensor("float32", [N, NT], [100.0, -1.0, 0.0, 0.0]),
+             "final_obs": Tensor("float32", [N, OD], [3.0, 3.5, 4.0, 0.0, 0.0, 0.0]),
+             "_final_obs": Tensor("bool", [N], [1, 0]),
+             "reward_terms": Tensor("float32", [N, NT], [1.0, 0.0, 0.75, -0.25])}),
+    desc="same_step autoreset with reward_terms: world 0 hit the time limit and was reset in this step; "
+         "its last observation is in final_obs")
+add("rep_close", "reply", "close", ok(11, session=7, steps=123456))
+add("rep_stats", "reply", "stats",
+    ok(12, uptime_s=12.5, sessions=2, worlds=4100, steps=1000000, steps_per_s=81920.0, requests=2048, errors=3,
+       threads=8))
+add("rep_stats_session", "reply", "stats",
+    ok(13, uptime_s=12.5, sessions=2, worlds=4100, steps=1000000, steps_per_s=81920.0, requests=2048, errors=3,
+       threads=8,
+       session={"session": 7, "env": "anymal_c-walk", "num_worlds": 4096, "steps": 999424, "steps_per_s": 81788.5,
+                "age_s": 12.0, "idle_s": 0.0, "requests": 250, "errors": 1}))
+
+
+def main():
+    index = []
+    for name, kind, op, content, canonical, desc in vectors:
+        if kind == "bad_request":
+            content, code, id_ = content
+            b = bytes(enc(content, bytearray()))
+            doc = {"expect_error": code, "expect_id": id_}
+        else:
+            b = bytes(enc(content, bytearray()))
+            doc = readable(content)
+            back = decoded_readable(b)
+            assert same(back, doc), (name, back, doc)
+        with open(os.path.join(HERE, name + ".msgpack"), "wb") as f:
+            f.write(b)
+        with open(os.path.join(HERE, name + ".json"), "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        index.append({"name": name, "kind": kind, "op": op, "canonical": canonical, "bytes": len(b), "description": desc})
+    with open(os.path.join(HERE, "index.json"), "w") as f:
+        json.dump(index, f, indent=1)
+        f.write("\n")
+    print("wrote %d vectors to %s" % (len(index), HERE), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,218 @@
+/* srv_config.c — herd-server settings: defaults, environment variables, command line.  See srv_server.h. */
+#include "srv_server.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "proto.h"
+
+void srv_config_defaults(srv_config *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->bind, sizeof c->bind, "tcp://127.0.0.1:5555");
+    c->threads = 0;
+    c->max_message_bytes = 16u << 20;
+    c->max_worlds_per_session = 65536;
+    c->max_worlds = 262144;
+    c->session_timeout_s = 600;
+    c->log_level = SRV_LOG_INFO;
+    c->stats_interval_s = 10;
+    c->quantum = 16;
+    c->spin_us = 100;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    /* accept 16M, 64K, 1G for sizes */
+    double mul = 1;
+    if (*end == 'k' || *end == 'K') mul = 1024, end++;
+    else if (*end == 'm' || *end == 'M') mul = 1024 * 1024, end++;
+    else if (*end == 'g' || *end == 'G') mul = 1024.0 * 1024 * 1024, end++;
+    if (end == s || *end || errno || !isfinite(v)) return -1;
+    v *= mul;
+    if (v != floor(v) || v < (double)lo || v > (double)hi) return -1;
+    *out = (long)v;
+    return 0;
+}
+
+static int parse_double(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v) || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_level(const char *s)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    for (int i = 0; i < 4; i++)
+        if (!strcasecmp(s, names[i])) return i;
+    if (!strcasecmp(s, "warning")) return SRV_LOG_WARN;
+    return -1;
+}
+
+/* Applies one setting by its long option name (without dashes).  where: "--x" or "HERD_X" for messages. */
+static int apply(srv_config *c, const char *name, const char *val, const char *where, char *err, size_t errlen)
+{
+    long l;
+    double d;
+    if (!strcmp(name, "bind")) {
+        if (!*val || strlen(val) >= sizeof c->bind) goto bad;
+        snprintf(c->bind, sizeof c->bind, "%s", val);
+    } else if (!strcmp(name, "threads")) {
+        if (parse_long(val, 0, 1024, &l)) goto bad;
+        c->threads = (int)l;
+    } else if (!strcmp(name, "max-message-bytes")) {
+        if (parse_long(val, 1024, 1L << 40, &l)) goto bad;
+        c->max_message_bytes = (size_t)l;
+    } else if (!strcmp(name, "max-worlds-per-session")) {
+        if (parse_long(val, 1, INT32_MAX, &l)) goto bad;
+        c->max_worlds_per_session = (int)l;
+    } else if (!strcmp(name, "max-worlds")) {
+        if (parse_long(val, 1, 1L << 40, &l)) goto bad;
+        c->max_worlds = l;
+    } else if (!strcmp(name, "session-timeout")) {
+        if (parse_double(val, 0, 1e9, &d)) goto bad;
+        c->session_timeout_s = d;
+    } else if (!strcmp(name, "log-level")) {
+        int lv = parse_level(val);
+        if (lv < 0) goto bad;
+        c->log_level = lv;
+    } else if (!strcmp(name, "stats-interval")) {
+        if (parse_double(val, 0, 1e9, &d)) goto bad;
+        c->stats_interval_s = d;
+    } else if (!strcmp(name, "quantum")) {
+        if (parse_long(val, 1, 1 << 20, &l)) goto bad;
+        c->quantum = (int)l;
+    } else if (!strcmp(name, "spin-us")) {
+        if (parse_long(val, 0, 1000000, &l)) goto bad;
+        c->spin_us = (int)l;
+    } else {
+        snprintf(err, errlen, "unknown option %s (see --help)", where);
+        return -1;
+    }
+    return 0;
+bad:
+    snprintf(err, errlen, "bad value '%s' for %s (see --help)", val, where);
+    return -1;
+}
+
+static const char *const settings[] = {"bind", "threads", "max-message-bytes", "max-worlds-per-session", "max-worlds",
+                                       "session-timeout", "log-level", "stats-interval", "quantum", "spin-us"};
+
+int srv_config_from_env(srv_config *c, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        char var[64] = "HERD_";
+        size_t k = 5;
+        for (const char *p = settings[i]; *p && k + 1 < sizeof var; p++) var[k++] = *p == '-' ? '_' : (char)(*p - 32 * (*p >= 'a' && *p <= 'z'));
+        var[k] = 0;
+        const char *v = getenv(var);
+        if (v && apply(c, settings[i], v, var, err, errlen)) return -1;
+    }
+    return 0;
+}
+
+void srv_config_usage(FILE *f)
+{
+    srv_config d;
+    srv_config_defaults(&d);
+    fprintf(f,
+            "usage: herd-server [options]\n"
+            "Serves batched reset/step of simulated worlds over ZeroMQ + MessagePack (protocol/PROTOCOL.md).\n"
+            "\n"
+            "  --bind ENDPOINT              ZeroMQ endpoint to bind (default %s; tcp://HOST:* picks a port,\n"
+            "                               ipc:///path/to/socket for local clients)\n"
+            "  --threads N                  worker threads (default 0 = one per available core)\n"
+            "  --max-message-bytes N        largest request accepted, e.g. 16M (default %zu); larger ones get\n"
+            "                               TOO_LARGE, and the connection is dropped beyond 4x this\n"
+            "  --max-worlds-per-session N   (default %d)\n"
+            "  --max-worlds N               over all sessions (default %ld; an ANYmal world takes ~2.5 KB)\n"
+            "  --session-timeout SECONDS    close sessions idle this long, 0 = never (default %g)\n"
+            "  --log-level LEVEL            error | warn | info | debug (default info)\n"
+            "  --stats-interval SECONDS     period of the info-level stats line, 0 = off (default %g)\n"
+            "  --quantum N                  worlds a worker steps before turning to another session (default %d)\n"
+            "  --spin-us N                  after queueing a tiny step (<= 4 worlds per worker) the I/O thread\n"
+            "                               polls (yielding the CPU) up to N us for its completion before sleeping:\n"
+            "                               lower latency for 1-world requests, at the cost of that CPU time\n"
+            "                               (default %d; 0 = off)\n"
+            "  --version                    print the version and exit\n"
+            "  --help                       this text\n"
+            "\n"
+            "Each option can also be given as an environment variable: HERD_BIND, HERD_THREADS,\n"
+            "HERD_MAX_MESSAGE_BYTES, HERD_MAX_WORLDS_PER_SESSION, HERD_MAX_WORLDS, HERD_SESSION_TIMEOUT,\n"
+            "HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM, HERD_SPIN_US.  The command line wins.\n"
+            "SIGINT / SIGTERM: finish the requests in flight, send their replies, exit 0.\n"
+            "Anyone who can reach the endpoint can use the server: bind to 127.0.0.1 or an ipc:// path unless\n"
+            "the network is trusted.\n",
+            d.bind, d.max_message_bytes, d.max_worlds_per_session, d.max_worlds, d.session_timeout_s,
+            d.stats_interval_s, d.quantum, d.spin_us);
+}
+
+int srv_config_from_args(srv_config *c, int argc, char **argv, char *err, size_t errlen)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            srv_config_usage(stdout);
+            return 1;
+        }
+        if (!strcmp(a, "--version")) {
+            printf("herd-server %s (protocol %d)\n", HERD_VERSION, PROTO_VERSION);
+            return 1;
+        }
+        if (strncmp(a, "--", 2)) {
+            snprintf(err, errlen, "unexpected argument '%s' (see --help)", a);
+            return -1;
+        }
+        char name[64];
+        const char *val;
+        const char *eq = strchr(a, '=');
+        if (eq) {
+            snprintf(name, sizeof name, "%.*s", (int)(eq - a - 2), a + 2);
+            val = eq + 1;
+        } else {
+            snprintf(name, sizeof name, "%s", a + 2);
+            int known = 0;
+            for (size_t k = 0; k < sizeof settings / sizeof settings[0]; k++) known |= !strcmp(name, settings[k]);
+            if (!known) {
+                snprintf(err, errlen, "unknown option %s (see --help)", a);
+                return -1;
+            }
+            if (i + 1 >= argc) {
+                snprintf(err, errlen, "%s needs a value (see --help)", a);
+                return -1;
+            }
+            val = argv[++i];
+        }
+        char where[80];
+        snprintf(where, sizeof where, "--%s", name);
+        if (apply(c, name, val, where, err, errlen)) return -1;
+    }
+    return 0;
+}
+
+int srv_config_check(const srv_config *c, char *err, size_t errlen)
+{
+    if (!c->bind[0]) return snprintf(err, errlen, "empty bind address"), -1;
+    if (c->threads < 0 || c->threads > 1024) return snprintf(err, errlen, "threads must be in [0, 1024]"), -1;
+    if (c->max_message_bytes < 1024) return snprintf(err, errlen, "max-message-bytes must be >= 1024"), -1;
+    if (c->max_worlds_per_session < 1) return snprintf(err, errlen, "max-worlds-per-session must be >= 1"), -1;
+    if (c->max_worlds < 1) return snprintf(err, errlen, "max-worlds must be >= 1"), -1;
+    if (c->session_timeout_s < 0) return snprintf(err, errlen, "session-timeout must be >= 0"), -1;
+    if (c->quantum < 1) return snprintf(err, errlen, "quantum must be >= 1"), -1;
+    if (c->spin_us < 0) return snprintf(err, errlen, "spin-us must be >= 0"), -1;
+    return 0;
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Every test of the project, as `make test` runs it (and CI through .ci/run):
+#   1. the C suite (Criterion), optimized build
+#   2. the same C suite under ASan + UBSan (build/san)
+#   3. the Python client suite (pytest, against a real server), when present
+#   4. the Julia client suite (skipped with a visible message where julia is absent)
+#   5. the container test (buildah) and the multi-server test, when present
+# Prints one line per stage and a final "tests: N passed, N failed" line; exits non-zero on any failure.
+set -u
+cd "$(dirname "$0")/.."
+total_pass=0; total_fail=0; failed_stages=()
+count() { # stage name, log file, exit code: picks the last "N passed ... N failed" figures of the log
+  local name=$1 log=$2 rc=$3 p f
+  p=$(grep -oE '[0-9]+ passed' "$log" | tail -n1 | grep -oE '[0-9]+' || true)
+  f=$(grep -oE '[0-9]+ failed' "$log" | tail -n1 | grep -oE '[0-9]+' || true)
+  p=${p:-0}; f=${f:-0}
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+  total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+  [ "$rc" -ne 0 ] && failed_stages+=("$name")
+  printf '== %-22s %5d passed, %d failed%s\n' "$name" "$p" "$f" "$([ "$rc" -ne 0 ] && echo '   <-- FAILED')"
+}
+run() { # stage name, command...
+  local name=$1; shift
+  local log; log=$(mktemp)
+  echo "-- $name: $*"
+  "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  count "$name" "$log" "$rc"
+  rm -f "$log"
+}
+
+run "c" tests/run-c-tests.sh build/tests/test_*
+run "c-sanitizers" make --no-print-directory sanitize
+[ -d clients/python/tests ] && run "python" tests/run-py-tests.sh
+[ -d clients/julia/test ] && run "julia" tests/run-jl-tests.sh
+[ -x tests/multiserver/run.sh ] && run "multi-server" tests/multiserver/run.sh
+[ -x tests/container/run.sh ] && run "container" tests/container/run.sh
+
+echo
+[ ${#failed_stages[@]} -gt 0 ] && echo "failed stages: ${failed_stages[*]}"
+echo "tests: $total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

@@ -1,0 +1,654 @@
+/* test_proto_golden.c — the C codec against protocol/testdata (written by gen_golden.py, an independent
+ * Python implementation of PROTOCOL.md):
+ *   - every .msgpack decodes (msgpack-c) to exactly the content of its .json;
+ *   - every request decodes through proto_decode_request (bad_* ones to the expected error code and id);
+ *   - every canonical request re-encodes (proto_encode_request) to the same bytes;
+ *   - every reply is reproduced byte for byte by the C reply encoders from the same values. */
+#include <criterion/criterion.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+
+#define TESTDATA "protocol/testdata/"
+
+/* ---- a small JSON reader (objects keep their key order; Infinity / NaN accepted) ---------------- */
+
+typedef enum { J_NULL, J_BOOL, J_INT, J_FLOAT, J_STR, J_ARR, J_OBJ } jtype;
+typedef struct jv {
+    jtype t;
+    int b;
+    long long i;        /* J_INT (values above LLONG_MAX kept in u) */
+    unsigned long long u;
+    int is_u;
+    double f;
+    char *s;
+    int n;
+    struct jv *items;   /* J_ARR: n values; J_OBJ: 2n (key, value) */
+} jv;
+
+typedef struct { const char *p; } jp;
+
+static void ws(jp *j) { while (isspace((unsigned char)*j->p)) j->p++; }
+
+static char *jstr(jp *j)
+{
+    cr_assert(*j->p == '"');
+    j->p++;
+    size_t cap = 64, n = 0;
+    char *s = malloc(cap);
+    while (*j->p != '"') {
+        char c = *j->p++;
+        if (c == '\\') {
+            char e = *j->p++;
+            if (e == 'u') {
+                unsigned v;
+                sscanf(j->p, "%4x", &v);
+                j->p += 4;
+                cr_assert(v < 0x80, "non-ASCII \\u escape in golden JSON");
+                c = (char)v;
+            } else {
+                c = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b' : e == 'f' ? '\f' : e;
+            }
+        }
+        if (n + 2 > cap) s = realloc(s, cap *= 2);
+        s[n++] = c;
+    }
+    j->p++;
+    s[n] = 0;
+    return s;
+}
+
+static void jparse(jp *j, jv *v)
+{
+    ws(j);
+    memset(v, 0, sizeof *v);
+    char c = *j->p;
+    if (c == '{' || c == '[') {
+        int obj = c == '{';
+        v->t = obj ? J_OBJ : J_ARR;
+        j->p++;
+        int cap = 8;
+        v->items = calloc((size_t)cap * 2, sizeof *v->items);
+        ws(j);
+        if (*j->p == (obj ? '}' : ']')) {
+            j->p++;
+            return;
+        }
+        for (;;) {
+            if (v->n + 1 > cap) {
+                cap *= 2;
+                v->items = realloc(v->items, (size_t)cap * 2 * sizeof *v->items);
+            }
+            if (obj) {
+                ws(j);
+                jv *k = &v->items[2 * v->n];
+                memset(k, 0, sizeof *k);
+                k->t = J_STR;
+                k->s = jstr(j);
+                ws(j);
+                cr_assert(*j->p == ':');
+                j->p++;
+                jparse(j, &v->items[2 * v->n + 1]);
+            } else {
+                jparse(j, &v->items[v->n]);
+            }
+            v->n++;
+            ws(j);
+            if (*j->p == ',') { j->p++; continue; }
+            cr_assert(*j->p == (obj ? '}' : ']'), "bad JSON near '%.20s'", j->p);
+            j->p++;
+            return;
+        }
+    }
+    if (c == '"') { v->t = J_STR; v->s = jstr(j); return; }
+    if (!strncmp(j->p, "true", 4)) { v->t = J_BOOL; v->b = 1; j->p += 4; return; }
+    if (!strncmp(j->p, "false", 5)) { v->t = J_BOOL; j->p += 5; return; }
+    if (!strncmp(j->p, "null", 4)) { v->t = J_NULL; j->p += 4; return; }
+    if (!strncmp(j->p, "NaN", 3)) { v->t = J_FLOAT; v->f = NAN; j->p += 3; return; }
+    if (!strncmp(j->p, "Infinity", 8)) { v->t = J_FLOAT; v->f = INFINITY; j->p += 8; return; }
+    if (!strncmp(j->p, "-Infinity", 9)) { v->t = J_FLOAT; v->f = -INFINITY; j->p += 9; return; }
+    const char *start = j->p;
+    if (*j->p == '-') j->p++;
+    int is_float = 0;
+    while (isdigit((unsigned char)*j->p) || strchr(".eE+-", *j->p)) {
+        if (strchr(".eE", *j->p)) is_float = 1;
+        j->p++;
+    }
+    cr_assert(j->p > start, "bad JSON near '%.20s'", start);
+    if (is_float) {
+        v->t = J_FLOAT;
+        v->f = strtod(start, NULL);
+    } else if (*start == '-') {
+        v->t = J_INT;
+        v->i = strtoll(start, NULL, 10);
+    } else {
+        v->t = J_INT;
+        v->u = strtoull(start, NULL, 10);
+        v->is_u = 1;
+    }
+}
+
+static void jfree(jv *v)
+{
+    free(v->s);
+    int m = v->t == J_OBJ ? 2 * v->n : v->t == J_ARR ? v->n : 0;
+    for (int i = 0; i < m; i++) jfree(&v->items[i]);
+    free(v->items);
+}
+
+static const jv *jget(const jv *o, const char *key)
+{
+    if (o->t != J_OBJ) return NULL;
+    for (int i = 0; i < o->n; i++)
+        if (!strcmp(o->items[2 * i].s, key)) return &o->items[2 * i + 1];
+    return NULL;
+}
+
+/* ---- files ---- */
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s (tests run from the repository root)", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc((size_t)n + 1);
+    cr_assert(fread(b, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    b[n] = 0;
+    *len = (size_t)n;
+    return b;
+}
+
+typedef struct {
+    uint8_t *bytes;
+    size_t len;
+    char *json_text;
+    jv json;
+} vec;
+
+static void load(const char *name, vec *v)
+{
+    char path[256];
+    size_t n;
+    snprintf(path, sizeof path, TESTDATA "%s.msgpack", name);
+    v->bytes = slurp(path, &v->len);
+    snprintf(path, sizeof path, TESTDATA "%s.json", name);
+    v->json_text = (char *)slurp(path, &n);
+    jp j = {v->json_text};
+    jparse(&j, &v->json);
+}
+
+static void unload(vec *v)
+{
+    free(v->bytes);
+    free(v->json_text);
+    jfree(&v->json);
+}
+
+/* ---- msgpack object == JSON value ---- */
+
+static int hexval(char c) { return isdigit((unsigned char)c) ? c - '0' : tolower((unsigned char)c) - 'a' + 10; }
+
+static size_t unhex(const char *h, uint8_t *out)
+{
+    size_t n = strlen(h) / 2;
+    for (size_t i = 0; i < n; i++) out[i] = (uint8_t)(hexval(h[2 * i]) << 4 | hexval(h[2 * i + 1]));
+    return n;
+}
+
+static void same(const msgpack_object *o, const jv *v, const char *path)
+{
+    char sub[512];
+    if (v->t == J_OBJ && v->n == 1 && !strcmp(v->items[0].s, "$bin")) {
+        cr_assert_eq(o->type, MSGPACK_OBJECT_BIN, "%s: expected bin", path);
+        const char *h = v->items[1].s;
+        cr_assert_eq(o->via.bin.size * 2, strlen(h), "%s: bin size", path);
+        uint8_t *b = malloc(o->via.bin.size + 1);
+        unhex(h, b);
+        cr_assert(!memcmp(b, o->via.bin.ptr, o->via.bin.size), "%s: bin content", path);
+        free(b);
+        return;
+    }
+    switch (v->t) {
+    case J_NULL: cr_assert_eq(o->type, MSGPACK_OBJECT_NIL, "%s", path); break;
+    case J_BOOL:
+        cr_assert_eq(o->type, MSGPACK_OBJECT_BOOLEAN, "%s: expected bool", path);
+        cr_assert_eq(!!o->via.boolean, v->b, "%s", path);
+        break;
+    case J_INT:
+        if (v->is_u) {
+            cr_assert_eq(o->type, MSGPACK_OBJECT_POSITIVE_INTEGER, "%s: expected a non-negative int", path);
+            cr_assert_eq(o->via.u64, (uint64_t)v->u, "%s", path);
+        } else {
+            cr_assert_eq(o->type, MSGPACK_OBJECT_NEGATIVE_INTEGER, "%s: expected a negative int", path);
+            cr_assert_eq(o->via.i64, (int64_t)v->i, "%s", path);
+        }
+        break;
+    case J_FLOAT:
+        cr_assert(o->type == MSGPACK_OBJECT_FLOAT64, "%s: expected a float 64", path);
+        if (isnan(v->f)) cr_assert(isnan(o->via.f64), "%s", path);
+        else cr_assert(o->via.f64 == v->f, "%s: %.17g != %.17g", path, o->via.f64, v->f);
+        break;
+    case J_STR:
+        cr_assert_eq(o->type, MSGPACK_OBJECT_STR, "%s: expected str", path);
+        cr_assert_eq(o->via.str.size, strlen(v->s), "%s: str length", path);
+        cr_assert(!memcmp(o->via.str.ptr, v->s, o->via.str.size), "%s: str", path);
+        break;
+    case J_ARR:
+        cr_assert_eq(o->type, MSGPACK_OBJECT_ARRAY, "%s: expected array", path);
+        cr_assert_eq((int)o->via.array.size, v->n, "%s: array size", path);
+        for (int i = 0; i < v->n; i++) {
+            snprintf(sub, sizeof sub, "%s[%d]", path, i);
+            same(&o->via.array.ptr[i], &v->items[i], sub);
+        }
+        break;
+    case J_OBJ:
+        cr_assert_eq(o->type, MSGPACK_OBJECT_MAP, "%s: expected map", path);
+        cr_assert_eq((int)o->via.map.size, v->n, "%s: map size", path);
+        for (int i = 0; i < v->n; i++) {
+            /* key order is part of the bytes; check it too */
+            const msgpack_object *k = &o->via.map.ptr[i].key;
+            cr_assert_eq(k->type, MSGPACK_OBJECT_STR, "%s: key type", path);
+            cr_assert(k->via.str.size == strlen(v->items[2 * i].s) && !memcmp(k->via.str.ptr, v->items[2 * i].s, k->via.str.size),
+                      "%s: key %d is not '%s'", path, i, v->items[2 * i].s);
+            snprintf(sub, sizeof sub, "%s.%s", path, v->items[2 * i].s);
+            same(&o->via.map.ptr[i].val, &v->items[2 * i + 1], sub);
+        }
+        break;
+    }
+}
+
+/* ---- the index ---- */
+
+typedef struct {
+    char name[64], kind[16], op[16];
+    int canonical;
+} entry;
+
+static int load_index(entry *e, int max)
+{
+    size_t n;
+    char *text = (char *)slurp(TESTDATA "index.json", &n);
+    jp j = {text};
+    jv idx;
+    jparse(&j, &idx);
+    cr_assert_eq(idx.t, J_ARR);
+    int k = 0;
+    for (int i = 0; i < idx.n && k < max; i++, k++) {
+        const jv *it = &idx.items[i];
+        snprintf(e[k].name, sizeof e[k].name, "%s", jget(it, "name")->s);
+        snprintf(e[k].kind, sizeof e[k].kind, "%s", jget(it, "kind")->s);
+        const jv *op = jget(it, "op");
+        snprintf(e[k].op, sizeof e[k].op, "%s", op->t == J_STR ? op->s : "");
+        e[k].canonical = jget(it, "canonical")->b;
+    }
+    jfree(&idx);
+    free(text);
+    return k;
+}
+
+Test(golden, index_lists_every_kind)
+{
+    entry e[128];
+    int n = load_index(e, 128);
+    int req = 0, rep = 0, bad = 0;
+    for (int i = 0; i < n; i++) {
+        req += !strcmp(e[i].kind, "request");
+        rep += !strcmp(e[i].kind, "reply");
+        bad += !strcmp(e[i].kind, "bad_request");
+    }
+    cr_assert_geq(req, 10);
+    cr_assert_geq(rep, 8);
+    cr_assert_geq(bad, 10);
+}
+
+Test(golden, bytes_decode_to_the_json)
+{
+    entry e[128];
+    int n = load_index(e, 128);
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(e[i].kind, "bad_request")) continue;
+        vec v;
+        load(e[i].name, &v);
+        msgpack_zone z;
+        msgpack_zone_init(&z, 4096);
+        msgpack_object o;
+        size_t off = 0;
+        cr_assert_eq(msgpack_unpack((const char *)v.bytes, v.len, &off, &z, &o), MSGPACK_UNPACK_SUCCESS, "%s", e[i].name);
+        cr_assert_eq(off, v.len, "%s", e[i].name);
+        same(&o, &v.json, e[i].name);
+        msgpack_zone_destroy(&z);
+        unload(&v);
+    }
+}
+
+Test(golden, requests_decode_and_reencode)
+{
+    entry e[128];
+    int n = load_index(e, 128);
+    int checked = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(e[i].kind, "request")) continue;
+        vec v;
+        load(e[i].name, &v);
+        proto_request r;
+        proto_request_init(&r);
+        proto_error err = {0};
+        int rc = proto_decode_request(v.bytes, v.len, NULL, &r, &err);
+        cr_assert_eq(rc, PROTO_OK, "%s: %s %s", e[i].name, proto_code_name(rc), err.message);
+        cr_assert_str_eq(proto_op_name(r.op), e[i].op, "%s", e[i].name);
+        cr_assert_eq(r.id, jget(&v.json, "id")->u, "%s", e[i].name);
+        if (e[i].canonical) {
+            proto_buf b;
+            proto_buf_init(&b);
+            cr_assert_eq(proto_encode_request(&b, &r), 0);
+            cr_assert_eq(b.len, v.len, "%s: re-encoded %zu bytes, golden %zu", e[i].name, b.len, v.len);
+            cr_assert(!memcmp(b.data, v.bytes, v.len), "%s: re-encoded bytes differ", e[i].name);
+            proto_buf_free(&b);
+            checked++;
+        }
+        proto_request_clear(&r);
+        unload(&v);
+    }
+    cr_assert_geq(checked, 10);
+}
+
+Test(golden, bad_requests_get_the_expected_error)
+{
+    entry e[128];
+    int n = load_index(e, 128);
+    int checked = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(e[i].kind, "bad_request")) continue;
+        vec v;
+        load(e[i].name, &v);
+        proto_request r;
+        proto_request_init(&r);
+        proto_error err = {0};
+        int rc = proto_decode_request(v.bytes, v.len, NULL, &r, &err);
+        const char *want = jget(&v.json, "expect_error")->s;
+        cr_assert_str_eq(proto_code_name(rc), want, "%s: got %s (%s)", e[i].name, proto_code_name(rc), err.message);
+        cr_assert_eq(err.code, rc);
+        cr_assert_gt(strlen(err.message), 5, "%s: empty message", e[i].name);
+        uint64_t want_id = jget(&v.json, "expect_id")->u;
+        cr_assert_eq(r.has_id ? r.id : 0, want_id, "%s: id", e[i].name);
+        proto_request_clear(&r);
+        unload(&v);
+        checked++;
+    }
+    cr_assert_geq(checked, 10);
+}
+
+Test(golden, request_fields)
+{
+    vec v;
+    proto_request r;
+    proto_request_init(&r);
+    proto_error err;
+
+    load("req_make", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert_str_eq(r.env, "anymal_c-walk");
+    cr_assert_eq(r.num_worlds, 4);
+    cr_assert_eq(r.nconfig, 2);
+    cr_assert_str_eq(r.config[0].key, "kp");
+    cr_assert_eq(r.config[0].value, 60.0);
+    cr_assert_str_eq(r.config[1].key, "decimation");
+    cr_assert_eq(r.config[1].value, 2.0);
+    cr_assert(r.has_seed && r.seed == 42);
+    cr_assert(r.has_autoreset && r.autoreset == ENV_AUTORESET_SAME_STEP);
+    unload(&v);
+
+    load("req_make_min", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(!r.has_seed && r.seed == 0 && r.nconfig == 0 && r.autoreset == ENV_AUTORESET_NEXT_STEP);
+    unload(&v);
+
+    load("req_reset_subset", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert_eq(r.session, 7);
+    cr_assert_eq(r.nids, 2);
+    cr_assert(r.world_ids[0] == 1 && r.world_ids[1] == 3);
+    cr_assert_eq(r.nseeds, 2);
+    cr_assert(r.seeds[0] == 100 && r.seeds[1] == (1ull << 63) + 5);
+    unload(&v);
+
+    load("req_reset_ids_array", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(r.nids == 2 && r.world_ids[0] == 0 && r.world_ids[1] == 2 && r.nseeds == -1);
+    unload(&v);
+
+    load("req_reset_seed", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(r.has_seed && r.seed == 1000 && r.nids == -1);
+    unload(&v);
+
+    load("req_step_subset", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(r.nids == 2 && r.world_ids[0] == 2 && r.world_ids[1] == 0);
+    cr_assert(r.has_actions && r.actions.dtype == PROTO_DT_FLOAT32 && r.actions.ndim == 2);
+    cr_assert(r.actions.shape[0] == 2 && r.actions.shape[1] == 3);
+    float a[6];
+    memcpy(a, r.actions.data, sizeof a);
+    cr_assert(a[0] == 0.5f && a[2] == 1.5f && a[5] == -2.0f);
+    cr_assert_eq(((uintptr_t)(r.actions.data - v.bytes)) % PROTO_ALIGN, 0, "tensor data is 8-aligned in the message");
+    cr_assert(r.reward_terms);
+    unload(&v);
+
+    load("req_big_id", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert_eq(r.id, UINT64_MAX);
+    unload(&v);
+    proto_request_clear(&r);
+}
+
+/* ---- replies: the C encoders reproduce the golden bytes ---- */
+
+static void toy_spec(env_spec *s)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "toy-v0");
+    snprintf(s->doc, sizeof s->doc, "A fixed spec for the golden vectors (not a registered env)");
+    s->obs_dim = 3;
+    s->act_dim = 1;
+    s->nobs = 2;
+    s->obs[0] = (env_field){"pos", 0, 2, -INFINITY, INFINITY, 1.0f, "m"};
+    s->obs[1] = (env_field){"vel", 2, 1, -10.0f, 10.0f, 0.5f, "m/s"};
+    s->nact = 1;
+    s->act[0] = (env_field){"force", 0, 1, -1.0f, 1.0f, 20.0f, "N"};
+    s->sim_dt = 0.005;
+    s->decimation = 4;
+    s->control_dt = 0.02;
+    s->episode_seconds = 20;
+    s->max_episode_steps = 1000;
+    s->nconfig = 2;
+    s->config[0] = (env_config_key){"kp", 80, 0, 1000, 0, "PD stiffness (N m / rad)"};
+    s->config[1] = (env_config_key){"decimation", 4, 1, 50, 1, "physics steps per env step"};
+    s->nterms = 2;
+    snprintf(s->terms[0], sizeof s->terms[0], "alive");
+    snprintf(s->terms[1], sizeof s->terms[1], "effort");
+}
+
+static void field_eq(const env_field *a, const env_field *b)
+{
+    cr_assert_str_eq(a->name, b->name);
+    cr_assert(a->offset == b->offset && a->size == b->size);
+    cr_assert(a->low == b->low && a->high == b->high && a->scale == b->scale, "%s bounds", a->name);
+    cr_assert_str_eq(a->unit, b->unit);
+}
+
+static void spec_eq(const env_spec *a, const env_spec *b)
+{
+    cr_assert_str_eq(a->name, b->name);
+    cr_assert_str_eq(a->doc, b->doc);
+    cr_assert(a->obs_dim == b->obs_dim && a->act_dim == b->act_dim && a->nobs == b->nobs && a->nact == b->nact);
+    for (int i = 0; i < a->nobs; i++) field_eq(&a->obs[i], &b->obs[i]);
+    for (int i = 0; i < a->nact; i++) field_eq(&a->act[i], &b->act[i]);
+    cr_assert(a->sim_dt == b->sim_dt && a->decimation == b->decimation && a->control_dt == b->control_dt);
+    cr_assert(a->episode_seconds == b->episode_seconds && a->max_episode_steps == b->max_episode_steps);
+    cr_assert_eq(a->nconfig, b->nconfig);
+    for (int i = 0; i < a->nconfig; i++) {
+        cr_assert_str_eq(a->config[i].key, b->config[i].key);
+        cr_assert(a->config[i].def == b->config[i].def && a->config[i].lo == b->config[i].lo &&
+                  a->config[i].hi == b->config[i].hi && a->config[i].is_int == b->config[i].is_int);
+        cr_assert_str_eq(a->config[i].doc, b->config[i].doc);
+    }
+    cr_assert_eq(a->nterms, b->nterms);
+    for (int i = 0; i < a->nterms; i++) cr_assert_str_eq(a->terms[i], b->terms[i]);
+}
+
+static void expect_bytes(proto_buf *b, const char *name)
+{
+    vec v;
+    load(name, &v);
+    cr_assert_eq(b->oom, 0);
+    cr_assert_eq(b->len, v.len, "%s: encoded %zu bytes, golden %zu", name, b->len, v.len);
+    for (size_t i = 0; i < v.len; i++)
+        cr_assert_eq(b->data[i], v.bytes[i], "%s: byte %zu is 0x%02x, golden 0x%02x", name, i, b->data[i], v.bytes[i]);
+    unload(&v);
+}
+
+Test(golden, small_replies_encode_to_the_bytes)
+{
+    proto_buf b;
+    proto_buf_init(&b);
+    proto_encode_error(&b, 11, PROTO_E_UNKNOWN_SESSION, "unknown session 7");
+    expect_bytes(&b, "rep_error");
+    proto_buf_reset(&b);
+    proto_encode_ping_reply(&b, 2, 1700000000.25);
+    expect_bytes(&b, "rep_ping");
+    proto_buf_reset(&b);
+    proto_encode_close_reply(&b, 11, 7, 123456);
+    expect_bytes(&b, "rep_close");
+    proto_buf_reset(&b);
+    proto_server_stats s = {.uptime_s = 12.5, .sessions = 2, .worlds = 4100, .steps = 1000000, .steps_per_s = 81920,
+                            .requests = 2048, .errors = 3, .threads = 8};
+    proto_encode_stats_reply(&b, 12, &s, NULL);
+    expect_bytes(&b, "rep_stats");
+    proto_buf_reset(&b);
+    proto_session_stats ss = {.session = 7, .env = "anymal_c-walk", .num_worlds = 4096, .steps = 999424,
+                              .steps_per_s = 81788.5, .age_s = 12, .idle_s = 0, .requests = 250, .errors = 1};
+    proto_encode_stats_reply(&b, 13, &s, &ss);
+    expect_bytes(&b, "rep_stats_session");
+    proto_buf_free(&b);
+}
+
+Test(golden, hello_and_make_replies_encode_to_the_bytes)
+{
+    env_spec spec;
+    toy_spec(&spec);
+    proto_buf b;
+    proto_buf_init(&b);
+    proto_hello_info info = {.server = "herd 0.1.0", .threads = 8, .max_message_bytes = 16777216,
+                             .max_worlds_per_session = 16384, .max_worlds = 65536};
+    const env_spec *specs[1] = {&spec};
+    proto_encode_hello_reply(&b, 1, &info, specs, 1);
+    expect_bytes(&b, "rep_hello");
+    proto_buf_reset(&b);
+    double cfg[2] = {60, 2};
+    proto_encode_make_reply(&b, 3, 7, 4, ENV_AUTORESET_SAME_STEP, 42, &spec, cfg);
+    expect_bytes(&b, "rep_make");
+    proto_buf_free(&b);
+}
+
+/* Fills a reserved region from the golden JSON's tensor at json path (map keys). */
+static void fill(proto_buf *b, size_t off, const jv *t)
+{
+    cr_assert(off > 0);
+    const char *h = jget(jget(t, "data"), "$bin")->s;
+    unhex(h, b->data + off);
+}
+
+Test(golden, reset_and_step_replies_encode_to_the_bytes)
+{
+    proto_buf b;
+    proto_buf_init(&b);
+    proto_step_layout lay;
+    vec v;
+
+    load("rep_reset", &v);
+    proto_encode_reset_reply(&b, 6, 2, 3, &lay);
+    fill(&b, lay.obs, jget(&v.json, "obs"));
+    expect_bytes(&b, "rep_reset");
+    unload(&v);
+
+    const char *names[2] = {"rep_step", "rep_step_same"};
+    unsigned flags[2] = {PROTO_STEP_AUTORESET, PROTO_STEP_FINAL_OBS | PROTO_STEP_REWARD_TERMS};
+    uint64_t ids[2] = {9, 10};
+    for (int k = 0; k < 2; k++) {
+        load(names[k], &v);
+        proto_buf_reset(&b);
+        proto_encode_step_reply(&b, ids[k], 2, 3, 2, flags[k], &lay);
+        for (size_t i = 0; i < sizeof lay / sizeof(size_t); i++)
+            if (((size_t *)&lay)[i]) cr_assert_eq(((size_t *)&lay)[i] % PROTO_ALIGN, 0, "region %zu aligned", i);
+        const jv *info = jget(&v.json, "info");
+        fill(&b, lay.obs, jget(&v.json, "obs"));
+        fill(&b, lay.reward, jget(&v.json, "reward"));
+        fill(&b, lay.terminated, jget(&v.json, "terminated"));
+        fill(&b, lay.truncated, jget(&v.json, "truncated"));
+        fill(&b, lay.physics_reset, jget(info, "physics_reset"));
+        fill(&b, lay.episode_done, jget(info, "episode_done"));
+        fill(&b, lay.episode_return, jget(info, "episode_return"));
+        fill(&b, lay.episode_length, jget(info, "episode_length"));
+        fill(&b, lay.episode_terms, jget(info, "episode_terms"));
+        if (flags[k] & PROTO_STEP_AUTORESET) fill(&b, lay.autoreset, jget(info, "autoreset"));
+        else cr_assert_eq(lay.autoreset, 0);
+        if (flags[k] & PROTO_STEP_FINAL_OBS) {
+            fill(&b, lay.final_obs, jget(info, "final_obs"));
+            fill(&b, lay.final_mask, jget(info, "_final_obs"));
+        }
+        if (flags[k] & PROTO_STEP_REWARD_TERMS) fill(&b, lay.reward_terms, jget(info, "reward_terms"));
+        expect_bytes(&b, names[k]);
+        unload(&v);
+    }
+    proto_buf_free(&b);
+}
+
+/* ---- replies: the client-side decoder ---- */
+
+Test(golden, replies_decode_through_the_client_decoder)
+{
+    vec v;
+    proto_reply r;
+    proto_error err;
+
+    load("rep_error", &v);
+    cr_assert_eq(proto_decode_reply(v.bytes, v.len, &r, &err), PROTO_OK);
+    cr_assert(!r.ok && r.id == 11 && r.error.code == PROTO_E_UNKNOWN_SESSION);
+    cr_assert_str_eq(r.error.message, "unknown session 7");
+    proto_reply_clear(&r);
+    unload(&v);
+
+    load("rep_hello", &v);
+    cr_assert_eq(proto_decode_reply(v.bytes, v.len, &r, &err), PROTO_OK, "%s", err.message);
+    cr_assert(r.ok && r.id == 1);
+    const msgpack_object *envs = proto_map_get(&r.root, "envs");
+    cr_assert(envs && envs->type == MSGPACK_OBJECT_ARRAY && envs->via.array.size == 1);
+    env_spec got, want;
+    toy_spec(&want);
+    cr_assert_eq(proto_decode_spec(&envs->via.array.ptr[0], &got, &err), PROTO_OK, "%s", err.message);
+    spec_eq(&got, &want);
+    proto_reply_clear(&r);
+    unload(&v);
+
+    load("rep_step_same", &v);
+    cr_assert_eq(proto_decode_reply(v.bytes, v.len, &r, &err), PROTO_OK);
+    proto_tensor t;
+    int64_t shp[2] = {2, 3};
+    cr_assert_eq(proto_get_tensor(&r.root, "obs", PROTO_DT_FLOAT32, 2, shp, &t, &err), PROTO_OK, "%s", err.message);
+    float obs[6];
+    memcpy(obs, t.data, sizeof obs);
+    cr_assert(obs[0] == 2.0f && obs[5] == 0.75f);
+    const msgpack_object *info = proto_map_get(&r.root, "info");
+    cr_assert_eq(proto_get_tensor(info, "_final_obs", PROTO_DT_BOOL, 1, shp, &t, &err), PROTO_OK, "%s", err.message);
+    cr_assert(t.data[0] == 1 && t.data[1] == 0);
+    cr_assert_eq(proto_get_tensor(info, "final_obs", PROTO_DT_INT32, 2, shp, &t, &err), PROTO_E_BAD_REPLY);
+    proto_reply_clear(&r);
+    unload(&v);
+}

@@ -1,0 +1,158 @@
+/* test_server_config.c — herd-server settings: defaults, HERD_* environment variables, the command line
+ * (which wins), bad values, and the worker pool's round-robin scheduling. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "srv_pool.h"
+#include "srv_server.h"
+
+Test(config, defaults)
+{
+    srv_config c;
+    srv_config_defaults(&c);
+    cr_assert_str_eq(c.bind, "tcp://127.0.0.1:5555");
+    cr_assert_eq(c.threads, 0);
+    cr_assert_eq(c.max_message_bytes, 16u << 20);
+    cr_assert_eq(c.log_level, SRV_LOG_INFO);
+    char err[256];
+    cr_assert_eq(srv_config_check(&c, err, sizeof err), 0);
+}
+
+Test(config, environment_then_command_line)
+{
+    setenv("HERD_BIND", "ipc:///tmp/x.sock", 1);
+    setenv("HERD_THREADS", "3", 1);
+    setenv("HERD_MAX_MESSAGE_BYTES", "2M", 1);
+    setenv("HERD_SESSION_TIMEOUT", "1.5", 1);
+    setenv("HERD_LOG_LEVEL", "debug", 1);
+    srv_config c;
+    srv_config_defaults(&c);
+    char err[256];
+    cr_assert_eq(srv_config_from_env(&c, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(c.bind, "ipc:///tmp/x.sock");
+    cr_assert_eq(c.threads, 3);
+    cr_assert_eq(c.max_message_bytes, 2u << 20);
+    cr_assert_eq(c.session_timeout_s, 1.5);
+    cr_assert_eq(c.log_level, SRV_LOG_DEBUG);
+    char *argv[] = {"herd-server", "--threads", "5", "--bind=tcp://0.0.0.0:7000", "--max-worlds", "100",
+                    "--max-worlds-per-session", "50", "--log-level", "warn", "--stats-interval", "0", "--quantum", "8",
+                    NULL};
+    cr_assert_eq(srv_config_from_args(&c, 14, argv, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c.threads, 5);
+    cr_assert_str_eq(c.bind, "tcp://0.0.0.0:7000");
+    cr_assert_eq(c.max_worlds, 100);
+    cr_assert_eq(c.max_worlds_per_session, 50);
+    cr_assert_eq(c.log_level, SRV_LOG_WARN);
+    cr_assert_eq(c.stats_interval_s, 0);
+    cr_assert_eq(c.quantum, 8);
+    cr_assert_eq(c.max_message_bytes, 2u << 20, "kept from the environment");
+}
+
+Test(config, bad_values_are_reported)
+{
+    srv_config c;
+    char err[256];
+    srv_config_defaults(&c);
+    char *a1[] = {"herd-server", "--threads", "many", NULL};
+    cr_assert_eq(srv_config_from_args(&c, 3, a1, err, sizeof err), -1);
+    cr_assert(strstr(err, "many") && strstr(err, "--threads"), "%s", err);
+    char *a2[] = {"herd-server", "--frobnicate", "1", NULL};
+    cr_assert_eq(srv_config_from_args(&c, 3, a2, err, sizeof err), -1);
+    cr_assert(strstr(err, "--frobnicate"), "%s", err);
+    char *a3[] = {"herd-server", "--bind", NULL};
+    cr_assert_eq(srv_config_from_args(&c, 2, a3, err, sizeof err), -1);
+    cr_assert(strstr(err, "needs a value"), "%s", err);
+    char *a4[] = {"herd-server", "--log-level", "loud", NULL};
+    cr_assert_eq(srv_config_from_args(&c, 3, a4, err, sizeof err), -1);
+    char *a5[] = {"herd-server", "--max-message-bytes", "12", NULL};
+    cr_assert_eq(srv_config_from_args(&c, 3, a5, err, sizeof err), -1);
+    char *a6[] = {"herd-server", "stray", NULL};
+    cr_assert_eq(srv_config_from_args(&c, 2, a6, err, sizeof err), -1);
+    setenv("HERD_MAX_WORLDS", "-4", 1);
+    cr_assert_eq(srv_config_from_env(&c, err, sizeof err), -1);
+    cr_assert(strstr(err, "HERD_MAX_WORLDS"), "%s", err);
+    unsetenv("HERD_MAX_WORLDS");
+}
+
+Test(config, bind_failure_is_a_clear_error)
+{
+    srv_config c;
+    srv_config_defaults(&c);
+    snprintf(c.bind, sizeof c.bind, "tcp://256.1.1.1:1");
+    c.threads = 1;
+    char err[256];
+    srv_server *s = srv_server_new(&c, err, sizeof err);
+    cr_assert_null(s);
+    cr_assert(strstr(err, "cannot bind tcp://256.1.1.1:1"), "%s", err);
+}
+
+/* ---- the pool ---- */
+
+typedef struct {
+    srv_unit u;
+    int owner, left;
+    int *log;
+    atomic_int *pos;
+    atomic_int *finished;
+} tunit;
+
+static int trun(srv_unit *u, int worker, int budget)
+{
+    tunit *t = (tunit *)u;
+    int k = t->left < budget ? t->left : budget;
+    t->left -= k;
+    t->log[atomic_fetch_add(t->pos, 1)] = t->owner;
+    usleep(200);
+    return t->left == 0;
+}
+
+static void tfinish(srv_unit *u, int worker) { atomic_fetch_add(((tunit *)u)->finished, 1); }
+
+Test(pool, owners_take_turns)
+{
+    srv_pool *p = srv_pool_new(1, 4);
+    srv_lane lanes[3] = {{0}};
+    int log[256];
+    atomic_int pos = 0, finished = 0;
+    /* owner 0: one unit of 40 worlds (10 turns); owners 1 and 2: one unit of 4 worlds (1 turn) each,
+     * queued right after: they must not wait for owner 0's ten turns */
+    tunit big = {{0}, 0, 40, log, &pos, &finished};
+    tunit s1 = {{0}, 1, 4, log, &pos, &finished}, s2 = {{0}, 2, 4, log, &pos, &finished};
+    big.u.run = s1.u.run = s2.u.run = trun;
+    big.u.finish = s1.u.finish = s2.u.finish = tfinish;
+    srv_pool_push(p, 0, &lanes[0], &big.u);
+    srv_pool_push(p, 0, &lanes[1], &s1.u);
+    srv_pool_push(p, 0, &lanes[2], &s2.u);
+    while (atomic_load(&finished) < 3) usleep(1000);
+    int n = atomic_load(&pos);
+    cr_assert_eq(n, 12);
+    int at1 = -1, at2 = -1;
+    for (int i = 0; i < n; i++) {
+        if (log[i] == 1) at1 = i;
+        if (log[i] == 2) at2 = i;
+    }
+    cr_assert(at1 >= 0 && at1 <= 3 && at2 >= 0 && at2 <= 3, "small owners ran at turns %d and %d", at1, at2);
+    srv_pool_destroy(&p);
+}
+
+Test(pool, a_lane_runs_in_order)
+{
+    srv_pool *p = srv_pool_new(2, 1);
+    srv_lane lane = {0};
+    int log[64];
+    atomic_int pos = 0, finished = 0;
+    tunit u[8];
+    for (int i = 0; i < 8; i++) {
+        u[i] = (tunit){{0}, i, 2, log, &pos, &finished};
+        u[i].u.run = trun;
+        u[i].u.finish = tfinish;
+        srv_pool_push(p, 1, &lane, &u[i].u);
+    }
+    while (atomic_load(&finished) < 8) usleep(1000);
+    for (int i = 0; i < 16; i++) cr_assert_eq(log[i], i / 2, "FIFO within a lane");
+    srv_pool_destroy(&p);
+}
