@@ -111,8 +111,17 @@ image:
 	@if command -v docker >/dev/null 2>&1; then docker build -t herd .; \
 	 else buildah bud --pull=false --isolation chroot --network host --format docker -t herd .; fi
 
+.PHONY: bench-py
+# Python client vs C client against one herd-server, same run (JSON line: "bench":"python_client")
+$(BUILD)/herd-bench-c-client: clients/python/bench_c_client.c $(BUILD)/libherd.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+bench-py: $(BUILD)/herd-server $(BUILD)/herd-bench-c-client
+	/usr/bin/python3 clients/python/bench.py
+
 bench: all
 	$(BUILD)/herd-bench all
+	@$(MAKE) --no-print-directory bench-py
 
 run: deps-check all
 	$(BUILD)/herd-demo

@@ -1,0 +1,419 @@
+# Tests of the Julia client.
+#
+#   julia --project=clients/julia -e 'using Pkg; Pkg.test()'        (tests/run-jl-tests.sh does this)
+#
+# 1. The golden vectors of protocol/testdata (PROTOCOL.md section 11): decode every request / reply and
+#    compare with its JSON, cross-check with MsgPack.jl's own decoder, re-encode every canonical request
+#    byte for byte, decode replies' tensors with the zero-copy path.
+# 2. Against real servers (build/herd-server or $HERD_SERVER_BIN), when the binary exists: VecEnv API,
+#    seeding, subsets, autoreset modes, several servers, error codes, timeouts, CommonRLInterface views.
+
+using Test
+using Herd
+import Herd: OrderedMap, BinRef, TensorRef, Tensor, decode, encode, mapget
+import CommonRLInterface as CRL
+import MsgPack
+import Sockets
+
+include("json.jl")
+using .MiniJSON: parsefile
+
+const ROOT = normpath(joinpath(@__DIR__, "..", "..", ".."))
+const TESTDATA = joinpath(ROOT, "protocol", "testdata")
+const INDEX = parsefile(joinpath(TESTDATA, "index.json"))
+
+vec_field(v, k) = mapget(v, k)
+load_bytes(name) = read(joinpath(TESTDATA, name * ".msgpack"))
+load_json(name) = parsefile(joinpath(TESTDATA, name * ".json"))
+
+# decoded (tensors=false) -> the JSON form: bins as {"$bin": hex}
+readable(x, bytes) = x
+readable(b::BinRef, bytes) = OrderedMap(["\$bin" => bytes2hex(bytes[b.offset+1:b.offset+b.len])])
+readable(m::OrderedMap, bytes) = OrderedMap([k => readable(v, bytes) for (k, v) in m])
+readable(v::Vector{Any}, bytes) = Any[readable(x, bytes) for x in v]
+
+# JSON content -> objects to encode
+function from_json(x)
+    if x isa OrderedMap
+        keys_ = [k for (k, _) in x]
+        if keys_ == ["\$bin"]
+            return Herd.Bin(hex2bytes(mapget(x, "\$bin")))
+        elseif Set(keys_) == Set(["dtype", "shape", "data"]) && mapget(x, "data") isa OrderedMap
+            return Tensor(mapget(x, "dtype"), Int[s for s in mapget(x, "shape")], hex2bytes(mapget(mapget(x, "data"), "\$bin")))
+        end
+        return OrderedMap([k => from_json(v) for (k, v) in x])
+    elseif x isa Vector{Any}
+        return Any[from_json(v) for v in x]
+    end
+    return x
+end
+
+# Deep equality with key order, ints vs floats distinguished, NaN == NaN.
+same(a, b) = false
+same(a::OrderedMap, b::OrderedMap) = length(a) == length(b) && all(p.first == q.first && same(p.second, q.second) for (p, q) in zip(a, b))
+same(a::Vector{Any}, b::Vector{Any}) = length(a) == length(b) && all(same(x, y) for (x, y) in zip(a, b))
+same(a::AbstractString, b::AbstractString) = a == b
+same(a::Bool, b::Bool) = a == b
+same(a::Nothing, b::Nothing) = true
+same(a::Integer, b::Integer) = !(a isa Bool) && !(b isa Bool) && a == b
+same(a::AbstractFloat, b::AbstractFloat) = isequal(a, b)
+
+# MsgPack.jl's view (Dict, bins as Vector{UInt8}) against ours
+stock(x, bytes) = x
+stock(b::BinRef, bytes) = bytes[b.offset+1:b.offset+b.len]
+stock(m::OrderedMap, bytes) = Dict{Any,Any}(k => stock(v, bytes) for (k, v) in m)
+stock(v::Vector{Any}, bytes) = Any[stock(x, bytes) for x in v]
+loose(a, b) = isequal(a, b) || (a isa Number && b isa Number && !(a isa Bool) && !(b isa Bool) && a == b)
+loose(a::AbstractDict, b::AbstractDict) = length(a) == length(b) && all(haskey(b, k) && loose(v, b[k]) for (k, v) in a)
+loose(a::AbstractVector, b::AbstractVector) = length(a) == length(b) && all(loose(x, y) for (x, y) in zip(a, b))
+
+@testset "Herd" begin
+
+@testset "golden vectors" begin
+    good = [v for v in INDEX if vec_field(v, "kind") in ("request", "reply")]
+    bad = [v for v in INDEX if vec_field(v, "kind") == "bad_request"]
+    @test length(good) >= 20
+    @test length(bad) >= 10
+    for v in good
+        name = vec_field(v, "name")
+        bytes = load_bytes(name)
+        j = load_json(name)
+        d = decode(bytes; tensors = false)
+        @test same(readable(d, bytes), j)
+        # MsgPack.jl decodes the same content (the stock-library check of PROTOCOL.md section 2)
+        @test loose(stock(d, bytes), MsgPack.unpack(bytes))
+        if vec_field(v, "canonical") === true
+            @test encode(from_json(j)) == bytes
+        end
+        if vec_field(v, "kind") == "reply"
+            t = decode(bytes)
+            for (k, x) in t
+                x isa OrderedMap && k == "info" || x isa TensorRef || continue
+                for (k2, y) in (x isa OrderedMap ? x : [k => x])
+                    y isa TensorRef || continue
+                    @test y.offset % 8 == 0                      # aligned for in-place use
+                    T = eltype(y)
+                    dest = zeros(T, Herd.julia_size(y)...)
+                    Herd.copyto_tensor!(dest, bytes, y)
+                    @test reinterpret(UInt8, vec(dest)) == bytes[y.offset+1:y.offset+y.nbytes]
+                    @test Herd.tensor_view(bytes, y) == dest
+                end
+            end
+        end
+    end
+    for v in bad
+        name = vec_field(v, "name")
+        j = load_json(name)
+        @test Set(k for (k, _) in j) == Set(["expect_error", "expect_id"])
+        if name in ("bad_truncated", "bad_trailing")
+            @test_throws Herd.DecodeError decode(load_bytes(name))
+        end
+    end
+    # a step reply read the way VecEnv reads it
+    b = load_bytes("rep_step_same")
+    r = decode(b)
+    obs = zeros(Float32, 3, 2)
+    Herd.copyto_tensor!(obs, b, mapget(r, "obs"))
+    @test obs[:, 1] == Float32[2.0, 1.75, 1.5]          # world 0 = column 1
+    info = mapget(r, "info")
+    fo = zeros(Float32, 3, 2)
+    Herd.copyto_tensor!(fo, b, mapget(info, "final_obs"))
+    @test fo[:, 1] == Float32[3.0, 3.5, 4.0]
+    mask = fill(true, 2)
+    Herd.copyto_tensor!(mask, b, mapget(info, "_final_obs"))
+    @test mask == [true, false]
+    len = zeros(Int32, 2)
+    Herd.copyto_tensor!(len, b, mapget(info, "episode_length"))
+    @test len == Int32[1000, 0]
+end
+
+@testset "codec" begin
+    # column-major actions are the row-major [n, act_dim] tensor
+    a = Float32[1 2; 3 4; 5 6]                 # act_dim 3 x 2 worlds
+    t = Tensor(a)
+    @test t.shape == [2, 3] && t.dtype == "float32"
+    bytes = encode(OrderedMap(["actions" => t]))
+    r = decode(bytes)
+    tr = mapget(r, "actions")
+    @test tr.shape == [2, 3] && tr.offset % 8 == 0
+    @test Herd.tensor_view(bytes, tr) == a
+    @test reinterpret(Float32, bytes[tr.offset+1:tr.offset+tr.nbytes]) == Float32[1, 3, 5, 2, 4, 6]
+    # every alignment of the surrounding message
+    for pre in 0:7
+        m = OrderedMap([repeat("k", pre + 1) => 1, "t" => Tensor(collect(Int32(1):Int32(5)))])
+        b = encode(m)
+        tt = mapget(decode(b), "t")
+        @test tt.offset % 8 == 0
+        @test Herd.tensor_view(b, tt) == Int32[1, 2, 3, 4, 5]
+        @test loose(MsgPack.unpack(b)["t"]["shape"], [5])
+    end
+    # scalars: minimal forms, as msgpack does
+    for x in (0, 1, -1, 127, 128, -32, -33, 255, 256, 65535, 65536, 2^32, typemax(Int64), typemax(UInt64),
+              typemin(Int64), 1.25, "", "x"^31, "y"^32, "z"^70000, true, false, nothing)
+        @test encode(x) == MsgPack.pack(x)
+        @test loose(decode(encode(x)), x) || (x === nothing && decode(encode(x)) === nothing)
+    end
+    @test_throws Herd.DecodeError decode(UInt8[0x82, 0xa1, 0x61])
+    @test_throws Herd.DecodeError decode(UInt8[0xc1])
+    @test_throws Herd.DecodeError decode(vcat(fill(0x91, 100), 0xc0))
+    # non-minimal forms are accepted
+    b = UInt8[0x83, 0xd9, 0x01, UInt8('a'), 0xca, reinterpret(UInt8, [hton(1.5f0)])...,
+              0xda, 0x00, 0x01, UInt8('b'), 0xd3, reinterpret(UInt8, [hton(Int64(7))])...,
+              0xa1, UInt8('c'), 0xc5, 0x00, 0x02, 0x01, 0x02]
+    d = decode(b)
+    @test mapget(d, "a") == 1.5 && mapget(d, "b") == 7
+    @test Herd.bin_bytes(b, mapget(d, "c")) == UInt8[1, 2]
+end
+
+@testset "spaces" begin
+    s = BoxSpace(Float32[-1, -Inf32], Float32[1, Inf32])
+    x = rand(s)
+    @test length(x) == 2 && eltype(x) == Float32 && -1 <= x[1] <= 1
+    @test x in s
+    @test !(Float32[2, 0] in s)
+    @test !(Float32[0, 0, 0] in s)
+end
+
+# ---- against real servers --------------------------------------------------------------------------
+
+const SERVER_BIN = get(ENV, "HERD_SERVER_BIN", joinpath(ROOT, "build", "herd-server"))
+
+function free_port()
+    port, srv = Sockets.listenany(Sockets.ip"127.0.0.1", 20000 + rand(0:20000))
+    close(srv)
+    return Int(port)
+end
+
+function start_server(; extra = String[])
+    for attempt in 1:5
+        ep = "tcp://127.0.0.1:$(free_port())"
+        proc = run(pipeline(`$SERVER_BIN --bind $ep --threads 2 --log-level warn --stats-interval 0 $extra`;
+                            stdout = devnull, stderr = devnull); wait = false)
+        deadline = time() + 20
+        while time() < deadline && process_running(proc)
+            try
+                c = Client(ep; timeout = 0.3)
+                try
+                    Herd.ping(c)
+                    return ep, proc
+                finally
+                    close(c)
+                end
+            catch e
+                e isa HerdError || rethrow()
+                sleep(0.05)
+            end
+        end
+        process_running(proc) && kill(proc)
+    end
+    error("could not start herd-server")
+end
+
+acts(n, k; ad = 12) = (x = Float32[sin(0.37 * (i + 13 * j + 101 * k)) for i in 1:ad, j in 1:n]; x)
+
+if !isfile(SERVER_BIN)
+    @info "SKIPPED: server tests ($SERVER_BIN not built; run `make` first)"
+else
+    ep, proc = start_server()
+    ep2, proc2 = start_server()
+    try
+        @testset "VecEnv API" begin
+            VecEnv("anymal_c-walk", 8; address = ep, seed = 3) do env
+                @test env.num_worlds == 8 && env.obs_dim == 48 && env.act_dim == 12
+                @test size(env.obs) == (48, 8)
+                @test env.spec["name"] == "anymal_c-walk"
+                @test env.config["kp"] == 80.0
+                obs = reset!(env)
+                @test obs === env.obs
+                @test any(!iszero, obs)
+                o, r, te, tr = step!(env, acts(8, 0))
+                @test o === env.obs && length(r) == 8 && eltype(te) == Bool
+                st = Herd.stats(env)[1]
+                @test st["session"]["num_worlds"] == 8 && st["session"]["steps"] == 8
+                @test Herd.action_space(env) isa BoxSpace
+                # Float64 actions are converted
+                step!(env, zeros(12, 8))
+            end
+        end
+
+        @testset "seeding" begin
+            run_(seed, steps; address = ep, n = 6) = VecEnv("anymal_c-walk", n; address = address, seed = seed) do env
+                out = [copy(reset!(env))]
+                for k in 1:steps
+                    step!(env, acts(n, k))
+                    push!(out, vcat(copy(env.obs), env.reward', Float32.(env.terminated)'))
+                end
+                out
+            end
+            a, b = run_(42, 8), run_(42, 8)
+            @test all(a .== b)
+            @test run_(43, 0)[1] != a[1]
+            # world i of seed s is world 0 of seed s + i
+            firstobs = run_(100, 0; n = 4)[1]
+            for i in 0:3
+                @test run_(100 + i, 0; n = 1)[1][:, 1] == firstobs[:, i+1]
+            end
+            # spread over two servers: identical to one server
+            @test all(run_(42, 8; address = [ep, ep2]) .== a)
+            @test all(run_(42, 8; address = "$ep,$ep2", n = 6) .== a)
+        end
+
+        @testset "subsets and pipelining" begin
+            VecEnv("anymal_c-walk", 8; address = ep, seed = 9) do full
+                VecEnv("anymal_c-walk", 8; address = [ep, ep2], seed = 9) do sub
+                    reset!(full)
+                    reset!(sub)
+                    for k in 1:3
+                        a = acts(8, k)
+                        step!(full, a)
+                        ids1, ids2 = [5, 0, 2, 7], [1, 3, 4, 6]
+                        r1 = step_send!(sub, a[:, ids1 .+ 1]; world_ids = ids1)
+                        r2 = step_send!(sub, a[:, ids2 .+ 1]; world_ids = ids2)
+                        step_recv!(sub, r2)
+                        step_recv!(sub, r1)
+                        @test sub.obs == full.obs
+                        @test sub.reward == full.reward
+                    end
+                end
+            end
+        end
+
+        @testset "autoreset" begin
+            cfg = Dict("episode_seconds" => 0.1, "obs_noise" => 0.0)
+            VecEnv("anymal_c-stand", 3; address = ep, seed = 11, autoreset = :next_step, config = cfg) do nx
+                VecEnv("anymal_c-stand", 3; address = ep, seed = 11, autoreset = :same_step, config = cfg) do ss
+                    reset!(nx)
+                    reset!(ss)
+                    for k in 1:4
+                        step!(nx, acts(3, k))
+                        step!(ss, acts(3, k))
+                        @test nx.obs == ss.obs
+                        @test !any(nx.truncated)
+                    end
+                    step!(nx, acts(3, 5))
+                    step!(ss, acts(3, 5))
+                    @test all(nx.truncated) && all(ss.truncated)
+                    @test all(nx.episode_done) && nx.episode_length == Int32[5, 5, 5]
+                    @test all(ss.final_mask) && ss.final_obs == nx.obs
+                    step!(nx, acts(3, 6))
+                    @test all(nx.autoreset_flag) && all(iszero, nx.reward)
+                    @test nx.obs == ss.obs
+                end
+            end
+            VecEnv("anymal_c-stand", 2; address = ep, seed = 1, autoreset = :disabled, config = cfg) do d
+                reset!(d)
+                for k in 1:5
+                    step!(d, acts(2, k))
+                end
+                err = try
+                    step!(d, acts(2, 6)); nothing
+                catch e
+                    e
+                end
+                @test err isa HerdError && err.code == "EPISODE_ENDED"
+                reset!(d; world_ids = [0, 1])
+                step!(d, acts(2, 7))
+            end
+        end
+
+        @testset "errors" begin
+            VecEnv("anymal_c-walk", 4; address = ep, seed = 1) do env
+                reset!(env)
+                code(f) = try
+                    f(); "none"
+                catch e
+                    e isa HerdError || rethrow()
+                    @test e.address == ep && !isempty(e.message)
+                    e.code
+                end
+                @test code(() -> step!(env, zeros(Float32, 11, 4))) == "BAD_SHAPE"
+                @test code(() -> step!(env, zeros(Int32, 12, 4))) == "BAD_DTYPE"
+                a = zeros(Float32, 12, 4)
+                a[5, 3] = NaN32
+                @test code(() -> step!(env, a)) == "NON_FINITE"
+                @test code(() -> step!(env, zeros(Float32, 12, 1); world_ids = [4])) == "BAD_WORLD_IDS"
+                step!(env, zeros(Float32, 12, 4))      # still usable
+            end
+            e = try
+                VecEnv("no-such-env", 2; address = ep); nothing
+            catch err
+                err
+            end
+            @test e isa HerdError && e.code == "UNKNOWN_ENV"
+            e = try
+                VecEnv("anymal_c-stand", 2; address = ep, config = Dict("target_height" => 5.0)); nothing
+            catch err
+                err
+            end
+            @test e isa HerdError && e.code == "BAD_CONFIG"
+            # golden bad requests, sent raw
+            c = Client(ep; timeout = 5)
+            try
+                for v in INDEX
+                    vec_field(v, "kind") == "bad_request" || continue
+                    name = vec_field(v, "name")
+                    j = load_json(name)
+                    Herd.send_raw(c, 1, load_bytes(name))
+                    r = Herd.recv_raw(c, 1)
+                    @test r["ok"] === false
+                    @test mapget(r["error"], "code") == mapget(j, "expect_error")
+                    @test r["id"] == mapget(j, "expect_id")
+                end
+            finally
+                close(c)
+            end
+        end
+
+        @testset "timeouts" begin
+            dead = "tcp://127.0.0.1:$(free_port())"
+            t0 = time()
+            e = try
+                VecEnv("anymal_c-walk", 2; address = dead, timeout = 0.5); nothing
+            catch err
+                err
+            end
+            @test e isa HerdError && e.code == "TIMEOUT" && e.address == dead
+            @test occursin(dead, sprint(showerror, e))
+            @test time() - t0 < 5
+        end
+
+        @testset "CommonRLInterface" begin
+            w = make_env("anymal_c-stand"; address = ep, seed = 5, config = Dict("episode_seconds" => 0.1))
+            try
+                @test w isa CRL.AbstractEnv
+                @test CRL.terminated(w)            # never reset
+                CRL.reset!(w)
+                @test !CRL.terminated(w)
+                @test length(CRL.observe(w)) == 46
+                sp = CRL.actions(w)
+                n = 0
+                while !CRL.terminated(w)
+                    a = rand(sp)
+                    @test a in sp
+                    r = CRL.act!(w, clamp.(a, -1f0, 1f0))
+                    @test r isa Float32
+                    n += 1
+                end
+                @test n == 5
+                reset!(w)
+                @test !CRL.terminated(w)
+            finally
+                close(w)
+            end
+            VecEnv("anymal_c-walk", 3; address = ep, seed = 2, autoreset = :disabled) do env
+                ws = worlds(env)
+                CRL.reset!(ws[2])
+                r = CRL.act!(ws[2], zeros(Float32, 12))
+                @test r == env.reward[2]
+                @test CRL.terminated(ws[1])        # world 1 never reset
+            end
+        end
+    finally
+        kill(proc)
+        kill(proc2)
+        wait(proc)
+        wait(proc2)
+    end
+end
+
+end # testset

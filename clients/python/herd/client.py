@@ -1,0 +1,330 @@
+"""Low-level client of herd-server: one ZeroMQ DEALER per server, pipelined requests matched by id.
+
+    from herd.client import Client
+    with Client("tcp://127.0.0.1:5555", timeout=10.0) as c:
+        print(c.hello()["envs"][0]["name"])
+        s = c.make("anymal_c-walk", 16, seed=1)                       # on server 0
+        obs = c.reset(s["session"], seed=1)["obs"]                     # (16, 48) float32 view, no copy
+        rid = c.send(0, "step", session=s["session"], actions=np.zeros((16, 12), np.float32))
+        rep = c.wait(rid)                                              # {"obs": ..., "reward": ..., ...}
+
+Every request is sent at once (``send`` returns its id); ``wait`` / ``wait_any`` collect replies, in any
+order, with a deadline: a server that does not answer in ``timeout`` seconds raises ``HerdTimeoutError``
+naming its address, never a hang.  Error replies raise ``ServerError`` (code, message, address).
+
+Replies are decoded without copying tensor data: arrays are ``numpy.frombuffer`` views of the received
+ZeroMQ frame (which they keep alive).  Not thread-safe: use one Client per thread.
+"""
+import ipaddress
+import itertools
+import socket
+import time
+import urllib.parse
+
+import numpy as np
+import zmq
+
+from . import _codec
+from .errors import BadReplyError, HerdTimeoutError, ServerError, TransportError
+
+__all__ = ["Client", "expand_addresses", "PROTOCOL_VERSION", "DEFAULT_ADDRESS"]
+
+PROTOCOL_VERSION = 1
+DEFAULT_ADDRESS = "tcp://127.0.0.1:5555"
+_COPY_THRESHOLD = 65536      # payloads above this are handed to ZeroMQ without a copy
+
+
+def _is_ip(host):
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return True
+    except ValueError:
+        return False
+
+
+def expand_addresses(address, resolve=True):
+    """Normalizes an address argument to a list of ZeroMQ endpoints.
+
+    address: one endpoint string, a comma-separated string, or a list of them.  With resolve=True, a
+    ``tcp://NAME:PORT`` whose NAME resolves to several IPv4 addresses (a Kubernetes headless Service,
+    a round-robin DNS name) becomes one endpoint per address, sorted, so worlds spread over all of them.
+    A name resolving to one address (``localhost``) is kept as it is.
+    """
+    if address is None:
+        address = DEFAULT_ADDRESS
+    if isinstance(address, str):
+        items = [a.strip() for a in address.split(",") if a.strip()]
+    else:
+        items = [str(a).strip() for a in address]
+    if not items:
+        raise ValueError("no server address given")
+    out = []
+    for a in items:
+        if "://" not in a:
+            a = "tcp://" + a
+        if resolve and a.startswith("tcp://"):
+            u = urllib.parse.urlsplit(a)
+            host, port = u.hostname, u.port
+            if host and port and not _is_ip(host) and host != "*" and "*" not in host:
+                try:
+                    infos = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_STREAM)
+                except socket.gaierror:
+                    infos = []       # let ZeroMQ report it (it retries, we time out naming the address)
+                ips = sorted({i[4][0] for i in infos}, key=lambda s: tuple(int(x) for x in s.split(".")))
+                if len(ips) > 1:
+                    out.extend("tcp://%s:%d" % (ip, port) for ip in ips)
+                    continue
+        out.append(a)
+    return out
+
+
+class Client:
+    """Connections to one or more herd servers (index 0 .. nservers-1, in the order given).
+
+    address: endpoint(s) as in ``expand_addresses``.  timeout: seconds to wait for any reply (> 0).
+    context: a zmq.Context (default: the process-wide instance).
+    """
+
+    def __init__(self, address=DEFAULT_ADDRESS, timeout=30.0, context=None, resolve=True):
+        if not timeout or timeout <= 0:
+            raise ValueError("timeout must be > 0 seconds")
+        self.addresses = expand_addresses(address, resolve)
+        self.timeout = float(timeout)
+        self._ctx = context or zmq.Context.instance()
+        self._socks = []
+        self._poller = zmq.Poller()
+        self._sock_index = {}
+        self._ids = itertools.count(1)
+        self._pending = {}       # request id -> (server, op)
+        self._replies = {}       # request id -> decoded reply (arrived, not yet collected)
+        self._abandoned = set()  # ids given up after a timeout: their late replies are dropped
+        self.closed = False
+        try:
+            for i, a in enumerate(self.addresses):
+                s = self._ctx.socket(zmq.DEALER)
+                s.setsockopt(zmq.LINGER, 0)
+                s.setsockopt(zmq.RCVHWM, 0)
+                s.setsockopt(zmq.SNDHWM, 0)
+                try:
+                    s.connect(a)
+                except zmq.ZMQError as e:
+                    s.close(0)
+                    raise TransportError("cannot connect to %r: %s" % (a, e), a) from None
+                self._socks.append(s)
+                self._poller.register(s, zmq.POLLIN)
+                self._sock_index[s] = i
+        except BaseException:
+            self.close()
+            raise
+
+    # ---- plumbing -------------------------------------------------------------------------------
+
+    @property
+    def nservers(self):
+        return len(self._socks)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        """Closes the sockets (requests in flight are abandoned).  Sessions are not closed: see close_session."""
+        if self.closed:
+            return
+        self.closed = True
+        for s in self._socks:
+            try:
+                self._poller.unregister(s)
+            except KeyError:
+                pass
+            s.close(0)
+        self._socks = []
+
+    def send(self, server, op, **fields):
+        """Sends one request to server (index) and returns its id at once.  Fields as in PROTOCOL.md
+        section 6; numpy arrays and ``_codec.Tensor`` values are sent as tensors."""
+        if self.closed:
+            raise TransportError("client is closed")
+        rid = next(self._ids)
+        msg = {"v": PROTOCOL_VERSION, "id": rid, "op": op}
+        msg.update(fields)
+        parts = _codec.pack_parts(msg)
+        payload = parts[0] if len(parts) == 1 else b"".join(parts)
+        self._send_payload(server, payload)
+        self._pending[rid] = (server, op)
+        return rid
+
+    def send_raw(self, server, payload):
+        """Sends raw bytes as a request payload (tests: malformed input).  Its reply is collected with
+        ``recv_raw``; nothing is registered as pending."""
+        self._send_payload(server, payload)
+
+    def _send_payload(self, server, payload):
+        sock = self._socks[server]
+        try:
+            sock.send(payload, zmq.NOBLOCK, copy=len(payload) < _COPY_THRESHOLD)
+            return
+        except zmq.Again:
+            pass
+        except zmq.ZMQError as e:
+            raise TransportError("send to %s failed: %s" % (self.addresses[server], e), self.addresses[server])
+        if not sock.poll(int(self.timeout * 1000), zmq.POLLOUT):
+            raise HerdTimeoutError("cannot send to %s within %.3g s (send queue full)"
+                                   % (self.addresses[server], self.timeout), self.addresses[server])
+        sock.send(payload, copy=len(payload) < _COPY_THRESHOLD)
+
+    def _drain(self, sock, server):
+        """Receives every message waiting on sock; stores replies of pending requests."""
+        while True:
+            try:
+                frame = sock.recv(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            while frame.more:            # envelope frames (none for a DEALER): keep the last one
+                frame = sock.recv(copy=False)
+            try:
+                rep = _codec.unpack(frame.buffer)
+            except ValueError as e:
+                raise BadReplyError("undecodable reply from %s: %s" % (self.addresses[server], e),
+                                    self.addresses[server]) from None
+            if not isinstance(rep, dict) or not isinstance(rep.get("id"), int) or not isinstance(rep.get("ok"), bool):
+                raise BadReplyError("reply from %s is not a {v, id, ok, ...} map" % self.addresses[server],
+                                    self.addresses[server])
+            rid = rep["id"]
+            rep["_address"] = self.addresses[server]
+            if rid in self._pending:
+                rep["_op"] = self._pending.pop(rid)[1]
+                self._replies[rid] = rep
+            elif rid in self._abandoned:
+                self._abandoned.discard(rid)
+            else:
+                self._replies.setdefault(("raw", server), []).append(rep)
+
+    def _poll(self, deadline, waiting):
+        """Waits until something arrives or the deadline passes; raises HerdTimeoutError at the deadline."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            servers = sorted({self._pending[r][0] for r in waiting if r in self._pending})
+            addrs = [self.addresses[s] for s in servers]
+            ops = sorted({self._pending[r][1] for r in waiting if r in self._pending})
+            for r in waiting:
+                if r in self._pending:
+                    del self._pending[r]
+                    self._abandoned.add(r)
+            raise HerdTimeoutError("no reply from %s within %.3g s (%s)"
+                                   % (", ".join(addrs), self.timeout, "/".join(ops)),
+                                   addrs[0] if len(addrs) == 1 else ", ".join(addrs))
+        events = self._poller.poll(max(1, int(left * 1000 + 0.999)))
+        for sock, _ in events:
+            self._drain(sock, self._sock_index[sock])
+
+    def wait(self, rid, timeout=None):
+        """Returns the decoded reply to request rid (raising ServerError for an error reply)."""
+        return self.wait_all([rid], timeout)[0]
+
+    def wait_all(self, rids, timeout=None, check=True):
+        """Returns the replies to every id of rids, in that order.  All are collected before any error
+        reply is raised (the first one, as ServerError), so no reply is left behind."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        missing = [r for r in rids if r not in self._replies]
+        for r in missing:
+            if r not in self._pending:
+                raise KeyError("request %r is not pending" % (r,))
+        while any(r not in self._replies for r in rids):
+            self._poll(deadline, [r for r in rids if r not in self._replies])
+        reps = [self._replies.pop(r) for r in rids]
+        if check:
+            for r in reps:
+                self.check(r)
+        return reps
+
+    def wait_any(self, rids, timeout=None):
+        """Waits until one of rids has its reply; returns that id (the reply stays for wait / take)."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        while True:
+            for r in rids:
+                if r in self._replies:
+                    return r
+            self._poll(deadline, list(rids))
+
+    def done(self, rid):
+        """True when the reply to rid has arrived (polls the sockets without waiting)."""
+        if rid not in self._replies:
+            for s, i in list(self._sock_index.items()):
+                self._drain(s, i)
+        return rid in self._replies
+
+    def recv_raw(self, server, timeout=None):
+        """The next reply from server that matches no pending request (for send_raw)."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        key = ("raw", server)
+        while not self._replies.get(key):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise HerdTimeoutError("no reply from %s within %.3g s" % (self.addresses[server], self.timeout),
+                                       self.addresses[server])
+            if self._socks[server].poll(max(1, int(left * 1000))):
+                self._drain(self._socks[server], server)
+        return self._replies[key].pop(0)
+
+    def server_of(self, rid):
+        return self._pending[rid][0] if rid in self._pending else None
+
+    def check(self, rep, server=None):
+        """Raises ServerError if rep is an error reply; returns rep."""
+        if rep["ok"]:
+            return rep
+        err = rep.get("error")
+        if not isinstance(err, dict):
+            raise BadReplyError("error reply without an error map", None)
+        addr = self.addresses[server] if server is not None else rep.get("_address")
+        raise ServerError(str(err.get("code", "INTERNAL")), str(err.get("message", "")), addr, rep.get("_op"))
+
+    def call(self, server, op, timeout=None, **fields):
+        """Sends one request and waits for its reply."""
+        rid = self.send(server, op, **fields)
+        return self.wait(rid, timeout)
+
+    # ---- operations (PROTOCOL.md section 6) -------------------------------------------------------
+
+    def hello(self, server=0):
+        return self.call(server, "hello")
+
+    def ping(self, server=0):
+        return self.call(server, "ping")
+
+    def stats(self, server=0, session=None):
+        return self.call(server, "stats", **({} if session is None else {"session": int(session)}))
+
+    def make(self, env, num_worlds, server=0, config=None, seed=None, autoreset=None):
+        f = {"env": env, "num_worlds": int(num_worlds)}
+        if config:
+            f["config"] = {str(k): float(v) for k, v in config.items()}
+        if seed is not None:
+            f["seed"] = int(seed)
+        if autoreset is not None:
+            f["autoreset"] = autoreset
+        return self.call(server, "make", **f)
+
+    def reset(self, session, server=0, world_ids=None, seeds=None, seed=None):
+        f = {"session": int(session)}
+        if world_ids is not None:
+            f["world_ids"] = np.asarray(world_ids, dtype=np.int32)
+        if seeds is not None:
+            f["seeds"] = np.asarray(seeds, dtype=np.uint64)
+        if seed is not None:
+            f["seed"] = int(seed)
+        return self.call(server, "reset", **f)
+
+    def step(self, session, actions, server=0, world_ids=None, reward_terms=False):
+        f = {"session": int(session), "actions": actions}
+        if world_ids is not None:
+            f["world_ids"] = np.asarray(world_ids, dtype=np.int32)
+        if reward_terms:
+            f["reward_terms"] = True
+        return self.call(server, "step", **f)
+
+    def close_session(self, session, server=0, timeout=None):
+        return self.call(server, "close", timeout=timeout, session=int(session))

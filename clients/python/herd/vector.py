@@ -1,0 +1,543 @@
+"""HerdVectorEnv: Gymnasium's VectorEnv API over one or more herd servers.
+
+See ``herd.make_vec`` for the entry point and README.md for the conventions (autoreset modes, infos,
+seeding, async and subsets, several servers, errors).
+"""
+import enum
+import os
+import time
+
+import numpy as np
+
+from . import spaces as _spaces
+from .client import DEFAULT_ADDRESS, Client
+from .errors import HerdError
+
+try:  # pragma: no cover - depends on the installation
+    from gymnasium.vector import AutoresetMode as _GymAutoresetMode
+except Exception:
+    _GymAutoresetMode = None
+
+try:  # pragma: no cover
+    from gymnasium.vector import VectorEnv as _VectorEnvBase
+except Exception:
+    _VectorEnvBase = object
+
+__all__ = ["AutoresetMode", "HerdVectorEnv", "make_vec"]
+
+
+class _HerdAutoresetMode(enum.Enum):
+    """Gymnasium's ``gymnasium.vector.AutoresetMode`` (same names and values), for when gymnasium is absent."""
+    NEXT_STEP = "NextStep"
+    SAME_STEP = "SameStep"
+    DISABLED = "Disabled"
+
+
+AutoresetMode = _GymAutoresetMode if _GymAutoresetMode is not None else _HerdAutoresetMode
+
+_WIRE = {"NEXT_STEP": "next_step", "SAME_STEP": "same_step", "DISABLED": "disabled"}
+
+
+def _autoreset(mode):
+    """AutoresetMode member for mode: an AutoresetMode (gymnasium's or herd's), or a string such as
+    "NEXT_STEP", "next_step", "NextStep", "same-step", "disabled"."""
+    if mode is None:
+        return AutoresetMode.NEXT_STEP
+    if isinstance(mode, enum.Enum):
+        name = mode.name
+    else:
+        key = str(mode).replace("-", "").replace("_", "").replace(" ", "").lower()
+        name = {"nextstep": "NEXT_STEP", "samestep": "SAME_STEP", "disabled": "DISABLED"}.get(key)
+    if name not in _WIRE:
+        raise ValueError("autoreset_mode must be NEXT_STEP, SAME_STEP or DISABLED, not %r" % (mode,))
+    return AutoresetMode[name]
+
+
+class _Request:
+    """A logical reset / step of the vector env, possibly split over several servers."""
+    __slots__ = ("kind", "ids", "parts", "n", "t_sent", "reset_mask")
+
+    def __init__(self, kind, ids, n):
+        self.kind = kind
+        self.ids = ids          # None (all worlds) or int64 array of global world indices
+        self.n = n
+        self.parts = []         # (server index, request id, rows: slice or index array or None)
+        self.t_sent = time.perf_counter()
+        self.reset_mask = None
+
+
+class HerdVectorEnv(_VectorEnvBase):
+    """A batch of ``num_envs`` herd worlds, spread over one or more servers, with Gymnasium's VectorEnv API.
+
+    Attributes: num_envs, single_observation_space, observation_space, single_action_space, action_space,
+    metadata ({"autoreset_mode": AutoresetMode, "render_modes": []}), herd_spec (the server's spec of
+    the configured task), config (effective configuration), reward_term_names, addresses, closed.
+
+    Observations, rewards and flags returned by reset / step are numpy views of the received message
+    (zero copy) when the worlds addressed live on one server; with several servers the parts are
+    gathered into one array (one memcpy per part).  Views stay valid as long as you hold them; they
+    are writable but writing to them changes nothing on the server.
+    """
+
+    def __init__(self, env_id, num_envs, address=DEFAULT_ADDRESS, seed=None, autoreset_mode=None, timeout=30.0,
+                 reward_terms=False, config=None, resolve=True, context=None, **config_kwargs):
+        self.closed = True      # until the sessions exist
+        if int(num_envs) < 1:
+            raise ValueError("num_envs must be >= 1")
+        self.num_envs = int(num_envs)
+        self.env_id = env_id
+        mode = _autoreset(autoreset_mode)
+        self.metadata = {"autoreset_mode": mode, "render_modes": []}
+        self.render_mode = None
+        self.spec = None
+        self._reward_terms = bool(reward_terms)
+        cfg = dict(config or {})
+        cfg.update(config_kwargs)
+        self._client = Client(address, timeout=timeout, context=context, resolve=resolve)
+        self.addresses = list(self._client.addresses)
+        S = self._client.nservers
+        # Contiguous blocks of worlds, the first num_envs % S servers one world more.
+        counts = [self.num_envs // S + (1 if k < self.num_envs % S else 0) for k in range(S)]
+        self._servers = [k for k in range(S) if counts[k] > 0]
+        self._counts = np.array([counts[k] for k in self._servers], dtype=np.int64)
+        self._starts = np.concatenate([[0], np.cumsum(self._counts)[:-1]]).astype(np.int64)
+        if seed is None:
+            seed = int.from_bytes(os.urandom(8), "little") >> 1
+        self._base_seed = int(seed) % (1 << 64)
+        self._seed_pending = True       # the first reset seeds world i with seed + i (explicit seeds)
+        # Make every session, all requests in flight at once.
+        fields = {"env": env_id, "autoreset": _WIRE[mode.name], "seed": self._base_seed}
+        if cfg:
+            fields["config"] = {str(k): float(v) for k, v in cfg.items()}
+        rids = [self._client.send(k, "make", num_worlds=int(c), **fields)
+                for k, c in zip(self._servers, self._counts)]
+        try:
+            reps = self._client.wait_all(rids, check=False)
+        except HerdError:
+            # e.g. one server timed out: close the sessions the others made, then report
+            self._sessions = [None] * len(rids)
+            for i, rid in enumerate(rids):
+                rep = self._client._replies.pop(rid, None)
+                if rep is not None and rep.get("ok"):
+                    self._sessions[i] = rep["session"]
+            self._close_sessions()
+            self._client.close()
+            raise
+        self._sessions = [r["session"] if r["ok"] else None for r in reps]
+        bad = [r for r in reps if not r["ok"]]
+        if bad:
+            self._close_sessions()
+            self._client.close()
+            self._client.check(bad[0])
+        spec = reps[0]["spec"]
+        for r in reps[1:]:
+            if (r["spec"]["obs_dim"], r["spec"]["act_dim"]) != (spec["obs_dim"], spec["act_dim"]):
+                self._close_sessions()
+                self._client.close()
+                raise HerdError("BAD_REPLY", "servers disagree on the spec of %s" % env_id)
+        self.closed = False
+        self.herd_spec = spec
+        self.config = dict(reps[0].get("config", {}))
+        self.obs_dim = int(spec["obs_dim"])
+        self.act_dim = int(spec["act_dim"])
+        self.reward_term_names = list(spec.get("reward_terms", []))
+        self.max_episode_steps = int(spec.get("max_episode_steps", 0))
+        self.single_observation_space = _spaces.make_box(*self._bounds(spec["obs"], self.obs_dim))
+        self.single_action_space = _spaces.make_box(*self._bounds(spec["act"], self.act_dim))
+        self.observation_space = _spaces.batch_box(self.single_observation_space, self.num_envs)
+        self.action_space = _spaces.batch_box(self.single_action_space, self.num_envs)
+        self._pending = []              # _Request, in send order
+        self._episode_start = np.full(self.num_envs, time.perf_counter())
+        self._last_obs = None           # the latest observation of every world (for reset_mask)
+        self._obs_buf = None
+        self._np_random = None
+
+    # ---- helpers ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _bounds(fields, dim):
+        low = np.full(dim, -np.inf, dtype=np.float32)
+        high = np.full(dim, np.inf, dtype=np.float32)
+        for f in fields:
+            o, s = int(f["offset"]), int(f["size"])
+            low[o:o + s] = f["low"]
+            high[o:o + s] = f["high"]
+        return low, high
+
+    @property
+    def unwrapped(self):
+        return self
+
+    @property
+    def np_random(self):
+        """A numpy Generator seeded from the env's seed (Gymnasium's VectorEnv.np_random)."""
+        if self._np_random is None:
+            self._np_random = np.random.default_rng(self._base_seed)
+        return self._np_random
+
+    @property
+    def sessions(self):
+        """[(address, session id, first world, number of worlds)] of the sessions behind this env."""
+        return [(self.addresses[k], s, int(a), int(c))
+                for k, s, a, c in zip(self._servers, self._sessions, self._starts, self._counts)]
+
+    def _check_open(self):
+        if self.closed:
+            raise HerdError("TRANSPORT", "the vector env is closed")
+
+    def _world_ids(self, ids):
+        """Validates a world-id selection; returns None for all worlds, else an int64 array."""
+        if ids is None:
+            return None
+        a = np.asarray(ids)
+        if a.dtype == np.bool_:
+            if a.shape != (self.num_envs,):
+                raise HerdError("BAD_WORLD_IDS", "a boolean world mask must have shape (%d,), not %s"
+                                % (self.num_envs, a.shape))
+            return np.flatnonzero(a).astype(np.int64)
+        if a.ndim == 0:
+            a = a.reshape(1)
+        if a.dtype.kind not in "iu":
+            raise HerdError("BAD_WORLD_IDS", "world ids must be integers, not %s" % a.dtype)
+        return a.astype(np.int64, copy=False)
+
+    def _split(self, ids):
+        """[(part index, local ids or None, rows)] for a selection of worlds."""
+        if ids is None:
+            return [(p, None, slice(int(a), int(a + c)) if len(self._servers) > 1 else None)
+                    for p, (a, c) in enumerate(zip(self._starts, self._counts))]
+        if len(self._servers) == 1:
+            return [(0, ids, None)]
+        if ids.size == 0:
+            raise HerdError("BAD_WORLD_IDS", "an empty list of world ids")
+        if ids.min() < 0 or ids.max() >= self.num_envs:
+            bad = ids[(ids < 0) | (ids >= self.num_envs)][0]
+            raise HerdError("BAD_WORLD_IDS", "world id %d is out of [0, %d)" % (bad, self.num_envs))
+        if np.unique(ids).size != ids.size:
+            raise HerdError("BAD_WORLD_IDS", "world ids are repeated")
+        srv = np.searchsorted(self._starts, ids, side="right") - 1
+        out = []
+        for p in range(len(self._servers)):
+            rows = np.flatnonzero(srv == p)
+            if rows.size:
+                out.append((p, ids[rows] - self._starts[p], rows))
+        if len(out) == 1:
+            out = [(out[0][0], out[0][1], None)]
+        return out
+
+    @staticmethod
+    def _ids_tensor(local):
+        if local is None:
+            return None
+        if local.size and (local.min() < -2**31 or local.max() >= 2**31):
+            return local.astype(np.int64)
+        return local.astype(np.int32)
+
+    def _seeds_for(self, seed, ids):
+        """Per-world seeds (uint64) for worlds ids (None = all): seed + i (Gymnasium), or a list."""
+        idx = np.arange(self.num_envs, dtype=np.uint64) if ids is None else ids.astype(np.uint64)
+        if isinstance(seed, (int, np.integer)):
+            with np.errstate(over="ignore"):
+                return np.uint64(int(seed) % (1 << 64)) + idx
+        seeds = list(seed)
+        if len(seeds) != self.num_envs:
+            raise ValueError("seed: %d seeds for %d envs" % (len(seeds), self.num_envs))
+        if any(s is None for s in seeds):
+            raise ValueError("seed: a list of seeds must give every env an integer seed")
+        full = np.array([int(s) % (1 << 64) for s in seeds], dtype=np.uint64)
+        return full if ids is None else full[ids]
+
+    # ---- reset ------------------------------------------------------------------------------------
+
+    def reset_async(self, seed=None, options=None):
+        """Sends the reset requests (see reset) and returns at once; reset_wait() collects them."""
+        self._check_open()
+        mask = None if not options else options.get("reset_mask")
+        ids = None
+        if mask is not None:
+            mask = np.asarray(mask)
+            if mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
+                raise ValueError("options['reset_mask'] must be a bool array of shape (%d,)" % self.num_envs)
+            ids = np.flatnonzero(mask).astype(np.int64)
+            if ids.size == 0:
+                raise ValueError("options['reset_mask'] selects no env")
+        if seed is None and self._seed_pending:
+            seed = self._base_seed
+        seeds = None if seed is None else self._seeds_for(seed, ids)
+        if ids is None and seed is not None:
+            self._seed_pending = False
+        req = _Request("reset", ids, self.num_envs if ids is None else ids.size)
+        req.reset_mask = mask
+        for p, local, rows in self._split(ids):
+            f = {"session": self._sessions[p]}
+            if local is not None:
+                f["world_ids"] = self._ids_tensor(local)
+            if seeds is not None:
+                f["seeds"] = seeds[rows] if rows is not None else seeds
+            rid = self._client.send(self._servers[p], "reset", **f)
+            req.parts.append((p, rid, rows))
+        self._pending.append(req)
+        return req
+
+    def reset_wait(self, timeout=None):
+        """Returns (obs, infos) of the oldest pending reset."""
+        req = next((r for r in self._pending if r.kind == "reset"), None)
+        if req is None:
+            raise RuntimeError("reset_wait: no reset in flight (call reset_async first)")
+        return self._finish(req, timeout)
+
+    def reset(self, *, seed=None, options=None):
+        """Resets every world (or those of options["reset_mask"]) and returns (obs, infos).
+
+        seed: None (the first reset uses make_vec's seed; later ones continue each world's stream), an
+        int s (world i gets seed s + i, as Gymnasium does), or a list of num_envs ints.  Seeds are sent
+        per world, so results do not depend on how the worlds are spread over servers.
+        options: {"reset_mask": bool array (num_envs,)}: reset only those worlds (Gymnasium's DISABLED
+        autoreset); the returned obs still has every world's row (the others unchanged).
+        """
+        return self._finish(self.reset_async(seed=seed, options=options), None)
+
+    # ---- step -------------------------------------------------------------------------------------
+
+    def _actions(self, actions, n):
+        a = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
+        if a.dtype != np.float32 and a.dtype.kind == "f":
+            a = a.astype(np.float32)          # float64 policies: cast (anything else goes to the server)
+        if not a.flags.c_contiguous:
+            a = np.ascontiguousarray(a)
+        if len(self._servers) > 1:             # validate before splitting, so no server steps alone
+            if a.ndim != 2 or a.shape != (n, self.act_dim):
+                raise HerdError("BAD_SHAPE", "'actions' has shape %s, expected [%d, %d] (%d worlds x act_dim %d)"
+                                % (list(a.shape), n, self.act_dim, n, self.act_dim))
+            if a.dtype == np.float32 and not np.isfinite(a).all():
+                r, c = np.argwhere(~np.isfinite(a))[0]
+                raise HerdError("NON_FINITE", "actions[%d][%d] = %s is not finite" % (r, c, a[r, c]))
+        return a
+
+    def step_async(self, actions, world_ids=None):
+        """Sends a step of every world (or of world_ids, rows of actions in that order) and returns at
+        once.  Several steps may be in flight (on disjoint worlds they run concurrently on the server).
+        Floating actions are cast to float32; other dtypes are sent as they are (BAD_DTYPE)."""
+        self._check_open()
+        ids = self._world_ids(world_ids)
+        n = self.num_envs if ids is None else ids.size
+        a = self._actions(actions, n)
+        req = _Request("step", ids, n)
+        for p, local, rows in self._split(ids):
+            f = {"session": self._sessions[p]}
+            if local is not None:
+                f["world_ids"] = self._ids_tensor(local)
+            f["actions"] = a[rows] if rows is not None else a
+            if self._reward_terms:
+                f["reward_terms"] = True
+            rid = self._client.send(self._servers[p], "step", **f)
+            req.parts.append((p, rid, rows))
+        self._pending.append(req)
+        return req
+
+    def step_wait(self, timeout=None):
+        """Returns (obs, rewards, terminations, truncations, infos) of the oldest step in flight."""
+        req = next((r for r in self._pending if r.kind == "step"), None)
+        if req is None:
+            raise RuntimeError("step_wait: no step in flight (call step_async first)")
+        return self._finish(req, timeout)
+
+    def step(self, actions):
+        """Steps every world: (obs, rewards, terminations, truncations, infos), Gymnasium's VectorEnv.step."""
+        return self._finish(self.step_async(actions), None)
+
+    # EnvPool-style names
+    def send(self, actions, env_id=None):
+        """EnvPool's send(actions, env_id): step_async on the worlds env_id (None = all)."""
+        return self.step_async(actions, env_id)
+
+    def recv(self, timeout=None):
+        """EnvPool's recv(): the step in flight that completes first (any order), with infos["env_id"]."""
+        steps = [r for r in self._pending if r.kind == "step"]
+        if not steps:
+            raise RuntimeError("recv: no step in flight (call send first)")
+        while True:
+            for r in steps:
+                if all(self._client.done(rid) for _, rid, _ in r.parts):
+                    res = self._finish(r, timeout)
+                    if "env_id" not in res[4]:
+                        res[4]["env_id"] = np.arange(self.num_envs)
+                    return res
+            waiting = [rid for r in steps for _, rid, _ in r.parts if not self._client.done(rid)]
+            self._client.wait_any(waiting, timeout)
+
+    # ---- replies ----------------------------------------------------------------------------------
+
+    def _finish(self, req, timeout):
+        """Collects every part of req, assembles one batch, updates the env's bookkeeping."""
+        self._pending.remove(req)
+        reps = self._client.wait_all([rid for _, rid, _ in req.parts], timeout)
+        if len(reps) == 1 and req.parts[0][2] is None:
+            data = reps[0]
+        else:
+            data = self._gather(req, reps)
+        if req.kind == "reset":
+            return self._after_reset(req, data)
+        return self._after_step(req, data)
+
+    def _gather(self, req, reps):
+        """One batch from the parts of a split request (one copy per part)."""
+        def cat(values, rows_list):
+            first = values[0]
+            out = np.empty((req.n,) + first.shape[1:], dtype=first.dtype)
+            for v, rows in zip(values, rows_list):
+                out[rows] = v
+            return out
+        rows_list = [rows for _, _, rows in req.parts]
+        data = {}
+        for key, v in reps[0].items():
+            if isinstance(v, np.ndarray):
+                data[key] = cat([r[key] for r in reps], rows_list)
+            elif key == "info" and isinstance(v, dict):
+                data["info"] = {k: cat([r["info"][k] for r in reps], rows_list)
+                                for k, x in v.items() if isinstance(x, np.ndarray)}
+        return data
+
+    def _track_obs(self, ids, obs):
+        if ids is None:
+            self._last_obs = obs
+        elif self._last_obs is not None:
+            if self._last_obs is not self._obs_buf:
+                self._obs_buf = np.array(self._last_obs)
+                self._last_obs = self._obs_buf
+            self._obs_buf[ids] = obs
+
+    def _after_reset(self, req, data):
+        obs = data["obs"]
+        now = time.perf_counter()
+        if req.ids is None:
+            self._episode_start[:] = now
+        else:
+            self._episode_start[req.ids] = now
+        self._track_obs(req.ids, obs)
+        if req.reset_mask is not None:
+            full = self._last_obs
+            if full is None:
+                full = np.zeros((self.num_envs, self.obs_dim), np.float32)
+                full[req.ids] = obs
+            return full, {}
+        infos = {}
+        if req.ids is not None:
+            infos["env_id"] = req.ids
+        return obs, infos
+
+    def _after_step(self, req, data):
+        obs, rew, term, trunc = data["obs"], data["reward"], data["terminated"], data["truncated"]
+        info = data.get("info", {})
+        infos = {}
+        now = time.perf_counter()
+        done = info.get("episode_done")
+        if done is not None and done.any():
+            ids = np.flatnonzero(done) if req.ids is None else req.ids[done]
+            t = np.zeros(req.n, dtype=np.float64)
+            t[done] = np.round(now - self._episode_start[ids], 6)
+            self._episode_start[ids] = now
+            episode = {"r": info["episode_return"], "l": info["episode_length"], "t": t}
+            infos["episode"] = episode
+            infos["_episode"] = done
+            if "episode_terms" in info:
+                infos["episode_terms"] = info["episode_terms"]
+                infos["_episode_terms"] = done
+        pr = info.get("physics_reset")
+        if pr is not None and pr.any():
+            infos["physics_reset"] = pr
+            infos["_physics_reset"] = pr
+        ar = info.get("autoreset")
+        if ar is not None and ar.any():
+            infos["autoreset"] = ar
+            infos["_autoreset"] = ar
+        fmask = info.get("_final_obs")
+        if fmask is not None and fmask.any():
+            infos["final_obs"] = info["final_obs"]
+            infos["_final_obs"] = fmask
+            final_info = {}
+            if "episode" in infos:
+                final_info["episode"] = infos["episode"]
+                final_info["_episode"] = infos["_episode"]
+            if "physics_reset" in infos:
+                final_info["physics_reset"] = infos["physics_reset"]
+                final_info["_physics_reset"] = infos["_physics_reset"]
+            infos["final_info"] = final_info
+            infos["_final_info"] = fmask
+        if "reward_terms" in info:
+            infos["reward_terms"] = info["reward_terms"]
+            infos["_reward_terms"] = np.ones(req.n, dtype=np.bool_)
+        if req.ids is not None:
+            infos["env_id"] = req.ids
+        self._track_obs(req.ids, obs)
+        return obs, rew, term, trunc, infos
+
+    # ---- misc -------------------------------------------------------------------------------------
+
+    def stats(self):
+        """The server statistics of each session: a list of stats replies (PROTOCOL.md 6.6)."""
+        self._check_open()
+        rids = [self._client.send(k, "stats", session=s) for k, s in zip(self._servers, self._sessions)]
+        return self._client.wait_all(rids)
+
+    def render(self):
+        return None
+
+    def _close_sessions(self):
+        client = getattr(self, "_client", None)
+        if client is None or client.closed:
+            return
+        rids = []
+        for k, s in zip(self._servers, getattr(self, "_sessions", [])):
+            if s is not None:
+                try:
+                    rids.append(client.send(k, "close", session=s))
+                except HerdError:
+                    pass
+        if rids:
+            try:
+                client.wait_all(rids, timeout=min(client.timeout, 5.0), check=False)
+            except HerdError:
+                pass
+
+    def close(self, **kwargs):
+        """Closes the sessions (best effort, bounded by min(timeout, 5 s)) and the connections."""
+        if getattr(self, "closed", True):
+            if getattr(self, "_client", None) is not None:
+                self._client.close()
+            return
+        self.closed = True
+        self._pending = []
+        self._close_sessions()
+        self._client.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return "HerdVectorEnv(%s, num_envs=%d, servers=%s, autoreset_mode=%s)" % (
+            self.env_id, self.num_envs, self.addresses, self.metadata["autoreset_mode"].name)
+
+
+def make_vec(env_id, num_envs=1, address=DEFAULT_ADDRESS, seed=None, autoreset_mode=None, **kwargs):
+    """Creates a HerdVectorEnv: ``num_envs`` worlds of task ``env_id`` served by herd-server(s).
+
+    address: "tcp://host:port" / "ipc:///path", a list of them (worlds are spread over the servers in
+      contiguous blocks), or a DNS name resolving to several addresses.
+    seed: world i's first episode is seeded with seed + i (a random seed when None).
+    autoreset_mode: AutoresetMode.NEXT_STEP (default), SAME_STEP or DISABLED (or their names).
+    Client options: timeout (seconds, default 30), reward_terms (bool: per-term rewards in
+      infos["reward_terms"]), config (dict of overrides), resolve (bool), context (zmq.Context).
+    Any other keyword is a configuration override of the task (e.g. target_height=0.55, obs_noise=0).
+    """
+    return HerdVectorEnv(env_id, num_envs, address=address, seed=seed, autoreset_mode=autoreset_mode, **kwargs)

@@ -1,0 +1,178 @@
+"""Error replies become exceptions carrying the server's code; dead servers time out naming the address."""
+import json
+import os
+import time
+
+import numpy as np
+import pytest
+
+import herd
+from conftest import TESTDATA
+from herd import _codec
+
+WALK = "anymal_c-walk"
+
+
+@pytest.fixture
+def env(server):
+    e = herd.make_vec(WALK, 4, address=server, seed=1)
+    e.reset()
+    yield e
+    e.close()
+
+
+def expect(code, fn, *args, **kw):
+    with pytest.raises(herd.ServerError) as e:
+        fn(*args, **kw)
+    assert e.value.code == code, e.value
+    assert isinstance(e.value, herd.HerdError)
+    assert e.value.message and e.value.address
+    return e.value
+
+
+def test_wrong_shape(env):
+    err = expect("BAD_SHAPE", env.step, np.zeros((4, 11), np.float32))
+    assert "actions" in err.message and "[4, 11]" in err.message
+    expect("BAD_SHAPE", env.step, np.zeros((3, 12), np.float32))
+    expect("BAD_SHAPE", env.step, np.zeros(48, np.float32))
+    # the env is still usable after errors
+    obs, *_ = env.step(np.zeros((4, 12), np.float32))
+    assert obs.shape == (4, 48)
+
+
+def test_wrong_dtype(env):
+    err = expect("BAD_DTYPE", env.step, np.zeros((4, 12), np.int32))
+    assert "float32" in err.message
+    expect("BAD_DTYPE", env.step, np.zeros((4, 12), np.int16))      # not a protocol dtype at all
+    expect("BAD_DTYPE", env.step, np.zeros((4, 12), np.bool_))
+
+
+def test_non_finite(env):
+    a = np.zeros((4, 12), np.float32)
+    a[2, 5] = np.nan
+    err = expect("NON_FINITE", env.step, a)
+    assert "world 2" in err.message
+    a[2, 5] = np.inf
+    expect("NON_FINITE", env.step, a)
+
+
+def test_bad_world_ids(env):
+    with pytest.raises(herd.ServerError) as e:
+        env.step_async(np.zeros((1, 12), np.float32), world_ids=[4])
+        env.step_wait()
+    assert e.value.code == "BAD_WORLD_IDS"
+    with pytest.raises(herd.ServerError) as e:
+        env.step_async(np.zeros((2, 12), np.float32), world_ids=[1, 1])
+        env.step_wait()
+    assert e.value.code == "BAD_WORLD_IDS"
+
+
+def test_unknown_env_and_bad_config(server):
+    err = expect("UNKNOWN_ENV", herd.make_vec, "no-such-env", 2, address=server)
+    assert "anymal_c-walk" in err.message        # the message lists the envs
+    err = expect("BAD_CONFIG", herd.make_vec, "anymal_c-stand", 2, address=server, target_height=5.0)
+    assert "target_height" in err.message
+    expect("BAD_CONFIG", herd.make_vec, "anymal_c-stand", 2, address=server, no_such_key=1)
+
+
+def test_limit(start_server):
+    s = start_server(extra=["--max-worlds-per-session", "8"])
+    expect("LIMIT", herd.make_vec, WALK, 9, address=s.endpoint)
+
+
+def test_unknown_session(server):
+    with herd.Client(server, timeout=5) as c:
+        err = expect("UNKNOWN_SESSION", c.step, 123456789, np.zeros((1, 12), np.float32))
+        assert err.op == "step"
+
+
+def test_server_error_does_not_leak_sessions(server):
+    with herd.Client(server, timeout=5) as c:
+        before = c.stats()["sessions"]
+        with pytest.raises(herd.ServerError):
+            herd.make_vec(WALK, 2, address=server, kp=-1)
+        assert c.stats()["sessions"] == before
+
+
+def test_timeout_on_dead_address(dead_address):
+    t0 = time.monotonic()
+    with pytest.raises(herd.HerdTimeoutError) as e:
+        herd.make_vec(WALK, 4, address=dead_address, timeout=0.5)
+    dt = time.monotonic() - t0
+    assert 0.4 < dt < 3.0
+    assert e.value.code == "TIMEOUT"
+    assert dead_address in str(e.value) and e.value.address == dead_address
+    assert isinstance(e.value, TimeoutError)
+
+
+def test_timeout_when_server_dies_mid_run(start_server):
+    s = start_server()
+    env = herd.make_vec(WALK, 4, address=s.endpoint, seed=1, timeout=0.5)
+    env.reset()
+    env.step(np.zeros((4, 12), np.float32))
+    s.proc.kill()
+    s.proc.wait()
+    t0 = time.monotonic()
+    with pytest.raises(herd.HerdTimeoutError) as e:
+        env.step(np.zeros((4, 12), np.float32))
+    assert time.monotonic() - t0 < 3.0
+    assert s.endpoint in e.value.message
+    t0 = time.monotonic()
+    env.close()                       # bounded, does not hang
+    assert time.monotonic() - t0 < 3.0
+
+
+def test_timeout_is_configurable(dead_address):
+    with herd.Client(dead_address, timeout=0.2) as c:
+        t0 = time.monotonic()
+        with pytest.raises(herd.HerdTimeoutError):
+            c.ping()
+        assert time.monotonic() - t0 < 1.0
+        with pytest.raises(herd.HerdTimeoutError):
+            rid = c.send(0, "ping")
+            c.wait(rid, timeout=0.1)
+
+
+def test_bad_address():
+    with pytest.raises(herd.TransportError) as e:
+        herd.Client("nonsense://x")
+    assert e.value.code == "TRANSPORT"
+
+
+with open(os.path.join(TESTDATA, "index.json")) as f:
+    BAD = [v for v in json.load(f) if v["kind"] == "bad_request"]
+
+
+@pytest.mark.parametrize("vec", BAD, ids=[v["name"] for v in BAD])
+def test_golden_bad_requests_against_server(server, vec):
+    """Every bad_* golden vector sent raw to a real server gets the expected {code} and id."""
+    with open(os.path.join(TESTDATA, vec["name"] + ".msgpack"), "rb") as f:
+        payload = f.read()
+    with open(os.path.join(TESTDATA, vec["name"] + ".json")) as f:
+        want = json.load(f)
+    with herd.Client(server, timeout=5) as c:
+        c.send_raw(0, payload)
+        rep = c.recv_raw(0)
+        assert rep["ok"] is False
+        assert rep["error"]["code"] == want["expect_error"], rep["error"]
+        assert rep["id"] == want["expect_id"]
+
+
+@pytest.mark.parametrize("name", ["req_hello", "req_ping", "req_stats", "req_big_id"])
+def test_golden_requests_against_server(server, name):
+    with open(os.path.join(TESTDATA, name + ".msgpack"), "rb") as f:
+        payload = f.read()
+    with herd.Client(server, timeout=5) as c:
+        c.send_raw(0, payload)
+        rep = c.recv_raw(0)
+        assert rep["ok"] is True
+        assert rep["id"] == _codec.unpack(payload)["id"]
+
+
+def test_malformed_payload(server):
+    with herd.Client(server, timeout=5) as c:
+        c.send_raw(0, b"\xc1garbage")
+        rep = c.recv_raw(0)
+        assert rep["error"]["code"] == "BAD_MESSAGE" and rep["id"] == 0
+        # the server keeps serving
+        assert c.ping()["pong"] is True
