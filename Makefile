@@ -3,7 +3,8 @@
 #   make test       every test (C tests under Criterion; Python/Julia client tests where present)
 #   make sanitize   the whole C test suite under ASan + UBSan (build/san/)
 #   make bench      the benchmarks (JSON lines)
-#   make run        the main job
+#   make run        the main job: herd-server on tcp://127.0.0.1:5555
+#   make demo       the physics demo (ANYmal C dropped and standing under PD)
 #   make deps       install the Debian packages (idempotent)
 
 BUILD    ?= build
@@ -33,7 +34,7 @@ MAIN_BINS := $(patsubst %/main_%.c,$(BUILD)/herd-%,$(wildcard server/main_*.c))
 MAIN_BINS := $(foreach f,$(wildcard server/main_*.c),$(BUILD)/herd-$(patsubst server/main_%.c,%,$(f)))
 
 .SECONDARY:
-.PHONY: all test test-c test-py test-jl sanitize bench run deps clean
+.PHONY: all test test-c test-py test-jl sanitize bench run demo deps clean
 all: $(BUILD)/libherd.a $(MAIN_BINS) $(BUILD)/herd-bench $(BUILD)/herd-ping $(TEST_BIN)
 
 deps:
@@ -123,7 +124,13 @@ bench: all
 	$(BUILD)/herd-bench all
 	@$(MAKE) --no-print-directory bench-py
 
-run: deps-check all
+# The main job: the server on loopback with every registered env (ANYmal C walk by default in clients).
+run: deps-check
+	@$(MAKE) --no-print-directory $(BUILD)/herd-server
+	$(BUILD)/herd-server --bind tcp://127.0.0.1:5555
+
+demo: deps-check
+	@$(MAKE) --no-print-directory $(BUILD)/herd-demo
 	$(BUILD)/herd-demo
 
 clean:
