@@ -451,7 +451,7 @@ int bench_server(int argc, char **argv)
     if (!strcmp(o.transport, "ipc")) snprintf(cfg.bind, sizeof cfg.bind, "ipc:///tmp/herd-bench-%d.sock", (int)getpid());
     else snprintf(cfg.bind, sizeof cfg.bind, "tcp://127.0.0.1:*");
     cfg.threads = o.threads;
-    cfg.spin_us = atoi(bench_arg(argc, argv, "--spin-us", "100"));
+    cfg.spin_us = atoi(bench_arg(argc, argv, "--spin-us", "250"));
     cfg.quantum = atoi(bench_arg(argc, argv, "--quantum", "16"));
     cfg.log_level = SRV_LOG_WARN;
     cfg.stats_interval_s = 0;

@@ -24,7 +24,7 @@ void srv_config_defaults(srv_config *c)
     c->log_level = SRV_LOG_INFO;
     c->stats_interval_s = 10;
     c->quantum = 16;
-    c->spin_us = 100;
+    c->spin_us = 250;
 }
 
 static int parse_long(const char *s, long lo, long hi, long *out)
@@ -144,10 +144,11 @@ void srv_config_usage(FILE *f)
             "  --log-level LEVEL            error | warn | info | debug (default info)\n"
             "  --stats-interval SECONDS     period of the info-level stats line, 0 = off (default %g)\n"
             "  --quantum N                  worlds a worker steps before turning to another session (default %d)\n"
-            "  --spin-us N                  after queueing a tiny step (<= 4 worlds per worker) the I/O thread\n"
-            "                               polls (yielding the CPU) up to N us for its completion before sleeping:\n"
-            "                               lower latency for 1-world requests, at the cost of that CPU time\n"
-            "                               (default %d; 0 = off)\n"
+            "  --spin-us N                  busy-poll (yielding the CPU) up to N us before sleeping: idle workers\n"
+            "                               for new work, the I/O thread for the completion of a tiny step\n"
+            "                               (<= 4 worlds per worker).  Waking a sleeping thread costs tens of us\n"
+            "                               on a VM: this keeps small-request latency near the raw ZeroMQ round\n"
+            "                               trip, for at most N us of CPU per idle period (default %d; 0 = off)\n"
             "  --version                    print the version and exit\n"
             "  --help                       this text\n"
             "\n"

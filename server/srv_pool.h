@@ -31,8 +31,9 @@ typedef struct srv_lane {
 
 typedef struct srv_pool srv_pool;
 
-/* Starts nthreads workers; quantum = worlds per turn.  NULL on failure. */
-srv_pool *srv_pool_new(int nthreads, int quantum);
+/* Starts nthreads workers; quantum = worlds per turn; an idle worker polls for new work spin_us
+ * microseconds (yielding the CPU) before it sleeps (0 = sleep at once).  NULL on failure. */
+srv_pool *srv_pool_new(int nthreads, int quantum, int spin_us);
 /* Lets the workers finish every queued unit, then joins them and frees the pool. */
 void srv_pool_destroy(srv_pool **p);
 int srv_pool_threads(const srv_pool *p);

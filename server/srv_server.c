@@ -1126,7 +1126,7 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
             snprintf(err, errlen, "out of memory");
             goto fail;
         }
-    S->pool = srv_pool_new(S->nthreads, c->quantum);
+    S->pool = srv_pool_new(S->nthreads, c->quantum, c->spin_us);
     if (!S->pool) {
         snprintf(err, errlen, "cannot start %d worker threads", S->nthreads);
         goto fail;

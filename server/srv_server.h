@@ -33,11 +33,12 @@ typedef struct {
     int log_level;               /* SRV_LOG_* */
     double stats_interval_s;     /* info-level stats line period; 0 = off */
     int quantum;                 /* worlds a worker runs before turning to the next session */
-    int spin_us;                 /* after queueing a tiny step (<= 4 worlds per worker), the I/O thread polls
-                                  * for its completion this long before sleeping (latency); 0 = never */
+    int spin_us;                 /* busy-poll (yielding) this long before sleeping: idle workers for new work,
+                                  * the I/O thread for a tiny step's completion (<= 4 worlds per worker);
+                                  * saves thread wake-ups (tens of us on a VM); 0 = never */
 } srv_config;
 
-/* tcp://127.0.0.1:5555, all cores, 16 MiB, 65536 / 262144 worlds, 600 s, info, 10 s, 16 worlds, 100 us. */
+/* tcp://127.0.0.1:5555, all cores, 16 MiB, 65536 / 262144 worlds, 600 s, info, 10 s, 16 worlds, 250 us. */
 void srv_config_defaults(srv_config *c);
 /* Applies HERD_BIND, HERD_THREADS, HERD_MAX_MESSAGE_BYTES, HERD_MAX_WORLDS_PER_SESSION, HERD_MAX_WORLDS,
  * HERD_SESSION_TIMEOUT, HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM, HERD_SPIN_US.  0, or -1 with a message. */

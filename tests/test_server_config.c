@@ -114,7 +114,7 @@ static void tfinish(srv_unit *u, int worker) { atomic_fetch_add(((tunit *)u)->fi
 
 Test(pool, owners_take_turns)
 {
-    srv_pool *p = srv_pool_new(1, 4);
+    srv_pool *p = srv_pool_new(1, 4, 50);
     srv_lane lanes[3] = {{0}};
     int log[256];
     atomic_int pos = 0, finished = 0;
@@ -141,7 +141,7 @@ Test(pool, owners_take_turns)
 
 Test(pool, a_lane_runs_in_order)
 {
-    srv_pool *p = srv_pool_new(2, 1);
+    srv_pool *p = srv_pool_new(2, 1, 0);
     srv_lane lane = {0};
     int log[64];
     atomic_int pos = 0, finished = 0;
