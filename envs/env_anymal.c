@@ -63,7 +63,7 @@ static anymal_shared *shared(const struct env *e) { return (anymal_shared *)(uin
 
 /* ---- model ---- */
 
-static sim_model *load_anymal(char *err, size_t errlen)
+sim_model *env_load_anymal(char *err, size_t errlen)
 {
     const char *dir = getenv("HERD_MODEL_DIR");
     if (dir && *dir) {
@@ -129,7 +129,7 @@ static int setup_shared(struct env *e, sim_model *m, anymal_shared *s, char *err
 
 static int configure_common(struct env *e, env_spec *spec, char *err, size_t errlen)
 {
-    sim_model *m = load_anymal(err, errlen);
+    sim_model *m = env_load_anymal(err, errlen);
     if (!m) return -1;
     anymal_shared *s = shared(e);
     if (setup_shared(e, m, s, err, errlen)) {
@@ -306,25 +306,34 @@ static void maybe_push(const struct env *e, env_world *w, anymal_state *st)
     st->next_push += env_cfg(e, "push_interval_s");
 }
 
+/* The part of an env step both tasks share: actions, push, the PD-controlled physics substeps.
+ * Returns 1 if the physics failed, in which case the world has been reset and the outputs written
+ * (reward 0, terms 0, truncated = 2: env.c reports it as a physics reset). */
+static int common_step(const struct env *e, env_world *w, const float *act, float *obs, float *reward, float *terms,
+                       int nterms, uint8_t *terminated, uint8_t *truncated)
+{
+    anymal_state *st = w->task;
+    apply_actions(e, st, act);
+    maybe_push(e, w, st);
+    int failed = 0;
+    pd_step(e, w, st, &failed);
+    st->t += shared(e)->control_dt;
+    if (!failed) return 0;
+    e->task->reset_world(e, w, obs);
+    memset(terms, 0, sizeof(float) * (size_t)nterms);
+    *reward = 0;
+    *terminated = 0;
+    *truncated = 2;
+    return 1;
+}
+
 static void walk_step(const struct env *e, env_world *w, const float *act, float *obs, float *reward, float *terms,
                       uint8_t *terminated, uint8_t *truncated)
 {
     const anymal_shared *s = shared(e);
     anymal_state *st = w->task;
     sim_data *d = w->d;
-    apply_actions(e, st, act);
-    maybe_push(e, w, st);
-    int failed = 0;
-    pd_step(e, w, st, &failed);
-    st->t += s->control_dt;
-    if (failed) {
-        e->task->reset_world(e, w, obs);
-        memset(terms, 0, sizeof(float) * W_NTERMS);
-        *reward = 0;
-        *terminated = 0;
-        *truncated = 2;
-        return;
-    }
+    if (common_step(e, w, act, obs, reward, terms, W_NTERMS, terminated, truncated)) return;
     double v[3], om[3], g[3];
     base_frame(d, v, om, g);
     const double dt = s->control_dt;
@@ -466,19 +475,7 @@ static void stand_step(const struct env *e, env_world *w, const float *act, floa
     const anymal_shared *s = shared(e);
     anymal_state *st = w->task;
     sim_data *d = w->d;
-    apply_actions(e, st, act);
-    maybe_push(e, w, st);
-    int failed = 0;
-    pd_step(e, w, st, &failed);
-    st->t += s->control_dt;
-    if (failed) {
-        e->task->reset_world(e, w, obs);
-        memset(terms, 0, sizeof(float) * S_NTERMS);
-        *reward = 0;
-        *terminated = 0;
-        *truncated = 2;
-        return;
-    }
+    if (common_step(e, w, act, obs, reward, terms, S_NTERMS, terminated, truncated)) return;
     double v[3], om[3], g[3];
     base_frame(d, v, om, g);
     double up = -g[2] > 0 ? -g[2] : 0;

@@ -65,6 +65,9 @@ struct env {
 /* Value of a configuration key (by name; the task's own keys). */
 double env_cfg(const struct env *e, const char *key);
 
+/* The ANYmal C model: the copy embedded at build time, or $HERD_MODEL_DIR/anymal_c.urdf when set. */
+sim_model *env_load_anymal(char *err, size_t errlen);
+
 /* Tasks. */
 extern const env_task env_task_anymal_walk;
 extern const env_task env_task_anymal_stand;

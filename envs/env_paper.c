@@ -15,9 +15,6 @@
 #include "sim_step.h"
 #include "sim_urdf.h"
 
-extern const char herd_model_anymal_c_urdf[];
-extern const unsigned long herd_model_anymal_c_urdf_len;
-
 typedef struct {
     int kind;
     double dt;
@@ -30,16 +27,7 @@ static int paper_configure(struct env *e, sim_model *unused, env_spec *spec, cha
 {
     (void)unused;
     int kind = scn_kind_from_name(spec->name + strlen("paper-"));
-    const char *dir = getenv("HERD_MODEL_DIR");
-    char path[1024];
-    sim_model *m;
-    if (dir && *dir) {
-        snprintf(path, sizeof path, "%s/anymal_c.urdf", dir);
-        m = sim_urdf_load_file(path, NULL, err, errlen);
-    } else {
-        m = sim_urdf_load_string(herd_model_anymal_c_urdf, herd_model_anymal_c_urdf_len, "anymal_c.urdf (embedded)", NULL,
-                                 err, errlen);
-    }
+    sim_model *m = env_load_anymal(err, errlen);
     if (!m) return -1;
     if (scn_configure_model(m, kind, err, errlen)) {
         sim_model_destroy(&m);
