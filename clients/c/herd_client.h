@@ -20,8 +20,13 @@
  * herd_client_recv (whichever reply comes first) return the replies, in any order.  Replies that
  * arrive while waiting for another id are kept until asked for.
  *
- * Several servers: herd_client_new takes several endpoints, one DEALER socket each; a session lives on
- * the server that made it (herd_session.server).  make with server = -1 picks servers in turn.
+ * Several servers: herd_client_new takes several endpoints, one DEALER socket each (any number); a
+ * session lives on the server that made it (herd_session.server).  make with server = -1 picks servers
+ * in turn.  A "tcp://NAME:PORT" whose NAME resolves to several addresses (a Kubernetes headless Service,
+ * round-robin DNS) becomes one endpoint per address (see herd_expand_endpoints), so
+ * herd_client_nservers may exceed nendpoints.  herd_client_make_spread spreads the worlds of one task
+ * over every server (one session each) and herd_client_reset_spread / step_spread / close_spread drive
+ * them as one batch in global world order.
  *
  * Threads: a herd_client is used by one thread at a time (ZeroMQ sockets are not thread-safe); use one
  * client per thread.  Ownership: herd_client_destroy frees the client; herd_reply_destroy a reply.
@@ -104,8 +109,21 @@ typedef struct herd_reply {
 } herd_reply;
 
 /* Connects one DEALER per endpoint (ZeroMQ connects lazily: a dead server shows as a TIMEOUT later).
+ * The endpoints are first expanded by herd_expand_endpoints (DNS names resolving to several addresses).
  * timeout_ms: the longest wait for any reply (> 0).  NULL with err on failure. */
 herd_client *herd_client_new(const char *const *endpoints, int nendpoints, int timeout_ms, herd_error *err);
+/* Expands endpoints like the Python client (herd.client.expand_addresses): an endpoint "tcp://NAME:PORT"
+ * whose NAME is a host name (not an IP literal, "*", or a ZeroMQ "src;dst" form) is resolved with
+ * getaddrinfo (SOCK_STREAM; IPv4 addresses, or IPv6 ones when NAME has no IPv4 address).  Duplicate
+ * addresses are dropped and the rest sorted; when NAME has several, the endpoint becomes one
+ * "tcp://IP:PORT" each ("tcp://[IPv6]:PORT" for IPv6; the client enables ZMQ_IPV6 on those sockets).
+ * A name with one IPv4 address, or that does not resolve, is kept as given (ZeroMQ resolves it itself on
+ * each reconnect, and a name that does not resolve shows as a TIMEOUT naming it).  IPv4 is preferred so
+ * that "tcp://localhost:PORT" reaches a server bound to 127.0.0.1 even where localhost is also ::1.
+ * Literal IPs and ipc:// / inproc:// endpoints are kept as they are.  Resolution may block (the system
+ * resolver's own timeout).  *out: *nout malloc'd strings (free with herd_endpoints_free).  0 or error. */
+int herd_expand_endpoints(const char *const *endpoints, int nendpoints, char ***out, int *nout, herd_error *err);
+void herd_endpoints_free(char **endpoints, int n);
 void herd_client_destroy(herd_client **c);
 void herd_client_set_timeout(herd_client *c, int timeout_ms);
 int herd_client_nservers(const herd_client *c);
@@ -127,6 +145,39 @@ int herd_client_step(herd_client *c, const herd_session *s, int n, const int32_t
 int herd_client_close(herd_client *c, const herd_session *s, herd_error *err);
 /* session: 0 for the server-wide figures only. */
 int herd_client_stats(herd_client *c, int server, uint64_t session, herd_stats *out, herd_error *err);
+
+/* ---- several servers: one batch of worlds spread over them ---- */
+/* Global worlds [offset[k], offset[k] + part[k].num_worlds) live on session part[k] (server
+ * part[k].server); parts are in server order, contiguous, as even as possible (the first
+ * num_worlds % nservers servers get one world more; servers with no world get no session), exactly as
+ * the Python client (herd.make_vec) spreads them. */
+typedef struct {
+    int nparts;
+    herd_session *part;         /* nparts sessions (malloc'd) */
+    int *offset;                /* nparts first global worlds */
+    uint64_t *rid;              /* (request ids in flight) */
+    int num_worlds, obs_dim, act_dim, nterms;
+    env_autoreset autoreset;
+    uint64_t seed;              /* the make seed: default seed of herd_client_reset_spread */
+} herd_spread;
+
+/* Makes one session per server (every make in flight at once) with its slice of num_worlds worlds.
+ * On any error (e.g. a TIMEOUT naming a dead server's endpoint) the sessions made are closed (best
+ * effort) and *out is left empty. */
+int herd_client_make_spread(herd_client *c, const char *env, int num_worlds, const env_kv *config, int nconfig,
+                            uint64_t seed, env_autoreset autoreset, herd_spread *out, herd_error *err);
+/* Resets every world, global world g with the explicit seed seed + g (PROTOCOL.md section 8), so the
+ * results do not depend on how the worlds are spread.  obs: num_worlds x obs_dim in global order, or NULL. */
+int herd_client_reset_spread(herd_client *c, const herd_spread *sp, uint64_t seed, float *obs, herd_error *err);
+/* Steps every world: actions num_worlds x act_dim in global order.  Sends every server its slice,
+ * then collects every reply into out (rows in global order; any pointer NULL = not wanted).  With
+ * several servers the actions are checked finite first (so no server steps alone: NON_FINITE).  All
+ * replies are collected even after an error; the first error is returned.  The whole call waits at most
+ * the client's timeout. */
+int herd_client_step_spread(herd_client *c, const herd_spread *sp, const float *actions, int reward_terms,
+                            herd_step_out *out, herd_error *err);
+/* Closes every session (best effort: all are tried) and frees *sp; the first error is returned. */
+int herd_client_close_spread(herd_client *c, herd_spread *sp, herd_error *err);
 
 /* ---- pipelining ---- */
 /* Each returns the request id (> 0), or 0 with err. */
