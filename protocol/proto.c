@@ -421,26 +421,38 @@ static uint64_t tensor_u64(const proto_tensor *t, size_t i)
     return (uint64_t)tensor_int(t, i);
 }
 
+/* The common prologue of integer lists (world_ids, seeds): either a msgpack array (its elements are
+ * checked by the caller) or an integer tensor of shape [n].  Sets *n, *is_tensor and t; the dtype list
+ * in the error names the allowed dtypes in the field's own order. */
+static int read_int_list(const msgpack_object *o, const char *name, const char *dtypes, const char *array_what,
+                         size_t *n, int *is_tensor, proto_tensor *t, proto_error *err)
+{
+    *is_tensor = o->type == MSGPACK_OBJECT_MAP;
+    if (o->type == MSGPACK_OBJECT_ARRAY) {
+        *n = o->via.array.size;
+        return PROTO_OK;
+    }
+    if (!*is_tensor) return bad_type(err, PROTO_E_BAD_FIELD, name, array_what, o);
+    int rc = proto_tensor_from_object(o, name, t, err);
+    if (rc) return rc;
+    if (t->dtype != PROTO_DT_INT32 && t->dtype != PROTO_DT_INT64 && t->dtype != PROTO_DT_UINT64 &&
+        t->dtype != PROTO_DT_UINT8)
+        return proto_fail(err, PROTO_E_BAD_DTYPE, "'%s' must have an integer dtype (%s), got %s", name, dtypes,
+                          dtype_names[t->dtype]);
+    if (t->ndim != 1) return proto_fail(err, PROTO_E_BAD_SHAPE, "'%s' must be 1-D, got %d dimensions", name, t->ndim);
+    *n = (size_t)t->shape[0];
+    return PROTO_OK;
+}
+
 /* world_ids: an array of integers or an integer tensor of shape [n]. */
 static int read_world_ids(const msgpack_object *o, const proto_limits *lim, proto_request *r, proto_error *err)
 {
     size_t n;
     proto_tensor t = {0};
-    int is_tensor = o->type == MSGPACK_OBJECT_MAP;
-    if (o->type == MSGPACK_OBJECT_ARRAY) {
-        n = o->via.array.size;
-    } else if (is_tensor) {
-        int rc = proto_tensor_from_object(o, "world_ids", &t, err);
-        if (rc) return rc;
-        if (t.dtype != PROTO_DT_INT32 && t.dtype != PROTO_DT_INT64 && t.dtype != PROTO_DT_UINT64 &&
-            t.dtype != PROTO_DT_UINT8)
-            return proto_fail(err, PROTO_E_BAD_DTYPE, "'world_ids' must have an integer dtype (int32, int64, uint64, "
-                              "uint8), got %s", dtype_names[t.dtype]);
-        if (t.ndim != 1) return proto_fail(err, PROTO_E_BAD_SHAPE, "'world_ids' must be 1-D, got %d dimensions", t.ndim);
-        n = (size_t)t.shape[0];
-    } else {
-        return bad_type(err, PROTO_E_BAD_FIELD, "world_ids", "an array of integers or an integer tensor", o);
-    }
+    int is_tensor;
+    int rc = read_int_list(o, "world_ids", "int32, int64, uint64, uint8", "an array of integers or an integer tensor", &n,
+                           &is_tensor, &t, err);
+    if (rc) return rc;
     if (n == 0) return proto_fail(err, PROTO_E_BAD_WORLD_IDS, "'world_ids' is empty");
     if (n > (size_t)lim->max_worlds)
         return proto_fail(err, PROTO_E_BAD_WORLD_IDS, "'world_ids' has %zu entries, more than the %d worlds a session "
@@ -474,21 +486,10 @@ static int read_seeds(const msgpack_object *o, const proto_limits *lim, proto_re
 {
     size_t n;
     proto_tensor t = {0};
-    int is_tensor = o->type == MSGPACK_OBJECT_MAP;
-    if (o->type == MSGPACK_OBJECT_ARRAY) {
-        n = o->via.array.size;
-    } else if (is_tensor) {
-        int rc = proto_tensor_from_object(o, "seeds", &t, err);
-        if (rc) return rc;
-        if (t.dtype != PROTO_DT_UINT64 && t.dtype != PROTO_DT_INT64 && t.dtype != PROTO_DT_INT32 &&
-            t.dtype != PROTO_DT_UINT8)
-            return proto_fail(err, PROTO_E_BAD_DTYPE, "'seeds' must have an integer dtype (uint64, int64, int32, uint8), "
-                              "got %s", dtype_names[t.dtype]);
-        if (t.ndim != 1) return proto_fail(err, PROTO_E_BAD_SHAPE, "'seeds' must be 1-D, got %d dimensions", t.ndim);
-        n = (size_t)t.shape[0];
-    } else {
-        return bad_type(err, PROTO_E_BAD_FIELD, "seeds", "an array of non-negative integers or an integer tensor", o);
-    }
+    int is_tensor;
+    int rc0 = read_int_list(o, "seeds", "uint64, int64, int32, uint8",
+                            "an array of non-negative integers or an integer tensor", &n, &is_tensor, &t, err);
+    if (rc0) return rc0;
     if (n > (size_t)lim->max_worlds)
         return proto_fail(err, PROTO_E_BAD_SHAPE, "'seeds' has %zu entries, more than the %d worlds a session may have",
                           n, lim->max_worlds);

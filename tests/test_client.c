@@ -9,26 +9,8 @@
 #include "herd_client.h"
 #include "srv_server.h"
 
-static double mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
+#include "helpers/server_start.h"
 
-static srv_thread *start(int threads)
-{
-    srv_config c;
-    srv_config_defaults(&c);
-    snprintf(c.bind, sizeof c.bind, "tcp://127.0.0.1:*");
-    c.threads = threads;
-    c.log_level = SRV_LOG_ERROR;
-    c.stats_interval_s = 0;
-    char err[256];
-    srv_thread *t = srv_thread_start(&c, err, sizeof err);
-    cr_assert(t, "%s", err);
-    return t;
-}
 
 Test(client, dead_server_gives_a_timeout_naming_the_address, .timeout = 10)
 {
@@ -36,9 +18,9 @@ Test(client, dead_server_gives_a_timeout_naming_the_address, .timeout = 10)
     herd_error e;
     herd_client *c = herd_client_new(ep, 1, 300, &e);
     cr_assert(c, "%s", e.message);
-    double t0 = mono_ms();
+    double t0 = test_mono_ms();
     int rc = herd_client_ping(c, 0, NULL, &e);
-    double dt = mono_ms() - t0;
+    double dt = test_mono_ms() - t0;
     cr_assert_eq(rc, PROTO_E_TIMEOUT);
     cr_assert_eq(e.code, PROTO_E_TIMEOUT);
     cr_assert(strstr(e.message, "tcp://127.0.0.1:9") && strstr(e.message, "300 ms"), "%s", e.message);
@@ -47,9 +29,9 @@ Test(client, dead_server_gives_a_timeout_naming_the_address, .timeout = 10)
     rc = herd_client_make(c, 0, "anymal_c-walk", 4, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, &s, &e);
     cr_assert_eq(rc, PROTO_E_TIMEOUT, "%s", e.message);
     cr_assert(strstr(e.message, "(make)"), "%s", e.message);
-    t0 = mono_ms();
+    t0 = test_mono_ms();
     herd_client_destroy(&c);
-    cr_assert_lt(mono_ms() - t0, 1000, "destroy does not hang on unsent messages");
+    cr_assert_lt(test_mono_ms() - t0, 1000, "destroy does not hang on unsent messages");
 }
 
 Test(client, bad_endpoint_is_reported)
@@ -64,7 +46,7 @@ Test(client, bad_endpoint_is_reported)
 
 Test(client, a_server_that_comes_back_is_used_again, .timeout = 20)
 {
-    srv_thread *t = start(1);
+    srv_thread *t = test_server_start(1);
     char ep[256];
     snprintf(ep, sizeof ep, "%s", srv_thread_endpoint(t));
     const char *eps[1] = {ep};
@@ -91,7 +73,7 @@ Test(client, a_server_that_comes_back_is_used_again, .timeout = 20)
 
 Test(client, several_servers, .timeout = 30)
 {
-    srv_thread *a = start(1), *b = start(2);
+    srv_thread *a = test_server_start(1), *b = test_server_start(2);
     const char *eps[2] = {srv_thread_endpoint(a), srv_thread_endpoint(b)};
     herd_error e;
     herd_client *c = herd_client_new(eps, 2, 5000, &e);
@@ -136,7 +118,7 @@ Test(client, several_servers, .timeout = 30)
 
 Test(client, replies_are_matched_by_id_in_any_order, .timeout = 30)
 {
-    srv_thread *t = start(2);
+    srv_thread *t = test_server_start(2);
     const char *ep = srv_thread_endpoint(t);
     herd_error e;
     herd_client *c = herd_client_new(&ep, 1, 5000, &e);
@@ -176,7 +158,7 @@ Test(client, replies_are_matched_by_id_in_any_order, .timeout = 30)
 
 Test(client, server_errors_keep_their_code_and_message)
 {
-    srv_thread *t = start(1);
+    srv_thread *t = test_server_start(1);
     const char *ep = srv_thread_endpoint(t);
     herd_error e;
     herd_client *c = herd_client_new(&ep, 1, 5000, &e);

@@ -11,26 +11,8 @@
 #include "herd_client.h"
 #include "srv_server.h"
 
-static double mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
+#include "helpers/server_start.h"
 
-static srv_thread *start(int threads)
-{
-    srv_config c;
-    srv_config_defaults(&c);
-    snprintf(c.bind, sizeof c.bind, "tcp://127.0.0.1:*");
-    c.threads = threads;
-    c.log_level = SRV_LOG_ERROR;
-    c.stats_interval_s = 0;
-    char err[256];
-    srv_thread *t = srv_thread_start(&c, err, sizeof err);
-    cr_assert(t, "%s", err);
-    return t;
-}
 
 typedef struct {
     herd_step_out o;
@@ -89,7 +71,7 @@ Test(spread, three_servers_bit_for_bit_equal_to_one, .timeout = 120)
 {
     enum { N = 301, STEPS = 20 };       /* 101 + 100 + 100 */
     const uint64_t seed = 1234;
-    srv_thread *t[3] = {start(2), start(1), start(3)};
+    srv_thread *t[3] = {test_server_start(2), test_server_start(1), test_server_start(3)};
     const char *eps[3] = {srv_thread_endpoint(t[0]), srv_thread_endpoint(t[1]), srv_thread_endpoint(t[2])};
     herd_error e;
     herd_client *c3 = herd_client_new(eps, 3, 20000, &e), *c1 = herd_client_new(&eps[1], 1, 20000, &e);
@@ -163,7 +145,7 @@ Test(spread, three_servers_bit_for_bit_equal_to_one, .timeout = 120)
 
 Test(spread, fewer_worlds_than_servers, .timeout = 60)
 {
-    srv_thread *t[3] = {start(1), start(1), start(1)};
+    srv_thread *t[3] = {test_server_start(1), test_server_start(1), test_server_start(1)};
     const char *eps[3] = {srv_thread_endpoint(t[0]), srv_thread_endpoint(t[1]), srv_thread_endpoint(t[2])};
     herd_error e;
     herd_client *c = herd_client_new(eps, 3, 20000, &e);
@@ -191,7 +173,7 @@ Test(spread, fewer_worlds_than_servers, .timeout = 60)
 
 Test(spread, a_dead_server_is_named, .timeout = 60)
 {
-    srv_thread *a = start(1), *b = start(1);
+    srv_thread *a = test_server_start(1), *b = test_server_start(1);
     char epb[256];
     snprintf(epb, sizeof epb, "%s", srv_thread_endpoint(b));
     const char *eps[2] = {srv_thread_endpoint(a), epb};
@@ -204,10 +186,10 @@ Test(spread, a_dead_server_is_named, .timeout = 60)
     cr_assert_eq(herd_client_reset_spread(c, &s, 1, obs, &e), 0, "%s", e.message);
     srv_thread_stop(&b);
     herd_client_set_timeout(c, 300);
-    double t0 = mono_ms();
+    double t0 = test_mono_ms();
     herd_step_out o = {.obs = obs};
     int rc = herd_client_step_spread(c, &s, act, 0, &o, &e);
-    double dt = mono_ms() - t0;
+    double dt = test_mono_ms() - t0;
     cr_assert_eq(rc, PROTO_E_TIMEOUT, "%s", e.message);
     cr_assert(strstr(e.message, epb) && strstr(e.message, "(step)") && strstr(e.message, "300 ms"), "%s", e.message);
     cr_assert(dt >= 250 && dt < 2000, "waited %.0f ms", dt);
@@ -226,7 +208,7 @@ Test(spread, a_dead_server_is_named, .timeout = 60)
 /* Only the poll sizing is tested: 19 dead endpoints and a live one at index 19 (beyond the old 16). */
 Test(spread, more_than_16_endpoints, .timeout = 60)
 {
-    srv_thread *t = start(1);
+    srv_thread *t = test_server_start(1);
     enum { M = 20 };
     const char *eps[M];
     for (int i = 0; i < M - 1; i++) eps[i] = "tcp://127.0.0.1:9";   /* discard port: nothing listens */
@@ -243,11 +225,11 @@ Test(spread, more_than_16_endpoints, .timeout = 60)
     /* a spread over them: a TIMEOUT naming a dead endpoint, and the live server's session is closed */
     herd_client_set_timeout(c, 300);
     herd_spread s;
-    double t0 = mono_ms();
+    double t0 = test_mono_ms();
     int rc = herd_client_make_spread(c, "anymal_c-walk", 40, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, &s, &e);
     cr_assert_eq(rc, PROTO_E_TIMEOUT, "%s", e.message);
     cr_assert(strstr(e.message, "tcp://127.0.0.1:9 ") && strstr(e.message, "(make)"), "%s", e.message);
-    cr_assert_lt(mono_ms() - t0, 2000, "one timeout for all servers");
+    cr_assert_lt(test_mono_ms() - t0, 2000, "one timeout for all servers");
     cr_assert(s.nparts == 0 && s.part == NULL);
     herd_client_set_timeout(c, 5000);
     herd_stats st;
@@ -271,7 +253,7 @@ Test(spread, dns_names_are_expanded, .timeout = 60)
     herd_endpoints_free(out, n);
 
     /* localhost: IPv4 first (the server binds 127.0.0.1 only, even where localhost is also ::1) */
-    srv_thread *t = start(1);
+    srv_thread *t = test_server_start(1);
     const char *ep = srv_thread_endpoint(t);
     const char *port = strrchr(ep, ':') + 1;
     char name[128], ip[128];

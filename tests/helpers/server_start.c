@@ -1,0 +1,27 @@
+/* server_start.c — see server_start.h. */
+#include "server_start.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <time.h>
+
+double test_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+srv_thread *test_server_start(int threads)
+{
+    srv_config c;
+    srv_config_defaults(&c);
+    snprintf(c.bind, sizeof c.bind, "tcp://127.0.0.1:*");
+    c.threads = threads;
+    c.log_level = SRV_LOG_ERROR;
+    c.stats_interval_s = 0;
+    char err[256];
+    srv_thread *t = srv_thread_start(&c, err, sizeof err);
+    cr_assert(t, "%s", err);
+    return t;
+}

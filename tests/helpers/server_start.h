@@ -1,0 +1,12 @@
+/* server_start.h — test helpers: an in-process herd-server on a free loopback port, and a clock. */
+#ifndef HERD_TEST_SERVER_START_H
+#define HERD_TEST_SERVER_START_H
+
+#include "srv_server.h"
+
+/* Monotonic time in milliseconds. */
+double test_mono_ms(void);
+/* Starts a quiet server on tcp://127.0.0.1:* with `threads` workers; fails the current test on error. */
+srv_thread *test_server_start(int threads);
+
+#endif
