@@ -23,52 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ENV_NAME_MAX 48
-#define ENV_MAX_FIELDS 16
-#define ENV_MAX_CONFIG 48
-#define ENV_MAX_TERMS 16
-
-typedef enum { ENV_AUTORESET_NEXT_STEP = 0, ENV_AUTORESET_SAME_STEP, ENV_AUTORESET_DISABLED } env_autoreset;
-
-/* One named group of a flat float32 vector (observation or action). */
-typedef struct {
-    char name[ENV_NAME_MAX];
-    int offset, size;           /* elements [offset, offset + size) of the flat vector */
-    float low, high;            /* bounds of every element (may be -INFINITY / INFINITY) */
-    float scale;                /* the scale applied to the physical quantity (1 if none) */
-    char unit[16];              /* of the physical quantity before scaling ("m/s", "rad", "" ...) */
-} env_field;
-
-/* A configuration key: a number in [lo, hi] (integers when is_int). */
-typedef struct {
-    char key[ENV_NAME_MAX];
-    double def, lo, hi;
-    int is_int;
-    char doc[112];
-} env_config_key;
-
-typedef struct {
-    char name[ENV_NAME_MAX];
-    char doc[200];
-    int obs_dim, act_dim;
-    int nobs, nact;
-    env_field obs[ENV_MAX_FIELDS], act[ENV_MAX_FIELDS];
-    double sim_dt;              /* physics step (s) */
-    int decimation;             /* physics steps per env step */
-    double control_dt;          /* sim_dt * decimation */
-    double episode_seconds;
-    int max_episode_steps;      /* truncation (time limit) */
-    int nconfig;
-    env_config_key config[ENV_MAX_CONFIG];
-    int nterms;                 /* reward terms (names below), summed into the reward */
-    char terms[ENV_MAX_TERMS][ENV_NAME_MAX];
-} env_spec;
-
-/* A configuration override: key = value. */
-typedef struct {
-    const char *key;
-    double value;
-} env_kv;
+#include "env_spec.h"
 
 /* Per-step extras.  Every pointer may be NULL (not wanted); arrays have one row per stepped world. */
 typedef struct {

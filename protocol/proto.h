@@ -22,7 +22,7 @@
 
 #include <msgpack.h>
 
-#include "env.h"
+#include "env_spec.h"
 
 #define PROTO_VERSION 1
 #define PROTO_NAME_MAX ENV_NAME_MAX     /* env names and config keys, with the terminating 0 */

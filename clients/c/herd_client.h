@@ -37,7 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "env.h"
+#include "env_spec.h"
 #include "proto.h"
 
 typedef struct herd_client herd_client;
