@@ -25,6 +25,7 @@ export VecEnv, reset!, step!, reset_send!, reset_recv!, step_send!, step_recv!, 
 
 include("codec.jl")
 include("client.jl")
+include("spec.jl")
 include("vecenv.jl")
 include("single.jl")
 

@@ -28,12 +28,13 @@ end
 
 "A reply: the received message (the buffer its TensorRefs point into), its decoded body, the server index."
 struct Reply
-    msg::Any                 # ZMQ.Message or Vector{UInt8}
+    msg::Union{ZMQ.Message,Vector{UInt8}}
     body::OrderedMap
     server::Int
 end
-Base.getindex(r::Reply, k::AbstractString) = mapget(r.body, k)
-Base.haskey(r::Reply, k::AbstractString) = haskey_(r.body, k)
+"Field `k` of the reply (`nothing` when absent: clients ignore what they do not know, PROTOCOL.md 2)."
+Base.getindex(r::Reply, k::AbstractString) = get(r.body, k, nothing)
+Base.haskey(r::Reply, k::AbstractString) = haskey(r.body, k)
 
 """
     Client(addresses; timeout=30.0)
@@ -124,8 +125,11 @@ function send_request(c::Client, server::Int, op::String, fields::OrderedMap = O
     c.closed && throw(HerdError("TRANSPORT", "client is closed", nothing))
     id = c.next_id
     c.next_id += 1
-    msg = OrderedMap(["v" => PROTOCOL_VERSION, "id" => id, "op" => op])
-    append!(msg, fields)
+    msg = OrderedMap("v" => PROTOCOL_VERSION, "id" => id, "op" => op)
+    for (k, v) in fields
+        haskey(msg, k) && throw(ArgumentError("request field \"$k\" is reserved"))
+        msg[k] = v                       # after v, id, op, in the caller's order
+    end
     send_raw(c, server, encode(msg))
     c.pending[id] = (server, op)
     return id
@@ -157,9 +161,10 @@ function drain!(c::Client, k::Int)
         catch e
             throw(HerdError("BAD_REPLY", "undecodable reply from $(c.addresses[k]): $(sprint(showerror, e))", c.addresses[k]))
         end
-        (body isa OrderedMap && mapget(body, "id") isa Integer && mapget(body, "ok") isa Bool) ||
+        rid = body isa OrderedMap ? get(body, "id", nothing) : nothing
+        (rid isa Integer && !(rid isa Bool) && rid >= 0 && get(body, "ok", nothing) isa Bool) ||
             throw(HerdError("BAD_REPLY", "reply from $(c.addresses[k]) is not a {v, id, ok, ...} map", c.addresses[k]))
-        id = UInt64(mapget(body, "id"))
+        id = UInt64(rid)
         if haskey(c.pending, id)
             delete!(c.pending, id)
             c.replies[id] = Reply(msg, body, k)
@@ -258,8 +263,8 @@ function check_reply(c::Client, r::Reply)
     r["ok"] === true && return r
     err = r["error"]
     err isa OrderedMap || throw(HerdError("BAD_REPLY", "error reply without an error map", c.addresses[r.server]))
-    throw(HerdError(string(something(mapget(err, "code"), "INTERNAL")), string(something(mapget(err, "message"), "")),
-                    c.addresses[r.server]))
+    throw(HerdError(string(something(get(err, "code", nothing), "INTERNAL")),
+                    string(something(get(err, "message", nothing), "")), c.addresses[r.server]))
 end
 
 "Sends one request and waits for its reply."
@@ -269,9 +274,4 @@ call(c::Client, server::Int, op::String, fields::OrderedMap = OrderedMap(); kw..
 hello(c::Client, server::Int = 1) = call(c, server, "hello")
 ping(c::Client, server::Int = 1) = call(c, server, "ping")
 stats(c::Client, server::Int = 1; session = nothing) =
-    call(c, server, "stats", session === nothing ? OrderedMap() : OrderedMap(["session" => session]))
-
-"Converts a decoded value (OrderedMap / vectors / scalars) into plain Dicts and Vectors (bins as BinRef)."
-plain(x) = x
-plain(m::OrderedMap) = Dict{String,Any}(k => plain(v) for (k, v) in m)
-plain(v::Vector{Any}) = Any[plain(x) for x in v]
+    call(c, server, "stats", session === nothing ? OrderedMap() : OrderedMap("session" => session))

@@ -4,8 +4,8 @@
 # Encoding writes the canonical form: scalars and strings through MsgPack.jl (minimal forms, Float64 as
 # float 64), maps / arrays with minimal headers, and tensors as {dtype, shape, data} maps whose data is a
 # bin 32 starting at a multiple of 8 bytes from the start of the payload (the key-padding rule of
-# PROTOCOL.md 3.2).  Ordered maps are written from a `Vector{Pair{String,Any}}` (key order kept) or any
-# AbstractDict.
+# PROTOCOL.md 3.2).  Maps are written from any AbstractDict in its iteration order: requests are built as
+# `OrderedDict`s (`OrderedMap`), so their keys go out in the order they were inserted.
 #
 # Decoding reads one MessagePack object from a byte buffer without copying `bin` payloads: a bin becomes
 # a `BinRef` (offset + length into the buffer) and a {dtype, shape, data} map a `TensorRef`.  The caller
@@ -14,6 +14,7 @@
 # bin into a new Vector{UInt8}, and packs Vector{Float32} element by element: neither is used for tensors.
 
 import MsgPack
+using OrderedCollections: OrderedDict
 
 "Protocol dtype names (PROTOCOL.md 3.1) and their Julia element types."
 const DTYPES = Dict{String,DataType}(
@@ -30,30 +31,13 @@ dtype_name(::Type{Float64}) = "float64"
 dtype_name(::Type{T}) where {T} = lowercase(string(T))   # not a protocol dtype: the server says BAD_DTYPE
 
 """
-    Tensor(dtype::String, shape::Vector{Int}, data::AbstractVector{UInt8})
-    Tensor(a::AbstractArray)
-
-A tensor to encode.  `shape` is outermost-first (C order, as on the wire).  `Tensor(a)` for a Julia array
-`a` of size (d1, d2, ..., dk) writes shape [dk, ..., d2, d1]: the column-major bytes of `a` are exactly the
-row-major bytes of that shape, so `Tensor(actions)` with `actions::Matrix{Float32}(act_dim, n)` is the
-`[n, act_dim]` tensor the server expects, without a transpose.
-"""
-struct Tensor
-    dtype::String
-    shape::Vector{Int}
-    data::Any            # anything `write(io, data)` writes as raw bytes (a dense array)
-end
-Tensor(a::AbstractArray{T}) where {T} = Tensor(dtype_name(T), reverse(collect(Int, size(a))), a)
-Tensor(a::AbstractVector{T}) where {T} = Tensor(dtype_name(T), [length(a)], a)
-
-"""
     RawBytes(owner, ptr, n)
 
 `n` bytes at `ptr` inside `owner` (kept alive while encoding): tensor data taken from a contiguous block
 of a larger array (e.g. the columns of one server's worlds) without a copy.
 """
-struct RawBytes
-    owner::Any
+struct RawBytes{O}
+    owner::O
     ptr::Ptr{UInt8}
     n::Int
 end
@@ -64,8 +48,27 @@ function column_bytes(a::DenseMatrix{T}, cols::UnitRange{Int}) where {T}
     RawBytes(a, Ptr{UInt8}(pointer(a, (first(cols) - 1) * size(a, 1) + 1)), size(a, 1) * length(cols) * sizeof(T))
 end
 
-"An ordered map for encoding: keys written in the order given."
-const OrderedMap = Vector{Pair{String,Any}}
+"""
+    Tensor(dtype::String, shape::Vector{Int}, data::AbstractVector{UInt8})
+    Tensor(a::AbstractArray)
+
+A tensor to encode.  `shape` is outermost-first (C order, as on the wire).  `Tensor(a)` for a Julia array
+`a` of size (d1, d2, ..., dk) writes shape [dk, ..., d2, d1]: the column-major bytes of `a` are exactly the
+row-major bytes of that shape, so `Tensor(actions)` with `actions::Matrix{Float32}(act_dim, n)` is the
+`[n, act_dim]` tensor the server expects, without a transpose.
+"""
+struct Tensor{D<:Union{AbstractArray,AbstractString,RawBytes}}
+    dtype::String
+    shape::Vector{Int}
+    data::D              # the raw bytes: an array (dense: one memcpy), a String, or a RawBytes
+end
+Tensor(a::AbstractArray{T}) where {T} = Tensor(dtype_name(T), reverse(collect(Int, size(a))), a)
+
+"""
+A MessagePack map with string keys, in key order: what `decode` returns for every map and what requests
+are built from (`OrderedMap("session" => s, "actions" => t)`; keys are encoded in insertion order).
+"""
+const OrderedMap = OrderedDict{String,Any}
 
 # ---- encoding -------------------------------------------------------------------------------------
 
@@ -145,9 +148,7 @@ struct Bin
 end
 
 encode(io::IOBuffer, t::Tensor) = encode_tensor(io, t)
-encode(io::IOBuffer, m::OrderedMap) = _encode_map(io, m)
-encode(io::IOBuffer, m::AbstractDict) = _encode_map(io, m)
-function _encode_map(io::IOBuffer, m)
+function encode(io::IOBuffer, m::AbstractDict)     # OrderedMap: insertion order; a Dict: its own order
     write_head(io, 0x80, 0xde, 0xdf, length(m))
     for (k, v) in m
         encode(io, k)
@@ -255,9 +256,11 @@ function read_map!(r::Reader, n, depth)
     m = OrderedMap()
     sizehint!(m, n)
     for _ in 1:n
+        at = r.pos
         k = read_obj!(r, depth + 1)
-        v = read_obj!(r, depth + 1)
-        push!(m, (k isa String ? k : string(k)) => v)
+        k isa String || throw(DecodeError("map key at byte $at is not a string (PROTOCOL.md section 2)"))
+        haskey(m, k) && throw(DecodeError("map key \"$k\" at byte $at is repeated"))
+        m[k] = read_obj!(r, depth + 1)
     end
     if r.tensors && n == 3
         t = as_tensor(m)
@@ -267,10 +270,8 @@ function read_map!(r::Reader, n, depth)
 end
 
 function as_tensor(m::OrderedMap)
-    d = Dict(m)
-    (haskey(d, "dtype") && haskey(d, "shape") && haskey(d, "data")) || return nothing
-    dt, sh, data = d["dtype"], d["shape"], d["data"]
-    (dt isa String && sh isa Vector && data isa BinRef) || return nothing
+    dt, sh, data = get(m, "dtype", nothing), get(m, "shape", nothing), get(m, "data", nothing)
+    (dt isa String && sh isa Vector{Any} && data isa BinRef) || return nothing
     haskey(DTYPES, dt) || throw(DecodeError("unknown tensor dtype \"$dt\""))
     all(s -> s isa Integer && s >= 0, sh) || throw(DecodeError("bad tensor shape $sh"))
     shape = Int[s for s in sh]
@@ -332,10 +333,10 @@ end
     decode(bytes; tensors=true)
 
 Decodes the one MessagePack object filling `bytes` (a `Vector{UInt8}`, a `ZMQ.Message`, or any dense
-byte vector with `pointer`).  Maps become `OrderedMap`s (`Vector{Pair{String,Any}}`, key order kept; use
-`mapget`), bins `BinRef`s, and with `tensors=true` tensor maps `TensorRef`s.  Integers are Int64 (UInt64
-above typemax(Int64)), floats Float64.  Trailing bytes are an error.  `bytes` must stay alive while the
-refs are used.
+byte vector with `pointer`).  Maps become `OrderedMap`s (`OrderedDict{String,Any}`, key order kept;
+a non-string or repeated key is a DecodeError), arrays `Vector{Any}`, bins `BinRef`s, and with
+`tensors=true` tensor maps `TensorRef`s.  Integers are Int64 (UInt64 above typemax(Int64)), floats
+Float64.  Trailing bytes are an error.  `bytes` must stay alive while the refs are used.
 """
 function decode(bytes::AbstractVector{UInt8}; tensors::Bool = true)
     GC.@preserve bytes begin
@@ -345,15 +346,6 @@ function decode(bytes::AbstractVector{UInt8}; tensors::Bool = true)
         return obj
     end
 end
-
-"Value of key `k` in a decoded map (`default` when absent)."
-function mapget(m::OrderedMap, k::AbstractString, default = nothing)
-    for (key, v) in m
-        key == k && return v
-    end
-    return default
-end
-haskey_(m::OrderedMap, k::AbstractString) = any(p -> p.first == k, m)
 
 "The bytes of a BinRef (a copy)."
 bin_bytes(bytes::AbstractVector{UInt8}, b::BinRef) = GC.@preserve bytes unsafe_wrap(Vector{UInt8}, pointer(bytes) + b.offset, b.len) |> copy

@@ -24,7 +24,8 @@ comma-separated string or a vector: the worlds are spread over the servers in co
 Buffers (filled by `reset!` / `step!`; column / entry i is world i): `obs` (obs_dim × N), `reward`,
 `terminated`, `truncated`, `episode_done`, `episode_return`, `episode_length`, `physics_reset`,
 `autoreset_flag` (next_step: the world was reset by this step, its action ignored), `final_obs` and
-`final_mask` (same_step).  `spec` is the server's spec, `config` the effective configuration.
+`final_mask` (same_step).  `spec` is the server's spec (a `Herd.Spec`: `env.spec.reward_terms`,
+`env.spec.obs`, ...), `config` the effective configuration (`OrderedDict{String,Float64}`).
 """
 mutable struct VecEnv
     client::Client
@@ -33,16 +34,16 @@ mutable struct VecEnv
     obs_dim::Int
     act_dim::Int
     nterms::Int
-    spec::Dict{String,Any}
-    config::Dict{String,Any}
+    spec::Spec
+    config::OrderedDict{String,Float64}
     autoreset::Symbol
     want_terms::Bool
     parts::Vector{Int}          # server index of each session
-    sessions::Vector{Any}       # session ids
+    sessions::Vector{UInt64}    # session ids
     starts::Vector{Int}         # first world (0-based) of each session
     counts::Vector{Int}
     base_seed::UInt64
-    seed_pending::Bool
+    unseeded::Vector{Bool}      # world i was never reset: its first reset sends seed base_seed + i - 1
     obs::Matrix{Float32}
     reward::Vector{Float32}
     terminated::Vector{Bool}
@@ -60,15 +61,23 @@ mutable struct VecEnv
     closed::Bool
 end
 
+"One server's share of a request in flight: the session index, the request id, the worlds it addresses
+(0-based global ids, in the order of the reply's rows; `nothing` = the session's whole block)."
+struct PartRequest
+    part::Int
+    id::UInt64
+    worlds::Union{Nothing,Vector{Int}}
+end
+
 "A request in flight: the kind, the worlds it addresses (0-based; nothing = all) and its parts."
 struct Pending
     kind::Symbol
     worlds::Union{Nothing,Vector{Int}}
-    parts::Vector{Tuple{Int,UInt64,Union{Nothing,Vector{Int}}}}   # (part, request id, its worlds or nothing = whole part)
+    parts::Vector{PartRequest}
 end
 
 function VecEnv(env_id::AbstractString, num_worlds::Integer; address = DEFAULT_ADDRESS, seed = nothing,
-                autoreset::Symbol = :next_step, timeout::Real = 30.0, config = Dict{String,Any}(),
+                autoreset::Symbol = :next_step, timeout::Real = 30.0, config = Dict{String,Float64}(),
                 reward_terms::Bool = false)
     num_worlds >= 1 || throw(ArgumentError("num_worlds must be >= 1"))
     haskey(AUTORESET_NAMES, autoreset) || throw(ArgumentError("autoreset must be :next_step, :same_step or :disabled"))
@@ -79,13 +88,13 @@ function VecEnv(env_id::AbstractString, num_worlds::Integer; address = DEFAULT_A
     counts = counts_all[parts]
     starts = cumsum([0; counts[1:end-1]])
     base = seed === nothing ? rand(UInt64) >> 1 : UInt64(mod(Int128(seed), Int128(2)^64))
-    fields = OrderedMap(["env" => String(env_id), "autoreset" => AUTORESET_NAMES[autoreset], "seed" => base])
-    isempty(config) || push!(fields, "config" => OrderedMap([String(string(k)) => Float64(v) for (k, v) in config]))
+    cfg = OrderedDict{String,Float64}(string(k) => Float64(v) for (k, v) in config)
     ids = UInt64[]
     try
         for (p, k) in enumerate(parts)
-            f = OrderedMap(["num_worlds" => counts[p]])
-            append!(f, fields)
+            f = OrderedMap("num_worlds" => counts[p], "env" => String(env_id),
+                           "autoreset" => AUTORESET_NAMES[autoreset], "seed" => base)
+            isempty(cfg) || (f["config"] = cfg)
             push!(ids, send_request(c, k, "make", f))
         end
         reps = try
@@ -95,7 +104,7 @@ function VecEnv(env_id::AbstractString, num_worlds::Integer; address = DEFAULT_A
             for (p, id) in enumerate(ids)
                 r = pop!(c.replies, id, nothing)
                 r !== nothing && r["ok"] === true && try
-                    call(c, parts[p], "close", OrderedMap(["session" => r["session"]]); timeout = min(timeout, 5.0))
+                    call(c, parts[p], "close", OrderedMap("session" => r["session"]); timeout = min(timeout, 5.0))
                 catch
                 end
             end
@@ -105,18 +114,24 @@ function VecEnv(env_id::AbstractString, num_worlds::Integer; address = DEFAULT_A
         if bad !== nothing
             for (p, r) in enumerate(reps)      # close the sessions that were made
                 r["ok"] === true && try
-                    call(c, parts[p], "close", OrderedMap(["session" => r["session"]]); timeout = min(timeout, 5.0))
+                    call(c, parts[p], "close", OrderedMap("session" => r["session"]); timeout = min(timeout, 5.0))
                 catch
                 end
             end
             check_reply(c, reps[bad])
         end
-        spec = plain(reps[1]["spec"])
-        od, ad = Int(spec["obs_dim"]), Int(spec["act_dim"])
-        nt = length(spec["reward_terms"])
+        spec = Spec(reps[1]["spec"])
+        od, ad = spec.obs_dim, spec.act_dim
+        nt = length(spec.reward_terms)
         N = Int(num_worlds)
-        return VecEnv(c, String(env_id), N, od, ad, nt, spec, plain(reps[1]["config"]), autoreset, reward_terms,
-                      parts, Any[r["session"] for r in reps], starts, counts, base, true,
+        sessions = UInt64[]
+        for r in reps
+            sid = r["session"]
+            (sid isa Integer && !(sid isa Bool) && sid >= 0) || throw(bad_reply("make reply has session $(repr(sid))"))
+            push!(sessions, UInt64(sid))
+        end
+        return VecEnv(c, String(env_id), N, od, ad, nt, spec, read_config(reps[1]["config"]), autoreset, reward_terms,
+                      parts, sessions, starts, counts, base, fill(true, N),
                       zeros(Float32, od, N), zeros(Float32, N), fill(false, N), fill(false, N), fill(false, N),
                       zeros(Float32, N), zeros(Int32, N), zeros(Float32, nt, N), fill(false, N), fill(false, N),
                       zeros(Float32, od, autoreset == :same_step ? N : 0), fill(false, N),
@@ -131,14 +146,14 @@ Base.show(io::IO, e::VecEnv) = print(io, "VecEnv(\"", e.env_id, "\", ", e.num_wo
                                      join(e.client.addresses[e.parts], ", "), ", ", e.autoreset, ")")
 
 addresses(e::VecEnv) = e.client.addresses[e.parts]
-observation_bounds(e::VecEnv) = _bounds(e.spec["obs"], e.obs_dim)
-action_bounds(e::VecEnv) = _bounds(e.spec["act"], e.act_dim)
-function _bounds(fields, dim)
+observation_bounds(e::VecEnv) = _bounds(e.spec.obs, e.obs_dim)
+action_bounds(e::VecEnv) = _bounds(e.spec.act, e.act_dim)
+function _bounds(fields::Vector{SpaceField}, dim::Int)
     lo, hi = fill(-Inf32, dim), fill(Inf32, dim)
     for f in fields
-        r = Int(f["offset"])+1:Int(f["offset"])+Int(f["size"])
-        lo[r] .= Float32(f["low"])
-        hi[r] .= Float32(f["high"])
+        r = f.offset+1:f.offset+f.size
+        lo[r] .= Float32(f.low)
+        hi[r] .= Float32(f.high)
     end
     return lo, hi
 end
@@ -178,25 +193,47 @@ VecEnv's seed; later ones continue each world's random stream).
 function reset_send!(e::VecEnv; seed = nothing, world_ids = nothing)
     _check_open(e)
     worlds = world_ids === nothing ? nothing : collect(Int, world_ids)
-    if seed === nothing && e.seed_pending
-        seed = e.base_seed
-    end
-    worlds === nothing && seed !== nothing && (e.seed_pending = false)
-    req = Pending(:reset, worlds, Tuple{Int,UInt64,Union{Nothing,Vector{Int}}}[])
-    if worlds === nothing
-        for p in eachindex(e.parts)
-            f = OrderedMap(["session" => e.sessions[p]])
-            seed === nothing || push!(f, "seeds" => Tensor(_seeds(e, seed, e.starts[p]:e.starts[p]+e.counts[p]-1)))
-            push!(req.parts, (p, send_request(e.client, e.parts[p], "reset", f), nothing))
+    req = Pending(:reset, worlds, PartRequest[])
+    ws = worlds === nothing ? (0:e.num_worlds-1) : worlds
+    valid = all(w -> 0 <= w < e.num_worlds, ws) && allunique(ws)    # else the server rejects the request
+    if seed === nothing && valid && any(w -> e.unseeded[w+1], ws)
+        # A world's first reset starts its stream at the VecEnv's seed (world w: seed + w) wherever the world
+        # lives; worlds reset before continue their own streams, so they get no seeds.
+        fresh = [w for w in ws if e.unseeded[w+1]]
+        if length(fresh) == length(ws)
+            _send_reset!(e, req, worlds, e.base_seed)
+        else
+            old = [w for w in ws if !e.unseeded[w+1]]
+            _send_reset!(e, req, fresh, e.base_seed)
+            _send_reset!(e, req, old, nothing)
         end
     else
-        for (p, loc, g) in _split(e, worlds)
-            f = OrderedMap(["session" => e.sessions[p], "world_ids" => Tensor(Int32.(loc))])
-            seed === nothing || push!(f, "seeds" => Tensor(_seeds(e, seed, g)))
-            push!(req.parts, (p, send_request(e.client, e.parts[p], "reset", f), g))
+        _send_reset!(e, req, worlds, seed)
+    end
+    if valid
+        for w in ws
+            e.unseeded[w+1] = false
         end
     end
     return req
+end
+
+# Sends the reset requests of `worlds` (0-based; nothing = all) with `seed` (nothing: no seeds) into req.
+function _send_reset!(e::VecEnv, req::Pending, worlds::Union{Nothing,Vector{Int}}, seed)
+    if worlds === nothing
+        for p in eachindex(e.parts)
+            f = OrderedMap("session" => e.sessions[p])
+            seed === nothing || (f["seeds"] = Tensor(_seeds(e, seed, e.starts[p]:e.starts[p]+e.counts[p]-1)))
+            push!(req.parts, PartRequest(p, send_request(e.client, e.parts[p], "reset", f), nothing))
+        end
+    else
+        for (p, loc, g) in _split(e, worlds)
+            f = OrderedMap("session" => e.sessions[p], "world_ids" => Tensor(Int32.(loc)))
+            seed === nothing || (f["seeds"] = Tensor(_seeds(e, seed, g)))
+            push!(req.parts, PartRequest(p, send_request(e.client, e.parts[p], "reset", f), g))
+        end
+    end
+    nothing
 end
 
 """
@@ -208,10 +245,10 @@ reset!(e::VecEnv; kw...) = reset_recv!(e, reset_send!(e; kw...))
 
 "Collects a reset sent with reset_send!: fills the columns of its worlds in env.obs; returns env.obs."
 function reset_recv!(e::VecEnv, req::Pending; timeout::Real = e.client.timeout)
-    reps = wait_all(e.client, [id for (_, id, _) in req.parts]; timeout = timeout)
-    for ((p, _, g), r) in zip(req.parts, reps)
-        cols = g === nothing ? nothing : g
-        _copy!(e.obs, r, "obs", e.starts[p], cols, e.obs_dim)
+    reps = wait_all(e.client, UInt64[q.id for q in req.parts]; timeout = timeout)
+    for (q, r) in zip(req.parts, reps)
+        p, g = q.part, q.worlds
+        _copy!(e.obs, r, "obs", e.starts[p], e.counts[p], g, e.obs_dim)
         idx = g === nothing ? (e.starts[p]+1:e.starts[p]+e.counts[p]) : (g .+ 1)
         e.ended[idx] .= false
         e.terminated[idx] .= false
@@ -221,31 +258,39 @@ function reset_recv!(e::VecEnv, req::Pending; timeout::Real = e.client.timeout)
 end
 
 # Copies tensor `key` (or "info.key") of reply r into dest: rows of the reply -> columns (matrices) or
-# entries (vectors) of dest.  cols === nothing: the reply covers the part's contiguous block from `start`.
-function _copy!(dest::DenseArray{T}, r::Reply, key::String, start::Int, cols, width::Int) where {T}
+# entries (vectors) of dest.  cols === nothing: the reply covers the part's contiguous block of `count`
+# worlds from `start`; else cols are the 0-based worlds of its rows.
+function _copy!(dest::DenseArray, r::Reply, key::String, start::Int, count::Int, cols::Union{Nothing,Vector{Int}}, width::Int)
     t = r[key]
     t isa TensorRef || throw(HerdError("BAD_REPLY", "reply has no tensor \"$key\"", nothing))
-    _copy_tensor!(dest, r, t, start, cols, width)
+    _copy_tensor!(dest, r, t, start, count, cols, width)
 end
-function _copy_info!(dest::DenseArray{T}, r::Reply, key::String, start::Int, cols, width::Int) where {T}
+function _copy_info!(dest::DenseArray, r::Reply, key::String, start::Int, count::Int, cols::Union{Nothing,Vector{Int}}, width::Int)
     info = r["info"]
     info isa OrderedMap || return false
-    t = mapget(info, key)
+    t = get(info, key, nothing)
     t isa TensorRef || return false
-    _copy_tensor!(dest, r, t, start, cols, width)
+    _copy_tensor!(dest, r, t, start, count, cols, width)
     return true
 end
-function _copy_tensor!(dest::DenseArray{T}, r::Reply, t::TensorRef, start::Int, cols, width::Int) where {T}
+function _copy_tensor!(dest::DenseArray{T}, r::Reply, t::TensorRef, start::Int, count::Int,
+                       cols::Union{Nothing,Vector{Int}}, width::Int) where {T}
+    rows = cols === nothing ? count : length(cols)
+    eltype(t) === T || throw(HerdError("BAD_REPLY", "tensor is $(t.dtype), expected $T", nothing))
+    length(t) == rows * width ||
+        throw(HerdError("BAD_REPLY", "tensor has $(length(t)) elements, expected $(rows * width) ($rows worlds x $width)", nothing))
     msg = r.msg
     if cols === nothing
         copyto_tensor!(dest, msg, t; offset = start * width)     # one memcpy for the whole block
     else
-        eltype(t) === T || throw(HerdError("BAD_REPLY", "tensor is $(t.dtype), expected $T", nothing))
-        length(t) == length(cols) * width || throw(HerdError("BAD_REPLY", "tensor has $(length(t)) elements, expected $(length(cols) * width)", nothing))
+        for w in cols                                           # the server checked them; never write outside dest
+            0 <= w && (w + 1) * width <= length(dest) ||
+                throw(HerdError("BAD_REPLY", "world $w is outside the buffer", nothing))
+        end
         GC.@preserve dest msg begin
             src = Ptr{T}(pointer(msg) + t.offset)
             for (j, w) in enumerate(cols)                     # one memcpy per world (a column)
-                unsafe_copyto!(pointer(dest) + w * width * sizeof(T), src + (j - 1) * width * sizeof(T), width)
+                unsafe_copyto!(pointer(dest) + w * width * sizeof(T), src + (j - 1) * width * sizeof(T), width)   # Ptr + n: n bytes
             end
         end
     end
@@ -277,22 +322,22 @@ function step_send!(e::VecEnv, actions::AbstractVecOrMat; world_ids = nothing)
             k === nothing || throw(HerdError("NON_FINITE", "actions[$(k[1]), $(k[2])] = $(a[k]) is not finite", nothing))
         end
     end
-    req = Pending(:step, worlds, Tuple{Int,UInt64,Union{Nothing,Vector{Int}}}[])
+    req = Pending(:step, worlds, PartRequest[])
     if worlds === nothing
         for p in eachindex(e.parts)
             data = length(e.parts) == 1 ? Tensor(a) :
                    Tensor(dtype_name(eltype(a)), [e.counts[p], e.act_dim], column_bytes(a, e.starts[p]+1:e.starts[p]+e.counts[p]))
-            f = OrderedMap(["session" => e.sessions[p], "actions" => data])
-            e.want_terms && push!(f, "reward_terms" => true)
-            push!(req.parts, (p, send_request(e.client, e.parts[p], "step", f), nothing))
+            f = OrderedMap("session" => e.sessions[p], "actions" => data)
+            e.want_terms && (f["reward_terms"] = true)
+            push!(req.parts, PartRequest(p, send_request(e.client, e.parts[p], "step", f), nothing))
         end
     else
         pos = Dict(w => j for (j, w) in enumerate(worlds))
         for (p, loc, g) in _split(e, worlds)
             cols = length(e.parts) == 1 ? a : a[:, [pos[w] for w in g]]
-            f = OrderedMap(["session" => e.sessions[p], "world_ids" => Tensor(Int32.(loc)), "actions" => Tensor(cols)])
-            e.want_terms && push!(f, "reward_terms" => true)
-            push!(req.parts, (p, send_request(e.client, e.parts[p], "step", f), g))
+            f = OrderedMap("session" => e.sessions[p], "world_ids" => Tensor(Int32.(loc)), "actions" => Tensor(cols))
+            e.want_terms && (f["reward_terms"] = true)
+            push!(req.parts, PartRequest(p, send_request(e.client, e.parts[p], "step", f), g))
         end
     end
     return req
@@ -309,25 +354,26 @@ step!(e::VecEnv, actions::AbstractVecOrMat; world_ids = nothing) =
 
 "Collects a step sent with step_send! into the buffers; returns (obs, reward, terminated, truncated)."
 function step_recv!(e::VecEnv, req::Pending; timeout::Real = e.client.timeout)
-    reps = wait_all(e.client, [id for (_, id, _) in req.parts]; timeout = timeout)
+    reps = wait_all(e.client, UInt64[q.id for q in req.parts]; timeout = timeout)
     od, nt = e.obs_dim, e.nterms
-    for ((p, _, g), r) in zip(req.parts, reps)
-        s = e.starts[p]
-        _copy!(e.obs, r, "obs", s, g, od)
-        _copy!(e.reward, r, "reward", s, g, 1)
-        _copy!(e.terminated, r, "terminated", s, g, 1)
-        _copy!(e.truncated, r, "truncated", s, g, 1)
-        _copy_info!(e.episode_done, r, "episode_done", s, g, 1)
-        _copy_info!(e.episode_return, r, "episode_return", s, g, 1)
-        _copy_info!(e.episode_length, r, "episode_length", s, g, 1)
-        nt > 0 && _copy_info!(e.episode_terms, r, "episode_terms", s, g, nt)
-        _copy_info!(e.physics_reset, r, "physics_reset", s, g, 1)
-        e.autoreset == :next_step && _copy_info!(e.autoreset_flag, r, "autoreset", s, g, 1)
+    for (q, r) in zip(req.parts, reps)
+        p, g = q.part, q.worlds
+        s, c = e.starts[p], e.counts[p]
+        _copy!(e.obs, r, "obs", s, c, g, od)
+        _copy!(e.reward, r, "reward", s, c, g, 1)
+        _copy!(e.terminated, r, "terminated", s, c, g, 1)
+        _copy!(e.truncated, r, "truncated", s, c, g, 1)
+        _copy_info!(e.episode_done, r, "episode_done", s, c, g, 1)
+        _copy_info!(e.episode_return, r, "episode_return", s, c, g, 1)
+        _copy_info!(e.episode_length, r, "episode_length", s, c, g, 1)
+        nt > 0 && _copy_info!(e.episode_terms, r, "episode_terms", s, c, g, nt)
+        _copy_info!(e.physics_reset, r, "physics_reset", s, c, g, 1)
+        e.autoreset == :next_step && _copy_info!(e.autoreset_flag, r, "autoreset", s, c, g, 1)
         if e.autoreset == :same_step
-            _copy_info!(e.final_obs, r, "final_obs", s, g, od)
-            _copy_info!(e.final_mask, r, "_final_obs", s, g, 1)
+            _copy_info!(e.final_obs, r, "final_obs", s, c, g, od)
+            _copy_info!(e.final_mask, r, "_final_obs", s, c, g, 1)
         end
-        e.want_terms && nt > 0 && _copy_info!(e.reward_terms, r, "reward_terms", s, g, nt)
+        e.want_terms && nt > 0 && _copy_info!(e.reward_terms, r, "reward_terms", s, c, g, nt)
         idx = g === nothing ? (s+1:s+e.counts[p]) : (g .+ 1)
         for i in idx
             e.ended[i] = (e.terminated[i] | e.truncated[i]) & (e.autoreset == :disabled)
@@ -336,9 +382,9 @@ function step_recv!(e::VecEnv, req::Pending; timeout::Real = e.client.timeout)
     return e.obs, e.reward, e.terminated, e.truncated
 end
 
-"Server statistics of each session (plain Dicts)."
-stats(e::VecEnv) = [plain(call(e.client, e.parts[p], "stats", OrderedMap(["session" => e.sessions[p]])).body)
-                    for p in eachindex(e.parts)]
+"Server statistics of each session: one decoded `stats` reply (an `OrderedMap`) per server."
+stats(e::VecEnv) = OrderedMap[call(e.client, e.parts[p], "stats", OrderedMap("session" => e.sessions[p])).body
+                              for p in eachindex(e.parts)]
 
 "Closes the sessions (best effort, bounded by min(timeout, 5 s)) and the connections."
 function Base.close(e::VecEnv)
@@ -347,7 +393,7 @@ function Base.close(e::VecEnv)
     ids = UInt64[]
     for p in eachindex(e.parts)
         try
-            push!(ids, send_request(e.client, e.parts[p], "close", OrderedMap(["session" => e.sessions[p]])))
+            push!(ids, send_request(e.client, e.parts[p], "close", OrderedMap("session" => e.sessions[p])))
         catch
         end
     end
