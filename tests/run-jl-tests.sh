@@ -9,14 +9,17 @@ if ! command -v julia >/dev/null 2>&1; then
   exit 0
 fi
 export HERD_SERVER_BIN="${HERD_SERVER_BIN:-$PWD/build/herd-server}"
-# Dependencies (ZMQ.jl, MsgPack.jl, CommonRLInterface.jl) come from the Julia registry: without it the
-# tests cannot run, which is reported, not hidden.
-if ! julia --project=clients/julia -e 'using Pkg; Pkg.instantiate()' >/tmp/herd-jl-instantiate.$$ 2>&1; then
-  tail -n 20 /tmp/herd-jl-instantiate.$$; rm -f /tmp/herd-jl-instantiate.$$
+# Dependencies come from the Julia registry: the package's (ZMQ.jl, MsgPack.jl, OrderedCollections.jl,
+# CommonRLInterface.jl) are installed first; without a registry the tests cannot run, which is reported,
+# not hidden.  Pkg.test() then builds the test environment, installing the test-only dependencies of
+# Project.toml's [extras] / [targets] (JSON.jl, for the golden vectors' .json files).
+log=$(mktemp "${TMPDIR:-/tmp}/herd-jl-instantiate.XXXXXX")
+if ! julia --project=clients/julia -e 'using Pkg; Pkg.instantiate()' >"$log" 2>&1; then
+  tail -n 20 "$log"; rm -f "$log"
   echo "SKIPPED: julia-tests (could not install the Julia dependencies: no registry / network?)"
   exit 0
 fi
-rm -f /tmp/herd-jl-instantiate.$$
+rm -f "$log"
 if julia --project=clients/julia -e 'using Pkg; Pkg.test()' 2>&1; then
   echo "julia-tests: all passed"
 else

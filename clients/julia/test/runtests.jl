@@ -10,53 +10,61 @@
 
 using Test
 using Herd
-import Herd: OrderedMap, BinRef, TensorRef, Tensor, decode, encode, mapget
+import Herd: OrderedMap, BinRef, TensorRef, Tensor, decode, encode
 import CommonRLInterface as CRL
+import JSON
 import MsgPack
 import Sockets
-
-include("json.jl")
-using .MiniJSON: parsefile
+using OrderedCollections: OrderedDict
 
 const ROOT = normpath(joinpath(@__DIR__, "..", "..", ".."))
 const TESTDATA = joinpath(ROOT, "protocol", "testdata")
-const INDEX = parsefile(joinpath(TESTDATA, "index.json"))
 
-vec_field(v, k) = mapget(v, k)
+# The golden JSON: objects in key order, Python's Infinity / -Infinity / NaN allowed (PROTOCOL.md 11).
+read_json(path) = JSON.parsefile(path; dicttype = OrderedDict{String,Any}, allownan = true)
+const INDEX = read_json(joinpath(TESTDATA, "index.json"))
+
 load_bytes(name) = read(joinpath(TESTDATA, name * ".msgpack"))
-load_json(name) = parsefile(joinpath(TESTDATA, name * ".json"))
+load_json(name) = read_json(joinpath(TESTDATA, name * ".json"))
 
 # decoded (tensors=false) -> the JSON form: bins as {"$bin": hex}
 readable(x, bytes) = x
-readable(b::BinRef, bytes) = OrderedMap(["\$bin" => bytes2hex(bytes[b.offset+1:b.offset+b.len])])
-readable(m::OrderedMap, bytes) = OrderedMap([k => readable(v, bytes) for (k, v) in m])
+readable(b::BinRef, bytes) = OrderedMap("\$bin" => bytes2hex(bytes[b.offset+1:b.offset+b.len]))
+readable(m::OrderedMap, bytes) = OrderedMap(k => readable(v, bytes) for (k, v) in m)
 readable(v::Vector{Any}, bytes) = Any[readable(x, bytes) for x in v]
+
+# JSON numbers as the decoder gives them: JSON.jl reads integers beyond Int64 (uint64 ids, seeds) as
+# BigInt, and may read floats as BigFloat.
+json_number(x) = x
+json_number(x::Integer) = x isa Bool ? x : typemin(Int64) <= x <= typemax(Int64) ? Int64(x) : UInt64(x)
+json_number(x::AbstractFloat) = Float64(x)
 
 # JSON content -> objects to encode
 function from_json(x)
-    if x isa OrderedMap
-        keys_ = [k for (k, _) in x]
-        if keys_ == ["\$bin"]
-            return Herd.Bin(hex2bytes(mapget(x, "\$bin")))
-        elseif Set(keys_) == Set(["dtype", "shape", "data"]) && mapget(x, "data") isa OrderedMap
-            return Tensor(mapget(x, "dtype"), Int[s for s in mapget(x, "shape")], hex2bytes(mapget(mapget(x, "data"), "\$bin")))
+    if x isa AbstractDict
+        ks = collect(keys(x))
+        if ks == ["\$bin"]
+            return Herd.Bin(hex2bytes(x["\$bin"]))
+        elseif Set(ks) == Set(["dtype", "shape", "data"]) && x["data"] isa AbstractDict
+            return Tensor(x["dtype"], Int[s for s in x["shape"]], hex2bytes(x["data"]["\$bin"]))
         end
-        return OrderedMap([k => from_json(v) for (k, v) in x])
-    elseif x isa Vector{Any}
+        return OrderedMap(String(k) => from_json(v) for (k, v) in x)
+    elseif x isa AbstractVector
         return Any[from_json(v) for v in x]
     end
-    return x
+    return json_number(x)
 end
 
 # Deep equality with key order, ints vs floats distinguished, NaN == NaN.
 same(a, b) = false
-same(a::OrderedMap, b::OrderedMap) = length(a) == length(b) && all(p.first == q.first && same(p.second, q.second) for (p, q) in zip(a, b))
-same(a::Vector{Any}, b::Vector{Any}) = length(a) == length(b) && all(same(x, y) for (x, y) in zip(a, b))
+same(a::AbstractDict, b::AbstractDict) = length(a) == length(b) && collect(keys(a)) == collect(keys(b)) &&
+                                         all(same(a[k], b[k]) for k in keys(a))
+same(a::AbstractVector, b::AbstractVector) = length(a) == length(b) && all(same(x, y) for (x, y) in zip(a, b))
 same(a::AbstractString, b::AbstractString) = a == b
 same(a::Bool, b::Bool) = a == b
 same(a::Nothing, b::Nothing) = true
 same(a::Integer, b::Integer) = !(a isa Bool) && !(b isa Bool) && a == b
-same(a::AbstractFloat, b::AbstractFloat) = isequal(a, b)
+same(a::AbstractFloat, b::AbstractFloat) = isequal(Float64(a), Float64(b))
 
 # MsgPack.jl's view (Dict, bins as Vector{UInt8}) against ours
 stock(x, bytes) = x
@@ -70,22 +78,22 @@ loose(a::AbstractVector, b::AbstractVector) = length(a) == length(b) && all(loos
 @testset "Herd" begin
 
 @testset "golden vectors" begin
-    good = [v for v in INDEX if vec_field(v, "kind") in ("request", "reply")]
-    bad = [v for v in INDEX if vec_field(v, "kind") == "bad_request"]
+    good = [v for v in INDEX if v["kind"] in ("request", "reply")]
+    bad = [v for v in INDEX if v["kind"] == "bad_request"]
     @test length(good) >= 20
     @test length(bad) >= 10
     for v in good
-        name = vec_field(v, "name")
+        name = v["name"]
         bytes = load_bytes(name)
         j = load_json(name)
         d = decode(bytes; tensors = false)
         @test same(readable(d, bytes), j)
         # MsgPack.jl decodes the same content (the stock-library check of PROTOCOL.md section 2)
         @test loose(stock(d, bytes), MsgPack.unpack(bytes))
-        if vec_field(v, "canonical") === true
+        if v["canonical"] === true
             @test encode(from_json(j)) == bytes
         end
-        if vec_field(v, "kind") == "reply"
+        if v["kind"] == "reply"
             t = decode(bytes)
             for (k, x) in t
                 x isa OrderedMap && k == "info" || x isa TensorRef || continue
@@ -102,9 +110,9 @@ loose(a::AbstractVector, b::AbstractVector) = length(a) == length(b) && all(loos
         end
     end
     for v in bad
-        name = vec_field(v, "name")
+        name = v["name"]
         j = load_json(name)
-        @test Set(k for (k, _) in j) == Set(["expect_error", "expect_id"])
+        @test Set(keys(j)) == Set(["expect_error", "expect_id"])
         if name in ("bad_truncated", "bad_trailing")
             @test_throws Herd.DecodeError decode(load_bytes(name))
         end
@@ -113,17 +121,17 @@ loose(a::AbstractVector, b::AbstractVector) = length(a) == length(b) && all(loos
     b = load_bytes("rep_step_same")
     r = decode(b)
     obs = zeros(Float32, 3, 2)
-    Herd.copyto_tensor!(obs, b, mapget(r, "obs"))
+    Herd.copyto_tensor!(obs, b, r["obs"])
     @test obs[:, 1] == Float32[2.0, 1.75, 1.5]          # world 0 = column 1
-    info = mapget(r, "info")
+    info = r["info"]
     fo = zeros(Float32, 3, 2)
-    Herd.copyto_tensor!(fo, b, mapget(info, "final_obs"))
+    Herd.copyto_tensor!(fo, b, info["final_obs"])
     @test fo[:, 1] == Float32[3.0, 3.5, 4.0]
     mask = fill(true, 2)
-    Herd.copyto_tensor!(mask, b, mapget(info, "_final_obs"))
+    Herd.copyto_tensor!(mask, b, info["_final_obs"])
     @test mask == [true, false]
     len = zeros(Int32, 2)
-    Herd.copyto_tensor!(len, b, mapget(info, "episode_length"))
+    Herd.copyto_tensor!(len, b, info["episode_length"])
     @test len == Int32[1000, 0]
 end
 
@@ -132,17 +140,17 @@ end
     a = Float32[1 2; 3 4; 5 6]                 # act_dim 3 x 2 worlds
     t = Tensor(a)
     @test t.shape == [2, 3] && t.dtype == "float32"
-    bytes = encode(OrderedMap(["actions" => t]))
+    bytes = encode(OrderedMap("actions" => t))
     r = decode(bytes)
-    tr = mapget(r, "actions")
+    tr = r["actions"]
     @test tr.shape == [2, 3] && tr.offset % 8 == 0
     @test Herd.tensor_view(bytes, tr) == a
     @test reinterpret(Float32, bytes[tr.offset+1:tr.offset+tr.nbytes]) == Float32[1, 3, 5, 2, 4, 6]
     # every alignment of the surrounding message
     for pre in 0:7
-        m = OrderedMap([repeat("k", pre + 1) => 1, "t" => Tensor(collect(Int32(1):Int32(5)))])
+        m = OrderedMap(repeat("k", pre + 1) => 1, "t" => Tensor(collect(Int32(1):Int32(5))))
         b = encode(m)
-        tt = mapget(decode(b), "t")
+        tt = decode(b)["t"]
         @test tt.offset % 8 == 0
         @test Herd.tensor_view(b, tt) == Int32[1, 2, 3, 4, 5]
         @test loose(MsgPack.unpack(b)["t"]["shape"], [5])
@@ -161,8 +169,59 @@ end
               0xda, 0x00, 0x01, UInt8('b'), 0xd3, reinterpret(UInt8, [hton(Int64(7))])...,
               0xa1, UInt8('c'), 0xc5, 0x00, 0x02, 0x01, 0x02]
     d = decode(b)
-    @test mapget(d, "a") == 1.5 && mapget(d, "b") == 7
-    @test Herd.bin_bytes(b, mapget(d, "c")) == UInt8[1, 2]
+    @test d["a"] == 1.5 && d["b"] == 7
+    @test Herd.bin_bytes(b, d["c"]) == UInt8[1, 2]
+    # maps keep the key order they were built / received in (OrderedDict), so requests encode in order
+    keys_in = ["op", "v", "zeta", "id", "alpha"]
+    m = OrderedMap(k => i for (i, k) in enumerate(keys_in))
+    mb = encode(m)
+    @test collect(keys(decode(mb))) == keys_in
+    @test mb == UInt8[0x85, 0xa2, b"op"..., 0x01, 0xa1, b"v"..., 0x02, 0xa4, b"zeta"..., 0x03,
+                      0xa2, b"id"..., 0x04, 0xa5, b"alpha"..., 0x05]
+    # replies: non-string and repeated keys are refused (PROTOCOL.md section 2)
+    @test_throws Herd.DecodeError decode(UInt8[0x81, 0x01, 0x02])
+    @test_throws Herd.DecodeError decode(UInt8[0x82, 0xa1, UInt8('a'), 0x01, 0xa1, UInt8('a'), 0x02])
+    # a request is v, id, op, then the caller's fields: those three cannot be overridden
+    c = Herd.Client("tcp://127.0.0.1:1"; timeout = 0.1)
+    try
+        @test_throws ArgumentError Herd.send_request(c, 1, "ping", OrderedMap("id" => 5))
+    finally
+        close(c)
+    end
+end
+
+@testset "spec" begin
+    b = load_bytes("rep_make")
+    d = decode(b)
+    s = Herd.Spec(d["spec"])
+    @test s.name == "toy-v0" && s["name"] == "toy-v0"
+    @test s.obs_dim == 3 && s.act_dim == 1 && s.decimation == 4 && s.max_episode_steps == 1000
+    @test [f.name for f in s.obs] == ["pos", "vel"] && s.obs[1].low == -Inf && s.obs[2].high == 10.0
+    @test s.obs[2].offset == 2 && s.obs[2].size == 1 && s.obs[2].unit == "m/s"
+    @test s.act[1].scale == 20.0
+    @test s.sim_dt == 0.005 && s.control_dt == 0.02 && s.episode_seconds == 20.0
+    @test [k.key for k in s.config] == ["kp", "decimation"] && s.config[2].is_int && !s.config[1].is_int
+    @test s.reward_terms == ["alive", "effort"] && s.reward_terms isa Vector{String}
+    lo, hi = Herd._bounds(s.obs, s.obs_dim)
+    @test lo == Float32[-Inf, -Inf, -10] && hi == Float32[Inf, Inf, 10]
+    cfg = Herd.read_config(d["config"])
+    @test cfg isa OrderedDict{String,Float64} && collect(cfg) == ["kp" => 60.0, "decimation" => 2.0]
+    # every spec of hello's list reads too
+    h = decode(load_bytes("rep_hello"))
+    @test all(x -> Herd.Spec(x) isa Herd.Spec, h["envs"])
+    # a spec the client cannot use is a BAD_REPLY, not a MethodError later on
+    bad_code(f) = try
+        f(); "none"
+    catch e
+        e isa HerdError ? e.code : rethrow()
+    end
+    broken = copy(d["spec"]); delete!(broken, "obs_dim")
+    @test bad_code(() -> Herd.Spec(broken)) == "BAD_REPLY"
+    broken = copy(d["spec"]); broken["act_dim"] = "one"
+    @test bad_code(() -> Herd.Spec(broken)) == "BAD_REPLY"
+    broken = copy(d["spec"]); broken["obs_dim"] = 2       # field "vel" [2, 3) no longer fits
+    @test bad_code(() -> Herd.Spec(broken)) == "BAD_REPLY"
+    @test bad_code(() -> Herd.read_config(OrderedMap("kp" => "x"))) == "BAD_REPLY"
 end
 
 @testset "spaces" begin
@@ -221,8 +280,10 @@ else
             VecEnv("anymal_c-walk", 8; address = ep, seed = 3) do env
                 @test env.num_worlds == 8 && env.obs_dim == 48 && env.act_dim == 12
                 @test size(env.obs) == (48, 8)
-                @test env.spec["name"] == "anymal_c-walk"
-                @test env.config["kp"] == 80.0
+                @test env.spec.name == "anymal_c-walk" && env.spec["name"] == "anymal_c-walk"
+                @test env.spec isa Herd.Spec && length(env.spec.act) >= 1
+                @test env.config isa OrderedDict{String,Float64} && env.config["kp"] == 80.0
+                @test env.sessions isa Vector{UInt64}
                 obs = reset!(env)
                 @test obs === env.obs
                 @test any(!iszero, obs)
@@ -256,6 +317,19 @@ else
             # spread over two servers: identical to one server
             @test all(run_(42, 8; address = [ep, ep2]) .== a)
             @test all(run_(42, 8; address = "$ep,$ep2", n = 6) .== a)
+            # a world's first reset uses the VecEnv's seed even when it is a subset reset; later resets
+            # continue the world's stream (they do not restart the same episode)
+            VecEnv("anymal_c-walk", 3; address = [ep, ep2], seed = 7) do b
+                first_ = run_(7, 0; n = 3)[1]
+                reset!(b; world_ids = [1])
+                @test b.obs[:, 2] == first_[:, 2]
+                reset!(b)                      # worlds 0 and 2: first reset; world 1: its second episode
+                @test b.obs[:, [1, 3]] == first_[:, [1, 3]]
+                @test b.obs[:, 2] != first_[:, 2]
+                prev = copy(b.obs)
+                reset!(b)                      # every world moves on to a new episode
+                @test all(b.obs[:, i] != prev[:, i] && b.obs[:, i] != first_[:, i] for i in 1:3)
+            end
         end
 
         @testset "subsets and pipelining" begin
@@ -350,14 +424,14 @@ else
             c = Client(ep; timeout = 5)
             try
                 for v in INDEX
-                    vec_field(v, "kind") == "bad_request" || continue
-                    name = vec_field(v, "name")
+                    v["kind"] == "bad_request" || continue
+                    name = v["name"]
                     j = load_json(name)
                     Herd.send_raw(c, 1, load_bytes(name))
                     r = Herd.recv_raw(c, 1)
                     @test r["ok"] === false
-                    @test mapget(r["error"], "code") == mapget(j, "expect_error")
-                    @test r["id"] == mapget(j, "expect_id")
+                    @test r["error"]["code"] == j["expect_error"]
+                    @test r["id"] == j["expect_id"]
                 end
             finally
                 close(c)
@@ -397,6 +471,9 @@ else
                 @test n == 5
                 reset!(w)
                 @test !CRL.terminated(w)
+                o2 = CRL.observe(w)
+                CRL.reset!(w)
+                @test CRL.observe(w) != o2          # each reset starts a new episode of the world's stream
             finally
                 close(w)
             end
