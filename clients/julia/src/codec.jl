@@ -360,7 +360,7 @@ it fits.  Returns the number of elements copied.
 function copyto_tensor!(dest::DenseArray{T}, bytes::AbstractVector{UInt8}, t::TensorRef; offset::Int = 0) where {T}
     eltype(t) === T || throw(ArgumentError("tensor is $(t.dtype), destination is $T"))
     n = length(t)
-    offset + n <= length(dest) || throw(DimensionMismatch("tensor of $n elements does not fit at offset $offset of $(length(dest))"))
+    0 <= offset && offset + n <= length(dest) || throw(DimensionMismatch("tensor of $n elements does not fit at offset $offset of $(length(dest))"))
     GC.@preserve dest bytes unsafe_copyto!(pointer(dest) + offset * sizeof(T), Ptr{T}(pointer(bytes) + t.offset), n)
     return n
 end
