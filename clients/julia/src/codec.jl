@@ -63,6 +63,8 @@ struct Tensor{D<:Union{AbstractArray,AbstractString,RawBytes}}
     data::D              # the raw bytes: an array (dense: one memcpy), a String, or a RawBytes
 end
 Tensor(a::AbstractArray{T}) where {T} = Tensor(dtype_name(T), reverse(collect(Int, size(a))), a)
+Tensor(dtype::AbstractString, shape::AbstractVector{<:Integer}, data::Union{AbstractArray,AbstractString,RawBytes}) =
+    Tensor(String(dtype), collect(Int, shape), data)
 
 """
 A MessagePack map with string keys, in key order: what `decode` returns for every map and what requests

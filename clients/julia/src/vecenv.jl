@@ -90,6 +90,13 @@ function VecEnv(env_id::AbstractString, num_worlds::Integer; address = DEFAULT_A
     base = seed === nothing ? rand(UInt64) >> 1 : UInt64(mod(Int128(seed), Int128(2)^64))
     cfg = OrderedDict{String,Float64}(string(k) => Float64(v) for (k, v) in config)
     ids = UInt64[]
+    # closes the sessions that were made (replies rs[p] of parts[p]; nothing: no reply), best effort
+    close_made(rs) = for (p, r) in enumerate(rs)
+        r !== nothing && r["ok"] === true && try
+            call(c, parts[p], "close", OrderedMap("session" => r["session"]); timeout = min(timeout, 5.0))
+        catch
+        end
+    end
     try
         for (p, k) in enumerate(parts)
             f = OrderedMap("num_worlds" => counts[p], "env" => String(env_id),
@@ -101,36 +108,30 @@ function VecEnv(env_id::AbstractString, num_worlds::Integer; address = DEFAULT_A
             wait_all(c, ids; check = false)
         catch err
             # e.g. one server timed out: close the sessions the others made, then report
-            for (p, id) in enumerate(ids)
-                r = pop!(c.replies, id, nothing)
-                r !== nothing && r["ok"] === true && try
-                    call(c, parts[p], "close", OrderedMap("session" => r["session"]); timeout = min(timeout, 5.0))
-                catch
-                end
-            end
+            close_made(Union{Reply,Nothing}[pop!(c.replies, id, nothing) for id in ids])
             throw(err)
         end
         bad = findfirst(r -> r["ok"] !== true, reps)
         if bad !== nothing
-            for (p, r) in enumerate(reps)      # close the sessions that were made
-                r["ok"] === true && try
-                    call(c, parts[p], "close", OrderedMap("session" => r["session"]); timeout = min(timeout, 5.0))
-                catch
-                end
-            end
+            close_made(reps)
             check_reply(c, reps[bad])
         end
-        spec = Spec(reps[1]["spec"])
+        spec, effective, sessions = try
+            sids = UInt64[]
+            for r in reps
+                sid = r["session"]
+                (sid isa Integer && !(sid isa Bool) && sid >= 0) || throw(bad_reply("make reply has session $(repr(sid))"))
+                push!(sids, UInt64(sid))
+            end
+            Spec(reps[1]["spec"]), read_config(reps[1]["config"]), sids
+        catch
+            close_made(reps)
+            rethrow()
+        end
         od, ad = spec.obs_dim, spec.act_dim
         nt = length(spec.reward_terms)
         N = Int(num_worlds)
-        sessions = UInt64[]
-        for r in reps
-            sid = r["session"]
-            (sid isa Integer && !(sid isa Bool) && sid >= 0) || throw(bad_reply("make reply has session $(repr(sid))"))
-            push!(sessions, UInt64(sid))
-        end
-        return VecEnv(c, String(env_id), N, od, ad, nt, spec, read_config(reps[1]["config"]), autoreset, reward_terms,
+        return VecEnv(c, String(env_id), N, od, ad, nt, spec, effective, autoreset, reward_terms,
                       parts, sessions, starts, counts, base, fill(true, N),
                       zeros(Float32, od, N), zeros(Float32, N), fill(false, N), fill(false, N), fill(false, N),
                       zeros(Float32, N), zeros(Int32, N), zeros(Float32, nt, N), fill(false, N), fill(false, N),
