@@ -319,16 +319,16 @@ else
             @test all(run_(42, 8; address = "$ep,$ep2", n = 6) .== a)
             # a world's first reset uses the VecEnv's seed even when it is a subset reset; later resets
             # continue the world's stream (they do not restart the same episode)
-            VecEnv("anymal_c-walk", 3; address = [ep, ep2], seed = 7) do b
+            VecEnv("anymal_c-walk", 3; address = [ep, ep2], seed = 7) do e3
                 first_ = run_(7, 0; n = 3)[1]
-                reset!(b; world_ids = [1])
-                @test b.obs[:, 2] == first_[:, 2]
-                reset!(b)                      # worlds 0 and 2: first reset; world 1: its second episode
-                @test b.obs[:, [1, 3]] == first_[:, [1, 3]]
-                @test b.obs[:, 2] != first_[:, 2]
-                prev = copy(b.obs)
-                reset!(b)                      # every world moves on to a new episode
-                @test all(b.obs[:, i] != prev[:, i] && b.obs[:, i] != first_[:, i] for i in 1:3)
+                reset!(e3; world_ids = [1])
+                @test e3.obs[:, 2] == first_[:, 2]
+                reset!(e3)                      # worlds 0 and 2: first reset; world 1: its second episode
+                @test e3.obs[:, [1, 3]] == first_[:, [1, 3]]
+                @test e3.obs[:, 2] != first_[:, 2]
+                prev = copy(e3.obs)
+                reset!(e3)                      # every world moves on to a new episode
+                @test all(e3.obs[:, i] != prev[:, i] && e3.obs[:, i] != first_[:, i] for i in 1:3)
             end
         end
 
