@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <msgpack.h>
+
 #include "proto.h"
 
 /* ---- helpers ---- */
@@ -117,24 +119,30 @@ Test(writer, tensor_data_is_aligned_whatever_the_prefix)
         for (int nd = 1; nd <= 3; nd++) {
             proto_buf b;
             proto_buf_init(&b);
-            proto_w_array(&b, 2);
+            proto_w_reply_head(&b, 1, 2);
+            proto_w_str(&b, "pad");
             proto_w_bin(&b, "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz", (size_t)prefix);
             uint64_t shp[3] = {(uint64_t)(prefix * 37 + 1), 3, 1};
             int32_t *vals = malloc(shp[0] * 3 * 4);
             for (uint64_t i = 0; i < shp[0] * 3; i++) vals[i] = (int32_t)i;
             uint64_t sh2[3] = {shp[0], nd > 1 ? 3 : 1, 1};
             if (nd == 1) sh2[0] = shp[0] * 3;
+            proto_w_str(&b, "t");
             size_t off = proto_w_tensor(&b, PROTO_DT_INT32, nd, sh2, vals);
             cr_assert_eq(off % PROTO_ALIGN, 0, "prefix %d ndim %d: offset %zu", prefix, nd, off);
-            /* msgpack-c reads it back, and the tensor parser agrees */
+            /* msgpack-c reads it back, and the reply decoder's tensor view agrees */
             msgpack_zone z;
             msgpack_zone_init(&z, 1024);
             msgpack_object o;
             size_t used = 0;
             cr_assert_eq(msgpack_unpack((const char *)b.data, b.len, &used, &z, &o), MSGPACK_UNPACK_SUCCESS);
+            cr_assert_eq(used, b.len);
+            proto_reply r;
             proto_tensor t;
             proto_error e;
-            cr_assert_eq(proto_tensor_from_object(&o.via.array.ptr[1], "t", &t, &e), PROTO_OK, "%s", e.message);
+            cr_assert_eq(proto_decode_reply(b.data, b.len, &r, &e), PROTO_OK, "%s", e.message);
+            cr_assert_eq(proto_value_tensor(proto_value_get(r.root, "t"), "t", &t, &e), PROTO_OK, "%s", e.message);
+            proto_reply_clear(&r);
             cr_assert_eq(t.data, b.data + off);
             cr_assert_eq(t.dtype, PROTO_DT_INT32);
             cr_assert(!memcmp(t.data, vals, shp[0] * 12));
@@ -973,8 +981,7 @@ Test(reply, step_layout_regions_are_disjoint_and_ordered)
     cr_assert_eq(proto_decode_reply(b.data, b.len, &r, &e), PROTO_OK, "%s", e.message);
     proto_tensor t;
     int64_t shp[2] = {n, nt};
-    const msgpack_object *info = proto_map_get(&r.root, "info");
-    cr_assert_eq(proto_get_tensor(info, "reward_terms", PROTO_DT_FLOAT32, 2, shp, &t, &e), PROTO_OK, "%s", e.message);
+    cr_assert_eq(proto_get_tensor(r.root, "info.reward_terms", PROTO_DT_FLOAT32, 2, shp, &t, &e), PROTO_OK, "%s", e.message);
     cr_assert_eq(t.data, b.data + lay.reward_terms);
     proto_reply_clear(&r);
     proto_buf_free(&b);
