@@ -335,12 +335,19 @@ static int decode_make(const fields *f, const proto_limits *lim, proto_request *
     return PROTO_OK;
 }
 
+/* What reset and step start with: the session (required) and the worlds addressed (optional). */
+static int read_rows(const fields *f, const proto_limits *lim, proto_request *r, proto_error *err)
+{
+    int rc = read_session(f, 1, r, err);
+    if (!rc && f->val[K_WORLD_IDS]) rc = read_world_ids(f->val[K_WORLD_IDS], lim, r, err);
+    return rc;
+}
+
 static int decode_reset(const fields *f, const proto_limits *lim, proto_request *r, proto_error *err)
 {
     const msgpack_object *const *val = f->val;
     int rc;
-    if ((rc = read_session(f, 1, r, err))) return rc;
-    if (val[K_WORLD_IDS] && (rc = read_world_ids(val[K_WORLD_IDS], lim, r, err))) return rc;
+    if ((rc = read_rows(f, lim, r, err))) return rc;
     if (val[K_SEED] && val[K_SEEDS]) return proto_fail(err, PROTO_E_BAD_FIELD, "give either 'seed' or 'seeds', not both");
     if ((rc = read_seed(f, r, err))) return rc;
     if (val[K_SEEDS]) {
@@ -355,8 +362,7 @@ static int decode_step(const fields *f, const proto_limits *lim, proto_request *
 {
     const msgpack_object *const *val = f->val;
     int rc;
-    if ((rc = read_session(f, 1, r, err))) return rc;
-    if (val[K_WORLD_IDS] && (rc = read_world_ids(val[K_WORLD_IDS], lim, r, err))) return rc;
+    if ((rc = read_rows(f, lim, r, err))) return rc;
     if (!val[K_ACTIONS])
         return proto_fail(err, PROTO_E_MISSING_FIELD, "missing 'actions' (float32 tensor [n, act_dim]) in a 'step' "
                           "request");

@@ -148,7 +148,7 @@ static int send_bytes(herd_client *c, int server, uint8_t *buf, size_t len, herd
         int e = zmq_errno();
         zmq_msg_close(&m);
         return hc_fail(err, PROTO_E_TRANSPORT, "cannot send to %s: %s", c->eps[server],
-                    e == EAGAIN ? "send queue full (is the server reachable?)" : zmq_strerror(e));
+                       e == EAGAIN ? "send queue full (is the server reachable?)" : zmq_strerror(e));
     }
     return 0;
 }
@@ -343,7 +343,7 @@ int herd_client_wait(herd_client *c, uint64_t id, int timeout_ms, herd_reply **o
         if (!r) {
             if ((p = pend_find(c, id))) p->abandoned = 1;
             return hc_fail(err, PROTO_E_TIMEOUT, "no reply from %s to request %" PRIu64 " (%s) within %d ms", c->eps[server],
-                        id, proto_op_name(op), timeout_ms < 0 ? c->timeout_ms : timeout_ms);
+                           id, proto_op_name(op), timeout_ms < 0 ? c->timeout_ms : timeout_ms);
         }
         if (r->id == id) {
             *out = r;
@@ -371,16 +371,24 @@ static int call(herd_client *c, int server, proto_request *r, herd_reply **out, 
     return 0;
 }
 
+/* Sends a request of op (with session when not 0) and waits for its reply, as call. */
+static int call_op(herd_client *c, int server, proto_op op, uint64_t session, herd_reply **out, herd_error *err)
+{
+    proto_request r;
+    proto_request_init(&r);
+    r.op = op;
+    r.session = session;
+    r.has_session = session != 0;
+    return call(c, server, &r, out, err);
+}
+
 /* ------------------------------------------------------------------------------------------------ */
 /* calls */
 
 int herd_client_ping(herd_client *c, int server, double *t, herd_error *err)
 {
-    proto_request r;
-    proto_request_init(&r);
-    r.op = PROTO_OP_PING;
     herd_reply *rep;
-    int rc = call(c, server, &r, &rep, err);
+    int rc = call_op(c, server, PROTO_OP_PING, 0, &rep, err);
     if (rc) return rc;
     proto_error pe;
     double v = 0;
@@ -399,11 +407,8 @@ void herd_hello_free(herd_hello *h)
 int herd_client_hello(herd_client *c, int server, herd_hello *h, herd_error *err)
 {
     memset(h, 0, sizeof *h);
-    proto_request r;
-    proto_request_init(&r);
-    r.op = PROTO_OP_HELLO;
     herd_reply *rep;
-    int rc = call(c, server, &r, &rep, err);
+    int rc = call_op(c, server, PROTO_OP_HELLO, 0, &rep, err);
     if (rc) return rc;
     const proto_value *root = rep->msg.root;
     proto_error pe;
@@ -440,7 +445,7 @@ bad:
 }
 
 int hc_make_request(proto_request *r, const char *env, int num_worlds, const env_kv *config, int nconfig,
-                        uint64_t seed, env_autoreset autoreset, herd_error *err)
+                    uint64_t seed, env_autoreset autoreset, herd_error *err)
 {
     proto_request_init(r);
     r->op = PROTO_OP_MAKE;
@@ -508,15 +513,21 @@ int herd_client_make(herd_client *c, int server, const char *env, int num_worlds
     return rc;
 }
 
+/* Starts a request of op to session s, with the next id. */
+static void session_request(herd_client *c, proto_request *r, proto_op op, const herd_session *s)
+{
+    proto_request_init(r);
+    r->op = op;
+    r->id = herd_client_next_id(c);
+    r->session = s->id;
+    r->has_session = 1;
+}
+
 uint64_t hc_send_rows(herd_client *c, const herd_session *s, proto_op op, int n, const int32_t *ids,
-                          const uint64_t *seeds, const float *actions, int reward_terms, herd_error *err)
+                      const uint64_t *seeds, const float *actions, int reward_terms, herd_error *err)
 {
     proto_request r;
-    proto_request_init(&r);
-    r.op = op;
-    r.id = herd_client_next_id(c);
-    r.session = s->id;
-    r.has_session = 1;
+    session_request(c, &r, op, s);
     if (!ids) n = s->num_worlds;
     if (ids) {
         r.nids = n;
@@ -635,11 +646,7 @@ int herd_client_step(herd_client *c, const herd_session *s, int n, const int32_t
 uint64_t hc_close_send(herd_client *c, const herd_session *s, herd_error *err)
 {
     proto_request r;
-    proto_request_init(&r);
-    r.op = PROTO_OP_CLOSE;
-    r.id = herd_client_next_id(c);
-    r.session = s->id;
-    r.has_session = 1;
+    session_request(c, &r, PROTO_OP_CLOSE, s);
     return herd_client_send_request(c, s->server, &r, err) ? 0 : r.id;
 }
 
@@ -662,15 +669,8 @@ int herd_client_close(herd_client *c, const herd_session *s, herd_error *err)
 int herd_client_stats(herd_client *c, int server, uint64_t session, herd_stats *st, herd_error *err)
 {
     memset(st, 0, sizeof *st);
-    proto_request r;
-    proto_request_init(&r);
-    r.op = PROTO_OP_STATS;
-    if (session) {
-        r.session = session;
-        r.has_session = 1;
-    }
     herd_reply *rep;
-    int rc = call(c, server, &r, &rep, err);
+    int rc = call_op(c, server, PROTO_OP_STATS, session, &rep, err);
     if (rc) return rc;
     const proto_value *m = rep->msg.root;
     proto_error pe;

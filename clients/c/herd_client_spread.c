@@ -16,7 +16,7 @@ static int spread_wait(herd_client *c, uint64_t id, const herd_session *s, proto
     int rc = herd_client_wait(c, id, left > 0 ? (int)ceil(left) : 0, out, err);
     if (rc == PROTO_E_TIMEOUT)
         return hc_fail(err, PROTO_E_TIMEOUT, "no reply from %s to request %" PRIu64 " (%s) within %d ms",
-                    c->eps[s->server], id, proto_op_name(op), c->timeout_ms);
+                       c->eps[s->server], id, proto_op_name(op), c->timeout_ms);
     if (rc) return rc;
     if (!(*out)->ok) {
         rc = hc_fail(err, (*out)->error.code, "%s (server %s)", (*out)->error.message, c->eps[s->server]);
@@ -110,7 +110,7 @@ int herd_client_make_spread(herd_client *c, const char *env, int num_worlds, con
             if (!rk && (sp.part[k].obs_dim != sp.part[0].obs_dim || sp.part[k].act_dim != sp.part[0].act_dim ||
                         sp.part[k].nterms != sp.part[0].nterms))
                 rk = hc_fail(&e, PROTO_E_BAD_REPLY, "servers disagree on the spec of %s (%s and %s)", env, c->eps[0],
-                          c->eps[k]);
+                             c->eps[k]);
         }
         herd_reply_destroy(&rep);
         keep_first(&rc, &first, rk, &e);
@@ -172,7 +172,7 @@ static int spread_rows(herd_client *c, const herd_spread *sp, proto_op op, const
         size_t off = (size_t)sp->offset[k];
         sp->rid[k] = rc ? 0
                         : hc_send_rows(c, s, op, s->num_worlds, NULL, seeds ? seeds + off : NULL,
-                                    actions ? actions + off * ad : NULL, reward_terms, &e);
+                                       actions ? actions + off * ad : NULL, reward_terms, &e);
         if (!rc && !sp->rid[k]) keep_first(&rc, &first, e.code ? (int)e.code : PROTO_E_TRANSPORT, &e);
     }
     double dl = hc_now_ms() + c->timeout_ms;
@@ -217,7 +217,7 @@ int herd_client_step_spread(herd_client *c, const herd_spread *sp, const float *
             if (!isfinite(actions[i])) {
                 int row = (int)(i / (size_t)sp->act_dim), col = (int)(i % (size_t)sp->act_dim);
                 return hc_fail(err, PROTO_E_NON_FINITE, "actions[%d][%d] = %g (world %d) is not finite", row, col,
-                            (double)actions[i], row);
+                               (double)actions[i], row);
             }
     }
     return spread_rows(c, sp, PROTO_OP_STEP, NULL, actions, reward_terms, NULL, out, err);
