@@ -2,6 +2,7 @@
  * writer, request encoding (clients) and reply encoding (server).  See proto.h and PROTOCOL.md. */
 #include "proto.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -205,6 +206,79 @@ static void kv_f64(proto_buf *b, const char *key, double v) { proto_w_str(b, key
 static void kv_str(proto_buf *b, const char *key, const char *v) { proto_w_str(b, key); proto_w_str(b, v); }
 static void kv_bool(proto_buf *b, const char *key, int v) { proto_w_str(b, key); proto_w_bool(b, v); }
 
+/* Struct members written as map entries, in table order: {key, type, offset of the member}. */
+typedef enum { FT_U64, FT_I64, FT_INT, FT_F64, FT_F32, FT_BOOL, FT_CHARS, FT_STRP } field_type;
+typedef struct {
+    const char *key;
+    field_type type;
+    size_t off;
+} field_desc;
+#define FIELD(st, member, type, key) {key, type, offsetof(st, member)}
+/* the common case: the key is the member's name */
+#define MEMBER(st, member, type) FIELD(st, member, type, #member)
+#define NFIELDS(t) ((int)(sizeof(t) / sizeof((t)[0])))
+
+static void kv_members(proto_buf *b, const void *obj, const field_desc *d, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const void *p = (const char *)obj + d[i].off;
+        switch (d[i].type) {
+        case FT_U64: kv_uint(b, d[i].key, *(const uint64_t *)p); break;
+        case FT_I64: kv_int(b, d[i].key, *(const int64_t *)p); break;
+        case FT_INT: kv_int(b, d[i].key, *(const int *)p); break;
+        case FT_F64: kv_f64(b, d[i].key, *(const double *)p); break;
+        case FT_F32: kv_f64(b, d[i].key, *(const float *)p); break;
+        case FT_BOOL: kv_bool(b, d[i].key, *(const int *)p); break;
+        case FT_CHARS: kv_str(b, d[i].key, (const char *)p); break;
+        case FT_STRP: kv_str(b, d[i].key, *(const char *const *)p); break;
+        }
+    }
+}
+
+/* A struct as a map of the members of table d. */
+static void w_struct(proto_buf *b, const void *obj, const field_desc *d, int n)
+{
+    proto_w_map(b, (uint32_t)n);
+    kv_members(b, obj, d, n);
+}
+
+static const field_desc env_field_desc[] = {
+    MEMBER(env_field, name, FT_CHARS), MEMBER(env_field, offset, FT_INT), MEMBER(env_field, size, FT_INT),
+    MEMBER(env_field, low, FT_F32),    MEMBER(env_field, high, FT_F32),   MEMBER(env_field, scale, FT_F32),
+    MEMBER(env_field, unit, FT_CHARS),
+};
+static const field_desc config_key_desc[] = {
+    MEMBER(env_config_key, key, FT_CHARS), FIELD(env_config_key, def, FT_F64, "default"),
+    MEMBER(env_config_key, lo, FT_F64),    MEMBER(env_config_key, hi, FT_F64),
+    MEMBER(env_config_key, is_int, FT_BOOL), MEMBER(env_config_key, doc, FT_CHARS),
+};
+/* a spec: these, then "obs" and "act", then spec_tail_desc, then "config" and "reward_terms" */
+static const field_desc spec_head_desc[] = {
+    MEMBER(env_spec, name, FT_CHARS), MEMBER(env_spec, doc, FT_CHARS), MEMBER(env_spec, obs_dim, FT_INT),
+    MEMBER(env_spec, act_dim, FT_INT),
+};
+static const field_desc spec_tail_desc[] = {
+    MEMBER(env_spec, sim_dt, FT_F64), MEMBER(env_spec, decimation, FT_INT), MEMBER(env_spec, control_dt, FT_F64),
+    MEMBER(env_spec, episode_seconds, FT_F64), MEMBER(env_spec, max_episode_steps, FT_INT),
+};
+static const field_desc server_stats_desc[] = {
+    MEMBER(proto_server_stats, uptime_s, FT_F64), MEMBER(proto_server_stats, sessions, FT_I64),
+    MEMBER(proto_server_stats, worlds, FT_I64),   MEMBER(proto_server_stats, steps, FT_U64),
+    MEMBER(proto_server_stats, steps_per_s, FT_F64), MEMBER(proto_server_stats, requests, FT_U64),
+    MEMBER(proto_server_stats, errors, FT_U64),   MEMBER(proto_server_stats, threads, FT_INT),
+};
+static const field_desc session_stats_desc[] = {
+    MEMBER(proto_session_stats, session, FT_U64), MEMBER(proto_session_stats, env, FT_STRP),
+    MEMBER(proto_session_stats, num_worlds, FT_I64), MEMBER(proto_session_stats, steps, FT_U64),
+    MEMBER(proto_session_stats, steps_per_s, FT_F64), MEMBER(proto_session_stats, age_s, FT_F64),
+    MEMBER(proto_session_stats, idle_s, FT_F64), MEMBER(proto_session_stats, requests, FT_U64),
+    MEMBER(proto_session_stats, errors, FT_U64),
+};
+static const field_desc hello_limits_desc[] = {
+    MEMBER(proto_hello_info, max_message_bytes, FT_U64), MEMBER(proto_hello_info, max_worlds_per_session, FT_I64),
+    MEMBER(proto_hello_info, max_worlds, FT_I64),
+};
+
 /* ------------------------------------------------------------------------------------------------ */
 /* requests */
 
@@ -305,46 +379,21 @@ int proto_encode_error(proto_buf *b, uint64_t id, proto_code code, const char *m
 static void w_fields(proto_buf *b, const env_field *f, int n)
 {
     proto_w_array(b, (uint32_t)n);
-    for (int i = 0; i < n; i++) {
-        proto_w_map(b, 7);
-        kv_str(b, "name", f[i].name);
-        kv_int(b, "offset", f[i].offset);
-        kv_int(b, "size", f[i].size);
-        kv_f64(b, "low", f[i].low);
-        kv_f64(b, "high", f[i].high);
-        kv_f64(b, "scale", f[i].scale);
-        kv_str(b, "unit", f[i].unit);
-    }
+    for (int i = 0; i < n; i++) w_struct(b, &f[i], env_field_desc, NFIELDS(env_field_desc));
 }
 
 void proto_w_spec(proto_buf *b, const env_spec *s)
 {
     proto_w_map(b, 13);
-    kv_str(b, "name", s->name);
-    kv_str(b, "doc", s->doc);
-    kv_int(b, "obs_dim", s->obs_dim);
-    kv_int(b, "act_dim", s->act_dim);
+    kv_members(b, s, spec_head_desc, NFIELDS(spec_head_desc));
     proto_w_str(b, "obs");
     w_fields(b, s->obs, s->nobs);
     proto_w_str(b, "act");
     w_fields(b, s->act, s->nact);
-    kv_f64(b, "sim_dt", s->sim_dt);
-    kv_int(b, "decimation", s->decimation);
-    kv_f64(b, "control_dt", s->control_dt);
-    kv_f64(b, "episode_seconds", s->episode_seconds);
-    kv_int(b, "max_episode_steps", s->max_episode_steps);
+    kv_members(b, s, spec_tail_desc, NFIELDS(spec_tail_desc));
     proto_w_str(b, "config");
     proto_w_array(b, (uint32_t)s->nconfig);
-    for (int i = 0; i < s->nconfig; i++) {
-        const env_config_key *k = &s->config[i];
-        proto_w_map(b, 6);
-        kv_str(b, "key", k->key);
-        kv_f64(b, "default", k->def);
-        kv_f64(b, "lo", k->lo);
-        kv_f64(b, "hi", k->hi);
-        kv_bool(b, "is_int", k->is_int);
-        kv_str(b, "doc", k->doc);
-    }
+    for (int i = 0; i < s->nconfig; i++) w_struct(b, &s->config[i], config_key_desc, NFIELDS(config_key_desc));
     proto_w_str(b, "reward_terms");
     proto_w_array(b, (uint32_t)s->nterms);
     for (int i = 0; i < s->nterms; i++) proto_w_str(b, s->terms[i]);
@@ -358,10 +407,7 @@ int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *
     kv_str(b, "server", info->server);
     kv_int(b, "threads", info->threads);
     proto_w_str(b, "limits");
-    proto_w_map(b, 3);
-    kv_uint(b, "max_message_bytes", info->max_message_bytes);
-    kv_int(b, "max_worlds_per_session", info->max_worlds_per_session);
-    kv_int(b, "max_worlds", info->max_worlds);
+    w_struct(b, info, hello_limits_desc, NFIELDS(hello_limits_desc));
     proto_w_str(b, "envs");
     proto_w_array(b, (uint32_t)nspecs);
     for (int i = 0; i < nspecs; i++) proto_w_spec(b, specs[i]);
@@ -407,26 +453,10 @@ int proto_encode_ping_reply(proto_buf *b, uint64_t id, double unix_time)
 int proto_encode_stats_reply(proto_buf *b, uint64_t id, const proto_server_stats *s, const proto_session_stats *ss)
 {
     proto_w_reply_head(b, id, 8 + (ss != NULL));
-    kv_f64(b, "uptime_s", s->uptime_s);
-    kv_int(b, "sessions", s->sessions);
-    kv_int(b, "worlds", s->worlds);
-    kv_uint(b, "steps", s->steps);
-    kv_f64(b, "steps_per_s", s->steps_per_s);
-    kv_uint(b, "requests", s->requests);
-    kv_uint(b, "errors", s->errors);
-    kv_int(b, "threads", s->threads);
+    kv_members(b, s, server_stats_desc, NFIELDS(server_stats_desc));
     if (ss) {
         proto_w_str(b, "session");
-        proto_w_map(b, 9);
-        kv_uint(b, "session", ss->session);
-        kv_str(b, "env", ss->env);
-        kv_int(b, "num_worlds", ss->num_worlds);
-        kv_uint(b, "steps", ss->steps);
-        kv_f64(b, "steps_per_s", ss->steps_per_s);
-        kv_f64(b, "age_s", ss->age_s);
-        kv_f64(b, "idle_s", ss->idle_s);
-        kv_uint(b, "requests", ss->requests);
-        kv_uint(b, "errors", ss->errors);
+        w_struct(b, ss, session_stats_desc, NFIELDS(session_stats_desc));
     }
     return b->oom ? -1 : 0;
 }
