@@ -278,7 +278,7 @@ int proto_decode_reply(const void *buf, size_t len, proto_reply *r, proto_error 
 void proto_reply_clear(proto_reply *r);
 
 /* Lookups.  A path is a key ("obs") or keys joined by dots ("info.final_obs", "limits.max_worlds"); a key
- * that itself contains dots is found too (the longest key that matches is tried first).  NULL when
+ * that itself contains dots is found too (the rest of the path is tried as one key first).  NULL when
  * absent, when map is NULL or not a map. */
 const proto_value *proto_value_get(const proto_value *map, const char *path);
 int proto_value_len(const proto_value *v);          /* entries of an array; -1 when v is not an array */
