@@ -812,6 +812,39 @@ Test(reply, decode_errors)
     proto_buf_free(&b);
 }
 
+Test(reply, key_paths_reach_nested_and_dotted_keys)
+{
+    /* {v, id, ok, "a": {"c": 5, "d": [7, "x"]}, "a.b": 9} */
+    proto_buf b;
+    proto_buf_init(&b);
+    proto_w_reply_head(&b, 3, 2);
+    proto_w_str(&b, "a");
+    proto_w_map(&b, 2);
+    proto_w_str(&b, "c"); proto_w_uint(&b, 5);
+    proto_w_str(&b, "d"); proto_w_array(&b, 2); proto_w_uint(&b, 7); proto_w_str(&b, "x");
+    proto_w_str(&b, "a.b"); proto_w_uint(&b, 9);
+    proto_reply r;
+    proto_error e;
+    cr_assert_eq(proto_decode_reply(b.data, b.len, &r, &e), PROTO_OK, "%s", e.message);
+    uint64_t u = 0;
+    cr_assert_eq(proto_get_uint(r.root, "a.c", &u, &e), PROTO_OK, "%s", e.message);
+    cr_assert_eq(u, 5);
+    cr_assert_eq(proto_get_uint(r.root, "a.b", &u, &e), PROTO_OK, "a key with a dot: %s", e.message);
+    cr_assert_eq(u, 9);
+    cr_assert_eq(proto_get_uint(r.root, "a.e", &u, &e), PROTO_E_BAD_REPLY);
+    cr_assert(strstr(e.message, "lacks 'a.e'"), "%s", e.message);
+    const proto_value *d = proto_value_get(r.root, "a.d");
+    cr_assert_eq(proto_value_len(d), 2);
+    cr_assert_null(proto_value_at(d, 2));
+    cr_assert_null(proto_value_at(d, -1));
+    char s[8];
+    cr_assert_eq(proto_get_str(r.root, "a.c", s, sizeof s, &e), PROTO_E_BAD_REPLY);
+    cr_assert(strstr(e.message, "'a.c' must be a string, got int 5"), "%s", e.message);
+    cr_assert_null(proto_value_get(NULL, "a"));
+    proto_reply_clear(&r);
+    proto_buf_free(&b);
+}
+
 Test(reply, step_layout_regions_are_disjoint_and_ordered)
 {
     proto_buf b;
