@@ -64,7 +64,7 @@ $(BUILD)/obj/gen/model_anymal_c.o: $(BUILD)/gen/model_anymal_c.c $(FLAGS_STAMP)
 
 $(BUILD)/libherd.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/herd-%: $(BUILD)/obj/server/main_%.o $(BUILD)/libherd.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)

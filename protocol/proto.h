@@ -7,20 +7,23 @@
  *              proto_encode_request (client side: proto_request -> bytes)
  *   replies    proto_encode_*_reply (server side); the large reset/step replies are laid out once with
  *              reserved, 8-byte aligned tensor regions that the workers fill in place (zero copy)
- *              proto_decode_reply + proto_get_* (client side: bytes -> msgpack_object tree + typed views)
+ *              proto_decode_reply + proto_get_* (client side: bytes -> an opaque tree of proto_value
+ *              handles, read with typed getters by key path such as "info.final_obs")
  *   checks     proto_check_world_ids, proto_check_finite (request content against a session)
  *
  * Ownership: a proto_request owns its world_ids / seeds arrays (proto_request_clear frees them); its
- * actions tensor points into the request buffer, which must outlive it.  A proto_reply owns a msgpack
- * zone; its strings and tensors point into the reply buffer, which must outlive it.
+ * actions tensor points into the request buffer, which must outlive it.  A proto_reply owns its
+ * decoded tree (proto_reply_clear frees it); its strings and tensors point into the reply buffer, which
+ * must outlive it.  The MessagePack library is an implementation detail: no type of it appears here.
+ *
+ * Sources: proto_core.c (names, errors, scanner), proto_request.c (request decoding, checks),
+ * proto_reply.c (reply decoding, lookups), proto_write.c (buffer, writer, all encoders).
  */
 #ifndef HERD_PROTO_H
 #define HERD_PROTO_H
 
 #include <stddef.h>
 #include <stdint.h>
-
-#include <msgpack.h>
 
 #include "env_spec.h"
 
@@ -254,39 +257,47 @@ int proto_encode_step_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int n
                             proto_step_layout *lay);
 
 /* ---- replies (client side) ---- */
+
+/* One value of a decoded reply (a map, an array, a scalar): an opaque handle, valid until
+ * proto_reply_clear of the reply it belongs to. */
+typedef struct proto_value proto_value;
+
 typedef struct {
     uint64_t id;
     int ok;
     proto_error error;          /* when !ok: the server's code and message */
-    msgpack_object root;        /* the whole reply map */
-    msgpack_zone zone;
-    int has_zone;
+    const proto_value *root;    /* the whole reply map (NULL when decoding failed) */
+    struct proto_reply_mem *mem;    /* (private: the decoded tree) */
 } proto_reply;
 
 /* Decodes a reply: a map with "v" == 1, "id", "ok" and, when !ok, "error": {code, message}.  Unknown
  * error codes map to PROTO_E_INTERNAL with the wire name kept in the message.  Returns PROTO_OK or
- * PROTO_E_BAD_REPLY / PROTO_E_BAD_MESSAGE (not the server's error: see r->ok).  Free with
- * proto_reply_clear. */
+ * PROTO_E_BAD_REPLY / PROTO_E_BAD_MESSAGE (not the server's error: see r->ok).  Always free with
+ * proto_reply_clear, also after a failure. */
 int proto_decode_reply(const void *buf, size_t len, proto_reply *r, proto_error *err);
 void proto_reply_clear(proto_reply *r);
 
-/* Lookups in a decoded map (NULL / error when absent or of the wrong type). */
-const msgpack_object *proto_map_get(const msgpack_object *map, const char *key);
-int proto_get_uint(const msgpack_object *map, const char *key, uint64_t *v, proto_error *err);
-int proto_get_int(const msgpack_object *map, const char *key, int64_t *v, proto_error *err);
-int proto_get_f64(const msgpack_object *map, const char *key, double *v, proto_error *err);   /* int or float */
-int proto_get_bool(const msgpack_object *map, const char *key, int *v, proto_error *err);
-int proto_get_str(const msgpack_object *map, const char *key, char *out, size_t cap, proto_error *err);
-/* A tensor value (map with dtype, shape, data); checks data length against the shape. */
-int proto_tensor_from_object(const msgpack_object *o, const char *what, proto_tensor *t, proto_error *err);
-/* map[key] as a tensor of the given dtype and shape (-1 in shape = any). */
-int proto_get_tensor(const msgpack_object *map, const char *key, proto_dtype dt, int ndim, const int64_t *shape,
+/* Lookups.  A path is a key ("obs") or keys joined by dots ("info.final_obs", "limits.max_worlds"); a key
+ * that itself contains dots is found too (the rest of the path is tried as one key first).  NULL when
+ * absent, when map is NULL or not a map. */
+const proto_value *proto_value_get(const proto_value *map, const char *path);
+int proto_value_len(const proto_value *v);          /* entries of an array; -1 when v is not an array */
+const proto_value *proto_value_at(const proto_value *array, int i);   /* NULL when out of range */
+
+/* Typed getters of map[path]: PROTO_E_BAD_REPLY ("reply lacks 'path'", or the type found) when absent
+ * or of the wrong type. */
+int proto_get_uint(const proto_value *map, const char *path, uint64_t *v, proto_error *err);
+int proto_get_int(const proto_value *map, const char *path, int64_t *v, proto_error *err);
+int proto_get_f64(const proto_value *map, const char *path, double *v, proto_error *err);   /* int or float */
+int proto_get_bool(const proto_value *map, const char *path, int *v, proto_error *err);
+int proto_get_str(const proto_value *map, const char *path, char *out, size_t cap, proto_error *err);  /* truncates */
+/* A tensor value (map with dtype, shape, data), any dtype and shape; the data length is checked against
+ * the shape.  `what` names it in messages.  PROTO_E_BAD_REPLY when v is NULL or not a valid tensor. */
+int proto_value_tensor(const proto_value *v, const char *what, proto_tensor *t, proto_error *err);
+/* map[path] as a tensor of the given dtype and shape (-1 in shape = any). */
+int proto_get_tensor(const proto_value *map, const char *path, proto_dtype dt, int ndim, const int64_t *shape,
                      proto_tensor *t, proto_error *err);
 /* A spec map back into an env_spec (strings truncated to the struct's sizes). */
-int proto_decode_spec(const msgpack_object *o, env_spec *s, proto_error *err);
-
-/* ---- helpers ---- */
-/* Describes a msgpack value for messages: "int 5", "str 'abc'", "float 1.5", "array", "map", ... */
-void proto_describe(const msgpack_object *o, char *out, size_t cap);
+int proto_decode_spec(const proto_value *v, env_spec *s, proto_error *err);
 
 #endif

@@ -2,6 +2,7 @@
  * writer, request encoding (clients) and reply encoding (server).  See proto.h and PROTOCOL.md. */
 #include "proto.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,11 +189,95 @@ size_t proto_w_tensor(proto_buf *b, proto_dtype dt, int ndim, const uint64_t *sh
     return w_tensor(b, dt, ndim, shape, data, 1);
 }
 
-/* Reserved and left unwritten: the reset / step reply regions, which the workers fill entirely. */
-static size_t w_region(proto_buf *b, proto_dtype dt, int ndim, const uint64_t *shape)
+/* key: a tensor reserved and left unwritten (the reset / step reply regions, which the workers fill
+ * entirely).  Returns the data offset. */
+static size_t kv_region(proto_buf *b, const char *key, proto_dtype dt, int ndim, const uint64_t *shape)
 {
+    proto_w_str(b, key);
     return w_tensor(b, dt, ndim, shape, NULL, 0);
 }
+
+/* ------------------------------------------------------------------------------------------------ */
+/* map entries with a string key */
+
+static void kv_uint(proto_buf *b, const char *key, uint64_t v) { proto_w_str(b, key); proto_w_uint(b, v); }
+static void kv_int(proto_buf *b, const char *key, int64_t v) { proto_w_str(b, key); proto_w_int(b, v); }
+static void kv_f64(proto_buf *b, const char *key, double v) { proto_w_str(b, key); proto_w_f64(b, v); }
+static void kv_str(proto_buf *b, const char *key, const char *v) { proto_w_str(b, key); proto_w_str(b, v); }
+static void kv_bool(proto_buf *b, const char *key, int v) { proto_w_str(b, key); proto_w_bool(b, v); }
+
+/* Struct members written as map entries, in table order: {key, type, offset of the member}. */
+typedef enum { FT_U64, FT_I64, FT_INT, FT_F64, FT_F32, FT_BOOL, FT_CHARS, FT_STRP } field_type;
+typedef struct {
+    const char *key;
+    field_type type;
+    size_t off;
+} field_desc;
+#define FIELD(st, member, type, key) {key, type, offsetof(st, member)}
+/* the common case: the key is the member's name */
+#define MEMBER(st, member, type) FIELD(st, member, type, #member)
+#define NFIELDS(t) ((int)(sizeof(t) / sizeof((t)[0])))
+
+static void kv_members(proto_buf *b, const void *obj, const field_desc *d, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const void *p = (const char *)obj + d[i].off;
+        switch (d[i].type) {
+        case FT_U64: kv_uint(b, d[i].key, *(const uint64_t *)p); break;
+        case FT_I64: kv_int(b, d[i].key, *(const int64_t *)p); break;
+        case FT_INT: kv_int(b, d[i].key, *(const int *)p); break;
+        case FT_F64: kv_f64(b, d[i].key, *(const double *)p); break;
+        case FT_F32: kv_f64(b, d[i].key, *(const float *)p); break;
+        case FT_BOOL: kv_bool(b, d[i].key, *(const int *)p); break;
+        case FT_CHARS: kv_str(b, d[i].key, (const char *)p); break;
+        case FT_STRP: kv_str(b, d[i].key, *(const char *const *)p); break;
+        }
+    }
+}
+
+/* A struct as a map of the members of table d. */
+static void w_struct(proto_buf *b, const void *obj, const field_desc *d, int n)
+{
+    proto_w_map(b, (uint32_t)n);
+    kv_members(b, obj, d, n);
+}
+
+static const field_desc env_field_desc[] = {
+    MEMBER(env_field, name, FT_CHARS), MEMBER(env_field, offset, FT_INT), MEMBER(env_field, size, FT_INT),
+    MEMBER(env_field, low, FT_F32),    MEMBER(env_field, high, FT_F32),   MEMBER(env_field, scale, FT_F32),
+    MEMBER(env_field, unit, FT_CHARS),
+};
+static const field_desc config_key_desc[] = {
+    MEMBER(env_config_key, key, FT_CHARS), FIELD(env_config_key, def, FT_F64, "default"),
+    MEMBER(env_config_key, lo, FT_F64),    MEMBER(env_config_key, hi, FT_F64),
+    MEMBER(env_config_key, is_int, FT_BOOL), MEMBER(env_config_key, doc, FT_CHARS),
+};
+/* a spec: these, then "obs" and "act", then spec_tail_desc, then "config" and "reward_terms" */
+static const field_desc spec_head_desc[] = {
+    MEMBER(env_spec, name, FT_CHARS), MEMBER(env_spec, doc, FT_CHARS), MEMBER(env_spec, obs_dim, FT_INT),
+    MEMBER(env_spec, act_dim, FT_INT),
+};
+static const field_desc spec_tail_desc[] = {
+    MEMBER(env_spec, sim_dt, FT_F64), MEMBER(env_spec, decimation, FT_INT), MEMBER(env_spec, control_dt, FT_F64),
+    MEMBER(env_spec, episode_seconds, FT_F64), MEMBER(env_spec, max_episode_steps, FT_INT),
+};
+static const field_desc server_stats_desc[] = {
+    MEMBER(proto_server_stats, uptime_s, FT_F64), MEMBER(proto_server_stats, sessions, FT_I64),
+    MEMBER(proto_server_stats, worlds, FT_I64),   MEMBER(proto_server_stats, steps, FT_U64),
+    MEMBER(proto_server_stats, steps_per_s, FT_F64), MEMBER(proto_server_stats, requests, FT_U64),
+    MEMBER(proto_server_stats, errors, FT_U64),   MEMBER(proto_server_stats, threads, FT_INT),
+};
+static const field_desc session_stats_desc[] = {
+    MEMBER(proto_session_stats, session, FT_U64), MEMBER(proto_session_stats, env, FT_STRP),
+    MEMBER(proto_session_stats, num_worlds, FT_I64), MEMBER(proto_session_stats, steps, FT_U64),
+    MEMBER(proto_session_stats, steps_per_s, FT_F64), MEMBER(proto_session_stats, age_s, FT_F64),
+    MEMBER(proto_session_stats, idle_s, FT_F64), MEMBER(proto_session_stats, requests, FT_U64),
+    MEMBER(proto_session_stats, errors, FT_U64),
+};
+static const field_desc hello_limits_desc[] = {
+    MEMBER(proto_hello_info, max_message_bytes, FT_U64), MEMBER(proto_hello_info, max_worlds_per_session, FT_I64),
+    MEMBER(proto_hello_info, max_worlds, FT_I64),
+};
 
 /* ------------------------------------------------------------------------------------------------ */
 /* requests */
@@ -209,18 +294,13 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
     default: break;
     }
     proto_w_map(b, n);
-    proto_w_str(b, "v");
-    proto_w_uint(b, PROTO_VERSION);
-    proto_w_str(b, "id");
-    proto_w_uint(b, r->id);
-    proto_w_str(b, "op");
-    proto_w_str(b, proto_op_name(r->op));
+    kv_uint(b, "v", PROTO_VERSION);
+    kv_uint(b, "id", r->id);
+    kv_str(b, "op", proto_op_name(r->op));
     switch (r->op) {
     case PROTO_OP_MAKE:
-        proto_w_str(b, "env");
-        proto_w_str(b, r->env);
-        proto_w_str(b, "num_worlds");
-        proto_w_int(b, r->num_worlds);
+        kv_str(b, "env", r->env);
+        kv_int(b, "num_worlds", r->num_worlds);
         if (r->nconfig > 0) {
             proto_w_str(b, "config");
             proto_w_map(b, (uint32_t)r->nconfig);
@@ -230,18 +310,15 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
             }
         }
         if (r->has_seed) {
-            proto_w_str(b, "seed");
-            proto_w_uint(b, r->seed);
+            kv_uint(b, "seed", r->seed);
         }
         if (r->has_autoreset) {
-            proto_w_str(b, "autoreset");
-            proto_w_str(b, proto_autoreset_name(r->autoreset));
+            kv_str(b, "autoreset", proto_autoreset_name(r->autoreset));
         }
         break;
     case PROTO_OP_RESET:
     case PROTO_OP_STEP:
-        proto_w_str(b, "session");
-        proto_w_uint(b, r->session);
+        kv_uint(b, "session", r->session);
         if (r->world_ids) {
             uint64_t shp = (uint64_t)r->nids;
             proto_w_str(b, "world_ids");
@@ -254,23 +331,20 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
                 proto_w_str(b, "seeds");
                 proto_w_tensor(b, PROTO_DT_UINT64, 1, &shp, r->seeds);
             } else if (r->has_seed) {
-                proto_w_str(b, "seed");
-                proto_w_uint(b, r->seed);
+                kv_uint(b, "seed", r->seed);
             }
         } else {
             proto_w_str(b, "actions");
             proto_w_tensor(b, r->actions.dtype, r->actions.ndim, r->actions.shape, r->actions.data);
             if (r->reward_terms) {
-                proto_w_str(b, "reward_terms");
-                proto_w_bool(b, 1);
+                kv_bool(b, "reward_terms", 1);
             }
         }
         break;
     case PROTO_OP_CLOSE:
     case PROTO_OP_STATS:
         if (r->has_session || r->op == PROTO_OP_CLOSE) {
-            proto_w_str(b, "session");
-            proto_w_uint(b, r->session);
+            kv_uint(b, "session", r->session);
         }
         break;
     default: break;
@@ -284,97 +358,42 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
 void proto_w_reply_head(proto_buf *b, uint64_t id, uint32_t nmore)
 {
     proto_w_map(b, 3 + nmore);
-    proto_w_str(b, "v");
-    proto_w_uint(b, PROTO_VERSION);
-    proto_w_str(b, "id");
-    proto_w_uint(b, id);
-    proto_w_str(b, "ok");
-    proto_w_bool(b, 1);
+    kv_uint(b, "v", PROTO_VERSION);
+    kv_uint(b, "id", id);
+    kv_bool(b, "ok", 1);
 }
 
 int proto_encode_error(proto_buf *b, uint64_t id, proto_code code, const char *message)
 {
     proto_w_map(b, 4);
-    proto_w_str(b, "v");
-    proto_w_uint(b, PROTO_VERSION);
-    proto_w_str(b, "id");
-    proto_w_uint(b, id);
-    proto_w_str(b, "ok");
-    proto_w_bool(b, 0);
+    kv_uint(b, "v", PROTO_VERSION);
+    kv_uint(b, "id", id);
+    kv_bool(b, "ok", 0);
     proto_w_str(b, "error");
     proto_w_map(b, 2);
-    proto_w_str(b, "code");
-    proto_w_str(b, proto_code_name(code));
-    proto_w_str(b, "message");
-    proto_w_str(b, message ? message : "");
+    kv_str(b, "code", proto_code_name(code));
+    kv_str(b, "message", message ? message : "");
     return b->oom ? -1 : 0;
 }
 
 static void w_fields(proto_buf *b, const env_field *f, int n)
 {
     proto_w_array(b, (uint32_t)n);
-    for (int i = 0; i < n; i++) {
-        proto_w_map(b, 7);
-        proto_w_str(b, "name");
-        proto_w_str(b, f[i].name);
-        proto_w_str(b, "offset");
-        proto_w_int(b, f[i].offset);
-        proto_w_str(b, "size");
-        proto_w_int(b, f[i].size);
-        proto_w_str(b, "low");
-        proto_w_f64(b, f[i].low);
-        proto_w_str(b, "high");
-        proto_w_f64(b, f[i].high);
-        proto_w_str(b, "scale");
-        proto_w_f64(b, f[i].scale);
-        proto_w_str(b, "unit");
-        proto_w_str(b, f[i].unit);
-    }
+    for (int i = 0; i < n; i++) w_struct(b, &f[i], env_field_desc, NFIELDS(env_field_desc));
 }
 
 void proto_w_spec(proto_buf *b, const env_spec *s)
 {
     proto_w_map(b, 13);
-    proto_w_str(b, "name");
-    proto_w_str(b, s->name);
-    proto_w_str(b, "doc");
-    proto_w_str(b, s->doc);
-    proto_w_str(b, "obs_dim");
-    proto_w_int(b, s->obs_dim);
-    proto_w_str(b, "act_dim");
-    proto_w_int(b, s->act_dim);
+    kv_members(b, s, spec_head_desc, NFIELDS(spec_head_desc));
     proto_w_str(b, "obs");
     w_fields(b, s->obs, s->nobs);
     proto_w_str(b, "act");
     w_fields(b, s->act, s->nact);
-    proto_w_str(b, "sim_dt");
-    proto_w_f64(b, s->sim_dt);
-    proto_w_str(b, "decimation");
-    proto_w_int(b, s->decimation);
-    proto_w_str(b, "control_dt");
-    proto_w_f64(b, s->control_dt);
-    proto_w_str(b, "episode_seconds");
-    proto_w_f64(b, s->episode_seconds);
-    proto_w_str(b, "max_episode_steps");
-    proto_w_int(b, s->max_episode_steps);
+    kv_members(b, s, spec_tail_desc, NFIELDS(spec_tail_desc));
     proto_w_str(b, "config");
     proto_w_array(b, (uint32_t)s->nconfig);
-    for (int i = 0; i < s->nconfig; i++) {
-        const env_config_key *k = &s->config[i];
-        proto_w_map(b, 6);
-        proto_w_str(b, "key");
-        proto_w_str(b, k->key);
-        proto_w_str(b, "default");
-        proto_w_f64(b, k->def);
-        proto_w_str(b, "lo");
-        proto_w_f64(b, k->lo);
-        proto_w_str(b, "hi");
-        proto_w_f64(b, k->hi);
-        proto_w_str(b, "is_int");
-        proto_w_bool(b, k->is_int);
-        proto_w_str(b, "doc");
-        proto_w_str(b, k->doc);
-    }
+    for (int i = 0; i < s->nconfig; i++) w_struct(b, &s->config[i], config_key_desc, NFIELDS(config_key_desc));
     proto_w_str(b, "reward_terms");
     proto_w_array(b, (uint32_t)s->nterms);
     for (int i = 0; i < s->nterms; i++) proto_w_str(b, s->terms[i]);
@@ -384,20 +403,11 @@ int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *
                              int nspecs)
 {
     proto_w_reply_head(b, id, 5);
-    proto_w_str(b, "protocol");
-    proto_w_uint(b, PROTO_VERSION);
-    proto_w_str(b, "server");
-    proto_w_str(b, info->server);
-    proto_w_str(b, "threads");
-    proto_w_int(b, info->threads);
+    kv_uint(b, "protocol", PROTO_VERSION);
+    kv_str(b, "server", info->server);
+    kv_int(b, "threads", info->threads);
     proto_w_str(b, "limits");
-    proto_w_map(b, 3);
-    proto_w_str(b, "max_message_bytes");
-    proto_w_uint(b, info->max_message_bytes);
-    proto_w_str(b, "max_worlds_per_session");
-    proto_w_int(b, info->max_worlds_per_session);
-    proto_w_str(b, "max_worlds");
-    proto_w_int(b, info->max_worlds);
+    w_struct(b, info, hello_limits_desc, NFIELDS(hello_limits_desc));
     proto_w_str(b, "envs");
     proto_w_array(b, (uint32_t)nspecs);
     for (int i = 0; i < nspecs; i++) proto_w_spec(b, specs[i]);
@@ -408,16 +418,11 @@ int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, int64_t
                             uint64_t seed, const env_spec *spec, const double *config)
 {
     proto_w_reply_head(b, id, 7);
-    proto_w_str(b, "session");
-    proto_w_uint(b, session);
-    proto_w_str(b, "env");
-    proto_w_str(b, spec->name);
-    proto_w_str(b, "num_worlds");
-    proto_w_int(b, num_worlds);
-    proto_w_str(b, "autoreset");
-    proto_w_str(b, proto_autoreset_name(ar));
-    proto_w_str(b, "seed");
-    proto_w_uint(b, seed);
+    kv_uint(b, "session", session);
+    kv_str(b, "env", spec->name);
+    kv_int(b, "num_worlds", num_worlds);
+    kv_str(b, "autoreset", proto_autoreset_name(ar));
+    kv_uint(b, "seed", seed);
     proto_w_str(b, "config");
     proto_w_map(b, (uint32_t)spec->nconfig);
     for (int i = 0; i < spec->nconfig; i++) {
@@ -432,63 +437,26 @@ int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, int64_t
 int proto_encode_close_reply(proto_buf *b, uint64_t id, uint64_t session, uint64_t steps)
 {
     proto_w_reply_head(b, id, 2);
-    proto_w_str(b, "session");
-    proto_w_uint(b, session);
-    proto_w_str(b, "steps");
-    proto_w_uint(b, steps);
+    kv_uint(b, "session", session);
+    kv_uint(b, "steps", steps);
     return b->oom ? -1 : 0;
 }
 
 int proto_encode_ping_reply(proto_buf *b, uint64_t id, double unix_time)
 {
     proto_w_reply_head(b, id, 2);
-    proto_w_str(b, "pong");
-    proto_w_bool(b, 1);
-    proto_w_str(b, "time");
-    proto_w_f64(b, unix_time);
+    kv_bool(b, "pong", 1);
+    kv_f64(b, "time", unix_time);
     return b->oom ? -1 : 0;
 }
 
 int proto_encode_stats_reply(proto_buf *b, uint64_t id, const proto_server_stats *s, const proto_session_stats *ss)
 {
     proto_w_reply_head(b, id, 8 + (ss != NULL));
-    proto_w_str(b, "uptime_s");
-    proto_w_f64(b, s->uptime_s);
-    proto_w_str(b, "sessions");
-    proto_w_int(b, s->sessions);
-    proto_w_str(b, "worlds");
-    proto_w_int(b, s->worlds);
-    proto_w_str(b, "steps");
-    proto_w_uint(b, s->steps);
-    proto_w_str(b, "steps_per_s");
-    proto_w_f64(b, s->steps_per_s);
-    proto_w_str(b, "requests");
-    proto_w_uint(b, s->requests);
-    proto_w_str(b, "errors");
-    proto_w_uint(b, s->errors);
-    proto_w_str(b, "threads");
-    proto_w_int(b, s->threads);
+    kv_members(b, s, server_stats_desc, NFIELDS(server_stats_desc));
     if (ss) {
         proto_w_str(b, "session");
-        proto_w_map(b, 9);
-        proto_w_str(b, "session");
-        proto_w_uint(b, ss->session);
-        proto_w_str(b, "env");
-        proto_w_str(b, ss->env);
-        proto_w_str(b, "num_worlds");
-        proto_w_int(b, ss->num_worlds);
-        proto_w_str(b, "steps");
-        proto_w_uint(b, ss->steps);
-        proto_w_str(b, "steps_per_s");
-        proto_w_f64(b, ss->steps_per_s);
-        proto_w_str(b, "age_s");
-        proto_w_f64(b, ss->age_s);
-        proto_w_str(b, "idle_s");
-        proto_w_f64(b, ss->idle_s);
-        proto_w_str(b, "requests");
-        proto_w_uint(b, ss->requests);
-        proto_w_str(b, "errors");
-        proto_w_uint(b, ss->errors);
+        w_struct(b, ss, session_stats_desc, NFIELDS(session_stats_desc));
     }
     return b->oom ? -1 : 0;
 }
@@ -499,8 +467,7 @@ int proto_encode_reset_reply(proto_buf *b, uint64_t id, int n, int obs_dim, prot
     uint64_t s2[2] = {(uint64_t)n, (uint64_t)obs_dim};
     proto_buf_reserve(b, 256 + (size_t)n * (size_t)obs_dim * 4);    /* one allocation, no regrowth */
     proto_w_reply_head(b, id, 2);
-    proto_w_str(b, "obs");
-    lay->obs = w_region(b, PROTO_DT_FLOAT32, 2, s2);
+    lay->obs = kv_region(b, "obs", PROTO_DT_FLOAT32, 2, s2);
     proto_w_str(b, "info");
     proto_w_map(b, 0);
     return b->oom ? -1 : 0;
@@ -520,40 +487,27 @@ int proto_encode_step_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int n
     if (flags & PROTO_STEP_REWARD_TERMS) data += rows * 4 * nt;
     proto_buf_reserve(b, 64 + 13 * 64 + data);
     proto_w_reply_head(b, id, 5);
-    proto_w_str(b, "obs");
-    lay->obs = w_region(b, PROTO_DT_FLOAT32, 2, so);
-    proto_w_str(b, "reward");
-    lay->reward = w_region(b, PROTO_DT_FLOAT32, 1, s1);
-    proto_w_str(b, "terminated");
-    lay->terminated = w_region(b, PROTO_DT_BOOL, 1, s1);
-    proto_w_str(b, "truncated");
-    lay->truncated = w_region(b, PROTO_DT_BOOL, 1, s1);
+    lay->obs = kv_region(b, "obs", PROTO_DT_FLOAT32, 2, so);
+    lay->reward = kv_region(b, "reward", PROTO_DT_FLOAT32, 1, s1);
+    lay->terminated = kv_region(b, "terminated", PROTO_DT_BOOL, 1, s1);
+    lay->truncated = kv_region(b, "truncated", PROTO_DT_BOOL, 1, s1);
     proto_w_str(b, "info");
     proto_w_map(b, 5 + !!(flags & PROTO_STEP_AUTORESET) + 2 * !!(flags & PROTO_STEP_FINAL_OBS) +
                        !!(flags & PROTO_STEP_REWARD_TERMS));
-    proto_w_str(b, "physics_reset");
-    lay->physics_reset = w_region(b, PROTO_DT_BOOL, 1, s1);
-    proto_w_str(b, "episode_done");
-    lay->episode_done = w_region(b, PROTO_DT_BOOL, 1, s1);
-    proto_w_str(b, "episode_return");
-    lay->episode_return = w_region(b, PROTO_DT_FLOAT32, 1, s1);
-    proto_w_str(b, "episode_length");
-    lay->episode_length = w_region(b, PROTO_DT_INT32, 1, s1);
-    proto_w_str(b, "episode_terms");
-    lay->episode_terms = w_region(b, PROTO_DT_FLOAT32, 2, st);
+    lay->physics_reset = kv_region(b, "physics_reset", PROTO_DT_BOOL, 1, s1);
+    lay->episode_done = kv_region(b, "episode_done", PROTO_DT_BOOL, 1, s1);
+    lay->episode_return = kv_region(b, "episode_return", PROTO_DT_FLOAT32, 1, s1);
+    lay->episode_length = kv_region(b, "episode_length", PROTO_DT_INT32, 1, s1);
+    lay->episode_terms = kv_region(b, "episode_terms", PROTO_DT_FLOAT32, 2, st);
     if (flags & PROTO_STEP_AUTORESET) {
-        proto_w_str(b, "autoreset");
-        lay->autoreset = w_region(b, PROTO_DT_BOOL, 1, s1);
+        lay->autoreset = kv_region(b, "autoreset", PROTO_DT_BOOL, 1, s1);
     }
     if (flags & PROTO_STEP_FINAL_OBS) {
-        proto_w_str(b, "final_obs");
-        lay->final_obs = w_region(b, PROTO_DT_FLOAT32, 2, so);
-        proto_w_str(b, "_final_obs");
-        lay->final_mask = w_region(b, PROTO_DT_BOOL, 1, s1);
+        lay->final_obs = kv_region(b, "final_obs", PROTO_DT_FLOAT32, 2, so);
+        lay->final_mask = kv_region(b, "_final_obs", PROTO_DT_BOOL, 1, s1);
     }
     if (flags & PROTO_STEP_REWARD_TERMS) {
-        proto_w_str(b, "reward_terms");
-        lay->reward_terms = w_region(b, PROTO_DT_FLOAT32, 2, st);
+        lay->reward_terms = kv_region(b, "reward_terms", PROTO_DT_FLOAT32, 2, st);
     }
     return b->oom ? -1 : 0;
 }

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <msgpack.h>
+
 #include "proto.h"
 
 #define TESTDATA "protocol/testdata/"
@@ -628,11 +630,11 @@ Test(golden, replies_decode_through_the_client_decoder)
     load("rep_hello", &v);
     cr_assert_eq(proto_decode_reply(v.bytes, v.len, &r, &err), PROTO_OK, "%s", err.message);
     cr_assert(r.ok && r.id == 1);
-    const msgpack_object *envs = proto_map_get(&r.root, "envs");
-    cr_assert(envs && envs->type == MSGPACK_OBJECT_ARRAY && envs->via.array.size == 1);
+    const proto_value *envs = proto_value_get(r.root, "envs");
+    cr_assert_eq(proto_value_len(envs), 1);
     env_spec got, want;
     toy_spec(&want);
-    cr_assert_eq(proto_decode_spec(&envs->via.array.ptr[0], &got, &err), PROTO_OK, "%s", err.message);
+    cr_assert_eq(proto_decode_spec(proto_value_at(envs, 0), &got, &err), PROTO_OK, "%s", err.message);
     spec_eq(&got, &want);
     proto_reply_clear(&r);
     unload(&v);
@@ -641,14 +643,23 @@ Test(golden, replies_decode_through_the_client_decoder)
     cr_assert_eq(proto_decode_reply(v.bytes, v.len, &r, &err), PROTO_OK);
     proto_tensor t;
     int64_t shp[2] = {2, 3};
-    cr_assert_eq(proto_get_tensor(&r.root, "obs", PROTO_DT_FLOAT32, 2, shp, &t, &err), PROTO_OK, "%s", err.message);
+    cr_assert_eq(proto_get_tensor(r.root, "obs", PROTO_DT_FLOAT32, 2, shp, &t, &err), PROTO_OK, "%s", err.message);
     float obs[6];
     memcpy(obs, t.data, sizeof obs);
     cr_assert(obs[0] == 2.0f && obs[5] == 0.75f);
-    const msgpack_object *info = proto_map_get(&r.root, "info");
+    const proto_value *info = proto_value_get(r.root, "info");
     cr_assert_eq(proto_get_tensor(info, "_final_obs", PROTO_DT_BOOL, 1, shp, &t, &err), PROTO_OK, "%s", err.message);
+    const uint8_t *mask = t.data;
+    cr_assert_eq(proto_get_tensor(r.root, "info._final_obs", PROTO_DT_BOOL, 1, shp, &t, &err), PROTO_OK, "%s", err.message);
+    cr_assert_eq(t.data, mask, "a key path reaches the same value");
     cr_assert(t.data[0] == 1 && t.data[1] == 0);
     cr_assert_eq(proto_get_tensor(info, "final_obs", PROTO_DT_INT32, 2, shp, &t, &err), PROTO_E_BAD_REPLY);
+    cr_assert(strstr(err.message, "'final_obs' is float32, expected int32"), "%s", err.message);
+    cr_assert_eq(proto_get_tensor(r.root, "info.nothing", PROTO_DT_BOOL, 1, shp, &t, &err), PROTO_E_BAD_REPLY);
+    cr_assert(strstr(err.message, "lacks 'info.nothing'"), "%s", err.message);
+    cr_assert_null(proto_value_get(r.root, "obs.dtype.x"));
+    cr_assert_eq(proto_value_len(info), -1, "a map is not an array");
+    cr_assert_null(proto_value_at(info, 0));
     proto_reply_clear(&r);
     unload(&v);
 }

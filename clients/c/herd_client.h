@@ -102,7 +102,7 @@ typedef struct herd_reply {
     proto_op op;                /* of the request it answers */
     int ok;
     herd_error error;           /* when !ok */
-    proto_reply msg;            /* msg.root: the reply map */
+    proto_reply msg;            /* msg.root: the reply map (read it with proto_get_* / proto_value_*) */
     struct herd_reply *next;    /* (the client's queue) */
     void *zmsg;                 /* the ZeroMQ message the views point into */
     uint8_t *copy;              /* an 8-aligned copy when the received bytes were not aligned */

@@ -236,31 +236,28 @@ add("rep_make", "reply", "make",
        config={"kp": 60.0, "decimation": 2.0}, spec=TOY_SPEC))
 add("rep_reset", "reply", "reset",
     ok(6, obs=Tensor("float32", [N, OD], f32(N * OD, 0.5, 0.125)), info={}))
+def step_reply(id_, obs, reward, terminated, truncated, done, ret, length, terms, **more_info):
+    """A step reply of N worlds: the tensors every step reply has, then the optional info entries."""
+    info = {"physics_reset": Tensor("bool", [N], [0, 0]),
+            "episode_done": Tensor("bool", [N], done),
+            "episode_return": Tensor("float32", [N], ret),
+            "episode_length": Tensor("int32", [N], length),
+            "episode_terms": Tensor("float32", [N, NT], terms)}
+    info.update(more_info)
+    return ok(id_, obs=Tensor("float32", [N, OD], obs), reward=Tensor("float32", [N], reward),
+              terminated=Tensor("bool", [N], terminated), truncated=Tensor("bool", [N], truncated), info=info)
+
+
 add("rep_step", "reply", "step",
-    ok(9, obs=Tensor("float32", [N, OD], f32(N * OD, -1.0, 0.5)),
-       reward=Tensor("float32", [N], [0.25, -1.5]),
-       terminated=Tensor("bool", [N], [0, 1]),
-       truncated=Tensor("bool", [N], [0, 0]),
-       info={"physics_reset": Tensor("bool", [N], [0, 0]),
-             "episode_done": Tensor("bool", [N], [0, 1]),
-             "episode_return": Tensor("float32", [N], [0.0, 12.5]),
-             "episode_length": Tensor("int32", [N], [0, 250]),
-             "episode_terms": Tensor("float32", [N, NT], [0.0, 0.0, 15.0, -2.5]),
-             "autoreset": Tensor("bool", [N], [1, 0])}),
+    step_reply(9, f32(N * OD, -1.0, 0.5), [0.25, -1.5], [0, 1], [0, 0], [0, 1], [0.0, 12.5], [0, 250],
+               [0.0, 0.0, 15.0, -2.5], autoreset=Tensor("bool", [N], [1, 0])),
     desc="next_step autoreset: world 0 was reset by this step (its action ignored), world 1 terminated")
 add("rep_step_same", "reply", "step",
-    ok(10, obs=Tensor("float32", [N, OD], f32(N * OD, 2.0, -0.25)),
-       reward=Tensor("float32", [N], [1.0, 0.5]),
-       terminated=Tensor("bool", [N], [0, 0]),
-       truncated=Tensor("bool", [N], [1, 0]),
-       info={"physics_reset": Tensor("bool", [N], [0, 0]),
-             "episode_done": Tensor("bool", [N], [1, 0]),
-             "episode_return": Tensor("float32", [N], [99.0, 0.0]),
-             "episode_length": Tensor("int32", [N], [1000, 0]),
-             "episode_terms": Tensor("float32", [N, NT], [100.0, -1.0, 0.0, 0.0]),
-             "final_obs": Tensor("float32", [N, OD], [3.0, 3.5, 4.0, 0.0, 0.0, 0.0]),
-             "_final_obs": Tensor("bool", [N], [1, 0]),
-             "reward_terms": Tensor("float32", [N, NT], [1.0, 0.0, 0.75, -0.25])}),
+    step_reply(10, f32(N * OD, 2.0, -0.25), [1.0, 0.5], [0, 0], [1, 0], [1, 0], [99.0, 0.0], [1000, 0],
+               [100.0, -1.0, 0.0, 0.0],
+               final_obs=Tensor("float32", [N, OD], [3.0, 3.5, 4.0, 0.0, 0.0, 0.0]),
+               _final_obs=Tensor("bool", [N], [1, 0]),
+               reward_terms=Tensor("float32", [N, NT], [1.0, 0.0, 0.75, -0.25])),
     desc="same_step autoreset with reward_terms: world 0 hit the time limit and was reset in this step; "
          "its last observation is in final_obs")
 add("rep_close", "reply", "close", ok(11, session=7, steps=123456))
