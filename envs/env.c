@@ -202,6 +202,14 @@ void env_reset(env_t *e, int first, int n, const int32_t *ids, const uint64_t *s
     }
 }
 
+int env_first_ended(const env_t *e, int first, int n, const int32_t *ids)
+{
+    if (e->autoreset != ENV_AUTORESET_DISABLED) return -1;
+    for (int i = 0; i < n; i++)
+        if (e->worlds[ids ? ids[i] : first + i].needs_reset) return i;
+    return -1;
+}
+
 long env_check_actions(const env_t *e, int n, const float *a)
 {
     long total = (long)n * e->spec.act_dim;
@@ -230,17 +238,21 @@ int env_step(env_t *e, int first, int n, const int32_t *ids, const float *act, f
             if (info->episode_terms) memset(info->episode_terms + (size_t)i * nt, 0, sizeof(float) * (size_t)nt);
             if (info->reward_terms) memset(info->reward_terms + (size_t)i * nt, 0, sizeof(float) * (size_t)nt);
             if (info->final_obs) memset(info->final_obs + (size_t)i * od, 0, sizeof(float) * (size_t)od);
+            if (info->autoreset) info->autoreset[i] = 0;
+            if (info->refused) info->refused[i] = 0;
         }
         if (w->needs_reset) {
             if (e->autoreset == ENV_AUTORESET_DISABLED) {
                 /* an ended (or never reset) world stays so until reset: refused, last observation */
                 refused++;
+                if (info && info->refused) info->refused[i] = 1;
                 e->task->observe(e, w, o);
                 reward[i] = 0;
                 terminated[i] = truncated[i] = 0;
                 continue;
             }
             /* NEXT_STEP autoreset (or a world never reset): this step resets and ignores the action */
+            if (info && info->autoreset) info->autoreset[i] = 1;
             w->episode++;
             reset_one(e, w, idx, o);
             reward[i] = 0;

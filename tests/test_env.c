@@ -451,6 +451,60 @@ Test(env, autoreset_modes)
 
 /* ---------------------------------------------------------------- configuration errors */
 
+/* The env owns "world ended": the autoreset / refused masks and env_first_ended report it per world. */
+Test(env, ended_masks_and_first_ended)
+{
+    env_kv kv[] = {{"episode_seconds", 0.1}};   /* 5 steps */
+    uint8_t ar[3], rf[3];
+    env_info info = {0};
+    info.autoreset = ar;
+    info.refused = rf;
+    /* next step: never-reset worlds and worlds that ended in the previous step are reset, masked */
+    env_t *n = mk("anymal_c-walk", 3, kv, 1, ENV_AUTORESET_NEXT_STEP);
+    bufs b = mkbufs(n);
+    cr_assert_eq(env_first_ended(n, 0, 3, NULL), -1, "first_ended is DISABLED-only");
+    env_reset(n, 1, 2, NULL, NULL, b.obs);       /* world 0 never reset */
+    env_step(n, 0, 3, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info);
+    cr_assert_eq(ar[0], 1); cr_assert_eq(ar[1], 0); cr_assert_eq(ar[2], 0);
+    cr_assert_eq(rf[0] | rf[1] | rf[2], 0);
+    for (int k = 1; k < 5; k++) env_step(n, 0, 3, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info);
+    cr_assert_eq(b.trunc[1], 1); cr_assert_eq(b.trunc[0], 0);
+    cr_assert_eq(ar[0] | ar[1] | ar[2], 0);
+    int32_t ids[2] = {2, 0};
+    env_step(n, 0, 2, ids, b.act, b.obs, b.rew, b.term, b.trunc, &info);
+    cr_assert_eq(ar[0], 1, "world 2 ended: reset instead of stepped");
+    cr_assert_eq(ar[1], 0);
+    freebufs(&b);
+    env_destroy(&n);
+    /* disabled: refused mask, and env_first_ended finds the same worlds beforehand */
+    env_t *d = mk("anymal_c-walk", 3, kv, 1, ENV_AUTORESET_DISABLED);
+    b = mkbufs(d);
+    cr_assert_eq(env_first_ended(d, 0, 3, NULL), 0, "never-reset worlds count as ended");
+    env_reset(d, 0, 2, NULL, NULL, b.obs);
+    cr_assert_eq(env_first_ended(d, 0, 3, NULL), 2);
+    cr_assert_eq(env_first_ended(d, 0, 2, NULL), -1);
+    int32_t rev[3] = {2, 1, 0};
+    cr_assert_eq(env_first_ended(d, 0, 3, rev), 0);
+    cr_assert_eq(env_first_ended(d, 1, 2, rev + 1), -1, "ids take precedence over first");
+    cr_assert_eq(env_step(d, 0, 3, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info), 1);
+    cr_assert_eq(rf[0], 0); cr_assert_eq(rf[1], 0); cr_assert_eq(rf[2], 1);
+    cr_assert_eq(ar[0] | ar[1] | ar[2], 0, "DISABLED never autoresets");
+    for (int k = 1; k < 5; k++) env_step(d, 0, 2, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info);
+    cr_assert_eq(b.trunc[0], 1);
+    cr_assert_eq(env_first_ended(d, 0, 2, NULL), 0);
+    env_reset(d, 0, 1, NULL, NULL, b.obs);
+    cr_assert_eq(env_first_ended(d, 0, 2, NULL), 1);
+    cr_assert_eq(env_first_ended(d, 0, 2, rev + 1), 0);
+    cr_assert_eq(env_step(d, 0, 3, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info), 2);
+    cr_assert_eq(rf[0], 0); cr_assert_eq(rf[1], 1); cr_assert_eq(rf[2], 1);
+    env_reset(d, 0, 3, NULL, NULL, b.obs);
+    cr_assert_eq(env_first_ended(d, 0, 3, NULL), -1);
+    cr_assert_eq(env_step(d, 0, 3, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info), 0);
+    cr_assert_eq(rf[0] | rf[1] | rf[2], 0);
+    freebufs(&b);
+    env_destroy(&d);
+}
+
 Test(env, invalid_configuration_is_reported)
 {
     char err[512];
