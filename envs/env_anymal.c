@@ -58,23 +58,23 @@ typedef struct {
 
 /* The observation tables, from which both the spec's fields and the observation code come:
  * name, quantity, offset, size, scale, noise, unit. */
+#define JOINT_OBS(X, off, vel_noise)                                                \
+    X("dof_pos", Q_DOF_POS, off, 12, 1.0, 0.01, "rad")                              \
+    X("dof_vel", Q_DOF_VEL, off + 12, 12, 0.05, vel_noise, "rad/s")                 \
+    X("actions", Q_ACTIONS, off + 24, 12, 1.0, 0, "")
 #define WALK_OBS(X)                                                                 \
     X("base_lin_vel", Q_LIN_VEL, 0, 3, 2.0, 0.1, "m/s")                             \
     X("base_ang_vel", Q_ANG_VEL, 3, 3, 0.25, 0.2, "rad/s")                          \
     X("projected_gravity", Q_GRAVITY, 6, 3, 1.0, 0.05, "")                          \
     X("command_lin_vel", Q_CMD_LIN, 9, 2, 2.0, 0, "m/s")                            \
     X("command_yaw_rate", Q_CMD_YAW, 11, 1, 0.25, 0, "rad/s")                       \
-    X("dof_pos", Q_DOF_POS, 12, 12, 1.0, 0.01, "rad")                               \
-    X("dof_vel", Q_DOF_VEL, 24, 12, 0.05, 1.5, "rad/s")                             \
-    X("actions", Q_ACTIONS, 36, 12, 1.0, 0, "")
+    JOINT_OBS(X, 12, 1.5)
 #define STAND_OBS(X)                                                                \
     X("base_height_error", Q_HEIGHT_ERR, 0, 1, 1.0, 0.01, "m")                      \
     X("projected_gravity", Q_GRAVITY, 1, 3, 1.0, 0.05, "")                          \
     X("base_lin_vel", Q_LIN_VEL, 4, 3, 2.0, 0.2, "m/s")                             \
     X("base_ang_vel", Q_ANG_VEL, 7, 3, 0.25, 0.05, "rad/s")                         \
-    X("dof_pos", Q_DOF_POS, 10, 12, 1.0, 0.01, "rad")                               \
-    X("dof_vel", Q_DOF_VEL, 22, 12, 0.05, 0.075, "rad/s")                           \
-    X("actions", Q_ACTIONS, 34, 12, 1.0, 0, "")
+    JOINT_OBS(X, 10, 0.075)
 #define OBS_DEF_SCALED(nm, q, off, sz, sc, noise, un) {q, sc, noise, sc},
 #define OBS_DEF(nm, q, off, sz, sc, noise, un) {q, sc, noise, 1.0},
 #define OBS_SPEC(nm, q, off, sz, sc, noise, un) {nm, off, sz, -100, 100, (float)(sc), un},
@@ -263,26 +263,25 @@ static void randomize_world(const struct env *e, env_world *w)
     w->d->root_added_mass = env_rng_range(&w->rng, s->cfg.added_mass_min, s->cfg.added_mass_max);
 }
 
-/* The start of both tasks' resets: the world at the model's reset state, randomized, task state zeroed. */
-static void reset_common(const struct env *e, env_world *w)
-{
-    sim_data_reset(e->model, w->d);
-    sim_step_forget_contacts(w->d);
-    memset(w->task, 0, sizeof(anymal_state));
-    randomize_world(e, w);
-}
+/* A task's initial state, drawn after the randomization. */
+typedef void (*start_fn)(const struct env *e, env_world *w, anymal_state *st, sim_data *d);
 
-/* The end of both tasks' resets: joint velocities remembered, the first (noisy) observation. */
-static void reset_finish(const struct env *e, env_world *w, float *obs)
+/* Both tasks' resets: the model's reset state, randomized, task state zeroed; the task's initial
+ * state; joint velocities remembered; the first (noisy) observation. */
+static void anymal_reset(const struct env *e, env_world *w, float *obs, start_fn start)
 {
     const anymal_shared *s = shared(e);
     anymal_state *st = w->task;
+    sim_data_reset(e->model, w->d);
+    sim_step_forget_contacts(w->d);
+    memset(st, 0, sizeof *st);
+    randomize_world(e, w);
+    start(e, w, st, w->d);
+    st->next_push = s->cfg.push_interval_s > 0 ? s->cfg.push_interval_s : INFINITY;
     for (int i = 0; i < NJ; i++) st->last_dof_vel[i] = w->d->u[s->j.dof[i]];
     observe(e, w, obs);
     add_noise(e, w, obs);
 }
-
-static double first_push(const anymal_cfg *c) { return c->push_interval_s > 0 ? c->push_interval_s : INFINITY; }
 
 static void apply_actions(const struct env *e, anymal_state *st, const float *act)
 {
@@ -342,6 +341,25 @@ static double action_rate(const anymal_state *st)
     return rate;
 }
 
+/* A task's reward: writes the terms (scaled), may set *terminated, returns the reward. */
+typedef double (*reward_fn)(const struct env *e, env_world *w, const double v[3], const double om[3], const double g[3],
+                            float *terms, uint8_t *terminated);
+
+/* One env step of either task: the shared physics, the task's reward, the observation. */
+static int anymal_step(const struct env *e, env_world *w, const float *act, float *obs, float *reward, float *terms,
+                       uint8_t *terminated, uint8_t *truncated, reward_fn rewards)
+{
+    if (common_step(e, w, act, obs, reward, terms, terminated, truncated)) return 1;
+    double v[3], om[3], g[3];
+    base_frame(w->d, v, om, g);
+    *terminated = 0;
+    *truncated = 0;
+    *reward = (float)rewards(e, w, v, om, g, terms, terminated);
+    observe(e, w, obs);
+    add_noise(e, w, obs);
+    return 0;
+}
+
 /* ---- anymal_c-walk ---- */
 
 enum { W_LINVEL, W_ANGVEL, W_LINVEL_Z, W_ANGVEL_XY, W_ORIENT, W_TORQUES, W_DOFACC, W_ACTRATE, W_COLLISION, W_AIRTIME, W_NTERMS };
@@ -356,12 +374,11 @@ static void walk_commands(const struct env *e, env_world *w, anymal_state *st)
     if (hypot(st->cmd[0], st->cmd[1]) <= 0.2) st->cmd[0] = st->cmd[1] = 0;
 }
 
-static void walk_reset(const struct env *e, env_world *w, float *obs)
+/* Walk's initial state: the default pose scaled by 1 + U(-0.5, 0.5) init_noise per joint, 0.6 m up,
+ * base velocities U(-0.5, 0.5) init_noise; a first command. */
+static void walk_start(const struct env *e, env_world *w, anymal_state *st, sim_data *d)
 {
     const anymal_shared *s = shared(e);
-    anymal_state *st = w->task;
-    sim_data *d = w->d;
-    reset_common(e, w);
     double ni = s->cfg.init_noise;
     for (int i = 0; i < NJ; i++) {
         d->q[s->j.qadr[i]] = s->j.q_default[i] * (1 + ni * env_rng_range(&w->rng, -0.5, 0.5));
@@ -371,19 +388,17 @@ static void walk_reset(const struct env *e, env_world *w, float *obs)
     for (int k = 0; k < 6; k++) d->u[k] = ni * env_rng_range(&w->rng, -0.5, 0.5);
     walk_commands(e, w, st);
     st->next_cmd = s->cfg.cmd_resample_s;
-    st->next_push = first_push(&s->cfg);
-    reset_finish(e, w, obs);
 }
 
-static int walk_step(const struct env *e, env_world *w, const float *act, float *obs, float *reward, float *terms,
-                     uint8_t *terminated, uint8_t *truncated)
+static void walk_reset(const struct env *e, env_world *w, float *obs) { anymal_reset(e, w, obs, walk_start); }
+
+/* legged_gym's terms; resamples the command when due (after the reward, before the observation). */
+static double walk_rewards(const struct env *e, env_world *w, const double v[3], const double om[3], const double g[3],
+                           float *terms, uint8_t *terminated)
 {
     const anymal_shared *s = shared(e);
     anymal_state *st = w->task;
-    sim_data *d = w->d;
-    if (common_step(e, w, act, obs, reward, terms, terminated, truncated)) return 1;
-    double v[3], om[3], g[3];
-    base_frame(d, v, om, g);
+    const sim_data *d = w->d;
     const double dt = s->control_dt;
     double r[W_NTERMS];
     double ev = (st->cmd[0] - v[0]) * (st->cmd[0] - v[0]) + (st->cmd[1] - v[1]) * (st->cmd[1] - v[1]);
@@ -415,16 +430,18 @@ static int walk_step(const struct env *e, env_world *w, const float *act, float 
     r[W_AIRTIME] = hypot(st->cmd[0], st->cmd[1]) > 0.1 ? air : 0;
     double total = scale_terms(walk_scales, r, W_NTERMS, dt, terms);
     if (s->cfg.only_positive_rewards > 0 && total < 0) total = 0;
-    *reward = (float)total;
     *terminated = (uint8_t)st->base_contact;
-    *truncated = 0;
     if (st->t >= st->next_cmd - 1e-9) {
         walk_commands(e, w, st);
         st->next_cmd += s->cfg.cmd_resample_s;
     }
-    observe(e, w, obs);
-    add_noise(e, w, obs);
-    return 0;
+    return total;
+}
+
+static int walk_step(const struct env *e, env_world *w, const float *act, float *obs, float *reward, float *terms,
+                     uint8_t *terminated, uint8_t *truncated)
+{
+    return anymal_step(e, w, act, obs, reward, terms, terminated, truncated, walk_rewards);
 }
 
 /* ---- anymal_c-stand ---- */
@@ -450,12 +467,11 @@ static void place_on_ground(const struct env *e, sim_data *d, const anymal_share
     d->q[2] = -low + 0.002;
 }
 
-static void stand_reset(const struct env *e, env_world *w, float *obs)
+/* Stand's initial state: crouched by U(0, init_noise) (HFE 0.7, KFE 1.4 rad at most) on the ground,
+ * or, with fallen_prob, rolled 1.2-3 rad onto a side or the back at 0.45 m; targets = that pose. */
+static void stand_start(const struct env *e, env_world *w, anymal_state *st, sim_data *d)
 {
     const anymal_shared *s = shared(e);
-    anymal_state *st = w->task;
-    sim_data *d = w->d;
-    reset_common(e, w);
     double ni = s->cfg.init_noise;
     int fallen = env_rng_uniform(&w->rng) < s->cfg.fallen_prob;
     for (int l = 0; l < 4; l++) {
@@ -474,19 +490,16 @@ static void stand_reset(const struct env *e, env_world *w, float *obs)
     } else {
         place_on_ground(e, d, s);
     }
-    st->next_push = first_push(&s->cfg);
-    reset_finish(e, w, obs);
 }
 
-static int stand_step(const struct env *e, env_world *w, const float *act, float *obs, float *reward, float *terms,
-                      uint8_t *terminated, uint8_t *truncated)
+static void stand_reset(const struct env *e, env_world *w, float *obs) { anymal_reset(e, w, obs, stand_start); }
+
+static double stand_rewards(const struct env *e, env_world *w, const double v[3], const double om[3], const double g[3],
+                            float *terms, uint8_t *terminated)
 {
     const anymal_shared *s = shared(e);
-    anymal_state *st = w->task;
-    sim_data *d = w->d;
-    if (common_step(e, w, act, obs, reward, terms, terminated, truncated)) return 1;
-    double v[3], om[3], g[3];
-    base_frame(d, v, om, g);
+    const anymal_state *st = w->task;
+    const sim_data *d = w->d;
     double up = -g[2] > 0 ? -g[2] : 0;
     double dz = d->q[2] - s->cfg.target_height;
     double r[S_NTERMS], pose = 0;
@@ -501,12 +514,13 @@ static int stand_step(const struct env *e, env_world *w, const float *act, float
     r[S_POSE] = pose;
     r[S_TORQUES] = st->tau_sq;
     r[S_ACTRATE] = action_rate(st);
-    *reward = (float)scale_terms(stand_scales, r, S_NTERMS, s->control_dt, terms);
-    *terminated = 0;
-    *truncated = 0;
-    observe(e, w, obs);
-    add_noise(e, w, obs);
-    return 0;
+    return scale_terms(stand_scales, r, S_NTERMS, s->control_dt, terms);
+}
+
+static int stand_step(const struct env *e, env_world *w, const float *act, float *obs, float *reward, float *terms,
+                      uint8_t *terminated, uint8_t *truncated)
+{
+    return anymal_step(e, w, act, obs, reward, terms, terminated, truncated, stand_rewards);
 }
 
 /* ---- specs ---- */
@@ -529,67 +543,58 @@ static int stand_step(const struct env *e, env_world *w, const float *act, float
     KEY("solver_max_iter", 50, 1, 10000, 1, "contact solver sweeps per physics step at most"),                \
     KEY("solver_tol", 1e-6, 1e-12, 1e-2, 0, "contact solver termination: exact violation (N s | m/s)"),      \
     KEY("max_contacts", 16, 4, 128, 1, "contacts per world at most (the deepest are kept)")
+/* The domain randomization and timing keys, with each task's defaults. */
+#define RANDOMIZATION_KEYS(fmin, fmax, mmin, mmax, push, episode)                                                 \
+    KEY("friction_min", fmin, 0, 5, 0, "friction drawn per world and reset: lower bound"),                      \
+    KEY("friction_max", fmax, 0, 5, 0, "friction drawn per world and reset: upper bound"),                      \
+    KEY("added_mass_min", mmin, -30, 0, 0, "added base mass drawn per world and reset: lower bound (kg)"),      \
+    KEY("added_mass_max", mmax, 0, 30, 0, "added base mass drawn per world and reset: upper bound (kg)"),       \
+    KEY("push_interval_s", push, 0, 3600, 0, "seconds between pushes (0 = never)"),                            \
+    KEY("episode_seconds", episode, 0.02, 3600, 0, "time limit (truncation)")
 #define NCOMMON 16
+#define NRANDOMIZATION 6
 #define NFIELDS(table) ((int)(sizeof table / sizeof table[0]))
+/* Both tasks: the observation from its table, 12 joint-target actions, 5 ms physics steps x 4 (the
+ * defaults; configure applies the keys). */
+#define ANYMAL_FIELDS_TIMING(dim, defs, TABLE, episode_s, steps)                                             \
+    .obs_dim = dim, .act_dim = 12, .nobs = NFIELDS(defs), .nact = 1, .obs = {TABLE(OBS_SPEC)},              \
+    .act = {{"joint_targets", 0, 12, -100, 100, 0.5f, "rad"}}, .sim_dt = 0.005, .decimation = 4,             \
+    .control_dt = 0.02, .episode_seconds = episode_s, .max_episode_steps = steps
+#define ANYMAL_FUNCTIONS(task)                                                                               \
+    .task_state_size = sizeof(anymal_state), .configure = task##_configure, .reset_world = task##_reset,     \
+    .observe = observe, .step_world = task##_step
 
-const env_task env_task_anymal_walk = {
-    .spec = {
-        .name = "anymal_c-walk",
-        .doc = "ANYmal C flat-ground velocity tracking (legged_gym's ANYmal C flat task): 48 observations, "
-               "12 joint-target actions, 50 Hz policy, 20 s episodes, domain randomization",
-        .obs_dim = 48, .act_dim = 12, .nobs = NFIELDS(walk_obs), .nact = 1,
-        .obs = {WALK_OBS(OBS_SPEC)},
-        .act = {{"joint_targets", 0, 12, -100, 100, 0.5f, "rad"}},
-        .sim_dt = 0.005, .decimation = 4, .control_dt = 0.02, .episode_seconds = 20, .max_episode_steps = 1000,
-        .nconfig = NCOMMON + 11,
-        .config = {COMMON_KEYS,
-                   KEY("friction_min", 0.0, 0, 5, 0, "friction drawn per world and reset: lower bound"),
-                   KEY("friction_max", 1.5, 0, 5, 0, "friction drawn per world and reset: upper bound"),
-                   KEY("added_mass_min", -5, -30, 0, 0, "added base mass drawn per world and reset: lower bound (kg)"),
-                   KEY("added_mass_max", 5, 0, 30, 0, "added base mass drawn per world and reset: upper bound (kg)"),
-                   KEY("push_interval_s", 15, 0, 3600, 0, "seconds between pushes (0 = never)"),
-                   KEY("episode_seconds", 20, 0.02, 3600, 0, "time limit (truncation)"),
-                   KEY("cmd_vx_max", 1, 0, 5, 0, "forward velocity command drawn in U(-v, v) (m/s)"),
-                   KEY("cmd_vy_max", 1, 0, 5, 0, "lateral velocity command drawn in U(-v, v) (m/s)"),
-                   KEY("cmd_yaw_max", 1, 0, 5, 0, "yaw-rate command drawn in U(-w, w) (rad/s)"),
-                   KEY("cmd_resample_s", 4, 0.02, 3600, 0, "seconds between command draws"),
-                   KEY("only_positive_rewards", 1, 0, 1, 1, "clip the total reward at 0 (legged_gym)")},
-        .nterms = W_NTERMS,
-        .terms = {"tracking_lin_vel", "tracking_ang_vel", "lin_vel_z", "ang_vel_xy", "orientation", "torques",
-                  "dof_acc", "action_rate", "collision", "feet_air_time"},
-    },
-    .task_state_size = sizeof(anymal_state),
-    .configure = walk_configure,
-    .reset_world = walk_reset,
-    .observe = observe,
-    .step_world = walk_step,
-};
+/* One ANYmal task: name and doc, observation size and tables, episode (s, steps), the task's own keys
+ * (a macro of KEY entries, and their count) and its reward term names (a macro). */
+#define ANYMAL_TASK(var, task, nm, what, dim, TABLE, ep, steps, KEYS, nkeys, TERMS, nterm)                   \
+    const env_task var = {                                                                                   \
+        .spec = {.name = nm, .doc = what, ANYMAL_FIELDS_TIMING(dim, task##_obs, TABLE, ep, steps),            \
+                 .nconfig = NCOMMON + NRANDOMIZATION + nkeys, .config = {COMMON_KEYS, KEYS},                \
+                 .nterms = nterm, .terms = {TERMS}},                                                         \
+        ANYMAL_FUNCTIONS(task),                                                                              \
+    }
 
-const env_task env_task_anymal_stand = {
-    .spec = {
-        .name = "anymal_c-stand",
-        .doc = "ANYmal C stands up from a random crouched or fallen pose and holds a target base height; "
-               "46 observations, 12 joint-target actions, 50 Hz policy, 4 s episodes",
-        .obs_dim = 46, .act_dim = 12, .nobs = NFIELDS(stand_obs), .nact = 1,
-        .obs = {STAND_OBS(OBS_SPEC)},
-        .act = {{"joint_targets", 0, 12, -100, 100, 0.5f, "rad"}},
-        .sim_dt = 0.005, .decimation = 4, .control_dt = 0.02, .episode_seconds = 4, .max_episode_steps = 200,
-        .nconfig = NCOMMON + 8,
-        .config = {COMMON_KEYS,
-                   KEY("friction_min", 0.5, 0, 5, 0, "friction drawn per world and reset: lower bound"),
-                   KEY("friction_max", 1.25, 0, 5, 0, "friction drawn per world and reset: upper bound"),
-                   KEY("added_mass_min", -2, -30, 0, 0, "added base mass drawn per world and reset: lower bound (kg)"),
-                   KEY("added_mass_max", 2, 0, 30, 0, "added base mass drawn per world and reset: upper bound (kg)"),
-                   KEY("push_interval_s", 0, 0, 3600, 0, "seconds between pushes (0 = never)"),
-                   KEY("episode_seconds", 4, 0.02, 3600, 0, "time limit (truncation)"),
-                   KEY("target_height", 0.5, 0.3, 0.65, 0, "base height to reach and hold (m)"),
-                   KEY("fallen_prob", 0.25, 0, 1, 0, "probability that an episode starts fallen on its side or back")},
-        .nterms = S_NTERMS,
-        .terms = {"height", "upright", "lin_vel", "ang_vel", "pose", "torques", "action_rate"},
-    },
-    .task_state_size = sizeof(anymal_state),
-    .configure = stand_configure,
-    .reset_world = stand_reset,
-    .observe = observe,
-    .step_world = stand_step,
-};
+#define WALK_KEYS                                                                                            \
+    RANDOMIZATION_KEYS(0.0, 1.5, -5, 5, 15, 20),                                                            \
+    KEY("cmd_vx_max", 1, 0, 5, 0, "forward velocity command drawn in U(-v, v) (m/s)"),                      \
+    KEY("cmd_vy_max", 1, 0, 5, 0, "lateral velocity command drawn in U(-v, v) (m/s)"),                      \
+    KEY("cmd_yaw_max", 1, 0, 5, 0, "yaw-rate command drawn in U(-w, w) (rad/s)"),                           \
+    KEY("cmd_resample_s", 4, 0.02, 3600, 0, "seconds between command draws"),                               \
+    KEY("only_positive_rewards", 1, 0, 1, 1, "clip the total reward at 0 (legged_gym)")
+#define WALK_TERMS                                                                                           \
+    "tracking_lin_vel", "tracking_ang_vel", "lin_vel_z", "ang_vel_xy", "orientation", "torques", "dof_acc",   \
+        "action_rate", "collision", "feet_air_time"
+ANYMAL_TASK(env_task_anymal_walk, walk, "anymal_c-walk",
+            "ANYmal C flat-ground velocity tracking (legged_gym's ANYmal C flat task): 48 observations, "
+            "12 joint-target actions, 50 Hz policy, 20 s episodes, domain randomization",
+            48, WALK_OBS, 20, 1000, WALK_KEYS, 5, WALK_TERMS, W_NTERMS);
+
+#define STAND_KEYS                                                                                           \
+    RANDOMIZATION_KEYS(0.5, 1.25, -2, 2, 0, 4),                                                             \
+    KEY("target_height", 0.5, 0.3, 0.65, 0, "base height to reach and hold (m)"),                           \
+    KEY("fallen_prob", 0.25, 0, 1, 0, "probability that an episode starts fallen on its side or back")
+#define STAND_TERMS "height", "upright", "lin_vel", "ang_vel", "pose", "torques", "action_rate"
+ANYMAL_TASK(env_task_anymal_stand, stand, "anymal_c-stand",
+            "ANYmal C stands up from a random crouched or fallen pose and holds a target base height; "
+            "46 observations, 12 joint-target actions, 50 Hz policy, 4 s episodes",
+            46, STAND_OBS, 4, 200, STAND_KEYS, 2, STAND_TERMS, S_NTERMS);
