@@ -610,6 +610,35 @@ Test(env, ended_masks_and_first_ended)
     env_destroy(&d);
 }
 
+/* Tasks read their configuration once into typed fields: every key of the spec must land in a field. */
+typedef struct {
+    double kp, obs_noise, not_a_key;
+} cfg_probe;
+
+Test(env, typed_configuration_read)
+{
+    env_kv kv[] = {{"kp", 60}};
+    env_t *e = mk("anymal_c-walk", 1, kv, 1, ENV_AUTORESET_NEXT_STEP);
+    char err[256] = "";
+    cfg_probe c = {0, 0, 42};
+    const env_cfg_field few[] = {ENV_CFG_FIELD(cfg_probe, kp), ENV_CFG_FIELD(cfg_probe, obs_noise),
+                                 ENV_CFG_FIELD(cfg_probe, not_a_key)};
+    cr_assert_eq(env_cfg_read(e, few, 3, &c, err, sizeof err), -1, "keys without a field must be an error");
+    cr_assert(strstr(err, "has no field"), "%s", err);
+    /* a table with one field per key of the spec: values land, other fields are left alone */
+    const env_spec *sp = env_get_spec(e);
+    env_cfg_field all[ENV_MAX_CONFIG + 1];
+    double vals[ENV_MAX_CONFIG + 1];
+    for (int i = 0; i < sp->nconfig; i++) all[i] = (env_cfg_field){sp->config[i].key, sizeof(double) * (size_t)i};
+    all[sp->nconfig] = (env_cfg_field){"not_a_key", sizeof(double) * (size_t)sp->nconfig};
+    vals[sp->nconfig] = 42;
+    cr_assert_eq(env_cfg_read(e, all, sp->nconfig + 1, vals, err, sizeof err), 0, "%s", err);
+    for (int i = 0; i < sp->nconfig; i++)
+        cr_assert_eq(vals[i], strcmp(sp->config[i].key, "kp") ? sp->config[i].def : 60, "%s", sp->config[i].key);
+    cr_assert_eq(vals[sp->nconfig], 42);
+    env_destroy(&e);
+}
+
 Test(env, invalid_configuration_is_reported)
 {
     char err[512];
