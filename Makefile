@@ -1,5 +1,5 @@
 # herd — GNU make build.  Everything goes to build/.
-#   make            optimized build (-O3): library, server/demo, bench, tests
+#   make            optimized build (-O3): library, server, demo, bench, tests
 #   make test       every test (C tests under Criterion; Python/Julia client tests where present)
 #   make sanitize   the whole C test suite under ASan + UBSan (build/san/)
 #   make bench      the benchmarks (JSON lines)
@@ -35,7 +35,7 @@ MAIN_BINS := $(foreach f,$(wildcard server/main_*.c),$(BUILD)/herd-$(patsubst se
 
 .SECONDARY:
 .PHONY: all test test-c test-py test-jl sanitize bench run demo deps clean
-all: $(BUILD)/libherd.a $(MAIN_BINS) $(BUILD)/herd-bench $(BUILD)/herd-ping $(TEST_BIN)
+all: $(BUILD)/libherd.a $(MAIN_BINS) $(BUILD)/herd-demo $(BUILD)/herd-bench $(BUILD)/herd-ping $(TEST_BIN)
 
 deps:
 	@deploy/install-deps.sh
@@ -67,6 +67,10 @@ $(BUILD)/libherd.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/herd-%: $(BUILD)/obj/server/main_%.o $(BUILD)/libherd.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+# The physics demo (examples/demo.c): sim/ and envs/ only, no server.
+$(BUILD)/herd-demo: $(BUILD)/obj/examples/demo.o $(BUILD)/libherd.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/herd-bench: $(BENCH_OBJ) $(BUILD)/libherd.a

@@ -141,23 +141,23 @@ static int c1_naive(const double *G, const double *c, double mu, double out[3], 
  * lambda_j with its block G_ii, kept when it is a slip.  Returns how many were found (<= n). */
 static int c1_harvest(c1_problem *P, int n)
 {
-    const int kinds[4] = {SCN_TROT, SCN_HANG, SCN_DROP, SCN_RANDOM};
+    const int kinds[4] = {ENV_SCN_TROT, ENV_SCN_HANG, ENV_SCN_DROP, ENV_SCN_RANDOM};
     int got = 0;
     char err[512];
     for (int k = 0; k < 4 && got < n; k++) {
         sim_model *m = sim_urdf_load_file("envs/models/anymal_c.urdf", NULL, err, sizeof err);
-        if (!m || scn_configure_model(m, kinds[k], err, sizeof err)) {
+        if (!m || env_scenario_configure_model(m, kinds[k], err, sizeof err)) {
             fprintf(stderr, "contact1: %s\n", err);
             sim_model_destroy(&m);
             return got;
         }
         sim_data *d = sim_data_new(m);
-        scn_state st;
-        scn_init(m, d, &st, kinds[k], 11, err, sizeof err);
+        env_scenario st;
+        env_scenario_init(&st, m, d, kinds[k], 11, err, sizeof err);
         int want = (n - got) / (4 - k);
         int mine = 0;
         for (long step = 0; step < 200000 && mine < want; step++) {
-            scn_control(m, d, &st, 1e-3);
+            env_scenario_control(&st, m, d, 1e-3);
             sim_step(m, d, 1e-3);
             int nc = d->ncon, n3 = 3 * nc;
             for (int i = 0; i < nc && mine < want; i++) {

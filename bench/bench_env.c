@@ -93,14 +93,14 @@ static double trot_single_world(int steps)
 {
     char err[512];
     sim_model *m = sim_urdf_load_file("envs/models/anymal_c.urdf", NULL, err, sizeof err);
-    if (!m || scn_configure_model(m, SCN_TROT, err, sizeof err)) { sim_model_destroy(&m); return NAN; }
+    if (!m || env_scenario_configure_model(m, ENV_SCN_TROT, err, sizeof err)) { sim_model_destroy(&m); return NAN; }
     sim_data *d = sim_data_new(m);
-    scn_state s;
-    scn_init(m, d, &s, SCN_TROT, 42, err, sizeof err);
+    env_scenario s;
+    env_scenario_init(&s, m, d, ENV_SCN_TROT, 42, err, sizeof err);
     uint64_t tc = 0, t0 = bench_now_ns();
     for (int i = 0; i < steps; i++) {
         uint64_t a = bench_now_ns();
-        scn_control(m, d, &s, 1e-3);
+        env_scenario_control(&s, m, d, 1e-3);
         tc += bench_now_ns() - a;
         sim_step(m, d, 1e-3);
     }

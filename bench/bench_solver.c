@@ -33,7 +33,7 @@ static sim_model *load(int kind, int solver, int warm)
     char err[512];
     sim_model *m = sim_urdf_load_file(MODEL_PATH, NULL, err, sizeof err);
     if (!m) { fprintf(stderr, "herd-bench: %s\n", err); return NULL; }
-    if (scn_configure_model(m, kind, err, sizeof err)) { fprintf(stderr, "herd-bench: %s\n", err); sim_model_destroy(&m); return NULL; }
+    if (env_scenario_configure_model(m, kind, err, sizeof err)) { fprintf(stderr, "herd-bench: %s\n", err); sim_model_destroy(&m); return NULL; }
     m->opt.solver = solver;
     m->opt.warmstart = warm;
     m->opt.erp = g_erp;
@@ -46,31 +46,31 @@ static int run(int kind, int solver, int warm, long steps, int repeats, double d
     sim_model *m = load(kind, solver, warm);
     if (!m) return -1;
     sim_data *d = sim_data_new(m);
-    scn_state s;
+    env_scenario s;
     char err[256];
-    if (scn_init(m, d, &s, kind, 42, err, sizeof err)) { fprintf(stderr, "%s\n", err); return -1; }
+    if (env_scenario_init(&s, m, d, kind, 42, err, sizeof err)) { fprintf(stderr, "%s\n", err); return -1; }
     double *rep_step = calloc((size_t)repeats, sizeof(double)), *rep_solver = calloc((size_t)repeats, sizeof(double));
     double *iters = malloc(sizeof(double) * (size_t)steps), *eps = malloc(sizeof(double) * (size_t)steps);
     memset(r, 0, sizeof *r);
     /* timing repeats: whole step, no metrics */
     for (int rep = 0; rep < repeats; rep++) {
-        scn_init(m, d, &s, kind, 42, err, sizeof err);
+        env_scenario_init(&s, m, d, kind, 42, err, sizeof err);
         m->opt.profile = 0;
         uint64_t t0 = bench_now_ns(), tc = 0;
         for (long i = 0; i < steps; i++) {
             uint64_t a = bench_now_ns();
-            scn_control(m, d, &s, dt);
+            env_scenario_control(&s, m, d, dt);
             tc += bench_now_ns() - a;
             sim_step(m, d, dt);
         }
         uint64_t t1 = bench_now_ns();
         rep_step[rep] = (double)(t1 - t0 - tc) / 1e3 / (double)steps;
         /* solver-only pass */
-        scn_init(m, d, &s, kind, 42, err, sizeof err);
+        env_scenario_init(&s, m, d, kind, 42, err, sizeof err);
         m->opt.profile = 1;
         double ns = 0;
         for (long i = 0; i < steps; i++) {
-            scn_control(m, d, &s, dt);
+            env_scenario_control(&s, m, d, dt);
             sim_step(m, d, dt);
             ns += d->stats.ns_solver;
         }
@@ -78,11 +78,11 @@ static int run(int kind, int solver, int warm, long steps, int repeats, double d
     }
     /* statistics pass */
     m->opt.profile = 0;
-    scn_init(m, d, &s, kind, 42, err, sizeof err);
+    env_scenario_init(&s, m, d, kind, 42, err, sizeof err);
     long ncontact_steps = 0;
     double contacts = 0;
     for (long i = 0; i < steps; i++) {
-        scn_control(m, d, &s, dt);
+        env_scenario_control(&s, m, d, dt);
         sim_step(m, d, dt);
         contacts += d->stats.nactive;
         if (d->stats.penetration > r->pen_max) r->pen_max = d->stats.penetration;
@@ -118,11 +118,11 @@ static void print_run(int kind, int solver, int warm, double dt, const run_resul
            "\"us_per_step\":%.4f,\"us_solver\":%.4f,\"mean_iterations\":%.3f,\"p99_iterations\":%.1f,"
            "\"eps_abs_p99\":%.4g,\"penetration_max_m\":%.4g,\"mean_active_contacts\":%.3f,\"resets\":%ld,"
            "\"cpu\":\"%s\"}\n",
-           scn_name(kind), solver_name(solver), warm ? "true" : "false", g_erp, dt, r->steps, r->us_per_step, r->us_solver,
+           env_scenario_name(kind), solver_name(solver), warm ? "true" : "false", g_erp, dt, r->steps, r->us_per_step, r->us_solver,
            r->mean_iter, r->p99_iter, r->eps_abs_p99, r->pen_max, r->mean_contacts, r->resets, bench_cpu());
     fflush(stdout);
     fprintf(stderr, "%-7s %-9s %s  %8.3f us/step  %7.3f us solver  iters mean %6.2f p99 %6.0f  eps_abs p99 %.2e  pen max %.2e m\n",
-            scn_name(kind), solver_name(solver), warm ? "warm" : "cold", r->us_per_step, r->us_solver, r->mean_iter,
+            env_scenario_name(kind), solver_name(solver), warm ? "warm" : "cold", r->us_per_step, r->us_solver, r->mean_iter,
             r->p99_iter, r->eps_abs_p99, r->pen_max);
 }
 
@@ -133,16 +133,16 @@ static double agreement(int kind, long steps, double dt, long *samples)
     sim_model *m = load(kind, SIM_SOLVER_BISECTION, 1);
     if (!m) return NAN;
     sim_data *d = sim_data_new(m);
-    scn_state s;
+    env_scenario s;
     char err[256];
-    scn_init(m, d, &s, kind, 42, err, sizeof err);
+    env_scenario_init(&s, m, d, kind, 42, err, sizeof err);
     sim_solver_params tight = m->opt.sp;
     tight.tol = 1e-20;
     tight.max_iter = 20000;
     long n = 0, ok = 0;
     double lam[3 * SIM_SOLVER_MAX_CONTACTS];
     for (long i = 0; i < steps; i++) {
-        scn_control(m, d, &s, dt);
+        env_scenario_control(&s, m, d, dt);
         sim_step(m, d, dt);
         if (d->stats.nactive == 0 || i % 10) continue;
         int nc = d->ncon;
@@ -230,7 +230,7 @@ int bench_solver(int argc, char **argv)
         return bench_solver_vs_mujoco(argc, argv);
     }
     if (bench_flag(argc, argv, "--compare") || argc == 1) {
-        const int kinds[4] = {SCN_TROT, SCN_HANG, SCN_DROP, SCN_RANDOM};
+        const int kinds[4] = {ENV_SCN_TROT, ENV_SCN_HANG, ENV_SCN_DROP, ENV_SCN_RANDOM};
         double t100k[4][2];
         for (int k = 0; k < 4; k++)
             for (int s = 0; s < 2; s++) {
@@ -246,10 +246,10 @@ int bench_solver(int argc, char **argv)
             run(kinds[k], SIM_SOLVER_BISECTION, 0, steps, 1, dt, &c);
             printf("{\"bench\":\"warmstart\",\"scenario\":\"%s\",\"solver\":\"bisection\",\"mean_iterations_warm\":%.3f,"
                    "\"mean_iterations_cold\":%.3f,\"iterations_saved_frac\":%.4f,\"us_solver_warm\":%.4f,\"us_solver_cold\":%.4f}\n",
-                   scn_name(kinds[k]), w.mean_iter, c.mean_iter, c.mean_iter > 0 ? 1 - w.mean_iter / c.mean_iter : 0,
+                   env_scenario_name(kinds[k]), w.mean_iter, c.mean_iter, c.mean_iter > 0 ? 1 - w.mean_iter / c.mean_iter : 0,
                    w.us_solver, c.us_solver);
             fprintf(stderr, "warm start %-7s: %.2f vs %.2f sweeps cold (%.0f %% saved), solver %.3f vs %.3f us\n",
-                    scn_name(kinds[k]), w.mean_iter, c.mean_iter, c.mean_iter > 0 ? 100 * (1 - w.mean_iter / c.mean_iter) : 0,
+                    env_scenario_name(kinds[k]), w.mean_iter, c.mean_iter, c.mean_iter > 0 ? 100 * (1 - w.mean_iter / c.mean_iter) : 0,
                     w.us_solver, c.us_solver);
         }
         fprintf(stderr, "\nTable II (s per 100k steps)   trot    hang    drop    random\n");
@@ -265,15 +265,15 @@ int bench_solver(int argc, char **argv)
             long samples = 0;
             double share = agreement(kinds[k], steps, dt, &samples);
             printf("{\"bench\":\"solver_agreement\",\"scenario\":\"%s\",\"samples\":%ld,\"share_below_1pct\":%.4f,\"paper_share\":0.996}\n",
-                   scn_name(kinds[k]), samples, share);
-            fprintf(stderr, "Fig. 6 %-7s: %.2f %% of %ld samples differ < 1 %% from tight PGS\n", scn_name(kinds[k]), 100 * share, samples);
+                   env_scenario_name(kinds[k]), samples, share);
+            fprintf(stderr, "Fig. 6 %-7s: %.2f %% of %ld samples differ < 1 %% from tight PGS\n", env_scenario_name(kinds[k]), 100 * share, samples);
         }
         box_slide();
         return 0;
     }
     const char *sc = bench_arg(argc, argv, "--scenario", "trot");
     const char *so = bench_arg(argc, argv, "--solver", "bisection");
-    int kind = scn_kind_from_name(sc);
+    int kind = env_scenario_kind_from_name(sc);
     if (kind < 0) { fprintf(stderr, "herd-bench solver: unknown scenario '%s' (trot, hang, drop, random, stand)\n", sc); return 2; }
     int solver = !strcmp(so, "pgs") ? SIM_SOLVER_PGS : !strcmp(so, "bisection") ? SIM_SOLVER_BISECTION : -1;
     if (solver < 0) { fprintf(stderr, "herd-bench solver: unknown solver '%s' (bisection, pgs)\n", so); return 2; }

@@ -5,8 +5,8 @@
  *
  * Both engines simulate envs/models/anymal_c.urdf dropped from 0.6 m with PD (Kp 80, Kd 2, clip 80 N·m)
  * holding HFE ±0.4 / KFE ∓0.8 (scenario "stand", env_scenario.h), at the same dt (1 ms by default):
- *   herd    scn_configure_model(SCN_STAND) (feet spheres + base box collide with the plane z = 0),
- *           scn_init, then per step scn_control + sim_step (bisection solver, warm starts: defaults).
+ *   herd    env_scenario_configure_model(ENV_SCN_STAND) (feet spheres + base box collide with the plane z = 0),
+ *           env_scenario_init, then per step env_scenario_control + sim_step (bisection solver, warm starts: defaults).
  *   MuJoCo  mj_peer_new_with_floor (mj_peer.h): the same URDF compiled by MuJoCo's own importer, a free
  *           root joint, herd's inertias adopted (mj_peer_adopt_inertia), a floor (a plane by default)
  *           with which exactly herd's colliding geoms collide (nothing else, no self-collision), herd's
@@ -20,7 +20,7 @@
  *           all-defaults configuration is still run and timed as a reference ("mujoco_all_defaults").
  *           Per step the same PD law is evaluated from MuJoCo's own state and written into
  *           qfrc_applied (through the peer's dof maps), then mj_step.
- * Timing: each repeat restarts every engine from the initial state (herd: scn_init; MuJoCo:
+ * Timing: each repeat restarts every engine from the initial state (herd: env_scenario_init; MuJoCo:
  * mj_resetData + herd's initial state) and times its whole loop of `steps` (PD + step), the engines
  * in turn; the PD law (12 clipped PD terms) is inside the timed loop of both, costing some tens of ns
  * against microseconds per step.  Reported: medians over the repeats of the per-repeat mean.  A
@@ -99,16 +99,16 @@ static int mjv_warnings(const mjData *d)
 /* The base height at 2 s is taken after step i2s (t = (i2s + 1) dt = 2 s); NAN if the run is shorter. */
 static long mjv_i2s(double dt) { return lround(2.0 / dt) - 1; }
 
-static void mjv_trace_herd(const sim_model *hm, sim_data *hd, scn_state *s, long steps, double dt, mjv_trace *t)
+static void mjv_trace_herd(const sim_model *hm, sim_data *hd, env_scenario *s, long steps, double dt, mjv_trace *t)
 {
     char err[256];
     long i2s = mjv_i2s(dt);
     memset(t, 0, sizeof *t);
     t->z_2s = NAN;
     t->z_min = INFINITY;
-    scn_init(hm, hd, s, SCN_STAND, 42, err, sizeof err);
+    env_scenario_init(s, hm, hd, ENV_SCN_STAND, 42, err, sizeof err);
     for (long i = 0; i < steps; i++) {
-        scn_control(hm, hd, s, dt);
+        env_scenario_control(s, hm, hd, dt);
         if (sim_step(hm, hd, dt)) t->nonfinite++;
         t->mean_contacts += hd->stats.nactive;
         t->mean_iter += hd->stats.iterations;
@@ -153,13 +153,13 @@ static void mjv_trace_mujoco(const mj_peer *p, const mjv_pd *pd, const double *q
     t->mean_iter /= (double)steps;
 }
 
-static double mjv_time_herd(const sim_model *hm, sim_data *hd, scn_state *s, long steps, double dt)
+static double mjv_time_herd(const sim_model *hm, sim_data *hd, env_scenario *s, long steps, double dt)
 {
     char err[256];
-    scn_init(hm, hd, s, SCN_STAND, 42, err, sizeof err);
+    env_scenario_init(s, hm, hd, ENV_SCN_STAND, 42, err, sizeof err);
     uint64_t t0 = bench_now_ns();
     for (long i = 0; i < steps; i++) {
-        scn_control(hm, hd, s, dt);
+        env_scenario_control(s, hm, hd, dt);
         sim_step(hm, hd, dt);
     }
     uint64_t t1 = bench_now_ns();
@@ -212,14 +212,14 @@ int bench_solver_vs_mujoco(int argc, char **argv)
     sim_data *hd = NULL;
     mj_peer *p = NULL;
     double *rep_h = NULL, *rep_m = NULL, *rep_d = NULL;
-    if (scn_configure_model(hm, SCN_STAND, err, sizeof err)) { fprintf(stderr, "herd-bench: %s\n", err); goto done; }
+    if (env_scenario_configure_model(hm, ENV_SCN_STAND, err, sizeof err)) { fprintf(stderr, "herd-bench: %s\n", err); goto done; }
     hm->opt.erp = 0;                                   /* as herd-bench solver's default */
     hd = sim_data_new(hm);
     if (!hd) { fprintf(stderr, "herd-bench: out of memory\n"); goto done; }
-    scn_state s;
-    if (scn_init(hm, hd, &s, SCN_STAND, 42, err, sizeof err)) { fprintf(stderr, "herd-bench: %s\n", err); goto done; }
+    env_scenario s;
+    if (env_scenario_init(&s, hm, hd, ENV_SCN_STAND, 42, err, sizeof err)) { fprintf(stderr, "herd-bench: %s\n", err); goto done; }
 
-    /* MuJoCo: same model after scn_configure_model (its nocollide flags choose the colliding geoms). */
+    /* MuJoCo: same model after env_scenario_configure_model (its nocollide flags choose the colliding geoms). */
     p = mj_peer_new_with_floor(MJV_MODEL_PATH, hm, floor_kind, err, sizeof err);
     if (!p) { fprintf(stderr, "herd-bench: MuJoCo peer: %s\n", err); goto done; }
     double inertia_err = mj_peer_adopt_inertia(p, hm);
@@ -230,8 +230,8 @@ int bench_solver_vs_mujoco(int argc, char **argv)
     defaults.noslip_iterations = p->m->opt.noslip_iterations;
     mjv_pd pd;
     for (int i = 0; i < 12; i++) {
-        pd.qadr[i] = p->qadr[s.qadr[i]];
-        pd.dof[i] = p->dofadr[s.dof[i]];
+        pd.qadr[i] = p->qadr[s.joints.qadr[i]];
+        pd.dof[i] = p->dofadr[s.joints.dof[i]];
         pd.target[i] = s.target[i];
     }
     pd.kp = s.kp;

@@ -62,7 +62,7 @@ typedef enum {
  *     world body).  MJ_PEER_FLOOR_PLANE then turns that compiled world geom into a plane (type, size,
  *     position at the top face, rbound 0 = unbounded): MuJoCo's usual ground, with its plane-sphere
  *     and plane-box colliders.  MJ_PEER_FLOOR_BOX keeps the box (sphere-box and box-box colliders).
- *   - Exactly the herd geometries with nocollide == 0 (call after e.g. scn_configure_model) collide,
+ *   - Exactly the herd geometries with nocollide == 0 (call after e.g. env_scenario_configure_model) collide,
  *     and only with the floor: they get contype 1 / conaffinity 2, the floor contype 2 / conaffinity 1,
  *     every other geom 0 / 0.  Each herd-colliding geom must have a MuJoCo match (p->geom[]).
  *   - Sliding friction: each colliding geom gets herd's geom friction; the floor gets the smallest of

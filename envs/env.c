@@ -23,42 +23,28 @@ int env_registry_find(const char *name)
     return -1;
 }
 
-/* ---- counter-based streams: splitmix64 finalizer over (key, counter) ---- */
-
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static env_rng rng_for(uint64_t seed, uint64_t world, uint32_t episode)
-{
-    env_rng r;
-    r.key = mix64(mix64(seed ^ 0x243F6A8885A308D3ull) ^ (world * 0x9E3779B97F4A7C15ull + 0x13198A2E03707344ull)) ^
-            mix64((uint64_t)episode + 0xA4093822299F31D0ull);
-    r.ctr = 0;
-    return r;
-}
-
-double env_rng_uniform(env_rng *r)
-{
-    uint64_t x = mix64(r->key + 0x9E3779B97F4A7C15ull * ++r->ctr);
-    return (x >> 11) * (1.0 / 9007199254740992.0);
-}
-double env_rng_range(env_rng *r, double lo, double hi) { return lo + (hi - lo) * env_rng_uniform(r); }
-double env_rng_normal(env_rng *r)
-{
-    double u1 = env_rng_uniform(r), u2 = env_rng_uniform(r);
-    if (u1 < 1e-300) u1 = 1e-300;
-    return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
 double env_cfg(const struct env *e, const char *key)
 {
     for (int i = 0; i < e->spec.nconfig; i++)
         if (strcmp(e->spec.config[i].key, key) == 0) return e->cfg[i];
     return NAN;
+}
+
+int env_cfg_read(const struct env *e, const env_cfg_field *fields, int nf, void *cfg, char *err, size_t errlen)
+{
+    for (int i = 0; i < e->spec.nconfig; i++) {
+        int found = 0;
+        for (int f = 0; f < nf; f++)
+            if (strcmp(fields[f].key, e->spec.config[i].key) == 0) {
+                memcpy((unsigned char *)cfg + fields[f].offset, &e->cfg[i], sizeof(double));
+                found = 1;
+            }
+        if (!found) {
+            snprintf(err, errlen, "%s: configuration key '%s' has no field in the task", e->spec.name, e->spec.config[i].key);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 double env_config(const env_t *e, const char *key) { return env_cfg(e, key); }
@@ -128,7 +114,7 @@ env_t *env_new(const char *name, int nworlds, const env_kv *ov, int nov, uint64_
         e->cfg[found] = v;
     }
     e->model = NULL;
-    if (task->configure(e, NULL, &e->spec, err, errlen)) {
+    if (task->configure(e, err, errlen)) {
         env_destroy(&e);
         return NULL;
     }
@@ -165,10 +151,9 @@ env_t *env_new(const char *name, int nworlds, const env_kv *ov, int nov, uint64_
     return e;
 }
 
-static void reset_one(env_t *e, env_world *w, int idx, float *obs)
+static void reset_one(env_t *e, env_world *w, float *obs)
 {
-    (void)idx;
-    w->rng = rng_for(w->seed, w->stream, w->episode);
+    w->rng = env_rng_for(w->seed, w->stream, w->episode);
     w->steps = 0;
     w->needs_reset = 0;
     w->ep_return = 0;
@@ -198,8 +183,16 @@ void env_reset(env_t *e, int first, int n, const int32_t *ids, const uint64_t *s
         } else {
             w->episode++;
         }
-        reset_one(e, w, idx, obs + (size_t)i * od);
+        reset_one(e, w, obs + (size_t)i * od);
     }
+}
+
+int env_first_ended(const env_t *e, int first, int n, const int32_t *ids)
+{
+    if (e->autoreset != ENV_AUTORESET_DISABLED) return -1;
+    for (int i = 0; i < n; i++)
+        if (e->worlds[ids ? ids[i] : first + i].needs_reset) return i;
+    return -1;
 }
 
 long env_check_actions(const env_t *e, int n, const float *a)
@@ -230,30 +223,33 @@ int env_step(env_t *e, int first, int n, const int32_t *ids, const float *act, f
             if (info->episode_terms) memset(info->episode_terms + (size_t)i * nt, 0, sizeof(float) * (size_t)nt);
             if (info->reward_terms) memset(info->reward_terms + (size_t)i * nt, 0, sizeof(float) * (size_t)nt);
             if (info->final_obs) memset(info->final_obs + (size_t)i * od, 0, sizeof(float) * (size_t)od);
+            if (info->autoreset) info->autoreset[i] = 0;
+            if (info->refused) info->refused[i] = 0;
         }
         if (w->needs_reset) {
             if (e->autoreset == ENV_AUTORESET_DISABLED) {
                 /* an ended (or never reset) world stays so until reset: refused, last observation */
                 refused++;
+                if (info && info->refused) info->refused[i] = 1;
                 e->task->observe(e, w, o);
                 reward[i] = 0;
                 terminated[i] = truncated[i] = 0;
                 continue;
             }
             /* NEXT_STEP autoreset (or a world never reset): this step resets and ignores the action */
+            if (info && info->autoreset) info->autoreset[i] = 1;
             w->episode++;
-            reset_one(e, w, idx, o);
+            reset_one(e, w, o);
             reward[i] = 0;
             terminated[i] = truncated[i] = 0;
             continue;
         }
         float r = 0;
         uint8_t term = 0, trunc = 0;
-        e->task->step_world(e, w, act + (size_t)i * ad, o, &r, terms, &term, &trunc);
+        int physics = e->task->step_world(e, w, act + (size_t)i * ad, o, &r, terms, &term, &trunc);
         w->steps++;
         if (!term && w->steps >= e->spec.max_episode_steps) trunc = 1;
-        int physics = trunc == 2;   /* tasks report a physics failure as truncated = 2 */
-        if (physics) trunc = 1;
+        if (physics) trunc = 1;     /* the world was reset: its episode ends here, truncated */
         reward[i] = r;
         terminated[i] = term;
         truncated[i] = trunc;
@@ -271,7 +267,7 @@ int env_step(env_t *e, int first, int n, const int32_t *ids, const float *act, f
             if (e->autoreset == ENV_AUTORESET_SAME_STEP) {
                 if (info && info->final_obs) memcpy(info->final_obs + (size_t)i * od, o, sizeof(float) * (size_t)od);
                 w->episode++;
-                reset_one(e, w, idx, o);
+                reset_one(e, w, o);
             } else {
                 w->needs_reset = 1;
             }

@@ -14,7 +14,9 @@
  *   ENV_AUTORESET_SAME_STEP  a world that ends is reset within the same step: the returned observation
  *                            is the new episode's first; the final one goes to info.final_obs.
  *   ENV_AUTORESET_DISABLED   worlds that ended stay ended until reset explicitly (steps on them are
- *                            errors reported through env_step's return value).
+ *                            errors reported through env_step's return value and info.refused;
+ *                            env_first_ended finds them before a step).
+ * The env owns "world ended": callers forward info.autoreset / info.refused rather than track it.
  * Units: observations and actions are float32 as the spec describes; time in seconds.
  */
 #ifndef HERD_ENV_H
@@ -34,6 +36,10 @@ typedef struct {
     int32_t *episode_length;    /* n (env steps) */
     float *episode_terms;       /* n x nterms: per-term sums over the episode that ended */
     float *reward_terms;        /* n x nterms: this step's per-term breakdown */
+    uint8_t *autoreset;         /* n: 1 if this step reset the world instead of stepping it (it had ended, or
+                                 * was never reset; its action was ignored).  Never set in DISABLED mode. */
+    uint8_t *refused;           /* n: 1 if the world had ended and was not stepped (DISABLED mode only); its
+                                 * outputs are its last observation, reward 0 and no flags */
 } env_info;
 
 typedef struct env env_t;
@@ -65,6 +71,11 @@ void env_reset(env_t *e, int first, int n, const int32_t *ids, const uint64_t *s
  * not be stepped (DISABLED autoreset: ended and not reset), whose outputs are their last ones. */
 int env_step(env_t *e, int first, int n, const int32_t *ids, const float *actions, float *obs, float *reward,
              uint8_t *terminated, uint8_t *truncated, env_info *info);
+
+/* DISABLED autoreset: the index i (0..n-1) of the first of the n worlds ids[i] (or first + i when ids
+ * is NULL) that has ended (or was never reset) and so would be refused by env_step; -1 if none.
+ * Always -1 in the other autoreset modes. */
+int env_first_ended(const env_t *e, int first, int n, const int32_t *ids);
 
 /* Index of the first non-finite value in an n x act_dim action array, or -1. */
 long env_check_actions(const env_t *e, int n, const float *actions);

@@ -1,28 +1,20 @@
 /* env_internal.h — what a task implements (not for env users).
  *
- * A task provides its default spec (fields, timing, config keys, reward terms) and three functions
- * on one world.  env.c owns the registry, configuration, worlds, autoreset and episode statistics. */
+ * A task provides its default spec (fields, timing, config keys, reward terms), a configure function
+ * (reads its configuration once into typed fields, builds the model) and three functions on one world.
+ * env.c owns the registry, configuration, worlds, autoreset, "world ended" and episode statistics. */
 #ifndef HERD_ENV_INTERNAL_H
 #define HERD_ENV_INTERNAL_H
 
 #include "env.h"
+#include "env_rng.h"
 #include "sim_model.h"
-
-/* Counter-based random stream of one world: draw k of (seed, world, episode) is a hash of the four. */
-typedef struct {
-    uint64_t key;       /* mix of seed, world index and episode */
-    uint64_t ctr;
-} env_rng;
-
-double env_rng_uniform(env_rng *r);                 /* [0, 1) */
-double env_rng_range(env_rng *r, double lo, double hi);
-double env_rng_normal(env_rng *r);                  /* standard normal */
 
 /* One world: physics plus the task's state (task_state_size bytes, aligned, zeroed at creation). */
 typedef struct {
     sim_data *d;        /* state only (sim_data_new_shared); scratch is bound by env_reset / env_step */
     void *task;
-    env_rng rng;
+    env_rng rng;        /* env_rng_for(seed, stream, episode) at each reset */
     uint64_t seed;      /* the stream's seed: the env seed, or the world's own after reset(seeds) */
     uint64_t stream;    /* the stream's world key: the world index, or a fixed key when seeded
                          * explicitly, so that an explicitly seeded world draws the same numbers
@@ -38,14 +30,17 @@ struct env;
 typedef struct {
     env_spec spec;                                   /* defaults */
     size_t task_state_size;
-    /* after configuration: adjust spec (dt, episode) and the model (collision flags, options) */
-    int (*configure)(struct env *e, sim_model *m, env_spec *spec, char *err, size_t errlen);
+    /* after the overrides are validated: read the configuration into the task's typed fields (in
+     * task_env), build e->model, adjust e->spec (timing, bounds).  0, or -1 with err filled. */
+    int (*configure)(struct env *e, char *err, size_t errlen);
     void (*reset_world)(const struct env *e, env_world *w, float *obs);
     /* the current observation, without stepping (no noise draw) */
     void (*observe)(const struct env *e, env_world *w, float *obs);
-    /* one env step: writes obs, reward terms (unscaled sum goes to reward), flags */
-    void (*step_world)(const struct env *e, env_world *w, const float *act, float *obs, float *reward,
-                       float *terms, uint8_t *terminated, uint8_t *truncated);
+    /* One env step: writes obs, the reward terms and their sum, terminated and truncated (0/1).
+     * Returns 1 if the physics failed (NaN, inf, runaway): the world has then been reset, obs is the
+     * new episode's first, reward and terms are 0.  Else 0. */
+    int (*step_world)(const struct env *e, env_world *w, const float *act, float *obs, float *reward, float *terms,
+                      uint8_t *terminated, uint8_t *truncated);
 } env_task;
 
 struct env {
@@ -62,11 +57,21 @@ struct env {
     _Alignas(64) unsigned char task_env[4096];  /* the task's per-env shared data (read-only after configure) */
 };
 
-/* Value of a configuration key (by name; the task's own keys). */
+/* Value of a configuration key (by name; the task's own keys); NAN if unknown.  For configure only:
+ * tasks read their configuration once into typed fields with env_cfg_read. */
 double env_cfg(const struct env *e, const char *key);
 
-/* The ANYmal C model: the copy embedded at build time, or $HERD_MODEL_DIR/anymal_c.urdf when set. */
-sim_model *env_load_anymal(char *err, size_t errlen);
+/* One double field of a task's typed configuration struct and its key. */
+typedef struct {
+    const char *key;
+    size_t offset;      /* offsetof(the struct, the field) */
+} env_cfg_field;
+#define ENV_CFG_FIELD(type, field) {#field, offsetof(type, field)}
+
+/* Reads the configuration into the struct cfg through its nf fields.  Every key of the env's spec must
+ * have a field (so a key cannot be misspelt in one place only): -1 with err filled if one has none.
+ * Fields whose key the spec lacks (another task's keys) are left as they are. */
+int env_cfg_read(const struct env *e, const env_cfg_field *fields, int nf, void *cfg, char *err, size_t errlen);
 
 /* Tasks. */
 extern const env_task env_task_anymal_walk;

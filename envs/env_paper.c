@@ -1,19 +1,27 @@
 /* env_paper.c — the four experiments of Hwangbo, Lee & Hutter (2018) as tasks, for benchmarking the
  * simulator in batches and over the wire: "paper-trot", "paper-hang", "paper-drop", "paper-random"
- * (see env_scenario.h).  Physics exactly as the solver benchmark: dt 1 ms, one physics step per env
+ * (see env_scenario.h, which uses the ANYmal module env_anymal_model.h).  Physics exactly as the solver benchmark: dt 1 ms, one physics step per env
  * step by default, the scenario's own scripted controller and resets.  The action (12, rad) is an
  * offset added to the scripted PD targets (zeros reproduce the paper's scenario); the observation is
  * the raw state; the reward is 0: these tasks measure the simulator, not a policy. */
+#include <assert.h>
 #include <math.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "env_anymal_model.h"
 #include "env_internal.h"
 #include "env_scenario.h"
 #include "sim_step.h"
-#include "sim_urdf.h"
+
+/* Each env's typed configuration (the keys of the spec below), read once at env_new. */
+typedef struct {
+    double sim_dt, decimation, episode_seconds, solver, erp;
+} paper_cfg;
+
+static const env_cfg_field paper_cfg_fields[] = {
+    ENV_CFG_FIELD(paper_cfg, sim_dt), ENV_CFG_FIELD(paper_cfg, decimation), ENV_CFG_FIELD(paper_cfg, episode_seconds),
+    ENV_CFG_FIELD(paper_cfg, solver), ENV_CFG_FIELD(paper_cfg, erp)};
 
 typedef struct {
     int kind;
@@ -21,28 +29,32 @@ typedef struct {
     int decimation;
 } paper_shared;
 
+_Static_assert(sizeof(paper_shared) <= sizeof(((struct env *)0)->task_env), "task_env too small");
 static const paper_shared *pshared(const struct env *e) { return (const paper_shared *)(const void *)e->task_env; }
 
-static int paper_configure(struct env *e, sim_model *unused, env_spec *spec, char *err, size_t errlen)
+static int paper_configure(struct env *e, char *err, size_t errlen)
 {
-    (void)unused;
-    int kind = scn_kind_from_name(spec->name + strlen("paper-"));
-    sim_model *m = env_load_anymal(err, errlen);
+    env_spec *spec = &e->spec;
+    paper_cfg c;
+    if (env_cfg_read(e, paper_cfg_fields, (int)(sizeof paper_cfg_fields / sizeof paper_cfg_fields[0]), &c, err, errlen))
+        return -1;
+    int kind = env_scenario_kind_from_name(spec->name + strlen("paper-"));
+    sim_model *m = env_anymal_load(err, errlen);
     if (!m) return -1;
-    if (scn_configure_model(m, kind, err, errlen)) {
+    if (env_scenario_configure_model(m, kind, err, errlen)) {
         sim_model_destroy(&m);
         return -1;
     }
-    m->opt.solver = (int)env_cfg(e, "solver");
-    m->opt.erp = env_cfg(e, "erp");
+    m->opt.solver = (int)c.solver;
+    m->opt.erp = c.erp;
     paper_shared *ps = (paper_shared *)(void *)e->task_env;
     ps->kind = kind;
-    ps->dt = env_cfg(e, "sim_dt");
-    ps->decimation = (int)env_cfg(e, "decimation");
+    ps->dt = c.sim_dt;
+    ps->decimation = (int)c.decimation;
     spec->sim_dt = ps->dt;
     spec->decimation = ps->decimation;
     spec->control_dt = ps->dt * ps->decimation;
-    spec->episode_seconds = env_cfg(e, "episode_seconds");
+    spec->episode_seconds = c.episode_seconds;
     spec->max_episode_steps = (int)ceil(spec->episode_seconds / spec->control_dt - 1e-9);
     e->model = m;
     return 0;
@@ -57,23 +69,25 @@ static void paper_observe(const struct env *e, env_world *w, float *o)
 
 static void paper_reset(const struct env *e, env_world *w, float *obs)
 {
-    scn_state *s = w->task;
+    env_scenario *s = w->task;
     char err[128];
     uint64_t seed = (uint64_t)(env_rng_uniform(&w->rng) * 18446744073709551615.0);
-    scn_init(e->model, w->d, s, pshared(e)->kind, seed, err, sizeof err);
+    /* cannot fail: configure checked the model with the same joint map */
+    int rc = env_scenario_init(s, e->model, w->d, pshared(e)->kind, seed, err, sizeof err);
+    assert(rc == 0);
+    (void)rc;
     paper_observe(e, w, obs);
 }
 
-static void paper_step(const struct env *e, env_world *w, const float *act, float *obs, float *reward, float *terms,
-                       uint8_t *terminated, uint8_t *truncated)
+static int paper_step(const struct env *e, env_world *w, const float *act, float *obs, float *reward, float *terms,
+                      uint8_t *terminated, uint8_t *truncated)
 {
     const paper_shared *ps = pshared(e);
-    scn_state *s = w->task;
-    (void)terms;
-    for (int i = 0; i < 12; i++) s->offset[i] = isfinite(act[i]) ? act[i] : 0;
+    env_scenario *s = w->task;
+    for (int i = 0; i < ENV_ANYMAL_NJ; i++) s->offset[i] = isfinite(act[i]) ? act[i] : 0;
     int failed = 0;
     for (int k = 0; k < ps->decimation && !failed; k++) {
-        scn_control(e->model, w->d, s, ps->dt);
+        env_scenario_control(s, e->model, w->d, ps->dt);
         failed = sim_step(e->model, w->d, ps->dt) != 0;
     }
     *reward = 0;
@@ -81,10 +95,10 @@ static void paper_step(const struct env *e, env_world *w, const float *act, floa
     *truncated = 0;
     if (failed) {
         paper_reset(e, w, obs);
-        *truncated = 2;
-        return;
+        return 1;
     }
     paper_observe(e, w, obs);
+    return 0;
 }
 
 #define OBS(nm, off, sz, un) {nm, off, sz, -INFINITY, INFINITY, 1.0f, un}
@@ -108,7 +122,7 @@ static void paper_step(const struct env *e, env_world *w, const float *act, floa
                        KEY("erp", 0, 0, 1, 0, "contact position correction per physics step (0 = off)")},  \
             .nterms = 0,                                                                                    \
         },                                                                                                  \
-        .task_state_size = sizeof(scn_state),                                                               \
+        .task_state_size = sizeof(env_scenario),                                                               \
         .configure = paper_configure,                                                                       \
         .reset_world = paper_reset,                                                                         \
         .observe = paper_observe,                                                                           \

@@ -1,54 +1,60 @@
 /* env_scenario.h — the four ANYmal scenarios of Hwangbo, Lee & Hutter (2018, Sec. V-A), plus a
- * standing one, as deterministic controllers around sim_step.  Used by the solver benchmark and by
- * the scenario tasks.  All at the caller's dt (the paper uses 1 ms).
+ * standing one, as deterministic controllers around sim_step.  Used by the solver benchmarks, the
+ * tests and the paper-* tasks (env_paper.c).  All at the caller's dt (the paper uses 1 ms).
  *
  *   trot    scripted diagonal trot (LF+RH / RF+LH) in joint space, 0.5 s period, with a feedback on
  *           the stride amplitude toward 1.5 m/s forward; feet and base collide; reset if the base
- *           touches the ground or tilts over 60°.
+ *           falls below 0.25 m or tilts over 60°.
  *   hang    released at rest from 1 m, unactuated, only the feet collide: the body falls through the
  *           plane and swings below the feet, which stay on the ground.  No resets.
  *   drop    released from 1 m with 1 m/s tangential velocity, PD holding the nominal pose, feet and
- *           base collide; reset once the robot has been still (KE < 0.5 J) for 0.5 s.
+ *           base collide; reset once the robot has been still (base KE < 0.5 J) for 0.5 s, or at 10 s.
  *   random  released from 0.7 m; PD targets drawn around the nominal pose with 1 rad² variance
  *           (std 1 rad, clipped to the joint limits), redrawn every 50 ms; reset every 5 s.
  *   stand   PD holding the nominal pose from 0.6 m; no resets (the MuJoCo comparison scenario).
- * PD: Kp 80 N·m/rad, Kd 2 N·m·s/rad, torques clipped at 80 N·m (legged_gym's ANYmal C gains).
+ * PD: env_anymal_model.h's gains (Kp 80 N·m/rad, Kd 2 N·m·s/rad, torques clipped at 80 N·m).
+ *
+ * An env_scenario is a plain value owned by the caller (no allocation, nothing to destroy).
  */
 #ifndef HERD_ENV_SCENARIO_H
 #define HERD_ENV_SCENARIO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "env_anymal_model.h"
+#include "env_rng.h"
 #include "sim_model.h"
 
-typedef enum { SCN_TROT = 0, SCN_HANG, SCN_DROP, SCN_RANDOM, SCN_STAND, SCN_COUNT } scn_kind;
+typedef enum { ENV_SCN_TROT = 0, ENV_SCN_HANG, ENV_SCN_DROP, ENV_SCN_RANDOM, ENV_SCN_STAND, ENV_SCN_COUNT } env_scenario_kind;
 
 typedef struct {
     int kind;
-    int qadr[12], dof[12];      /* joints in the order LF, RF, LH, RH x HAA, HFE, KFE */
-    double lower[12], upper[12];
-    double nominal[12];
-    double target[12];
+    env_anymal_joints joints;
+    double target[ENV_ANYMAL_NJ];   /* the scripted PD targets (rad) */
     double kp, kd, tau_max;
-    double t_episode, t_target, t_still;
-    double amp;                 /* trot stride amplitude (rad), adapted */
-    double offset[12];          /* added to the PD targets (the scenario tasks' actions); 0 by default */
-    uint64_t rng;
-    long resets;
-} scn_state;
+    double t_episode, t_target, t_still;   /* s */
+    double amp;                     /* trot stride amplitude (rad), adapted */
+    double offset[ENV_ANYMAL_NJ];   /* added to the PD targets (the paper tasks' actions); 0 by default */
+    env_rng rng;                    /* the random scenario's target draws */
+    long resets;                    /* resets since env_scenario_init */
+} env_scenario;
 
-/* Name <-> kind ("trot", "hang", "drop", "random", "stand"); -1 if unknown. */
-int scn_kind_from_name(const char *name);
-const char *scn_name(int kind);
+/* Name <-> kind ("trot", "hang", "drop", "random", "stand"); -1 / "?" if unknown. */
+int env_scenario_kind_from_name(const char *name);
+const char *env_scenario_name(int kind);
 
-/* Configures a model for the scenario (which geometries collide).  Returns 0, or -1 with err filled
- * (e.g. the model lacks ANYmal's joints). */
-int scn_configure_model(sim_model *m, int kind, char *err, size_t errlen);
-/* Prepares the controller state (joint map) and resets the world. */
-int scn_init(const sim_model *m, sim_data *d, scn_state *s, int kind, uint64_t seed, char *err, size_t errlen);
-/* Resets the world to the scenario's initial state. */
-void scn_reset(const sim_model *m, sim_data *d, scn_state *s);
-/* Sets d->tau for the next step (and resets the world when the scenario says so). */
-void scn_control(const sim_model *m, sim_data *d, scn_state *s, double dt);
+/* Configures a model for the scenario (which geometries collide: the feet and the base box; hang: the
+ * feet only).  Returns 0, or -1 with err filled (unknown kind, or not 4 feet). */
+int env_scenario_configure_model(sim_model *m, int kind, char *err, size_t errlen);
+/* Prepares the controller (joint map, gains, random stream keyed by seed) and resets the world.
+ * Returns 0, or -1 with err filled (the model lacks ANYmal's joints). */
+int env_scenario_init(env_scenario *s, const sim_model *m, sim_data *d, int kind, uint64_t seed, char *err,
+                      size_t errlen);
+/* Resets the world to the scenario's initial state (nominal pose at the scenario's height, at rest). */
+void env_scenario_reset(env_scenario *s, const sim_model *m, sim_data *d);
+/* Advances the scenario's clock by dt and sets d->tau for the next step (resetting the world first
+ * when the scenario says so). */
+void env_scenario_control(env_scenario *s, const sim_model *m, sim_data *d, double dt);
 
 #endif

@@ -224,16 +224,16 @@ static void warm_cold(int kind, int compare_impulses)
 {
     sim_model *m = anymal();
     char err[256];
-    cr_assert_eq(scn_configure_model(m, kind, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(env_scenario_configure_model(m, kind, err, sizeof err), 0, "%s", err);
     sim_data *d = sim_data_new(m);
-    scn_state s;
-    cr_assert_eq(scn_init(m, d, &s, kind, 7, err, sizeof err), 0, "%s", err);
-    for (int i = 0; i < 1500; i++) { scn_control(m, d, &s, 1e-3); sim_step(m, d, 1e-3); }
+    env_scenario s;
+    cr_assert_eq(env_scenario_init(&s, m, d, kind, 7, err, sizeof err), 0, "%s", err);
+    for (int i = 0; i < 1500; i++) { env_scenario_control(&s, m, d, 1e-3); sim_step(m, d, 1e-3); }
     cr_assert_geq(d->stats.nactive, compare_impulses ? 4 : 1);
     int warm_iters = 0, cold_iters = 0;
     double worst_lam = 0, worst_vel = 0;
     for (int i = 0; i < 300; i++) {
-        scn_control(m, d, &s, 1e-3);
+        env_scenario_control(&s, m, d, 1e-3);
         sim_step(m, d, 1e-3);
         warm_iters += d->stats.iterations;
         int nc = d->ncon;
@@ -258,7 +258,7 @@ static void warm_cold(int kind, int compare_impulses)
         }
     }
     cr_log_info("warm vs cold (%s): worst relative impulse difference %.3g, worst velocity difference %.3g m/s; "
-                "sweeps warm %d, cold %d", scn_name(kind), worst_lam, worst_vel, warm_iters, cold_iters);
+                "sweeps warm %d, cold %d", env_scenario_name(kind), worst_lam, worst_vel, warm_iters, cold_iters);
     /* both solves stop at the 1e-6 (N·s | m/s) violation: velocities agree to a few times that */
     cr_assert_lt(worst_vel, 1e-4, "contact velocities differ by %g m/s", worst_vel);
     if (compare_impulses) cr_assert_lt(worst_lam, 1e-3, "impulses differ by %g (relative)", worst_lam);
@@ -266,8 +266,8 @@ static void warm_cold(int kind, int compare_impulses)
     sim_data_destroy(&d);
     sim_model_destroy(&m);
 }
-Test(contact, warm_and_cold_agree_standing, .timeout = 60) { warm_cold(SCN_STAND, 1); }
-Test(contact, warm_and_cold_agree_lying, .timeout = 60) { warm_cold(SCN_HANG, 0); }
+Test(contact, warm_and_cold_agree_standing, .timeout = 60) { warm_cold(ENV_SCN_STAND, 1); }
+Test(contact, warm_and_cold_agree_lying, .timeout = 60) { warm_cold(ENV_SCN_HANG, 0); }
 
 /* A flat heightfield behaves exactly like the plane; a sloped one tilts the contact normal. */
 Test(contact, heightfield)
@@ -331,15 +331,15 @@ Test(contact, delassus_matches_dense, .timeout = 60)
 {
     sim_model *m = anymal();
     char err[256];
-    cr_assert_eq(scn_configure_model(m, SCN_RANDOM, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(env_scenario_configure_model(m, ENV_SCN_RANDOM, err, sizeof err), 0, "%s", err);
     sim_data *d = sim_data_new(m);
-    scn_state s;
-    scn_init(m, d, &s, SCN_RANDOM, 3, err, sizeof err);
+    env_scenario s;
+    env_scenario_init(&s, m, d, ENV_SCN_RANDOM, 3, err, sizeof err);
     const int nv = m->nv;
     double worst = 0, worst_u = 0;
     int checked = 0;
     for (int i = 0; i < 3000; i++) {
-        scn_control(m, d, &s, 1e-3);
+        env_scenario_control(&s, m, d, 1e-3);
         double u_before[64];
         sim_step(m, d, 1e-3);
         int nc = d->ncon;

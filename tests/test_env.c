@@ -253,44 +253,149 @@ Test(env, observation_layout_matches_spec)
 
 /* ---------------------------------------------------------------- rewards */
 
-Test(env, walk_rewards_match_hand_computation)
+/* legged_gym's ANYmal C flat-task reward terms, written out from their definitions with the scales of
+ * its config, each computed from the world's state before and after the step (never from the env's
+ * own constants): every term is scale * control dt * value.  One physics substep per env step, so
+ * that the torques are exactly the PD law applied to the state before the step. */
+typedef struct {
+    double air[4];
+    int last_contact[4];
+    float prev_act[12];
+    double cmd[3];      /* from the observation before the step: command_lin_vel / 2, command_yaw_rate / 0.25 */
+} walk_ref;
+
+/* base frame: R (body -> world) from the wxyz quaternion at q[3..6] */
+static void ref_rot(const double *q, double R[3][3])
 {
-    env_kv kv[] = {{"obs_noise", 0}, {"only_positive_rewards", 0}, {"push_interval_s", 0}};
-    env_t *e = mk("anymal_c-walk", 2, kv, 3, ENV_AUTORESET_NEXT_STEP);
+    double w = q[3], x = q[4], y = q[5], z = q[6];
+    R[0][0] = 1 - 2 * (y * y + z * z); R[0][1] = 2 * (x * y - w * z);     R[0][2] = 2 * (x * z + w * y);
+    R[1][0] = 2 * (x * y + w * z);     R[1][1] = 1 - 2 * (x * x + z * z); R[1][2] = 2 * (y * z - w * x);
+    R[2][0] = 2 * (x * z - w * y);     R[2][1] = 2 * (y * z + w * x);     R[2][2] = 1 - 2 * (x * x + y * y);
+}
+
+static int joint_index(const sim_model *m, int l, int j)
+{
+    const char *legs[4] = {"LF", "RF", "LH", "RH"}, *js[3] = {"HAA", "HFE", "KFE"};
+    char nm[16];
+    snprintf(nm, sizeof nm, "%s_%s", legs[l], js[j]);
+    return sim_model_joint(m, nm);
+}
+
+static void ref_walk_terms(const env_t *e, const sim_data *d, const double *q0, const double *u0, const float *act,
+                           walk_ref *ref, double out[10])
+{
+    const sim_model *m = e->model;
+    const double dt = 0.005, sim_dt = 0.005;
+    const double kp = 80, kd = 2, tau_max = 80, action_scale = 0.5;
+    double R[3][3], v[3] = {0}, w[3], g[3];
+    ref_rot(d->q, R);
+    for (int r = 0; r < 3; r++) {
+        for (int c = 0; c < 3; c++) v[r] += R[c][r] * d->u[c];     /* v_base = R^T v_world */
+        w[r] = d->u[3 + r];                                           /* already in the base frame */
+        g[r] = -R[2][r];                                              /* R^T (0, 0, -1) */
+    }
+    const double *cmd = ref->cmd;
+    double lin_err = (cmd[0] - v[0]) * (cmd[0] - v[0]) + (cmd[1] - v[1]) * (cmd[1] - v[1]);
+    double torques = 0, dof_acc = 0, rate = 0;
+    for (int l = 0; l < 4; l++)
+        for (int j = 0; j < 3; j++) {
+            int k = 3 * l + j, b = joint_index(m, l, j), qa = m->body[b].qadr, dof = m->body[b].dof;
+            double def = j == 0 ? 0 : j == 1 ? (l < 2 ? 0.4 : -0.4) : (l < 2 ? -0.8 : 0.8);
+            double tau = kp * (action_scale * act[k] + def - q0[qa]) - kd * u0[dof];
+            tau = fmax(-tau_max, fmin(tau_max, tau));
+            torques += tau * tau;
+            dof_acc += ((d->u[dof] - u0[dof]) / dt) * ((d->u[dof] - u0[dof]) / dt);
+            rate += ((double)act[k] - ref->prev_act[k]) * ((double)act[k] - ref->prev_act[k]);
+        }
+    /* contact forces of the step (N): impulses over the physics step, from the world's warm-start
+     * cache (the step's contacts, which outlives the step's scratch) */
+    double foot_fz[4] = {0};
+    int collisions = 0;
+    for (int c = 0; c < d->nprev; c++) {
+        const sim_geom *G = &m->geom[d->prev_key[2 * c]];
+        const char *bn = m->body[G->body].name;
+        const double *lam = d->prev_lambda + 3 * c;
+        double fn = lam[2] / sim_dt, ft = hypot(lam[0], lam[1]) / sim_dt;
+        int foot = G->type == SIM_GEOM_SPHERE && strstr(bn, "SHANK");
+        if (foot) {
+            for (int l = 0; l < 4; l++)
+                if (!strncmp(bn, l == 0 ? "LF" : l == 1 ? "RF" : l == 2 ? "LH" : "RH", 2)) foot_fz[l] += fn;
+        } else if ((strstr(bn, "THIGH") || strstr(bn, "SHANK")) && hypot(fn, ft) > 0.1) {
+            collisions++;
+        }
+    }
+    /* feet air time (legged_gym: contact filtered over two steps, rewarded at first contact) */
+    double air = 0;
+    for (int f = 0; f < 4; f++) {
+        int contact = foot_fz[f] > 1.0, filt = contact || ref->last_contact[f];
+        ref->last_contact[f] = contact;
+        int first = ref->air[f] > 0 && filt;
+        ref->air[f] += dt;
+        if (first) air += ref->air[f] - 0.5;
+        if (filt) ref->air[f] = 0;
+    }
+    if (!(hypot(cmd[0], cmd[1]) > 0.1)) air = 0;
+    out[0] = 1.0 * dt * exp(-lin_err / 0.25);                             /* tracking_lin_vel, sigma 0.25 */
+    out[1] = 0.5 * dt * exp(-(cmd[2] - w[2]) * (cmd[2] - w[2]) / 0.25);   /* tracking_ang_vel */
+    out[2] = -2.0 * dt * v[2] * v[2];                                    /* lin_vel_z */
+    out[3] = -0.05 * dt * (w[0] * w[0] + w[1] * w[1]);                   /* ang_vel_xy */
+    out[4] = -5.0 * dt * (g[0] * g[0] + g[1] * g[1]);                    /* orientation */
+    out[5] = -2.5e-5 * dt * torques;                                     /* torques */
+    out[6] = -2.5e-7 * dt * dof_acc;                                     /* dof_acc */
+    out[7] = -0.01 * dt * rate;                                          /* action_rate */
+    out[8] = -1.0 * dt * collisions;                                     /* collision (leg contacts > 0.1 N) */
+    out[9] = 2.0 * dt * air;                                             /* feet_air_time */
+    memcpy(ref->prev_act, act, sizeof ref->prev_act);
+}
+Test(env, walk_rewards_match_hand_computation, .timeout = 60)
+{
+    env_kv kv[] = {{"obs_noise", 0}, {"only_positive_rewards", 0}, {"push_interval_s", 0}, {"decimation", 1}};
+    enum { N = 3, STEPS = 200 };
+    env_t *e = mk("anymal_c-walk", N, kv, 4, ENV_AUTORESET_NEXT_STEP);
+    cr_assert_float_eq(env_get_spec(e)->control_dt, 0.005, 1e-15);
     bufs b = mkbufs(e);
+    uint8_t ar[N], pr[N];
     env_info info = {0};
     info.reward_terms = b.terms;
-    env_reset(e, 0, 2, NULL, NULL, b.obs);
-    float prev_act[24];
-    for (int s = 0; s < 30; s++) {
-        memcpy(prev_act, b.act, sizeof prev_act);
-        actions(b.act, 2, 12, s);
-        env_step(e, 0, 2, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info);
+    info.autoreset = ar;
+    info.physics_reset = pr;
+    env_reset(e, 0, N, NULL, NULL, b.obs);
+    /* world 2 starts low, its thighs and shanks in the ground: leg collisions */
+    e->worlds[2].d->q[2] = 0.25;
+    const int nq = e->model->nq, nv = e->model->nv;
+    double q0[N][64], u0[N][64];
+    walk_ref ref[N];
+    memset(ref, 0, sizeof ref);
+    int nonzero[10] = {0}, compared = 0;
+    for (int s = 0; s < STEPS; s++) {
+        for (int i = 0; i < N; i++) {
+            memcpy(q0[i], e->worlds[i].d->q, sizeof(double) * (size_t)nq);
+            memcpy(u0[i], e->worlds[i].d->u, sizeof(double) * (size_t)nv);
+            const float *o = b.obs + 48 * i;
+            ref[i].cmd[0] = o[9] / 2.0; ref[i].cmd[1] = o[10] / 2.0; ref[i].cmd[2] = o[11] / 0.25;
+        }
+        actions(b.act, N, 12, s);
+        env_step(e, 0, N, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info);
+        for (int i = 0; i < N; i++) {
+            if (ar[i] || pr[i]) {   /* reset instead of stepped: the reference starts over */
+                memset(&ref[i], 0, sizeof ref[i]);
+                continue;
+            }
+            double want[10], sum = 0;
+            ref_walk_terms(e, e->worlds[i].d, q0[i], u0[i], b.act + 12 * i, &ref[i], want);
+            const float *t = b.terms + 10 * i;
+            for (int k = 0; k < 10; k++) {
+                cr_assert(fabs(t[k] - want[k]) <= 1e-7 + 1e-5 * fabs(want[k]), "step %d world %d term %s: %.9g, by hand %.9g",
+                          s, i, env_get_spec(e)->terms[k], t[k], want[k]);
+                nonzero[k] += want[k] != 0;
+                sum += t[k];
+            }
+            cr_assert_float_eq(b.rew[i], sum, 1e-6, "reward is the sum of its terms");
+            compared++;
+        }
     }
-    const double dt = 0.02;
-    for (int i = 0; i < 2; i++) {
-        const float *o = b.obs + 48 * i, *t = b.terms + 10 * i;
-        double v[3] = {o[0] / 2.0, o[1] / 2.0, o[2] / 2.0}, w[3] = {o[3] / 0.25, o[4] / 0.25, o[5] / 0.25};
-        double cmd[3] = {o[9] / 2.0, o[10] / 2.0, o[11] / 0.25};
-        double lin = dt * 1.0 * exp(-((cmd[0] - v[0]) * (cmd[0] - v[0]) + (cmd[1] - v[1]) * (cmd[1] - v[1])) / 0.25);
-        double ang = dt * 0.5 * exp(-(cmd[2] - w[2]) * (cmd[2] - w[2]) / 0.25);
-        double linz = dt * -2.0 * v[2] * v[2];
-        double angxy = dt * -0.05 * (w[0] * w[0] + w[1] * w[1]);
-        double orient = dt * -5.0 * (o[6] * o[6] + o[7] * o[7]);
-        double rate = 0;
-        for (int k = 0; k < 12; k++) rate += (double)(b.act[12 * i + k] - prev_act[12 * i + k]) * (b.act[12 * i + k] - prev_act[12 * i + k]);
-        rate *= dt * -0.01;
-        cr_assert_float_eq(t[0], lin, 2e-6, "tracking_lin_vel %g vs %g", t[0], lin);
-        cr_assert_float_eq(t[1], ang, 2e-6, "tracking_ang_vel");
-        cr_assert_float_eq(t[2], linz, 2e-6, "lin_vel_z");
-        cr_assert_float_eq(t[3], angxy, 2e-6, "ang_vel_xy");
-        cr_assert_float_eq(t[4], orient, 2e-6, "orientation");
-        cr_assert_float_eq(t[7], rate, 1e-6, "action_rate");
-        double sum = 0;
-        for (int k = 0; k < 10; k++) sum += t[k];
-        cr_assert_float_eq(b.rew[i], sum, 1e-6, "reward is the sum of its terms");
-        cr_assert_leq(t[5], 0); /* torques penalty */
-    }
+    for (int k = 0; k < 10; k++) cr_assert_gt(nonzero[k], 0, "term %s was never exercised", env_get_spec(e)->terms[k]);
+    cr_assert_gt(compared, N * STEPS / 2);
     freebufs(&b);
     env_destroy(&e);
 }
@@ -450,6 +555,89 @@ Test(env, autoreset_modes)
 }
 
 /* ---------------------------------------------------------------- configuration errors */
+
+/* The env owns "world ended": the autoreset / refused masks and env_first_ended report it per world. */
+Test(env, ended_masks_and_first_ended)
+{
+    env_kv kv[] = {{"episode_seconds", 0.1}};   /* 5 steps */
+    uint8_t ar[3], rf[3];
+    env_info info = {0};
+    info.autoreset = ar;
+    info.refused = rf;
+    /* next step: never-reset worlds and worlds that ended in the previous step are reset, masked */
+    env_t *n = mk("anymal_c-walk", 3, kv, 1, ENV_AUTORESET_NEXT_STEP);
+    bufs b = mkbufs(n);
+    cr_assert_eq(env_first_ended(n, 0, 3, NULL), -1, "first_ended is DISABLED-only");
+    env_reset(n, 1, 2, NULL, NULL, b.obs);       /* world 0 never reset */
+    env_step(n, 0, 3, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info);
+    cr_assert_eq(ar[0], 1); cr_assert_eq(ar[1], 0); cr_assert_eq(ar[2], 0);
+    cr_assert_eq(rf[0] | rf[1] | rf[2], 0);
+    for (int k = 1; k < 5; k++) env_step(n, 0, 3, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info);
+    cr_assert_eq(b.trunc[1], 1); cr_assert_eq(b.trunc[0], 0);
+    cr_assert_eq(ar[0] | ar[1] | ar[2], 0);
+    int32_t ids[2] = {2, 0};
+    env_step(n, 0, 2, ids, b.act, b.obs, b.rew, b.term, b.trunc, &info);
+    cr_assert_eq(ar[0], 1, "world 2 ended: reset instead of stepped");
+    cr_assert_eq(ar[1], 0);
+    freebufs(&b);
+    env_destroy(&n);
+    /* disabled: refused mask, and env_first_ended finds the same worlds beforehand */
+    env_t *d = mk("anymal_c-walk", 3, kv, 1, ENV_AUTORESET_DISABLED);
+    b = mkbufs(d);
+    cr_assert_eq(env_first_ended(d, 0, 3, NULL), 0, "never-reset worlds count as ended");
+    env_reset(d, 0, 2, NULL, NULL, b.obs);
+    cr_assert_eq(env_first_ended(d, 0, 3, NULL), 2);
+    cr_assert_eq(env_first_ended(d, 0, 2, NULL), -1);
+    int32_t rev[3] = {2, 1, 0};
+    cr_assert_eq(env_first_ended(d, 0, 3, rev), 0);
+    cr_assert_eq(env_first_ended(d, 1, 2, rev + 1), -1, "ids take precedence over first");
+    cr_assert_eq(env_step(d, 0, 3, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info), 1);
+    cr_assert_eq(rf[0], 0); cr_assert_eq(rf[1], 0); cr_assert_eq(rf[2], 1);
+    cr_assert_eq(ar[0] | ar[1] | ar[2], 0, "DISABLED never autoresets");
+    for (int k = 1; k < 5; k++) env_step(d, 0, 2, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info);
+    cr_assert_eq(b.trunc[0], 1);
+    cr_assert_eq(env_first_ended(d, 0, 2, NULL), 0);
+    env_reset(d, 0, 1, NULL, NULL, b.obs);
+    cr_assert_eq(env_first_ended(d, 0, 2, NULL), 1);
+    cr_assert_eq(env_first_ended(d, 0, 2, rev + 1), 0);
+    cr_assert_eq(env_step(d, 0, 3, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info), 2);
+    cr_assert_eq(rf[0], 0); cr_assert_eq(rf[1], 1); cr_assert_eq(rf[2], 1);
+    env_reset(d, 0, 3, NULL, NULL, b.obs);
+    cr_assert_eq(env_first_ended(d, 0, 3, NULL), -1);
+    cr_assert_eq(env_step(d, 0, 3, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info), 0);
+    cr_assert_eq(rf[0] | rf[1] | rf[2], 0);
+    freebufs(&b);
+    env_destroy(&d);
+}
+
+/* Tasks read their configuration once into typed fields: every key of the spec must land in a field. */
+typedef struct {
+    double kp, obs_noise, not_a_key;
+} cfg_probe;
+
+Test(env, typed_configuration_read)
+{
+    env_kv kv[] = {{"kp", 60}};
+    env_t *e = mk("anymal_c-walk", 1, kv, 1, ENV_AUTORESET_NEXT_STEP);
+    char err[256] = "";
+    cfg_probe c = {0, 0, 42};
+    const env_cfg_field few[] = {ENV_CFG_FIELD(cfg_probe, kp), ENV_CFG_FIELD(cfg_probe, obs_noise),
+                                 ENV_CFG_FIELD(cfg_probe, not_a_key)};
+    cr_assert_eq(env_cfg_read(e, few, 3, &c, err, sizeof err), -1, "keys without a field must be an error");
+    cr_assert(strstr(err, "has no field"), "%s", err);
+    /* a table with one field per key of the spec: values land, other fields are left alone */
+    const env_spec *sp = env_get_spec(e);
+    env_cfg_field all[ENV_MAX_CONFIG + 1];
+    double vals[ENV_MAX_CONFIG + 1];
+    for (int i = 0; i < sp->nconfig; i++) all[i] = (env_cfg_field){sp->config[i].key, sizeof(double) * (size_t)i};
+    all[sp->nconfig] = (env_cfg_field){"not_a_key", sizeof(double) * (size_t)sp->nconfig};
+    vals[sp->nconfig] = 42;
+    cr_assert_eq(env_cfg_read(e, all, sp->nconfig + 1, vals, err, sizeof err), 0, "%s", err);
+    for (int i = 0; i < sp->nconfig; i++)
+        cr_assert_eq(vals[i], strcmp(sp->config[i].key, "kp") ? sp->config[i].def : 60, "%s", sp->config[i].key);
+    cr_assert_eq(vals[sp->nconfig], 42);
+    env_destroy(&e);
+}
 
 Test(env, invalid_configuration_is_reported)
 {

@@ -39,7 +39,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "herd-demo: %s\n", err);
         return 1;
     }
-    if (scn_configure_model(m, SCN_STAND, err, sizeof err)) {
+    if (env_scenario_configure_model(m, ENV_SCN_STAND, err, sizeof err)) {
         fprintf(stderr, "herd-demo: %s\n", err);
         return 1;
     }
@@ -47,8 +47,8 @@ int main(int argc, char **argv)
     printf("herd-demo: %s: %d bodies, %d dofs, %.2f kg, %d collision geometries\n", path, m->nbody, m->nv,
            m->total_mass, m->ngeom);
     sim_data *d = sim_data_new(m);
-    scn_state s;
-    if (!d || scn_init(m, d, &s, SCN_STAND, 1, err, sizeof err)) {
+    env_scenario s;
+    if (!d || env_scenario_init(&s, m, d, ENV_SCN_STAND, 1, err, sizeof err)) {
         fprintf(stderr, "herd-demo: %s\n", d ? err : "out of memory");
         return 1;
     }
@@ -60,7 +60,7 @@ int main(int argc, char **argv)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (long i = 1; i <= steps; i++) {
-        scn_control(m, d, &s, dt);
+        env_scenario_control(&s, m, d, dt);
         if (sim_step(m, d, dt)) {
             fprintf(stderr, "herd-demo: simulation diverged at t = %.3f s\n", d->time);
             return 1;

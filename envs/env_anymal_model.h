@@ -1,0 +1,50 @@
+/* env_anymal_model.h — the ANYmal C robot as the tasks and the paper scenarios see it: the model
+ * (embedded URDF), the joint map and default pose, the PD gains of legged_gym's ANYmal C, the
+ * classification of collision geometries (base, leg, foot) and the joint-space PD controller.
+ *
+ * Joint order everywhere (observations, actions, targets): LF, RF, LH, RH x HAA, HFE, KFE.
+ * Units: rad, rad/s, N·m.
+ */
+#ifndef HERD_ENV_ANYMAL_MODEL_H
+#define HERD_ENV_ANYMAL_MODEL_H
+
+#include <stddef.h>
+
+#include "sim_model.h"
+
+enum { ENV_ANYMAL_NJ = 12 };
+
+/* legged_gym's ANYmal C PD gains and torque limit (the defaults of the tasks, the scenarios' values). */
+#define ENV_ANYMAL_KP 80.0          /* N·m/rad */
+#define ENV_ANYMAL_KD 2.0           /* N·m·s/rad */
+#define ENV_ANYMAL_TAU_MAX 80.0     /* N·m */
+
+/* The joints of one ANYmal model, in the order above. */
+typedef struct {
+    int qadr[ENV_ANYMAL_NJ], dof[ENV_ANYMAL_NJ];    /* indices into d->q and d->u / d->tau */
+    double lower[ENV_ANYMAL_NJ], upper[ENV_ANYMAL_NJ];  /* position limits (rad) */
+    double q_default[ENV_ANYMAL_NJ];                /* nominal standing pose: HFE +-0.4, KFE -+0.8 */
+} env_anymal_joints;
+
+typedef enum { ENV_GEOM_OTHER = 0, ENV_GEOM_BASE, ENV_GEOM_LEG, ENV_GEOM_FOOT } env_geom_kind;
+
+/* The ANYmal C model: the copy embedded at build time, or $HERD_MODEL_DIR/anymal_c.urdf when set.
+ * NULL with err filled on failure.  The caller owns it (sim_model_destroy). */
+sim_model *env_anymal_load(char *err, size_t errlen);
+
+/* Fills the joint map of model m.  Returns 0, or -1 with err filled if a joint is missing. */
+int env_anymal_joints_init(env_anymal_joints *j, const sim_model *m, char *err, size_t errlen);
+
+/* What collision geometry g of m is: a foot (sphere on a *SHANK body; *leg set to 0..3 in the order
+ * LF, RF, LH, RH), the base (on the root body), a leg (thigh or shank), or other.  leg may be NULL. */
+env_geom_kind env_anymal_geom_kind(const sim_model *m, int g, int *leg);
+
+/* Returns 0 if m has exactly 4 foot geometries, else -1 with err naming the count found. */
+int env_anymal_count_feet(const sim_model *m, char *err, size_t errlen);
+
+/* Joint-space PD: tau = kp (target - q) - kd qdot, clipped to +-tau_max, written to d->tau of each
+ * joint.  Adds each joint's tau^2 (N²·m²) to *tau_sq when tau_sq is not NULL. */
+void env_anymal_pd(const env_anymal_joints *j, sim_data *d, const double target[ENV_ANYMAL_NJ], double kp, double kd,
+                   double tau_max, double *tau_sq);
+
+#endif

@@ -1,0 +1,307 @@
+/* envs/env_scenario (and the ANYmal module and random streams under it): the paper scenarios'
+ * reset states, scripted PD targets and torques, collision sets, resets, and determinism. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env_anymal_model.h"
+#include "env_rng.h"
+#include "env_scenario.h"
+#include "sim_step.h"
+
+typedef struct {
+    sim_model *m;
+    sim_data *d;
+    env_scenario s;
+} rig;
+
+static rig mkrig(int kind, uint64_t seed)
+{
+    rig r;
+    char err[256];
+    r.m = env_anymal_load(err, sizeof err);
+    cr_assert_not_null(r.m, "%s", err);
+    cr_assert_eq(env_scenario_configure_model(r.m, kind, err, sizeof err), 0, "%s", err);
+    r.d = sim_data_new(r.m);
+    cr_assert_not_null(r.d);
+    cr_assert_eq(env_scenario_init(&r.s, r.m, r.d, kind, seed, err, sizeof err), 0, "%s", err);
+    return r;
+}
+
+static void freerig(rig *r)
+{
+    sim_data_destroy(&r->d);
+    sim_model_destroy(&r->m);
+}
+
+/* the nominal pose, written out: HAA 0, HFE +0.4 front / -0.4 hind, KFE -0.8 front / +0.8 hind */
+static double nominal(int i)
+{
+    int l = i / 3, j = i % 3, front = l < 2;
+    return j == 0 ? 0 : j == 1 ? (front ? 0.4 : -0.4) : (front ? -0.8 : 0.8);
+}
+
+/* joint i's addresses, looked up by name in the test (LF RF LH RH x HAA HFE KFE) */
+static void joint(const sim_model *m, int i, int *qadr, int *dof)
+{
+    const char *legs[4] = {"LF", "RF", "LH", "RH"}, *js[3] = {"HAA", "HFE", "KFE"};
+    char nm[16];
+    snprintf(nm, sizeof nm, "%s_%s", legs[i / 3], js[i % 3]);
+    int b = sim_model_joint(m, nm);
+    cr_assert_geq(b, 0, "%s", nm);
+    *qadr = m->body[b].qadr;
+    *dof = m->body[b].dof;
+}
+
+/* PD law with legged_gym's ANYmal C gains: Kp 80, Kd 2, |tau| <= 80 */
+static double pd_ref(double target, double q, double qd)
+{
+    double t = 80 * (target - q) - 2 * qd;
+    return fmax(-80, fmin(80, t));
+}
+
+Test(scenario, names_round_trip)
+{
+    const char *names[] = {"trot", "hang", "drop", "random", "stand"};
+    for (int k = 0; k < ENV_SCN_COUNT; k++) {
+        cr_assert_str_eq(env_scenario_name(k), names[k]);
+        cr_assert_eq(env_scenario_kind_from_name(names[k]), k);
+    }
+    cr_assert_eq(env_scenario_kind_from_name("walk"), -1);
+    cr_assert_eq(env_scenario_kind_from_name(NULL), -1);
+    cr_assert_str_eq(env_scenario_name(ENV_SCN_COUNT), "?");
+}
+
+Test(scenario, collision_sets)
+{
+    char err[256];
+    for (int k = 0; k < ENV_SCN_COUNT; k++) {
+        sim_model *m = env_anymal_load(err, sizeof err);
+        cr_assert_not_null(m, "%s", err);
+        cr_assert_eq(env_scenario_configure_model(m, k, err, sizeof err), 0, "%s", err);
+        int feet = 0, base = 0, other = 0;
+        for (int g = 0; g < m->ngeom; g++) {
+            if (m->geom[g].nocollide) continue;
+            const char *bn = m->body[m->geom[g].body].name;
+            if (m->geom[g].type == SIM_GEOM_SPHERE && strstr(bn, "SHANK")) feet++;
+            else if (m->geom[g].body == 0 && m->geom[g].type == SIM_GEOM_BOX) base++;
+            else other++;
+        }
+        cr_assert_eq(feet, 4, "%s", env_scenario_name(k));
+        cr_assert_eq(base, k == ENV_SCN_HANG ? 0 : 1, "%s", env_scenario_name(k));
+        cr_assert_eq(other, 0, "%s: legs must not collide", env_scenario_name(k));
+        sim_model_destroy(&m);
+    }
+    sim_model *m = env_anymal_load(err, sizeof err);
+    cr_assert_neq(env_scenario_configure_model(m, ENV_SCN_COUNT, err, sizeof err), 0);
+    cr_assert(strstr(err, "unknown scenario"), "%s", err);
+    sim_model_destroy(&m);
+}
+
+Test(scenario, reset_state)
+{
+    const double height[ENV_SCN_COUNT] = {0.58, 1.0, 1.0, 0.7, 0.6};
+    for (int k = 0; k < ENV_SCN_COUNT; k++) {
+        rig r = mkrig(k, 5);
+        for (int step = 0; step < 2; step++) {
+            /* first the state after init, then after an explicit reset of a moved world */
+            const sim_data *d = r.d;
+            cr_assert_float_eq(d->q[2], height[k], 1e-15, "%s height", env_scenario_name(k));
+            cr_assert_eq(d->q[0], 0); cr_assert_eq(d->q[1], 0);
+            cr_assert_eq(d->q[3], 1); cr_assert_eq(d->q[4], 0); cr_assert_eq(d->q[5], 0); cr_assert_eq(d->q[6], 0);
+            for (int v = 0; v < r.m->nv; v++)
+                cr_assert_eq(d->u[v], k == ENV_SCN_DROP && v == 0 ? 1.0 : 0.0, "%s u[%d]", env_scenario_name(k), v);
+            for (int i = 0; i < 12; i++) {
+                int qa, dof;
+                joint(r.m, i, &qa, &dof);
+                cr_assert_eq(d->q[qa], nominal(i), "%s joint %d", env_scenario_name(k), i);
+                cr_assert_eq(r.s.target[i], nominal(i));
+                cr_assert_eq(r.s.offset[i], 0);
+            }
+            cr_assert_eq(r.s.t_episode, 0);
+            cr_assert_eq(r.s.resets, step);
+            for (int i = 0; i < 50; i++) {
+                env_scenario_control(&r.s, r.m, r.d, 1e-3);
+                sim_step(r.m, r.d, 1e-3);
+            }
+            env_scenario_reset(&r.s, r.m, r.d);
+        }
+        freerig(&r);
+    }
+}
+
+/* stand and drop hold the nominal pose: tau is the PD law toward it, plus the offsets */
+Test(scenario, stand_pd_torques_with_offsets)
+{
+    rig r = mkrig(ENV_SCN_STAND, 1);
+    for (int i = 0; i < 12; i++) r.s.offset[i] = 0.01 * (i - 6);
+    for (int step = 0; step < 300; step++) {
+        env_scenario_control(&r.s, r.m, r.d, 1e-3);
+        for (int i = 0; i < 12; i++) {
+            int qa, dof;
+            joint(r.m, i, &qa, &dof);
+            double want = pd_ref(nominal(i) + 0.01 * (i - 6), r.d->q[qa], r.d->u[dof]);
+            cr_assert_float_eq(r.d->tau[dof], want, 1e-9, "step %d joint %d", step, i);
+        }
+        for (int v = 0; v < 6; v++) cr_assert_eq(r.d->tau[v], 0, "the base is not actuated");
+        cr_assert_eq(sim_step(r.m, r.d, 1e-3), 0);
+    }
+    cr_assert_eq(r.s.resets, 0, "stand never resets");
+    freerig(&r);
+}
+
+Test(scenario, hang_is_unactuated)
+{
+    rig r = mkrig(ENV_SCN_HANG, 1);
+    for (int step = 0; step < 200; step++) {
+        for (int v = 0; v < r.m->nv; v++) r.d->tau[v] = 1.0;
+        env_scenario_control(&r.s, r.m, r.d, 1e-3);
+        for (int v = 0; v < r.m->nv; v++) cr_assert_eq(r.d->tau[v], 0);
+        sim_step(r.m, r.d, 1e-3);
+    }
+    cr_assert_eq(r.s.resets, 0);
+    freerig(&r);
+}
+
+/* trot: diagonal pairs (LF+RH, RF+LH) half a period apart; HFE swings by the stride amplitude,
+ * KFE lifts by 0.6 rad in the swing half; the amplitude integrates 0.5 (1.5 m/s - v_x). */
+Test(scenario, trot_scripted_targets)
+{
+    rig r = mkrig(ENV_SCN_TROT, 1);
+    const double dt = 1e-3;
+    double amp = 0.25;
+    for (int step = 1; step <= 400; step++) {
+        double vx = r.d->u[0];
+        env_scenario_control(&r.s, r.m, r.d, dt);
+        if (r.s.resets) break;
+        amp = fmin(0.45, fmax(0.05, amp + dt * 0.5 * (1.5 - vx)));
+        cr_assert_float_eq(r.s.amp, amp, 1e-12);
+        double t = step * dt;
+        for (int l = 0; l < 4; l++) {
+            double ph = 2 * M_PI * (t / 0.5 + ((l == 1 || l == 2) ? 0.5 : 0));
+            double lift = 0.6 * fmax(0, sin(ph)) * (l < 2 ? -1 : 1);
+            cr_assert_float_eq(r.s.target[3 * l], nominal(3 * l), 1e-12);
+            cr_assert_float_eq(r.s.target[3 * l + 1], nominal(3 * l + 1) + amp * cos(ph), 1e-9, "step %d leg %d", step, l);
+            cr_assert_float_eq(r.s.target[3 * l + 2], nominal(3 * l + 2) + lift, 1e-9, "step %d leg %d", step, l);
+        }
+        for (int i = 0; i < 12; i++) {
+            int qa, dof;
+            joint(r.m, i, &qa, &dof);
+            cr_assert_float_eq(r.d->tau[dof], pd_ref(r.s.target[i], r.d->q[qa], r.d->u[dof]), 1e-9);
+        }
+        sim_step(r.m, r.d, dt);
+    }
+    cr_assert_eq(r.s.resets, 0, "the trot fell within 0.4 s");
+    /* the guard: a base below 0.25 m resets the world */
+    r.d->q[2] = 0.2;
+    env_scenario_control(&r.s, r.m, r.d, dt);
+    cr_assert_eq(r.s.resets, 1);
+    cr_assert_float_eq(r.d->q[2], 0.58, 1e-15);
+    freerig(&r);
+}
+
+/* random: targets ~ N(nominal, 1 rad^2) clipped to the limits, held 50 ms, reset every 5 s */
+Test(scenario, random_targets_and_resets, .timeout = 60)
+{
+    rig r = mkrig(ENV_SCN_RANDOM, 99);
+    const double dt = 1e-3;
+    double held[12], sum = 0, sumsq = 0;
+    long n = 0, draws = 0;
+    int qa[12], dof[12];
+    for (int i = 0; i < 12; i++) joint(r.m, i, &qa[i], &dof[i]);
+    for (int step = 1; step <= 5200; step++) {
+        double t_target = r.s.t_target;
+        env_scenario_control(&r.s, r.m, r.d, dt);
+        int drawn = r.s.t_target != t_target;
+        if (step > 1 && !drawn) {
+            for (int i = 0; i < 12; i++) cr_assert_eq(r.s.target[i], held[i], "targets changed within 50 ms");
+        }
+        if (drawn) {
+            draws++;
+            cr_assert_float_eq(r.s.t_target, r.s.t_episode + 0.05, 1e-12);
+            for (int i = 0; i < 12; i++) {
+                double x = r.s.target[i] - nominal(i);
+                cr_assert(r.s.target[i] >= r.s.joints.lower[i] && r.s.target[i] <= r.s.joints.upper[i]);
+                if (r.s.target[i] > r.s.joints.lower[i] && r.s.target[i] < r.s.joints.upper[i]) {
+                    sum += x;
+                    sumsq += x * x;
+                    n++;
+                }
+            }
+        }
+        for (int i = 0; i < 12; i++) {
+            held[i] = r.s.target[i];
+            cr_assert_float_eq(r.d->tau[dof[i]], pd_ref(r.s.target[i], r.d->q[qa[i]], r.d->u[dof[i]]), 1e-9);
+        }
+        sim_step(r.m, r.d, dt);
+        if (step == 4999) cr_assert_eq(r.s.resets, 0);
+    }
+    cr_assert_eq(r.s.resets, 1, "reset at 5 s");
+    cr_assert_geq(draws, 100);
+    /* unclipped draws: mean near 0, spread near (but, truncated by the limits, at most) 1 rad */
+    double mean = sum / n, sd = sqrt(sumsq / n - mean * mean);
+    cr_log_info("random targets: %ld unclipped, mean %.3f, sd %.3f rad", n, mean, sd);
+    cr_assert_lt(fabs(mean), 0.15);
+    cr_assert(sd > 0.5 && sd < 1.05, "sd %g", sd);
+    freerig(&r);
+}
+
+Test(scenario, drop_resets_once_still, .timeout = 60)
+{
+    rig r = mkrig(ENV_SCN_DROP, 1);
+    int step = 0;
+    for (; step < 8000 && r.s.resets == 0; step++) {
+        env_scenario_control(&r.s, r.m, r.d, 1e-3);
+        if (r.s.resets) break;
+        sim_step(r.m, r.d, 1e-3);
+    }
+    cr_assert_eq(r.s.resets, 1, "the drop never came to rest");
+    cr_assert_gt(step, 1000, "reset before the robot landed and stood still for 0.5 s (step %d)", step);
+    cr_assert_float_eq(r.d->q[2], 1.0, 1e-15);
+    cr_assert_eq(r.d->u[0], 1.0);
+    freerig(&r);
+}
+
+static void run_trace(int kind, uint64_t seed, int steps, double *out)
+{
+    rig r = mkrig(kind, seed);
+    for (int s = 0; s < steps; s++) {
+        env_scenario_control(&r.s, r.m, r.d, 1e-3);
+        sim_step(r.m, r.d, 1e-3);
+    }
+    memcpy(out, r.d->q, sizeof(double) * (size_t)r.m->nq);
+    memcpy(out + r.m->nq, r.d->u, sizeof(double) * (size_t)r.m->nv);
+    freerig(&r);
+}
+
+Test(scenario, deterministic, .timeout = 60)
+{
+    double a[64], b[64], c[64];
+    for (int k = 0; k < ENV_SCN_COUNT; k++) {
+        run_trace(k, 7, 400, a);
+        run_trace(k, 7, 400, b);
+        cr_assert_eq(memcmp(a, b, sizeof(double) * 37), 0, "%s is not bitwise reproducible", env_scenario_name(k));
+    }
+    run_trace(ENV_SCN_RANDOM, 8, 400, c);
+    cr_assert_neq(memcmp(a, c, sizeof(double) * 37), 0, "random: the seed does not matter");
+}
+
+/* env_rng_seeded(s) is splitmix64 from state s: the known first output for state 0 is
+ * 0xE220A8397B1DCDAF; a uniform is its top 53 bits over 2^53. */
+Test(scenario, rng_is_splitmix64)
+{
+    env_rng r = env_rng_seeded(0);
+    cr_assert_eq(env_rng_uniform(&r), (double)(0xE220A8397B1DCDAFull >> 11) / 9007199254740992.0);
+    /* streams are values: a copy continues identically; distinct (seed, world, episode) differ */
+    env_rng x = env_rng_for(1, 2, 3), y = x, z = env_rng_for(1, 2, 4), w = env_rng_for(1, 3, 3);
+    double ux = env_rng_uniform(&x);
+    cr_assert_eq(ux, env_rng_uniform(&y));
+    cr_assert_neq(ux, env_rng_uniform(&z));
+    cr_assert_neq(ux, env_rng_uniform(&w));
+    for (int i = 0; i < 1000; i++) {
+        double u = env_rng_range(&x, -2, 3);
+        cr_assert(u >= -2 && u < 3);
+    }
+}
