@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from . import spaces as _spaces
-from .client import DEFAULT_ADDRESS, Client
+from .client import Client
 from .errors import HerdError
 
 try:  # pragma: no cover - depends on the installation
@@ -106,7 +106,7 @@ class HerdVectorEnv(_VectorEnvBase):
     are writable but writing to them changes nothing on the server.
     """
 
-    def __init__(self, env_id, num_envs, address=DEFAULT_ADDRESS, seed=None, autoreset_mode=None, timeout=30.0,
+    def __init__(self, env_id, num_envs, address=None, seed=None, autoreset_mode=None, timeout=30.0,
                  reward_terms=False, config=None, resolve=True, context=None, episode_statistics=False,
                  render_mode=None, max_episode_steps=None, **config_kwargs):
         self.closed = True      # until the sessions exist
@@ -505,23 +505,17 @@ class HerdVectorEnv(_VectorEnvBase):
         if ar is not None and ar.any():
             infos["autoreset"] = ar
             infos["_autoreset"] = ar
-        fmask = info.get("_final_obs")
-        if fmask is not None and fmask.any():
-            infos["final_obs"] = info["final_obs"]
-            infos["_final_obs"] = fmask
-            final_info = {}
-            key = self.episode_statistics_key
-            if key is not None and key in infos:
-                final_info[key] = infos[key]
-                final_info["_" + key] = infos["_" + key]
-            if "physics_reset" in infos:
-                final_info["physics_reset"] = infos["physics_reset"]
-                final_info["_physics_reset"] = infos["_physics_reset"]
-            infos["final_info"] = final_info
-            infos["_final_info"] = fmask
         if "reward_terms" in info:
             infos["reward_terms"] = info["reward_terms"]
             infos["_reward_terms"] = np.ones(req.n, dtype=np.bool_)
+        fmask = info.get("_final_obs")
+        if fmask is not None and fmask.any():
+            # as Gymnasium's SAME_STEP: final_info is the info of the ended worlds' last step
+            final_info = {k: v for k, v in infos.items() if k not in ("autoreset", "_autoreset")}
+            infos["final_obs"] = info["final_obs"]
+            infos["_final_obs"] = fmask
+            infos["final_info"] = final_info
+            infos["_final_info"] = fmask
         if req.ids is not None:
             infos["env_id"] = req.ids
         self._track_obs(req.ids, obs)
@@ -584,11 +578,12 @@ class HerdVectorEnv(_VectorEnvBase):
             self.env_id, self.num_envs, self.addresses, self.metadata["autoreset_mode"].name)
 
 
-def make_vec(env_id, num_envs=1, address=DEFAULT_ADDRESS, seed=None, autoreset_mode=None, **kwargs):
+def make_vec(env_id, num_envs=1, address=None, seed=None, autoreset_mode=None, **kwargs):
     """Creates a HerdVectorEnv: ``num_envs`` worlds of task ``env_id`` served by herd-server(s).
 
     address: "tcp://host:port" / "ipc:///path", a list of them (worlds are spread over the servers in
-      contiguous blocks), or a DNS name resolving to several addresses.
+      contiguous blocks), or a DNS name resolving to several addresses; None: $HERD_ADDRESS, else
+      tcp://127.0.0.1:5555.
     seed: world i's first episode is seeded with seed + i (a random seed when None).
     autoreset_mode: AutoresetMode.NEXT_STEP (default), SAME_STEP or DISABLED (or their names).
     Client options: timeout (seconds, default 30), reward_terms (bool: per-term rewards in
