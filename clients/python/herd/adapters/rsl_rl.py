@@ -45,7 +45,7 @@ import warnings
 import numpy as np
 import torch
 
-from ..vector import AutoresetMode, HerdVectorEnv
+from ._common import same_step_env
 
 try:  # rsl_rl is optional: the adapter keeps rsl_rl's contract without it (for look-alike trainers)
     from rsl_rl.env import VecEnv as _VecEnvBase
@@ -59,20 +59,7 @@ class RslRlVecEnv(_VecEnvBase):
     """rsl_rl 1.0.2 VecEnv over herd worlds; see the module docstring for the contract."""
 
     def __init__(self, env, num_envs=None, device="cpu", **make_vec_kwargs):
-        if isinstance(env, HerdVectorEnv):
-            if num_envs is not None or make_vec_kwargs:
-                raise TypeError("RslRlVecEnv(HerdVectorEnv): num_envs and make_vec keywords belong to make_vec")
-            self.env = env
-        else:
-            if num_envs is None:
-                raise TypeError("RslRlVecEnv(%r): num_envs is required with a task name" % (env,))
-            if make_vec_kwargs.get("autoreset_mode", "SAME_STEP") not in ("SAME_STEP", AutoresetMode.SAME_STEP):
-                raise ValueError("RslRlVecEnv needs autoreset_mode SAME_STEP (rsl_rl expects same-step resets)")
-            make_vec_kwargs["autoreset_mode"] = "SAME_STEP"
-            self.env = HerdVectorEnv(env, num_envs, **make_vec_kwargs)
-        if self.env.metadata["autoreset_mode"].name != "SAME_STEP":
-            raise ValueError("RslRlVecEnv needs a HerdVectorEnv with autoreset_mode SAME_STEP, not %s"
-                             % self.env.metadata["autoreset_mode"].name)
+        self.env = same_step_env("RslRlVecEnv", env, num_envs, make_vec_kwargs)
         self.device = torch.device(device)
         self.num_envs = self.env.num_envs
         self.num_obs = self.env.obs_dim

@@ -35,7 +35,8 @@ import numpy as np
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
-from ..vector import AutoresetMode, HerdVectorEnv
+from ..vector import HerdVectorEnv
+from ._common import same_step_env
 
 __all__ = ["SB3VecEnv"]
 
@@ -44,22 +45,9 @@ class SB3VecEnv(VecEnv):
     """Stable-Baselines3 VecEnv over herd worlds; see the module docstring for the contract."""
 
     def __init__(self, env, num_envs=None, monitor=False, **make_vec_kwargs):
-        if isinstance(env, HerdVectorEnv):
-            if num_envs is not None or make_vec_kwargs:
-                raise TypeError("SB3VecEnv(HerdVectorEnv): num_envs and make_vec keywords belong to make_vec")
-            self.env = env
-        else:
-            if num_envs is None:
-                raise TypeError("SB3VecEnv(%r): num_envs is required with a task name" % (env,))
-            if make_vec_kwargs.get("autoreset_mode", "SAME_STEP") not in ("SAME_STEP", AutoresetMode.SAME_STEP):
-                raise ValueError("SB3VecEnv needs autoreset_mode SAME_STEP (SB3 resets in the same step)")
-            make_vec_kwargs["autoreset_mode"] = "SAME_STEP"
-            if monitor:
-                make_vec_kwargs.setdefault("episode_statistics", True)
-            self.env = HerdVectorEnv(env, num_envs, **make_vec_kwargs)
-        if self.env.metadata["autoreset_mode"].name != "SAME_STEP":
-            raise ValueError("SB3VecEnv needs a HerdVectorEnv with autoreset_mode SAME_STEP, not %s"
-                             % self.env.metadata["autoreset_mode"].name)
+        if monitor and not isinstance(env, HerdVectorEnv):
+            make_vec_kwargs.setdefault("episode_statistics", True)
+        self.env = same_step_env("SB3VecEnv", env, num_envs, make_vec_kwargs)
         self.monitor = bool(monitor)
         if self.monitor and self.env.episode_statistics_key is None:
             raise ValueError("SB3VecEnv(monitor=True) needs a HerdVectorEnv made with episode_statistics=True")
