@@ -98,7 +98,12 @@ class HerdVectorEnv(_VectorEnvBase):
 
     Attributes: num_envs, single_observation_space, observation_space, single_action_space, action_space,
     metadata ({"autoreset_mode": AutoresetMode, "render_modes": []}), herd_spec (the server's spec of
-    the configured task), config (effective configuration), reward_term_names, addresses, closed.
+    the configured task), config (effective configuration), reward_term_names, max_episode_steps,
+    episode_statistics_key (None, or the infos key of the server's episode statistics), addresses,
+    closed, render_mode (None), spec (set by gymnasium.make_vec), np_random, np_random_seed.
+
+    The spaces are the session's real bounds (the spec's act / obs low and high: the clips the server
+    applies; see README.md "Spaces and action scaling").
 
     Observations, rewards and flags returned by reset / step are numpy views of the received message
     (zero copy) when the worlds addressed live on one server; with several servers the parts are
