@@ -8,8 +8,8 @@ from contextlib import closing
 import numpy as np
 import pytest
 
-gym = pytest.importorskip("gymnasium", reason="gymnasium is not importable (pip install gymnasium, or put "
-                                              "/work/shared/third_party/python on PYTHONPATH)")
+gym = pytest.importorskip("gymnasium", reason="gymnasium is not importable (pip install gymnasium; "
+                                              "tests/run-py-tests.sh adds $HERD_THIRD_PARTY)")
 from gymnasium.vector import AutoresetMode  # noqa: E402
 from gymnasium.wrappers import vector as vw  # noqa: E402
 
@@ -201,16 +201,19 @@ def test_dict_info_to_list(server):
 
 # ---- autoreset semantics: herd's server-side autoreset vs Gymnasium's SyncVectorEnv ------------------
 
-@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
-def test_autoreset_matches_sync_vector_env(server, mode):
-    """One herd session of 3 worlds vs Gymnasium's SyncVectorEnv over 3 one-world HerdEnvs (Gymnasium does
-    the autoreset there): the same observations, rewards, flags and final observations, bit for bit."""
+@pytest.mark.parametrize("vectorization,mode", [("sync", AutoresetMode.NEXT_STEP), ("sync", AutoresetMode.SAME_STEP),
+                                                ("async", AutoresetMode.SAME_STEP)])
+def test_autoreset_matches_gymnasium_vector_env(server, vectorization, mode):
+    """One herd session of 3 worlds vs Gymnasium's SyncVectorEnv / AsyncVectorEnv over 3 one-world HerdEnvs
+    (Gymnasium does the autoreset there): the same observations, rewards, flags and final observations,
+    bit for bit."""
     kw = dict(address=server, **SHORT)
     herd_envs = gym.make_vec(STAND_ID, num_envs=3, autoreset_mode=mode, **kw)
-    sync_envs = gym.make_vec(STAND_ID, num_envs=3, vectorization_mode="sync",
+    sync_envs = gym.make_vec(STAND_ID, num_envs=3, vectorization_mode=vectorization,
                              vector_kwargs={"autoreset_mode": mode}, **kw)
     with herd_envs, closing(sync_envs):
-        assert isinstance(sync_envs, gym.vector.SyncVectorEnv)
+        expected = gym.vector.SyncVectorEnv if vectorization == "sync" else gym.vector.AsyncVectorEnv
+        assert isinstance(sync_envs, expected)
         ho, _ = herd_envs.reset(seed=21)
         so, _ = sync_envs.reset(seed=21)
         np.testing.assert_array_equal(ho, so)
