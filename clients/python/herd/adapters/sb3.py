@@ -12,8 +12,8 @@ Constructor: ``SB3VecEnv(env, num_envs=None, monitor=False, **make_vec_kwargs)``
   autoreset_mode="SAME_STEP", **make_vec_kwargs)`` (address, seed, timeout, config overrides ...).  Or an
   open ``herd.HerdVectorEnv`` made with ``autoreset_mode="SAME_STEP"``; close() closes it too.
 * ``monitor``: False (default): episode statistics come from SB3's ``VecMonitor`` as usual.  True (needs
-  ``episode_statistics=True``, the default then for a task name): the adapter writes the server's statistics into ``info["episode"] = {"r", "l", "t"}`` when an episode ends,
-  as SB3's ``Monitor`` does (``t``: seconds since the adapter was made), and ``env_is_wrapped(Monitor)`` is
+  ``episode_statistics=True``, the default then for a task name): the adapter writes the server's
+  statistics into ``info["episode"] = {"r", "l", "t"}`` when an episode ends, as SB3's ``Monitor`` does (``t``: seconds since the adapter was made), and ``env_is_wrapped(Monitor)`` is
   True, so SB3's algorithms log them without a VecMonitor (a VecMonitor on top warns and overwrites them
   with its own identical counts).
 
