@@ -35,7 +35,8 @@ def test_vec_env_contract(server):
             assert venv.env_method("stats", indices=[0])[0][0]["session"]["num_worlds"] == 3
             obs = venv.reset()
             np.testing.assert_array_equal(obs, ref.reset()[0])
-            for k in range(6):
+            ended = 0
+            for k in range(6):     # the 5-step time limit ends every episode by step 5
                 obs, rew, dones, infos = venv.step(acts(3, k))
                 o, r, te, tr, info = ref.step(acts(3, k))
                 np.testing.assert_array_equal(obs, o)           # after an ending: the next episode's first
@@ -46,11 +47,11 @@ def test_vec_env_contract(server):
                     assert infos[i]["TimeLimit.truncated"] == bool(tr[i] and not te[i])
                     assert ("terminal_observation" in infos[i]) == bool(dones[i])
                     assert "episode" not in infos[i]            # VecMonitor's job unless monitor=True
-                if k == 4:
-                    assert dones.all() and all(d["TimeLimit.truncated"] for d in infos)
-                    for i in range(3):
+                    if dones[i]:
+                        ended += 1
                         np.testing.assert_array_equal(infos[i]["terminal_observation"], info["final_obs"][i])
                         np.testing.assert_array_equal(infos[i]["episode_terms"], info["episode_terms"][i])
+            assert ended >= 3
             # seed() applies at the next reset: world i gets s + i
             assert venv.seed(100) == [100, 101, 102]
             np.testing.assert_array_equal(venv.reset(), ref.reset(seed=100)[0])
@@ -85,10 +86,10 @@ def test_monitor_statistics_match_vec_monitor(server):
                 assert ("episode" in a) == ("episode" in b)
                 if "episode" in a:
                     ended += 1
-                    assert a["episode"]["l"] == b["episode"]["l"] == 7
+                    assert a["episode"]["l"] == b["episode"]["l"] <= 7
                     assert a["episode"]["r"] == pytest.approx(float(b["episode"]["r"]), rel=1e-5, abs=1e-6)
                     assert a["episode"]["t"] >= 0
-        assert ended == 8
+        assert ended >= 8        # the time limit ends each world's episodes by steps 7 and 14
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             VecMonitor(own)
@@ -108,7 +109,7 @@ def test_ppo_learns_with_vec_monitor_and_vec_normalize_and_round_trips(server, t
         model.learn(total_timesteps=3 * 16 * 64)
         assert model.num_timesteps == 3 * 16 * 64
         assert len(model.ep_info_buffer) >= 16                   # VecMonitor's episodes reached SB3's logger
-        assert all(ep["l"] == 25 for ep in model.ep_info_buffer)
+        assert all(1 <= ep["l"] <= 25 for ep in model.ep_info_buffer)
         assert any(not np.array_equal(b.numpy(), p.detach().numpy())
                    for b, p in zip(before, model.policy.parameters()))
         assert venv.obs_rms.count > 3 * 16 * 64
