@@ -95,7 +95,6 @@ typedef struct {
     int gap_target;                 /* 1 (default): a positive gap may close within the step, v_n >= -gap/dt */
     double erp;                     /* 0 (default, off): push out penetration p at erp p / dt */
     int warmstart;                  /* 1 (default): persistent contacts start from their last impulse */
-    int profile;                    /* 1: sim_step times its contact solve into stats.ns_solver (benchmarks) */
     int max_contacts;               /* per-world contact capacity (32); beyond it the deepest contacts are kept */
 } sim_step_opt;
 
@@ -124,7 +123,6 @@ typedef struct {
     double error;                   /* solver's final error (its own termination measure) */
     int converged;
     double penetration;             /* deepest penetration among the contacts at collision time (m) */
-    double ns_solver;               /* time spent in the contact solver (only with opt.profile) */
 } sim_step_stats;
 
 struct sim_contact;
