@@ -187,6 +187,14 @@ void sim_model_destroy(sim_model **m);
  * nq, nv, dof/qadr indices, dof_body, dof_parent and total_mass.  Returns 0, or -1 with err filled. */
 int sim_model_finalize(sim_model *m, char *err, size_t errlen);
 
+/* 1 if the inertia tensor I (3x3 row-major, kg·m², any frame) is symmetric and positive semi-definite
+ * (all principal minors >= 0), each test with a tolerance relative to the trace s = |Ixx| + |Iyy| + |Izz|
+ * (rel_tol s for entries, rel_tol s^2 for 2x2 minors, rel_tol s^3 for the determinant); a zero tensor is
+ * valid (point mass).  Non-finite entries are invalid.  The one inertia check of sim (sim_model_finalize
+ * uses SIM_INERTIA_TOL, the URDF loader 1e-9 for the rounding of printed figures). */
+#define SIM_INERTIA_TOL 1e-12
+int sim_inertia_valid(const double I[9], double rel_tol);
+
 /* Allocates a world's data for model m in one allocation, zeroed, in the model's reference pose
  * (identity orientation, zero joint angles), with its own scratch.  Returns NULL if out of memory.
  * Free with sim_data_destroy. */
