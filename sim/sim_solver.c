@@ -442,19 +442,17 @@ static double dissipation_guard(int N, const double *G, const double *c, double 
     return s;
 }
 
-int sim_solve_bisection(int n, const double *G, const double *c, const double *mu, double *lambda,
-                        const sim_solver_params *p, sim_solver_stats *st)
+/* Algorithm 2 on a valid problem with n > 0; v = G lambda + c on entry.
+ * Not inlined into solve(), on purpose: the build uses -ffp-contract=fast, and which product of an
+ * a*b + c*d gets fused into an FMA follows gcc's operand order, which shifts when a function grows; kept
+ * separate, the sweeps compile (and round) as they did when they were the public function. */
+static __attribute__((noinline)) int bisection_sweeps(int n, const double *G, const double *c, const double *mu,
+                                                      double *lambda, const sim_solver_params *p,
+                                                      sim_solver_stats *st, double *v)
 {
-    sim_solver_params def;
-    sim_solver_stats st_local;
-    if (!st) st = &st_local;
-    int go = solve_begin(n, G, c, mu, lambda, &p, &def, st);
-    if (go != 1) return go;
     const int N = 3 * n;
     contact_prep prep[SIM_SOLVER_MAX_CONTACTS];
-    double v[3 * SIM_SOLVER_MAX_CONTACTS];
     for (int i = 0; i < n; i++) prep_init(&prep[i], G + (size_t)(3 * i) * N + 3 * i, N, mu[i]);
-    sim_contact_velocity(n, G, c, lambda, v);
 
     unsigned char mode_of[SIM_SOLVER_MAX_CONTACTS] = {0};
     double alpha = p->alpha;
@@ -515,16 +513,12 @@ int sim_solve_bisection(int n, const double *G, const double *c, const double *m
     return solve_end(st, it, err, p->tol);
 }
 
-int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, double *lambda,
-                  const sim_solver_params *p, sim_solver_stats *st)
+/* PGS on a valid problem with n > 0; v = G lambda + c on entry.  Not inlined (see bisection_sweeps). */
+static __attribute__((noinline)) int pgs_sweeps(int n, const double *G, const double *c, const double *mu,
+                                                double *lambda, const sim_solver_params *p, sim_solver_stats *st,
+                                                double *v)
 {
-    sim_solver_params def;
-    sim_solver_stats st_local;
-    if (!st) st = &st_local;
-    int go = solve_begin(n, G, c, mu, lambda, &p, &def, st);
-    if (go != 1) return go;
     const int N = 3 * n;
-    double v[3 * SIM_SOLVER_MAX_CONTACTS];
     double rz[SIM_SOLVER_MAX_CONTACTS], rt[SIM_SOLVER_MAX_CONTACTS];
     for (int i = 0; i < n; i++) {
         const double *Gi = G + (size_t)(3 * i) * N + 3 * i;
@@ -532,7 +526,6 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
         rz[i] = gzz > 0 ? p->pgs_alpha / gzz : 0.0; /* eq. 18 */
         rt[i] = gt > 0 ? p->pgs_alpha / gt : 0.0;
     }
-    sim_contact_velocity(n, G, c, lambda, v);
 
     double err = INFINITY;
     int it = 0;
@@ -578,4 +571,30 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
     }
     st->n_open = no, st->n_stick = ns, st->n_slip = nl;
     return solve_end(st, it, err, p->tol);
+}
+
+/* The entry shared by the multi-contact solvers: defaults, validation, the initial contact velocity. */
+static int solve(int pgs, int n, const double *G, const double *c, const double *mu, double *lambda,
+                 const sim_solver_params *p, sim_solver_stats *st)
+{
+    sim_solver_params def;
+    sim_solver_stats st_local;
+    if (!st) st = &st_local;
+    int go = solve_begin(n, G, c, mu, lambda, &p, &def, st);
+    if (go != 1) return go;
+    double v[3 * SIM_SOLVER_MAX_CONTACTS];
+    sim_contact_velocity(n, G, c, lambda, v);
+    return pgs ? pgs_sweeps(n, G, c, mu, lambda, p, st, v) : bisection_sweeps(n, G, c, mu, lambda, p, st, v);
+}
+
+int sim_solve_bisection(int n, const double *G, const double *c, const double *mu, double *lambda,
+                        const sim_solver_params *p, sim_solver_stats *st)
+{
+    return solve(0, n, G, c, mu, lambda, p, st);
+}
+
+int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, double *lambda,
+                  const sim_solver_params *p, sim_solver_stats *st)
+{
+    return solve(1, n, G, c, mu, lambda, p, st);
 }
