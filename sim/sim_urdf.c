@@ -37,7 +37,7 @@
 #define URDF_MAX_FILE_BYTES (64u << 20) /* refuse absurdly large files instead of exhausting memory */
 #define DEFAULT_FRICTION 0.8
 
-/* ---- rigid transforms (row-major 3x3, sim_math.h) ---- */
+/* ---- rigid transforms (row-major 3x3; sim_math.h conventions) ---- */
 
 typedef struct {
     double p[3];
@@ -50,13 +50,33 @@ static void xf_identity(xform *t)
     t->R[0] = t->R[4] = t->R[8] = 1.0;
 }
 
+/* C = A B and out = A v, aliasing allowed.  These two stay here rather than using sim_math's m3_mul /
+ * m3_mulv, on purpose: the build fuses multiply-adds (-ffp-contract=fast) and which product of a sum gets
+ * fused follows the shape of the code, so the sim_math versions round the loaded inertias differently in
+ * the last bit (measured on ANYmal C: two tensors change, and trajectories part after ~200 steps). */
+static void mat_mul(const double A[9], const double B[9], double C[9])
+{
+    double T[9];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            T[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
+    memcpy(C, T, sizeof T);
+}
+
+static void mat_vec(const double A[9], const double v[3], double out[3])
+{
+    double t[3];
+    for (int i = 0; i < 3; i++) t[i] = A[3 * i] * v[0] + A[3 * i + 1] * v[1] + A[3 * i + 2] * v[2];
+    memcpy(out, t, sizeof t);
+}
+
 /* out = a o b (apply b, then a): p = pa + Ra pb, R = Ra Rb. */
 static void xf_compose(const xform *a, const xform *b, xform *out)
 {
     xform t;
-    m3_mulv(t.p, a->R, b->p);
+    mat_vec(a->R, b->p, t.p);
     v3_add(t.p, t.p, a->p);
-    m3_mul(t.R, a->R, b->R);
+    mat_mul(a->R, b->R, t.R);
     *out = t;
 }
 
@@ -64,7 +84,7 @@ static void xf_inverse(const xform *a, xform *out)
 {
     xform t;
     m3_transpose(t.R, a->R);
-    m3_mulv(t.p, t.R, a->p);
+    mat_vec(t.R, a->p, t.p);
     for (int k = 0; k < 3; k++) t.p[k] = -t.p[k];
     *out = t;
 }
@@ -85,8 +105,8 @@ static void rotate_inertia(const double R[9], const double I[9], double out[9])
 {
     double RI[9], Rt[9];
     m3_transpose(Rt, R);
-    m3_mul(RI, R, I);
-    m3_mul(out, RI, Rt);
+    mat_mul(R, I, RI);
+    mat_mul(RI, Rt, out);
 }
 
 /* ---- the loader's tables ---- */
@@ -547,7 +567,7 @@ static void accumulate(loader *L, const ulink *u)
     int b = u->body;
     if (u->mass == 0 && u->I[0] == 0 && u->I[4] == 0 && u->I[8] == 0) return;
     double c[3], I[9];
-    m3_mulv(c, u->in_body.R, u->com);
+    mat_vec(u->in_body.R, u->com, c);
     v3_add(c, c, u->in_body.p);
     rotate_inertia(u->in_body.R, u->I, I);
     double m = u->mass, cc = v3_dot(c, c);
