@@ -11,29 +11,33 @@
 
 #define TOL 1e-12
 
-/* One free body carrying one geometry at its origin (geometry frame = body frame), friction 0.7. */
-static sim_model *one_geom(int type, double s0, double s1, double s2)
+/* One free body carrying one geometry at its origin (geometry frame = body frame), friction 0.7, and its
+ * data. */
+typedef struct {
+    sim_model *m;
+    sim_data *d;
+} world;
+
+static world one_geom(int type, double s0, double s1, double s2)
 {
-    sim_model *m = sim_model_new();
-    m->nbody = 1;
-    sim_body *b = &m->body[0];
-    strcpy(b->name, "body");
-    b->parent = -1;
-    b->joint_type = SIM_JOINT_FREE;
-    m3_identity(b->rot);
-    b->mass = 1;
-    b->inertia[0] = b->inertia[4] = b->inertia[8] = 0.01;
-    m->ngeom = 1;
-    sim_geom *g = &m->geom[0];
-    strcpy(g->name, "g");
-    g->type = type;
-    g->body = 0;
-    m3_identity(g->rot);
-    g->size[0] = s0, g->size[1] = s1, g->size[2] = s2;
-    g->friction = 0.7;
+    world w = {sim_model_new(), NULL};
+    w.m->body[0] = (sim_body){.name = "body", .parent = -1, .joint_type = SIM_JOINT_FREE, .mass = 1,
+                              .rot = {1, 0, 0, 0, 1, 0, 0, 0, 1}, .inertia = {0.01, 0, 0, 0, 0.01, 0, 0, 0, 0.01}};
+    w.m->geom[0] = (sim_geom){.name = "g", .type = type, .body = 0, .rot = {1, 0, 0, 0, 1, 0, 0, 0, 1},
+                              .size = {s0, s1, s2}, .friction = 0.7};
+    w.m->nbody = 1;
+    w.m->ngeom = 1;
     char err[256];
-    cr_assert_eq(sim_model_finalize(m, err, sizeof err), 0, "%s", err);
-    return m;
+    cr_assert_eq(sim_model_finalize(w.m, err, sizeof err), 0, "%s", err);
+    w.d = sim_data_new(w.m);
+    cr_assert_not_null(w.d);
+    return w;
+}
+
+static void destroy(world *w)
+{
+    sim_data_destroy(&w->d);
+    sim_model_destroy(&w->m);
 }
 
 /* Places the body at pos with orientation quat (w x y z), velocity (v_world, omega_body), and runs the
@@ -88,9 +92,10 @@ static const sim_contact *feature(const sim_contact *out, int n, int f)
 
 Test(collision, sphere_on_raised_plane)
 {
-    sim_model *m = one_geom(SIM_GEOM_SPHERE, 0.1, 0, 0);
+    world wm = one_geom(SIM_GEOM_SPHERE, 0.1, 0, 0);
+    sim_model *m = wm.m;
+    sim_data *d = wm.d;
     m->terrain.height = 0.05;
-    sim_data *d = sim_data_new(m);
     place(m, d, (double[]){0.3, -0.2, 0.25}, QID, NULL, NULL);
     sim_contact c[4];
     cr_assert_eq(sim_collide(m, d, 1.0, 0.0, c, 4), 1);
@@ -109,28 +114,28 @@ Test(collision, sphere_on_raised_plane)
     cr_assert_eq(sim_collide(m, d, 1e-3, 0.0, c, 4), 1);
     cr_assert(fabs(c[0].gap - -0.02) < TOL, "gap %.15g", c[0].gap);
     assert_vec(c[0].pos, 0, 0, 0.03, TOL, "pos");
-    sim_data_destroy(&d);
-    sim_model_destroy(&m);
+    destroy(&wm);
 }
 
 Test(collision, margin_is_strict)
 {
-    sim_model *m = one_geom(SIM_GEOM_SPHERE, 0.125, 0, 0);
-    sim_data *d = sim_data_new(m);
+    world wm = one_geom(SIM_GEOM_SPHERE, 0.125, 0, 0);
+    sim_model *m = wm.m;
+    sim_data *d = wm.d;
     place(m, d, (double[]){0, 0, 0.375}, QID, NULL, NULL); /* gap 0.25, exact in binary */
     sim_contact c[1];
     cr_assert_eq(sim_collide(m, d, 0.25, 0.0, c, 1), 0, "gap == margin is not a contact");
     cr_assert_eq(sim_collide(m, d, 0.2500001, 0.0, c, 1), 1);
     cr_assert_eq(sim_collide(m, d, 1.0, 0.0, c, 0), 0, "max = 0 writes nothing");
-    sim_data_destroy(&d);
-    sim_model_destroy(&m);
+    destroy(&wm);
 }
 
 Test(collision, tilted_capsule_end_spheres)
 {
     const double r = 0.05, L = 0.2, th = M_PI / 6;
-    sim_model *m = one_geom(SIM_GEOM_CAPSULE, r, L, 0);
-    sim_data *d = sim_data_new(m);
+    world wm = one_geom(SIM_GEOM_CAPSULE, r, L, 0);
+    sim_model *m = wm.m;
+    sim_data *d = wm.d;
     double q[4];
     quat_axis(q, 0, 1, 0, th); /* local z -> (sin th, 0, cos th) */
     place(m, d, (double[]){0, 0, 0.5}, q, NULL, NULL);
@@ -147,15 +152,15 @@ Test(collision, tilted_capsule_end_spheres)
     /* a margin between the two gaps keeps only the low end */
     cr_assert_eq(sim_collide(m, d, 0.5, 0.0, c, 4), 1);
     cr_assert_eq(c[0].feature, 0);
-    sim_data_destroy(&d);
-    sim_model_destroy(&m);
+    destroy(&wm);
 }
 
 Test(collision, yawed_box_bottom_corners)
 {
     const double hx = 0.2, hy = 0.1, hz = 0.05, a = M_PI / 4;
-    sim_model *m = one_geom(SIM_GEOM_BOX, hx, hy, hz);
-    sim_data *d = sim_data_new(m);
+    world wm = one_geom(SIM_GEOM_BOX, hx, hy, hz);
+    sim_model *m = wm.m;
+    sim_data *d = wm.d;
     double q[4];
     quat_axis(q, 0, 0, 1, a);
     place(m, d, (double[]){1, 2, 0.04}, q, NULL, NULL);
@@ -173,15 +178,15 @@ Test(collision, yawed_box_bottom_corners)
         assert_frame(k, 0, 0, 1);
     }
     cr_assert_eq(sim_collide(m, d, 1.0, 0.0, c, 8), 8, "all corners within a large margin");
-    sim_data_destroy(&d);
-    sim_model_destroy(&m);
+    destroy(&wm);
 }
 
-Test(collision, standing_cylinder_rests_on_four_rim_points)
+Test(collision, cylinder_standing_and_lying)
 {
     const double r = 0.1, L = 0.15;
-    sim_model *m = one_geom(SIM_GEOM_CYLINDER, r, L, 0);
-    sim_data *d = sim_data_new(m);
+    world wm = one_geom(SIM_GEOM_CYLINDER, r, L, 0);
+    sim_model *m = wm.m;
+    sim_data *d = wm.d;
     place(m, d, (double[]){0, 0, L + 0.01}, QID, NULL, NULL);
     sim_contact c[8];
     int n = sim_collide(m, d, 0.05, 0.0, c, 8);
@@ -201,28 +206,19 @@ Test(collision, standing_cylinder_rests_on_four_rim_points)
     const sim_contact *top = feature(c, n, 1);
     cr_assert(top);
     cr_assert(fabs(top->gap - (2 * L + 0.01)) < TOL, "gap %.15g", top->gap);
-    sim_data_destroy(&d);
-    sim_model_destroy(&m);
-}
 
-Test(collision, lying_cylinder_touches_along_a_line)
-{
-    const double r = 0.1, L = 0.15;
-    sim_model *m = one_geom(SIM_GEOM_CYLINDER, r, L, 0);
-    sim_data *d = sim_data_new(m);
+    /* lying on its side (axis along world x), 2 cm up: it touches along a line */
     double q[4];
-    quat_axis(q, 0, 1, 0, M_PI / 2); /* axis along world x */
+    quat_axis(q, 0, 1, 0, M_PI / 2);
     place(m, d, (double[]){0, 0, r + 0.02}, q, NULL, NULL);
-    sim_contact c[8];
-    int n = sim_collide(m, d, 0.05, 0.0, c, 8);
+    n = sim_collide(m, d, 0.05, 0.0, c, 8);
     cr_assert_eq(n, 2, "one lowest rim point per cap, no extra rim points when no cap faces the ground");
     const sim_contact *a = feature(c, n, 0), *b = feature(c, n, 1);
     cr_assert(a && b);
     assert_vec(a->pos, -L, 0, 0.02, TOL, "-z cap");
     assert_vec(b->pos, L, 0, 0.02, TOL, "+z cap");
     cr_assert(fabs(a->gap - 0.02) < TOL && fabs(b->gap - 0.02) < TOL);
-    sim_data_destroy(&d);
-    sim_model_destroy(&m);
+    destroy(&wm);
 }
 
 /* A 3 x 3 heightfield of the tilted plane z = 0.5 x (+ 0.1 offset) over [-1, 1]^2. */
@@ -264,9 +260,11 @@ Test(collision, terrain_query_bilinear_and_clamped)
 Test(collision, sphere_on_sloped_heightfield)
 {
     const double r = 0.1;
-    sim_model *m = one_geom(SIM_GEOM_SPHERE, r, 0, 0);
+    world wm = one_geom(SIM_GEOM_SPHERE, r, 0, 0);
+    sim_model *m = wm.m;
+    sim_data *d = wm.d;
     slope_terrain(m);
-    sim_data *d = sim_data_new(m);
+
     const double ctr[3] = {0.2, 0.3, 0.7};
     place(m, d, ctr, QID, NULL, NULL);
     sim_contact c[2];
@@ -279,16 +277,16 @@ Test(collision, sphere_on_sloped_heightfield)
     assert_frame(&c[0], nx, 0, nz);
     /* t1 is world x projected on the tangent plane */
     assert_vec(c[0].frame, nz, 0, -nx, TOL, "t1");
-    sim_data_destroy(&d);
-    sim_model_destroy(&m);
+    destroy(&wm);
 }
 
 Test(collision, box_corner_on_sloped_heightfield)
 {
     const double h = 0.05;
-    sim_model *m = one_geom(SIM_GEOM_BOX, h, h, h);
+    world wm = one_geom(SIM_GEOM_BOX, h, h, h);
+    sim_model *m = wm.m;
+    sim_data *d = wm.d;
     slope_terrain(m);
-    sim_data *d = sim_data_new(m);
     place(m, d, (double[]){-0.4, 0.1, 0.0}, QID, NULL, NULL);
     sim_contact c[8];
     int n = sim_collide(m, d, 0.2, 0.0, c, 8);
@@ -303,8 +301,7 @@ Test(collision, box_corner_on_sloped_heightfield)
         cr_assert(fabs(k->gap - (z - 0.1 - 0.5 * x) / s) < TOL, "corner %d gap %.15g", f, k->gap);
         assert_frame(k, -0.5 / s, 0, 1 / s);
     }
-    sim_data_destroy(&d);
-    sim_model_destroy(&m);
+    destroy(&wm);
 }
 
 Test(collision, whole_geometry_rejection_keeps_fast_approaches)
@@ -312,8 +309,9 @@ Test(collision, whole_geometry_rejection_keeps_fast_approaches)
     /* a capsule lying along x, 0.58 m above the ground at its ends: its bounding sphere (0.52 m) is far
        above the margin, so at rest it is rejected whole */
     const double r = 0.02, L = 0.5, dt = 0.01;
-    sim_model *m = one_geom(SIM_GEOM_CAPSULE, r, L, 0);
-    sim_data *d = sim_data_new(m);
+    world wm = one_geom(SIM_GEOM_CAPSULE, r, L, 0);
+    sim_model *m = wm.m;
+    sim_data *d = wm.d;
     double q[4];
     quat_axis(q, 0, 1, 0, M_PI / 2);
     place(m, d, (double[]){0, 0, 0.6}, q, NULL, NULL);
@@ -326,24 +324,24 @@ Test(collision, whole_geometry_rejection_keeps_fast_approaches)
     cr_assert_eq(c[0].feature, 1);
     assert_vec(c[0].pos, L, 0, 0.6 - r, TOL, "+x end");
     /* the same for a fall: 0.06 m gap, 10 m/s down, look-ahead 0.101 m */
-    sim_model *s = one_geom(SIM_GEOM_SPHERE, 0.1, 0, 0);
-    sim_data *ds = sim_data_new(s);
+    world ws = one_geom(SIM_GEOM_SPHERE, 0.1, 0, 0);
+    sim_model *s = ws.m;
+    sim_data *ds = ws.d;
     place(s, ds, (double[]){0, 0, 0.16}, QID, NULL, NULL);
     cr_assert_eq(sim_collide(s, ds, 1e-3, dt, c, 2), 0);
     place(s, ds, (double[]){0, 0, 0.16}, QID, (double[]){0, 0, -10}, NULL);
     cr_assert_eq(sim_collide(s, ds, 1e-3, dt, c, 2), 1);
     cr_assert(fabs(c[0].gap - 0.06) < TOL);
-    sim_data_destroy(&ds);
-    sim_model_destroy(&s);
-    sim_data_destroy(&d);
-    sim_model_destroy(&m);
+    destroy(&ws);
+    destroy(&wm);
 }
 
 Test(collision, capacity_keeps_the_deepest)
 {
     const double hx = 0.3, hy = 0.2, hz = 0.1;
-    sim_model *m = one_geom(SIM_GEOM_BOX, hx, hy, hz);
-    sim_data *d = sim_data_new(m);
+    world wm = one_geom(SIM_GEOM_BOX, hx, hy, hz);
+    sim_model *m = wm.m;
+    sim_data *d = wm.d;
     /* a generic orientation: eight corners at eight different heights */
     double q[4], qa[4], qb[4];
     quat_axis(qa, 1, 0, 0, 0.3);
@@ -376,13 +374,13 @@ Test(collision, capacity_keeps_the_deepest)
         cr_assert(fabs(few[i].gap - gaps[few[i].feature]) < TOL);
         for (int j = 0; j < i; j++) cr_assert_neq(few[i].feature, few[j].feature);
     }
-    sim_data_destroy(&d);
-    sim_model_destroy(&m);
+    destroy(&wm);
 }
 
 Test(collision, max_contacts_counts_features)
 {
-    sim_model *m = one_geom(SIM_GEOM_SPHERE, 0.1, 0, 0);
+    world wm = one_geom(SIM_GEOM_SPHERE, 0.1, 0, 0);
+    sim_model *m = wm.m;
     const int types[4] = {SIM_GEOM_SPHERE, SIM_GEOM_CAPSULE, SIM_GEOM_BOX, SIM_GEOM_CYLINDER};
     const int want[4] = {1, 2, 8, 8};
     for (int i = 0; i < 4; i++) {
@@ -391,10 +389,9 @@ Test(collision, max_contacts_counts_features)
     }
     m->geom[0].nocollide = 1;
     cr_assert_eq(sim_collision_max_contacts(m), 0);
-    sim_data *d = sim_data_new(m);
+    sim_data *d = wm.d;
     place(m, d, (double[]){0, 0, 0.0}, QID, NULL, NULL);
     sim_contact c[8];
     cr_assert_eq(sim_collide(m, d, 1.0, 0.0, c, 8), 0, "a nocollide geometry makes no contact");
-    sim_data_destroy(&d);
-    sim_model_destroy(&m);
+    destroy(&wm);
 }
