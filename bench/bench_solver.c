@@ -40,7 +40,8 @@ static sim_model *load(int kind, int solver, int warm)
     return m;
 }
 
-/* Runs one scenario; timing pass (profile on for solver time) and a statistics pass share the run. */
+/* Runs one scenario; timing pass (the solver timed alone by calling sim_step's phases) and a statistics
+ * pass share the run. */
 static int run(int kind, int solver, int warm, long steps, int repeats, double dt, run_result *r)
 {
     sim_model *m = load(kind, solver, warm);
@@ -55,7 +56,6 @@ static int run(int kind, int solver, int warm, long steps, int repeats, double d
     /* timing repeats: whole step, no metrics */
     for (int rep = 0; rep < repeats; rep++) {
         env_scenario_init(&s, m, d, kind, 42, err, sizeof err);
-        m->opt.profile = 0;
         uint64_t t0 = bench_now_ns(), tc = 0;
         for (long i = 0; i < steps; i++) {
             uint64_t a = bench_now_ns();
@@ -67,17 +67,19 @@ static int run(int kind, int solver, int warm, long steps, int repeats, double d
         rep_step[rep] = (double)(t1 - t0 - tc) / 1e3 / (double)steps;
         /* solver-only pass */
         env_scenario_init(&s, m, d, kind, 42, err, sizeof err);
-        m->opt.profile = 1;
         double ns = 0;
         for (long i = 0; i < steps; i++) {
             env_scenario_control(&s, m, d, dt);
-            sim_step(m, d, dt);
-            ns += d->stats.ns_solver;
+            if (sim_step_prepare(m, d, dt) > 0) {
+                uint64_t a = bench_now_ns();
+                sim_step_solve(m, d);
+                ns += (double)(bench_now_ns() - a);
+            }
+            sim_step_finish(m, d, dt);
         }
         rep_solver[rep] = ns / 1e3 / (double)steps;
     }
     /* statistics pass */
-    m->opt.profile = 0;
     env_scenario_init(&s, m, d, kind, 42, err, sizeof err);
     long ncontact_steps = 0;
     double contacts = 0;

@@ -3,6 +3,8 @@
 
 #include "sim_math.h"
 
+#include <string.h>
+
 void sim_terrain_query(const sim_terrain *t, double x, double y, double *height, double normal[3])
 {
     if (t->type != SIM_TERRAIN_HFIELD || !t->heights || t->nx < 2 || t->ny < 2) {

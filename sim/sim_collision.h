@@ -12,6 +12,9 @@
  *        on a polygon.
  * The terrain is queried only through sim_terrain_query (height and normal under a point), so a
  * new terrain shape needs nothing else here.
+ *
+ * Units and frames: metres, world frame; contact frames as above (contact z = normal).  Ownership: the
+ * contact array is the caller's (sim_step uses sim_data.con); nothing is kept between calls.
  */
 #ifndef HERD_SIM_COLLISION_H
 #define HERD_SIM_COLLISION_H
@@ -26,7 +29,7 @@ typedef struct sim_contact {
     double mu;          /* friction coefficient of the pair */
 } sim_contact;
 
-/* Height of the ground under (x, y) and its unit upward normal. */
+/* Height of the ground (m, world z) under the world point (x, y) and its unit upward normal (world). */
 void sim_terrain_query(const sim_terrain *t, double x, double y, double *height, double normal[3]);
 
 /* Number of contact features the model's colliding geometries can produce (upper bound on contacts). */

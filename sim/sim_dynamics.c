@@ -12,7 +12,9 @@
  */
 #include "sim_dynamics.h"
 
-#include "sim_math.h"
+#include "sim_spatial.h"
+
+#include <string.h>
 
 /* ---------------------------------------------------------------- kinematics */
 

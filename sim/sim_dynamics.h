@@ -5,6 +5,12 @@
  * recursion free of coordinate transforms.  Call order for one step:
  *   sim_kinematics -> sim_velocity -> sim_crba -> sim_factor -> sim_rnea (any order after velocity)
  * sim_smooth() does all five.  None of these allocate.
+ *
+ * Units: SI (m, kg, s, rad; forces N, torques N·m; generalized forces per dof are N for linear dofs and
+ * N·m for angular ones).  Frames as in sim_model.h: q, u in generalized coordinates (floating base:
+ * v_world, omega_body); positions and Jacobians in the world frame.  Ownership: results go into d's
+ * arrays; vectors passed in (x, X, y, out, jp, jr, cols) are owned by the caller and sized as stated
+ * (nv unless said otherwise).
  */
 #ifndef HERD_SIM_DYNAMICS_H
 #define HERD_SIM_DYNAMICS_H
@@ -37,7 +43,7 @@ void sim_passive(const sim_model *m, const sim_data *d, double *out);
 /* Forward dynamics without contacts: d->udot = M^-1 (tau + passive - h).  Needs sim_smooth. */
 void sim_forward(const sim_model *m, sim_data *d);
 
-/* World position of a point given in body b's frame. */
+/* World position (m) of a point given in body b's frame (m); needs kinematics. */
 void sim_point_world(const sim_model *m, const sim_data *d, int b, const double local[3], double out[3]);
 /* Translational Jacobian (3 x nv, row-major) of a point given in WORLD coordinates that moves with
  * body b: v_point = J u.  If jr is not NULL it also receives the rotational Jacobian (3 x nv). */

@@ -45,18 +45,20 @@ void sim_model_destroy(sim_model **m)
     }
 }
 
-/* Is the symmetric 3x3 matrix positive semi-definite (Sylvester on a shifted matrix)? */
-static int inertia_ok(const double I[9])
+int sim_inertia_valid(const double I[9], double rel_tol)
 {
-    const double tol = 1e-12;
-    if (!(I[0] >= -tol && I[4] >= -tol && I[8] >= -tol)) return 0;
-    if (fabs(I[1] - I[3]) > 1e-9 || fabs(I[2] - I[6]) > 1e-9 || fabs(I[5] - I[7]) > 1e-9) return 0;
-    /* triangle inequality of principal moments is implied by PSD of a physical body; check minors */
-    double m2 = I[0] * I[4] - I[1] * I[3];
-    double det = I[0] * (I[4] * I[8] - I[5] * I[7]) - I[1] * (I[3] * I[8] - I[5] * I[6]) +
-                 I[2] * (I[3] * I[7] - I[4] * I[6]);
-    double scale = I[0] + I[4] + I[8] + 1e-300;
-    return m2 >= -tol * scale * scale && det >= -tol * scale * scale * scale;
+    const double s = fabs(I[0]) + fabs(I[4]) + fabs(I[8]);
+    const double t1 = rel_tol * s, t2 = t1 * s, t3 = t2 * s;
+    if (!isfinite(s)) return 0;
+    if (fabs(I[1] - I[3]) > t1 || fabs(I[2] - I[6]) > t1 || fabs(I[5] - I[7]) > t1) return 0;
+    if (s == 0) return I[1] == 0 && I[2] == 0 && I[5] == 0;
+    if (I[0] < -t1 || I[4] < -t1 || I[8] < -t1) return 0;
+    if (I[0] * I[4] - I[1] * I[1] < -t2) return 0;
+    if (I[0] * I[8] - I[2] * I[2] < -t2) return 0;
+    if (I[4] * I[8] - I[5] * I[5] < -t2) return 0;
+    const double det = I[0] * (I[4] * I[8] - I[5] * I[5]) - I[1] * (I[1] * I[8] - I[5] * I[2]) +
+                       I[2] * (I[1] * I[5] - I[4] * I[2]);
+    return det >= -t3;
 }
 
 int sim_model_finalize(sim_model *m, char *err, size_t errlen)
@@ -81,7 +83,7 @@ int sim_model_finalize(sim_model *m, char *err, size_t errlen)
     for (int i = 0; i < m->nbody; i++) {
         sim_body *b = &m->body[i];
         if (!(b->mass >= 0) || !isfinite(b->mass)) return fail(err, errlen, "body '%s': mass %g is not >= 0", b->name, b->mass);
-        if (!inertia_ok(b->inertia)) return fail(err, errlen, "body '%s': inertia is not symmetric positive semi-definite", b->name);
+        if (!sim_inertia_valid(b->inertia, SIM_INERTIA_TOL)) return fail(err, errlen, "body '%s': inertia is not symmetric positive semi-definite", b->name);
         m->total_mass += b->mass;
         if (i == 0) continue;
         if (b->parent < 0 || b->parent >= i)

@@ -95,7 +95,6 @@ typedef struct {
     int gap_target;                 /* 1 (default): a positive gap may close within the step, v_n >= -gap/dt */
     double erp;                     /* 0 (default, off): push out penetration p at erp p / dt */
     int warmstart;                  /* 1 (default): persistent contacts start from their last impulse */
-    int profile;                    /* 1: sim_step times its contact solve into stats.ns_solver (benchmarks) */
     int max_contacts;               /* per-world contact capacity (32); beyond it the deepest contacts are kept */
 } sim_step_opt;
 
@@ -124,7 +123,6 @@ typedef struct {
     double error;                   /* solver's final error (its own termination measure) */
     int converged;
     double penetration;             /* deepest penetration among the contacts at collision time (m) */
-    double ns_solver;               /* time spent in the contact solver (only with opt.profile) */
 } sim_step_stats;
 
 struct sim_contact;
@@ -188,6 +186,14 @@ void sim_model_destroy(sim_model **m);
 /* Checks the bodies (parent order, unit axes, positive-definite inertias, joint types) and computes
  * nq, nv, dof/qadr indices, dof_body, dof_parent and total_mass.  Returns 0, or -1 with err filled. */
 int sim_model_finalize(sim_model *m, char *err, size_t errlen);
+
+/* 1 if the inertia tensor I (3x3 row-major, kg·m², any frame) is symmetric and positive semi-definite
+ * (all principal minors >= 0), each test with a tolerance relative to the trace s = |Ixx| + |Iyy| + |Izz|
+ * (rel_tol s for entries, rel_tol s^2 for 2x2 minors, rel_tol s^3 for the determinant); a zero tensor is
+ * valid (point mass).  Non-finite entries are invalid.  The one inertia check of sim (sim_model_finalize
+ * uses SIM_INERTIA_TOL, the URDF loader 1e-9 for the rounding of printed figures). */
+#define SIM_INERTIA_TOL 1e-12
+int sim_inertia_valid(const double I[9], double rel_tol);
 
 /* Allocates a world's data for model m in one allocation, zeroed, in the model's reference pose
  * (identity orientation, zero joint angles), with its own scratch.  Returns NULL if out of memory.

@@ -1,5 +1,5 @@
 /* sim_solver.c — per-contact bisection (Algorithms 1 and 2 of Hwangbo, Lee & Hutter 2018), projected
- * Gauss-Seidel (their eqs. 17-18) and the contact metrics of Le Lidec et al. 2023.  See sim_solver.h.
+ * Gauss-Seidel (their eqs. 17-18).  See sim_solver.h; the error and metrics are in sim_metrics.c.
  *
  * Notation in this file: a contact block G (3x3, frame (t_x, t_y, n)), a = (G_nx, G_ny) its normal row's
  * tangential part, c the free velocity of the contact (others fixed), lambda0 = -G^-1 c the zero-velocity
@@ -24,11 +24,11 @@
  */
 #include "sim_solver.h"
 
+#include "sim_metrics.h"
+
 #include <math.h>
 #include <stddef.h>
 
-#define MU_FRICTIONLESS 1e-9   /* below: frictionless contact */
-#define MU_MAX 1e12            /* above: clamped (keeps mu^2 finite) */
 #define REG_DET 1e-12          /* a block with det <= REG_DET tr^3 is near-singular ... */
 #define REG_EPS 1e-10          /* ... and gets REG_EPS tr added to its diagonal */
 #define STEP_TMAX 0.75         /* largest tan(step / 2) of the initial stepping: steps < 1.29 rad */
@@ -70,7 +70,7 @@ typedef struct {
     double axx, axy, axn, ayy, ayn, ann; /* its adjugate (det G times the inverse) */
     double det;
     double K, inv_mu;                    /* G_nn / mu and 1 / mu (slip only) */
-    double mu;                           /* clamped to [0, MU_MAX] */
+    double mu;                           /* clamped to [0, SIM_MU_MAX] */
     int kind;
 } contact_prep;
 
@@ -79,8 +79,8 @@ static void prep_init(contact_prep *k, const double *G, int ld, double mu)
 {
     double g00 = G[0], g01 = G[1], g02 = G[2], g11 = G[ld + 1], g12 = G[ld + 2], g22 = G[2 * ld + 2];
     double tr = g00 + g11 + g22;
-    k->mu = mu > MU_MAX ? MU_MAX : mu;
-    k->kind = k->mu < MU_FRICTIONLESS ? PREP_FRICTIONLESS : PREP_NORMAL;
+    k->mu = mu > SIM_MU_MAX ? SIM_MU_MAX : mu;
+    k->kind = k->mu < SIM_MU_FRICTIONLESS ? PREP_FRICTIONLESS : PREP_NORMAL;
     if (!(tr > 0)) { /* G = 0 (or not PSD): no impulse changes this contact's velocity */
         k->kind = PREP_NULL;
         return;
@@ -380,69 +380,6 @@ int sim_contact_single(const double G[9], const double c[3], double mu, double l
     return contact_solve(&k, c, lambda, p, steps);
 }
 
-/* ------------------------------------------------------------------------------------------------ */
-/* Exact violation of one contact (see the header); Gi = its diagonal block with leading dimension ld. */
-
-static double contact_error(const double *Gi, int ld, const double v[3], const double l[3], double mu)
-{
-    if (mu > MU_MAX) mu = MU_MAX;
-    const double lt = sqrt(l[0] * l[0] + l[1] * l[1]);
-    const double ln = l[2], vn = v[2];
-    double e = fmax(0.0, lt - mu * ln) + fmax(0.0, -ln);
-    e += fmax(0.0, -vn) + fmax(0.0, fmin(ln, vn));
-    if (vn <= ln) {
-        if (mu >= MU_FRICTIONLESS) {
-            const double vt = sqrt(v[0] * v[0] + v[1] * v[1]);
-            const double gap = fmax(0.0, mu * ln - lt);
-            const double gnn = Gi[2 * ld + 2];
-            const double w = gnn > 0 ? mu * mu * ln / gnn : 0.0;
-            const double sx = l[0] + w * Gi[2 * ld], sy = l[1] + w * Gi[2 * ld + 1];
-            const double sn = sqrt(sx * sx + sy * sy);
-            /* misdirection of the slip: sin(angle between v_T and -s), 1 if v_T does not point against s,
-               weighted by min(|v_T|, |lambda_T|) so that it is linear in the errors of both */
-            double mis = 1.0;
-            if (sn > 0 && vt > 0) {
-                double along = -(v[0] * sx + v[1] * sy); /* |v_T| |s| cos */
-                if (along > 0) mis = fabs(v[0] * sy - v[1] * sx) / (vt * sn);
-            }
-            mis *= fmin(vt, lt);
-            e += fmin(vt, gap + mis);
-        }
-    } else {
-        e += lt;
-    }
-    return e;
-}
-
-/* ------------------------------------------------------------------------------------------------ */
-/* Multi-contact helpers.                                                                              */
-
-static int check_problem(int n, const double *G, const double *c, const double *mu, const double *lambda)
-{
-    if (n < 0 || n > SIM_SOLVER_MAX_CONTACTS) return 0;
-    if (n == 0) return 1;
-    if (!G || !c || !mu || !lambda) return 0;
-    const int N = 3 * n;
-    double s = 0;
-    for (int i = 0; i < N * N; i++) s += G[i];
-    for (int i = 0; i < N; i++) s += c[i] + lambda[i];
-    for (int i = 0; i < n; i++) {
-        if (!(mu[i] >= 0)) return 0;
-        s += mu[i];
-    }
-    return isfinite(s);
-}
-
-/* v = G lambda + c */
-static void contact_velocity(int N, const double *G, const double *c, const double *lambda, double *v)
-{
-    for (int r = 0; r < N; r++) {
-        const double *row = G + (size_t)r * N;
-        double s = c[r];
-        for (int k = 0; k < N; k++) s += row[k] * lambda[k];
-        v[r] = s;
-    }
-}
 
 /* v += G[:, 3i..3i+2] delta, using the symmetry of G (rows 3i..3i+2 are contiguous). */
 static void add_column_block(int N, const double *G, int i, const double delta[3], double *v)
@@ -452,7 +389,11 @@ static void add_column_block(int N, const double *G, int i, const double delta[3
     for (int k = 0; k < N; k++) v[k] += d0 * r0[k] + d1 * r1[k] + d2 * r2[k];
 }
 
-static void stats_reset(sim_solver_stats *st)
+/* The opening shared by the multi-contact solvers: resets *st, substitutes the defaults (in *def) for a NULL
+ * *p, validates the problem.  Returns SIM_SOLVER_EINVAL, SIM_SOLVER_OK when there is nothing to solve
+ * (n = 0: converged), or 1 to go on. */
+static int solve_begin(int n, const double *G, const double *c, const double *mu, const double *lambda,
+                       const sim_solver_params **p, sim_solver_params *def, sim_solver_stats *st)
 {
     st->iterations = 0;
     st->error = 0;
@@ -460,6 +401,25 @@ static void stats_reset(sim_solver_stats *st)
     st->n_open = st->n_stick = st->n_slip = 0;
     st->bisection_steps = 0;
     st->guard_scale = 1.0;
+    if (!*p) {
+        sim_solver_default_params(def);
+        *p = def;
+    }
+    if (!sim_contact_problem_valid(n, G, c, mu, lambda)) return SIM_SOLVER_EINVAL;
+    if (n == 0) {
+        st->converged = 1;
+        return SIM_SOLVER_OK;
+    }
+    return 1;
+}
+
+/* The closing shared by the multi-contact solvers. */
+static int solve_end(sim_solver_stats *st, int iterations, double err, double tol)
+{
+    st->iterations = iterations;
+    st->error = err;
+    st->converged = err < tol;
+    return st->converged ? SIM_SOLVER_OK : SIM_SOLVER_MAXITER;
 }
 
 /* A step that ends without convergence must still not add energy: if E(lambda) = c.lambda + 1/2 lambda.G lambda
@@ -482,27 +442,17 @@ static double dissipation_guard(int N, const double *G, const double *c, double 
     return s;
 }
 
-int sim_solve_bisection(int n, const double *G, const double *c, const double *mu, double *lambda,
-                        const sim_solver_params *p, sim_solver_stats *st)
+/* Algorithm 2 on a valid problem with n > 0; v = G lambda + c on entry.
+ * Not inlined into solve(), on purpose: the build uses -ffp-contract=fast, and which product of an
+ * a*b + c*d gets fused into an FMA follows gcc's operand order, which shifts when a function grows; kept
+ * separate, the sweeps compile (and round) as they did when they were the public function. */
+static __attribute__((noinline)) int bisection_sweeps(int n, const double *G, const double *c, const double *mu,
+                                                      double *lambda, const sim_solver_params *p,
+                                                      sim_solver_stats *st, double *v)
 {
-    sim_solver_params def;
-    sim_solver_stats st_local;
-    if (!st) st = &st_local;
-    stats_reset(st);
-    if (!p) {
-        sim_solver_default_params(&def);
-        p = &def;
-    }
-    if (!check_problem(n, G, c, mu, lambda)) return SIM_SOLVER_EINVAL;
-    if (n == 0) {
-        st->converged = 1;
-        return SIM_SOLVER_OK;
-    }
     const int N = 3 * n;
     contact_prep prep[SIM_SOLVER_MAX_CONTACTS];
-    double v[3 * SIM_SOLVER_MAX_CONTACTS];
     for (int i = 0; i < n; i++) prep_init(&prep[i], G + (size_t)(3 * i) * N + 3 * i, N, mu[i]);
-    contact_velocity(N, G, c, lambda, v);
 
     unsigned char mode_of[SIM_SOLVER_MAX_CONTACTS] = {0};
     double alpha = p->alpha;
@@ -541,9 +491,7 @@ int sim_solve_bisection(int n, const double *G, const double *c, const double *m
         }
         st->n_open = no, st->n_stick = ns, st->n_slip = nl;
         alpha = p->alpha_min + p->gamma * (alpha - p->alpha_min); /* line 12, once per sweep */
-        err = 0;
-        for (int i = 0; i < n; i++)
-            err += contact_error(G + (size_t)(3 * i) * N + 3 * i, N, v + 3 * i, lambda + 3 * i, mu[i]);
+        err = sim_contact_error_sum(n, G, v, mu, lambda);
         if (err < p->tol) break;
     }
     /* Line 4 only relaxes an opening contact's impulse towards 0 ((1 - alpha)^k never reaches it): release
@@ -557,43 +505,20 @@ int sim_solve_bisection(int n, const double *G, const double *c, const double *m
         add_column_block(N, G, i, delta, v);
         released = 1;
     }
-    if (released || it == 0) {
-        err = 0;
-        for (int i = 0; i < n; i++)
-            err += contact_error(G + (size_t)(3 * i) * N + 3 * i, N, v + 3 * i, lambda + 3 * i, mu[i]);
-    }
+    if (released || it == 0) err = sim_contact_error_sum(n, G, v, mu, lambda);
     if (!(err < p->tol)) {
         st->guard_scale = dissipation_guard(N, G, c, lambda, v);
-        if (st->guard_scale != 1.0) {
-            err = 0;
-            for (int i = 0; i < n; i++)
-                err += contact_error(G + (size_t)(3 * i) * N + 3 * i, N, v + 3 * i, lambda + 3 * i, mu[i]);
-        }
+        if (st->guard_scale != 1.0) err = sim_contact_error_sum(n, G, v, mu, lambda);
     }
-    st->iterations = it;
-    st->error = err;
-    st->converged = err < p->tol;
-    return st->converged ? SIM_SOLVER_OK : SIM_SOLVER_MAXITER;
+    return solve_end(st, it, err, p->tol);
 }
 
-int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, double *lambda,
-                  const sim_solver_params *p, sim_solver_stats *st)
+/* PGS on a valid problem with n > 0; v = G lambda + c on entry.  Not inlined (see bisection_sweeps). */
+static __attribute__((noinline)) int pgs_sweeps(int n, const double *G, const double *c, const double *mu,
+                                                double *lambda, const sim_solver_params *p, sim_solver_stats *st,
+                                                double *v)
 {
-    sim_solver_params def;
-    sim_solver_stats st_local;
-    if (!st) st = &st_local;
-    stats_reset(st);
-    if (!p) {
-        sim_solver_default_params(&def);
-        p = &def;
-    }
-    if (!check_problem(n, G, c, mu, lambda)) return SIM_SOLVER_EINVAL;
-    if (n == 0) {
-        st->converged = 1;
-        return SIM_SOLVER_OK;
-    }
     const int N = 3 * n;
-    double v[3 * SIM_SOLVER_MAX_CONTACTS];
     double rz[SIM_SOLVER_MAX_CONTACTS], rt[SIM_SOLVER_MAX_CONTACTS];
     for (int i = 0; i < n; i++) {
         const double *Gi = G + (size_t)(3 * i) * N + 3 * i;
@@ -601,7 +526,6 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
         rz[i] = gzz > 0 ? p->pgs_alpha / gzz : 0.0; /* eq. 18 */
         rt[i] = gt > 0 ? p->pgs_alpha / gt : 0.0;
     }
-    contact_velocity(N, G, c, lambda, v);
 
     double err = INFINITY;
     int it = 0;
@@ -612,7 +536,7 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
             double *l = lambda + 3 * i;
             const double *vi = v + 3 * i;
             const double *Gi = G + (size_t)(3 * i) * N + 3 * i;
-            double m = mu[i] > MU_MAX ? MU_MAX : mu[i];
+            double m = mu[i] > SIM_MU_MAX ? SIM_MU_MAX : mu[i];
             /* eq. 17, normal: prox_z = max(0, .) */
             double ln = fmax(0.0, l[2] - rz[i] * vi[2]);
             double dn = ln - l[2];
@@ -640,113 +564,37 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
     for (int i = 0; i < n; i++) {
         const double *l = lambda + 3 * i;
         double lt = sqrt(l[0] * l[0] + l[1] * l[1]);
-        double m = mu[i] > MU_MAX ? MU_MAX : mu[i];
+        double m = mu[i] > SIM_MU_MAX ? SIM_MU_MAX : mu[i];
         if (!(l[2] > 0)) no++;
         else if (lt >= m * l[2] * (1.0 - 1e-9)) nl++;
         else ns++;
     }
     st->n_open = no, st->n_stick = ns, st->n_slip = nl;
-    st->iterations = it;
-    st->error = err;
-    st->converged = err < p->tol;
-    return st->converged ? SIM_SOLVER_OK : SIM_SOLVER_MAXITER;
+    return solve_end(st, it, err, p->tol);
 }
 
-/* ------------------------------------------------------------------------------------------------ */
-/* Cones and metrics.                                                                                  */
-
-/* The cone { a |x_T| <= b x_n } (a, b >= 0, not both 0) in the half-plane (t = |x_T|, s = x_n):
- * returns the projection's coordinates along (b e_T, a) as the factor k (projection = k (b e_T, a)),
- * and the distance. */
-static double cone_ab(double t, double s, double a, double b, double *k)
+/* The entry shared by the multi-contact solvers: defaults, validation, the initial contact velocity. */
+static int solve(int pgs, int n, const double *G, const double *c, const double *mu, double *lambda,
+                 const sim_solver_params *p, sim_solver_stats *st)
 {
-    if (a * t <= b * s) { /* inside */
-        *k = NAN;
-        return 0.0;
-    }
-    if (b * t <= -a * s) { /* in the polar cone: projects to the apex */
-        *k = 0.0;
-        return sqrt(t * t + s * s);
-    }
-    double nn = a * a + b * b;
-    *k = (b * t + a * s) / nn;
-    return (a * t - b * s) / sqrt(nn);
-}
-
-/* (a, b) of K_mu = { |x_T| <= mu x_n } without forming 1/0 or inf*0. */
-static void cone_primal(double mu, double *a, double *b)
-{
-    if (mu <= 1) *a = 1, *b = mu;
-    else *a = 1.0 / mu, *b = 1; /* mu = inf: the half-space x_n >= 0 */
-}
-
-/* (a, b) of the dual K*_mu = K_{1/mu} = { mu |x_T| <= x_n }. */
-static void cone_dual(double mu, double *a, double *b)
-{
-    if (mu <= 1) *a = mu, *b = 1;
-    else *a = 1, *b = 1.0 / mu;
-}
-
-double sim_cone_project(const double x[3], double mu, double out[3])
-{
-    double a, b, k;
-    cone_primal(mu, &a, &b);
-    double t = sqrt(x[0] * x[0] + x[1] * x[1]), s = x[2];
-    double dist = cone_ab(t, s, a, b, &k);
-    if (dist == 0.0) {
-        out[0] = x[0], out[1] = x[1], out[2] = x[2];
-        return 0.0;
-    }
-    double ex = t > 0 ? x[0] / t : 0.0, ey = t > 0 ? x[1] / t : 0.0;
-    out[0] = k * b * ex;
-    out[1] = k * b * ey;
-    out[2] = k * a;
-    return dist;
-}
-
-double sim_contact_model_error(int n, const double *G, const double *c, const double *mu, const double *lambda)
-{
-    if (!check_problem(n, G, c, mu, lambda)) return NAN;
-    const int N = 3 * n;
+    sim_solver_params def;
+    sim_solver_stats st_local;
+    if (!st) st = &st_local;
+    int go = solve_begin(n, G, c, mu, lambda, &p, &def, st);
+    if (go != 1) return go;
     double v[3 * SIM_SOLVER_MAX_CONTACTS];
-    contact_velocity(N, G, c, lambda, v);
-    double e = 0;
-    for (int i = 0; i < n; i++) e += contact_error(G + (size_t)(3 * i) * N + 3 * i, N, v + 3 * i, lambda + 3 * i, mu[i]);
-    return e;
+    sim_contact_velocity(n, G, c, lambda, v);
+    return pgs ? pgs_sweeps(n, G, c, mu, lambda, p, st, v) : bisection_sweeps(n, G, c, mu, lambda, p, st, v);
 }
 
-void sim_contact_metrics(int n, const double *G, const double *c, const double *mu, const double *lambda,
-                         double dt, sim_contact_metrics_t *out)
+int sim_solve_bisection(int n, const double *G, const double *c, const double *mu, double *lambda,
+                        const sim_solver_params *p, sim_solver_stats *st)
 {
-    if (!out) return;
-    if (!check_problem(n, G, c, mu, lambda)) {
-        out->eps_p = out->eps_d = out->eps_c = out->eps_abs = out->signorini = out->model_error = NAN;
-        return;
-    }
-    const double h = dt > 0 ? 1.0 / dt : 1.0;
-    const int N = 3 * n;
-    double v[3 * SIM_SOLVER_MAX_CONTACTS];
-    contact_velocity(N, G, c, lambda, v);
-    double ep = 0, ed = 0, ec = 0, sig = 0, me = 0;
-    for (int i = 0; i < n; i++) {
-        const double *l = lambda + 3 * i, *vi = v + 3 * i;
-        double m = mu[i], a, b, k;
-        /* forces and De Saxcé-corrected velocities, rescaled by 1/dt */
-        double f[3] = {l[0] * h, l[1] * h, l[2] * h};
-        double vt = sqrt(vi[0] * vi[0] + vi[1] * vi[1]);
-        double w[3] = {vi[0] * h, vi[1] * h, (vi[2] + (m > MU_MAX ? MU_MAX : m) * vt) * h};
-        cone_primal(m, &a, &b);
-        ep = fmax(ep, cone_ab(sqrt(f[0] * f[0] + f[1] * f[1]), f[2], a, b, &k));
-        cone_dual(m, &a, &b);
-        ed = fmax(ed, cone_ab(sqrt(w[0] * w[0] + w[1] * w[1]), w[2], a, b, &k));
-        ec = fmax(ec, fabs(f[0] * w[0] + f[1] * w[1] + f[2] * w[2]));
-        sig = fmax(sig, l[2] > 0 ? fabs(vi[2]) : fmax(0.0, -vi[2]));
-        me += contact_error(G + (size_t)(3 * i) * N + 3 * i, N, vi, l, m);
-    }
-    out->eps_p = ep;
-    out->eps_d = ed;
-    out->eps_c = ec;
-    out->eps_abs = fmax(ep, fmax(ed, ec));
-    out->signorini = sig;
-    out->model_error = me;
+    return solve(0, n, G, c, mu, lambda, p, st);
+}
+
+int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, double *lambda,
+                  const sim_solver_params *p, sim_solver_stats *st)
+{
+    return solve(1, n, G, c, mu, lambda, p, st);
 }

@@ -1,4 +1,6 @@
 /* sim_solver.h — contact solvers on an already-assembled contact problem (pure: no model, no allocation).
+ * The caller owns every array; the solvers keep no state between calls.  The error of a candidate
+ * solution and the comparison metrics are in sim_metrics.h.
  *
  * The problem (Hwangbo, Lee & Hutter 2018, "Per-contact iteration method for solving contact dynamics",
  * Sec. II-IV).  n contacts, each with a frame whose rows are (t_x, t_y, n): contact z = normal, LAST.
@@ -19,7 +21,7 @@
  * is not exactly opposite to the friction impulse): the paper finds < 1 % difference in > 99.6 % of its
  * ANYmal samples, but with a strong normal-tangential coupling in G (G_nT ~ G_nn) it can reach 10-50 %.
  *
- * The exact violation used by sim_solve_bisection's termination (sim_contact_model_error): with
+ * The exact violation used by sim_solve_bisection's termination (sim_contact_model_error, sim_metrics.h): with
  * v = G lambda + c, lambda_T / v_T the tangential parts, the sum over contacts of
  *   cone       max(0, |lambda_T| - mu lambda_n) + max(0, -lambda_n)                                  [N·s]
  *   Signorini  max(0, -v_n) + max(0, min(lambda_n, v_n))                                            [m/s | N·s]
@@ -41,6 +43,11 @@
 
 /* Largest n accepted by the multi-contact functions (their scratch lives on the stack: ~20 kB). */
 #define SIM_SOLVER_MAX_CONTACTS 128
+
+/* Friction coefficients below SIM_MU_FRICTIONLESS make a frictionless contact; above SIM_MU_MAX they act
+ * as SIM_MU_MAX (keeps mu^2 finite). */
+#define SIM_MU_FRICTIONLESS 1e-9
+#define SIM_MU_MAX 1e12
 
 /* Modes returned by sim_contact_single and counted in sim_solver_stats. */
 enum { SIM_CONTACT_OPEN = 0, SIM_CONTACT_STICK = 1, SIM_CONTACT_SLIP = 2 };
@@ -80,23 +87,6 @@ typedef struct sim_solver_stats {
     long bisection_steps;   /* Algorithm 1 steps (stepping + bisection) summed over all slip solves */
     double guard_scale;     /* 1, or the factor applied by the dissipation guard to a non-converged result */
 } sim_solver_stats;
-
-/* Contact-physics metrics (Le Lidec et al. 2023, "Contact models in robotics: a comparative analysis",
- * Sec. III), with v = G lambda + c and, per contact, the De Saxcé correction Gamma(v) = (0, 0, mu |v_T|).
- * Following that paper they are evaluated on forces: f = lambda / dt (N) and w = (v + Gamma(v)) / dt
- * (m/s^2), i.e. the problem rescaled by 1/dt.  Pass dt = 1 to get them on impulses and velocities.
- *   eps_p = max_i dist(f_i, K_mu)          primal feasibility (Euclidean distance to the cone), N
- *   eps_d = max_i dist(w_i, K*_mu)         dual feasibility, K* = K_{1/mu} = { |x_T| <= x_n / mu }, m/s^2
- *   eps_c = max_i |<f_i, w_i>|             complementarity, N·m/s^2
- *   eps_abs = max(eps_p, eps_d, eps_c)
- *   signorini = max_i ( lambda_n > 0 ? |v_n| : max(0, -v_n) )   normal-velocity violation, m/s (not scaled)
- *   model_error = sim_contact_model_error (the bisection solver's exact violation, N·s + m/s, not scaled)
- */
-typedef struct sim_contact_metrics_t {
-    double eps_p, eps_d, eps_c, eps_abs;
-    double signorini;
-    double model_error;
-} sim_contact_metrics_t;
 
 /* Fills p with the paper's defaults listed in sim_solver_params. */
 void sim_solver_default_params(sim_solver_params *p);
@@ -138,17 +128,5 @@ int sim_solve_bisection(int n, const double *G, const double *c, const double *m
  * sim_solve_bisection. */
 int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, double *lambda,
                   const sim_solver_params *p, sim_solver_stats *st);
-
-/* The exact violation defined at the top of this header (sum over contacts), for any lambda. */
-double sim_contact_model_error(int n, const double *G, const double *c, const double *mu, const double *lambda);
-
-/* Metrics of a candidate solution lambda (see sim_contact_metrics_t); dt in seconds (dt <= 0 acts as 1).
- * n out of range or NULL arguments give all metrics = NaN. */
-void sim_contact_metrics(int n, const double *G, const double *c, const double *mu, const double *lambda,
-                         double dt, sim_contact_metrics_t *out);
-
-/* Euclidean projection of x = (x_T, x_n) onto the second-order cone { |x_T| <= mu x_n } (closed form).
- * mu = INFINITY is the half-space x_n >= 0. Returns the distance |x - out|.  out may alias x. */
-double sim_cone_project(const double x[3], double mu, double out[3]);
 
 #endif

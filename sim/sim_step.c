@@ -1,10 +1,26 @@
-/* sim_step.c — the contact step.  See sim_step.h. */
+/* sim_step.c — the contact step, as a sequence of stages (the way MuJoCo's mj_forward reads).  See sim_step.h.
+ *
+ *   sim_step_prepare:  smooth dynamics -> free velocity -> collision -> contact Jacobians (+ the compact rows
+ *                      S = D^-1/2 L^-T J^T) -> Delassus matrix G = S^T S -> free contact velocities, targets
+ *                      and warm starts
+ *   sim_step_solve:    the per-contact solver chosen by the model
+ *   sim_step_finish:   apply the impulses -> remember the contacts (warm-start cache) -> integrate positions
+ *
+ * Scratch (d->scratch, 12 nv): [0, 3nv) world Jacobian of a point, [3nv, 6nv) B rows, [6nv, 7nv) D^-1,
+ * [7nv, 8nv) D^-1/2 (kept from the Jacobian stage to the impulse stage), [8nv, 9nv) the velocity change y.
+ */
 #include "sim_step.h"
 
 #include "sim_dynamics.h"
 #include "sim_math.h"
 
-#include <time.h>
+#include <string.h>
+
+#define SCRATCH_JW(d, nv) ((d)->scratch)
+#define SCRATCH_BT(d, nv) ((d)->scratch + 3 * (nv))
+#define SCRATCH_INVD(d, nv) ((d)->scratch + 6 * (nv))
+#define SCRATCH_SQRTD(d, nv) ((d)->scratch + 7 * (nv))
+#define SCRATCH_Y(d, nv) ((d)->scratch + 8 * (nv))
 
 /* x := L^-1 x (the last stage of an LTDL solve), dense. */
 static void ltdl_forward(const sim_model *m, const sim_data *d, double *x)
@@ -41,21 +57,172 @@ static int finite_state(const sim_model *m, const sim_data *d)
     return isfinite(s);
 }
 
-int sim_step(const sim_model *m, sim_data *d, double dt)
+/* ---- stages ---------------------------------------------------------------------------------------- */
+
+/* ufree = u + dt M^-1 (tau + passive - h) (needs sim_smooth). */
+static inline void stage_free_velocity(const sim_model *m, sim_data *d, double dt)
 {
     const int nv = m->nv;
-    const sim_step_opt *o = &m->opt;
-    sim_step_stats *st = &d->stats;
-    sim_smooth(m, d);
-
-    /* free velocity: u + dt M^-1 (tau + passive - h) */
     double *uf = d->ufree;
     sim_passive(m, d, uf);
     for (int k = 0; k < nv; k++) uf[k] = dt * (uf[k] + d->tau[k] - d->h[k]);
     sim_solve_m(m, d, uf);
     for (int k = 0; k < nv; k++) uf[k] += d->u[k];
+}
 
-    int nc = sim_collide(m, d, o->margin, dt, d->con, d->ncon_max);
+/* Per contact: J in the contact frame (d->Jc), B = L^-T J^T (three rows at once; the support stays the root
+ * path), and the compact rows S = D^-1/2 B laid out along the path (body -> root), stored in d->Bc, so that
+ * G = J M^-1 J^T = B^T D^-1 B = S^T S.  Also records the deepest penetration. */
+static inline void stage_contact_jacobians(const sim_model *m, sim_data *d, int nc)
+{
+    const int nv = m->nv;
+    double *Jw = SCRATCH_JW(d, nv), *Bt = SCRATCH_BT(d, nv);
+    double *invD = SCRATCH_INVD(d, nv), *sD = SCRATCH_SQRTD(d, nv);
+    sim_step_stats *st = &d->stats;
+    for (int k = 0; k < nv; k++) {
+        invD[k] = 1.0 / d->LD[m->dof_adr[k]];
+        sD[k] = sqrt(invD[k]);
+    }
+    int path[SIM_MAX_DOF];
+    for (int i = 0; i < nc; i++) {
+        const sim_contact *c = &d->con[i];
+        if (-c->gap > st->penetration) st->penetration = -c->gap;
+        int np = sim_jacobian_sparse(m, d, c->body, c->pos, Jw, path);
+        d->con_npath[i] = np;
+        memcpy(d->con_path + i * nv, path, sizeof(int) * (size_t)np);
+        double *J0 = d->Jc + (size_t)(3 * i) * nv, *J1 = J0 + nv, *J2 = J1 + nv;
+        double *B0 = Bt, *B1 = Bt + nv, *B2 = Bt + 2 * nv;
+        const double *f = c->frame;
+        memset(J0, 0, sizeof(double) * 3 * (size_t)nv);
+        for (int t = 0; t < np; t++) {
+            int k = path[t];
+            double x = Jw[k], y = Jw[nv + k], z = Jw[2 * nv + k];
+            B0[k] = J0[k] = f[0] * x + f[1] * y + f[2] * z;
+            B1[k] = J1[k] = f[3] * x + f[4] * y + f[5] * z;
+            B2[k] = J2[k] = f[6] * x + f[7] * y + f[8] * z;
+        }
+        for (int t = 0; t < np; t++) {   /* path is in decreasing dof order: a valid L^T sweep */
+            int k = path[t];
+            const int *anc = m->dof_anc[k];
+            const double *Lk = d->LD + m->dof_adr[k] + 1;
+            double x0 = B0[k], x1 = B1[k], x2 = B2[k];
+            for (int u = 0; u < m->dof_nanc[k]; u++) {
+                int j = anc[u];
+                B0[j] -= Lk[u] * x0;
+                B1[j] -= Lk[u] * x1;
+                B2[j] -= Lk[u] * x2;
+            }
+        }
+        double *S = d->Bc + (size_t)(3 * i) * nv;
+        for (int t = 0; t < np; t++) {
+            int k = path[t];
+            S[t] = B0[k] * sD[k];
+            S[nv + t] = B1[k] * sD[k];
+            S[2 * nv + t] = B2[k] * sD[k];
+        }
+    }
+}
+
+/* G_ij = S_i . S_j over the shared tail of the two root paths (their common ancestors); G is symmetric. */
+static inline void stage_delassus(const sim_model *m, sim_data *d, int nc)
+{
+    const int nv = m->nv, n3 = 3 * nc;
+    double *G = d->G;
+    for (int i = 0; i < nc; i++) {
+        const int *pi = d->con_path + i * nv;
+        const int npi = d->con_npath[i];
+        const double *Si = d->Bc + (size_t)(3 * i) * nv;
+        for (int j = i; j < nc; j++) {
+            const int *pj = d->con_path + j * nv;
+            const int npj = d->con_npath[j];
+            int ci = npi - 1, cj = npj - 1;
+            while (ci >= 0 && cj >= 0 && pi[ci] == pj[cj]) { ci--; cj--; }
+            const int ncom = npi - 1 - ci;
+            const double *Sj = d->Bc + (size_t)(3 * j) * nv;
+            for (int a = 0; a < 3; a++) {
+                const double *x = Si + (size_t)a * nv + (npi - ncom);
+                for (int bb = (j == i ? a : 0); bb < 3; bb++) {
+                    const double *yv = Sj + (size_t)bb * nv + (npj - ncom);
+                    double sum = 0;
+                    for (int t = 0; t < ncom; t++) sum += x[t] * yv[t];
+                    G[(3 * i + a) * n3 + 3 * j + bb] = sum;
+                    G[(3 * j + bb) * n3 + 3 * i + a] = sum;
+                }
+            }
+        }
+    }
+}
+
+/* Free contact velocities J ufree with the gap-aware / erp normal targets, friction coefficients, and the
+ * solver's starting impulses (warm start from the cache, else zero). */
+static inline void stage_targets(const sim_model *m, sim_data *d, int nc, double dt)
+{
+    const int nv = m->nv;
+    const sim_step_opt *o = &m->opt;
+    const double *uf = d->ufree;
+    for (int i = 0; i < nc; i++) {
+        const sim_contact *c = &d->con[i];
+        for (int a = 0; a < 3; a++) {
+            const double *J = d->Jc + (size_t)(3 * i + a) * nv;
+            double s = 0;
+            for (int t = 0; t < d->con_npath[i]; t++) {
+                int k = d->con_path[i * nv + t];
+                s += J[k] * uf[k];
+            }
+            d->cfree[3 * i + a] = s;
+        }
+        double shift = 0;
+        if (c->gap > 0 && o->gap_target) shift = c->gap / dt;
+        else if (c->gap < 0 && o->erp > 0) shift = o->erp * c->gap / dt;
+        d->cfree[3 * i + 2] += shift;
+        d->mu[i] = c->mu * d->friction_scale;
+        const double *w = o->warmstart ? warm_start(d, c->geom, c->feature) : NULL;
+        double *lam = d->lambda + 3 * i;
+        if (w) { lam[0] = w[0]; lam[1] = w[1]; lam[2] = w[2]; }
+        else { lam[0] = lam[1] = lam[2] = 0; }
+    }
+}
+
+/* u = ufree + M^-1 J^T lambda = ufree + L^-1 D^-1 B lambda = ufree + L^-1 D^-1/2 (S lambda); counts the
+ * contacts with a positive normal impulse. */
+static inline void stage_apply_impulses(const sim_model *m, sim_data *d, int nc)
+{
+    const int nv = m->nv;
+    const double *uf = d->ufree, *sD = SCRATCH_SQRTD(d, nv);
+    double *y = SCRATCH_Y(d, nv);
+    memset(y, 0, sizeof(double) * (size_t)nv);
+    for (int i = 0; i < nc; i++) {
+        const double *lam = d->lambda + 3 * i;
+        if (lam[2] > 0) d->stats.nactive++;
+        const int *pi = d->con_path + i * nv;
+        const double *S = d->Bc + (size_t)(3 * i) * nv;
+        for (int t = 0; t < d->con_npath[i]; t++)
+            y[pi[t]] += S[t] * lam[0] + S[nv + t] * lam[1] + S[2 * nv + t] * lam[2];
+    }
+    for (int k = 0; k < nv; k++) y[k] *= sD[k];
+    ltdl_forward(m, d, y);
+    for (int k = 0; k < nv; k++) d->u[k] = uf[k] + y[k];
+}
+
+/* The warm-start cache for the next step: this step's contact keys and impulses. */
+static inline void stage_remember_contacts(sim_data *d, int nc)
+{
+    d->nprev = nc;
+    for (int i = 0; i < nc; i++) {
+        d->prev_key[2 * i] = d->con[i].geom;
+        d->prev_key[2 * i + 1] = d->con[i].feature;
+        memcpy(d->prev_lambda + 3 * i, d->lambda + 3 * i, sizeof(double) * 3);
+    }
+}
+
+/* ---- the step ---------------------------------------------------------------------------------------- */
+
+int sim_step_prepare(const sim_model *m, sim_data *d, double dt)
+{
+    sim_step_stats *st = &d->stats;
+    sim_smooth(m, d);
+    stage_free_velocity(m, d, dt);
+    int nc = sim_collide(m, d, m->opt.margin, dt, d->con, d->ncon_max);
     d->ncon = nc;
     st->ncon = nc;
     st->nactive = 0;
@@ -63,148 +230,44 @@ int sim_step(const sim_model *m, sim_data *d, double dt)
     st->error = 0;
     st->converged = 1;
     st->penetration = 0;
-    st->ns_solver = 0;
-
     if (nc > 0) {
-        const int n3 = 3 * nc;
-        /* Scratch: world Jacobian of the point (3 nv), B rows (3 nv), D^-1 and D^-1/2 (nv each), y (nv). */
-        double *Jw = d->scratch, *Bt = d->scratch + 3 * nv, *invD = d->scratch + 6 * nv;
-        double *sD = d->scratch + 7 * nv;
-        for (int k = 0; k < nv; k++) {
-            invD[k] = 1.0 / d->LD[m->dof_adr[k]];
-            sD[k] = sqrt(invD[k]);
-        }
-        /* Per contact: J in the contact frame, B = L^-T J^T (three rows at once; the support stays the
-         * root path), and the compact rows S = D^-1/2 B laid out along the path (body -> root), stored
-         * in Bc.  Then G = J M^-1 J^T = B^T D^-1 B = S^T S. */
-        int path[SIM_MAX_DOF];
-        for (int i = 0; i < nc; i++) {
-            const sim_contact *c = &d->con[i];
-            if (-c->gap > st->penetration) st->penetration = -c->gap;
-            int np = sim_jacobian_sparse(m, d, c->body, c->pos, Jw, path);
-            d->con_npath[i] = np;
-            memcpy(d->con_path + i * nv, path, sizeof(int) * (size_t)np);
-            double *J0 = d->Jc + (size_t)(3 * i) * nv, *J1 = J0 + nv, *J2 = J1 + nv;
-            double *B0 = Bt, *B1 = Bt + nv, *B2 = Bt + 2 * nv;
-            const double *f = c->frame;
-            memset(J0, 0, sizeof(double) * 3 * (size_t)nv);
-            for (int t = 0; t < np; t++) {
-                int k = path[t];
-                double x = Jw[k], y = Jw[nv + k], z = Jw[2 * nv + k];
-                B0[k] = J0[k] = f[0] * x + f[1] * y + f[2] * z;
-                B1[k] = J1[k] = f[3] * x + f[4] * y + f[5] * z;
-                B2[k] = J2[k] = f[6] * x + f[7] * y + f[8] * z;
-            }
-            for (int t = 0; t < np; t++) {   /* path is in decreasing dof order: a valid L^T sweep */
-                int k = path[t];
-                const int *anc = m->dof_anc[k];
-                const double *Lk = d->LD + m->dof_adr[k] + 1;
-                double x0 = B0[k], x1 = B1[k], x2 = B2[k];
-                for (int u = 0; u < m->dof_nanc[k]; u++) {
-                    int j = anc[u];
-                    B0[j] -= Lk[u] * x0;
-                    B1[j] -= Lk[u] * x1;
-                    B2[j] -= Lk[u] * x2;
-                }
-            }
-            double *S = d->Bc + (size_t)(3 * i) * nv;
-            for (int t = 0; t < np; t++) {
-                int k = path[t];
-                S[t] = B0[k] * sD[k];
-                S[nv + t] = B1[k] * sD[k];
-                S[2 * nv + t] = B2[k] * sD[k];
-            }
-        }
-        /* G_ij = S_i . S_j over the shared tail of the two root paths (their common ancestors) */
-        double *G = d->G;
-        for (int i = 0; i < nc; i++) {
-            const int *pi = d->con_path + i * nv;
-            const int npi = d->con_npath[i];
-            const double *Si = d->Bc + (size_t)(3 * i) * nv;
-            for (int j = i; j < nc; j++) {
-                const int *pj = d->con_path + j * nv;
-                const int npj = d->con_npath[j];
-                int ci = npi - 1, cj = npj - 1;
-                while (ci >= 0 && cj >= 0 && pi[ci] == pj[cj]) { ci--; cj--; }
-                const int ncom = npi - 1 - ci;
-                const double *Sj = d->Bc + (size_t)(3 * j) * nv;
-                for (int a = 0; a < 3; a++) {
-                    const double *x = Si + (size_t)a * nv + (npi - ncom);
-                    for (int bb = (j == i ? a : 0); bb < 3; bb++) {
-                        const double *yv = Sj + (size_t)bb * nv + (npj - ncom);
-                        double sum = 0;
-                        for (int t = 0; t < ncom; t++) sum += x[t] * yv[t];
-                        G[(3 * i + a) * n3 + 3 * j + bb] = sum;
-                        G[(3 * j + bb) * n3 + 3 * i + a] = sum;
-                    }
-                }
-            }
-        }
-        /* free contact velocities, with the gap-aware / erp targets */
-        for (int i = 0; i < nc; i++) {
-            const sim_contact *c = &d->con[i];
-            for (int a = 0; a < 3; a++) {
-                const double *J = d->Jc + (size_t)(3 * i + a) * nv;
-                double s = 0;
-                for (int t = 0; t < d->con_npath[i]; t++) {
-                    int k = d->con_path[i * nv + t];
-                    s += J[k] * uf[k];
-                }
-                d->cfree[3 * i + a] = s;
-            }
-            double shift = 0;
-            if (c->gap > 0 && o->gap_target) shift = c->gap / dt;
-            else if (c->gap < 0 && o->erp > 0) shift = o->erp * c->gap / dt;
-            d->cfree[3 * i + 2] += shift;
-            d->mu[i] = c->mu * d->friction_scale;
-            const double *w = o->warmstart ? warm_start(d, c->geom, c->feature) : NULL;
-            double *lam = d->lambda + 3 * i;
-            if (w) { lam[0] = w[0]; lam[1] = w[1]; lam[2] = w[2]; }
-            else { lam[0] = lam[1] = lam[2] = 0; }
-        }
-        sim_solver_stats ss;
-        struct timespec t0, t1;
-        if (o->profile) clock_gettime(CLOCK_MONOTONIC, &t0);
-        if (o->solver == SIM_SOLVER_PGS)
-            sim_solve_pgs(nc, G, d->cfree, d->mu, d->lambda, &o->sp, &ss);
-        else
-            sim_solve_bisection(nc, G, d->cfree, d->mu, d->lambda, &o->sp, &ss);
-        if (o->profile) {
-            clock_gettime(CLOCK_MONOTONIC, &t1);
-            st->ns_solver = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
-        }
-        st->iterations = ss.iterations;
-        st->error = ss.error;
-        st->converged = ss.converged;
-
-        /* u+ = u_free + M^-1 J^T lambda = u_free + L^-1 D^-1 B lambda = u_free + L^-1 D^-1/2 (S lambda) */
-        double *y = d->scratch + 8 * nv;
-        memset(y, 0, sizeof(double) * (size_t)nv);
-        for (int i = 0; i < nc; i++) {
-            const double *lam = d->lambda + 3 * i;
-            if (lam[2] > 0) st->nactive++;
-            const int *pi = d->con_path + i * nv;
-            const double *S = d->Bc + (size_t)(3 * i) * nv;
-            for (int t = 0; t < d->con_npath[i]; t++)
-                y[pi[t]] += S[t] * lam[0] + S[nv + t] * lam[1] + S[2 * nv + t] * lam[2];
-        }
-        for (int k = 0; k < nv; k++) y[k] *= sD[k];
-        ltdl_forward(m, d, y);
-        for (int k = 0; k < nv; k++) d->u[k] = uf[k] + y[k];
-    } else {
-        memcpy(d->u, uf, sizeof(double) * (size_t)nv);
+        stage_contact_jacobians(m, d, nc);
+        stage_delassus(m, d, nc);
+        stage_targets(m, d, nc, dt);
     }
+    return nc;
+}
 
-    /* warm-start cache for the next step */
-    d->nprev = nc;
-    for (int i = 0; i < nc; i++) {
-        d->prev_key[2 * i] = d->con[i].geom;
-        d->prev_key[2 * i + 1] = d->con[i].feature;
-        memcpy(d->prev_lambda + 3 * i, d->lambda + 3 * i, sizeof(double) * 3);
-    }
+void sim_step_solve(const sim_model *m, sim_data *d)
+{
+    const sim_step_opt *o = &m->opt;
+    const int nc = d->ncon;
+    if (nc <= 0) return;
+    sim_solver_stats ss;
+    if (o->solver == SIM_SOLVER_PGS)
+        sim_solve_pgs(nc, d->G, d->cfree, d->mu, d->lambda, &o->sp, &ss);
+    else
+        sim_solve_bisection(nc, d->G, d->cfree, d->mu, d->lambda, &o->sp, &ss);
+    d->stats.iterations = ss.iterations;
+    d->stats.error = ss.error;
+    d->stats.converged = ss.converged;
+}
 
+int sim_step_finish(const sim_model *m, sim_data *d, double dt)
+{
+    const int nc = d->ncon;
+    if (nc > 0) stage_apply_impulses(m, d, nc);
+    else memcpy(d->u, d->ufree, sizeof(double) * (size_t)m->nv);
+    stage_remember_contacts(d, nc);
     sim_integrate_pos(m, d, dt);
     return finite_state(m, d) ? 0 : -1;
+}
+
+int sim_step(const sim_model *m, sim_data *d, double dt)
+{
+    sim_step_prepare(m, d, dt);
+    sim_step_solve(m, d);
+    return sim_step_finish(m, d, dt);
 }
 
 void sim_step_metrics(const sim_model *m, const sim_data *d, double dt, sim_contact_metrics_t *out)

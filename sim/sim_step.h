@@ -14,14 +14,28 @@
 #define HERD_SIM_STEP_H
 
 #include "sim_collision.h"
+#include "sim_metrics.h"
 #include "sim_model.h"
+
 #include "sim_solver.h"
 
-/* Steps world d by dt seconds using d->tau as the applied generalized force.  Allocation-free.
- * Returns 0, or -1 if the state became non-finite (the caller resets the world). */
+/* Steps world d by dt seconds using d->tau (generalized force: N·m for hinges, N for slides and the
+ * base's linear dofs) as the applied force.  Allocation-free.  Returns 0, or -1 if the state became
+ * non-finite (the caller resets the world).  Exactly sim_step_prepare, sim_step_solve, sim_step_finish. */
 int sim_step(const sim_model *m, sim_data *d, double dt);
 
-/* Contact-physics metrics of the last step's contact problem (comparative paper, Sec. III). */
+/* The three phases of sim_step, public so that a benchmark or tool can time or inspect them (calling the
+ * three in order is bit-for-bit sim_step):
+ *   prepare: sim_smooth, free velocity d->ufree, collision (d->con, d->ncon), contact Jacobians d->Jc,
+ *            Delassus matrix d->G, free contact velocities with targets d->cfree (m/s), friction d->mu and
+ *            the warm starts in d->lambda (N·s; contact frames).  Resets d->stats.  Returns d->ncon.
+ *   solve:   the model's contact solver on (d->G, d->cfree, d->mu) -> d->lambda; fills the solver stats.
+ *   finish:  u = ufree + M^-1 J^T lambda, the warm-start cache, the position update; returns as sim_step. */
+int sim_step_prepare(const sim_model *m, sim_data *d, double dt);
+void sim_step_solve(const sim_model *m, sim_data *d);
+int sim_step_finish(const sim_model *m, sim_data *d, double dt);
+
+/* Contact-physics metrics of the last step's contact problem (sim_metrics.h; forces in N, dt in s). */
 void sim_step_metrics(const sim_model *m, const sim_data *d, double dt, sim_contact_metrics_t *out);
 
 /* Forgets the warm-start cache (after a reset or a teleport). */

@@ -17,6 +17,8 @@
  */
 #include "sim_urdf.h"
 
+#include "sim_math.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -35,7 +37,7 @@
 #define URDF_MAX_FILE_BYTES (64u << 20) /* refuse absurdly large files instead of exhausting memory */
 #define DEFAULT_FRICTION 0.8
 
-/* ---- small rigid-transform helpers (row-major 3x3) ---- */
+/* ---- rigid transforms (row-major 3x3; sim_math.h conventions) ---- */
 
 typedef struct {
     double p[3];
@@ -48,6 +50,10 @@ static void xf_identity(xform *t)
     t->R[0] = t->R[4] = t->R[8] = 1.0;
 }
 
+/* C = A B and out = A v, aliasing allowed.  These two stay here rather than using sim_math's m3_mul /
+ * m3_mulv, on purpose: the build fuses multiply-adds (-ffp-contract=fast) and which product of a sum gets
+ * fused follows the shape of the code, so the sim_math versions round the loaded inertias differently in
+ * the last bit (measured on ANYmal C: two tensors change, and trajectories part after ~200 steps). */
 static void mat_mul(const double A[9], const double B[9], double C[9])
 {
     double T[9];
@@ -69,7 +75,7 @@ static void xf_compose(const xform *a, const xform *b, xform *out)
 {
     xform t;
     mat_vec(a->R, b->p, t.p);
-    for (int k = 0; k < 3; k++) t.p[k] += a->p[k];
+    v3_add(t.p, t.p, a->p);
     mat_mul(a->R, b->R, t.R);
     *out = t;
 }
@@ -77,8 +83,7 @@ static void xf_compose(const xform *a, const xform *b, xform *out)
 static void xf_inverse(const xform *a, xform *out)
 {
     xform t;
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) t.R[3 * i + j] = a->R[3 * j + i];
+    m3_transpose(t.R, a->R);
     mat_vec(t.R, a->p, t.p);
     for (int k = 0; k < 3; k++) t.p[k] = -t.p[k];
     *out = t;
@@ -99,26 +104,9 @@ static void rpy_to_R(const double rpy[3], double R[9])
 static void rotate_inertia(const double R[9], const double I[9], double out[9])
 {
     double RI[9], Rt[9];
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) Rt[3 * i + j] = R[3 * j + i];
+    m3_transpose(Rt, R);
     mat_mul(R, I, RI);
     mat_mul(RI, Rt, out);
-}
-
-/* Symmetric positive semi-definite test on all principal minors, with a tolerance relative to the
- * trace (rounding in the six printed figures of a URDF must not fail a physical tensor). */
-static int psd(const double I[9])
-{
-    double s = fabs(I[0]) + fabs(I[4]) + fabs(I[8]);
-    if (s == 0) return I[1] == 0 && I[2] == 0 && I[5] == 0;
-    double t1 = 1e-9 * s, t2 = 1e-9 * s * s, t3 = 1e-9 * s * s * s;
-    if (I[0] < -t1 || I[4] < -t1 || I[8] < -t1) return 0;
-    if (I[0] * I[4] - I[1] * I[1] < -t2) return 0;
-    if (I[0] * I[8] - I[2] * I[2] < -t2) return 0;
-    if (I[4] * I[8] - I[5] * I[5] < -t2) return 0;
-    double det = I[0] * (I[4] * I[8] - I[5] * I[5]) - I[1] * (I[1] * I[8] - I[5] * I[2]) +
-                 I[2] * (I[1] * I[5] - I[4] * I[2]);
-    return det >= -t3;
 }
 
 /* ---- the loader's tables ---- */
@@ -358,7 +346,8 @@ static int parse_inertial(loader *L, xmlNode *link, ulink *u)
         num_attr(L, inertia, "iyz", NULL, &iyz) || num_attr(L, inertia, "izz", NULL, &izz))
         return -1;
     double I[9] = {ixx, ixy, ixz, ixy, iyy, iyz, ixz, iyz, izz};
-    if (!psd(I)) return fail(L, inertia, "inertia tensor is not positive semi-definite");
+    /* relative tolerance 1e-9: rounding in the six printed figures of a URDF must not fail a physical tensor */
+    if (!sim_inertia_valid(I, 1e-9)) return fail(L, inertia, "inertia tensor is not positive semi-definite");
     rotate_inertia(o.R, I, u->I);
     memcpy(u->com, o.p, sizeof u->com);
     return 0;
@@ -579,9 +568,9 @@ static void accumulate(loader *L, const ulink *u)
     if (u->mass == 0 && u->I[0] == 0 && u->I[4] == 0 && u->I[8] == 0) return;
     double c[3], I[9];
     mat_vec(u->in_body.R, u->com, c);
-    for (int k = 0; k < 3; k++) c[k] += u->in_body.p[k];
+    v3_add(c, c, u->in_body.p);
     rotate_inertia(u->in_body.R, u->I, I);
-    double m = u->mass, cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2];
+    double m = u->mass, cc = v3_dot(c, c);
     for (int r = 0; r < 3; r++)
         for (int s = 0; s < 3; s++) L->acc_I[b][3 * r + s] += I[3 * r + s] + m * ((r == s ? cc : 0) - c[r] * c[s]);
     for (int k = 0; k < 3; k++) L->acc_h[b][k] += m * c[k];
@@ -738,7 +727,7 @@ static int build(loader *L, int root)
         double c[3] = {0, 0, 0};
         if (mass > 0)
             for (int k = 0; k < 3; k++) c[k] = L->acc_h[b][k] / mass;
-        double cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2];
+        double cc = v3_dot(c, c);
         for (int r = 0; r < 3; r++)
             for (int s = 0; s < 3; s++)
                 sb->inertia[3 * r + s] = L->acc_I[b][3 * r + s] - mass * ((r == s ? cc : 0) - c[r] * c[s]);

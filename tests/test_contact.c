@@ -463,3 +463,35 @@ Test(contact, capsule_and_cylinder_geometry)
     sim_data_destroy(&d);
     sim_model_destroy(&m);
 }
+
+/* sim_step is exactly its three public phases (the benchmark times the solve phase alone this way). */
+Test(contact, phases_are_the_step)
+{
+    const double size[3] = {0.2, 0.15, 0.1};
+    sim_model *m = free_body(SIM_GEOM_BOX, size, 5.0, 0.8);
+    sim_data *a = sim_data_new(m), *b = sim_data_new(m);
+    for (int k = 0; k < 2; k++) {
+        sim_data *d = k ? b : a;
+        d->q[2] = 0.3;             /* dropped, tumbling */
+        d->u[0] = 0.5;
+        d->u[3] = 2.0;
+        d->u[4] = -1.0;
+    }
+    int contacts = 0;
+    for (int i = 0; i < 600; i++) {
+        cr_assert_eq(sim_step(m, a, 1e-3), 0);
+        int nc = sim_step_prepare(m, b, 1e-3);
+        cr_assert_eq(nc, b->ncon);
+        sim_step_solve(m, b);
+        cr_assert_eq(sim_step_finish(m, b, 1e-3), 0);
+        contacts += nc > 0;
+        cr_assert(memcmp(a->q, b->q, sizeof(double) * (size_t)m->nq) == 0, "q differs at step %d", i);
+        cr_assert(memcmp(a->u, b->u, sizeof(double) * (size_t)m->nv) == 0, "u differs at step %d", i);
+        cr_assert_eq(a->stats.iterations, b->stats.iterations);
+        cr_assert_eq(a->stats.nactive, b->stats.nactive);
+    }
+    cr_assert_gt(contacts, 100, "the box must land");
+    sim_data_destroy(&a);
+    sim_data_destroy(&b);
+    sim_model_destroy(&m);
+}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sim_metrics.h"
 #include "sim_solver.h"
 
 /* ---------------------------------------------------------------------------------------------- */

@@ -952,3 +952,39 @@ Test(error, source_name_prefix)
     cr_assert_null(sim_urdf_load_string(doc, strlen(doc), NULL, NULL, err, sizeof err));
     cr_assert(strncmp(err, "<string>:2: <link>", 18) == 0, "%s", err);
 }
+
+/* The one inertia check shared by the URDF loader and sim_model_finalize. */
+Test(inertia, valid_and_invalid_tensors)
+{
+    const double diag[9] = {0.1, 0, 0, 0, 0.2, 0, 0, 0, 0.25};
+    const double zero[9] = {0};
+    const double rod[9] = {1, 0, 0, 0, 1, 0, 0, 0, 0};              /* thin rod: PSD, singular */
+    const double asym[9] = {1, 0.1, 0, 0.2, 1, 0, 0, 0, 1};          /* I_xy != I_yx */
+    const double neg_diag[9] = {-0.1, 0, 0, 0, 1, 0, 0, 0, 1};
+    const double neg_minor[9] = {1, 2, 0, 2, 1, 0, 0, 0, 1};         /* Ixx Iyy - Ixy^2 = -3 */
+    const double neg_det[9] = {1, 0.9, 0.9, 0.9, 1, -0.9, 0.9, -0.9, 1}; /* 2x2 minors > 0, det < 0 */
+    const double offdiag_only[9] = {0, 1e-3, 0, 1e-3, 0, 0, 0, 0, 0};
+    const double nan_entry[9] = {NAN, 0, 0, 0, 1, 0, 0, 0, 1};
+    cr_assert(sim_inertia_valid(diag, SIM_INERTIA_TOL));
+    cr_assert(sim_inertia_valid(zero, SIM_INERTIA_TOL));
+    cr_assert(sim_inertia_valid(rod, SIM_INERTIA_TOL));
+    cr_assert_not(sim_inertia_valid(asym, SIM_INERTIA_TOL));
+    cr_assert_not(sim_inertia_valid(neg_diag, SIM_INERTIA_TOL));
+    cr_assert_not(sim_inertia_valid(neg_minor, SIM_INERTIA_TOL));
+    cr_assert_not(sim_inertia_valid(neg_det, SIM_INERTIA_TOL));
+    cr_assert_not(sim_inertia_valid(offdiag_only, SIM_INERTIA_TOL));
+    cr_assert_not(sim_inertia_valid(nan_entry, SIM_INERTIA_TOL));
+    /* a rod whose zero moment printed as -1e-12 passes at the loader's 1e-9, not at a tight 1e-15 */
+    const double printed_rod[9] = {1, 0, 0, 0, 1, 0, 0, 0, -1e-12};
+    cr_assert(sim_inertia_valid(printed_rod, 1e-9));
+    cr_assert_not(sim_inertia_valid(printed_rod, 1e-15));
+}
+
+Test(inertia, loader_rejects_non_psd_inertial)
+{
+    const char *doc = "<robot name=\"r\"><link name=\"a\"><inertial><mass value=\"1\"/>"
+                      "<inertia ixx=\"1\" ixy=\"2\" ixz=\"0\" iyy=\"1\" iyz=\"0\" izz=\"1\"/></inertial></link></robot>";
+    char err[256];
+    cr_assert_null(sim_urdf_load_string(doc, strlen(doc), "r", NULL, err, sizeof err));
+    cr_assert(strstr(err, "not positive semi-definite") != NULL, "%s", err);
+}

@@ -1,0 +1,124 @@
+/* sim_metrics.c — the exact violation of the per-contact model and the contact metrics of Le Lidec et al.
+ * 2023 (cone projections).  See sim_metrics.h. */
+#include "sim_metrics.h"
+
+#include <math.h>
+#include <stddef.h>
+
+int sim_contact_problem_valid(int n, const double *G, const double *c, const double *mu, const double *lambda)
+{
+    if (n < 0 || n > SIM_SOLVER_MAX_CONTACTS) return 0;
+    if (n == 0) return 1;
+    if (!G || !c || !mu || !lambda) return 0;
+    const int N = 3 * n;
+    double s = 0;
+    for (int i = 0; i < N * N; i++) s += G[i];
+    for (int i = 0; i < N; i++) s += c[i] + lambda[i];
+    for (int i = 0; i < n; i++) {
+        if (!(mu[i] >= 0)) return 0;
+        s += mu[i];
+    }
+    return isfinite(s);
+}
+
+void sim_contact_velocity(int n, const double *G, const double *c, const double *lambda, double *v)
+{
+    const int N = 3 * n;
+    for (int r = 0; r < N; r++) {
+        const double *row = G + (size_t)r * N;
+        double s = c[r];
+        for (int k = 0; k < N; k++) s += row[k] * lambda[k];
+        v[r] = s;
+    }
+}
+
+/* The cone { a |x_T| <= b x_n } (a, b >= 0, not both 0) in the half-plane (t = |x_T|, s = x_n):
+ * returns the projection's coordinates along (b e_T, a) as the factor k (projection = k (b e_T, a)),
+ * and the distance. */
+static double cone_ab(double t, double s, double a, double b, double *k)
+{
+    if (a * t <= b * s) { /* inside */
+        *k = NAN;
+        return 0.0;
+    }
+    if (b * t <= -a * s) { /* in the polar cone: projects to the apex */
+        *k = 0.0;
+        return sqrt(t * t + s * s);
+    }
+    double nn = a * a + b * b;
+    *k = (b * t + a * s) / nn;
+    return (a * t - b * s) / sqrt(nn);
+}
+
+/* (a, b) of K_mu = { |x_T| <= mu x_n } without forming 1/0 or inf*0. */
+static void cone_primal(double mu, double *a, double *b)
+{
+    if (mu <= 1) *a = 1, *b = mu;
+    else *a = 1.0 / mu, *b = 1; /* mu = inf: the half-space x_n >= 0 */
+}
+
+/* (a, b) of the dual K*_mu = K_{1/mu} = { mu |x_T| <= x_n }. */
+static void cone_dual(double mu, double *a, double *b)
+{
+    if (mu <= 1) *a = mu, *b = 1;
+    else *a = 1, *b = 1.0 / mu;
+}
+
+double sim_cone_project(const double x[3], double mu, double out[3])
+{
+    double a, b, k;
+    cone_primal(mu, &a, &b);
+    double t = sqrt(x[0] * x[0] + x[1] * x[1]), s = x[2];
+    double dist = cone_ab(t, s, a, b, &k);
+    if (dist == 0.0) {
+        out[0] = x[0], out[1] = x[1], out[2] = x[2];
+        return 0.0;
+    }
+    double ex = t > 0 ? x[0] / t : 0.0, ey = t > 0 ? x[1] / t : 0.0;
+    out[0] = k * b * ex;
+    out[1] = k * b * ey;
+    out[2] = k * a;
+    return dist;
+}
+
+double sim_contact_model_error(int n, const double *G, const double *c, const double *mu, const double *lambda)
+{
+    if (!sim_contact_problem_valid(n, G, c, mu, lambda)) return NAN;
+    double v[3 * SIM_SOLVER_MAX_CONTACTS];
+    sim_contact_velocity(n, G, c, lambda, v);
+    return sim_contact_error_sum(n, G, v, mu, lambda);
+}
+
+void sim_contact_metrics(int n, const double *G, const double *c, const double *mu, const double *lambda,
+                         double dt, sim_contact_metrics_t *out)
+{
+    if (!out) return;
+    if (!sim_contact_problem_valid(n, G, c, mu, lambda)) {
+        out->eps_p = out->eps_d = out->eps_c = out->eps_abs = out->signorini = out->model_error = NAN;
+        return;
+    }
+    const double h = dt > 0 ? 1.0 / dt : 1.0;
+    double v[3 * SIM_SOLVER_MAX_CONTACTS];
+    sim_contact_velocity(n, G, c, lambda, v);
+    double ep = 0, ed = 0, ec = 0, sig = 0;
+    for (int i = 0; i < n; i++) {
+        const double *l = lambda + 3 * i, *vi = v + 3 * i;
+        double m = mu[i], a, b, k;
+        /* forces and De Saxcé-corrected velocities, rescaled by 1/dt */
+        double f[3] = {l[0] * h, l[1] * h, l[2] * h};
+        double vt = sqrt(vi[0] * vi[0] + vi[1] * vi[1]);
+        double w[3] = {vi[0] * h, vi[1] * h, (vi[2] + (m > SIM_MU_MAX ? SIM_MU_MAX : m) * vt) * h};
+        cone_primal(m, &a, &b);
+        ep = fmax(ep, cone_ab(sqrt(f[0] * f[0] + f[1] * f[1]), f[2], a, b, &k));
+        cone_dual(m, &a, &b);
+        ed = fmax(ed, cone_ab(sqrt(w[0] * w[0] + w[1] * w[1]), w[2], a, b, &k));
+        ec = fmax(ec, fabs(f[0] * w[0] + f[1] * w[1] + f[2] * w[2]));
+        sig = fmax(sig, l[2] > 0 ? fabs(vi[2]) : fmax(0.0, -vi[2]));
+    }
+    out->eps_p = ep;
+    out->eps_d = ed;
+    out->eps_c = ec;
+    out->eps_abs = fmax(ep, fmax(ed, ec));
+    out->signorini = sig;
+    out->model_error = sim_contact_error_sum(n, G, v, mu, lambda);
+}

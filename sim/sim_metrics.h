@@ -1,0 +1,99 @@
+/* sim_metrics.h — how good a candidate solution of a contact problem is (pure: no model, no allocation).
+ *
+ * The contact problem (G, c, mu, lambda) is the one defined in sim_solver.h: n contacts, frames (t_x, t_y, n)
+ * with the normal last, G the 3n x 3n Delassus matrix (1/kg), c the free contact velocity (m/s), mu the
+ * friction coefficients, lambda the impulses (N·s), and v = G lambda + c the resulting contact velocity.
+ * All arrays are owned by the caller and only read.
+ */
+#ifndef HERD_SIM_METRICS_H
+#define HERD_SIM_METRICS_H
+
+#include "sim_solver.h"
+
+#include <math.h>
+#include <stddef.h>
+
+/* Contact-physics metrics (Le Lidec et al. 2023, "Contact models in robotics: a comparative analysis",
+ * Sec. III), with v = G lambda + c and, per contact, the De Saxcé correction Gamma(v) = (0, 0, mu |v_T|).
+ * Following that paper they are evaluated on forces: f = lambda / dt (N) and w = (v + Gamma(v)) / dt
+ * (m/s^2), i.e. the problem rescaled by 1/dt.  Pass dt = 1 to get them on impulses and velocities.
+ *   eps_p = max_i dist(f_i, K_mu)          primal feasibility (Euclidean distance to the cone), N
+ *   eps_d = max_i dist(w_i, K*_mu)         dual feasibility, K* = K_{1/mu} = { |x_T| <= x_n / mu }, m/s^2
+ *   eps_c = max_i |<f_i, w_i>|             complementarity, N·m/s^2
+ *   eps_abs = max(eps_p, eps_d, eps_c)
+ *   signorini = max_i ( lambda_n > 0 ? |v_n| : max(0, -v_n) )   normal-velocity violation, m/s (not scaled)
+ *   model_error = sim_contact_model_error (the bisection solver's exact violation, N·s + m/s, not scaled)
+ */
+typedef struct sim_contact_metrics_t {
+    double eps_p, eps_d, eps_c, eps_abs;
+    double signorini;
+    double model_error;
+} sim_contact_metrics_t;
+
+/* 1 if the problem is well formed: 0 <= n <= SIM_SOLVER_MAX_CONTACTS, no NULL array when n > 0, mu >= 0,
+ * every number finite; else 0. */
+int sim_contact_problem_valid(int n, const double *G, const double *c, const double *mu, const double *lambda);
+
+/* v = G lambda + c (3n, m/s). */
+void sim_contact_velocity(int n, const double *G, const double *c, const double *lambda, double *v);
+
+/* The exact violation of sim_solver.h for one contact: Gi = its 3x3 diagonal block of G with leading
+ * dimension ld (G + 3i (3n) + 3i), v its contact velocity (m/s), l its impulse (N·s), mu >= 0.  Inline
+ * (with the sum below) because the bisection solver's termination test runs it every sweep. */
+static inline double sim_contact_error(const double *Gi, int ld, const double v[3], const double l[3], double mu)
+{
+    if (mu > SIM_MU_MAX) mu = SIM_MU_MAX;
+    const double lt = sqrt(l[0] * l[0] + l[1] * l[1]);
+    const double ln = l[2], vn = v[2];
+    double e = fmax(0.0, lt - mu * ln) + fmax(0.0, -ln);
+    e += fmax(0.0, -vn) + fmax(0.0, fmin(ln, vn));
+    if (vn <= ln) {
+        if (mu >= SIM_MU_FRICTIONLESS) {
+            const double vt = sqrt(v[0] * v[0] + v[1] * v[1]);
+            const double gap = fmax(0.0, mu * ln - lt);
+            const double gnn = Gi[2 * ld + 2];
+            const double w = gnn > 0 ? mu * mu * ln / gnn : 0.0;
+            const double sx = l[0] + w * Gi[2 * ld], sy = l[1] + w * Gi[2 * ld + 1];
+            const double sn = sqrt(sx * sx + sy * sy);
+            /* misdirection of the slip: sin(angle between v_T and -s), 1 if v_T does not point against s,
+               weighted by min(|v_T|, |lambda_T|) so that it is linear in the errors of both */
+            double mis = 1.0;
+            if (sn > 0 && vt > 0) {
+                double along = -(v[0] * sx + v[1] * sy); /* |v_T| |s| cos */
+                if (along > 0) mis = fabs(v[0] * sy - v[1] * sx) / (vt * sn);
+            }
+            mis *= fmin(vt, lt);
+            e += fmin(vt, gap + mis);
+        }
+    } else {
+        e += lt;
+    }
+    return e;
+}
+
+/* The exact violation of sim_solver.h summed over the n contacts, given the contact velocity
+ * v = G lambda + c already computed; no validation.  The one place the violation is summed (the solvers'
+ * termination test and sim_contact_model_error / sim_contact_metrics). */
+static inline double sim_contact_error_sum(int n, const double *G, const double *v, const double *mu,
+                                           const double *lambda)
+{
+    const int N = 3 * n;
+    double e = 0;
+    for (int i = 0; i < n; i++)
+        e += sim_contact_error(G + (size_t)(3 * i) * N + 3 * i, N, v + 3 * i, lambda + 3 * i, mu[i]);
+    return e;
+}
+
+/* The exact violation defined in sim_solver.h (sum over contacts), for any lambda; NaN for an invalid problem. */
+double sim_contact_model_error(int n, const double *G, const double *c, const double *mu, const double *lambda);
+
+/* Metrics of a candidate solution lambda (see sim_contact_metrics_t); dt in seconds (dt <= 0 acts as 1).
+ * n out of range or NULL arguments give all metrics = NaN. */
+void sim_contact_metrics(int n, const double *G, const double *c, const double *mu, const double *lambda,
+                         double dt, sim_contact_metrics_t *out);
+
+/* Euclidean projection of x = (x_T, x_n) onto the second-order cone { |x_T| <= mu x_n } (closed form).
+ * mu = INFINITY is the half-space x_n >= 0. Returns the distance |x - out|.  out may alias x. */
+double sim_cone_project(const double x[3], double mu, double out[3]);
+
+#endif

@@ -1,0 +1,76 @@
+/* sim_spatial.h — sim's PRIVATE inline helpers: spatial (6D) algebra and a fast sincos.
+ * Included only by the .c files of sim/; not part of the public API (use sim_math.h outside sim/).
+ *
+ * Spatial vectors are double[6] = [angular; linear] (Featherstone's Plucker order), expressed in world
+ * axes about a common reference point (sim_data.ref): motion vectors (velocity: rad/s; m/s) and force
+ * vectors (moment: N·m; force: N).  A spatial inertia is double[10] = (m, h[3], Ixx Iyy Izz Ixy Ixz Iyz)
+ * about that reference point: m in kg, h = m (com - ref) in kg·m, I in kg·m².
+ */
+#ifndef HERD_SIM_SPATIAL_H
+#define HERD_SIM_SPATIAL_H
+
+#include "sim_math.h"
+
+#include <math.h>
+
+/* sin and cos of x together, to about 1 ulp for |x| < 1e5 (joint angles), faster than libm's generic
+ * reduction: x = n pi/2 + r with a two-part Cody-Waite split of pi/2, then minimax polynomials on
+ * |r| <= pi/4 (the classic degree-13 / degree-14 coefficient sets).  Falls back to libm beyond 1e5. */
+static inline void sim_sincos(double x, double *sp, double *cp)
+{
+    if (!(fabs(x) < 1e5)) {
+        sincos(x, sp, cp);
+        return;
+    }
+    const double two_over_pi = 6.36619772367581382433e-01;
+    const double pio2_hi = 1.57079632673412561417e+00, pio2_lo = 6.07710050650619224932e-11;
+    double n = nearbyint(x * two_over_pi);
+    double r = (x - n * pio2_hi) - n * pio2_lo;
+    double z = r * r;
+    double sr = r + r * z * (-1.66666666666666324348e-01 + z * (8.33333333332248946124e-03 +
+                z * (-1.98412698298579493134e-04 + z * (2.75573137070700676789e-06 +
+                z * (-2.50507602534068634195e-08 + z * 1.58969099521155010221e-10)))));
+    double cr = 1.0 - 0.5 * z + z * z * (4.16666666666666019037e-02 + z * (-1.38888888888741095749e-03 +
+                z * (2.48015872894767294178e-05 + z * (-2.75573143513906633035e-07 +
+                z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11)))));
+    switch ((long)n & 3) {
+    case 0: *sp = sr; *cp = cr; break;
+    case 1: *sp = cr; *cp = -sr; break;
+    case 2: *sp = -sr; *cp = -cr; break;
+    default: *sp = -cr; *cp = sr; break;
+    }
+}
+
+/* Spatial helpers; motion and force vectors are [angular; linear]. */
+static inline double sv_dot(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
+}
+/* r = v x m  (motion cross motion) */
+static inline void sv_cross_motion(double *r, const double *v, const double *m)
+{
+    v3_cross(r, v, m);
+    v3_cross(r + 3, v, m + 3);
+    v3_cross_add(r + 3, v + 3, m);
+}
+/* r += v x* f  (motion cross force) */
+static inline void sv_cross_force_add(double *r, const double *v, const double *f)
+{
+    v3_cross_add(r, v, f);
+    v3_cross_add(r, v + 3, f + 3);
+    v3_cross_add(r + 3, v, f + 3);
+}
+/* f = I v for a spatial inertia I = (m, h[3], Ixx Iyy Izz Ixy Ixz Iyz) about the common point:
+ * f_ang = I w + h x v_lin,  f_lin = m v_lin - h x w. */
+static inline void sinert_mul(double *f, const double *I, const double *v)
+{
+    const double *h = I + 1, *J = I + 4;
+    f[0] = J[0] * v[0] + J[3] * v[1] + J[4] * v[2] + h[1] * v[5] - h[2] * v[4];
+    f[1] = J[3] * v[0] + J[1] * v[1] + J[5] * v[2] + h[2] * v[3] - h[0] * v[5];
+    f[2] = J[4] * v[0] + J[5] * v[1] + J[2] * v[2] + h[0] * v[4] - h[1] * v[3];
+    f[3] = I[0] * v[3] - (h[1] * v[2] - h[2] * v[1]);
+    f[4] = I[0] * v[4] - (h[2] * v[0] - h[0] * v[2]);
+    f[5] = I[0] * v[5] - (h[0] * v[1] - h[1] * v[0]);
+}
+
+#endif
