@@ -22,7 +22,7 @@
 #include "env.h"
 #include "herd_client.h"
 #include "proto.h"
-#include "srv_server.h"
+#include "srv_thread.h"
 
 /* ---- fixtures ---- */
 
