@@ -246,11 +246,15 @@ int srv_jobs_threads(const srv_jobs *d) { return d->nthreads; }
 int srv_jobs_fd(const srv_jobs *d) { return d->efd; }
 int srv_jobs_pending(srv_jobs *d) { return atomic_load_explicit(&d->done_pending, memory_order_acquire); }
 
-srv_job *srv_jobs_take_done(srv_jobs *d)
+void srv_jobs_ack(srv_jobs *d)
 {
     uint64_t v;
     ssize_t r = read(d->efd, &v, sizeof v);
     (void)r;
+}
+
+srv_job *srv_jobs_take_done(srv_jobs *d)
+{
     pthread_mutex_lock(&d->mu);
     srv_job *j = d->done_head;
     d->done_head = d->done_tail = NULL;

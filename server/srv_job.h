@@ -79,8 +79,11 @@ void srv_jobs_destroy(srv_jobs **d);
 /* Stops the workers once every queued unit has run (then every submitted job is on the done queue). */
 void srv_jobs_stop(srv_jobs *d);
 int srv_jobs_threads(const srv_jobs *d);
-/* A file descriptor that is readable while completed jobs wait (poll it; srv_jobs_take_done clears it). */
+/* A file descriptor that is readable when a job has completed (or srv_jobs_wake was called): poll it,
+ * and call srv_jobs_ack when poll reports it, before srv_jobs_take_done. */
 int srv_jobs_fd(const srv_jobs *d);
+/* Clears srv_jobs_fd's readiness. */
+void srv_jobs_ack(srv_jobs *d);
 /* Makes srv_jobs_fd readable, to wake the thread polling it.  Async-signal-safe. */
 void srv_jobs_wake(srv_jobs *d);
 /* Nonzero when completed jobs wait (no system call: for busy polling). */

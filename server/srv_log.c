@@ -37,6 +37,5 @@ void srv_log(int max_level, int level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
     va_end(ap);
-    /* one write per line, so that lines from several threads do not interleave */
     fprintf(stderr, "%s\n", line);
 }

@@ -721,6 +721,7 @@ static int process_events(srv_server *S, int timeout_ms)
         LOG(S, SRV_LOG_ERROR, "poll failed: %s", zmq_strerror(zmq_errno()));
         return -1;
     }
+    if (rc > 0 && (items[1].revents & ZMQ_POLLIN)) srv_jobs_ack(S->jobs);
     process_done(S);
     if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) {
         for (int k = 0; k < RECV_BATCH; k++) {
