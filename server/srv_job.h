@@ -12,7 +12,8 @@
  * job, their slice of the session's worlds and the done queue.
  * Ownership: srv_jobs owns the pool, the control lanes and the workers' scratch.  A job is a value the
  * caller embeds and owns (srv_job_init / srv_job_clear); while queued it belongs to the workers, and
- * srv_jobs_take_done hands it back.  The job owns `seeds`, `reply`, and a made `env` until taken.
+ * srv_jobs_take_done hands it back.  The job owns `seeds`, `reply`, and a made `env` until the caller
+ * moves it into a session.
  */
 #ifndef HERD_SRV_JOB_H
 #define HERD_SRV_JOB_H
