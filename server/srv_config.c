@@ -1,5 +1,5 @@
-/* srv_config.c — herd-server settings: defaults, environment variables, command line.  See srv_server.h. */
-#include "srv_server.h"
+/* srv_config.c — herd-server settings: defaults, environment variables, command line.  See srv_config.h. */
+#include "srv_config.h"
 
 #include <errno.h>
 #include <math.h>
