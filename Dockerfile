@@ -33,7 +33,7 @@ FROM ${DEBIAN_IMAGE} AS build
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends \
-      gcc libc6-dev make binutils pkg-config libzmq3-dev libmsgpack-dev libxml2-dev \
+      gcc libc6-dev make binutils pkg-config libzmq3-dev libmsgpack-dev libxml2-dev libmicrohttpd-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src

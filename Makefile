@@ -18,7 +18,7 @@ XML_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/
 XML_LIBS   := $(shell pkg-config --libs libxml-2.0 2>/dev/null || echo -lxml2)
 CFLAGS   ?= $(OPT) -g
 ALL_CFLAGS := $(CSTD) $(WARN) $(CFLAGS) $(XML_CFLAGS) -I. -Isim -Ienvs -Iprotocol -Iserver -Iclients/c $(EXTRA_CFLAGS)
-LDLIBS   := $(XML_LIBS) -lzmq -lmsgpackc -lpthread -lm $(EXTRA_LDLIBS)
+LDLIBS   := $(XML_LIBS) -lzmq -lmsgpackc -lmicrohttpd -lpthread -lm $(EXTRA_LDLIBS)
 MUJOCO_LIBS := -lmujoco
 
 # Library sources: every .c under the library layers.
