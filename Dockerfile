@@ -33,7 +33,7 @@ FROM ${DEBIAN_IMAGE} AS build
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends \
-      gcc libc6-dev make binutils pkg-config libzmq3-dev libmsgpack-dev libxml2-dev \
+      gcc libc6-dev make binutils pkg-config libzmq3-dev libmsgpack-dev libxml2-dev libmicrohttpd-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -79,6 +79,9 @@ RUN set -eu; \
     chroot $R /usr/local/bin/herd-ping --help >/dev/null
 
 FROM scratch
+ARG VERSION=unknown
+ARG REVISION=unknown
+ARG CREATED=unknown
 COPY --from=build /rootfs/ /
 USER 10001:10001
 ENV PATH=/usr/local/bin:/usr/bin:/bin \
@@ -88,6 +91,12 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=10s --retries=3 \
   CMD ["/usr/local/bin/herd-ping", "--quiet", "--timeout", "3000"]
 STOPSIGNAL SIGTERM
 # The bundled Debian libraries' licences: /usr/share/doc/<package>/copyright in the image.
+# `make image` passes VERSION, REVISION and CREATED (and tags herd:<version>, herd:<git sha>).
 LABEL org.opencontainers.image.title="herd-server" \
-      org.opencontainers.image.description="Batched ANYmal C reinforcement-learning worlds served over ZeroMQ + MessagePack"
+      org.opencontainers.image.description="Batched ANYmal C reinforcement-learning worlds served over ZeroMQ + MessagePack" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.vendor="the herd authors"
 ENTRYPOINT ["/usr/local/bin/herd-server"]
