@@ -9,6 +9,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "srv_log.h"
+
 /* Rows [row0, row1) of a job, all on one worker. */
 typedef struct srv_job_run {
     int row0, row1;
@@ -32,7 +34,10 @@ struct srv_jobs {
     pthread_mutex_t mu;         /* the done queue */
     srv_job *done_head, *done_tail;
     atomic_int done_pending;    /* the done queue is not empty (read without the lock while spinning) */
+    srv_metrics *metrics;       /* work counters and worker busy time, or NULL (not owned) */
 };
+
+void srv_jobs_set_metrics(srv_jobs *js, srv_metrics *m) { js->metrics = m; }
 
 /* ------------------------------------------------------------------------------------------------ */
 /* jobs */
@@ -88,8 +93,11 @@ static void job_rows(srv_job *j, int worker, int r, int k)
     const int32_t *ids = j->ids ? j->ids + r : NULL;
     const int first = j->ids ? 0 : r;
     float *obs = (float *)(void *)(R + L->obs) + (size_t)r * od;
+    srv_metrics *met = j->jobs->metrics;
+    double t0 = met ? srv_now_s() : 0;
     if (j->kind == SRV_JOB_RESET) {
         env_reset(s->env, first, k, ids, j->seeds ? j->seeds + r : NULL, obs);
+        if (met) srv_metrics_worker_busy(met, worker, srv_now_s() - t0);
         return;
     }
     const float *act;
@@ -110,8 +118,14 @@ static void job_rows(srv_job *j, int worker, int r, int k)
         .reward_terms = L->reward_terms ? (float *)(void *)(R + L->reward_terms) + (size_t)r * nt : NULL,
         .autoreset = L->autoreset ? R + L->autoreset + r : NULL,
     };
+    env_counters work = {0};
+    if (met) info.counters = &work;
     int refused = env_step(s->env, first, k, ids, act, obs, (float *)(void *)(R + L->reward) + r, term, trunc, &info);
     if (refused) atomic_fetch_add(&j->nrefused, refused);
+    if (met) {
+        srv_metrics_env_steps(met, work.world_steps, work.physics_resets, work.solver_iterations, work.solver_capped);
+        srv_metrics_worker_busy(met, worker, srv_now_s() - t0);
+    }
     if (L->final_mask)
         for (int i = 0; i < k; i++) R[L->final_mask + r + i] = (uint8_t)(term[i] | trunc[i]);
 }

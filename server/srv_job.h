@@ -24,6 +24,7 @@
 
 #include "env.h"
 #include "proto.h"
+#include "srv_metrics.h"
 #include "srv_pool.h"
 #include "srv_session.h"
 
@@ -73,6 +74,8 @@ void srv_job_clear(srv_job *j);
 /* Starts nthreads workers (srv_pool_new), each with scratch for a quantum of any registered task's
  * actions; NULL with a message on failure. */
 srv_jobs *srv_jobs_new(int nthreads, int quantum, int spin_us, char *err, size_t errlen);
+/* Counts the workers' env steps, physics resets, solver work and busy time into m (NULL: off; not owned). */
+void srv_jobs_set_metrics(srv_jobs *js, srv_metrics *m);
 /* Lets the workers finish every queued unit and stops them, then frees everything srv_jobs owns.
  * Completed jobs still on the done queue are left to the caller: take them first (after stopping,
  * srv_jobs_take_done still works).  NULL-safe. */

@@ -27,8 +27,11 @@
 #include <zmq.h>
 
 #include "proto.h"
+#include "srv_cpus.h"
 #include "srv_job.h"
 #include "srv_log.h"
+#include "srv_metrics.h"
+#include "srv_portowner.h"
 #include "srv_rate.h"
 #include "srv_session.h"
 
@@ -56,6 +59,8 @@ typedef struct {
     zmq_msg_t payload;
     int has_payload;
     proto_request req;
+    int op;                     /* for the metrics: the request's op and when it arrived */
+    double t0;
 } pending;
 
 /* A request being handled (the frames are moved into a pending request when one is made). */
@@ -84,9 +89,19 @@ struct srv_server {
     double t_start, last_tick, last_sample, last_stats;
     uint64_t steps, requests, errors;
     uint64_t last_stats_steps, last_stats_requests, last_stats_errors;
+    uint64_t work_requests, last_stats_work;    /* make, reset, step and close requests (idle detection) */
+    int metrics_port;
+    srv_cpus cpus;              /* where the worker count came from (when not set explicitly) */
     srv_rate rate;
     proto_buf out;              /* small replies */
+    srv_metrics *metrics;
+    const char *metric_ops[PROTO_OP_COUNT + 1];     /* op labels, + "invalid" for undecodable requests */
+    const char *metric_codes[PROTO_E_COUNT];
+    int reply_op, reply_code;   /* the reply being sent: its request's op, and error code (0 = ok) ... */
+    double reply_t0;            /* ... and its arrival time */
 };
+
+#define OP_INVALID PROTO_OP_COUNT
 
 #define LOG(S, level, ...) srv_log((S)->cfg.log_level, level, __VA_ARGS__)
 
@@ -125,6 +140,7 @@ static void send_reply(srv_server *S, zmq_msg_t *frames, int nframes, void *buf,
     }
     if (ok && zmq_msg_send(&m, S->router, 0) < 0) ok = 0;
     zmq_msg_close(&m);
+    if (S->metrics) srv_metrics_reply(S->metrics, S->reply_op, S->reply_code, srv_now_s() - S->reply_t0, len);
     if (!ok) LOG(S, SRV_LOG_DEBUG, "reply not sent: %s", zmq_strerror(zmq_errno()));
 }
 
@@ -138,7 +154,9 @@ static void send_error(srv_server *S, zmq_msg_t *frames, int nframes, uint64_t i
     if (nframes < 0) return;
     proto_buf_reset(&S->out);
     proto_encode_error(&S->out, id, code, msg);
+    S->reply_code = code;
     send_reply(S, frames, nframes, S->out.data, S->out.len, 0);
+    S->reply_code = 0;
 }
 
 /* Sends the small reply encoded in S->out. */
@@ -182,9 +200,17 @@ static void pending_free(pending *p)
     free(p);
 }
 
+/* The reply about to be sent answers p (for the metrics). */
+static void replying_to(srv_server *S, const pending *p)
+{
+    S->reply_op = p->op;
+    S->reply_t0 = p->t0;
+}
+
 /* Replies with an error and frees p. */
 static void pending_fail(srv_server *S, pending *p, proto_code code, const char *msg)
 {
+    replying_to(S, p);
     send_error(S, p->frames, p->nframes, p->id, p->job.sess, code, msg);
     p->nframes = 0;
     pending_free(p);
@@ -379,6 +405,7 @@ static void process_done(srv_server *S)
         srv_job *next = j->next;
         pending *p = as_pending(j);
         S->jobs_inflight--;
+        replying_to(S, p);
         switch (j->kind) {
         case SRV_JOB_MAKE: complete_make(S, p); break;
         case SRV_JOB_CLOSE: complete_close(S, p); break;
@@ -435,7 +462,13 @@ static void handle_stats(srv_server *S, incoming *in)
 static pending *take_pending(srv_server *S, incoming *in, srv_job_kind kind)
 {
     pending *p = pending_new(kind, in);
-    if (!p) send_error(S, in->frames, in->nframes, in->req->id, in->sess, PROTO_E_INTERNAL, "out of memory");
+    if (!p) {
+        send_error(S, in->frames, in->nframes, in->req->id, in->sess, PROTO_E_INTERNAL, "out of memory");
+        return NULL;
+    }
+    p->op = S->reply_op;
+    p->t0 = S->reply_t0;
+    S->work_requests++;
     return p;
 }
 
@@ -581,6 +614,13 @@ static void handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *
     char m[PROTO_MSG_MAX + 64];
     int rc = proto_decode_request(zmq_msg_data(payload), zmq_msg_size(payload), &S->lim, &req, &e);
     op_handler h = rc ? NULL : handler_of(req.op);
+    S->reply_op = h ? (int)req.op : OP_INVALID;
+    S->reply_t0 = srv_now_s();
+    if (S->metrics) {
+        size_t bytes = zmq_msg_size(payload);
+        for (int i = 0; i < nf; i++) bytes += zmq_msg_size(&frames[i]);
+        srv_metrics_request(S->metrics, S->reply_op, bytes);
+    }
     if (rc || !h) {
         send_error(S, frames, nf, req.has_id ? req.id : 0, NULL, rc ? (proto_code)rc : PROTO_E_INTERNAL,
                    rc ? e.message : "unhandled op");
@@ -671,7 +711,14 @@ static void tick(srv_server *S, double t)
         srv_rate_sample(&S->rate, t, S->steps);
     }
     srv_session_table_each(&S->sessions, tick_session, &a);
-    if (S->cfg.stats_interval_s > 0 && t - S->last_stats >= S->cfg.stats_interval_s) {
+    if (S->metrics) {
+        srv_metrics_gauges(S->metrics, S->sessions.count, S->worlds_used, S->cfg.max_worlds, S->jobs_inflight);
+        srv_metrics_tick(S->metrics, t);
+    }
+    if (S->cfg.stats_interval_s > 0 && t - S->last_stats >= S->cfg.stats_interval_s &&
+        S->steps == S->last_stats_steps && S->work_requests == S->last_stats_work) {
+        S->last_stats = t;      /* idle (no make, reset, step or close since the last line): no line */
+    } else if (S->cfg.stats_interval_s > 0 && t - S->last_stats >= S->cfg.stats_interval_s) {
         double dt = t - S->last_stats;
         LOG(S, SRV_LOG_INFO, "stats: %.0f steps/s, %.1f requests/s, %" PRIu64 " errors, %d sessions, %ld worlds, "
             "%d jobs in flight", (double)(S->steps - S->last_stats_steps) / dt,
@@ -681,6 +728,7 @@ static void tick(srv_server *S, double t)
         S->last_stats_steps = S->steps;
         S->last_stats_requests = S->requests;
         S->last_stats_errors = S->errors;
+        S->last_stats_work = S->work_requests;
     }
 }
 
@@ -754,17 +802,6 @@ void srv_server_stop(srv_server *S)
 /* ------------------------------------------------------------------------------------------------ */
 /* creation */
 
-static int available_cores(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0) return n;
-    }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
 srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
 {
     if (srv_config_check(c, err, errlen)) return NULL;
@@ -774,7 +811,13 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
         return NULL;
     }
     S->cfg = *c;
-    S->nthreads = c->threads > 0 ? c->threads : available_cores();
+    if (c->threads > 0) {
+        S->nthreads = c->threads;
+        snprintf(S->cpus.source, sizeof S->cpus.source, "--threads / HERD_THREADS");
+    } else {
+        S->cpus = srv_cpus_detect(NULL);
+        S->nthreads = S->cpus.cpus;
+    }
     atomic_init(&S->stop, 0);
     proto_buf_init(&S->out);
     proto_limits_default(&S->lim);
@@ -797,13 +840,38 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
         goto fail;
     }
     if (zmq_bind(S->router, c->bind)) {
-        snprintf(err, errlen, "cannot bind %s: %s", c->bind, zmq_strerror(zmq_errno()));
+        int e = zmq_errno();
+        char who[160];
+        int port = srv_endpoint_port(c->bind);
+        if (e == EADDRINUSE && port > 0 && srv_port_owner(port, who, sizeof who) >= 0)
+            snprintf(err, errlen, "cannot bind %s: address already in use, held by %s; stop it, or choose another "
+                     "endpoint with --bind / HERD_BIND", c->bind, who);
+        else
+            snprintf(err, errlen, "cannot bind %s: %s%s", c->bind, zmq_strerror(e),
+                     e == EADDRINUSE ? " (choose another endpoint with --bind / HERD_BIND)" : "");
         goto fail;
     }
     size_t el = sizeof S->endpoint;
     if (zmq_getsockopt(S->router, ZMQ_LAST_ENDPOINT, S->endpoint, &el)) snprintf(S->endpoint, sizeof S->endpoint, "%s", c->bind);
     S->jobs = srv_jobs_new(S->nthreads, c->quantum, c->spin_us, err, errlen);
     if (!S->jobs) goto fail;
+    if (c->metrics[0]) {
+        for (int i = 0; i < PROTO_OP_COUNT; i++) S->metric_ops[i] = proto_op_name((proto_op)i);
+        S->metric_ops[OP_INVALID] = "invalid";
+        for (int i = 0; i < PROTO_E_COUNT; i++) S->metric_codes[i] = proto_code_name((proto_code)i);
+        S->metrics = srv_metrics_new(S->metric_ops, PROTO_OP_COUNT + 1, S->metric_codes, PROTO_E_COUNT, S->nthreads,
+                                     HERD_VERSION, PROTO_VERSION);
+        char merr[256];
+        if (!S->metrics) {
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
+        if (srv_metrics_listen(S->metrics, c->metrics, &S->metrics_port, merr, sizeof merr)) {
+            snprintf(err, errlen, "%s", merr);
+            goto fail;
+        }
+        srv_jobs_set_metrics(S->jobs, S->metrics);
+    }
     return S;
 fail:
     srv_server_destroy(&S);
@@ -822,18 +890,27 @@ void srv_server_banner(const srv_server *S)
     for (int i = 0; i < n; i++)
         snprintf(envs + strlen(envs), sizeof envs - strlen(envs), "%s%s (obs %d, act %d)", i ? ", " : "",
                  specs[i]->name, specs[i]->obs_dim, specs[i]->act_dim);
+    char metrics[200] = "off (--metrics HOST:PORT)";
+    if (S->metrics) {
+        char host[128];
+        snprintf(host, sizeof host, "%s", S->cfg.metrics);
+        char *colon = strrchr(host, ':');
+        if (colon) *colon = 0;
+        snprintf(metrics, sizeof metrics, "http://%s:%d/metrics (Prometheus)", host, S->metrics_port);
+    }
     char timeout[64];
     if (S->cfg.session_timeout_s > 0) snprintf(timeout, sizeof timeout, "after %g s idle", S->cfg.session_timeout_s);
     else snprintf(timeout, sizeof timeout, "never");
     fprintf(stderr,
             "herd-server %s (protocol %d)\n"
             "  endpoint   %s\n"
-            "  threads    %d workers + 1 I/O thread\n"
+            "  threads    %d workers + 1 I/O thread (%s)\n"
             "  limits     %zu bytes per request, %d worlds per session, %ld worlds in all\n"
             "  sessions   closed %s\n"
+            "  metrics    %s\n"
             "  envs       %s\n",
-            HERD_VERSION, PROTO_VERSION, S->endpoint, S->nthreads, S->cfg.max_message_bytes,
-            S->cfg.max_worlds_per_session, S->cfg.max_worlds, timeout, envs);
+            HERD_VERSION, PROTO_VERSION, S->endpoint, S->nthreads, S->cpus.source, S->cfg.max_message_bytes,
+            S->cfg.max_worlds_per_session, S->cfg.max_worlds, timeout, metrics, envs);
 }
 
 /* Shutdown: frees a session left open, with its deferred requests (the workers have stopped). */
@@ -869,6 +946,7 @@ void srv_server_destroy(srv_server **pS)
         srv_session_table_each(&S->sessions, drop_session, S);
         srv_jobs_destroy(&S->jobs);
     }
+    srv_metrics_destroy(&S->metrics);     /* after the workers, which count into it */
     if (S->router) {
         int linger = FLUSH_LINGER_MS;
         zmq_setsockopt(S->router, ZMQ_LINGER, &linger, sizeof linger);
