@@ -19,6 +19,7 @@ PKGS=(
   python3-cloudpickle python3-typing-extensions                      # test: gymnasium + SB3 (sources on PYTHONPATH)
   valgrind                                 # leak checks of the server
   prometheus                               # test peer: a real Prometheus scrapes --metrics
+  python3-yaml                             # test: the Kubernetes manifest checks
   buildah debootstrap                      # the container test builds and runs the image
 )
 

@@ -5,6 +5,8 @@
 #   3. the Python client suite (pytest, against a real server), when present
 #   4. the Julia client suite (skipped with a visible message where julia is absent)
 #   5. the container test (buildah) and the multi-server test, when present
+#   6. operations (make run, metrics scraped by Prometheus, herd.stats), Slurm scripts with a fake srun,
+#      Kubernetes manifests (with kubectl kustomize when present)
 # Prints one line per stage and a final "tests: N passed, N failed" line; exits non-zero on any failure.
 set -u
 cd "$(dirname "$0")/.."
@@ -35,6 +37,9 @@ run "c-sanitizers" make --no-print-directory sanitize
 [ -d clients/julia/test ] && run "julia" tests/run-jl-tests.sh
 [ -x tests/multiserver/run.sh ] && run "multi-server" tests/multiserver/run.sh
 [ -x tests/container/run.sh ] && run "container" tests/container/run.sh
+[ -x tests/ops/run.sh ] && run "ops" tests/ops/run.sh
+[ -x tests/slurm/run.sh ] && run "slurm" tests/slurm/run.sh
+run "k8s-manifests" env PYTHONPATH="$PWD/clients/python${PYTHONPATH:+:$PYTHONPATH}" /usr/bin/python3 tests/deploy/k8s_test.py
 
 echo
 [ ${#failed_stages[@]} -gt 0 ] && echo "failed stages: ${failed_stages[*]}"

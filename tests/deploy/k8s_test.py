@@ -24,6 +24,7 @@ import time
 
 import yaml
 
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 K8S = os.path.join(ROOT, "deploy", "k8s")
 results = []
