@@ -9,6 +9,7 @@
 #   address-in-use  a second server on a taken port says which process holds it, exit non-zero
 #   idle-stats      an idle server writes no periodic stats line; one that steps does
 #   herd-stats      python3 -m herd.stats prints a live summary from the stats op
+#   bench-help      herd-bench SUB --help prints help and runs nothing; --threads above the CPUs is warned about
 #   prometheus      Debian's real Prometheus scrapes --metrics; queries return the request, latency, env-step
 #                   and solver series (skipped with a message when prometheus is not installed)
 set -uo pipefail
@@ -89,7 +90,20 @@ fi
 out=$("$PY" -m herd.stats "tcp://127.0.0.1:1" --once --timeout 0.5 2>&1); rc=$?
 if [ $rc -eq 3 ]; then ok "herd-stats: a silent server gives exit 3"; else nok "herd-stats silent server (exit $rc): $out"; fi
 
-# 6. Prometheus scrapes /metrics
+# 6. herd-bench SUB --help prints help instead of running; too many threads are warned about
+hb=$BUILD/herd-bench
+if [ -x "$hb" ]; then
+  bad=""
+  for sub in dynamics solver contact1 env server; do
+    out=$(timeout 5 "$hb" $sub --help 2>&1); rc=$?
+    { [ $rc -eq 0 ] && echo "$out" | grep -q "^usage: herd-bench $sub" && ! echo "$out" | grep -q '"bench"'; } || bad="$bad $sub"
+  done
+  warn=$(timeout 60 "$hb" env --threads 64 --worlds 64 --steps 1 --repeats 1 2>&1 >/dev/null | grep -c "exceeds the")
+  if [ -z "$bad" ] && [ "$warn" -ge 1 ]; then ok "bench-help: every subcommand's --help prints help; --threads 64 is warned about"
+  else nok "bench-help:${bad:- (help ok)}; threads warning lines: $warn"; fi
+fi
+
+# 7. Prometheus scrapes /metrics
 if ! command -v prometheus >/dev/null 2>&1; then
   echo "SKIPPED prometheus: the prometheus package is not installed (deploy/install-deps.sh installs it)"
 else
