@@ -33,6 +33,7 @@ run() { # stage name, command...
 
 run "c" tests/run-c-tests.sh build/tests/test_*
 run "c-sanitizers" make --no-print-directory sanitize
+run "layers" tests/layers.sh
 [ -d clients/python/tests ] && run "python" tests/run-py-tests.sh
 [ -d clients/julia/test ] && run "julia" tests/run-jl-tests.sh
 [ -x tests/multiserver/run.sh ] && run "multi-server" tests/multiserver/run.sh
