@@ -482,7 +482,7 @@ Test(solver_single, pgs_single_contact_solves_coulomb)
         sim_solver_stats st;
         sim_contact_metrics_t m;
         /* PGS has no convergence guarantee: with |G_nT| > G_nn it can cycle even on one contact */
-        if (sim_solve_pgs(1, G, c, &mu, lp, &p, &st) == SIM_SOLVER_OK) {
+        if (sim_solve_pgs_hwangbo(1, G, c, &mu, lp, &p, &st) == SIM_SOLVER_OK) {
             pgs_ok++;
             sim_contact_metrics(1, G, c, &mu, lp, 1.0, &m);
             cr_assert(m.eps_abs < 1e-9, "PGS NCP residual %g", m.eps_abs);
@@ -682,7 +682,7 @@ static void multi_contact_suite(int n, int regime, int ncase, unsigned seed)
         if (d > worst_dke) worst_dke = d;
         cr_assert(d <= 1e-9, "case %d: kinetic energy grows by %g J", t, d);
         /* tight PGS (Coulomb's law) */
-        rc = sim_solve_pgs(n, P.G, P.c, P.mu, lp, &pp, &sp);
+        rc = sim_solve_pgs_hwangbo(n, P.G, P.c, P.mu, lp, &pp, &sp);
         cr_assert(rc == SIM_SOLVER_OK, "PGS did not converge to 1e-12 (error %g)", sp.error);
         cr_assert(dke(&P, lp) <= 1e-9);
         double rd = rel_diff(N, lb, lp), vd = velocity_diff(&P, lb, lp);
@@ -837,7 +837,7 @@ Test(solver_multi, non_converged_solve_never_adds_energy)
     sim_solver_default_params(&p);
     p.tol = 1e-10;
     p.max_iter = 100000;
-    cr_assert_eq(sim_solve_pgs(5, cyc_G, cyc_c, cyc_mu, lp, &p, &st), SIM_SOLVER_OK);
+    cr_assert_eq(sim_solve_pgs_hwangbo(5, cyc_G, cyc_c, cyc_mu, lp, &p, &st), SIM_SOLVER_OK);
     cr_assert(st.guard_scale == 1.0);
     cr_assert(energy(15, cyc_G, cyc_c, lp) <= 1e-12);
 }
@@ -855,7 +855,7 @@ Test(solver_multi, pgs_and_bisection_single_contact_stick_agree)
     cr_assert_eq(sim_solve_bisection(1, G, c, &mu, lb, &p, &st), SIM_SOLVER_OK);
     cr_assert_eq(st.iterations, 1);
     cr_assert_eq(st.n_stick, 1);
-    cr_assert_eq(sim_solve_pgs(1, G, c, &mu, lp, &p, &st), SIM_SOLVER_OK);
+    cr_assert_eq(sim_solve_pgs_hwangbo(1, G, c, &mu, lp, &p, &st), SIM_SOLVER_OK);
     for (int a = 0; a < 3; a++) {
         cr_assert_float_eq(lb[a], ls[a], 1e-15);
         cr_assert_float_eq(lp[a], ls[a], 1e-10);
@@ -868,11 +868,11 @@ Test(solver_multi, bad_input_leaves_lambda)
     sim_solver_stats st;
     cr_assert_eq(sim_solve_bisection(-1, G, c, &mu, l, NULL, &st), SIM_SOLVER_EINVAL);
     cr_assert_eq(sim_solve_bisection(SIM_SOLVER_MAX_CONTACTS + 1, G, c, &mu, l, NULL, &st), SIM_SOLVER_EINVAL);
-    cr_assert_eq(sim_solve_pgs(1, NULL, c, &mu, l, NULL, &st), SIM_SOLVER_EINVAL);
+    cr_assert_eq(sim_solve_pgs_hwangbo(1, NULL, c, &mu, l, NULL, &st), SIM_SOLVER_EINVAL);
     double bad = -1;
     cr_assert_eq(sim_solve_bisection(1, G, c, &bad, l, NULL, &st), SIM_SOLVER_EINVAL);
     double ln[3] = {NAN, 0, 0};
-    cr_assert_eq(sim_solve_pgs(1, G, c, &mu, ln, NULL, &st), SIM_SOLVER_EINVAL);
+    cr_assert_eq(sim_solve_pgs_hwangbo(1, G, c, &mu, ln, NULL, &st), SIM_SOLVER_EINVAL);
     cr_assert(l[0] == 1 && l[1] == 2 && l[2] == 3);
     cr_assert_eq(sim_solve_bisection(0, NULL, NULL, NULL, NULL, NULL, &st), SIM_SOLVER_OK);
     cr_assert(st.converged);
