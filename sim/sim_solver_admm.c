@@ -69,6 +69,13 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
     return sim_solver_run(ncp_pgs_sweeps, n, G, c, mu, lambda, p, st);
 }
 
+#ifndef ADMM_RELAX
+#define ADMM_RELAX 1.6       /* over-relaxation factor in ]0, 2[ */
+#endif
+#ifndef ADMM_ADAPT_EVERY
+#define ADMM_ADAPT_EVERY 5   /* rho is reconsidered every this many iterations */
+#endif
+
 /* ------------------------------------------------------------------------------------------------ */
 /* ADMM (Alg. 3) on the CCP: min 1/2 l.G l + c.l over the cones.                                      */
 
@@ -189,6 +196,8 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
         for (int r = 0; r < N; r++) x[r] = -(c[r] - rho * z[r] + gam[r]); /* line 3 */
         chol_solve(L, N, x);
         memcpy(zp, z, sizeof(double) * (size_t)N);
+        /* over-relaxation (Le Lidec et al. eq. 25, Boyd et al. 3.4.3): x <- a x + (1 - a) z, a = ADMM_RELAX */
+        for (int r = 0; r < N; r++) x[r] = ADMM_RELAX * x[r] + (1.0 - ADMM_RELAX) * zp[r];
         for (int r = 0; r < N; r++) lambda[r] = x[r] + gam[r] / rho;
         project_cones(n, mu, lambda, z, 0); /* line 4 */
         double rp = 0, rd = 0;
@@ -201,6 +210,7 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
         e = sim_contact_eps_abs(n, v, mu, z, 0);
         /* adaptive rho: primal residual dominating -> stiffer; dual dominating -> softer */
         double nr = rho;
+        if (it % ADMM_ADAPT_EVERY) continue; /* a change of rho costs a factorization */
         if (rp > p->admm_ratio * rd) nr = rho * fac;
         else if (rd > p->admm_ratio * rp) nr = rho / fac;
         if (nr != rho && factor_shifted(G, N, nr, L) == 0) rho = nr;
