@@ -73,17 +73,21 @@ static int resolve_impact(int n, const double *G, const double *c, const double 
         st->rates[m] = stream_uniform(seed, (uint64_t)m);
         pmax = fmax(pmax, st->rates[m]);
     }
-    for (int m = 0; m < n; m++) {
-        st->rates[m] /= pmax;
-        cap[m] = h * st->rates[m];
-    }
+    for (int m = 0; m < n; m++) st->rates[m] /= pmax;
     memset(lambda, 0, sizeof(double) * (size_t)N);
+    memset(dl, 0, sizeof(double) * (size_t)N);
     memcpy(v, c, sizeof(double) * (size_t)N);
     int k = 0;
     while (colliding(n, v, p->v_tol) && k < p->max_increments) {
         k++;
-        /* 2. the increment problem at the current velocity (cold start: increments are not alike) */
-        memset(dl, 0, sizeof(double) * (size_t)N);
+        /* the bounds h p_m, with the rates renormalized over the contacts still colliding (the fastest of them
+           gets h): a slow contact left alone does not stretch the impact over 1 / p_m increments */
+        double pc = 0;
+        for (int m = 0; m < n; m++)
+            if (v[3 * m + 2] < -p->v_tol) pc = fmax(pc, st->rates[m]);
+        for (int m = 0; m < n; m++) cap[m] = h * st->rates[m] / pc;
+        /* 2. the increment problem at the current velocity, warm-started from the previous increment (with
+           the rates held, consecutive increments are alike) */
         sim_cond_stats cs;
         int rc = sim_cond_solve_capped(n, G, v, mu, cap, dl, &p->inner, &cs, vn);
         st->inner_iterations += cs.iterations;

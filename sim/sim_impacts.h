@@ -17,10 +17,13 @@
  *      whole impact: they stand for the unknown ordering of the impulses (p = (1, tiny) is "contact 1 first",
  *      equal rates the simultaneous limit);
  *   2. repeat: solve the increment problem for dlambda with the velocity v (start: c):
- *        0 <= dlambda_n,m <= h p_m, and v'_n,m >= 0 if dlambda_n,m < h p_m, v'_n,m <= 0 if dlambda_n,m > 0,
+ *        0 <= dlambda_n,m <= h p_m (the rates renormalized each increment so that the largest rate among the
+ *        contacts still colliding is 1: the DI allows any rate profile, and a slow contact left alone then
+ *        does not stretch the impact over 1 / p_m increments), and v'_n,m >= 0 if dlambda_n,m < h p_m, v'_n,m <= 0 if dlambda_n,m > 0,
  *        |dlambda_T,m| <= mu_m dlambda_n,m with Coulomb's sliding law at v' (v'_T = 0 or opposite dlambda_T),
  *      where v' = v + G dlambda (implicit, as eq. 72; exact Coulomb cones instead of the paper's linearized
- *      ones), solved by sim_cond_solve_capped; then lambda += dlambda, v = v';
+ *      ones), solved by sim_cond_solve_capped warm-started from the previous increment; an increment that
+ *      inexact arithmetic would make add energy is scaled down until it does not; then lambda += dlambda, v = v';
  *      until every contact is non-colliding, v_n >= -v_tol (or max_increments).
  *   h = step_frac times the largest -c_n,m / G_nn,m over the impacting contacts (the impulse that would stop
  *   that contact alone), so an impact takes about 1 / step_frac increments.
