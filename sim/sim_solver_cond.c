@@ -16,10 +16,10 @@ void sim_cond_default_params(sim_cond_params *p)
     p->max_iter = 1000;
     p->tol = 1e-8;
     p->projection = SIM_COND_STRICT;
-    p->w_scale = 1.0;
+    p->w_scale = 0.6;
     p->chebyshev = 1;
     p->cheb_start = 5;
-    p->cheb_relax = 0.9;
+    p->cheb_relax = 1.0;
 }
 
 /* ProjectFC (eq. 26) of x = lambda* for one contact; writes out (may alias x). */
