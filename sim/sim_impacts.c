@@ -12,11 +12,11 @@ void sim_impacts_default_params(sim_impacts_params *p)
 {
     p->v_impact = 0.05;
     p->min_impacts = 2;
-    p->step_frac = 0.05;
+    p->step_frac = 0.1;
     p->max_increments = 2000;
     p->v_tol = 1e-7;
     sim_cond_default_params(&p->inner);
-    p->inner.tol = 1e-11;
+    p->inner.tol = 1e-9;
     p->inner.max_iter = 2000;
     p->base = sim_solve_cond;
     p->base_params = NULL;
@@ -115,8 +115,8 @@ static int resolve_impact(int n, const double *G, const double *c, const double 
     return st->converged ? SIM_SOLVER_OK : SIM_SOLVER_MAXITER;
 }
 
-int sim_impacts_solve(int n, const double *G, const double *c, const double *mu, double *lambda,
-                      const sim_impacts_params *p, uint64_t seed, sim_impacts_stats *st)
+int sim_impacts_solve(int n, const double *G, const double *c, const double *v_pre, const double *mu,
+                      double *lambda, const sim_impacts_params *p, uint64_t seed, sim_impacts_stats *st)
 {
     sim_impacts_params def;
     sim_impacts_stats st_local;
@@ -130,12 +130,15 @@ int sim_impacts_solve(int n, const double *G, const double *c, const double *mu,
     if (!(p->v_impact >= 0) || !(p->step_frac > 0) || !(p->v_tol >= 0) || p->max_increments < 0 || !p->base)
         return SIM_SOLVER_EINVAL;
     const int N = 3 * n;
+    for (int r = 0; v_pre && r < N; r++)
+        if (!isfinite(v_pre[r])) return SIM_SOLVER_EINVAL;
+    const double *vi = v_pre ? v_pre : c;
     double h = 0;
     for (int m = 0; m < n; m++) {
         const double cn = c[3 * m + 2], gnn = G[(size_t)(3 * m + 2) * N + 3 * m + 2];
-        if (!(cn < -p->v_impact)) continue;
+        if (!(vi[3 * m + 2] < -p->v_impact)) continue;
         st->n_impacting++;
-        if (gnn > 0) h = fmax(h, -cn / gnn);
+        if (gnn > 0 && cn < 0) h = fmax(h, -cn / gnn);
     }
     if (st->n_impacting < (p->min_impacts > 1 ? p->min_impacts : 1) || !(h > 0)) {
         int rc = p->base(n, G, c, mu, lambda, p->base_params, &st->base_stats);
@@ -159,7 +162,7 @@ int sim_solve_impacts(int n, const double *G, const double *c, const double *mu,
     sim_impacts_default_params(&ip);
     ip.base_params = p;
     const uint64_t seed = p ? (uint64_t)p->seed : 0;
-    int rc = sim_impacts_solve(n, G, c, mu, lambda, &ip, seed, &is);
+    int rc = sim_impacts_solve(n, G, c, NULL, mu, lambda, &ip, seed, &is);
     if (st) {
         if (!is.impact) {
             *st = is.base_stats;

@@ -55,8 +55,8 @@ Test(impacts, same_seed_same_bits)
     for (uint64_t s = 1; s < 6; s++) {
         double l1[6] = {0}, l2[6] = {0};
         sim_impacts_stats s1, s2;
-        cr_assert_eq(sim_impacts_solve(2, k.G, k.c, k.mu, l1, NULL, s, &s1), SIM_SOLVER_OK);
-        cr_assert_eq(sim_impacts_solve(2, k.G, k.c, k.mu, l2, NULL, s, &s2), SIM_SOLVER_OK);
+        cr_assert_eq(sim_impacts_solve(2, k.G, k.c, NULL, k.mu, l1, NULL, s, &s1), SIM_SOLVER_OK);
+        cr_assert_eq(sim_impacts_solve(2, k.G, k.c, NULL, k.mu, l2, NULL, s, &s2), SIM_SOLVER_OK);
         cr_assert(s1.impact && s1.n_impacting == 2);
         cr_assert_eq(memcmp(l1, l2, sizeof l1), 0, "seed %llu is not reproducible", (unsigned long long)s);
         cr_assert_eq(s1.increments, s2.increments);
@@ -73,7 +73,7 @@ Test(impacts, rocking_block_outcomes_differ_and_are_valid, .timeout = 60)
     for (int s = 0; s < nseeds; s++) {
         double l[6] = {0};
         sim_impacts_stats st;
-        cr_assert_eq(sim_impacts_solve(2, k.G, k.c, k.mu, l, NULL, sim_impacts_key(42, 0, 0, (uint64_t)s), &st),
+        cr_assert_eq(sim_impacts_solve(2, k.G, k.c, NULL, k.mu, l, NULL, sim_impacts_key(42, 0, 0, (uint64_t)s), &st),
                      SIM_SOLVER_OK);
         cr_assert(st.impact && st.converged && st.inner_failures == 0);
         assert_valid_outcome(2, k.G, k.c, k.mu, l, 1e-7, "rocking block");
@@ -111,7 +111,7 @@ Test(impacts, random_simultaneous_impacts_are_valid, .timeout = 120)
         for (uint64_t s = 0; s < 4; s++) {
             double l[15] = {0};
             sim_impacts_stats st;
-            cr_assert_eq(sim_impacts_solve(n, G, c, mu, l, NULL, s, &st), SIM_SOLVER_OK, "case %d seed %d", t, (int)s);
+            cr_assert_eq(sim_impacts_solve(n, G, c, NULL, mu, l, NULL, s, &st), SIM_SOLVER_OK, "case %d seed %d", t, (int)s);
             cr_assert(st.impact && st.n_impacting == n && st.increments > 0);
             cr_assert(st.energy_change <= 1e-12);
             assert_valid_outcome(n, G, c, mu, l, 1e-7, "random impact");
@@ -133,7 +133,7 @@ Test(impacts, single_contact_follows_routh)
         const double c[3] = {vxs[i], 0, -vz};
         double l[3] = {0, 0, 0};
         sim_impacts_stats st;
-        cr_assert_eq(sim_impacts_solve(1, G, c, &mu, l, &p, 3, &st), SIM_SOLVER_OK);
+        cr_assert_eq(sim_impacts_solve(1, G, c, NULL, &mu, l, &p, 3, &st), SIM_SOLVER_OK);
         cr_assert(st.impact && st.increments >= 10, "the increments must run (%d)", st.increments);
         const double ln = m * vz, lx = -fmin(m * vxs[i], mu * m * vz);
         cr_assert(fabs(l[2] - ln) < 1e-8 && fabs(l[0] - lx) < 1e-8 && fabs(l[1]) < 1e-12,
@@ -154,15 +154,37 @@ Test(impacts, single_impact_equals_deterministic_result)
         c[11] = -0.04;
         double l1[12] = {0}, l2[12] = {0};
         sim_impacts_stats st;
-        const int rc1 = sim_impacts_solve(4, G, c, mu, l1, NULL, 1234, &st);
+        const int rc1 = sim_impacts_solve(4, G, c, NULL, mu, l1, NULL, 1234, &st);
         const int rc2 = sim_solve_cond(4, G, c, mu, l2, NULL, NULL);
         cr_assert_eq(rc1, rc2);
         cr_assert(!st.impact && st.n_impacting == 1 && st.increments == 0);
         cr_assert_eq(memcmp(l1, l2, sizeof l1), 0, "case %d: not the deterministic result", t);
         double l3[12] = {0};
-        sim_impacts_solve(4, G, c, mu, l3, NULL, 999, &st); /* and independent of the seed */
+        sim_impacts_solve(4, G, c, NULL, mu, l3, NULL, 999, &st); /* and independent of the seed */
         cr_assert_eq(memcmp(l1, l3, sizeof l1), 0);
     }
+}
+
+Test(impacts, pre_step_velocity_decides_what_impacts)
+{
+    /* the free velocity closes both contacts fast, but before the step only one was closing (the other is
+       pushed by this step's forces): one impact, so the deterministic result; and the other way round */
+    block_t k;
+    rocking_block(&k);
+    const double vpre1[6] = {0, 0, -1.0, 0, 0, 0.0};
+    double l1[6] = {0}, l2[6] = {0};
+    sim_impacts_stats st;
+    cr_assert_eq(sim_impacts_solve(2, k.G, k.c, vpre1, k.mu, l1, NULL, 5, &st), SIM_SOLVER_OK);
+    cr_assert(!st.impact && st.n_impacting == 1);
+    sim_solve_cond(2, k.G, k.c, k.mu, l2, NULL, NULL);
+    cr_assert_eq(memcmp(l1, l2, sizeof l1), 0);
+    const double vpre2[6] = {0, 0, -0.3, 0, 0, -0.2};
+    double l3[6] = {0};
+    cr_assert_eq(sim_impacts_solve(2, k.G, k.c, vpre2, k.mu, l3, NULL, 5, &st), SIM_SOLVER_OK);
+    cr_assert(st.impact && st.n_impacting == 2);
+    assert_valid_outcome(2, k.G, k.c, k.mu, l3, 1e-7, "v_pre impact");
+    const double bad[6] = {0, 0, NAN, 0, 0, 0};
+    cr_assert_eq(sim_impacts_solve(2, k.G, k.c, bad, k.mu, l3, NULL, 5, &st), SIM_SOLVER_EINVAL);
 }
 
 Test(impacts, equal_rates_limit_is_symmetric)
@@ -175,7 +197,7 @@ Test(impacts, equal_rates_limit_is_symmetric)
     for (uint64_t s = 0; s < 40; s++) {
         double l[6] = {0};
         sim_impacts_stats st;
-        sim_impacts_solve(2, k.G, k.c, k.mu, l, NULL, s, &st);
+        sim_impacts_solve(2, k.G, k.c, NULL, k.mu, l, NULL, s, &st);
         const double ratio = fmin(st.rates[0], st.rates[1]); /* the larger is 1 */
         const double asym = fabs(l[2] - l[5]);
         if (ratio > r_best) r_best = ratio, best = asym;
@@ -213,7 +235,7 @@ Test(impacts, table_row_reads_the_seed)
         double l1[6] = {0}, l2[6] = {0};
         sim_solver_stats st;
         cr_assert_eq(sim_solve(SIM_SOLVER_IMPACTS, 2, k.G, k.c, k.mu, l1, &sp, &st), SIM_SOLVER_OK);
-        cr_assert_eq(sim_impacts_solve(2, k.G, k.c, k.mu, l2, &ip, s, NULL), SIM_SOLVER_OK);
+        cr_assert_eq(sim_impacts_solve(2, k.G, k.c, NULL, k.mu, l2, &ip, s, NULL), SIM_SOLVER_OK);
         cr_assert_eq(memcmp(l1, l2, sizeof l1), 0);
         cr_assert(st.converged && st.iterations > 0);
     }
@@ -227,12 +249,12 @@ Test(impacts, bad_input)
     double c[6];
     memcpy(c, k.c, sizeof c);
     c[1] = NAN;
-    cr_assert_eq(sim_impacts_solve(2, k.G, c, k.mu, l, NULL, 0, NULL), SIM_SOLVER_EINVAL);
+    cr_assert_eq(sim_impacts_solve(2, k.G, c, NULL, k.mu, l, NULL, 0, NULL), SIM_SOLVER_EINVAL);
     cr_assert(l[0] == 1 && l[5] == 6);
     sim_impacts_params p;
     sim_impacts_default_params(&p);
     p.step_frac = 0;
-    cr_assert_eq(sim_impacts_solve(2, k.G, k.c, k.mu, l, &p, 0, NULL), SIM_SOLVER_EINVAL);
+    cr_assert_eq(sim_impacts_solve(2, k.G, k.c, NULL, k.mu, l, &p, 0, NULL), SIM_SOLVER_EINVAL);
     sim_impacts_stats st;
-    cr_assert_eq(sim_impacts_solve(0, NULL, NULL, NULL, NULL, NULL, 0, &st), SIM_SOLVER_OK);
+    cr_assert_eq(sim_impacts_solve(0, NULL, NULL, NULL, NULL, NULL, NULL, 0, &st), SIM_SOLVER_OK);
 }
