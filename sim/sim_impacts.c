@@ -161,7 +161,15 @@ int sim_solve_impacts(int n, const double *G, const double *c, const double *mu,
     sim_impacts_stats is;
     sim_impacts_default_params(&ip);
     ip.base_params = p;
-    const uint64_t seed = p ? (uint64_t)p->seed : 0;
+    /* the stream: the caller's seed mixed with the bits of the problem's free velocity, so that every step of
+       every world draws its own rates from the one shared parameter block (m->opt.sp is per model), while a
+       given (seed, problem) always gives the same bits */
+    uint64_t seed = mix64(p ? (uint64_t)p->seed : 0);
+    for (int r = 0; c && r < 3 * n && n <= SIM_SOLVER_MAX_CONTACTS; r++) {
+        uint64_t w;
+        memcpy(&w, &c[r], sizeof w);
+        seed = mix64(seed ^ w);
+    }
     int rc = sim_impacts_solve(n, G, c, NULL, mu, lambda, &ip, seed, &is);
     if (st) {
         if (!is.impact) {

@@ -96,8 +96,10 @@ uint64_t sim_impacts_key(uint64_t seed, uint64_t world, uint64_t episode, uint64
 int sim_impacts_solve(int n, const double *G, const double *c, const double *v_pre, const double *mu,
                       double *lambda, const sim_impacts_params *p, uint64_t seed, sim_impacts_stats *st);
 
-/* The solver-table entry ("impacts"): sim_solve signature; the seed is p->seed, p goes to the base solver
- * (cond-vfpi) unchanged, and impacts are detected on the free velocity c (no v_pre in the signature). */
+/* The solver-table entry ("impacts"): sim_solve signature.  The stream is a hash of p->seed and the bits of c
+ * (the shared parameters are per model, so p->seed alone would give every step of every world the same
+ * rates; with c mixed in each problem draws its own, reproducibly: same seed and problem, same bits).  p goes
+ * to the base solver (cond-vfpi) unchanged; impacts are detected on c (no v_pre in the signature). */
 int sim_solve_impacts(int n, const double *G, const double *c, const double *mu, double *lambda,
                       const sim_solver_params *p, sim_solver_stats *st);
 

@@ -37,8 +37,9 @@ static const sim_solver_desc TABLE[] = {
     [SIM_SOLVER_IMPACTS] = {
         "impacts",
         "Set-valued simultaneous impacts (Halm & Posa), a domain-randomization option: when two or more contacts close "
-        "faster than 0.05 m/s the step is one inelastic impact resolved by Routh's method with relative impulse rates "
-        "sampled from the stream p->seed (bounded normal increments, exact Coulomb cones), else cond-vfpi.  Every "
+        "faster than 0.05 m/s (free velocity) the step is one inelastic impact resolved by Routh's method with relative "
+        "impulse rates drawn from a hash of p->seed and the problem (bounded normal increments, exact Coulomb cones), "
+        "else cond-vfpi.  Every "
         "outcome has v_n >= 0, impulses in the cones and no kinetic energy added, but complementarity does not hold "
         "(a contact may leave the impact separating with impulse, or sliding).  Not terminated within its increment "
         "cap: the accumulated (dissipative) impulses.",

@@ -227,18 +227,28 @@ Test(impacts, table_row_reads_the_seed)
     rocking_block(&k);
     sim_solver_params sp;
     sim_solver_default_params(&sp);
-    sim_impacts_params ip;
-    sim_impacts_default_params(&ip);
-    ip.base_params = &sp;
-    for (unsigned long long s = 1; s < 4; s++) {
+    /* reproducible for (seed, problem); different seeds and different problems draw different rates */
+    double first[4][6];
+    for (unsigned long long s = 1; s < 5; s++) {
         sp.seed = s;
         double l1[6] = {0}, l2[6] = {0};
         sim_solver_stats st;
         cr_assert_eq(sim_solve(SIM_SOLVER_IMPACTS, 2, k.G, k.c, k.mu, l1, &sp, &st), SIM_SOLVER_OK);
-        cr_assert_eq(sim_impacts_solve(2, k.G, k.c, NULL, k.mu, l2, &ip, s, NULL), SIM_SOLVER_OK);
+        cr_assert_eq(sim_solve(SIM_SOLVER_IMPACTS, 2, k.G, k.c, k.mu, l2, &sp, NULL), SIM_SOLVER_OK);
         cr_assert_eq(memcmp(l1, l2, sizeof l1), 0);
         cr_assert(st.converged && st.iterations > 0);
+        assert_valid_outcome(2, k.G, k.c, k.mu, l1, 1e-7, "table row");
+        memcpy(first[s - 1], l1, sizeof l1);
     }
+    int differ = 0;
+    for (int a = 1; a < 4; a++) differ += memcmp(first[0], first[a], sizeof first[0]) != 0;
+    cr_assert(differ >= 2, "seeds should change the outcome");
+    sp.seed = 1;
+    double c2[6], l3[6] = {0};
+    memcpy(c2, k.c, sizeof c2);
+    c2[2] *= 1.001, c2[5] *= 1.001; /* another step of the same fall */
+    cr_assert_eq(sim_solve(SIM_SOLVER_IMPACTS, 2, k.G, c2, k.mu, l3, &sp, NULL), SIM_SOLVER_OK);
+    cr_assert(fabs(l3[2] / first[0][2] - 1.001) > 1e-3, "another problem should draw other rates");
 }
 
 Test(impacts, bad_input)
