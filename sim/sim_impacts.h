@@ -92,7 +92,8 @@ uint64_t sim_impacts_key(uint64_t seed, uint64_t world, uint64_t episode, uint64
 /* Resolves the problem as above with the random stream `seed` (same seed, same bits).  v_pre: the pre-step
  * contact velocities (3n, m/s, contact frames) used only to detect impacts, or NULL to use c.  lambda: warm
  * start for the base solver, output the impulses (an impact starts from 0).  p may be NULL (defaults), st
- * NULL.  Returns SIM_SOLVER_OK, SIM_SOLVER_MAXITER or SIM_SOLVER_EINVAL (bad input, lambda untouched). */
+ * NULL.  Returns SIM_SOLVER_OK, SIM_SOLVER_MAXITER or SIM_SOLVER_EINVAL (bad input, lambda untouched).
+ * Allocation-free (stack scratch ~20 kB); n <= SIM_SOLVER_MAX_CONTACTS. */
 int sim_impacts_solve(int n, const double *G, const double *c, const double *v_pre, const double *mu,
                       double *lambda, const sim_impacts_params *p, uint64_t seed, sim_impacts_stats *st);
 

@@ -77,7 +77,7 @@ void sim_cond_default_params(sim_cond_params *p);
 
 /* COND / V-FPI on the problem (see above).  lambda: warm start in, solution out.  p may be NULL (defaults),
  * st NULL.  Returns SIM_SOLVER_OK (converged), SIM_SOLVER_MAXITER or SIM_SOLVER_EINVAL (bad input, lambda
- * untouched).  Allocation-free (stack scratch ~30 kB); n <= SIM_SOLVER_MAX_CONTACTS. */
+ * untouched).  Allocation-free (stack scratch ~10 kB); n <= SIM_SOLVER_MAX_CONTACTS. */
 int sim_cond_solve(int n, const double *G, const double *c, const double *mu, double *lambda,
                    const sim_cond_params *p, sim_cond_stats *st);
 
