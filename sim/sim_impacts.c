@@ -3,6 +3,7 @@
 #include "sim_impacts.h"
 
 #include "sim_metrics.h"
+#include "sim_solver_internal.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -92,20 +93,9 @@ static int resolve_impact(int n, const double *G, const double *c, const double 
         int rc = sim_cond_solve_capped(n, G, v, mu, cap, dl, &p->inner, &cs, vn);
         st->inner_iterations += cs.iterations;
         if (rc != SIM_SOLVER_OK) st->inner_failures++;
-        /* an inexact increment could add energy: dE = dl.v' - 1/2 dl.G dl, so scale it down to dE <= 0
-           (d(s) = s a + s^2/2 b with a = dl.v, b = dl.G dl) */
-        double a = 0, b = 0;
-        for (int r = 0; r < N; r++) {
-            a += dl[r] * v[r];
-            b += dl[r] * (vn[r] - v[r]);
-        }
-        if (a + 0.5 * b > 0) {
-            const double s = (a < 0 && b > 0) ? -a / b : 0.0;
-            for (int r = 0; r < N; r++) {
-                dl[r] *= s;
-                vn[r] = v[r] + s * (vn[r] - v[r]);
-            }
-        }
+        /* an inexact increment could add energy (dl.v' - 1/2 dl.G dl > 0): scale it down to the dissipative
+           minimizer, the same guard the solvers apply, with v as the increment's free velocity */
+        sim_solver_dissipation_guard(N, G, v, dl, vn);
         for (int r = 0; r < N; r++) lambda[r] += dl[r];
         memcpy(v, vn, sizeof(double) * (size_t)N);
     }
