@@ -1,7 +1,9 @@
 /* herd-bench solver — the paper's four experiments (Hwangbo et al. 2018, Sec. V) on ANYmal C.
  *
- *   herd-bench solver --scenario trot|hang|drop|random|stand --solver bisection|pgs [--steps N]
+ *   herd-bench solver --scenario trot|hang|drop|random|stand --solver NAME [--steps N]
  *                     [--repeats R] [--dt S] [--no-warmstart]
+ *                     NAME: a solver of sim's table (sim_solver.h; the envs' "solver" key takes the same names),
+ *                     default paper-bisection ("bisection" is accepted for it)
  *   herd-bench solver --compare [--steps N]     Table II, Fig. 6, warm-start savings, box-slide gap
  *   herd-bench solver --vs-mujoco [--steps N]   standing PD scenario vs MuJoCo 2.2 in this process
  *
@@ -112,7 +114,20 @@ static int run(int kind, int solver, int warm, long steps, int repeats, double d
     return 0;
 }
 
-static const char *solver_name(int s) { return s == SIM_SOLVER_PGS ? "pgs" : "bisection"; }
+/* The names of sim's solver table (sim_solver.h), the same the envs' "solver" config key takes. */
+static const char *solver_name(int s) { return sim_solver_at(s) ? sim_solver_at(s)->name : "?"; }
+
+/* A built solver by name ("bisection" is the old name of "paper-bisection"), or -1 with the built names listed. */
+static int solver_by_name(const char *name)
+{
+    const sim_solver_desc *d = sim_solver_find(!strcmp(name, "bisection") ? "paper-bisection" : name);
+    if (d) return sim_solver_index(d->name);
+    fprintf(stderr, "herd-bench solver: unknown or unbuilt solver '%s' (built:", name);
+    for (int i = 0; i < sim_solver_count(); i++)
+        if (sim_solver_at(i)->solve) fprintf(stderr, " %s", sim_solver_at(i)->name);
+    fprintf(stderr, ")\n");
+    return -1;
+}
 
 static void print_run(int kind, int solver, int warm, double dt, const run_result *r)
 {
@@ -274,11 +289,11 @@ int bench_solver(int argc, char **argv)
         return 0;
     }
     const char *sc = bench_arg(argc, argv, "--scenario", "trot");
-    const char *so = bench_arg(argc, argv, "--solver", "bisection");
+    const char *so = bench_arg(argc, argv, "--solver", "paper-bisection");
     int kind = env_scenario_kind_from_name(sc);
     if (kind < 0) { fprintf(stderr, "herd-bench solver: unknown scenario '%s' (trot, hang, drop, random, stand)\n", sc); return 2; }
-    int solver = !strcmp(so, "pgs") ? SIM_SOLVER_PGS : !strcmp(so, "bisection") ? SIM_SOLVER_BISECTION : -1;
-    if (solver < 0) { fprintf(stderr, "herd-bench solver: unknown solver '%s' (bisection, pgs)\n", so); return 2; }
+    int solver = solver_by_name(so);
+    if (solver < 0) return 2;
     int warm = !bench_flag(argc, argv, "--no-warmstart");
     run_result r;
     if (run(kind, solver, warm, steps, repeats, dt, &r)) return 1;
