@@ -165,7 +165,7 @@ static double agreement(int kind, long steps, double dt, long *samples)
         int nc = d->ncon;
         memset(lam, 0, sizeof(double) * 3 * (size_t)nc);
         sim_solver_stats st;
-        sim_solve_pgs(nc, d->G, d->cfree, d->mu, lam, &tight, &st);
+        sim_solve_pgs_hwangbo(nc, d->G, d->cfree, d->mu, lam, &tight, &st);
         double num = 0, den = 0;
         for (int k = 0; k < 3 * nc; k++) {
             num += (d->lambda[k] - lam[k]) * (d->lambda[k] - lam[k]);

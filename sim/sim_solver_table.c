@@ -17,12 +17,28 @@ static const sim_solver_desc TABLE[] = {
         sim_solve_bisection},
     [SIM_SOLVER_PGS] = {
         "pgs",
-        "Projected Gauss-Seidel on the Coulomb NCP (Signorini, cone, sliding velocity opposite to lambda_T at "
-        "convergence).  Not converged after max_iter sweeps: the last iterate, scaled by the dissipation guard.",
+        "Projected Gauss-Seidel on the Coulomb NCP (Le Lidec et al. 2023, Alg. 6), stopping on the NCP eps_abs with "
+        "De Saxce's correction.  At convergence Signorini, the cone and Coulomb's sliding law hold.  No convergence "
+        "guarantee; not converged: the last iterate, scaled by the dissipation guard.",
         sim_solve_pgs},
-    [SIM_SOLVER_COULOMB_BISECTION] = {"coulomb-bisection", "(not built yet)", NULL},
-    [SIM_SOLVER_ADMM] = {"admm", "(not built yet)", NULL},
-    [SIM_SOLVER_COULOMB_STALL_ADMM] = {"coulomb-stall-admm", "(not built yet)", NULL},
+    [SIM_SOLVER_COULOMB_BISECTION] = {
+        "coulomb-bisection",
+        "Algorithm 2's per-contact sweeps with each contact solved exactly for Coulomb's law on the paper's ellipse "
+        "(sliding velocity anti-parallel to lambda_T).  A block with no Coulomb slip root takes the paper model's slip "
+        "solution (counted).  Can cycle on ill-conditioned problems; not converged: the last iterate, scaled by the "
+        "dissipation guard.",
+        sim_solve_coulomb_bisection},
+    [SIM_SOLVER_ADMM] = {
+        "admm",
+        "ADMM on the cone complementarity problem (Anitescu's convex relaxation; Le Lidec et al. 2023, Alg. 3), "
+        "proximal with adaptive rho, dense Cholesky of G + rho I.  Differs from Coulomb on sliding contacts (they may "
+        "separate at v_n = mu |v_T|).  Convergent for any PSD G; not converged: the last z, in the cones.",
+        sim_solve_admm},
+    [SIM_SOLVER_COULOMB_STALL_ADMM] = {
+        "coulomb-stall-admm",
+        "coulomb-bisection with a stall detector that hands a non-converging problem to admm (then the CCP "
+        "solution is returned).  Coulomb per contact where the sweeps converge, the CCP where they would cycle.",
+        sim_solve_coulomb_stall_admm},
     [SIM_SOLVER_COND_VFPI] = {"cond-vfpi", "(reserved: contact nodalization and diagonalization, Lee et al. 2023)", NULL},
     [SIM_SOLVER_IMPACTS] = {"impacts", "(reserved: set-valued simultaneous impacts, Halm)", NULL},
     [SIM_SOLVER_PGS_HWANGBO] = {
@@ -30,7 +46,7 @@ static const sim_solver_desc TABLE[] = {
         "Projected Gauss-Seidel as in Hwangbo et al. 2018, eqs. 17-18 (step alpha / G_zz normal, alpha / max(G_xx, "
         "G_yy) tangential, then projection on the disc mu lambda_n); a fixed point is a Coulomb NCP solution; stops on "
         "the impulse change per sweep.  Not converged: the last iterate, scaled by the dissipation guard.",
-        sim_solve_pgs},
+        sim_solve_pgs_hwangbo},
 };
 
 #define NROWS ((int)(sizeof TABLE / sizeof TABLE[0]))
