@@ -27,6 +27,7 @@
 #include <zmq.h>
 
 #include "proto.h"
+#include "srv_auth.h"
 #include "srv_client.h"
 #include "srv_job.h"
 #include "srv_log.h"
@@ -75,6 +76,7 @@ struct srv_server {
     char endpoint[256];
     int nthreads;
     void *ctx, *router;
+    srv_auth *auth;             /* CURVE keys and the ZAP handler (off: plain mode) */
     srv_jobs *jobs;
     int next_rot;
     double spin_until;          /* the I/O thread polls instead of sleeping until then (tiny jobs in flight) */
@@ -328,12 +330,15 @@ static void complete_make(srv_server *S, pending *p)
     }
     int n = (int)r->num_worlds;
     srv_session *s = srv_session_new(n, S->nthreads, S->next_rot++ % S->nthreads);
-    if (!s) {
+    if (!s || srv_session_table_add(&S->sessions, s)) {
         uncount_make(S, p);
-        send_error(S, p->frames, p->nframes, p->id, NULL, PROTO_E_INTERNAL, "out of memory");
+        send_error(S, p->frames, p->nframes, p->id, NULL, PROTO_E_INTERNAL,
+                   s ? "no randomness for the session id and token" : "out of memory");
         p->nframes = 0;
+        srv_session_destroy(&s);
         return;                  /* the job's env is destroyed with the job */
     }
+    if (p->client) srv_session_set_owner(s, p->client->id, p->client->idlen);
     s->env = j->env;
     j->env = NULL;
     s->spec = j->spec;
@@ -344,9 +349,8 @@ static void complete_make(srv_server *S, pending *p)
     s->seed = r->seed;
     s->created = s->last_active = srv_now_s();
     s->client = p->client;      /* the make's counts move to the session */
-    srv_session_table_add(&S->sessions, s);
     proto_buf_reset(&S->out);
-    proto_encode_make_reply(&S->out, p->id, s->id, n, s->autoreset, s->seed, s->spec, j->config);
+    proto_encode_make_reply(&S->out, p->id, s->id, s->token, n, s->autoreset, s->seed, s->spec, j->config);
     send_small(S, p->frames, p->nframes);
     p->nframes = 0;
     LOG(S, SRV_LOG_INFO, "session %" PRIu64 ": %s, %d worlds, autoreset %s, seed %" PRIu64 " (%d sessions, %ld worlds)",
@@ -427,7 +431,8 @@ static void handle_hello(srv_server *S, incoming *in)
     int n = srv_jobs_specs(specs, MAX_SPECS);
     proto_hello_info info = {.server = "herd " HERD_VERSION, .threads = S->nthreads,
                              .max_message_bytes = S->cfg.max_message_bytes,
-                             .max_worlds_per_session = S->cfg.max_worlds_per_session, .max_worlds = S->cfg.max_worlds};
+                             .max_worlds_per_session = S->cfg.max_worlds_per_session, .max_worlds = S->cfg.max_worlds,
+                             .auth = srv_auth_enabled(S->auth) ? "curve" : "none"};
     proto_buf_reset(&S->out);
     proto_encode_hello_reply(&S->out, in->req->id, &info, specs, n);
     send_small(S, in->frames, in->nframes);
@@ -614,6 +619,16 @@ static srv_client *client_of(srv_server *S, zmq_msg_t *frames, zmq_msg_t *payloa
     return c;
 }
 
+/* The session a request names if its sender may act on it (srv_session_owned_by), else NULL: to
+ * anyone else a session they do not own looks exactly like one that does not exist. */
+static srv_session *find_owned(srv_server *S, const proto_request *req, const srv_client *c)
+{
+    srv_session *s = srv_session_table_find(&S->sessions, req->session);
+    if (!s) return NULL;
+    const uint8_t *token = req->has_token ? req->token : NULL;
+    return srv_session_owned_by(s, c ? c->id : NULL, c ? c->idlen : 0, token) ? s : NULL;
+}
+
 /* Decodes one request and hands it to its op's handler.  Takes the envelope frames (moved into a
  * pending request when one is made); the caller closes the payload. */
 static void handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *payload)
@@ -633,9 +648,9 @@ static void handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *
                    rc ? e.message : "unhandled op");
     } else if (S->draining) {
         send_error(S, frames, nf, req.id, NULL, PROTO_E_SHUTTING_DOWN, "the server is shutting down");
-    } else if (req.has_session && (!(in.sess = srv_session_table_find(&S->sessions, req.session)) || in.sess->closing)) {
+    } else if (req.has_session && (!(in.sess = find_owned(S, &req, in.client)) || in.sess->closing)) {
         snprintf(m, sizeof m, "unknown session %" PRIu64 "%s", req.session,
-                 in.sess ? " (closing)" : " (closed, expired, or never made on this server)");
+                 in.sess ? " (closing)" : " (closed, expired, never made on this server, or made by another client)");
         send_error(S, frames, nf, req.id, NULL, PROTO_E_UNKNOWN_SESSION, m);
     } else {
         failed = 0;
@@ -843,6 +858,8 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
         snprintf(err, errlen, "cannot create the ZeroMQ context: %s", strerror(errno));
         goto fail;
     }
+    S->auth = srv_auth_new(S->ctx, c, err, errlen);
+    if (!S->auth) goto fail;
     S->router = zmq_socket(S->ctx, ZMQ_ROUTER);
     int64_t hard = c->max_message_bytes > INT64_MAX / 4 ? INT64_MAX : (int64_t)c->max_message_bytes * 4;
     int zero = 0;
@@ -851,10 +868,14 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
         snprintf(err, errlen, "cannot create the ROUTER socket: %s", zmq_strerror(zmq_errno()));
         goto fail;
     }
+    if (srv_auth_apply(S->auth, S->router, err, errlen)) goto fail;
     if (zmq_bind(S->router, c->bind)) {
         snprintf(err, errlen, "cannot bind %s: %s", c->bind, zmq_strerror(zmq_errno()));
         goto fail;
     }
+    if (!srv_auth_enabled(S->auth) && !srv_config_bind_is_local(c->bind))
+        LOG(S, SRV_LOG_WARN, "plain mode (--insecure) on %s: anyone who can reach it can use this server; "
+            "give keys (--curve-secret-key-file, --authorized-keys) on shared networks", c->bind);
     size_t el = sizeof S->endpoint;
     if (zmq_getsockopt(S->router, ZMQ_LAST_ENDPOINT, S->endpoint, &el)) snprintf(S->endpoint, sizeof S->endpoint, "%s", c->bind);
     S->jobs = srv_jobs_new(S->nthreads, c->quantum, c->spin_us, err, errlen);
@@ -877,6 +898,12 @@ void srv_server_banner(const srv_server *S)
     for (int i = 0; i < n; i++)
         snprintf(envs + strlen(envs), sizeof envs - strlen(envs), "%s%s (obs %d, act %d)", i ? ", " : "",
                  specs[i]->name, specs[i]->obs_dim, specs[i]->act_dim);
+    char auth[128];
+    if (srv_auth_enabled(S->auth))
+        snprintf(auth, sizeof auth, "CURVE, server key %s, %d client keys", srv_auth_public_key(S->auth),
+                 srv_auth_nkeys(S->auth));
+    else
+        snprintf(auth, sizeof auth, "none (plain mode): sessions are owned by their tokens");
     char timeout[64];
     if (S->cfg.session_timeout_s > 0) snprintf(timeout, sizeof timeout, "after %g s idle", S->cfg.session_timeout_s);
     else snprintf(timeout, sizeof timeout, "never");
@@ -885,10 +912,11 @@ void srv_server_banner(const srv_server *S)
             "  endpoint   %s\n"
             "  threads    %d workers + 1 I/O thread\n"
             "  limits     %zu bytes per request, %d worlds per session, %ld worlds in all\n"
+            "  auth       %s\n"
             "  sessions   closed %s\n"
             "  envs       %s\n",
             HERD_VERSION, PROTO_VERSION, S->endpoint, S->nthreads, S->cfg.max_message_bytes,
-            S->cfg.max_worlds_per_session, S->cfg.max_worlds, timeout, envs);
+            S->cfg.max_worlds_per_session, S->cfg.max_worlds, auth, timeout, envs);
 }
 
 /* Shutdown: frees a session left open, with its deferred requests (the workers have stopped). */
@@ -929,6 +957,7 @@ void srv_server_destroy(srv_server **pS)
         zmq_setsockopt(S->router, ZMQ_LINGER, &linger, sizeof linger);
         zmq_close(S->router);
     }
+    srv_auth_destroy(&S->auth);         /* its socket must be closed before the context ends */
     if (S->ctx) zmq_ctx_term(S->ctx);
     srv_clients_destroy(&S->clients);
     proto_buf_free(&S->out);
