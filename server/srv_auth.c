@@ -77,8 +77,8 @@ static int z85_key(const char *s, size_t n, uint8_t out[32])
 typedef enum { BARE_IS_PUBLIC, BARE_IS_SECRET } bare_kind;
 
 /* Calls fn(arg, pub_or_NULL, secret_or_NULL) for every key in text: `public-key = "..."`,
- * `secret-key = "..."` lines and bare 40-character Z85 lines (public or secret per bare).  Lines whose
- * first non-blank character is '#' are comments.  Returns the number of keys, or -1 at a bad one. */
+ * `secret-key = "..."` lines and bare 40-character Z85 lines (public or secret per bare).  Other lines
+ * whose first non-blank character is '#' are comments (a Z85 key may itself start with '#').  Returns the number of keys, or -1 at a bad one. */
 static int scan_keys(char *text, bare_kind bare, int (*fn)(void *arg, const uint8_t *pub, const uint8_t *sec),
                      void *arg, const char *path, char *err, size_t errlen)
 {
@@ -90,23 +90,20 @@ static int scan_keys(char *text, bare_kind bare, int (*fn)(void *arg, const uint
         while (*p == ' ' || *p == '\t') p++;
         size_t n = strlen(p);
         while (n && (p[n - 1] == '\r' || p[n - 1] == ' ' || p[n - 1] == '\t')) p[--n] = 0;
-        if (!n || *p == '#') continue;
-        int is_pub = !strncmp(p, "public-key", 10), is_sec = !strncmp(p, "secret-key", 10);
-        const char *key = p;
-        size_t kn = n;
-        if (is_pub || is_sec) {
-            const char *q1 = strchr(p, '"'), *q2 = q1 ? strchr(q1 + 1, '"') : NULL;
-            if (!q2) goto bad;
-            key = q1 + 1;
-            kn = (size_t)(q2 - key);
-        } else if (n == SRV_Z85_KEY - 1 && !strchr(p, ' ') && !strchr(p, '=')) {
+        if (!n) continue;
+        uint8_t k[32];
+        int is_pub = 0, is_sec = 0;
+        if (!z85_key(p, n, k)) {         /* a bare key (Z85 has '#', ' ' does not occur in it) */
             is_pub = bare == BARE_IS_PUBLIC;
             is_sec = !is_pub;
+        } else if (*p == '#') {
+            continue;
+        } else if ((is_pub = !strncmp(p, "public-key", 10)) || (is_sec = !strncmp(p, "secret-key", 10))) {
+            const char *q1 = strchr(p, '"'), *q2 = q1 ? strchr(q1 + 1, '"') : NULL;
+            if (!q2 || z85_key(q1 + 1, (size_t)(q2 - q1 - 1), k)) goto bad;
         } else {
             continue;            /* "curve", "metadata", its entries */
         }
-        uint8_t k[32];
-        if (z85_key(key, kn, k)) goto bad;
         if (fn(arg, is_pub ? k : NULL, is_sec ? k : NULL)) {
             snprintf(err, errlen, "%s: too many keys", path);
             return -1;
