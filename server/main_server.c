@@ -30,6 +30,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "herd-server: %s\n", err);
         return 2;
     }
+    if (!cfg.keygen_dir[0] && srv_config_check(&cfg, err, sizeof err)) {
+        fprintf(stderr, "herd-server: %s\n", err);
+        return 2;
+    }
     if (cfg.keygen_dir[0]) {
         if (srv_auth_keygen(cfg.keygen_dir, err, sizeof err)) {
             fprintf(stderr, "herd-server: %s\n", err);

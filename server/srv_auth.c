@@ -347,6 +347,12 @@ srv_auth *srv_auth_new(void *ctx, const srv_config *c, char *err, size_t errlen)
         snprintf(err, errlen, "%s holds no client public key: no client could connect", c->authorized_keys);
         goto fail;
     }
+    /* the server's own key: whoever holds the server's secret key (the health probe in its container,
+     * deploy/herd_ping.c) may connect as a client; it could impersonate the server anyway */
+    if (add_key(a, a->pub, NULL)) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
     a->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     a->zap = zmq_socket(ctx, ZMQ_REP);
     int zero = 0;

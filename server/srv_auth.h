@@ -3,7 +3,8 @@
  * With CURVE on (srv_config_curve), the server's ROUTER socket is a CURVE server with the configured
  * key pair, and a ZAP handler (RFC 27, on inproc://zeromq.zap.01 of the server's context, one thread)
  * answers every handshake: 200 with the client's public key in Z85 as its User-Id when the key is one
- * of the authorized keys, 400 otherwise (the connection is then dropped by ZeroMQ; the client sees
+ * of the authorized keys (or the server's own public key: a probe holding the server's secret key,
+ * deploy/herd_ping.c), 400 otherwise (the connection is then dropped by ZeroMQ; the client sees
  * nothing but timeouts).  Every message of an admitted client carries that User-Id (zmq_msg_gets), so
  * the server knows who sent it (srv_client.h) and whose sessions it may touch (srv_session.h).
  *
