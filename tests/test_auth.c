@@ -14,24 +14,8 @@
 #include "proto.h"
 #include "srv_auth.h"
 #include "srv_config.h"
+#include "helpers/server_start.h"
 #include "srv_thread.h"
-
-static srv_thread *start_with(srv_config *c)
-{
-    char err[512];
-    srv_thread *t = srv_thread_start(c, err, sizeof err);
-    cr_assert(t, "server: %s", err);
-    return t;
-}
-
-static void test_config(srv_config *c)
-{
-    srv_config_defaults(c);
-    snprintf(c->bind, sizeof c->bind, "tcp://127.0.0.1:*");
-    c->threads = 2;
-    c->log_level = SRV_LOG_ERROR;
-    c->stats_interval_s = 0;
-}
 
 static herd_client *client_to(srv_thread *t, const herd_curve *cv, int timeout_ms)
 {
@@ -102,8 +86,8 @@ static void fill_attack(proto_request *q, attack a, float *act, int n, int act_d
 Test(auth, hijack_of_another_clients_session_fails)
 {
     srv_config cfg;
-    test_config(&cfg);
-    srv_thread *t = start_with(&cfg);
+    test_server_config(&cfg, 2);
+    srv_thread *t = test_server_start_with(&cfg);
     herd_client *a = client_to(t, NULL, 10000), *b = client_to(t, NULL, 10000);
     herd_error e;
     herd_session s, s2;
@@ -221,11 +205,11 @@ static void z85_of(const char *rel, char sec[41], char pub[41])
 static srv_thread *start_curve(const char *authorized_rel)
 {
     srv_config cfg;
-    test_config(&cfg);
+    test_server_config(&cfg, 2);
     snprintf(cfg.curve_secret_key_file, sizeof cfg.curve_secret_key_file, "%s/keys/server.key", g_dir);
     snprintf(cfg.curve_public_key_file, sizeof cfg.curve_public_key_file, "%s/keys/server.pub", g_dir);
     snprintf(cfg.authorized_keys, sizeof cfg.authorized_keys, "%s/%s", g_dir, authorized_rel);
-    return start_with(&cfg);
+    return test_server_start_with(&cfg);
 }
 
 Test(auth, curve_admits_authorized_keys_only, .init = make_keys, .fini = remove_keys)
@@ -316,7 +300,7 @@ Test(auth, bad_keys_are_clear_errors, .init = make_keys, .fini = remove_keys)
 {
     srv_config cfg;
     char err[512];
-    test_config(&cfg);
+    test_server_config(&cfg, 2);
     snprintf(cfg.curve_secret_key_file, sizeof cfg.curve_secret_key_file, "%s/keys/server.pub", g_dir);
     snprintf(cfg.authorized_keys, sizeof cfg.authorized_keys, "%s/keys/authorized_keys", g_dir);
     cr_assert_null(srv_server_new(&cfg, err, sizeof err));
