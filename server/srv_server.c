@@ -642,7 +642,11 @@ static void handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *
     int rc = proto_decode_request(zmq_msg_data(payload), zmq_msg_size(payload), &S->lim, &req, &e);
     op_handler h = rc ? NULL : handler_of(req.op);
     int failed = 1;
-    if (in.client) in.client->requests++;
+    if (in.client) {
+        in.client->requests++;
+        in.client->inflight++;   /* this request, while handled: keeps the entry alive (a pending request
+                                  * made from it counts once more and may be freed meanwhile) */
+    }
     if (rc || !h) {
         send_error(S, frames, nf, req.has_id ? req.id : 0, NULL, rc ? (proto_code)rc : PROTO_E_INTERNAL,
                    rc ? e.message : "unhandled op");
@@ -660,8 +664,11 @@ static void handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *
         }
         h(S, &in);
     }
-    if (failed && in.client) in.client->errors++;
-    srv_client_release(S->clients, &in.client);
+    if (in.client) {
+        in.client->errors += (uint64_t)failed;
+        in.client->inflight--;
+        srv_client_release(S->clients, &in.client);
+    }
     proto_request_clear(&req);
 }
 

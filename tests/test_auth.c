@@ -326,6 +326,27 @@ Test(auth, bad_keys_are_clear_errors, .init = make_keys, .fini = remove_keys)
     cr_assert(strstr(err, "line 2: not a 40-character Z85"), "%s", err);
 }
 
+/* Regression: a client whose only request failed in the handler (an unknown env) was freed twice. */
+Test(auth, a_new_clients_failed_request_frees_its_entry_once)
+{
+    srv_thread *t = test_server_start(1);
+    herd_error e;
+    for (int i = 0; i < 3; i++) {
+        herd_client *c = client_to(t, NULL, 5000);
+        herd_session s;
+        cr_assert_eq(herd_client_make(c, 0, "no-such-env", 2, NULL, 0, 0, ENV_AUTORESET_NEXT_STEP, &s, &e),
+                     PROTO_E_UNKNOWN_ENV);
+        const env_kv bad = {"kp", -1};
+        cr_assert_eq(herd_client_make(c, 0, "anymal_c-stand", 2, &bad, 1, 0, ENV_AUTORESET_NEXT_STEP, &s, &e),
+                     PROTO_E_BAD_CONFIG);
+        herd_client_destroy(&c);
+    }
+    herd_client *c = client_to(t, NULL, 5000);
+    cr_assert_eq(herd_client_ping(c, 0, NULL, &e), 0, "the server still serves: %s", e.message);
+    herd_client_destroy(&c);
+    cr_assert_eq(srv_thread_stop(&t), 0);
+}
+
 Test(auth, plain_mode_only_on_loopback_unless_insecure)
 {
     cr_assert(srv_config_bind_is_local("tcp://127.0.0.1:5555"));
