@@ -33,6 +33,7 @@ struct srv_auth {
     char pub_z85[SRV_Z85_KEY];
     uint8_t (*keys)[32];                /* authorized client keys */
     int nkeys, capkeys;
+    int nclients;                       /* of them from the authorized keys (the rest: the server's own) */
     void *zap;                          /* REP socket, the handler thread's */
     int stopfd;
     pthread_t thread;
@@ -347,6 +348,7 @@ srv_auth *srv_auth_new(void *ctx, const srv_config *c, char *err, size_t errlen)
         snprintf(err, errlen, "%s holds no client public key: no client could connect", c->authorized_keys);
         goto fail;
     }
+    a->nclients = a->nkeys;
     /* the server's own key: whoever holds the server's secret key (the health probe in its container,
      * deploy/herd_ping.c) may connect as a client; it could impersonate the server anyway */
     if (add_key(a, a->pub, NULL)) {
@@ -391,7 +393,7 @@ void srv_auth_destroy(srv_auth **pa)
 }
 
 int srv_auth_enabled(const srv_auth *a) { return a && a->enabled; }
-int srv_auth_nkeys(const srv_auth *a) { return a ? a->nkeys : 0; }
+int srv_auth_nkeys(const srv_auth *a) { return a ? a->nclients : 0; }
 const char *srv_auth_public_key(const srv_auth *a) { return a && a->enabled ? a->pub_z85 : ""; }
 uint64_t srv_auth_refused(const srv_auth *a) { return a ? atomic_load(&((srv_auth *)a)->refused) : 0; }
 

@@ -39,7 +39,7 @@ srv_auth *srv_auth_new(void *ctx, const srv_config *c, char *err, size_t errlen)
 void srv_auth_destroy(srv_auth **a);
 /* Nonzero when CURVE is on.  NULL-safe. */
 int srv_auth_enabled(const srv_auth *a);
-/* How many client keys are authorized. */
+/* How many client keys the authorized keys held (not counting the server's own). */
 int srv_auth_nkeys(const srv_auth *a);
 /* The server's public key, Z85 (40 characters), "" when CURVE is off. */
 const char *srv_auth_public_key(const srv_auth *a);

@@ -93,6 +93,10 @@ Test(auth, hijack_of_another_clients_session_fails)
     herd_session s, s2;
     cr_assert_eq(herd_client_make(a, 0, "anymal_c-walk", 4, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, &s, &e), 0, "%s", e.message);
     cr_assert(s.has_token, "the make reply carries a token");
+    herd_hello h;
+    cr_assert_eq(herd_client_hello(a, 0, &h, &e), 0, "%s", e.message);
+    cr_assert(h.protocol_minor >= 1 && !strcmp(h.auth, "none"), "hello: minor %d, auth '%s'", h.protocol_minor, h.auth);
+    herd_hello_free(&h);
     cr_assert_eq(herd_client_make(a, 0, "anymal_c-walk", 4, NULL, 0, 2, ENV_AUTORESET_NEXT_STEP, &s2, &e), 0, "%s", e.message);
     cr_assert(s2.id != s.id + 1 && s2.id != s.id - 1 && s2.id != s.id, "session ids are not sequential: %" PRIu64
               " then %" PRIu64, s.id, s2.id);
@@ -227,6 +231,7 @@ Test(auth, curve_admits_authorized_keys_only, .init = make_keys, .fini = remove_
     herd_error e;
     herd_hello h;
     cr_assert_eq(herd_client_hello(c, 0, &h, &e), 0, "an authorized key works: %s", e.message);
+    cr_assert(h.protocol_minor >= 1 && !strcmp(h.auth, "curve"), "hello: minor %d, auth '%s'", h.protocol_minor, h.auth);
     herd_hello_free(&h);
     herd_session s;
     cr_assert_eq(herd_client_make(c, 0, "anymal_c-walk", 2, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, &s, &e), 0, "%s", e.message);

@@ -487,6 +487,11 @@ int herd_client_hello(herd_client *c, int server, herd_hello *h, herd_error *err
     uint64_t u64 = 0;
     if (proto_get_int(root, "protocol", &i64, &pe) || proto_get_str(root, "server", h->server, sizeof h->server, &pe)) goto bad;
     h->protocol = (int)i64;
+    if (proto_value_get(root, "protocol_minor")) {       /* minor >= 1 */
+        if (proto_get_int(root, "protocol_minor", &i64, &pe) || proto_get_str(root, "auth", h->auth, sizeof h->auth, &pe))
+            goto bad;
+        h->protocol_minor = (int)i64;
+    }
     if (proto_get_int(root, "threads", &i64, &pe)) goto bad;
     h->threads = (int)i64;
     if (proto_get_uint(root, "limits.max_message_bytes", &u64, &pe) ||

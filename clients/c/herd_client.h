@@ -89,6 +89,8 @@ typedef struct {
 
 typedef struct {
     int protocol;
+    int protocol_minor;         /* 0 when the server does not say (PROTOCOL.md section 13) */
+    char auth[16];              /* "curve", "none", or "" (minor 0) */
     char server[64];
     int threads;
     uint64_t max_message_bytes;
