@@ -122,6 +122,19 @@ int proto_get_str(const proto_value *map, const char *path, char *out, size_t ca
     return o ? read_str(o, path, out, cap, err) : PROTO_E_BAD_REPLY;
 }
 
+int proto_get_bin(const proto_value *map, const char *path, void *out, size_t len, proto_error *err)
+{
+    const msgpack_object *o = need(pv_obj(map), path, err);
+    if (!o) return PROTO_E_BAD_REPLY;
+    if (o->type != MSGPACK_OBJECT_BIN || o->via.bin.size != len) {
+        char want[48];
+        snprintf(want, sizeof want, "bin of %zu bytes", len);
+        return proto_bad_type(err, PROTO_E_BAD_REPLY, path, want, o);
+    }
+    memcpy(out, o->via.bin.ptr, len);
+    return PROTO_OK;
+}
+
 int proto_value_tensor(const proto_value *v, const char *what, proto_tensor *t, proto_error *err)
 {
     if (!v) return proto_fail(err, PROTO_E_BAD_REPLY, "reply lacks '%s'", what);

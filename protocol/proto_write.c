@@ -282,9 +282,21 @@ static const field_desc hello_limits_desc[] = {
 /* ------------------------------------------------------------------------------------------------ */
 /* requests */
 
+/* "session" and, when the request has one, "token". */
+static void kv_session(proto_buf *b, const proto_request *r)
+{
+    kv_uint(b, "session", r->session);
+    if (r->has_token) {
+        proto_w_str(b, "token");
+        proto_w_bin(b, r->token, PROTO_TOKEN_BYTES);
+    }
+}
+
 int proto_encode_request(proto_buf *b, const proto_request *r)
 {
-    uint32_t n = 3;
+    int writes_session = r->op == PROTO_OP_RESET || r->op == PROTO_OP_STEP || r->op == PROTO_OP_CLOSE ||
+                         (r->op == PROTO_OP_STATS && r->has_session);
+    uint32_t n = 3 + (writes_session && r->has_token);
     switch (r->op) {
     case PROTO_OP_MAKE: n += 2 + (r->nconfig > 0) + !!r->has_seed + !!r->has_autoreset; break;
     case PROTO_OP_RESET: n += 1 + (r->world_ids != NULL) + (r->seeds != NULL || r->has_seed); break;
@@ -321,7 +333,7 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
         break;
     case PROTO_OP_RESET:
     case PROTO_OP_STEP:
-        kv_uint(b, "session", r->session);
+        kv_session(b, r);
         if (r->world_ids) {
             uint64_t shp = (uint64_t)r->nids;
             proto_w_str(b, "world_ids");
@@ -346,9 +358,7 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
         break;
     case PROTO_OP_CLOSE:
     case PROTO_OP_STATS:
-        if (r->has_session || r->op == PROTO_OP_CLOSE) {
-            kv_uint(b, "session", r->session);
-        }
+        if (r->has_session || r->op == PROTO_OP_CLOSE) kv_session(b, r);
         break;
     default: break;
     }
@@ -415,11 +425,12 @@ void proto_w_spec(proto_buf *b, const env_spec *s)
 int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *info, const env_spec *const *specs,
                              int nspecs)
 {
-    proto_w_reply_head(b, id, 6);
+    proto_w_reply_head(b, id, 7);
     kv_uint(b, "protocol", PROTO_VERSION);
     kv_uint(b, "protocol_minor", PROTO_VERSION_MINOR);
     kv_str(b, "server", info->server);
     kv_int(b, "threads", info->threads);
+    kv_str(b, "auth", info->auth ? info->auth : "none");
     proto_w_str(b, "limits");
     w_struct(b, info, hello_limits_desc, NFIELDS(hello_limits_desc));
     proto_w_str(b, "envs");
@@ -428,11 +439,13 @@ int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *
     return b->oom ? -1 : 0;
 }
 
-int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, int64_t num_worlds, env_autoreset ar,
-                            uint64_t seed, const env_spec *spec, const double *config)
+int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, const uint8_t *token, int64_t num_worlds,
+                            env_autoreset ar, uint64_t seed, const env_spec *spec, const double *config)
 {
-    proto_w_reply_head(b, id, 7);
+    proto_w_reply_head(b, id, 8);
     kv_uint(b, "session", session);
+    proto_w_str(b, "token");
+    proto_w_bin(b, token, PROTO_TOKEN_BYTES);
     kv_str(b, "env", spec->name);
     kv_int(b, "num_worlds", num_worlds);
     kv_str(b, "autoreset", proto_autoreset_name(ar));

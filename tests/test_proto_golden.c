@@ -436,6 +436,16 @@ Test(golden, request_fields)
     cr_assert(r.nids == 2 && r.world_ids[0] == 0 && r.world_ids[1] == 2 && r.nseeds == -1);
     unload(&v);
 
+    load("req_step_token", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK, "%s", err.message);
+    cr_assert(r.has_session && r.session == 7 && r.has_token);
+    cr_assert(r.token[0] == 0x5e && r.token[15] == 0x10);
+    unload(&v);
+    load("req_reset_all", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(!r.has_token, "the token is optional on the wire (the server decides)");
+    unload(&v);
+
     load("req_reset_seed", &v);
     cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
     cr_assert(r.has_seed && r.seed == 1000 && r.nids == -1);
@@ -561,13 +571,15 @@ Test(golden, hello_and_make_replies_encode_to_the_bytes)
     proto_buf b;
     proto_buf_init(&b);
     proto_hello_info info = {.server = "herd 0.1.0", .threads = 8, .max_message_bytes = 16777216,
-                             .max_worlds_per_session = 16384, .max_worlds = 65536};
+                             .max_worlds_per_session = 16384, .max_worlds = 65536, .auth = "none"};
     const env_spec *specs[1] = {&spec};
     proto_encode_hello_reply(&b, 1, &info, specs, 1);
     expect_bytes(&b, "rep_hello");
     proto_buf_reset(&b);
     double cfg[3] = {60, 2, 2};
-    proto_encode_make_reply(&b, 3, 7, 4, ENV_AUTORESET_SAME_STEP, 42, &spec, cfg);
+    static const uint8_t token[PROTO_TOKEN_BYTES] = {0x5e, 0x1f, 0x0a, 0x9c, 0x33, 0xd2, 0xb7, 0x48,
+                                                     0x6e, 0x01, 0xf4, 0xc2, 0x9a, 0x7d, 0x5b, 0x10};
+    proto_encode_make_reply(&b, 3, 7, token, 4, ENV_AUTORESET_SAME_STEP, 42, &spec, cfg);
     expect_bytes(&b, "rep_make");
     proto_buf_free(&b);
 }
@@ -649,6 +661,16 @@ Test(golden, replies_decode_through_the_client_decoder)
     toy_spec(&want);
     cr_assert_eq(proto_decode_spec(proto_value_at(envs, 0), &got, &err), PROTO_OK, "%s", err.message);
     spec_eq(&got, &want);
+    proto_reply_clear(&r);
+    unload(&v);
+
+    load("rep_make", &v);
+    cr_assert_eq(proto_decode_reply(v.bytes, v.len, &r, &err), PROTO_OK, "%s", err.message);
+    uint8_t token[PROTO_TOKEN_BYTES];
+    cr_assert_eq(proto_get_bin(r.root, "token", token, sizeof token, &err), PROTO_OK, "%s", err.message);
+    cr_assert(token[0] == 0x5e && token[15] == 0x10);
+    cr_assert_eq(proto_get_bin(r.root, "token", token, 8, &err), PROTO_E_BAD_REPLY, "the length is checked");
+    cr_assert_eq(proto_get_bin(r.root, "env", token, sizeof token, &err), PROTO_E_BAD_REPLY, "a str is not a bin");
     proto_reply_clear(&r);
     unload(&v);
 

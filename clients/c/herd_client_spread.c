@@ -105,7 +105,7 @@ int herd_client_make_spread(herd_client *c, const char *env, int num_worlds, con
         herd_reply *rep = NULL;
         int rk = spread_wait(c, sp.rid[k], &who, PROTO_OP_MAKE, dl, &rep, &e);
         if (!rk) {
-            rk = hc_make_parse(rep, k, &sp.part[k], &e);
+            rk = hc_make_parse(c, rep, k, &sp.part[k], &e);
             made[k] = !rk;
             if (!rk && (sp.part[k].obs_dim != sp.part[0].obs_dim || sp.part[k].act_dim != sp.part[0].act_dim ||
                         sp.part[k].nterms != sp.part[0].nterms))

@@ -393,6 +393,32 @@ else
             end
         end
 
+        @testset "owned sessions" begin
+            # issue 13's hijack: a second client acting on the first one's session (id, id - 1, id + 1)
+            a, b = Client(ep; timeout = 10), Client(ep; timeout = 10)
+            try
+                r = Herd.call(a, 1, "make", OrderedMap("env" => "anymal_c-walk", "num_worlds" => 2))
+                sid = UInt64(r["session"])
+                @test Herd.token(a, sid) isa Vector{UInt8} && length(Herd.token(a, sid)) == 16
+                Herd.call(a, 1, "reset", OrderedMap("session" => sid))      # the token goes along by itself
+                for target in (sid, sid - 1, sid + 1), op in ("close", "stats", "reset")
+                    e = try
+                        Herd.call(b, 1, op, OrderedMap("session" => target)); nothing
+                    catch err
+                        err
+                    end
+                    @test e isa HerdError && e.code == "UNKNOWN_SESSION"
+                end
+                st = Herd.call(a, 1, "stats", OrderedMap("session" => sid))
+                @test st["session"]["requests"] >= 2
+                Herd.call(a, 1, "close", OrderedMap("session" => sid))
+                @test Herd.token(a, sid) === nothing
+            finally
+                close(a)
+                close(b)
+            end
+        end
+
         @testset "errors" begin
             VecEnv("anymal_c-walk", 4; address = ep, seed = 1) do env
                 reset!(env)

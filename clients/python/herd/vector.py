@@ -114,7 +114,7 @@ class HerdVectorEnv(_VectorEnvBase):
 
     def __init__(self, env_id, num_envs, address=None, seed=None, autoreset_mode=None, timeout=30.0,
                  reward_terms=False, config=None, resolve=True, context=None, episode_statistics=False,
-                 render_mode=None, max_episode_steps=None, **config_kwargs):
+                 render_mode=None, max_episode_steps=None, server_key=None, secret_key=None, **config_kwargs):
         self.closed = True      # until the sessions exist
         if int(num_envs) < 1:
             raise ValueError("num_envs must be >= 1")
@@ -129,7 +129,8 @@ class HerdVectorEnv(_VectorEnvBase):
         self.episode_statistics_key = _episode_key(episode_statistics)
         cfg = dict(config or {})
         cfg.update(config_kwargs)
-        self._client = Client(address, timeout=timeout, context=context, resolve=resolve)
+        self._client = Client(address, timeout=timeout, context=context, resolve=resolve, server_key=server_key,
+                              secret_key=secret_key)
         self.addresses = list(self._client.addresses)
         S = self._client.nservers
         # Contiguous blocks of worlds, the first num_envs % S servers one world more.
@@ -599,7 +600,9 @@ def make_vec(env_id, num_envs=1, address=None, seed=None, autoreset_mode=None, *
       episode_statistics (False: off, the default, so gymnasium's RecordEpisodeStatistics works unchanged;
       True: the server's episode return / length in infos["episode"] with the "_episode" mask, in
       RecordEpisodeStatistics's layout; a string: the same under that key), render_mode (None only),
-      max_episode_steps (None, or checked against the server's time limit: set that with episode_seconds).
+      max_episode_steps (None, or checked against the server's time limit: set that with episode_seconds),
+      server_key / secret_key (CURVE keys: Z85 text or key file paths; default $HERD_CURVE_SERVER_KEY /
+      $HERD_CURVE_CLIENT_SECRET_KEY; see herd.client).
     Any other keyword is a configuration override of the task (e.g. target_height=0.55, obs_noise=0); a key
     with named choices takes the name (solver="admm": the spec's config key lists its "choices").
     """
