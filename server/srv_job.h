@@ -1,6 +1,6 @@
 /* srv_job.h — the work of one request, run by the worker pool: the only module of server/ that calls envs/.
  *
- * A reset or step job's rows (the worlds of the request, in request order) are grouped into runs of
+ * A reset, step or poses job's rows (the worlds of the request, in request order) are grouped into runs of
  * consecutive rows owned by one worker (srv_session.h slices) and become one unit per such worker,
  * queued on the session's lane of that worker (srv_pool.h): workers call env_reset / env_step and write
  * observations, rewards and flags straight into the reply buffer, which was laid out beforehand
@@ -28,7 +28,9 @@
 #include "srv_pool.h"
 #include "srv_session.h"
 
-typedef enum { SRV_JOB_RESET, SRV_JOB_STEP, SRV_JOB_MAKE, SRV_JOB_CLOSE } srv_job_kind;
+/* POSES reads world state (env_poses) as a rows job on the worlds' own lanes, so it runs in order with the
+ * session's steps and never while a worker writes those worlds. */
+typedef enum { SRV_JOB_RESET, SRV_JOB_STEP, SRV_JOB_MAKE, SRV_JOB_CLOSE, SRV_JOB_POSES } srv_job_kind;
 
 /* How a make job failed (srv_job.make_err). */
 typedef enum { SRV_MAKE_OK = 0, SRV_MAKE_BAD_CONFIG, SRV_MAKE_NO_MEMORY } srv_make_err;
@@ -100,6 +102,9 @@ srv_job *srv_jobs_take_done(srv_jobs *d);
 int srv_jobs_submit(srv_jobs *d, srv_job *j, int *most_rows);
 /* Queues a make (j->make set) or close (j->sess set, idle) job as one unit on a worker, round-robin. */
 void srv_jobs_submit_control(srv_jobs *d, srv_job *j);
+/* The scene of a session's env (env_scene: its immutable model, so the I/O thread may read it while workers
+ * step the worlds). */
+void srv_jobs_scene(const srv_session *s, env_scene_t *out);
 /* Destroys the env of a session at once, on the calling thread (shutdown, with the workers stopped). */
 void srv_jobs_drop_env(srv_session *s);
 
