@@ -612,6 +612,92 @@ Test(golden, reset_and_step_replies_encode_to_the_bytes)
     proto_buf_free(&b);
 }
 
+/* The toy scene of gen_golden.py (TOY_SCENE). */
+static void toy_scene(env_scene_t *s)
+{
+    memset(s, 0, sizeof *s);
+    s->nbody = 2;
+    snprintf(s->body[0].name, sizeof s->body[0].name, "base");
+    s->body[0].parent = -1;
+    snprintf(s->body[1].name, sizeof s->body[1].name, "leg");
+    s->body[1].parent = 0;
+    s->ngeom = 3;
+    env_scene_geom g0 = {.name = "base/collision0", .type = ENV_PRIM_BOX, .body = 0, .pos = {0, 0, 0},
+                         .quat = {1, 0, 0, 0}, .size = {0.25f, 0.125f, 0.0625f}, .rgba = {0.875f, 0.375f, 0.125f, 1},
+                         .collides = 1};
+    env_scene_geom g1 = {.name = "leg/collision0", .type = ENV_PRIM_CAPSULE, .body = 1, .pos = {0, 0, -0.125f},
+                         .quat = {0.5f, 0.5f, 0.5f, 0.5f}, .size = {0.03125f, 0.125f, 0}, .rgba = {0.25f, 0.25f, 0.25f, 1},
+                         .collides = 0};
+    env_scene_geom g2 = {.name = "leg/collision1", .type = ENV_PRIM_SPHERE, .body = 1, .pos = {0, 0, -0.25f},
+                         .quat = {1, 0, 0, 0}, .size = {0.03125f, 0, 0}, .rgba = {0.0625f, 0.0625f, 0.0625f, 1},
+                         .collides = 1};
+    s->geom[0] = g0, s->geom[1] = g1, s->geom[2] = g2;
+    s->terrain.type = ENV_TERRAIN_PLANE;
+    s->max_contacts = 2;
+}
+
+Test(golden, model_and_poses_replies_encode_to_the_bytes)
+{
+    proto_buf b;
+    proto_buf_init(&b);
+    env_scene_t *scene = malloc(sizeof *scene);
+    toy_scene(scene);
+    proto_encode_model_reply(&b, 14, 7, "toy-v0", scene);
+    expect_bytes(&b, "rep_model");
+    free(scene);
+
+    proto_step_layout lay;
+    vec v;
+    load("rep_poses_all", &v);
+    proto_buf_reset(&b);
+    proto_encode_poses_reply(&b, 15, 2, 2, 0, &lay);
+    cr_assert(lay.nbody == 2 && lay.max_contacts == 0 && lay.contact_count == 0);
+    fill(&b, lay.body_pos, jget(&v.json, "body_pos"));
+    fill(&b, lay.body_quat, jget(&v.json, "body_quat"));
+    expect_bytes(&b, "rep_poses_all");
+    unload(&v);
+
+    load("rep_poses_contacts", &v);
+    proto_buf_reset(&b);
+    proto_encode_poses_reply(&b, 16, 2, 2, 2, &lay);
+    cr_assert_eq(lay.max_contacts, 2);
+    size_t regions[6] = {lay.body_pos, lay.body_quat, lay.contact_count, lay.contact_pos, lay.contact_normal,
+                         lay.contact_impulse};
+    for (int i = 0; i < 6; i++) cr_assert(regions[i] > 0 && regions[i] % PROTO_ALIGN == 0, "region %d aligned", i);
+    const jv *c = jget(&v.json, "contacts");
+    fill(&b, lay.body_pos, jget(&v.json, "body_pos"));
+    fill(&b, lay.body_quat, jget(&v.json, "body_quat"));
+    fill(&b, lay.contact_count, jget(c, "count"));
+    fill(&b, lay.contact_pos, jget(c, "pos"));
+    fill(&b, lay.contact_normal, jget(c, "normal"));
+    fill(&b, lay.contact_impulse, jget(c, "impulse"));
+    expect_bytes(&b, "rep_poses_contacts");
+    unload(&v);
+    proto_buf_free(&b);
+}
+
+Test(golden, poses_request_fields)
+{
+    vec v;
+    proto_request r;
+    proto_request_init(&r);
+    proto_error err;
+    load("req_poses_contacts", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(r.op == PROTO_OP_POSES && r.session == 7 && r.contacts);
+    cr_assert(r.nids == 2 && r.world_ids[0] == 3 && r.world_ids[1] == 1);
+    unload(&v);
+    load("req_poses_all", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(r.op == PROTO_OP_POSES && r.nids == -1 && !r.contacts);
+    unload(&v);
+    load("req_model", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(r.op == PROTO_OP_MODEL && r.has_session && r.session == 7);
+    unload(&v);
+    proto_request_clear(&r);
+}
+
 /* ---- replies: the client-side decoder ---- */
 
 Test(golden, replies_decode_through_the_client_decoder)
