@@ -341,7 +341,7 @@ async function startLive() {
     count++;
     const now = performance.now();
     if (now - t0 > 1000) { rate = 1000 * count / (now - t0); count = 0; t0 = now; }
-    $('status').textContent = 'step ' + f.step + ' · ' + rate.toFixed(0) + ' frames/s' + (f.paused ? ' · paused' : '');
+    $('status').textContent = (f.step === null ? 'frame ' + api.frames : 'step ' + f.step) + ' · ' + rate.toFixed(0) + ' frames/s' + (f.paused ? ' · paused' : '');
     if (f.paused !== undefined && f.paused !== st.paused) setPausedRemote(f.paused);
     api.ready = true;
   };

@@ -71,8 +71,9 @@ def _flat(a, decimals=5):
 
 def frame_dict(step, poses, reward=None, terms=None, paused=False):
     """One frame as the page reads it, from a poses dict (HerdVectorEnv.poses layout) of k worlds;
-    reward (k,) and terms {name: (k,)} optional."""
-    f = {"step": int(step), "paused": bool(paused),
+    step None when unknown (an attached session whose owner does not publish); reward (k,) and terms
+    {name: (k,)} optional."""
+    f = {"step": None if step is None else int(step), "paused": bool(paused),
          "body_pos": _flat(poses["body_pos"]), "body_quat": _flat(poses["body_quat"]),
          "contacts": None, "reward": None, "terms": None}
     if "contact_count" in poses:
@@ -173,7 +174,7 @@ class SessionSource:
                 raise ValueError("world %d is not in the session(s) (%d worlds)" % (w, self.num_worlds))
         self._scene = self._client.model(self.parts[0][1], server=0)["scene"]
         self.paused = False
-        self.step = 0
+        self.step = None            # the owner's step count, once it publishes
         self._lock = threading.Lock()
         self._reward = None
         self._terms = None
@@ -198,7 +199,7 @@ class SessionSource:
         with self._lock:
             self._reward = _pick(reward, ids)
             self._terms = pick_terms(infos, self.reward_term_names, ids)
-            self.step = self.step + 1 if step is None else int(step)
+            self.step = (self.step or 0) + 1 if step is None else int(step)
 
     def _read(self):
         ids = np.asarray(self.worlds)
