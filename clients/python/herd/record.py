@@ -10,7 +10,7 @@ Incrementally, from a training loop (the env is stepped by its owner):
     from herd.record import Recorder
     rec = Recorder(envs, world_ids=[0, 1])
     for ...: obs, rew, term, trunc, infos = envs.step(a); rec.capture(rew, infos)
-    rec.write_html("replay.html"); rec.write_mp4("replay.mp4")
+    rec.write_html("replay.html"); rec.write_mp4("replay.mp4"); rec.write_gif("replay.gif")
 
 three.js is read from viewer/node_modules (installed by `make viewer-deps`) at write time: the HTML embeds
 the library for the user who makes it; do not commit such files.  The MP4 frames come from herd.render (the
@@ -27,7 +27,7 @@ import types
 
 import numpy as np
 
-from .view import MAX_WORLDS, pick_terms, three_path, viewer_dir
+from .view import MAX_WORLDS, pick_terms, server_address, three_path, viewer_dir
 
 __all__ = ["Recorder", "record", "main"]
 
@@ -135,6 +135,16 @@ class Recorder:
         return path
 
 
+    def write_gif(self, path, width=320, height=240, world=0, every=1):
+        """The rollout as an animated GIF (python3-pil), every `every`-th frame at its own pace."""
+        from PIL import Image
+        ims = [Image.fromarray(fr) for i, fr in enumerate(self.frames(width, height, world)) if i % every == 0]
+        pal = [im.convert("P", palette=Image.ADAPTIVE, colors=128) for im in ims]
+        pal[0].save(path, save_all=True, append_images=pal[1:], loop=0,
+                    duration=max(20, int(round(1000 * self.dt * every))), optimize=True)
+        return path
+
+
 def _read(path):
     with open(path, encoding="utf-8") as f:
         return f.read()
@@ -183,25 +193,22 @@ def main(argv=None):
     ap.add_argument("--policy", choices=["zero", "random"], default="zero")
     ap.add_argument("--html", required=True)
     ap.add_argument("--mp4")
+    ap.add_argument("--gif", help="also an animated GIF (python3-pil), 320x240")
     ap.add_argument("--size", default="640x480")
     a = ap.parse_args(argv)
-    from .local import LocalServer
     from .vector import make_vec
-    server = LocalServer(threads=1) if a.local else None
-    try:
-        with make_vec(a.task, a.worlds, address=server.address if server else a.address, seed=a.seed,
-                      reward_terms=True) as envs:
+    with server_address(a.address, a.local) as address:
+        with make_vec(a.task, a.worlds, address=address, seed=a.seed, reward_terms=True) as envs:
             rng = np.random.default_rng(a.seed)
             pol = None if a.policy == "zero" else (lambda o: rng.uniform(-1, 1, (envs.num_envs, envs.act_dim)))
             steps = int(round(a.seconds / envs.herd_spec["control_dt"]))
             w, h = (int(x) for x in a.size.split("x"))
             rec = record(envs, a.html, steps, policy=pol, world_ids=range(min(a.worlds, MAX_WORLDS)),
                          mp4=a.mp4, seed=a.seed, size=(w, h))
-            print("herd.record: %d frames -> %s%s" % (rec.nframes, rec.html_path,
-                                                       ", " + rec.mp4_path if rec.mp4_path else ""))
-    finally:
-        if server is not None:
-            server.stop()
+            if a.gif:
+                rec.write_gif(a.gif)
+            print("herd.record: %d frames -> %s" % (rec.nframes, ", ".join(
+                p for p in (rec.html_path, rec.mp4_path, a.gif) if p)))
     return 0
 
 

@@ -21,6 +21,7 @@ HTTP: GET / (the page), GET /scene ({scene, worlds, title, paused}), GET /events
 frame per message), POST /control ({"paused": bool}).
 """
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -32,7 +33,7 @@ import numpy as np
 
 from .client import Client
 
-__all__ = ["Viewer", "EnvSource", "SessionSource", "attach", "pick_terms", "viewer_dir", "three_path", "frame_dict", "main"]
+__all__ = ["Viewer", "EnvSource", "SessionSource", "attach", "pick_terms", "server_address", "viewer_dir", "three_path", "frame_dict", "main"]
 
 MAX_WORLDS = 16
 
@@ -387,6 +388,18 @@ def attach(envs, world_ids=None, host="127.0.0.1", port=0, hz=50.0):
     return Viewer(src, host=host, port=port, period=1.0 / hz).start()
 
 
+@contextlib.contextmanager
+def server_address(address=None, local=False):
+    """The endpoint to use: `address`, or with local=True that of a herd-server of our own (herd.local)
+    started here and stopped on exit."""
+    if not local:
+        yield address
+        return
+    from .local import LocalServer
+    with LocalServer(threads=1) as srv:
+        yield srv.address
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m herd.view", description="Serve a live 3-D view of herd worlds.")
     ap.add_argument("--address", help="herd-server endpoint ($HERD_ADDRESS, else tcp://127.0.0.1:5555)")
@@ -404,32 +417,19 @@ def main(argv=None):
     ap.add_argument("--seconds", type=float, default=0, help="stop after this many seconds (0: until Ctrl-C)")
     a = ap.parse_args(argv)
     ids = [int(x) for x in a.world_ids.split(",")] if a.world_ids else None
-    server = None
-    if a.local:
-        from .local import LocalServer
-        server = LocalServer(threads=1)
-        a.address = server.address
-    try:
+    with server_address(a.address, a.local) as address:
         if a.session is not None:
-            src = SessionSource.from_session(a.address, a.session, world_ids=ids)
+            src = SessionSource.from_session(address, a.session, world_ids=ids)
         else:
-            src = EnvSource(a.task, a.worlds, address=a.address, world_ids=ids, policy=a.policy, seed=a.seed,
+            src = EnvSource(a.task, a.worlds, address=address, world_ids=ids, policy=a.policy, seed=a.seed,
                             speed=a.speed, push_hz=a.hz)
-        viewer = Viewer(src, host=a.host, port=a.port, period=1.0 / a.hz).start()
-        print("herd.view: %s on %s" % (src.title, viewer.url), flush=True)
-        try:
-            if a.seconds > 0:
-                time.sleep(a.seconds)
-            else:
-                while True:
-                    time.sleep(3600)
-        except KeyboardInterrupt:
-            pass
-        viewer.stop()
+        with Viewer(src, host=a.host, port=a.port, period=1.0 / a.hz) as viewer:
+            print("herd.view: %s on %s" % (src.title, viewer.url), flush=True)
+            try:
+                time.sleep(a.seconds) if a.seconds > 0 else threading.Event().wait()
+            except KeyboardInterrupt:
+                pass
         src.close()
-    finally:
-        if server is not None:
-            server.stop()
     return 0
 
 
