@@ -676,6 +676,44 @@ Test(golden, model_and_poses_replies_encode_to_the_bytes)
     proto_buf_free(&b);
 }
 
+Test(golden, model_and_poses_replies_decode_through_the_client_decoder)
+{
+    vec v;
+    proto_reply r;
+    proto_error err;
+    load("rep_model", &v);
+    cr_assert_eq(proto_decode_reply(v.bytes, v.len, &r, &err), PROTO_OK, "%s", err.message);
+    const proto_value *geoms = proto_value_get(r.root, "scene.geoms");
+    cr_assert_eq(proto_value_len(geoms), 3);
+    char type[16];
+    cr_assert_eq(proto_get_str(proto_value_at(geoms, 1), "type", type, sizeof type, &err), PROTO_OK);
+    cr_assert_str_eq(type, "capsule");
+    int64_t body, mc;
+    cr_assert_eq(proto_get_int(proto_value_at(geoms, 2), "body", &body, &err), PROTO_OK);
+    cr_assert_eq(body, 1);
+    cr_assert_eq(proto_get_int(r.root, "scene.max_contacts", &mc, &err), PROTO_OK);
+    cr_assert_eq(mc, 2);
+    const proto_value *q = proto_value_get(proto_value_at(geoms, 1), "quat");
+    cr_assert_eq(proto_value_len(q), 4);
+    proto_reply_clear(&r);
+    unload(&v);
+
+    load("rep_poses_contacts", &v);
+    cr_assert_eq(proto_decode_reply(v.bytes, v.len, &r, &err), PROTO_OK, "%s", err.message);
+    proto_tensor t;
+    int64_t s3[3] = {2, 2, 3}, s1[1] = {2};
+    cr_assert_eq(proto_get_tensor(r.root, "body_pos", PROTO_DT_FLOAT32, 3, s3, &t, &err), PROTO_OK, "%s", err.message);
+    float p[12];
+    memcpy(p, t.data, sizeof p);
+    cr_assert(p[0] == 1.0f && p[11] == 1.0f - 11 * 0.125f);
+    cr_assert_eq(proto_get_tensor(r.root, "contacts.count", PROTO_DT_INT32, 1, s1, &t, &err), PROTO_OK, "%s", err.message);
+    int32_t cnt[2];
+    memcpy(cnt, t.data, sizeof cnt);
+    cr_assert(cnt[0] == 1 && cnt[1] == 0);
+    proto_reply_clear(&r);
+    unload(&v);
+}
+
 Test(golden, poses_request_fields)
 {
     vec v;

@@ -53,13 +53,18 @@ def test_poses_follow_the_steps_and_change_nothing(server):
         np.testing.assert_array_equal(sub["world_ids"], [2, 0])
 
 
-def test_poses_are_ordered_behind_a_step_in_flight(server):
-    with herd.make_vec("anymal_c-walk", 8, address=server, seed=1) as env:
+@pytest.mark.parametrize("mode", ["NEXT_STEP", "DISABLED"])
+def test_poses_are_ordered_behind_a_step_in_flight(server, mode):
+    with herd.make_vec("anymal_c-walk", 8, address=server, seed=1, autoreset_mode=mode) as env:
         env.reset(seed=1)
         before = env.poses()["body_pos"]
         env.step_async(np.ones((8, env.act_dim), np.float32))
-        during = env.poses()["body_pos"]          # sent after the step: sees its result
+        if mode == "DISABLED":                    # a second step waits for the first (PROTOCOL.md 7.3) ...
+            env.step_async(np.ones((8, env.act_dim), np.float32))
+        during = env.poses()["body_pos"]          # ... and the poses read waits behind both: it sees their result
         env.step_wait()
+        if mode == "DISABLED":
+            env.step_wait()
         after = env.poses()["body_pos"]
         np.testing.assert_array_equal(during, after)
         assert not np.array_equal(before, after)
