@@ -447,6 +447,21 @@ Test(golden, request_fields)
     cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
     cr_assert_eq(r.id, UINT64_MAX);
     unload(&v);
+
+    /* minor 1: poses and model */
+    load("req_poses_contacts", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(r.op == PROTO_OP_POSES && r.session == 7 && r.contacts);
+    cr_assert(r.nids == 2 && r.world_ids[0] == 3 && r.world_ids[1] == 1);
+    unload(&v);
+    load("req_poses_all", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(r.op == PROTO_OP_POSES && r.nids == -1 && !r.contacts);
+    unload(&v);
+    load("req_model", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(r.op == PROTO_OP_MODEL && r.has_session && r.session == 7);
+    unload(&v);
     proto_request_clear(&r);
 }
 
@@ -661,16 +676,15 @@ Test(golden, model_and_poses_replies_encode_to_the_bytes)
     proto_buf_reset(&b);
     proto_encode_poses_reply(&b, 16, 2, 2, 2, &lay);
     cr_assert_eq(lay.max_contacts, 2);
-    size_t regions[6] = {lay.body_pos, lay.body_quat, lay.contact_count, lay.contact_pos, lay.contact_normal,
-                         lay.contact_impulse};
-    for (int i = 0; i < 6; i++) cr_assert(regions[i] > 0 && regions[i] % PROTO_ALIGN == 0, "region %d aligned", i);
+    /* each region and where the golden JSON has its tensor (the contacts in the "contacts" map) */
     const jv *c = jget(&v.json, "contacts");
-    fill(&b, lay.body_pos, jget(&v.json, "body_pos"));
-    fill(&b, lay.body_quat, jget(&v.json, "body_quat"));
-    fill(&b, lay.contact_count, jget(c, "count"));
-    fill(&b, lay.contact_pos, jget(c, "pos"));
-    fill(&b, lay.contact_normal, jget(c, "normal"));
-    fill(&b, lay.contact_impulse, jget(c, "impulse"));
+    struct { size_t off; const jv *map; const char *key; } regions[6] = {
+        {lay.body_pos, &v.json, "body_pos"}, {lay.body_quat, &v.json, "body_quat"}, {lay.contact_count, c, "count"},
+        {lay.contact_pos, c, "pos"}, {lay.contact_normal, c, "normal"}, {lay.contact_impulse, c, "impulse"}};
+    for (int i = 0; i < 6; i++) {
+        cr_assert(regions[i].off > 0 && regions[i].off % PROTO_ALIGN == 0, "%s aligned", regions[i].key);
+        fill(&b, regions[i].off, jget(regions[i].map, regions[i].key));
+    }
     expect_bytes(&b, "rep_poses_contacts");
     unload(&v);
     proto_buf_free(&b);
@@ -714,27 +728,6 @@ Test(golden, model_and_poses_replies_decode_through_the_client_decoder)
     unload(&v);
 }
 
-Test(golden, poses_request_fields)
-{
-    vec v;
-    proto_request r;
-    proto_request_init(&r);
-    proto_error err;
-    load("req_poses_contacts", &v);
-    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
-    cr_assert(r.op == PROTO_OP_POSES && r.session == 7 && r.contacts);
-    cr_assert(r.nids == 2 && r.world_ids[0] == 3 && r.world_ids[1] == 1);
-    unload(&v);
-    load("req_poses_all", &v);
-    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
-    cr_assert(r.op == PROTO_OP_POSES && r.nids == -1 && !r.contacts);
-    unload(&v);
-    load("req_model", &v);
-    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
-    cr_assert(r.op == PROTO_OP_MODEL && r.has_session && r.session == 7);
-    unload(&v);
-    proto_request_clear(&r);
-}
 
 /* ---- replies: the client-side decoder ---- */
 
