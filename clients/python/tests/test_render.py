@@ -170,3 +170,29 @@ def test_frames_per_second_on_one_core():
             r.render(pos + [0.01 * k, 0, 0], q)
         per.append((time.process_time() - c0) / 40)
     assert 1 / np.median(per) >= 200, "%.0f frames/s" % (1 / np.median(per))
+
+
+def test_a_heightfield_is_drawn_as_checkered_ground():
+    """A flat heightfield at z = 0 looks like the plane: the same tile colours at the tile centres."""
+    n = 41
+    hf = {"type": "heightfield", "nx": n, "ny": n, "x0": -5.0, "y0": -5.0, "dx": 0.25, "dy": 0.25,
+          "heights": np.zeros((n, n), np.float32)}
+    plane = {"type": "plane", "height": 0.0}
+    tgt = np.array([0.1, 0.2, 0.0])
+    imgs = []
+    for terrain in (hf, plane):
+        r = Renderer({"geoms": [], "bodies": [], "terrain": terrain}, width=160, height=120, checker=0.5)
+        imgs.append(r.render(np.array([tgt]), np.array([[1.0, 0, 0, 0]])).astype(int))
+    # the heightfield's triangles are Lambert-shaded (upward normal), the plane is not
+    lz = r.light[2]
+    mid = 255 * (GROUND_A + GROUND_B).sum() / 2
+    checked = 0
+    for i in range(-2, 2):
+        for j in range(-2, 2):
+            (x, y), _ = r.project(np.array([(i + 0.5) * 0.5, (j + 0.5) * 0.5, 0.0]), tgt)
+            if 0 <= x < 160 and 0 <= y < 120:
+                light = ((i + j) & 1) == 0                 # GROUND_A, the lighter tiles
+                a, b = imgs[0][int(y), int(x)].sum(), imgs[1][int(y), int(x)].sum()
+                assert (a > mid * (0.38 + 0.62 * lz)) == light and (b > mid) == light, (i, j, a, b)
+                checked += 1
+    assert checked >= 8
