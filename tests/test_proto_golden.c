@@ -447,6 +447,21 @@ Test(golden, request_fields)
     cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
     cr_assert_eq(r.id, UINT64_MAX);
     unload(&v);
+
+    /* minor 1: poses and model */
+    load("req_poses_contacts", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(r.op == PROTO_OP_POSES && r.session == 7 && r.contacts);
+    cr_assert(r.nids == 2 && r.world_ids[0] == 3 && r.world_ids[1] == 1);
+    unload(&v);
+    load("req_poses_all", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(r.op == PROTO_OP_POSES && r.nids == -1 && !r.contacts);
+    unload(&v);
+    load("req_model", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(r.op == PROTO_OP_MODEL && r.has_session && r.session == 7);
+    unload(&v);
     proto_request_clear(&r);
 }
 
@@ -661,42 +676,58 @@ Test(golden, model_and_poses_replies_encode_to_the_bytes)
     proto_buf_reset(&b);
     proto_encode_poses_reply(&b, 16, 2, 2, 2, &lay);
     cr_assert_eq(lay.max_contacts, 2);
-    size_t regions[6] = {lay.body_pos, lay.body_quat, lay.contact_count, lay.contact_pos, lay.contact_normal,
-                         lay.contact_impulse};
-    for (int i = 0; i < 6; i++) cr_assert(regions[i] > 0 && regions[i] % PROTO_ALIGN == 0, "region %d aligned", i);
+    /* each region and where the golden JSON has its tensor (the contacts in the "contacts" map) */
     const jv *c = jget(&v.json, "contacts");
-    fill(&b, lay.body_pos, jget(&v.json, "body_pos"));
-    fill(&b, lay.body_quat, jget(&v.json, "body_quat"));
-    fill(&b, lay.contact_count, jget(c, "count"));
-    fill(&b, lay.contact_pos, jget(c, "pos"));
-    fill(&b, lay.contact_normal, jget(c, "normal"));
-    fill(&b, lay.contact_impulse, jget(c, "impulse"));
+    struct { size_t off; const jv *map; const char *key; } regions[6] = {
+        {lay.body_pos, &v.json, "body_pos"}, {lay.body_quat, &v.json, "body_quat"}, {lay.contact_count, c, "count"},
+        {lay.contact_pos, c, "pos"}, {lay.contact_normal, c, "normal"}, {lay.contact_impulse, c, "impulse"}};
+    for (int i = 0; i < 6; i++) {
+        cr_assert(regions[i].off > 0 && regions[i].off % PROTO_ALIGN == 0, "%s aligned", regions[i].key);
+        fill(&b, regions[i].off, jget(regions[i].map, regions[i].key));
+    }
     expect_bytes(&b, "rep_poses_contacts");
     unload(&v);
     proto_buf_free(&b);
 }
 
-Test(golden, poses_request_fields)
+Test(golden, model_and_poses_replies_decode_through_the_client_decoder)
 {
     vec v;
-    proto_request r;
-    proto_request_init(&r);
+    proto_reply r;
     proto_error err;
-    load("req_poses_contacts", &v);
-    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
-    cr_assert(r.op == PROTO_OP_POSES && r.session == 7 && r.contacts);
-    cr_assert(r.nids == 2 && r.world_ids[0] == 3 && r.world_ids[1] == 1);
+    load("rep_model", &v);
+    cr_assert_eq(proto_decode_reply(v.bytes, v.len, &r, &err), PROTO_OK, "%s", err.message);
+    const proto_value *geoms = proto_value_get(r.root, "scene.geoms");
+    cr_assert_eq(proto_value_len(geoms), 3);
+    char type[16];
+    cr_assert_eq(proto_get_str(proto_value_at(geoms, 1), "type", type, sizeof type, &err), PROTO_OK);
+    cr_assert_str_eq(type, "capsule");
+    int64_t body, mc;
+    cr_assert_eq(proto_get_int(proto_value_at(geoms, 2), "body", &body, &err), PROTO_OK);
+    cr_assert_eq(body, 1);
+    cr_assert_eq(proto_get_int(r.root, "scene.max_contacts", &mc, &err), PROTO_OK);
+    cr_assert_eq(mc, 2);
+    const proto_value *q = proto_value_get(proto_value_at(geoms, 1), "quat");
+    cr_assert_eq(proto_value_len(q), 4);
+    proto_reply_clear(&r);
     unload(&v);
-    load("req_poses_all", &v);
-    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
-    cr_assert(r.op == PROTO_OP_POSES && r.nids == -1 && !r.contacts);
+
+    load("rep_poses_contacts", &v);
+    cr_assert_eq(proto_decode_reply(v.bytes, v.len, &r, &err), PROTO_OK, "%s", err.message);
+    proto_tensor t;
+    int64_t s3[3] = {2, 2, 3}, s1[1] = {2};
+    cr_assert_eq(proto_get_tensor(r.root, "body_pos", PROTO_DT_FLOAT32, 3, s3, &t, &err), PROTO_OK, "%s", err.message);
+    float p[12];
+    memcpy(p, t.data, sizeof p);
+    cr_assert(p[0] == 1.0f && p[11] == 1.0f - 11 * 0.125f);
+    cr_assert_eq(proto_get_tensor(r.root, "contacts.count", PROTO_DT_INT32, 1, s1, &t, &err), PROTO_OK, "%s", err.message);
+    int32_t cnt[2];
+    memcpy(cnt, t.data, sizeof cnt);
+    cr_assert(cnt[0] == 1 && cnt[1] == 0);
+    proto_reply_clear(&r);
     unload(&v);
-    load("req_model", &v);
-    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
-    cr_assert(r.op == PROTO_OP_MODEL && r.has_session && r.session == 7);
-    unload(&v);
-    proto_request_clear(&r);
 }
+
 
 /* ---- replies: the client-side decoder ---- */
 

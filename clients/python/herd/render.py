@@ -45,15 +45,14 @@ def quat_to_mat(q):
     return R
 
 
-def _sphere_patch(radius, z0, z1, lat0, lat1, nlat, nlon):
-    """Triangles (corners, normals) of a sphere zone between latitudes lat0 < lat1 (radians), centred at
-    z = z0 below the equator and z = z1 above it (z0 = z1 for a sphere; a capsule's two caps otherwise)."""
+def _sphere_patch(radius, zc, lat0, lat1, nlat, nlon):
+    """Triangles (corners, normals) of the zone between latitudes lat0 < lat1 (radians) of a sphere centred
+    at (0, 0, zc) (a whole sphere, or a capsule's cap)."""
     lats = np.linspace(lat0, lat1, nlat + 1)
     lons = np.linspace(0, 2 * np.pi, nlon + 1)
     la, lo = np.meshgrid(lats, lons, indexing="ij")
     n = np.stack([np.cos(la) * np.cos(lo), np.cos(la) * np.sin(lo), np.sin(la)], -1)
-    c = np.where(la[..., None] >= 0, np.array([0, 0, z1]), np.array([0, 0, z0]))
-    p = radius * n + c
+    p = radius * n + np.array([0.0, 0.0, zc])
     return _grid_tris(p, n)
 
 
@@ -84,7 +83,7 @@ def primitive_mesh(kind, size, segments=12):
     s = [float(v) for v in size] + [0.0] * (3 - len(size))
     nlon = max(6, int(segments))
     if kind == "sphere":
-        return _sphere_patch(s[0], 0.0, 0.0, -np.pi / 2, np.pi / 2, max(3, nlon // 2), nlon)
+        return _sphere_patch(s[0], 0.0, -np.pi / 2, np.pi / 2, max(3, nlon // 2), nlon)
     if kind == "box":
         hx, hy, hz = s
         Ps, Ns = [], []
@@ -116,8 +115,7 @@ def primitive_mesh(kind, size, segments=12):
             parts = [side, _disc(r, h, True, nlon), _disc(r, -h, False, nlon)]
         else:
             nl = max(2, nlon // 4)
-            parts = [side, _sphere_patch(r, -h, h, 0.0, np.pi / 2, nl, nlon),
-                     _sphere_patch(r, -h, h, -np.pi / 2, 0.0, nl, nlon)]
+            parts = [side, _sphere_patch(r, h, 0.0, np.pi / 2, nl, nlon), _sphere_patch(r, -h, -np.pi / 2, 0.0, nl, nlon)]
         return np.concatenate([q[0] for q in parts]), np.concatenate([q[1] for q in parts])
     raise ValueError("unknown primitive %r" % (kind,))
 
