@@ -249,8 +249,10 @@ api.setFollow = (on) => { $('follow').checked = on; st.follow = on; };
 // ---- controls -------------------------------------------------------------------------------------------
 
 let source = null;   // {setPaused(bool)}
+let pausedAt = -1e9;  // when the page last asked to pause or play (frames sent before that do not undo it)
 
 function setPaused(p) {
+  pausedAt = performance.now();
   st.paused = p;
   $('play').textContent = p ? 'play' : 'pause';
   if (source) source.setPaused(p);
@@ -333,16 +335,17 @@ async function startLive() {
       fetch('control', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ paused: p }) });
     },
   };
-  let count = 0, t0 = performance.now(), rate = 0;
+  const arrivals = [];          // arrival times of the frames of the last second
   const es = new EventSource('events');
   es.onmessage = (e) => {
     const f = JSON.parse(e.data);
     applyFrame(f);
-    count++;
     const now = performance.now();
-    if (now - t0 > 1000) { rate = 1000 * count / (now - t0); count = 0; t0 = now; }
-    $('status').textContent = (f.step === null ? 'frame ' + api.frames : 'step ' + f.step) + ' · ' + rate.toFixed(0) + ' frames/s' + (f.paused ? ' · paused' : '');
-    if (f.paused !== undefined && f.paused !== st.paused) setPausedRemote(f.paused);
+    arrivals.push(now);
+    while (arrivals[0] < now - 1000) arrivals.shift();
+    $('status').textContent = (f.step === null ? 'frame ' + api.frames : 'step ' + f.step) + ' · ' +
+                              arrivals.length + ' frames/s' + (f.paused ? ' · paused' : '');
+    if (f.paused !== st.paused && now - pausedAt > 500) setPausedRemote(f.paused);
     api.ready = true;
   };
   es.onerror = () => { $('status').textContent = 'disconnected (retrying)'; };

@@ -14,19 +14,18 @@ Incrementally, from a training loop (the env is stepped by its owner):
 
 three.js is read from viewer/node_modules (installed by `make viewer-deps`) at write time: the HTML embeds
 the library for the user who makes it; do not commit such files.  The MP4 frames come from herd.render (the
-numpy rasterizer) with its camera following world world_ids[0]'s base.
+numpy rasterizer) with its camera following world world_ids[0]'s base, written by herd.video.
 """
 import argparse
 import base64
 import json
 import os
-import shutil
-import subprocess
 import sys
 import types
 
 import numpy as np
 
+from .video import have_ffmpeg, write_video
 from .view import MAX_WORLDS, pick_terms, server_address, three_path, viewer_dir
 
 __all__ = ["Recorder", "record", "main"]
@@ -114,35 +113,16 @@ class Recorder:
         for bp, bq in zip(self.body_pos, self.body_quat):
             yield r.render(bp[world], bq[world])
 
-    def write_mp4(self, path, width=640, height=480, world=0, ffmpeg=None):
-        """The rollout as H.264 MP4 at 1/dt frames/s through ffmpeg; None when ffmpeg is absent."""
-        exe = ffmpeg or shutil.which("ffmpeg")
-        if exe is None:
+    def write_mp4(self, path, width=640, height=480, world=0):
+        """The rollout as H.264 MP4 at 1/dt frames/s (herd.video: Debian's ffmpeg); None when ffmpeg is absent."""
+        if have_ffmpeg() is None:
             return None
-        fps = 1.0 / self.dt
-        cmd = [exe, "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", "%dx%d" % (width, height),
-               "-r", "%.6g" % fps, "-i", "-", "-an", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-crf", "28", path]
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            for fr in self.frames(width, height, world):
-                proc.stdin.write(np.ascontiguousarray(fr).tobytes())
-        finally:
-            proc.stdin.close()
-            err = proc.stderr.read().decode(errors="replace")
-            proc.wait()
-        if proc.returncode != 0:
-            raise RuntimeError("ffmpeg failed (%d): %s" % (proc.returncode, err.strip()))
-        return path
-
+        return write_video(self.frames(width, height, world), path, fps=1.0 / self.dt, fallback=False)
 
     def write_gif(self, path, width=320, height=240, world=0, every=1):
-        """The rollout as an animated GIF (python3-pil), every `every`-th frame at its own pace."""
-        from PIL import Image
-        ims = [Image.fromarray(fr) for i, fr in enumerate(self.frames(width, height, world)) if i % every == 0]
-        pal = [im.convert("P", palette=Image.ADAPTIVE, colors=128) for im in ims]
-        pal[0].save(path, save_all=True, append_images=pal[1:], loop=0,
-                    duration=max(20, int(round(1000 * self.dt * every))), optimize=True)
-        return path
+        """The rollout as an animated GIF (herd.video: python3-pil), every `every`-th frame."""
+        frames = [f for i, f in enumerate(self.frames(width, height, world)) if i % every == 0]
+        return write_video(frames, path, fps=1.0 / (self.dt * every))
 
 
 def _read(path):
