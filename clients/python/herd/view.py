@@ -160,12 +160,14 @@ class EnvSource:
 class SessionSource:
     """Read-only view of sessions somebody else steps: parts [(address, session, first world, n)] as
     HerdVectorEnv.sessions gives them (one part: a plain session).  Uses only the `model` and `poses` ops on
-    its own socket.  Reward terms are shown when the owner calls publish(reward, infos)."""
+    its own socket.  Reward terms are shown when the owner calls publish(reward, infos).  client_options:
+    more keywords of herd.Client (where sessions are owned, the viewer's credentials: it needs only the
+    right to read, never to step)."""
 
-    def __init__(self, parts, world_ids=None, title=None, timeout=10.0, reward_term_names=None):
+    def __init__(self, parts, world_ids=None, title=None, timeout=10.0, reward_term_names=None, client_options=None):
         self.parts = [(a, int(s), int(f), int(n)) for a, s, f, n in parts]
         self.num_worlds = sum(n for _, _, _, n in self.parts)
-        self._client = Client([a for a, _, _, _ in self.parts], timeout=timeout)
+        self._client = Client([a for a, _, _, _ in self.parts], timeout=timeout, **(client_options or {}))
         self.reward_term_names = list(reward_term_names or [])
         self.title = title or "session %d · attached (read-only)" % self.parts[0][1]
         self.worlds = (list(range(min(self.num_worlds, MAX_WORLDS))) if world_ids is None
@@ -380,11 +382,11 @@ class Viewer:
         self.stop()
 
 
-def attach(envs, world_ids=None, host="127.0.0.1", port=0, hz=50.0):
+def attach(envs, world_ids=None, host="127.0.0.1", port=0, hz=50.0, client_options=None):
     """A started Viewer of a HerdVectorEnv's worlds (read-only, its own socket); viewer.url is the page.
     Call viewer.publish(rewards, infos) after steps to show reward terms (make the env with reward_terms=True)."""
     src = SessionSource(envs.sessions, world_ids=world_ids, title="%s · training" % envs.env_id,
-                        reward_term_names=envs.reward_term_names)
+                        reward_term_names=envs.reward_term_names, client_options=client_options)
     return Viewer(src, host=host, port=port, period=1.0 / hz).start()
 
 
