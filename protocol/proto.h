@@ -141,6 +141,7 @@ typedef struct {
     int has_actions;
     int reward_terms;           /* step: also return this step's per-term rewards */
     int contacts;               /* poses: also return the active contacts (minor 1) */
+    int latest;                 /* poses: read now, without waiting for steps in flight (minor 1) */
 } proto_request;
 
 void proto_request_init(proto_request *r);          /* zeroes; nids = nseeds = -1 */

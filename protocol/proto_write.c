@@ -292,7 +292,7 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
     case PROTO_OP_CLOSE: n += 1; break;
     case PROTO_OP_STATS: n += !!r->has_session; break;
     case PROTO_OP_MODEL: n += 1; break;
-    case PROTO_OP_POSES: n += 1 + (r->world_ids != NULL) + !!r->contacts; break;
+    case PROTO_OP_POSES: n += 1 + (r->world_ids != NULL) + !!r->contacts + !!r->latest; break;
     default: break;
     }
     proto_w_map(b, n);
@@ -331,6 +331,9 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
         if (r->op == PROTO_OP_POSES) {
             if (r->contacts) {
                 kv_bool(b, "contacts", 1);
+            }
+            if (r->latest) {
+                kv_bool(b, "latest", 1);
             }
         } else if (r->op == PROTO_OP_RESET) {
             if (r->seeds) {

@@ -342,7 +342,9 @@ int srv_jobs_submit(srv_jobs *d, srv_job *j, int *most_rows)
     atomic_store(&j->remaining, j->nunits);
     const int nu = j->nunits;    /* j may complete (and be queued as done) as soon as its units are pushed */
     srv_job_unit *units = j->units;
-    for (int k = 0; k < nu; k++) srv_pool_push(d->pool, units[k].worker, &s->lanes[units[k].worker], &units[k].u);
+    const int lane0 = j->latest ? T : 0;
+    for (int k = 0; k < nu; k++)
+        srv_pool_push(d->pool, units[k].worker, &s->lanes[lane0 + units[k].worker], &units[k].u);
     rc = 0;
 out:
     free(tmp), free(tmpw), free(count);

@@ -28,8 +28,11 @@
 #include "srv_pool.h"
 #include "srv_session.h"
 
-/* POSES reads world state (env_poses) as a rows job on the worlds' own lanes, so it runs in order with the
- * session's steps and never while a worker writes those worlds. */
+/* POSES reads world state (env_poses) as a rows job run by the workers that own those worlds, so it never
+ * reads a world while it is written.  Ordered (default), its units go on the worlds' lanes and run after the
+ * session's earlier steps; `latest`, on the session's second lane of each worker, which takes turns with the
+ * first quantum by quantum: each world is read whole, between two of its steps, without waiting for a big
+ * step in flight to finish. */
 typedef enum { SRV_JOB_RESET, SRV_JOB_STEP, SRV_JOB_MAKE, SRV_JOB_CLOSE, SRV_JOB_POSES } srv_job_kind;
 
 /* How a make job failed (srv_job.make_err). */
@@ -50,6 +53,7 @@ struct srv_job {
     size_t reply_len;
     proto_step_layout lay;
     int refused;                /* step, after completion: worlds the env refused (ended, autoreset disabled) */
+    int latest;                 /* poses: on the session's second lanes (see above) */
     /* make: the request (not owned; must outlive the job); after completion: */
     const proto_request *make;
     env_t *env;                 /* the new env (owned until moved into a session), or NULL and: */

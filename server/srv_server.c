@@ -518,7 +518,8 @@ static int take_rows(srv_server *S, pending *p)
     return rc ? -1 : 0;
 }
 
-/* Takes the laid-out reply from b and submits p's job (fails p when b ran out of memory). */
+/* Takes the laid-out reply from b and submits p's job (fails p when b ran out of memory).  A "latest" poses
+ * read starts at once, not behind the session's deferred steps. */
 static void submit_rows(srv_server *S, pending *p, proto_buf *b)
 {
     if (b->oom) {
@@ -527,7 +528,8 @@ static void submit_rows(srv_server *S, pending *p, proto_buf *b)
         return;
     }
     p->job.reply = proto_buf_steal(b, &p->job.reply_len);
-    submit(S, p);
+    if (p->job.latest) start_or_fail(S, p);
+    else submit(S, p);
 }
 
 static void handle_reset(srv_server *S, incoming *in)
@@ -606,7 +608,8 @@ static void handle_model(srv_server *S, incoming *in)
     send_small(S, in->frames, in->nframes);
 }
 
-/* poses: a rows job on the worlds' lanes (in order with the session's steps; see srv_job.h). */
+/* poses: a rows job on the worlds' lanes (in order with the session's steps), or with "latest" on their
+ * second lanes, started at once even when steps of the session wait (see srv_job.h). */
 static void handle_poses(srv_server *S, incoming *in)
 {
     pending *p = take_pending(S, in, SRV_JOB_POSES);
@@ -622,6 +625,7 @@ static void handle_poses(srv_server *S, incoming *in)
     proto_buf_init(&b);
     proto_encode_poses_reply(&b, p->id, j->n, scene->nbody, p->req.contacts ? scene->max_contacts : 0, &j->lay);
     free(scene);
+    j->latest = p->req.latest;
     submit_rows(S, p, &b);
 }
 

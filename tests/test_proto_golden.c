@@ -456,7 +456,11 @@ Test(golden, request_fields)
     unload(&v);
     load("req_poses_all", &v);
     cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
-    cr_assert(r.op == PROTO_OP_POSES && r.nids == -1 && !r.contacts);
+    cr_assert(r.op == PROTO_OP_POSES && r.nids == -1 && !r.contacts && !r.latest);
+    unload(&v);
+    load("req_poses_latest", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(r.op == PROTO_OP_POSES && r.latest && !r.contacts);
     unload(&v);
     load("req_model", &v);
     cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);

@@ -206,6 +206,8 @@ add("req_poses_all", "request", "poses", req(15, "poses", session=7), desc="body
 add("req_poses_contacts", "request", "poses",
     req(16, "poses", session=7, world_ids=Tensor("int32", [2], [3, 1]), contacts=True),
     desc="body poses and active contacts of worlds 3 and 1, rows in that order (minor 1)")
+add("req_poses_latest", "request", "poses", req(17, "poses", session=7, latest=True),
+    desc="body poses of every world as they are now, not waiting for steps in flight (minor 1)")
 
 # requests a server must reject (decoded content = the expected error)
 bad = [

@@ -555,7 +555,7 @@ class HerdVectorEnv(_VectorEnvBase):
             self._scene = self._client.model(self._sessions[0], server=self._servers[0])["scene"]
         return self._scene
 
-    def poses(self, world_ids=None, contacts=False):
+    def poses(self, world_ids=None, contacts=False, latest=False):
         """The current pose of every body of the worlds world_ids (None: all), without stepping them.
 
         Returns a dict: "world_ids" (int64 (k,)), "body_pos" (float32 (k, nbody, 3), world frame, m),
@@ -563,8 +563,11 @@ class HerdVectorEnv(_VectorEnvBase):
         contacts of each world: "contact_count" (int32 (k,)), "contact_pos" / "contact_normal" (float32
         (k, max, 3), world frame; the first contact_count[i] rows of world i are valid), "contact_impulse"
         (float32 (k, max): normal impulse of the last physics step, N s).  Body order: scene()["bodies"].
-        The read is queued behind this env's steps in flight on those worlds (it sees their result), does
-        not draw random numbers and leaves every later step bitwise the same."""
+        The read is queued behind the session's steps in flight on those worlds (it sees their result);
+        with latest=True (for a viewer watching someone else's training) it is served at once instead,
+        between two quanta of the workers: every world is read whole, but worlds of a step in flight may
+        be read before or after it.  Either way it draws no random number and leaves every later step
+        bitwise the same."""
         self._check_open()
         ids = self._world_ids(world_ids)
         parts = self._split(ids)
@@ -573,7 +576,8 @@ class HerdVectorEnv(_VectorEnvBase):
             loc = self._ids_tensor(local)
             rids.append(self._client.send(self._servers[p], "poses", session=self._sessions[p],
                                           **({} if loc is None else {"world_ids": loc}),
-                                          **({"contacts": True} if contacts else {})))
+                                          **({"contacts": True} if contacts else {}),
+                                          **({"latest": True} if latest else {})))
         reps = self._client.wait_all(rids)
         k = self.num_envs if ids is None else len(ids)
 

@@ -70,6 +70,32 @@ def test_poses_are_ordered_behind_a_step_in_flight(server, mode):
         assert not np.array_equal(before, after)
 
 
+def test_latest_poses_read_whole_worlds_without_waiting(server):
+    kw = dict(address=server, seed=6, autoreset_mode="DISABLED")
+    with herd.make_vec("anymal_c-walk", 512, **kw) as env, herd.make_vec("anymal_c-walk", 512, **kw) as ref:
+        env.reset(seed=6)
+        ref.reset(seed=6)
+        rng = np.random.default_rng(1)
+        for _ in range(3):
+            a1, a2 = (rng.uniform(-1, 1, (512, env.act_dim)).astype(np.float32) for _ in range(2))
+            states = [ref.poses()["body_pos"]]        # the reference: the same worlds stepped one at a time
+            ref.step(a1)
+            states.append(ref.poses()["body_pos"])
+            ref.step(a2)
+            states.append(ref.poses()["body_pos"])
+            env.step_async(a1)
+            env.step_async(a2)                        # deferred behind the first (disabled autoreset)
+            now = env.poses(latest=True)["body_pos"]
+            env.step_wait()
+            env.step_wait()
+            np.testing.assert_array_equal(env.poses()["body_pos"], states[2])
+            # each world is read whole: as it was before, between or after the two steps
+            whole = np.zeros(512, bool)
+            for x in states:
+                whole |= (now == x).all(axis=(1, 2))
+            assert whole.all(), "%d worlds read in a torn state" % (~whole).sum()
+
+
 def test_contacts_carry_the_weight(server):
     with herd.make_vec("anymal_c-stand", 2, address=server, seed=2) as env:
         env.reset(seed=2)
