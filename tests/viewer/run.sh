@@ -13,4 +13,5 @@ fi
 export PYTHONDONTWRITEBYTECODE=1
 export HERD_SERVER_BIN=${HERD_SERVER_BIN:-$PWD/build/herd-server}
 export PYTHONPATH="$PWD/clients/python:$PWD/tests/viewer${PYTHONPATH:+:$PYTHONPATH}"
-exec "$PY" -m pytest -q -p no:cacheprovider tests/viewer "$@"
+[ $# -eq 0 ] && set -- tests/viewer          # or the tests / options given
+exec "$PY" -m pytest -q -p no:cacheprovider "$@"

@@ -104,3 +104,29 @@ def test_replay_data_decodes_to_the_capture(two_servers):
     last = infos["reward_terms"][[2, 0]]
     assert np.array_equal(dec(d["terms"][names[1]]).reshape(6, 2)[-1], last[:, 1])
     assert callable(herd.record)          # herd.record(...) is herd.record.record(...)
+
+
+def rollout(address, steps, watch):
+    """Final observations of a walk rollout with random actions, with or without a viewer attached."""
+    rng = np.random.default_rng(7)
+    with herd.make_vec("anymal_c-walk", 8, address=address, seed=5) as envs:
+        obs, _ = envs.reset(seed=5)
+        viewer = herd.view.attach(envs, hz=200) if watch else None
+        try:
+            for _ in range(steps):
+                obs, *_ = envs.step(rng.uniform(-1, 1, (8, envs.act_dim)).astype(np.float32))
+                if watch:
+                    time.sleep(0.002)       # let the viewer's reads interleave with the steps
+            if watch:
+                assert read_events(viewer.url, 0.2)
+        finally:
+            if viewer:
+                viewer.stop()
+                viewer.source.close()
+        return np.array(obs)
+
+
+def test_watching_a_training_changes_nothing(two_servers):
+    plain = rollout(two_servers, 150, watch=False)
+    watched = rollout(two_servers, 150, watch=True)
+    assert plain.tobytes() == watched.tobytes()

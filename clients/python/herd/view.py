@@ -158,7 +158,8 @@ class EnvSource:
 
 
 class SessionSource:
-    """Read-only view of sessions somebody else steps: parts [(address, session, first world, n)] as
+    """Read-only view of sessions somebody else steps (poses with latest: read at once, not queued behind
+    the owner's steps in flight): parts [(address, session, first world, n)] as
     HerdVectorEnv.sessions gives them (one part: a plain session).  Uses only the `model` and `poses` ops on
     its own socket.  Reward terms are shown when the owner calls publish(reward, infos).  client_options:
     more keywords of herd.Client (where sessions are owned, the viewer's credentials: it needs only the
@@ -211,7 +212,7 @@ class SessionSource:
             sel = np.nonzero((ids >= first) & (ids < first + n))[0]
             if len(sel) == 0:
                 continue
-            rids.append(self._client.send(k, "poses", session=sess, contacts=True,
+            rids.append(self._client.send(k, "poses", session=sess, contacts=True, latest=True,
                                           world_ids=(ids[sel] - first).astype(np.int32)))
             rows.append(sel)
         out = {}
