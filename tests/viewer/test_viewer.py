@@ -212,3 +212,33 @@ def test_replay_offline(server, tmp_path):
                                 "stream=width,height,nb_read_frames", "-of", "csv=p=0", mp4],
                                capture_output=True, text=True, check=True).stdout.strip()
         assert probe == "640,480,%d" % rec.nframes
+
+
+def test_replay_on_a_heightfield(server, tmp_path):
+    """The page's heightfield terrain (no task uses one yet): a real rollout's replay whose scene gets a
+    heightfield (a flat one, then one with a 0.6 m ridge in view); the flat one looks like the plane
+    around the robot and the ridge changes the picture, with no console error."""
+    with herd.make_vec("paper-drop", 1, address=server.address, seed=0) as envs:
+        rec = herd.record(envs, str(tmp_path / "plane.html"), steps=200, seed=0)
+    n = 41
+    flat = {"type": "heightfield", "nx": n, "ny": n, "x0": -5.0, "y0": -5.0, "dx": 0.25, "dy": 0.25,
+            "heights": np.zeros((n, n)).tolist()}
+    ridge = dict(flat, heights=np.where(np.arange(n)[None, :] == 26, 0.6, 0.0).repeat(n, 0).tolist())
+    shots = {}
+    for name, terrain in (("plane", None), ("flat", flat), ("ridge", ridge)):
+        if terrain is not None:
+            rec.scene = dict(rec.scene, terrain=terrain)
+            rec.write_html(str(tmp_path / (name + ".html")))
+        with Browser(W, H) as b:
+            b.goto("file://" + str(tmp_path / (name + ".html")))
+            b.wait_for("window.herdViewer && herdViewer.ready")
+            b.evaluate("herdViewer.setPaused(true); herdViewer.replay.seek(%d)" % (rec.nframes - 1))
+            wait_base(b, rec.body_pos[-1][0, 0])
+            png = b.screenshot()
+            keep(png, "terrain_%s.png" % name)
+            shots[name] = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+            assert b.console_errors == []
+    below = slice(H // 2 + 40, H - 20), slice(W // 2 - 150, W // 2 + 150)    # ground in front of the robot
+    tile = lambda img: np.abs(img[below] - shots["plane"][below]).max(-1)    # noqa: E731
+    assert np.mean(tile(shots["flat"]) < 40) > 0.8
+    assert np.mean(np.any(shots["ridge"] != shots["flat"], -1)) > 0.02
