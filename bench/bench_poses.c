@@ -17,10 +17,9 @@
 int bench_poses(int argc, char **argv)
 {
     const char *name = bench_arg(argc, argv, "--env", "anymal_c-walk");
-    int n = atoi(bench_arg(argc, argv, "--worlds", "4096"));
-    int k = atoi(bench_arg(argc, argv, "--watched", "16"));
-    double hz = atof(bench_arg(argc, argv, "--hz", "30"));
-    int R = atoi(bench_arg(argc, argv, "--repeats", "7"));
+    const int n = atoi(bench_arg(argc, argv, "--worlds", "4096")), k = atoi(bench_arg(argc, argv, "--watched", "16"));
+    const int R = atoi(bench_arg(argc, argv, "--repeats", "7"));
+    const double hz = atof(bench_arg(argc, argv, "--hz", "30"));
     if (n < 1 || k < 1 || k > n || R < 1) {
         fprintf(stderr, "herd-bench poses: need 1 <= --watched <= --worlds and --repeats >= 1\n");
         return 2;

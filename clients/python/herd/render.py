@@ -174,9 +174,15 @@ class Renderer:
         else:
             self._P = self._N = np.zeros((0, 3, 3))
             self._tb, self._col = np.zeros(0, int), np.zeros((0, 3))
+        # triangles sorted by body (world-fixed ones, body -1, first), so that each body's are one block
+        order = np.argsort(self._tb, kind="stable")
+        self._P, self._N, self._tb, self._col = self._P[order], self._N[order], self._tb[order], self._col[order]
         self._P32, self._N32 = self._P.astype(np.float32), self._N.astype(np.float32)
         self._col32 = self._col.astype(np.float32)
         self._world = self._tb < 0
+        bodies, starts = np.unique(self._tb, return_index=True)
+        ends = np.append(starts[1:], len(self._tb))
+        self._blocks = [(int(b), int(a), int(e)) for b, a, e in zip(bodies, starts, ends)]
         self._tb = np.where(self._world, 0, self._tb)
         self.target = None
 
@@ -295,8 +301,10 @@ class Renderer:
         oc = np.concatenate([(bp - eye) @ self._B.T, (-eye @ self._B.T)[None]]).astype(np.float32)
         Lb = np.concatenate([R.transpose(0, 2, 1) @ self.light, self.light[None]]).astype(np.float32)
         tb = np.where(self._world, nb, self._tb)
-        M = Mc[tb]
-        c = np.einsum("tij,tkj->tki", M, self._P32) + oc[tb][:, None, :]              # (T, 3 corners, 3)
+        c = np.empty_like(self._P32)                                                  # (T, 3 corners, 3)
+        for b, a, e in self._blocks:                                                  # one product per body
+            b = nb if b < 0 else b
+            c[a:e] = self._P32[a:e] @ Mc[b].T + oc[b]
         z = c[..., 2]
         # back faces (the eye is the origin) and triangles reaching behind the near plane go first; the
         # camera axes (right, up, forward) are left-handed, so an outward normal facing the eye has g . c > 0
@@ -338,7 +346,7 @@ class Renderer:
         rt = np.repeat(np.arange(len(bh)), bh)                      # triangle of each row
         rstart = np.cumsum(bh) - bh
         ry = y0[rt] + (np.arange(len(rt)) - rstart[rt])             # pixel row
-        c = Bc[rt] * (ry + 0.5)[:, None] + Cc[rt]                   # (rows, 3): l_k = A_k x + c_k
+        c = Bc[rt] * (ry.astype(np.float32) + np.float32(0.5))[:, None] + Cc[rt]     # (rows, 3): l_k = A_k x + c_k
         Ar = A[rt]
         with np.errstate(divide="ignore", invalid="ignore"):
             bound = -c / Ar
@@ -355,30 +363,31 @@ class Renderer:
         fstart = np.cumsum(n) - n
         fx = xl[fr].astype(np.int64) + (np.arange(total) - fstart[fr])
         t = rt[fr]
-        fxc = fx + 0.5
+        fxc = fx.astype(np.float32) + np.float32(0.5)
         l0 = A[t, 0] * fxc + c[fr, 0]
         l1 = A[t, 1] * fxc + c[fr, 1]
-        l2 = 1.0 - l0 - l1
-        fiz = l0 * iz[t, 0] + l1 * iz[t, 1] + l2 * iz[t, 2]
-        shade = l0 * inten[t, 0] + l1 * inten[t, 1] + l2 * inten[t, 2]
-        frag_pix = [ry[fr] * W + fx]
-        frag_iz = [fiz]
-        frag_val = [col[t] * shade[:, None]]
-        if not frag_pix:
+        fiz = l0 * (iz[t, 0] - iz[t, 2]) + l1 * (iz[t, 1] - iz[t, 2]) + iz[t, 2]
+        pix = ry[fr] * W + fx
+        keep = np.flatnonzero(fiz > ground_iz[pix])                # in front of the ground
+        if not len(keep):
             return
-        pix = np.concatenate(frag_pix)
-        fiz = np.concatenate(frag_iz)
-        val = np.concatenate(frag_val)
-        front_of_ground = fiz > ground_iz[pix]
-        pix, fiz, val = pix[front_of_ground], fiz[front_of_ground], val[front_of_ground]
-        if not len(pix):
-            return
-        # nearest fragment per pixel: sort by (pixel, 1/depth), keep each pixel's last
-        order = np.lexsort((fiz, pix))
-        ps = pix[order]
-        last = np.ones(len(ps), bool)
-        last[:-1] = ps[1:] != ps[:-1]
-        img[ps[last]] = (np.clip(val[order[last]], 0, 1) * 255 + 0.5).astype(np.uint8)
+        pix, fiz = pix[keep], fiz[keep]
+        # the nearest fragment of each pixel: pixels covered once need no test; the others are sorted by
+        # (pixel, 1/depth) in one int64 key (positive float32 bits order like the floats) and keep the last
+        cover = np.bincount(pix, minlength=W * H)[pix]
+        win = np.flatnonzero(cover == 1)
+        many = np.flatnonzero(cover > 1)
+        if len(many):
+            key = (pix[many] << 32) | fiz[many].astype(np.float32).view(np.uint32).astype(np.int64)
+            o = many[np.argsort(key)]
+            ps = pix[o]
+            last = np.ones(len(ps), bool)
+            last[:-1] = ps[1:] != ps[:-1]
+            win = np.concatenate([win, o[last]])
+        k = keep[win]
+        t, a0, a1 = t[k], l0[k], l1[k]
+        shade = a0 * (inten[t, 0] - inten[t, 2]) + a1 * (inten[t, 1] - inten[t, 2]) + inten[t, 2]
+        img[pix[win]] = np.minimum(col[t] * (255 * shade)[:, None] + 0.5, 255).astype(np.uint8)
 
     def _grid(self, kw, kh):
         """Pixel offsets (x, y) of a 2^kw x 2^kh block: float32 rows (1, n), then the same as int64 (cached)."""
