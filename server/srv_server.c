@@ -28,6 +28,7 @@
 
 #include "proto.h"
 #include "srv_cpus.h"
+#include "srv_client.h"
 #include "srv_job.h"
 #include "srv_log.h"
 #include "srv_metrics.h"
@@ -61,6 +62,7 @@ typedef struct {
     proto_request req;
     int op;                     /* for the metrics: the request's op and when it arrived */
     double t0;
+    srv_client *client;         /* who sent it (its inflight counts this request); NULL: expiry */
 } pending;
 
 /* A request being handled (the frames are moved into a pending request when one is made). */
@@ -70,6 +72,7 @@ typedef struct {
     zmq_msg_t *payload;
     proto_request *req;
     srv_session *sess;          /* the request's session, when it names an open one */
+    srv_client *client;         /* who sent it */
 } incoming;
 
 struct srv_server {
@@ -84,6 +87,7 @@ struct srv_server {
     int draining;
     proto_limits lim;
     srv_session_table sessions;
+    srv_clients *clients;
     long worlds_used;           /* including makes in flight */
     int jobs_inflight;          /* queued on workers or deferred */
     double t_start, last_tick, last_sample, last_stats;
@@ -187,12 +191,18 @@ static pending *pending_new(srv_job_kind kind, incoming *in)
     in->nframes = 0;
     p->req = *in->req;                   /* p owns the decoded arrays now */
     proto_request_init(in->req);
+    p->client = in->client;
+    if (p->client) p->client->inflight++;
     return p;
 }
 
-static void pending_free(pending *p)
+static void pending_free(srv_server *S, pending *p)
 {
     if (!p) return;
+    if (p->client) {
+        p->client->inflight--;
+        srv_client_release(S->clients, &p->client);
+    }
     if (p->nframes > 0) close_frames(p->frames, p->nframes);
     if (p->has_payload) zmq_msg_close(&p->payload);
     proto_request_clear(&p->req);
@@ -211,9 +221,10 @@ static void replying_to(srv_server *S, const pending *p)
 static void pending_fail(srv_server *S, pending *p, proto_code code, const char *msg)
 {
     replying_to(S, p);
+    if (p->client) p->client->errors++;
     send_error(S, p->frames, p->nframes, p->id, p->job.sess, code, msg);
     p->nframes = 0;
-    pending_free(p);
+    pending_free(S, p);
 }
 
 static pending *as_pending(srv_job *j) { return (pending *)(void *)j; }
@@ -319,12 +330,23 @@ static void begin_close(srv_server *S, srv_session *s, pending *close_request)
 /* ------------------------------------------------------------------------------------------------ */
 /* completed jobs */
 
+/* A make failed after its worlds were counted: uncounts them. */
+static void uncount_make(srv_server *S, pending *p)
+{
+    S->worlds_used -= p->req.num_worlds;
+    if (p->client) {
+        p->client->worlds -= p->req.num_worlds;
+        p->client->sessions--;
+        p->client->errors++;
+    }
+}
+
 static void complete_make(srv_server *S, pending *p)
 {
     srv_job *j = &p->job;
     const proto_request *r = &p->req;
     if (!j->env) {
-        S->worlds_used -= r->num_worlds;
+        uncount_make(S, p);
         send_error(S, p->frames, p->nframes, p->id, NULL,
                    j->make_err == SRV_MAKE_NO_MEMORY ? PROTO_E_LIMIT : PROTO_E_BAD_CONFIG, j->err);
         p->nframes = 0;
@@ -333,7 +355,7 @@ static void complete_make(srv_server *S, pending *p)
     int n = (int)r->num_worlds;
     srv_session *s = srv_session_new(n, S->nthreads, S->next_rot++ % S->nthreads);
     if (!s) {
-        S->worlds_used -= r->num_worlds;
+        uncount_make(S, p);
         send_error(S, p->frames, p->nframes, p->id, NULL, PROTO_E_INTERNAL, "out of memory");
         p->nframes = 0;
         return;                  /* the job's env is destroyed with the job */
@@ -347,6 +369,7 @@ static void complete_make(srv_server *S, pending *p)
     s->autoreset = r->autoreset;
     s->seed = r->seed;
     s->created = s->last_active = srv_now_s();
+    s->client = p->client;      /* the make's counts move to the session */
     srv_session_table_add(&S->sessions, s);
     proto_buf_reset(&S->out);
     proto_encode_make_reply(&S->out, p->id, s->id, n, s->autoreset, s->seed, s->spec, j->config);
@@ -360,6 +383,11 @@ static void complete_close(srv_server *S, pending *p)
 {
     srv_session *s = p->job.sess;
     S->worlds_used -= s->nworlds;
+    if (s->client) {
+        s->client->worlds -= s->nworlds;
+        s->client->sessions--;
+        srv_client_release(S->clients, &s->client);
+    }
     srv_session_table_remove(&S->sessions, s);
     if (p->nframes >= 0) {
         proto_buf_reset(&S->out);
@@ -412,7 +440,7 @@ static void process_done(srv_server *S)
         case SRV_JOB_RESET:
         case SRV_JOB_STEP: complete_rows(S, p); break;
         }
-        pending_free(p);
+        pending_free(S, p);
         j = next;
     }
 }
@@ -494,6 +522,10 @@ static void handle_make(srv_server *S, incoming *in)
         return;
     }
     S->worlds_used += r->num_worlds;
+    if (p->client) {
+        p->client->worlds += r->num_worlds;
+        p->client->sessions++;
+    }
     p->job.make = &p->req;
     submit_control(S, p);
 }
@@ -602,6 +634,19 @@ static op_handler handler_of(proto_op op)
     return NULL;
 }
 
+/* The registry entry of a request's sender: its CURVE key (the "User-Id" property the ZAP handler
+ * set) or the routing id ROUTER put first in the envelope.  NULL when out of memory. */
+static srv_client *client_of(srv_server *S, zmq_msg_t *frames, zmq_msg_t *payload)
+{
+    uint8_t id[SRV_CLIENT_ID_MAX];
+    const char *key = zmq_msg_gets(payload, "User-Id");
+    size_t n = srv_client_identity(id, key, zmq_msg_data(&frames[0]), zmq_msg_size(&frames[0]));
+    double t = srv_now_s();
+    srv_client *c = srv_client_get(S->clients, id, n, t);
+    if (c) c->last_seen = t;
+    return c;
+}
+
 /* Decodes one request and hands it to its op's handler.  Takes the envelope frames (moved into a
  * pending request when one is made); the caller closes the payload. */
 static void handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *payload)
@@ -609,7 +654,7 @@ static void handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *
     S->requests++;
     proto_request req;
     proto_request_init(&req);
-    incoming in = {frames, nf, payload, &req, NULL};
+    incoming in = {frames, nf, payload, &req, NULL, client_of(S, frames, payload)};
     proto_error e;
     char m[PROTO_MSG_MAX + 64];
     int rc = proto_decode_request(zmq_msg_data(payload), zmq_msg_size(payload), &S->lim, &req, &e);
@@ -621,6 +666,8 @@ static void handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *
         for (int i = 0; i < nf; i++) bytes += zmq_msg_size(&frames[i]);
         srv_metrics_request(S->metrics, S->reply_op, bytes);
     }
+    int failed = 1;
+    if (in.client) in.client->requests++;
     if (rc || !h) {
         send_error(S, frames, nf, req.has_id ? req.id : 0, NULL, rc ? (proto_code)rc : PROTO_E_INTERNAL,
                    rc ? e.message : "unhandled op");
@@ -631,12 +678,15 @@ static void handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *
                  in.sess ? " (closing)" : " (closed, expired, or never made on this server)");
         send_error(S, frames, nf, req.id, NULL, PROTO_E_UNKNOWN_SESSION, m);
     } else {
+        failed = 0;
         if (in.sess) {
             in.sess->requests++;
             in.sess->last_active = srv_now_s();
         }
         h(S, &in);
     }
+    if (failed && in.client) in.client->errors++;
+    srv_client_release(S->clients, &in.client);
     proto_request_clear(&req);
 }
 
@@ -825,6 +875,11 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
     S->lim.max_worlds = c->max_worlds_per_session;
     S->lim.max_objects = 4 * (size_t)c->max_worlds_per_session + 4096;
     srv_session_table_init(&S->sessions);
+    S->clients = srv_clients_new();
+    if (!S->clients) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
 
     S->ctx = zmq_ctx_new();
     if (!S->ctx) {
@@ -920,9 +975,9 @@ static void drop_session(srv_session *s, void *arg)
     while (s->deferred) {
         srv_job *d = s->deferred;
         s->deferred = d->next;
-        pending_free(as_pending(d));
+        pending_free(S, as_pending(d));
     }
-    pending_free(as_pending(s->close_job));
+    pending_free(S, as_pending(s->close_job));
     srv_jobs_drop_env(s);
     srv_session_table_remove(&S->sessions, s);
     srv_session_destroy(&s);
@@ -941,7 +996,7 @@ void srv_server_destroy(srv_server **pS)
                 srv_session_table_remove(&S->sessions, j->sess);
                 srv_session_destroy(&j->sess);
             }
-            pending_free(as_pending(j));
+            pending_free(S, as_pending(j));
         }
         srv_session_table_each(&S->sessions, drop_session, S);
         srv_jobs_destroy(&S->jobs);
@@ -953,6 +1008,7 @@ void srv_server_destroy(srv_server **pS)
         zmq_close(S->router);
     }
     if (S->ctx) zmq_ctx_term(S->ctx);
+    srv_clients_destroy(&S->clients);
     proto_buf_free(&S->out);
     free(S);
     *pS = NULL;

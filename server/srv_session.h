@@ -21,6 +21,7 @@
 #include "srv_rate.h"
 
 typedef struct srv_job srv_job;
+typedef struct srv_client srv_client;
 typedef struct srv_session srv_session;
 
 struct srv_session {
@@ -40,6 +41,7 @@ struct srv_session {
     double created, last_active;        /* srv_now_s() */
     uint64_t steps, requests, errors;
     srv_rate rate;              /* of steps */
+    srv_client *client;         /* who made it (srv_client.h: its worlds and sessions count this one) */
     srv_session *hnext;         /* the table's */
 };
 
