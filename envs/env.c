@@ -203,6 +203,15 @@ long env_check_actions(const env_t *e, int n, const float *a)
     return -1;
 }
 
+/* Nonzero when an observation row, its reward and its reward terms are all finite. */
+static int step_finite(const float *o, int od, float r, const float *terms, int nt)
+{
+    float acc = r - r;              /* 0, or NaN once any value is NaN or infinite */
+    for (int k = 0; k < od; k++) acc += o[k] - o[k];
+    for (int k = 0; k < nt; k++) acc += terms[k] - terms[k];
+    return acc == 0;
+}
+
 int env_step(env_t *e, int first, int n, const int32_t *ids, const float *act, float *obs, float *reward,
              uint8_t *terminated, uint8_t *truncated, env_info *info)
 {
@@ -248,6 +257,15 @@ int env_step(env_t *e, int first, int n, const int32_t *ids, const float *act, f
         uint8_t term = 0, trunc = 0;
         uint64_t it0 = w->solver_iterations, cap0 = w->solver_capped;
         int physics = e->task->step_world(e, w, act + (size_t)i * ad, o, &r, terms, &term, &trunc);
+        if (!physics && !step_finite(o, od, r, terms, nt)) {
+            /* finite physics state, but an output overflowed float32 (or a term is NaN): no non-finite
+             * value may leave the env, so this is a physics failure like any other, reported now */
+            e->task->reset_world(e, w, o);
+            r = 0;
+            memset(terms, 0, sizeof(float) * (size_t)nt);
+            term = trunc = 0;
+            physics = 1;
+        }
         if (info && info->counters) {
             info->counters->world_steps++;
             info->counters->physics_resets += (uint64_t)physics;

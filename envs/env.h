@@ -39,7 +39,8 @@ typedef struct {
 /* Per-step extras.  Every pointer may be NULL (not wanted); arrays have one row per stepped world. */
 typedef struct {
     float *final_obs;           /* n x obs_dim: same-step mode, the last observation of worlds that ended */
-    uint8_t *physics_reset;     /* n: 1 if the world's physics failed (NaN, inf, runaway) and it was reset */
+    uint8_t *physics_reset;     /* n: 1 if the world's physics failed (NaN, inf, runaway), or its observation,
+                                 * reward or reward terms were not finite (float32 overflow), and it was reset */
     uint8_t *episode_done;      /* n: 1 if an episode ended in this step (the stats below are valid) */
     float *episode_return;      /* n */
     int32_t *episode_length;    /* n (env steps) */
@@ -78,7 +79,9 @@ void env_reset(env_t *e, int first, int n, const int32_t *ids, const uint64_t *s
 /* Steps n worlds with actions (n x act_dim, clipped to the action bounds; non-finite entries are
  * rejected by the caller, see env_check_actions).  Writes obs (n x obs_dim), rewards, terminated and
  * truncated (n each), and the info arrays that are not NULL.  Returns the number of worlds that could
- * not be stepped (DISABLED autoreset: ended and not reset), whose outputs are their last ones. */
+ * not be stepped (DISABLED autoreset: ended and not reset), whose outputs are their last ones.
+ * No output is ever NaN or infinite: a world whose step would produce one is reset in that step
+ * (physics_reset, truncated), like a world whose physics failed. */
 int env_step(env_t *e, int first, int n, const int32_t *ids, const float *actions, float *obs, float *reward,
              uint8_t *terminated, uint8_t *truncated, env_info *info);
 
