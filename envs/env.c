@@ -64,8 +64,8 @@ void env_destroy(env_t **pe)
     *pe = NULL;
 }
 
-env_t *env_new(const char *name, int nworlds, const env_kv *ov, int nov, uint64_t seed, env_autoreset autoreset,
-               char *err, size_t errlen)
+env_t *env_new_begin(const char *name, int nworlds, const env_kv *ov, int nov, uint64_t seed,
+                     env_autoreset autoreset, char *err, size_t errlen)
 {
     int t = env_registry_find(name);
     if (t < 0) {
@@ -134,20 +134,39 @@ env_t *env_new(const char *name, int nworlds, const env_kv *ov, int nov, uint64_
         env_destroy(&e);
         return NULL;
     }
-    for (int i = 0; i < nworlds; i++) {
+    return e;
+}
+
+int env_new_worlds(env_t *e, int first, int n, char *err, size_t errlen)
+{
+    size_t ts = (e->task->task_state_size + 63) / 64 * 64;
+    for (int i = first; i < first + n && i < e->nworlds; i++) {
         env_world *w = &e->worlds[i];
         w->d = sim_data_new_shared(e->model);
         if (!w->d) {
-            snprintf(err, errlen, "out of memory for %d worlds", nworlds);
-            env_destroy(&e);
-            return NULL;
+            snprintf(err, errlen, "out of memory for %d worlds", e->nworlds);
+            return -1;
         }
         w->task = ts ? e->task_mem + (size_t)i * ts : NULL;
-        w->seed = seed;
+        w->seed = e->seed;
         w->stream = (uint64_t)i;
         w->episode = 0;
         w->needs_reset = 1;
     }
+    return 0;
+}
+
+size_t env_world_bytes(const env_t *e)
+{
+    size_t ts = (e->task->task_state_size + 63) / 64 * 64;
+    return sizeof(env_world) + ts + (e->worlds[0].d ? e->worlds[0].d->nbytes : 0);
+}
+
+env_t *env_new(const char *name, int nworlds, const env_kv *ov, int nov, uint64_t seed, env_autoreset autoreset,
+               char *err, size_t errlen)
+{
+    env_t *e = env_new_begin(name, nworlds, ov, nov, seed, autoreset, err, errlen);
+    if (e && env_new_worlds(e, 0, nworlds, err, errlen)) env_destroy(&e);
     return e;
 }
 

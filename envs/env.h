@@ -67,6 +67,15 @@ int env_registry_find(const char *name);
  * Worlds are not reset: call env_reset.  Free with env_destroy. */
 env_t *env_new(const char *name, int nworlds, const env_kv *overrides, int noverrides, uint64_t seed,
                env_autoreset autoreset, char *err, size_t errlen);
+/* env_new in steps, so that a server can create a large batch a slice at a time: env_new_begin validates
+ * and configures, and allocates the world arrays but no world; env_new_worlds then creates worlds
+ * [first, first + n) (0, or -1 out of memory with a message; destroy the env then).  Every world must be
+ * created before any other call but env_destroy and env_world_bytes. */
+env_t *env_new_begin(const char *name, int nworlds, const env_kv *overrides, int noverrides, uint64_t seed,
+                     env_autoreset autoreset, char *err, size_t errlen);
+int env_new_worlds(env_t *e, int first, int n, char *err, size_t errlen);
+/* Bytes one world takes (its state, task state and bookkeeping), once world 0 exists. */
+size_t env_world_bytes(const env_t *e);
 void env_destroy(env_t **e);
 const env_spec *env_get_spec(const env_t *e);
 int env_num_worlds(const env_t *e);

@@ -703,6 +703,7 @@ Test(server, make_out_of_memory_is_a_limit_error, .timeout = 30)
     test_config(&cfg);
     cfg.max_worlds_per_session = INT32_MAX;
     cfg.max_worlds = 1L << 40;
+    cfg.max_memory_bytes = (size_t)1 << 50;     /* past the memory ceiling's estimate, to the allocation itself */
     srv_thread *t = start_with(&cfg);
     herd_client *c = connect_to(t);
     herd_session a;
