@@ -158,6 +158,7 @@ static int unit_run(srv_unit *u, int worker, int budget)
     }
     const double t0 = srv_now_s();
     if (ju->chunk < 1) ju->chunk = 1;
+    const int cap = j->max_chunk > 0 ? j->max_chunk : budget;
     while (budget > 0 && ju->ri < ju->r_end) {
         const run_t *run = &j->runs[ju->ri];
         int r = run->row0 + ju->off;
@@ -172,7 +173,7 @@ static int unit_run(srv_unit *u, int worker, int budget)
             ju->ri++;
             ju->off = 0;
         }
-        if (k == ju->chunk && t2 - t1 < 0.5 * SLICE_S) ju->chunk *= 2;
+        if (k == ju->chunk && t2 - t1 < 0.5 * SLICE_S && ju->chunk < cap) ju->chunk *= 2;
         else if (t2 - t1 > SLICE_S && ju->chunk > 1) ju->chunk /= 2;
         if (t2 - t0 >= SLICE_S) break;
     }

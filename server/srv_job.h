@@ -51,6 +51,8 @@ struct srv_job {
     size_t reply_len;
     proto_step_layout lay;
     int refused;                /* step, after completion: worlds the env refused (ended, autoreset disabled) */
+    int max_chunk;              /* worlds per env call at most (0: the quantum); 1 for costly sessions, so that a
+                                 * turn lasts about one world-step whatever the world-step costs */
     /* make: the request (not owned; must outlive the job); after completion: */
     const proto_request *make;
     env_t *env;                 /* the new env (owned until moved into a session), or NULL and: */

@@ -53,7 +53,8 @@ enum {
 #define RATE_SAMPLE_S 1.0       /* steps/s samples */
 #define RATE_WINDOW_S 10.0      /* steps/s in stats replies: over this window */
 #define DROP_LOG_S 1.0          /* at most one "replies dropped" line per client this often (warn level) */
-#define DRAIN_GRACE_S 5.0       /* after the drain deadline: how long cancelled work may take to come back */
+#define DRAIN_GRACE_S 5.0
+#define REF_STEP_WORK 200.0     /* decimation x solver_max_iter of anymal_c-walk's default configuration */       /* after the drain deadline: how long cancelled work may take to come back */
 #define DEFAULT_WORLD_BYTES 2300    /* a world's memory before one of its task was made (anymal_c-walk: ~2.2 KB) */
 
 /* A request waiting for its job.  Ownership: the envelope frames, the request message (step actions
@@ -299,10 +300,9 @@ static void pending_free(srv_server *S, pending *p)
         if (p->lnext) p->lnext->lprev = p->lprev;
     }
     S->mem_replies -= p->mem;
-    if (p->client) {
-        p->client->inflight--;
-        srv_client_release(S->clients, &p->client);
-    }
+    /* not released here: the request being handled may still hold the entry (in.client); idle entries are
+     * released at the end of handle_request and by the tick */
+    if (p->client) p->client->inflight--;
     if (p->nframes > 0) close_frames(p->frames, p->nframes);
     if (p->has_payload) zmq_msg_close(&p->payload);
     proto_request_clear(&p->req);
@@ -875,6 +875,10 @@ static void handle_step(srv_server *S, incoming *in)
         pending_fail(S, p, PROTO_E_LIMIT, m);
         return;
     }
+    /* worlds per env call: the quantum for ordinary sessions (decimation 4 x 50 sweeps = 200), fewer as a
+     * world-step costs more (a world's cost varies with its contacts: growing chunks would overshoot) */
+    double per = (double)S->cfg.quantum * REF_STEP_WORK / s->step_work;
+    j->max_chunk = per >= S->cfg.quantum ? S->cfg.quantum : per >= 1 ? (int)per : 1;
     j->actions = r->actions.data;
     /* the actions point into the request message: keep it */
     zmq_msg_init(&p->payload);
