@@ -563,3 +563,137 @@ Test(drift, decode_errors_count_against_the_named_session, .timeout = 30)
     herd_client_destroy(&c);
     cr_assert_eq(srv_thread_stop(&t), 0);
 }
+
+/* ================================================================================================ */
+/* 3. quotas and memory bounds */
+
+/* One client took all 262,144 worlds.  With per-client bounds it gets LIMIT past them while another
+ * client is still served (the defaults let one trainer use the whole server: hello reports them). */
+Test(quota, sessions_and_worlds_per_client, .timeout = 60)
+{
+    srv_config cfg;
+    base_config(&cfg, 1);
+    cfg.client_max_sessions = 2;
+    cfg.client_max_worlds = 100;
+    srv_thread *t = start_cfg(&cfg);
+    herd_client *a = client_of(t, 10000), *b = client_of(t, 10000);
+    herd_hello h;
+    MUST(herd_client_hello(a, 0, &h, &e_));
+    herd_hello_free(&h);
+    herd_session s1, s2, s3;
+    herd_error e;
+    cr_assert_eq(make_s(a, "anymal_c-walk", 101, NULL, 0, &s1, &e), PROTO_E_LIMIT);
+    cr_assert(strstr(e.message, "client_max_worlds"), "%s", e.message);
+    MUST(make_s(a, "anymal_c-walk", 60, NULL, 0, &s1, &e_));
+    cr_assert_eq(make_s(a, "anymal_c-walk", 41, NULL, 0, &s2, &e), PROTO_E_LIMIT, "%s", e.message);
+    MUST(make_s(a, "anymal_c-walk", 40, NULL, 0, &s2, &e_));
+    cr_assert_eq(make_s(a, "anymal_c-walk", 1, NULL, 0, &s3, &e), PROTO_E_LIMIT);
+    cr_assert(strstr(e.message, "client_max_sessions"), "%s", e.message);
+    MUST(make_s(b, "anymal_c-walk", 100, NULL, 0, &s3, &e_));     /* the other client is not affected */
+    MUST(herd_client_close(a, &s1, &e_));
+    MUST(make_s(a, "anymal_c-walk", 60, NULL, 0, &s1, &e_));      /* released on close */
+    MUST(herd_client_close(a, &s1, &e_));
+    MUST(herd_client_close(a, &s2, &e_));
+    MUST(herd_client_close(b, &s3, &e_));
+    herd_client_destroy(&a);
+    herd_client_destroy(&b);
+    cr_assert_eq(srv_thread_stop(&t), 0);
+}
+
+/* 1,000 pipelined steps added 233 MiB.  With client_max_inflight 8, requests past 8 in flight get LIMIT
+ * (at once), the others are served. */
+Test(quota, requests_in_flight_per_client, .timeout = 120)
+{
+    srv_config cfg;
+    base_config(&cfg, 2);
+    cfg.client_max_inflight = 8;
+    srv_thread *t = start_cfg(&cfg);
+    herd_client *c = client_of(t, 60000);
+    herd_session s;
+    herd_error e;
+    MUST(make_s(c, "anymal_c-walk", 256, NULL, 0, &s, &e_));
+    float *a = calloc((size_t)256 * s.act_dim, 4);
+    enum { N = 40 };
+    uint64_t ids[N];
+    for (int k = 0; k < N; k++) ids[k] = herd_client_step_send(c, &s, -1, NULL, a, 0, &e);
+    int ok = 0, limit = 0;
+    for (int k = 0; k < N; k++) {
+        herd_reply *r = NULL;
+        cr_assert_eq(herd_client_wait(c, ids[k], 60000, &r, &e), 0, "%s", e.message);
+        if (r->ok) ok++;
+        else if (r->error.code == PROTO_E_LIMIT && strstr(r->error.message, "client_max_inflight")) limit++;
+        herd_reply_destroy(&r);
+    }
+    cr_assert(ok >= 8 && limit > 0 && ok + limit == N, "ok %d, LIMIT %d", ok, limit);
+    MUST(herd_client_close(c, &s, &e_));
+    free(a);
+    herd_client_destroy(&c);
+    cr_assert_eq(srv_thread_stop(&t), 0);
+}
+
+/* The memory ceiling: a make that would cross it gets LIMIT before anything is allocated; a smaller one
+ * is served. */
+Test(quota, memory_ceiling_refuses_make_before_allocating, .timeout = 60)
+{
+    srv_config cfg;
+    base_config(&cfg, 1);
+    cfg.max_memory_bytes = 8u << 20;
+    srv_thread *t = start_cfg(&cfg);
+    herd_client *c = client_of(t, 10000);
+    herd_session s;
+    herd_error e;
+    cr_assert_eq(make_s(c, "anymal_c-walk", 10000, NULL, 0, &s, &e), PROTO_E_LIMIT);
+    cr_assert(strstr(e.message, "memory ceiling"), "%s", e.message);
+    MUST(make_s(c, "anymal_c-walk", 1000, NULL, 0, &s, &e_));
+    herd_session s2;
+    /* the bytes per world measured by that make now count (~2 KB): 4000 more cannot fit next to the 1000 */
+    cr_assert_eq(make_s(c, "anymal_c-walk", 4000, NULL, 0, &s2, &e), PROTO_E_LIMIT);
+    cr_assert(strstr(e.message, "memory ceiling"), "%s", e.message);
+    MUST(herd_client_close(c, &s, &e_));
+    herd_client_destroy(&c);
+    cr_assert_eq(srv_thread_stop(&t), 0);
+}
+
+/* A client that never reads its replies pinned 1.46 GB.  Over its byte budget (1 MiB here), its replies
+ * are dropped: it gets far fewer replies than it asked for, and a reading client is served meanwhile. */
+Test(quota, a_slow_reader_has_its_replies_dropped, .timeout = 120)
+{
+    srv_config cfg;
+    base_config(&cfg, 2);
+    cfg.client_max_queued_bytes = 1u << 20;
+    srv_thread *t = start_cfg(&cfg);
+    herd_client *maker = client_of(t, 90000);
+    herd_session s;
+    MUST(make_s(maker, "anymal_c-walk", 1024, NULL, 0, &s, &e_));
+    /* the slow reader: a raw DEALER with small buffers that sends resets and does not read */
+    void *ctx = zmq_ctx_new(), *d = zmq_socket(ctx, ZMQ_DEALER);
+    int small = 4096, zero = 0;
+    zmq_setsockopt(d, ZMQ_RCVBUF, &small, sizeof small);
+    zmq_setsockopt(d, ZMQ_RCVHWM, &small, sizeof small);
+    zmq_setsockopt(d, ZMQ_LINGER, &zero, sizeof zero);
+    cr_assert_eq(zmq_connect(d, srv_thread_endpoint(t)), 0);
+    enum { N = 40 };    /* 40 replies of ~200 KB: 8 MB asked for */
+    for (int k = 0; k < N; k++) {
+        mp m;
+        mp_init(&m, 4);
+        mp_kv_uint(&m, "v", 1);
+        mp_kv_uint(&m, "id", 100 + (uint64_t)k);
+        mp_kv_str(&m, "op", "reset");
+        mp_kv_uint(&m, "session", s.id);
+        zmq_send(d, m.sb.data, m.sb.size, 0);
+        msgpack_sbuffer_destroy(&m.sb);
+    }
+    sleep(3);
+    float *o = calloc((size_t)1024 * s.obs_dim, 4);
+    MUST(herd_client_reset(maker, &s, -1, NULL, NULL, o, &e_));    /* a reader is served meanwhile */
+    int got = 0;
+    while (raw_recv(d, 1000, NULL, NULL, NULL) == 0) got++;
+    fprintf(stderr, "slow reader: %d of %d replies delivered (budget 1 MiB of ~200 KB replies)\n", got, N);
+    cr_assert_lt(got, N / 2, "replies over the budget are dropped (%d of %d delivered)", got, N);
+    zmq_close(d);
+    zmq_ctx_term(ctx);
+    MUST(herd_client_close(maker, &s, &e_));
+    free(o);
+    herd_client_destroy(&maker);
+    cr_assert_eq(srv_thread_stop(&t), 0);
+}
