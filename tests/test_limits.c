@@ -4,7 +4,9 @@
  * deadline, and the contract drift items (idle clock, subset steps, echoed strings, frame limit,
  * error counts).  Servers run on threads (tcp://127.0.0.1:*) unless a test needs a process. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -695,5 +697,263 @@ Test(quota, a_slow_reader_has_its_replies_dropped, .timeout = 120)
     MUST(herd_client_close(maker, &s, &e_));
     free(o);
     herd_client_destroy(&maker);
+    cr_assert_eq(srv_thread_stop(&t), 0);
+}
+
+/* ================================================================================================ */
+/* 4. cancellation and the drain deadline */
+
+/* close cancels what the session still has queued: 10 pipelined heavy steps (~16 s of work) then close:
+ * the close is answered within a few world-steps, the steps not run are answered UNKNOWN_SESSION. */
+Test(cancel, close_cancels_the_sessions_queued_work, .timeout = 120)
+{
+    srv_config cfg;
+    base_config(&cfg, 2);
+    srv_thread *t = start_cfg(&cfg);
+    herd_client *c = client_of(t, 60000);
+    herd_session s;
+    herd_error e;
+    MUST(make_s(c, "anymal_c-walk", 64, HEAVY, 4, &s, &e_));
+    float *a = calloc((size_t)64 * s.act_dim, 4);
+    MUST(herd_client_reset(c, &s, -1, NULL, NULL, NULL, &e_));
+    enum { N = 10 };
+    uint64_t ids[N];
+    for (int k = 0; k < N; k++) ids[k] = herd_client_step_send(c, &s, -1, NULL, a, 0, &e);
+    double t0 = now_s();
+    MUST(herd_client_close(c, &s, &e_));
+    double dt = now_s() - t0;
+    int cancelled = 0;
+    for (int k = 0; k < N; k++) {
+        herd_reply *r = NULL;
+        cr_assert_eq(herd_client_wait(c, ids[k], 60000, &r, &e), 0, "%s", e.message);
+        if (!r->ok) {
+            cr_assert_eq(r->error.code, PROTO_E_UNKNOWN_SESSION, "%s", r->error.message);
+            cancelled++;
+        }
+        herd_reply_destroy(&r);
+    }
+    fprintf(stderr, "close with 10 heavy steps queued: answered in %.2f s, %d steps cancelled\n", dt, cancelled);
+    cr_assert_geq(cancelled, N / 2);
+    cr_assert_lt(dt, 8.0);
+    free(a);
+    herd_client_destroy(&c);
+    cr_assert_eq(srv_thread_stop(&t), 0);
+}
+
+static void exe_dir(char *out, size_t cap)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    cr_assert(n > 0);
+    exe[n] = 0;
+    char *d = dirname(exe);      /* build/tests */
+    snprintf(out, cap, "%s", dirname(d));
+}
+
+/* A client killed mid-step (SIGKILL of a Python process that pipelined heavy steps): its queued work is
+ * cancelled when its connection goes, instead of running to the end (~16 s here). */
+Test(cancel, a_killed_clients_work_is_cancelled, .timeout = 120)
+{
+    srv_config cfg;
+    base_config(&cfg, 2);
+    srv_thread *t = start_cfg(&cfg);
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        const char *py =
+            "import sys, zmq, msgpack\n"
+            "d = zmq.Context().socket(zmq.DEALER); d.connect(sys.argv[1])\n"
+            "def call(i, op, **f):\n"
+            "    d.send(msgpack.packb(dict(v=1, id=i, op=op, **f))); return msgpack.unpackb(d.recv())\n"
+            "cfg = {'decimation': 50, 'solver_max_iter': 10000, 'solver_tol': 1e-12, 'max_contacts': 128}\n"
+            "r = call(1, 'make', env='anymal_c-walk', num_worlds=64, config=cfg)\n"
+            "sid = r['session']\n"
+            "call(2, 'reset', session=sid)\n"
+            "a = {'dtype': 'float32', 'shape': [64, 12], 'data': bytes(64 * 12 * 4)}\n"
+            "for i in range(10): d.send(msgpack.packb(dict(v=1, id=10 + i, op='step', session=sid, actions=a)))\n"
+            "print('sent', flush=True)\n"
+            "import time; time.sleep(600)\n";
+        execl("/usr/bin/python3", "python3", "-c", py, srv_thread_endpoint(t), (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char line[16] = "";
+    ssize_t got = read(fds[0], line, sizeof line - 1);
+    cr_assert(got > 0 && !strncmp(line, "sent", 4), "the client did not start (python3 with zmq and msgpack)");
+    usleep(300000);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    close(fds[0]);
+    herd_client *c = client_of(t, 20000);
+    herd_stats st1, st2;
+    sleep(3);      /* the worlds stepping when it died finish their world-step */
+    MUST(herd_client_stats(c, 0, 0, &st1, &e_));
+    sleep(2);
+    MUST(herd_client_stats(c, 0, 0, &st2, &e_));
+    fprintf(stderr, "killed client: %" PRIu64 " then %" PRIu64 " world-steps served (640 queued)\n", st1.steps,
+            st2.steps);
+    cr_assert_eq(st1.steps, st2.steps, "no more of its work runs");
+    cr_assert_lt(st2.steps, 640, "its queued steps were cancelled");
+    herd_client_destroy(&c);
+    cr_assert_eq(srv_thread_stop(&t), 0);
+}
+
+/* SIGTERM under load with --drain-timeout 1: the drain had no deadline (still running after 30 s with
+ * ~1,000 s queued).  Now the steps in flight past the deadline get SHUTTING_DOWN and the server exits 0. */
+Test(cancel, sigterm_under_load_meets_the_drain_deadline, .timeout = 120)
+{
+    char dir[4096], bin[4200], ep[128];
+    exe_dir(dir, sizeof dir);
+    snprintf(bin, sizeof bin, "%s/herd-server", dir);
+    if (access(bin, X_OK)) cr_skip_test("%s not built (make builds it)", bin);
+    snprintf(ep, sizeof ep, "ipc:///tmp/herd-limits-%d.sock", (int)getpid());
+    pid_t pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 2);
+        execl(bin, bin, "--bind", ep, "--threads", "2", "--drain-timeout", "1", (char *)NULL);
+        _exit(127);
+    }
+    const char *eps[1] = {ep};
+    herd_error e;
+    herd_client *c = herd_client_new(eps, 1, 60000, &e);
+    cr_assert(c);
+    herd_session s;
+    MUST(make_s(c, "anymal_c-walk", 64, HEAVY, 4, &s, &e_));
+    MUST(herd_client_reset(c, &s, -1, NULL, NULL, NULL, &e_));
+    float *a = calloc((size_t)64 * s.act_dim, 4);
+    enum { N = 8 };
+    uint64_t ids[N];
+    for (int k = 0; k < N; k++) ids[k] = herd_client_step_send(c, &s, -1, NULL, a, 0, &e);
+    MUST(herd_client_ping(c, 0, NULL, &e_));      /* every step was received */
+    double t0 = now_s();
+    kill(pid, SIGTERM);
+    int shut = 0;
+    for (int k = 0; k < N; k++) {
+        herd_reply *r = NULL;
+        cr_assert_eq(herd_client_wait(c, ids[k], 30000, &r, &e), 0, "step %d: %s", k, e.message);
+        if (!r->ok) {
+            cr_assert_eq(r->error.code, PROTO_E_SHUTTING_DOWN, "%s", r->error.message);
+            shut++;
+        }
+        herd_reply_destroy(&r);
+    }
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    double dt = now_s() - t0;
+    fprintf(stderr, "SIGTERM under load: exited %.2f s after the signal (drain timeout 1 s), %d of %d steps "
+            "answered SHUTTING_DOWN\n", dt, shut, N);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit status %d", status);
+    cr_assert_gt(shut, 0);
+    cr_assert_lt(dt, 1.0 + 5.0 + 2.0, "the deadline, its grace, the flush");
+    free(a);
+    herd_client_destroy(&c);
+    unlink(ep + 6);
+}
+
+/* ================================================================================================ */
+/* 8. load: many clients at once, and a large make alongside a small session */
+
+typedef struct {
+    const char *ep;
+    int ok;
+} many_arg;
+
+static void *many_one(void *arg)
+{
+    many_arg *m = arg;
+    herd_error e;
+    herd_client *c = herd_client_new(&m->ep, 1, 60000, &e);
+    herd_session s;
+    if (!c || make_s(c, "anymal_c-walk", 4, NULL, 0, &s, &e)) return NULL;
+    float a[4 * 12] = {0}, o[4 * 64];
+    herd_step_out out = {.obs = o};
+    int good = herd_client_reset(c, &s, -1, NULL, NULL, o, &e) == 0;
+    for (int k = 0; k < 50 && good; k++) good = herd_client_step(c, &s, -1, NULL, a, 0, &out, &e) == 0;
+    good = good && herd_client_close(c, &s, &e) == 0;
+    herd_client_destroy(&c);
+    m->ok = good;
+    return NULL;
+}
+
+Test(load, many_clients_at_once, .timeout = 120)
+{
+    srv_config cfg;
+    base_config(&cfg, 2);
+    srv_thread *t = start_cfg(&cfg);
+    enum { K = 24 };
+    pthread_t th[K];
+    many_arg args[K];
+    for (int i = 0; i < K; i++) {
+        args[i] = (many_arg){srv_thread_endpoint(t), 0};
+        pthread_create(&th[i], NULL, many_one, &args[i]);
+    }
+    for (int i = 0; i < K; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < K; i++) cr_assert(args[i].ok, "client %d", i);
+    herd_client *c = client_of(t, 5000);
+    herd_stats st;
+    MUST(herd_client_stats(c, 0, 0, &st, &e_));
+    cr_assert_eq(st.sessions, 0);
+    cr_assert_eq(st.errors, 0);
+    herd_client_destroy(&c);
+    cr_assert_eq(srv_thread_stop(&t), 0);
+}
+
+/* A make of 65,536 worlds ran as one job and stalled other sessions (0.27 s): now it is created a slice
+ * at a time, and a 1-world session keeps stepping meanwhile. */
+typedef struct {
+    const char *ep;
+    double seconds;
+} big_make_arg;
+
+static void *big_make(void *arg)
+{
+    big_make_arg *b = arg;
+    herd_error e;
+    herd_client *c = herd_client_new(&b->ep, 1, 60000, &e);
+    herd_session s;
+    double t0 = now_s();
+    if (c && make_s(c, "anymal_c-walk", 65536, NULL, 0, &s, &e) == 0) {
+        b->seconds = now_s() - t0;
+        herd_client_close(c, &s, &e);
+    }
+    herd_client_destroy(&c);
+    return NULL;
+}
+
+Test(load, a_large_make_does_not_stall_a_small_session, .timeout = 120)
+{
+#ifdef __SANITIZE_ADDRESS__
+    cr_skip_test("timing under AddressSanitizer is not meaningful");
+#endif
+    srv_config cfg;
+    base_config(&cfg, 1);       /* one worker: the make and the small session share it */
+    srv_thread *t = start_cfg(&cfg);
+    herd_client *c = client_of(t, 20000);
+    herd_session s;
+    MUST(make_s(c, "anymal_c-walk", 1, NULL, 0, &s, &e_));
+    float a[12] = {0}, o[64];
+    herd_step_out out = {.obs = o};
+    MUST(herd_client_reset(c, &s, -1, NULL, NULL, o, &e_));
+    big_make_arg b = {srv_thread_endpoint(t), 0};
+    pthread_t th;
+    pthread_create(&th, NULL, big_make, &b);
+    double worst = 0;
+    int steps = 0;
+    for (double t0 = now_s(); now_s() - t0 < 2.0 && (b.seconds == 0 || steps < 5); steps++) {
+        double t1 = now_s();
+        MUST(herd_client_step(c, &s, -1, NULL, a, 0, &out, &e_));
+        if (now_s() - t1 > worst) worst = now_s() - t1;
+    }
+    pthread_join(th, NULL);
+    fprintf(stderr, "make of 65536 worlds: %.2f s; meanwhile %d 1-world steps, the slowest %.1f ms\n", b.seconds,
+            steps, 1e3 * worst);
+    cr_assert_gt(b.seconds, 0, "the make succeeded");
+    cr_assert_lt(worst, 0.5 * b.seconds, "a small step waited %.3f s during a %.3f s make", worst, b.seconds);
+    MUST(herd_client_close(c, &s, &e_));
+    herd_client_destroy(&c);
     cr_assert_eq(srv_thread_stop(&t), 0);
 }
