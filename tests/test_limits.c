@@ -60,6 +60,14 @@ Test(nonfinite, paper_random_overflow_is_reset_in_the_same_step)
 #include "herd_client.h"
 #include "proto.h"
 #include "srv_thread.h"
+#include "helpers/server_start.h"
+
+/* Time bounds stretch under AddressSanitizer (everything runs ~3x slower). */
+#ifdef __SANITIZE_ADDRESS__
+#define SLOW 4.0
+#else
+#define SLOW 1.0
+#endif
 
 static double now_s(void)
 {
@@ -107,6 +115,30 @@ static int make_s(herd_client *c, const char *env, int n, const env_kv *kv, int 
         cr_assert_eq(rc_, 0, "%s: %s %s", #call, proto_code_name((proto_code)rc_), e_.message);                   \
     } while (0)
 
+/* The end of a test with one session: close it, drop the client, stop the server. */
+static void finish(herd_client **c, const herd_session *s, srv_thread **t)
+{
+    MUST(herd_client_close(*c, s, &e_));
+    herd_client_destroy(c);
+    cr_assert_eq(srv_thread_stop(t), 0);
+}
+
+/* The start of one: a server of `threads` workers (cfg adjusted by the caller, or defaults when NULL), a
+ * client and a session of n worlds of env. */
+static void start_one(srv_config *cfg, int threads, const char *env, int n, const env_kv *kv, int nkv, int timeout_ms,
+                      srv_thread **t, herd_client **c, herd_session *s)
+{
+    srv_config d;
+    if (!cfg) {
+        base_config(&d, threads);
+        cfg = &d;
+    }
+    *t = start_cfg(cfg);
+    *c = client_of(*t, timeout_ms);
+    herd_error e;
+    cr_assert_eq(make_s(*c, env, n, kv, nkv, s, &e), 0, "make: %s", e.message);
+}
+
 /* The CPU-heavy configuration: every contact solve runs to its 10,000-sweep cap. */
 static const env_kv HEAVY[4] = {{"decimation", 50}, {"solver_max_iter", 10000}, {"solver_tol", 1e-12},
                                 {"max_contacts", 128}};
@@ -148,6 +180,39 @@ static void *raw_dealer(void *ctx, const char *ep)
     zmq_setsockopt(d, ZMQ_LINGER, &zero, sizeof zero);
     cr_assert_eq(zmq_connect(d, ep), 0);
     return d;
+}
+
+/* A request map's head: {"v": 1, "id": id, "op": op, + extra more keys the caller packs}. */
+static void mp_request(mp *m, int extra, uint64_t id, const char *op)
+{
+    mp_init(m, 3 + extra);
+    mp_kv_uint(m, "v", 1);
+    mp_kv_uint(m, "id", id);
+    mp_kv_str(m, "op", op);
+}
+
+/* A server on a thread and a raw DEALER connected to it. */
+typedef struct {
+    srv_thread *t;
+    void *ctx, *d;
+} rawfx;
+
+static srv_thread *start_cfg(const srv_config *c);
+
+static rawfx raw_start(const srv_config *cfg)
+{
+    rawfx f;
+    f.t = start_cfg(cfg);
+    f.ctx = zmq_ctx_new();
+    f.d = raw_dealer(f.ctx, srv_thread_endpoint(f.t));
+    return f;
+}
+
+static void raw_stop(rawfx *f)
+{
+    zmq_close(f->d);
+    zmq_ctx_term(f->ctx);
+    cr_assert_eq(srv_thread_stop(&f->t), 0);
 }
 
 /* Receives one message's last frame into a msgpack object (zone-owned by *z); 0, or -1 on timeout. */
@@ -254,9 +319,7 @@ Test(nonfinite, server_replies_carry_no_inf_and_flag_the_reset, .timeout = 60)
         if (pr && !first) first = k;
     }
     cr_assert_eq(first, 96, "physics_reset first reported at step %d", first);
-    MUST(herd_client_close(c, &s, &e_));
-    herd_client_destroy(&c);
-    cr_assert_eq(srv_thread_stop(&t), 0);
+    finish(&c, &s, &t);
 }
 
 /* ================================================================================================ */
@@ -266,26 +329,22 @@ Test(nonfinite, server_replies_carry_no_inf_and_flag_the_reset, .timeout = 60)
  * number of worlds a step may have; a step within the bound runs. */
 Test(cpu, a_step_over_the_work_bound_is_refused_before_it_runs, .timeout = 120)
 {
-    srv_config cfg;
-    base_config(&cfg, 2);
-    srv_thread *t = start_cfg(&cfg);
-    herd_client *c = client_of(t, 60000);
+    srv_thread *t;
+    herd_client *c;
     herd_session s;
     herd_error e;
-    cr_assert_eq(make_s(c, "anymal_c-walk", 1024, HEAVY, 4, &s, &e), 0, "%s", e.message);
+    start_one(NULL, 2, "anymal_c-walk", 1024, HEAVY, 4, 60000, &t, &c, &s);
     float *a = calloc((size_t)1024 * s.act_dim, 4), *o = calloc((size_t)1024 * s.obs_dim, 4);
     herd_step_out out = {.obs = o};
     double t0 = now_s();
     cr_assert_eq(herd_client_step(c, &s, -1, NULL, a, 0, &out, &e), PROTO_E_LIMIT);
-    cr_assert_lt(now_s() - t0, 2.0, "refused at once");
+    cr_assert_lt(now_s() - t0, SLOW * 2.0, "refused at once");
     cr_assert(strstr(e.message, "max_request_work") && strstr(e.message, "at most 134 worlds"), "%s", e.message);
     int32_t id = 3;
     MUST(herd_client_reset(c, &s, 1, &id, NULL, o, &e_));
     MUST(herd_client_step(c, &s, 1, &id, a, 0, &out, &e_));
-    MUST(herd_client_close(c, &s, &e_));
     free(a), free(o);
-    herd_client_destroy(&c);
-    cr_assert_eq(srv_thread_stop(&t), 0);
+    finish(&c, &s, &t);
 }
 
 /* A CPU-heavy neighbour (the issue's config, pipelined steps of 64 worlds) alongside a latency-sensitive
@@ -359,7 +418,7 @@ Test(cpu, a_heavy_neighbour_keeps_a_small_sessions_p99_bounded, .timeout = 240)
     fprintf(stderr, "cpu-heavy neighbour: small session 1-world step latency p50 %.1f ms, p99 %.1f ms, max %.1f ms "
             "(bound %.0f ms); neighbour completed %d steps of 64 worlds\n", 1e3 * p50, 1e3 * p99, 1e3 * mx,
             1e3 * P99_BOUND_S, h.steps);
-    cr_assert_lt(p99, P99_BOUND_S, "p99 %.3f s", p99);
+    cr_assert_lt(p99, SLOW * P99_BOUND_S, "p99 %.3f s", p99);
     MUST(herd_client_close(c, &s, &e_));
     herd_client_destroy(&c);
     pthread_join(th, NULL);
@@ -375,13 +434,10 @@ Test(drift, sixteen_frames_are_served_and_seventeen_dropped_uncounted, .timeout 
 {
     srv_config cfg;
     base_config(&cfg, 1);
-    srv_thread *t = start_cfg(&cfg);
-    void *ctx = zmq_ctx_new(), *d = raw_dealer(ctx, srv_thread_endpoint(t));
+    rawfx fx = raw_start(&cfg);
+    void *d = fx.d;
     mp m;
-    mp_init(&m, 3);
-    mp_kv_uint(&m, "v", 1);
-    mp_kv_uint(&m, "id", 9);
-    mp_kv_str(&m, "op", "ping");
+    mp_request(&m, 0, 9, "ping");
     for (int total = 16; total <= 17; total++) {
         for (int i = 0; i < total - 1; i++) zmq_send(d, "env", 3, ZMQ_SNDMORE);
         zmq_send(d, m.sb.data, m.sb.size, 0);
@@ -390,15 +446,13 @@ Test(drift, sixteen_frames_are_served_and_seventeen_dropped_uncounted, .timeout 
         if (total == 16) cr_assert(got == 0 && nf == 16, "16 frames: a reply of 16 frames (got %d, %d frames)", got, nf);
         else cr_assert_eq(got, -1, "17 frames: no reply");
     }
-    herd_client *c = client_of(t, 5000);
+    herd_client *c = client_of(fx.t, 5000);
     herd_stats st;
     MUST(herd_client_stats(c, 0, 0, &st, &e_));
     cr_assert_eq(st.errors, 0, "a dropped message is not an error reply (errors = %" PRIu64 ")", st.errors);
     herd_client_destroy(&c);
     msgpack_sbuffer_destroy(&m.sb);
-    zmq_close(d);
-    zmq_ctx_term(ctx);
-    cr_assert_eq(srv_thread_stop(&t), 0);
+    raw_stop(&fx);
 }
 
 /* Envelope frames count toward max_message_bytes: 14 x 4 KiB of envelope under a 16 KiB limit was accepted
@@ -408,13 +462,10 @@ Test(drift, envelope_frames_count_toward_the_message_limit, .timeout = 30)
     srv_config cfg;
     base_config(&cfg, 1);
     cfg.max_message_bytes = 16384;
-    srv_thread *t = start_cfg(&cfg);
-    void *ctx = zmq_ctx_new(), *d = raw_dealer(ctx, srv_thread_endpoint(t));
+    rawfx fx = raw_start(&cfg);
+    void *d = fx.d;
     mp m;
-    mp_init(&m, 3);
-    mp_kv_uint(&m, "v", 1);
-    mp_kv_uint(&m, "id", 21);
-    mp_kv_str(&m, "op", "ping");
+    mp_request(&m, 0, 21, "ping");
     static char big[4096];
     memset(big, 'x', sizeof big);
     for (int i = 0; i < 14; i++) zmq_send(d, big, sizeof big, ZMQ_SNDMORE);
@@ -431,9 +482,7 @@ Test(drift, envelope_frames_count_toward_the_message_limit, .timeout = 30)
     cr_assert_eq(nf, 1, "the 56 KiB envelope is not echoed (%d frames)", nf);
     msgpack_unpacked_destroy(&u);
     msgpack_sbuffer_destroy(&m.sb);
-    zmq_close(d);
-    zmq_ctx_term(ctx);
-    cr_assert_eq(srv_thread_stop(&t), 0);
+    raw_stop(&fx);
 }
 
 /* A duplicated key: BAD_MESSAGE with the request's id (it was readable), not 0. */
@@ -441,13 +490,10 @@ Test(drift, a_duplicated_key_gets_the_requests_id, .timeout = 30)
 {
     srv_config cfg;
     base_config(&cfg, 1);
-    srv_thread *t = start_cfg(&cfg);
-    void *ctx = zmq_ctx_new(), *d = raw_dealer(ctx, srv_thread_endpoint(t));
+    rawfx fx = raw_start(&cfg);
+    void *d = fx.d;
     mp m;
-    mp_init(&m, 4);
-    mp_kv_uint(&m, "v", 1);
-    mp_kv_uint(&m, "id", 77);
-    mp_kv_str(&m, "op", "ping");
+    mp_request(&m, 1, 77, "ping");
     mp_kv_str(&m, "op", "ping");
     zmq_send(d, m.sb.data, m.sb.size, 0);
     msgpack_unpacked u;
@@ -459,9 +505,7 @@ Test(drift, a_duplicated_key_gets_the_requests_id, .timeout = 30)
     cr_assert_eq(id, 77);
     msgpack_unpacked_destroy(&u);
     msgpack_sbuffer_destroy(&m.sb);
-    zmq_close(d);
-    zmq_ctx_term(ctx);
-    cr_assert_eq(srv_thread_stop(&t), 0);
+    raw_stop(&fx);
 }
 
 /* Env names are echoed into error messages: invalid UTF-8 made replies that msgpack-python refuses.  Now
@@ -470,17 +514,14 @@ Test(drift, echoed_strings_are_valid_utf8_and_bounded, .timeout = 30)
 {
     srv_config cfg;
     base_config(&cfg, 1);
-    srv_thread *t = start_cfg(&cfg);
-    void *ctx = zmq_ctx_new(), *d = raw_dealer(ctx, srv_thread_endpoint(t));
+    rawfx fx = raw_start(&cfg);
+    void *d = fx.d;
     static char longname[5000];
     memset(longname, 'n', sizeof longname - 1);
     const char *names[] = {"\xff\xfe" "anymal\xc3", "ab\xed\xa0\x80" "cd\xe2\x82", longname};
     for (int k = 0; k < 3; k++) {
         mp m;
-        mp_init(&m, 5);
-        mp_kv_uint(&m, "v", 1);
-        mp_kv_uint(&m, "id", 30 + (uint64_t)k);
-        mp_kv_str(&m, "op", "make");
+        mp_request(&m, 2, 30 + (uint64_t)k, "make");
         mp_kv_str(&m, "env", names[k]);
         mp_kv_uint(&m, "num_worlds", 1);
         zmq_send(d, m.sb.data, m.sb.size, 0);
@@ -498,9 +539,7 @@ Test(drift, echoed_strings_are_valid_utf8_and_bounded, .timeout = 30)
         cr_assert_lt(msg->via.str.size, 400, "bounded (%u bytes)", msg->via.str.size);
         msgpack_unpacked_destroy(&u);
     }
-    zmq_close(d);
-    zmq_ctx_term(ctx);
-    cr_assert_eq(srv_thread_stop(&t), 0);
+    raw_stop(&fx);
 }
 
 /* A session died right after a long request: its idle clock was reset only on arrival (timeout 1 s, a
@@ -527,28 +566,21 @@ Test(drift, the_idle_clock_restarts_at_the_reply, .timeout = 120)
         MUST(herd_client_step(c, &s, 1, (const int32_t[]){0}, a, 0, &out, &e_));
     }
     fprintf(stderr, "idle clock: longest step %.2f s with a 1 s session timeout\n", longest);
-    MUST(herd_client_close(c, &s, &e_));
     free(a), free(o);
-    herd_client_destroy(&c);
-    cr_assert_eq(srv_thread_stop(&t), 0);
+    finish(&c, &s, &t);
 }
 
 /* Per-session error counts included only the errors replied after the session lookup; a request naming
  * the session that fails to decode (a bad world_ids field) counts too. */
 Test(drift, decode_errors_count_against_the_named_session, .timeout = 30)
 {
-    srv_config cfg;
-    base_config(&cfg, 1);
-    srv_thread *t = start_cfg(&cfg);
-    herd_client *c = client_of(t, 5000);
+    srv_thread *t;
+    herd_client *c;
     herd_session s;
     herd_error e;
-    cr_assert_eq(make_s(c, "anymal_c-walk", 2, NULL, 0, &s, &e), 0, "%s", e.message);
+    start_one(NULL, 1, "anymal_c-walk", 2, NULL, 0, 5000, &t, &c, &s);
     mp m;
-    mp_init(&m, 6);
-    mp_kv_uint(&m, "v", 1);
-    mp_kv_uint(&m, "id", 5);
-    mp_kv_str(&m, "op", "step");
+    mp_request(&m, 3, 5, "step");
     mp_kv_uint(&m, "session", s.id);
     mp_kv_str(&m, "world_ids", "not ids");
     mp_kv_str(&m, "actions", "x");
@@ -561,9 +593,7 @@ Test(drift, decode_errors_count_against_the_named_session, .timeout = 30)
     herd_stats st;
     MUST(herd_client_stats(c, 0, s.id, &st, &e_));
     cr_assert_eq(st.session_errors, 1);
-    MUST(herd_client_close(c, &s, &e_));
-    herd_client_destroy(&c);
-    cr_assert_eq(srv_thread_stop(&t), 0);
+    finish(&c, &s, &t);
 }
 
 /* ================================================================================================ */
@@ -627,10 +657,8 @@ Test(quota, requests_in_flight_per_client, .timeout = 120)
         herd_reply_destroy(&r);
     }
     cr_assert(ok >= 8 && limit > 0 && ok + limit == N, "ok %d, LIMIT %d", ok, limit);
-    MUST(herd_client_close(c, &s, &e_));
     free(a);
-    herd_client_destroy(&c);
-    cr_assert_eq(srv_thread_stop(&t), 0);
+    finish(&c, &s, &t);
 }
 
 /* The memory ceiling: a make that would cross it gets LIMIT before anything is allocated; a smaller one
@@ -651,53 +679,49 @@ Test(quota, memory_ceiling_refuses_make_before_allocating, .timeout = 60)
     /* the bytes per world measured by that make now count (~2 KB): 4000 more cannot fit next to the 1000 */
     cr_assert_eq(make_s(c, "anymal_c-walk", 4000, NULL, 0, &s2, &e), PROTO_E_LIMIT);
     cr_assert(strstr(e.message, "memory ceiling"), "%s", e.message);
-    MUST(herd_client_close(c, &s, &e_));
-    herd_client_destroy(&c);
-    cr_assert_eq(srv_thread_stop(&t), 0);
+    finish(&c, &s, &t);
 }
 
 /* A client that never reads its replies pinned 1.46 GB.  Over its byte budget (1 MiB here), its replies
  * are dropped: it gets far fewer replies than it asked for, and a reading client is served meanwhile. */
-Test(quota, a_slow_reader_has_its_replies_dropped, .timeout = 120)
+Test(quota, a_slow_reader_has_its_replies_dropped, .timeout = 400)
 {
     srv_config cfg;
     base_config(&cfg, 2);
     cfg.client_max_queued_bytes = 1u << 20;
     srv_thread *t = start_cfg(&cfg);
-    herd_client *maker = client_of(t, 90000);
-    herd_session s;
+    herd_client *maker = client_of(t, 300000);
+    herd_session s, small;
     MUST(make_s(maker, "anymal_c-walk", 1024, NULL, 0, &s, &e_));
+    MUST(make_s(maker, "anymal_c-walk", 1, NULL, 0, &small, &e_));
     /* the slow reader: a raw DEALER with small buffers that sends resets and does not read */
     void *ctx = zmq_ctx_new(), *d = zmq_socket(ctx, ZMQ_DEALER);
-    int small = 4096, zero = 0;
-    zmq_setsockopt(d, ZMQ_RCVBUF, &small, sizeof small);
-    zmq_setsockopt(d, ZMQ_RCVHWM, &small, sizeof small);
+    int tiny = 4096, zero = 0;
+    zmq_setsockopt(d, ZMQ_RCVBUF, &tiny, sizeof tiny);
+    zmq_setsockopt(d, ZMQ_RCVHWM, &tiny, sizeof tiny);
     zmq_setsockopt(d, ZMQ_LINGER, &zero, sizeof zero);
     cr_assert_eq(zmq_connect(d, srv_thread_endpoint(t)), 0);
     enum { N = 40 };    /* 40 replies of ~200 KB: 8 MB asked for */
     for (int k = 0; k < N; k++) {
         mp m;
-        mp_init(&m, 4);
-        mp_kv_uint(&m, "v", 1);
-        mp_kv_uint(&m, "id", 100 + (uint64_t)k);
-        mp_kv_str(&m, "op", "reset");
+        mp_request(&m, 1, 100 + (uint64_t)k, "reset");
         mp_kv_uint(&m, "session", s.id);
         zmq_send(d, m.sb.data, m.sb.size, 0);
         msgpack_sbuffer_destroy(&m.sb);
     }
-    sleep(3);
     float *o = calloc((size_t)1024 * s.obs_dim, 4);
-    MUST(herd_client_reset(maker, &s, -1, NULL, NULL, o, &e_));    /* a reader is served meanwhile */
+    MUST(herd_client_reset(maker, &small, -1, NULL, NULL, o, &e_));    /* a reader is served meanwhile */
+    /* a reset of the same session queued after the slow reader's: when it is answered, theirs are done */
+    MUST(herd_client_reset(maker, &s, -1, NULL, NULL, o, &e_));
     int got = 0;
     while (raw_recv(d, 1000, NULL, NULL, NULL) == 0) got++;
     fprintf(stderr, "slow reader: %d of %d replies delivered (budget 1 MiB of ~200 KB replies)\n", got, N);
     cr_assert_lt(got, N / 2, "replies over the budget are dropped (%d of %d delivered)", got, N);
     zmq_close(d);
     zmq_ctx_term(ctx);
-    MUST(herd_client_close(maker, &s, &e_));
+    MUST(herd_client_close(maker, &small, &e_));
     free(o);
-    herd_client_destroy(&maker);
-    cr_assert_eq(srv_thread_stop(&t), 0);
+    finish(&maker, &s, &t);
 }
 
 /* ================================================================================================ */
@@ -734,20 +758,10 @@ Test(cancel, close_cancels_the_sessions_queued_work, .timeout = 120)
     }
     fprintf(stderr, "close with 10 heavy steps queued: answered in %.2f s, %d steps cancelled\n", dt, cancelled);
     cr_assert_geq(cancelled, N / 2);
-    cr_assert_lt(dt, 8.0);
+    cr_assert_lt(dt, SLOW * 8.0);
     free(a);
     herd_client_destroy(&c);
     cr_assert_eq(srv_thread_stop(&t), 0);
-}
-
-static void exe_dir(char *out, size_t cap)
-{
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    cr_assert(n > 0);
-    exe[n] = 0;
-    char *d = dirname(exe);      /* build/tests */
-    snprintf(out, cap, "%s", dirname(d));
 }
 
 /* A client killed mid-step (SIGKILL of a Python process that pipelined heavy steps): its queued work is
@@ -806,7 +820,7 @@ Test(cancel, a_killed_clients_work_is_cancelled, .timeout = 120)
 Test(cancel, sigterm_under_load_meets_the_drain_deadline, .timeout = 120)
 {
     char dir[4096], bin[4200], ep[128];
-    exe_dir(dir, sizeof dir);
+    test_build_dir(dir, sizeof dir);
     snprintf(bin, sizeof bin, "%s/herd-server", dir);
     if (access(bin, X_OK)) cr_skip_test("%s not built (make builds it)", bin);
     snprintf(ep, sizeof ep, "ipc:///tmp/herd-limits-%d.sock", (int)getpid());
@@ -848,7 +862,7 @@ Test(cancel, sigterm_under_load_meets_the_drain_deadline, .timeout = 120)
             "answered SHUTTING_DOWN\n", dt, shut, N);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit status %d", status);
     cr_assert_gt(shut, 0);
-    cr_assert_lt(dt, 1.0 + 5.0 + 2.0, "the deadline, its grace, the flush");
+    cr_assert_lt(dt, 1.0 + SLOW * (5.0 + 2.0), "the deadline, its grace, the flush");
     free(a);
     herd_client_destroy(&c);
     unlink(ep + 6);
@@ -953,7 +967,5 @@ Test(load, a_large_make_does_not_stall_a_small_session, .timeout = 120)
             steps, 1e3 * worst);
     cr_assert_gt(b.seconds, 0, "the make succeeded");
     cr_assert_lt(worst, 0.5 * b.seconds, "a small step waited %.3f s during a %.3f s make", worst, b.seconds);
-    MUST(herd_client_close(c, &s, &e_));
-    herd_client_destroy(&c);
-    cr_assert_eq(srv_thread_stop(&t), 0);
+    finish(&c, &s, &t);
 }

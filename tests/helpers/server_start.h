@@ -8,5 +8,7 @@
 double test_mono_ms(void);
 /* Starts a quiet server on tcp://127.0.0.1:* with `threads` workers; fails the current test on error. */
 srv_thread *test_server_start(int threads);
+/* The build directory of the running test binary (build/tests/x -> build), for the binaries beside it. */
+void test_build_dir(char *out, size_t cap);
 
 #endif
