@@ -12,7 +12,16 @@
  * must know which worlds have ended before it starts, so it waits (the session's deferred list) until
  * the session has nothing in flight; then env_first_ended (through srv_job_first_ended) is exact.
  *
- * Threads: everything here runs on the I/O thread.
+ * Bounds (issue 13; srv_config.h): requests are refused with LIMIT before they cost anything when they
+ * would cross a bound: per client (sessions, worlds, requests in flight), the memory ceiling (worlds +
+ * reply buffers in flight + replies queued in ZeroMQ, counted back by ZeroMQ's free callback), and a
+ * step's work (worlds x decimation x solver_max_iter).  A client whose unread replies exceed its byte
+ * budget has further replies dropped.  Every pending request is on S->plist, so that work can be cancelled
+ * (srv_job_cancel): by close (the session's queued work; UNKNOWN_SESSION), by a disconnect (the ROUTER's
+ * monitor reports the connection's fd, matched against ZMQ_SRCFD of each request; no reply), and by the
+ * drain deadline (SHUTTING_DOWN).
+ *
+ * Threads: everything here runs on the I/O thread, except free_buf (ZeroMQ's I/O thread: atomics only).
  */
 #include "srv_server.h"
 
