@@ -969,3 +969,38 @@ Test(load, a_large_make_does_not_stall_a_small_session, .timeout = 120)
     cr_assert_lt(worst, 0.5 * b.seconds, "a small step waited %.3f s during a %.3f s make", worst, b.seconds);
     finish(&c, &s, &t);
 }
+
+/* ================================================================================================ */
+/* the bounds' settings */
+
+Test(config, bounds_from_the_environment_and_the_command_line)
+{
+    srv_config c;
+    srv_config_defaults(&c);
+    cr_assert_eq(c.drain_timeout_s, 25);
+    cr_assert_eq(c.client_max_worlds, 0, "0: one client may use all max_worlds");
+    char err[256];
+    setenv("HERD_DRAIN_TIMEOUT", "7.5", 1);
+    setenv("HERD_CLIENT_MAX_QUEUED_BYTES", "64M", 1);
+    cr_assert_eq(srv_config_from_env(&c, err, sizeof err), 0, "%s", err);
+    unsetenv("HERD_DRAIN_TIMEOUT");
+    unsetenv("HERD_CLIENT_MAX_QUEUED_BYTES");
+    cr_assert_eq(c.drain_timeout_s, 7.5);
+    cr_assert_eq(c.client_max_queued_bytes, (size_t)64 << 20);
+    char *argv[] = {"herd-server", "--drain-timeout", "3", "--max-request-work", "1000", "--client-max-inflight=9",
+                    "--max-memory", "1G", "--client-max-sessions", "4", "--client-max-worlds", "77", NULL};
+    cr_assert_eq(srv_config_from_args(&c, 12, argv, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c.drain_timeout_s, 3);
+    cr_assert_eq(c.max_request_work, 1000);
+    cr_assert_eq(c.client_max_inflight, 9);
+    cr_assert_eq(c.max_memory_bytes, (size_t)1 << 30);
+    cr_assert_eq(srv_config_memory_ceiling(&c), (size_t)1 << 30);
+    cr_assert_eq(c.client_max_sessions, 4);
+    cr_assert_eq(c.client_max_worlds, 77);
+    cr_assert_eq(srv_config_check(&c, err, sizeof err), 0, "%s", err);
+    char *bad[] = {"herd-server", "--drain-timeout", "-1", NULL};
+    cr_assert_eq(srv_config_from_args(&c, 3, bad, err, sizeof err), -1);
+    srv_config_defaults(&c);
+    size_t auto_ceiling = srv_config_memory_ceiling(&c);
+    cr_assert(auto_ceiling > ((size_t)64 << 20), "auto ceiling %zu", auto_ceiling);
+}
