@@ -203,17 +203,15 @@ static void close_frames(zmq_msg_t *f, int n)
  * frees when sent (zero copy); otherwise the bytes are copied. */
 static void send_reply(srv_server *S, zmq_msg_t *frames, int nframes, void *buf, size_t len, int own)
 {
-    int ok = 1;
-    for (int i = 0; i < nframes; i++) {
-        if (ok && zmq_msg_send(&frames[i], S->router, ZMQ_SNDMORE) < 0) ok = 0;
-        zmq_msg_close(&frames[i]);
-    }
+    /* the payload message first: once an envelope frame is sent (SNDMORE), the payload must follow, or
+     * the ROUTER would append the next reply to this unfinished message */
     zmq_msg_t m;
     if (own) {
         srv_client *c = S->reply_client;
         if (c && atomic_load(&c->queued_bytes) + len > S->cfg.client_max_queued_bytes) {
             /* a client that does not read its replies: drop them rather than hold its memory */
             free(buf);
+            close_frames(frames, nframes);
             S->dropped_replies++;
             srv_metrics_dropped(S->metrics, SRV_DROP_REPLY);
             double t = srv_now_s();
@@ -234,11 +232,20 @@ static void send_reply(srv_server *S, zmq_msg_t *frames, int nframes, void *buf,
         }
         if (zmq_msg_init_data(&m, buf, len, free_buf, q)) {
             free_buf(buf, q);
+            close_frames(frames, nframes);
             return;
         }
     } else {
-        if (zmq_msg_init_size(&m, len)) return;
+        if (zmq_msg_init_size(&m, len)) {
+            close_frames(frames, nframes);
+            return;
+        }
         memcpy(zmq_msg_data(&m), buf, len);
+    }
+    int ok = 1;
+    for (int i = 0; i < nframes; i++) {
+        if (ok && zmq_msg_send(&frames[i], S->router, ZMQ_SNDMORE) < 0) ok = 0;
+        zmq_msg_close(&frames[i]);
     }
     if (ok && zmq_msg_send(&m, S->router, 0) < 0) ok = 0;
     zmq_msg_close(&m);

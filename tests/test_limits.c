@@ -696,9 +696,11 @@ Test(quota, a_slow_reader_has_its_replies_dropped, .timeout = 400)
     MUST(make_s(maker, "anymal_c-walk", 1, NULL, 0, &small, &e_));
     /* the slow reader: a raw DEALER with small buffers that sends resets and does not read */
     void *ctx = zmq_ctx_new(), *d = zmq_socket(ctx, ZMQ_DEALER);
-    int tiny = 4096, zero = 0;
+    /* ZeroMQ's I/O thread reads ahead into the socket's pipe up to RCVHWM messages whether the application
+     * reads or not: 1 message, and a small kernel buffer, so that the replies back up into the server */
+    int tiny = 4096, one = 1, zero = 0;
     zmq_setsockopt(d, ZMQ_RCVBUF, &tiny, sizeof tiny);
-    zmq_setsockopt(d, ZMQ_RCVHWM, &tiny, sizeof tiny);
+    zmq_setsockopt(d, ZMQ_RCVHWM, &one, sizeof one);
     zmq_setsockopt(d, ZMQ_LINGER, &zero, sizeof zero);
     cr_assert_eq(zmq_connect(d, srv_thread_endpoint(t)), 0);
     enum { N = 40 };    /* 40 replies of ~200 KB: 8 MB asked for */
