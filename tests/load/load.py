@@ -6,7 +6,8 @@ Clients (one thread each, plain DEALER sockets, msgpack):
   trainers     step 256 worlds of anymal_c-walk, two requests in flight
   small        a 1-world session stepping one request at a time: its latencies give p50 / p99
   heavy        decimation 50, 10,000 solver sweeps, tolerance 1e-12, 128 contacts: 16-world steps
-  slow reader  pipelines resets of 1,024 worlds and reads nothing for 20 s at a time
+  slow reader  pipelines 30 resets of 1,024 worlds (6 MB) and reads nothing for 20 s at a time: over the
+               server's 4 MiB budget (--client-max-queued-bytes), part of its replies are dropped
   quitter      makes, pipelines steps and closes its socket mid-step (linger 0), again and again
 Every sample (--sample seconds) prints one JSON line: time, server RSS (kB), world-steps/s (stats),
 small-session latency p50 / p99 (ms) over the sample, errors seen by the clients.  At the end a summary
@@ -170,7 +171,7 @@ def main():
     proc = None
     if args.server:
         proc = subprocess.Popen([args.server, "--bind", args.endpoint, "--threads", args.threads,
-                                 "--session-timeout", "30", "--client-max-queued-bytes", "16M",
+                                 "--session-timeout", "30", "--client-max-queued-bytes", "4M",
                                  "--log-level", "warn", "--stats-interval", "0"])
     L = Load(args.endpoint, args.seconds)
     try:
