@@ -25,9 +25,12 @@ HEAVY = {"decimation": 50, "solver_max_iter": 10000, "solver_tol": 1e-12, "max_c
 
 
 class Client:
-    def __init__(self, ctx, ep, linger=0):
+    def __init__(self, ctx, ep, linger=0, rcvhwm=None):
         self.sock = ctx.socket(zmq.DEALER)
         self.sock.setsockopt(zmq.LINGER, linger)
+        if rcvhwm:      # ZeroMQ reads ahead up to RCVHWM messages whether the application reads or not
+            self.sock.setsockopt(zmq.RCVHWM, rcvhwm)
+            self.sock.setsockopt(zmq.RCVBUF, 4096)
         self.sock.connect(ep)
         self.next_id = 1
 
@@ -119,15 +122,16 @@ class Load:
         c.close()
 
     def slow_reader(self):
-        c = Client(self.ctx, self.ep)
+        c = Client(self.ctx, self.ep, rcvhwm=1)
         sid = c.call("make", env="anymal_c-walk", num_worlds=1024, seed=3)["session"]
         while not self.stop.is_set():
             for _ in range(30):
                 c.send("reset", session=sid)
             self.stop.wait(20)
-            while c.sock.poll(0):
+            while c.sock.poll(500):
                 c.sock.recv()
                 self.count("slow_reader_replies")
+            self.count("slow_reader_asked", 30)
         c.close()
 
     def quitter(self):
