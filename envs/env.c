@@ -120,8 +120,8 @@ void env_destroy(env_t **pe)
     *pe = NULL;
 }
 
-env_t *env_new(const char *name, int nworlds, const env_kv *ov, int nov, uint64_t seed, env_autoreset autoreset,
-               char *err, size_t errlen)
+env_t *env_new_begin(const char *name, int nworlds, const env_kv *ov, int nov, uint64_t seed,
+                     env_autoreset autoreset, char *err, size_t errlen)
 {
     int t = env_registry_find(name);
     if (t < 0) {
@@ -197,20 +197,39 @@ env_t *env_new(const char *name, int nworlds, const env_kv *ov, int nov, uint64_
         env_destroy(&e);
         return NULL;
     }
-    for (int i = 0; i < nworlds; i++) {
+    return e;
+}
+
+int env_new_worlds(env_t *e, int first, int n, char *err, size_t errlen)
+{
+    size_t ts = (e->task->task_state_size + 63) / 64 * 64;
+    for (int i = first; i < first + n && i < e->nworlds; i++) {
         env_world *w = &e->worlds[i];
         w->d = sim_data_new_shared(e->model);
         if (!w->d) {
-            snprintf(err, errlen, "out of memory for %d worlds", nworlds);
-            env_destroy(&e);
-            return NULL;
+            snprintf(err, errlen, "out of memory for %d worlds", e->nworlds);
+            return -1;
         }
         w->task = ts ? e->task_mem + (size_t)i * ts : NULL;
-        w->seed = seed;
+        w->seed = e->seed;
         w->stream = (uint64_t)i;
         w->episode = 0;
         w->needs_reset = 1;
     }
+    return 0;
+}
+
+size_t env_world_bytes(const env_t *e)
+{
+    size_t ts = (e->task->task_state_size + 63) / 64 * 64;
+    return sizeof(env_world) + ts + (e->worlds[0].d ? e->worlds[0].d->nbytes : 0);
+}
+
+env_t *env_new(const char *name, int nworlds, const env_kv *ov, int nov, uint64_t seed, env_autoreset autoreset,
+               char *err, size_t errlen)
+{
+    env_t *e = env_new_begin(name, nworlds, ov, nov, seed, autoreset, err, errlen);
+    if (e && env_new_worlds(e, 0, nworlds, err, errlen)) env_destroy(&e);
     return e;
 }
 
@@ -266,6 +285,15 @@ long env_check_actions(const env_t *e, int n, const float *a)
     return -1;
 }
 
+/* Nonzero when an observation row, its reward and its reward terms are all finite. */
+static int step_finite(const float *o, int od, float r, const float *terms, int nt)
+{
+    float acc = r - r;              /* 0, or NaN once any value is NaN or infinite */
+    for (int k = 0; k < od; k++) acc += o[k] - o[k];
+    for (int k = 0; k < nt; k++) acc += terms[k] - terms[k];
+    return acc == 0;
+}
+
 int env_step(env_t *e, int first, int n, const int32_t *ids, const float *act, float *obs, float *reward,
              uint8_t *terminated, uint8_t *truncated, env_info *info)
 {
@@ -311,6 +339,15 @@ int env_step(env_t *e, int first, int n, const int32_t *ids, const float *act, f
         uint8_t term = 0, trunc = 0;
         uint64_t it0 = w->solver_iterations, cap0 = w->solver_capped;
         int physics = e->task->step_world(e, w, act + (size_t)i * ad, o, &r, terms, &term, &trunc);
+        if (!physics && !step_finite(o, od, r, terms, nt)) {
+            /* finite physics state, but an output overflowed float32 (or a term is NaN): no non-finite
+             * value may leave the env, so this is a physics failure like any other, reported now */
+            e->task->reset_world(e, w, o);
+            r = 0;
+            memset(terms, 0, sizeof(float) * (size_t)nt);
+            term = trunc = 0;
+            physics = 1;
+        }
         if (info && info->counters) {
             info->counters->world_steps++;
             info->counters->physics_resets += (uint64_t)physics;

@@ -40,7 +40,8 @@ typedef struct {
 /* Per-step extras.  Every pointer may be NULL (not wanted); arrays have one row per stepped world. */
 typedef struct {
     float *final_obs;           /* n x obs_dim: same-step mode, the last observation of worlds that ended */
-    uint8_t *physics_reset;     /* n: 1 if the world's physics failed (NaN, inf, runaway) and it was reset */
+    uint8_t *physics_reset;     /* n: 1 if the world's physics failed (NaN, inf, runaway), or its observation,
+                                 * reward or reward terms were not finite (float32 overflow), and it was reset */
     uint8_t *episode_done;      /* n: 1 if an episode ended in this step (the stats below are valid) */
     float *episode_return;      /* n */
     int32_t *episode_length;    /* n (env steps) */
@@ -68,6 +69,15 @@ int env_registry_find(const char *name);
  * Worlds are not reset: call env_reset.  Free with env_destroy. */
 env_t *env_new(const char *name, int nworlds, const env_kv *overrides, int noverrides, uint64_t seed,
                env_autoreset autoreset, char *err, size_t errlen);
+/* env_new in steps, so that a server can create a large batch a slice at a time: env_new_begin validates
+ * and configures, and allocates the world arrays but no world; env_new_worlds then creates worlds
+ * [first, first + n) (0, or -1 out of memory with a message; destroy the env then).  Every world must be
+ * created before any other call but env_destroy and env_world_bytes. */
+env_t *env_new_begin(const char *name, int nworlds, const env_kv *overrides, int noverrides, uint64_t seed,
+                     env_autoreset autoreset, char *err, size_t errlen);
+int env_new_worlds(env_t *e, int first, int n, char *err, size_t errlen);
+/* Bytes one world takes (its state, task state and bookkeeping), once world 0 exists. */
+size_t env_world_bytes(const env_t *e);
 void env_destroy(env_t **e);
 
 /* A named choice of a configuration key (env_config_key.choices): *value = its index, what env_new takes
@@ -85,7 +95,9 @@ void env_reset(env_t *e, int first, int n, const int32_t *ids, const uint64_t *s
 /* Steps n worlds with actions (n x act_dim, clipped to the action bounds; non-finite entries are
  * rejected by the caller, see env_check_actions).  Writes obs (n x obs_dim), rewards, terminated and
  * truncated (n each), and the info arrays that are not NULL.  Returns the number of worlds that could
- * not be stepped (DISABLED autoreset: ended and not reset), whose outputs are their last ones. */
+ * not be stepped (DISABLED autoreset: ended and not reset), whose outputs are their last ones.
+ * No output is ever NaN or infinite: a world whose step would produce one is reset in that step
+ * (physics_reset, truncated), like a world whose physics failed. */
 int env_step(env_t *e, int first, int n, const int32_t *ids, const float *actions, float *obs, float *reward,
              uint8_t *terminated, uint8_t *truncated, env_info *info);
 

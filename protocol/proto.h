@@ -158,7 +158,8 @@ void proto_request_init(proto_request *r);          /* zeroes; nids = nseeds = -
 void proto_request_clear(proto_request *r);         /* frees owned arrays, then init */
 
 /* Decodes and validates one request payload (see PROTOCOL.md, "Validation order").  On failure returns
- * the error code (and fills err); r->id / r->has_id are still set when the id could be read.  On
+ * the error code (and fills err); r->id / r->has_id (and r->session / r->has_session) are still set when
+ * they could be read.  On
  * success returns PROTO_OK: fields are type- and range-checked, but not against a session (see the
  * proto_check_* functions).  r must be initialized; it is cleared first. */
 int proto_decode_request(const void *buf, size_t len, const proto_limits *lim, proto_request *r, proto_error *err);
@@ -225,6 +226,10 @@ typedef struct {
     uint64_t max_message_bytes;
     int64_t max_worlds_per_session, max_worlds;
     const char *auth;           /* "curve" or "none" (minor 1) */
+    /* more limits (the server's resource bounds), written after those three in the "limits" map */
+    int nextra;
+    const char *const *extra_names;
+    const int64_t *extra_values;
 } proto_hello_info;
 int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *info, const env_spec *const *specs,
                              int nspecs);

@@ -457,11 +457,13 @@ int proto_decode_request(const void *buf, size_t len, const proto_limits *lim, p
         rc = op_decoders[r->op](&f, lim, r, err);
     msgpack_zone_destroy(&z);
     if (rc != PROTO_OK) {
-        uint64_t id = r->id;
-        int has = r->has_id;
+        uint64_t id = r->id, session = r->session;
+        int has = r->has_id, has_session = r->has_session;
         proto_request_clear(r);
         r->id = id;
         r->has_id = has;
+        r->session = session;       /* kept too, so that the server counts the error against the session */
+        r->has_session = has_session;
     }
     return rc;
 }

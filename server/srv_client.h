@@ -18,6 +18,7 @@
 #ifndef HERD_SRV_CLIENT_H
 #define HERD_SRV_CLIENT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,7 +36,8 @@ struct srv_client {
     long worlds;                /* in its sessions, including makes in flight */
     int sessions;               /* open, including makes in flight */
     int inflight;               /* requests accepted and not yet answered */
-    size_t queued_bytes;        /* replies handed to ZeroMQ and not yet sent */
+    _Atomic size_t queued_bytes;        /* replies handed to ZeroMQ and not yet sent (ZeroMQ's I/O thread
+                                         * subtracts when it frees a sent or dropped reply) */
     /* totals, for logs and stats */
     uint64_t requests, errors;
     double first_seen, last_seen;       /* srv_now_s() */

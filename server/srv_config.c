@@ -12,6 +12,9 @@
 
 #include "proto.h"
 
+static int parse_long(const char *s, long lo, long hi, long *out);
+static int parse_double(const char *s, double lo, double hi, double *out);
+
 void srv_config_defaults(srv_config *c)
 {
     memset(c, 0, sizeof *c);
@@ -25,6 +28,68 @@ void srv_config_defaults(srv_config *c)
     c->stats_interval_s = 10;
     c->quantum = 16;
     c->spin_us = 250;
+    /* resource bounds */
+    c->max_request_work = 1L << 26;
+    c->max_memory_bytes = 0;
+    c->client_max_worlds = 0;
+    c->client_max_sessions = 256;
+    c->client_max_inflight = 256;
+    c->client_max_queued_bytes = (size_t)1 << 30;
+    c->drain_timeout_s = 25;
+}
+
+/* A number from a one-line file (cgroup limits); 0 when absent, "max" or unreadable. */
+static size_t read_limit_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    unsigned long long v = 0;
+    if (fscanf(f, "%llu", &v) != 1) v = 0;
+    fclose(f);
+    return (size_t)v;
+}
+
+size_t srv_config_memory_ceiling(const srv_config *c)
+{
+    if (c->max_memory_bytes) return c->max_memory_bytes;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    size_t mem = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : (size_t)8 << 30;
+    size_t cg = read_limit_file("/sys/fs/cgroup/memory.max");
+    if (!cg) cg = read_limit_file("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+    if (cg && cg < mem) mem = cg;
+    return mem / 4 * 3;
+}
+
+/* The resource bounds' settings (a block of their own); 1 if name is not one of them. */
+static int apply_bounds(srv_config *c, const char *name, const char *val)
+{
+    long l;
+    double d;
+    if (!strcmp(name, "max-request-work")) {
+        if (parse_long(val, 1, 1L << 50, &l)) return -1;
+        c->max_request_work = l;
+    } else if (!strcmp(name, "max-memory")) {
+        if (parse_long(val, 0, 1L << 50, &l)) return -1;
+        c->max_memory_bytes = (size_t)l;
+    } else if (!strcmp(name, "client-max-worlds")) {
+        if (parse_long(val, 0, 1L << 40, &l)) return -1;
+        c->client_max_worlds = l;
+    } else if (!strcmp(name, "client-max-sessions")) {
+        if (parse_long(val, 1, 1 << 20, &l)) return -1;
+        c->client_max_sessions = (int)l;
+    } else if (!strcmp(name, "client-max-inflight")) {
+        if (parse_long(val, 1, 1 << 20, &l)) return -1;
+        c->client_max_inflight = (int)l;
+    } else if (!strcmp(name, "client-max-queued-bytes")) {
+        if (parse_long(val, 1024, 1L << 50, &l)) return -1;
+        c->client_max_queued_bytes = (size_t)l;
+    } else if (!strcmp(name, "drain-timeout")) {
+        if (parse_double(val, 0, 1e6, &d)) return -1;
+        c->drain_timeout_s = d;
+    } else {
+        return 1;
+    }
+    return 0;
 }
 
 static int parse_long(const char *s, long lo, long hi, long *out)
@@ -126,8 +191,12 @@ static int apply(srv_config *c, const char *name, const char *val, const char *w
     } else if (!strcmp(name, "keygen")) {
         if (copy_path(c->keygen_dir, val)) goto bad;
     } else {
-        snprintf(err, errlen, "unknown option %s (see --help)", where);
-        return -1;
+        int rc = apply_bounds(c, name, val);
+        if (rc < 0) goto bad;
+        if (rc > 0) {
+            snprintf(err, errlen, "unknown option %s (see --help)", where);
+            return -1;
+        }
     }
     return 0;
 bad:
@@ -139,7 +208,10 @@ static const char *const settings[] = {"bind", "threads", "max-message-bytes", "
                                        "session-timeout", "log-level", "stats-interval", "quantum", "spin-us",
                                        "metrics",
                                        "curve-secret-key-file", "curve-public-key-file", "curve-secret-key",
-                                       "authorized-keys", "insecure"};
+                                       "authorized-keys", "insecure",
+                                       /* resource bounds */
+                                       "max-request-work", "max-memory", "client-max-worlds", "client-max-sessions",
+                                       "client-max-inflight", "client-max-queued-bytes", "drain-timeout"};
 /* Command-line only: --keygen DIR (a one-off action, not a setting of a running server). */
 static const char *const arg_only[] = {"keygen"};
 /* Flags: no value on the command line (--insecure means 1). */
@@ -200,19 +272,34 @@ void srv_config_usage(FILE *f)
             "  --keygen DIR                 write server.key / server.pub, client.key / client.pub and\n"
             "                               authorized_keys (the client's public key) to DIR, then exit\n"
             "\n"
+            "Resource bounds (per request, per client, in all; hello reports them):\n"
+            "  --max-request-work N         worlds x decimation x solver_max_iter of one step, at most (default\n"
+            "                               %ld); a costlier step gets LIMIT before it runs: step fewer worlds\n"
+            "  --max-memory BYTES           ceiling on the worlds' memory and the replies in flight; a make that\n"
+            "                               would cross it gets LIMIT before allocating (default 0 = 3/4 of the\n"
+            "                               cgroup memory limit or of the RAM)\n"
+            "  --client-max-worlds N        worlds of one client's sessions (default 0 = --max-worlds)\n"
+            "  --client-max-sessions N      open sessions of one client (default %d)\n"
+            "  --client-max-inflight N      requests of one client accepted and not yet answered (default %d)\n"
+            "  --client-max-queued-bytes N  replies queued for one client and not yet sent (default %zu); beyond,\n"
+            "                               its replies are dropped (logged) until it reads\n"
+            "  --drain-timeout SECONDS      SIGTERM: after this, requests in flight get SHUTTING_DOWN and the\n"
+            "                               server exits (default %g)\n"
             "  --version                    print the version and exit\n"
             "  --help                       this text\n"
             "\n"
             "Each option can also be given as an environment variable: HERD_BIND, HERD_THREADS,\n"
             "HERD_MAX_MESSAGE_BYTES, HERD_MAX_WORLDS_PER_SESSION, HERD_MAX_WORLDS, HERD_SESSION_TIMEOUT,\n"
             "HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM, HERD_SPIN_US, HERD_METRICS, HERD_CURVE_SECRET_KEY_FILE,\n"
-            "HERD_CURVE_PUBLIC_KEY_FILE, HERD_CURVE_SECRET_KEY, HERD_AUTHORIZED_KEYS, HERD_INSECURE=1.\n"
-            "The command line wins.\n"
-            "SIGINT / SIGTERM: finish the requests in flight, send their replies, exit 0.\n"
+            "HERD_CURVE_PUBLIC_KEY_FILE, HERD_CURVE_SECRET_KEY, HERD_AUTHORIZED_KEYS, HERD_INSECURE=1,\n"
+            "HERD_MAX_REQUEST_WORK, HERD_MAX_MEMORY, HERD_CLIENT_MAX_WORLDS, HERD_CLIENT_MAX_SESSIONS,\n"
+            "HERD_CLIENT_MAX_INFLIGHT, HERD_CLIENT_MAX_QUEUED_BYTES, HERD_DRAIN_TIMEOUT.  The command line wins.\n"
+            "SIGINT / SIGTERM: finish the requests in flight (at most --drain-timeout), send their replies, exit 0.\n"
             "Without keys anyone who can reach the endpoint can use the server: plain mode is the default only\n"
             "on 127.0.0.1 / ::1 / localhost and ipc://; elsewhere give keys or --insecure.\n",
             d.bind, d.max_message_bytes, d.max_worlds_per_session, d.max_worlds, d.session_timeout_s,
-            d.stats_interval_s, d.quantum, d.spin_us);
+            d.stats_interval_s, d.quantum, d.spin_us, d.max_request_work, d.client_max_sessions, d.client_max_inflight,
+            d.client_max_queued_bytes, d.drain_timeout_s);
 }
 
 int srv_config_from_args(srv_config *c, int argc, char **argv, char *err, size_t errlen)
@@ -284,6 +371,12 @@ int srv_config_check(const srv_config *c, char *err, size_t errlen)
     if (!srv_config_curve(c) && !c->insecure && !srv_config_bind_is_local(c->bind))
         return snprintf(err, errlen, "%s is not a loopback or ipc address: give the server's keys "
                         "(--curve-secret-key-file, --authorized-keys) or allow plain mode with --insecure", c->bind), -1;
+    if (c->max_request_work < 1) return snprintf(err, errlen, "max-request-work must be >= 1"), -1;
+    if (c->client_max_worlds < 0) return snprintf(err, errlen, "client-max-worlds must be >= 0"), -1;
+    if (c->client_max_sessions < 1 || c->client_max_inflight < 1)
+        return snprintf(err, errlen, "client-max-sessions and client-max-inflight must be >= 1"), -1;
+    if (c->client_max_queued_bytes < 1024) return snprintf(err, errlen, "client-max-queued-bytes must be >= 1024"), -1;
+    if (c->drain_timeout_s < 0) return snprintf(err, errlen, "drain-timeout must be >= 0"), -1;
     return 0;
 }
 

@@ -44,14 +44,32 @@ typedef struct {
     char authorized_keys[SRV_PATH_MAX];         /* a directory of public keys (*.pub, *.key) or a file of them */
     int insecure;                /* allow plain (unauthenticated) mode on a non-loopback address */
     char keygen_dir[SRV_PATH_MAX];              /* --keygen DIR: write key pairs there and exit */
+    /* ---- resource bounds (issue 13: quotas, memory, CPU, drain) ---- */
+    long max_request_work;       /* worlds x decimation x solver_max_iter of one step request (LIMIT beyond) */
+    size_t max_memory_bytes;     /* ceiling on worlds' memory + replies in flight; 0 = 3/4 of the cgroup memory
+                                  * limit or of the machine's RAM (srv_config_memory_ceiling) */
+    long client_max_worlds;      /* per client (0 = max_worlds: one trainer may use the whole server) */
+    int client_max_sessions;     /* per client */
+    int client_max_inflight;     /* requests of one client accepted and not yet answered */
+    size_t client_max_queued_bytes;  /* replies handed to ZeroMQ for one client and not yet sent; beyond, its
+                                      * replies are dropped (logged) until it reads */
+    double drain_timeout_s;      /* SIGTERM: after this, requests in flight get SHUTTING_DOWN and the server exits */
 } srv_config;
 
-/* tcp://127.0.0.1:5555, all cores, 16 MiB, 65536 / 262144 worlds, 600 s, info, 10 s, 16 worlds, 250 us. */
+/* The memory ceiling the server enforces: c->max_memory_bytes, or when 0, 3/4 of the cgroup's memory.max
+ * (v2) / memory.limit_in_bytes (v1) or of the physical memory, whichever is smaller. */
+size_t srv_config_memory_ceiling(const srv_config *c);
+
+/* tcp://127.0.0.1:5555, all cores, 16 MiB, 65536 / 262144 worlds, 600 s, info, 10 s, 16 worlds, 250 us;
+ * bounds: 2^26 work per request, memory auto, per client max_worlds worlds / 256 sessions / 256 requests in
+ * flight / 1 GiB queued replies, 25 s drain. */
 void srv_config_defaults(srv_config *c);
 /* Applies HERD_BIND, HERD_THREADS, HERD_MAX_MESSAGE_BYTES, HERD_MAX_WORLDS_PER_SESSION, HERD_MAX_WORLDS,
  * HERD_SESSION_TIMEOUT, HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM, HERD_SPIN_US, HERD_METRICS,
  * HERD_CURVE_SECRET_KEY_FILE, HERD_CURVE_PUBLIC_KEY_FILE, HERD_CURVE_SECRET_KEY, HERD_AUTHORIZED_KEYS,
- * HERD_INSECURE (1 / 0).  0, or -1 with a message. */
+ * HERD_INSECURE (1 / 0), and the bounds: HERD_MAX_REQUEST_WORK, HERD_MAX_MEMORY, HERD_CLIENT_MAX_WORLDS,
+ * HERD_CLIENT_MAX_SESSIONS, HERD_CLIENT_MAX_INFLIGHT, HERD_CLIENT_MAX_QUEUED_BYTES, HERD_DRAIN_TIMEOUT.
+ * 0, or -1 with a message. */
 int srv_config_from_env(srv_config *c, char *err, size_t errlen);
 /* Applies the command line (--bind ... --help).  0 = run, 1 = --help / --version printed, -1 = error. */
 int srv_config_from_args(srv_config *c, int argc, char **argv, char *err, size_t errlen);

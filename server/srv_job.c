@@ -11,6 +11,13 @@
 
 #include "srv_log.h"
 
+/* A worker turns to the next lane once a turn has taken this long, even within its quantum of worlds: a
+ * session whose worlds are costly (decimation 50, thousands of solver sweeps) holds a worker for about
+ * one world-step, not one quantum of them. */
+#define SLICE_S 0.002
+/* make: worlds created per chunk (a world takes microseconds) */
+#define MAKE_CHUNK 256
+
 /* Rows [row0, row1) of a job, all on one worker. */
 typedef struct srv_job_run {
     int row0, row1;
@@ -22,6 +29,7 @@ struct srv_job_unit {
     int worker;
     int r_begin, r_end;         /* this worker's runs in j->runs */
     int ri, off;                /* cursor: run, rows done in it */
+    int chunk;                  /* rows per env call: grows from 1 while a call takes under half a slice */
 };
 
 struct srv_jobs {
@@ -48,7 +56,16 @@ void srv_job_init(srv_job *j, srv_job_kind kind)
     j->kind = kind;
     atomic_init(&j->remaining, 0);
     atomic_init(&j->nrefused, 0);
+    atomic_init(&j->cancel, 0);
+    atomic_init(&j->skipped, 0);
 }
+
+int srv_job_cut(srv_job *j) { return atomic_load(&j->skipped) > 0; }
+
+int srv_jobs_task(const char *name) { return env_registry_find(name); }
+
+void srv_job_cancel(srv_job *j) { atomic_store_explicit(&j->cancel, 1, memory_order_relaxed); }
+int srv_job_cancelled(const srv_job *j) { return atomic_load_explicit(&j->cancel, memory_order_relaxed); }
 
 void srv_job_clear(srv_job *j)
 {
@@ -148,17 +165,31 @@ static int unit_run(srv_unit *u, int worker, int budget)
 {
     srv_job_unit *ju = (srv_job_unit *)u;
     srv_job *j = ju->j;
+    if (atomic_load_explicit(&j->cancel, memory_order_relaxed)) {
+        if (ju->ri < ju->r_end) atomic_fetch_add(&j->skipped, 1);
+        ju->ri = ju->r_end;     /* cancelled: the rest is not run (the reply says so, or there is none) */
+        return 1;
+    }
+    const double t0 = srv_now_s();
+    if (ju->chunk < 1) ju->chunk = 1;
+    const int cap = j->max_chunk > 0 ? j->max_chunk : budget;
     while (budget > 0 && ju->ri < ju->r_end) {
         const run_t *run = &j->runs[ju->ri];
         int r = run->row0 + ju->off;
         int k = run->row1 - r < budget ? run->row1 - r : budget;
+        if (k > ju->chunk) k = ju->chunk;
+        double t1 = srv_now_s();
         job_rows(j, worker, r, k);
+        double t2 = srv_now_s();
         budget -= k;
         ju->off += k;
         if (r + k == run->row1) {
             ju->ri++;
             ju->off = 0;
         }
+        if (k == ju->chunk && t2 - t1 < 0.5 * SLICE_S && ju->chunk < cap) ju->chunk *= 2;
+        else if (t2 - t1 > SLICE_S && ju->chunk > 1) ju->chunk /= 2;
+        if (t2 - t0 >= SLICE_S) break;
     }
     return ju->ri >= ju->r_end;
 }
@@ -173,28 +204,52 @@ static void unit_finish(srv_unit *u, int worker)
     }
 }
 
-static void make_env(srv_job *j)
+/* One turn of a make: the first configures the env (env_new_begin) and creates world 0, which gives the
+ * bytes per world; later turns create the worlds MAKE_CHUNK at a time for at most one slice.  1 when done. */
+static int make_env(srv_job *j)
 {
     const proto_request *r = j->make;
-    env_kv kv[PROTO_MAX_CONFIG];
-    for (int i = 0; i < r->nconfig; i++) {
-        kv[i] = (env_kv){r->config[i].key, r->config[i].value};
-        /* a named choice ("solver": "admm"): its value, or BAD_CONFIG naming the allowed names */
-        if (r->config_name[i][0] &&
-            env_config_choice(r->env, r->config[i].key, r->config_name[i], &kv[i].value, j->err, sizeof j->err)) {
-            j->make_err = SRV_MAKE_BAD_CONFIG;
-            return;
-        }
-    }
-    errno = 0;
-    j->env = env_new(r->env, (int)r->num_worlds, kv, r->nconfig, r->seed, r->autoreset, j->err, sizeof j->err);
+    const double t0 = srv_now_s();
     if (!j->env) {
-        /* env_new reports failures by message only: an allocation that failed left ENOMEM in errno */
-        j->make_err = errno == ENOMEM ? SRV_MAKE_NO_MEMORY : SRV_MAKE_BAD_CONFIG;
-        return;
+        env_kv kv[PROTO_MAX_CONFIG];
+        for (int i = 0; i < r->nconfig; i++) {
+            kv[i] = (env_kv){r->config[i].key, r->config[i].value};
+            /* a named choice ("solver": "admm"): its value, or BAD_CONFIG naming the allowed names */
+            if (r->config_name[i][0] &&
+                env_config_choice(r->env, r->config[i].key, r->config_name[i], &kv[i].value, j->err, sizeof j->err)) {
+                j->make_err = SRV_MAKE_BAD_CONFIG;
+                return 1;
+            }
+        }
+        errno = 0;
+        j->env = env_new_begin(r->env, (int)r->num_worlds, kv, r->nconfig, r->seed, r->autoreset, j->err, sizeof j->err);
+        if (!j->env) {
+            /* env_new reports failures by message only: an allocation that failed left ENOMEM in errno */
+            j->make_err = errno == ENOMEM ? SRV_MAKE_NO_MEMORY : SRV_MAKE_BAD_CONFIG;
+            return 1;
+        }
+        j->made = 0;
+    }
+    while (j->made < r->num_worlds) {
+        if (atomic_load_explicit(&j->cancel, memory_order_relaxed)) {
+            env_destroy(&j->env);
+            j->make_err = SRV_MAKE_CANCELLED;
+            snprintf(j->err, sizeof j->err, "cancelled");
+            return 1;
+        }
+        int n = (int)r->num_worlds - j->made < MAKE_CHUNK ? (int)r->num_worlds - j->made : MAKE_CHUNK;
+        if (env_new_worlds(j->env, j->made, n, j->err, sizeof j->err)) {
+            env_destroy(&j->env);
+            j->make_err = SRV_MAKE_NO_MEMORY;
+            return 1;
+        }
+        if (j->made == 0) j->world_bytes = env_world_bytes(j->env);
+        j->made += n;
+        if (j->made < r->num_worlds && srv_now_s() - t0 >= SLICE_S) return 0;
     }
     const env_spec *sp = j->spec = env_get_spec(j->env);
     for (int i = 0; i < sp->nconfig; i++) j->config[i] = env_config(j->env, sp->config[i].key);
+    return 1;
 }
 
 /* The job of a control unit (embedded in it). */
@@ -205,8 +260,8 @@ static int control_run(srv_unit *u, int worker, int budget)
     (void)worker;
     (void)budget;
     srv_job *j = control_job(u);
-    if (j->kind == SRV_JOB_MAKE) make_env(j);
-    else srv_jobs_drop_env(j->sess);
+    if (j->kind == SRV_JOB_MAKE) return make_env(j);
+    srv_jobs_drop_env(j->sess);
     return 1;
 }
 
@@ -401,6 +456,6 @@ int srv_jobs_check_env(const char *name, char *msg, size_t msglen)
     char list[256] = "";
     for (int i = 0; i < env_registry_count(); i++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", env_registry_spec(i)->name);
-    snprintf(msg, msglen, "unknown env '%s' (available: %s)", name, list);
+    snprintf(msg, msglen, "unknown env '%.64s%s' (available: %s)", name, strlen(name) > 64 ? "..." : "", list);
     return PROTO_E_UNKNOWN_ENV;
 }

@@ -4,7 +4,10 @@
  * consecutive rows owned by one worker (srv_session.h slices) and become one unit per such worker,
  * queued on the session's lane of that worker (srv_pool.h): workers call env_reset / env_step and write
  * observations, rewards and flags straight into the reply buffer, which was laid out beforehand
- * (proto_encode_*_reply).  make (env_new) and close (env_destroy) are one unit each on a control lane.
+ * (proto_encode_*_reply).  make (env_new_begin + env_new_worlds) and close (env_destroy) are one unit each
+ * on a control lane.  A turn of a unit ends after its quantum of worlds or a slice of time (2 ms),
+ * whichever comes first (a make creates worlds for one slice per turn), so a costly session does not hold
+ * a worker for long; srv_job_cancel makes the rest of a job be skipped.
  * When a job's last unit is complete the job goes on the done queue and srv_jobs_fd becomes readable;
  * the I/O thread takes it back with srv_jobs_take_done.
  *
@@ -36,7 +39,7 @@
 typedef enum { SRV_JOB_RESET, SRV_JOB_STEP, SRV_JOB_MAKE, SRV_JOB_CLOSE, SRV_JOB_POSES } srv_job_kind;
 
 /* How a make job failed (srv_job.make_err). */
-typedef enum { SRV_MAKE_OK = 0, SRV_MAKE_BAD_CONFIG, SRV_MAKE_NO_MEMORY } srv_make_err;
+typedef enum { SRV_MAKE_OK = 0, SRV_MAKE_BAD_CONFIG, SRV_MAKE_NO_MEMORY, SRV_MAKE_CANCELLED } srv_make_err;
 
 typedef struct srv_job_unit srv_job_unit;
 typedef struct srv_jobs srv_jobs;
@@ -54,6 +57,8 @@ struct srv_job {
     proto_step_layout lay;
     int refused;                /* step, after completion: worlds the env refused (ended, autoreset disabled) */
     int latest;                 /* poses: on the session's second lanes (see above) */
+    int max_chunk;              /* worlds per env call at most (0: the quantum); 1 for costly sessions, so that a
+                                 * turn lasts about one world-step whatever the world-step costs */
     /* make: the request (not owned; must outlive the job); after completion: */
     const proto_request *make;
     env_t *env;                 /* the new env (owned until moved into a session), or NULL and: */
@@ -61,6 +66,8 @@ struct srv_job {
     srv_make_err make_err;
     char err[256];              /* the env's message */
     double config[ENV_MAX_CONFIG];   /* the env's configuration values, in spec order */
+    size_t world_bytes;         /* bytes one of its worlds takes (env_world_bytes) */
+    int made;                   /* worlds created so far (the make runs a slice at a time) */
     /* the pool's side (private) */
     srv_jobs *jobs;
     srv_job_unit *units;        /* reset / step: one per worker involved */
@@ -69,11 +76,22 @@ struct srv_job {
     struct srv_job_run *runs;
     atomic_int remaining;
     atomic_int nrefused;
+    atomic_int cancel;          /* srv_job_cancel: units not yet run are skipped */
+    atomic_int skipped;         /* units that skipped rows (the job was cut short) */
     srv_job *next;              /* link for whoever holds the job: the done queue, or a deferred list */
 };
 
 /* Zeroes j for a job of this kind. */
 void srv_job_init(srv_job *j, srv_job_kind kind);
+/* Asks the workers to skip what is left of j (any thread): a reset / step job completes at the next turn
+ * of each of its units with the rest of its rows not run; a make stops creating worlds and completes with
+ * SRV_MAKE_CANCELLED and no env.  The job still comes back through the done queue. */
+void srv_job_cancel(srv_job *j);
+int srv_job_cancelled(const srv_job *j);
+/* After completion: nonzero when a cancellation skipped some of j's rows (else j ran in full). */
+int srv_job_cut(srv_job *j);
+/* The registry index of a task (for per-task bookkeeping), -1 if none. */
+int srv_jobs_task(const char *name);
 /* Frees what j owns (seeds, reply, a made env, the units); j can then be discarded or reused. */
 void srv_job_clear(srv_job *j);
 

@@ -35,6 +35,8 @@ struct srv_metrics {
     atomic_uint_fast64_t bytes_in, bytes_out, env_steps, physics_resets, solver_iterations, solver_capped;
     atomic_uint_fast64_t *busy_ns;      /* nworkers */
     atomic_long sessions, worlds, worlds_limit, queue_depth;
+    atomic_uint_fast64_t dropped[SRV_DROP_COUNT];
+    atomic_size_t memory, memory_limit;
     /* rate window: written by the I/O loop (tick), read by the HTTP thread */
     double win_start;
     uint64_t win_steps, win_busy_ns;
@@ -120,6 +122,18 @@ void srv_metrics_worker_busy(srv_metrics *m, int worker, double seconds)
 {
     if (m && worker >= 0 && worker < m->nworkers && seconds > 0)
         ADD(m->busy_ns[worker], (uint_fast64_t)(seconds * 1e9 + 0.5));
+}
+
+void srv_metrics_dropped(srv_metrics *m, srv_drop_kind what)
+{
+    if (m && what < SRV_DROP_COUNT) ADD(m->dropped[what], 1);
+}
+
+void srv_metrics_memory(srv_metrics *m, size_t used, size_t limit)
+{
+    if (!m) return;
+    atomic_store_explicit(&m->memory, used, memory_order_relaxed);
+    atomic_store_explicit(&m->memory_limit, limit, memory_order_relaxed);
 }
 
 void srv_metrics_gauges(srv_metrics *m, int sessions, long worlds, long worlds_limit, long queue_depth)
@@ -247,6 +261,15 @@ size_t srv_metrics_render(const srv_metrics *m, char *buf, size_t cap)
     gauge(&o, "herd_worker_utilization_ratio", "Busy share of all worker threads over the last rate window (0-1).",
           atomic_load_explicit(&m->utilization, memory_order_relaxed));
     gauge(&o, "herd_queue_depth", "Jobs waiting for a worker thread.", (double)GET(m->queue_depth));
+    static const char *const drop_names[SRV_DROP_COUNT] = {"message", "reply", "cancelled"};
+    head(&o, "herd_dropped_total", "counter",
+         "Messages dropped without a reply: malformed messages, replies over a client's queued-bytes budget, "
+         "cancelled work.");
+    for (int k = 0; k < SRV_DROP_COUNT; k++)
+        put(&o, "herd_dropped_total{what=\"%s\"} %llu\n", drop_names[k], (unsigned long long)GET(m->dropped[k]));
+    gauge(&o, "herd_memory_bytes", "Memory of the worlds and of the replies in flight (estimate).",
+          (double)GET(m->memory));
+    gauge(&o, "herd_memory_limit_bytes", "The memory ceiling (--max-memory).", (double)GET(m->memory_limit));
     gauge(&o, "herd_sessions", "Open sessions.", (double)GET(m->sessions));
     gauge(&o, "herd_worlds", "Worlds allocated to open sessions.", (double)GET(m->worlds));
     gauge(&o, "herd_worlds_limit", "The most worlds this server holds at once.", (double)GET(m->worlds_limit));

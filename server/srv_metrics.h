@@ -18,6 +18,10 @@
  *   herd_worker_utilization_ratio                 busy share of all workers over the last rate window
  *   herd_queue_depth                              jobs waiting for a worker
  *   herd_sessions, herd_worlds                    in use; herd_worlds_limit the configured maximum
+ *   herd_dropped_total{what}                      messages dropped without a reply (message: malformed
+ *                                                 envelope; reply: a client over its queued-bytes budget;
+ *                                                 cancelled: work of a vanished client or a closed session)
+ *   herd_memory_bytes, herd_memory_limit_bytes    worlds' memory + replies in flight; the ceiling
  *   herd_build_info{version,protocol}             1
  * Ownership: srv_metrics_new allocates; srv_metrics_destroy stops the endpoint (if started) and frees.
  */
@@ -27,8 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SRV_METRICS_OPS 8      /* >= the protocol's op count */
-#define SRV_METRICS_CODES 24   /* >= the protocol's error code count */
+#define SRV_METRICS_OPS 16     /* >= the protocol's op count + 1 ("invalid") */
+#define SRV_METRICS_CODES 32   /* >= the protocol's error code count */
 #define SRV_METRICS_BUCKETS 16 /* finite histogram buckets */
 
 typedef struct srv_metrics srv_metrics;
@@ -51,6 +55,9 @@ void srv_metrics_env_steps(srv_metrics *m, uint64_t world_steps, uint64_t physic
                            uint64_t solver_capped);
 void srv_metrics_worker_busy(srv_metrics *m, int worker, double seconds);
 void srv_metrics_gauges(srv_metrics *m, int sessions, long worlds, long worlds_limit, long queue_depth);
+typedef enum { SRV_DROP_MESSAGE = 0, SRV_DROP_REPLY, SRV_DROP_CANCELLED, SRV_DROP_COUNT } srv_drop_kind;
+void srv_metrics_dropped(srv_metrics *m, srv_drop_kind what);
+void srv_metrics_memory(srv_metrics *m, size_t used, size_t limit);
 /* Called by the I/O loop at least once a second: closes a rate window when one second has passed. */
 void srv_metrics_tick(srv_metrics *m, double now_s);
 

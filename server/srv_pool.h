@@ -5,7 +5,9 @@
  * what keeps the operations on a world in request order.  A worker takes the unit at the head of the
  * lane at the head of its ring, runs one quantum of it (at most `quantum` worlds), then moves that
  * lane to the tail of the ring: round-robin over owners, so a session with a 4096-world step cannot
- * keep a 1-world session waiting for more than one quantum per other active owner.
+ * keep a 1-world session waiting for more than one quantum per other active owner.  A unit may end its
+ * turn early (srv_job.c ends a turn after ~2 ms, or after one world of a costly session), so a turn
+ * is at most about max(2 ms, one world-step).
  *
  * Ownership: the pool never frees units or lanes.  A unit is handed back through its finish callback
  * after it has left its lane; lanes belong to their owner, which must not free one while it still

@@ -51,7 +51,9 @@ struct srv_session {
     srv_job *deferred, *deferred_tail;  /* jobs waiting for this session's jobs in flight (srv_server.c) */
     int closing, destroying;    /* close requested / its job queued */
     srv_job *close_job;         /* the close request's job, until the session is idle (NULL: expiry) */
-    double created, last_active;        /* srv_now_s() */
+    double created, last_active;        /* srv_now_s(); last_active: the last request's arrival or reply */
+    double step_work;           /* decimation x solver_max_iter: the work bound's cost of one world-step */
+    size_t mem_bytes;           /* its worlds' memory (the memory ceiling's account) */
     uint64_t steps, requests, errors;
     srv_rate rate;              /* of steps */
     srv_client *client;         /* who made it (srv_client.h: its worlds and sessions count this one) */

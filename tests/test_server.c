@@ -23,6 +23,7 @@
 #include "herd_client.h"
 #include "proto.h"
 #include "srv_thread.h"
+#include "helpers/server_start.h"
 
 /* ---- fixtures ---- */
 
@@ -709,6 +710,7 @@ Test(server, make_out_of_memory_is_a_limit_error, .timeout = 30)
     test_config(&cfg);
     cfg.max_worlds_per_session = INT32_MAX;
     cfg.max_worlds = 1L << 40;
+    cfg.max_memory_bytes = (size_t)1 << 50;     /* past the memory ceiling's estimate, to the allocation itself */
     srv_thread *t = start_with(&cfg);
     herd_client *c = connect_to(t);
     herd_session a;
@@ -908,20 +910,10 @@ Test(server, stop_drains_requests_in_flight, .timeout = 60)
     herd_client_destroy(&c);
 }
 
-static void exe_dir(char *out, size_t cap)
-{
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    cr_assert(n > 0);
-    exe[n] = 0;
-    char *d = dirname(exe);      /* build/tests */
-    snprintf(out, cap, "%s", dirname(d));
-}
-
 Test(server, sigterm_drains_and_exits_0, .timeout = 60)
 {
     char dir[4096], bin[4200], ep[128];
-    exe_dir(dir, sizeof dir);
+    test_build_dir(dir, sizeof dir);
     snprintf(bin, sizeof bin, "%s/herd-server", dir);
     if (access(bin, X_OK)) cr_skip_test("%s not built (make builds it)", bin);
     snprintf(ep, sizeof ep, "ipc:///tmp/herd-test-%d.sock", (int)getpid());

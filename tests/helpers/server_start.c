@@ -2,8 +2,10 @@
 #include "server_start.h"
 
 #include <criterion/criterion.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 double test_mono_ms(void)
 {
@@ -34,4 +36,14 @@ srv_thread *test_server_start(int threads)
     srv_config c;
     test_server_config(&c, threads);
     return test_server_start_with(&c);
+}
+
+void test_build_dir(char *out, size_t cap)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    cr_assert(n > 0);
+    exe[n] = 0;
+    char *d = dirname(exe);      /* build/tests */
+    snprintf(out, cap, "%s", dirname(d));
 }

@@ -12,5 +12,7 @@ srv_thread *test_server_start(int threads);
 void test_server_config(srv_config *c, int threads);
 /* Starts a server with config c; fails the current test on error. */
 srv_thread *test_server_start_with(const srv_config *c);
+/* The build directory of the running test binary (build/tests/x -> build), for the binaries beside it. */
+void test_build_dir(char *out, size_t cap);
 
 #endif
