@@ -5,6 +5,8 @@
 #   3. the Python client suite (pytest, against a real server), when present
 #   4. the Julia client suite (skipped with a visible message where julia is absent)
 #   5. the container test (buildah) and the multi-server test, when present
+#   6. a short fuzzing pass (fuzz/run.sh --short: every libFuzzer target for FUZZ_SECONDS, default 45 s,
+#      after replaying its regression cases; skipped with a visible message where clang-14 is absent)
 # Prints one line per stage and a final "tests: N passed, N failed" line; exits non-zero on any failure.
 set -u
 cd "$(dirname "$0")/.."
@@ -35,6 +37,7 @@ run "c-sanitizers" make --no-print-directory sanitize
 [ -d clients/julia/test ] && run "julia" tests/run-jl-tests.sh
 [ -x tests/multiserver/run.sh ] && run "multi-server" tests/multiserver/run.sh
 [ -x tests/container/run.sh ] && run "container" tests/container/run.sh
+[ -x fuzz/run.sh ] && run "fuzz" fuzz/run.sh --short --time "${FUZZ_SECONDS:-45}"
 
 echo
 [ ${#failed_stages[@]} -gt 0 ] && echo "failed stages: ${failed_stages[*]}"
