@@ -11,12 +11,12 @@
 #            with the Debian copyright files of the packages they come from), /etc/passwd with user herd.
 #   final    FROM scratch + rootfs: no shell, no package manager, nothing else.  Runs as uid 10001.
 #
-# Configuration: every herd-server setting is an environment variable (herd-server --help): HERD_BIND,
+# Configuration: every herd-server setting is an environment variable (herd-server --help): HERD_BIND, HERD_METRICS,
 # HERD_THREADS, HERD_MAX_MESSAGE_BYTES, HERD_MAX_WORLDS_PER_SESSION, HERD_MAX_WORLDS, HERD_SESSION_TIMEOUT,
 # HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM; arguments after the image name win over them.
 # The binary's own default bind is loopback; this image sets HERD_BIND=tcp://0.0.0.0:5555 so that a
-# published port reaches it.  Set HERD_THREADS to the CPUs you give the container: the default (the cores
-# the process may run on) ignores CPU quotas (docker --cpus, Kubernetes limits).
+# published port reaches it.  Without HERD_THREADS the server sizes its workers from the container's CPU
+# quota (docker --cpus, Kubernetes limits: cgroup cpu.max) and logs where the number came from.
 #
 # HEALTHCHECK runs `herd-ping`, which sends a protocol ping to the endpoint derived from HERD_BIND (or
 # HERD_PING_ENDPOINT): change the address with -e HERD_BIND=..., not --bind, so that the probe follows.
@@ -33,7 +33,7 @@ FROM ${DEBIAN_IMAGE} AS build
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends \
-      gcc libc6-dev make binutils pkg-config libzmq3-dev libmsgpack-dev libxml2-dev \
+      gcc libc6-dev make binutils pkg-config libzmq3-dev libmsgpack-dev libxml2-dev libmicrohttpd-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -79,15 +79,26 @@ RUN set -eu; \
     chroot $R /usr/local/bin/herd-ping --help >/dev/null
 
 FROM scratch
+ARG VERSION=unknown
+ARG REVISION=unknown
+ARG CREATED=unknown
 COPY --from=build /rootfs/ /
 USER 10001:10001
 ENV PATH=/usr/local/bin:/usr/bin:/bin \
     HERD_BIND=tcp://0.0.0.0:5555
 EXPOSE 5555
+# the Prometheus endpoint when HERD_METRICS=0.0.0.0:9464 is set (off by default)
+EXPOSE 9464
 HEALTHCHECK --interval=15s --timeout=5s --start-period=10s --retries=3 \
   CMD ["/usr/local/bin/herd-ping", "--quiet", "--timeout", "3000"]
 STOPSIGNAL SIGTERM
 # The bundled Debian libraries' licences: /usr/share/doc/<package>/copyright in the image.
+# `make image` passes VERSION, REVISION and CREATED (and tags herd:<version>, herd:<git sha>).
 LABEL org.opencontainers.image.title="herd-server" \
-      org.opencontainers.image.description="Batched ANYmal C reinforcement-learning worlds served over ZeroMQ + MessagePack"
+      org.opencontainers.image.description="Batched ANYmal C reinforcement-learning worlds served over ZeroMQ + MessagePack" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.vendor="the herd authors"
 ENTRYPOINT ["/usr/local/bin/herd-server"]

@@ -20,7 +20,7 @@ XML_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/
 XML_LIBS   := $(shell pkg-config --libs libxml-2.0 2>/dev/null || echo -lxml2)
 CFLAGS   ?= $(OPT) -g
 ALL_CFLAGS := $(CSTD) $(WARN) $(CFLAGS) $(XML_CFLAGS) -I. -Isim -Ienvs -Iprotocol -Iserver -Iclients/c $(EXTRA_CFLAGS)
-LDLIBS   := $(XML_LIBS) -lzmq -lmsgpackc -lpthread -lm $(EXTRA_LDLIBS)
+LDLIBS   := $(XML_LIBS) -lzmq -lmsgpackc -lmicrohttpd -lpthread -lm $(EXTRA_LDLIBS)
 MUJOCO_LIBS := -lmujoco
 
 # Library sources: every .c under the library layers.
@@ -141,9 +141,16 @@ test-multiserver: $(BUILD)/herd-server $(BUILD)/libherd.a
 	@tests/multiserver/run.sh
 test-container: $(BUILD)/herd-server $(BUILD)/libherd.a
 	@tests/container/run.sh
+# The image, tagged herd:<version> (herd-server --version) and herd:<git sha>, with OCI labels.
+VERSION  := $(shell sed -n 's/^\#define HERD_VERSION "\(.*\)"/\1/p' server/*.h | head -n1)
+REVISION := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+IMAGE    ?= herd
+IMAGE_ARGS = --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
+             --build-arg CREATED=$$(date -u +%Y-%m-%dT%H:%M:%SZ) -t $(IMAGE):$(VERSION) -t $(IMAGE):$(REVISION)
 image:
-	@if command -v docker >/dev/null 2>&1; then docker build -t herd .; \
-	 else buildah bud --pull=false --isolation chroot --network host --format docker -t herd .; fi
+	@if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then docker build $(IMAGE_ARGS) .; \
+	 else buildah bud --pull=false --isolation chroot --network host --format docker $(IMAGE_ARGS) .; fi
+	@echo "image: $(IMAGE):$(VERSION) and $(IMAGE):$(REVISION)"
 
 .PHONY: bench-py
 # Python client vs C client against one herd-server, same run (JSON line: "bench":"python_client")
@@ -158,9 +165,11 @@ bench: all
 	@$(MAKE) --no-print-directory bench-py
 
 # The main job: the server on loopback with every registered env (ANYmal C walk by default in clients).
+# Settings come from HERD_* variables (HERD_BIND, HERD_THREADS, ...: herd-server --help), in the environment or
+# on the command line (make run HERD_THREADS=2); the binary's own default endpoint is tcp://127.0.0.1:5555.
 run: deps-check
 	@$(MAKE) --no-print-directory $(BUILD)/herd-server
-	$(BUILD)/herd-server --bind tcp://127.0.0.1:5555
+	$(BUILD)/herd-server
 
 demo: deps-check
 	@$(MAKE) --no-print-directory $(BUILD)/herd-demo

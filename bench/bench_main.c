@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Weak references: a subcommand whose file is absent resolves to NULL. */
 #pragma weak bench_dynamics
@@ -88,13 +89,67 @@ const char *bench_cpu(void)
     return name;
 }
 
-static const struct { const char *name; const char *what; } cmds[] = {
-    {"dynamics", "FK + CRBA + RNEA + LTDL on ANYmal C vs MuJoCo's same stages"},
-    {"solver", "contact solvers on the paper's four scenarios (--scenario, --solver, --compare, --vs-mujoco)"},
-    {"contact1", "single-contact bisection solve"},
-    {"env", "batched environment stepping (--env, --worlds, --threads)"},
-    {"server", "served vs in-process throughput over ZeroMQ"},
+static const struct { const char *name; const char *what; const char *options; } cmds[] = {
+    {"dynamics", "FK + CRBA + RNEA + LTDL on ANYmal C vs MuJoCo's same stages",
+     "  --model PATH      URDF (default envs/models/anymal_c.urdf)\n"
+     "  --iters N         updates per repeat (default 20000)\n"
+     "  --repeats R       repeats; medians are reported (default 21)\n"},
+    {"solver", "contact solvers on the paper's four scenarios (--scenario, --solver, --compare, --vs-mujoco)",
+     "  --scenario S      trot | hang | drop | random (default trot)\n"
+     "  --solver NAME     contact solver (default bisection)\n"
+     "  --steps N         physics steps per repeat (default 20000)\n"
+     "  --dt SECONDS      physics step (default 0.001)\n"
+     "  --erp E           error reduction (default 0)\n"
+     "  --repeats R       (default 5)\n"
+     "  --compare         every solver on the same steps (Fig. 6 / Table II)\n"
+     "  --no-warmstart    cold starts\n"
+     "  --vs-mujoco       the standing PD scenario in herd and in MuJoCo (--mj-cone, --mj-floor, --mj-impratio,\n"
+     "                    --tol, --no-mj-defaults-ref)\n"},
+    {"contact1", "single-contact bisection solve",
+     "  --source S        scenarios (harvested from the paper's scenarios) | random (default scenarios)\n"
+     "  --samples N       problems (default 4096)\n"
+     "  --coupling C      random problems: normal-tangential coupling (default 0.5)\n"
+     "  --seed N          (default 1)\n"
+     "  --repeats R       (default 15)\n"
+     "  --core C          pin to this core (default 0)\n"},
+    {"env", "batched environment stepping (--env, --worlds, --threads)",
+     "  --env NAME        a registered task (default anymal_c-walk)\n"
+     "  --worlds N        worlds (default 4096)\n"
+     "  --threads T       worker threads; 0 runs 1 and 2 and reports the speedup (default 0)\n"
+     "  --steps S         env steps per repeat (default 50)\n"
+     "  --repeats R       (default 5)\n"},
+    {"server", "served vs in-process throughput over ZeroMQ",
+     "  --env NAME        (default anymal_c-walk)\n"
+     "  --worlds N        (default 4096)\n"
+     "  --threads T       server worker threads (default 0 = all cores)\n"
+     "  --transport T     tcp | ipc (default tcp)\n"
+     "  --steps S         (default: sized to the worlds)\n"
+     "  --batch B         worlds per step request (default: all)\n"
+     "  --repeats R       (default 3)\n"
+     "  --rtt-iters N     1-world round trips timed (default 1000)\n"
+     "  --quantum N, --spin-us N   server settings (defaults 16, 250)\n"},
 };
+
+static int usable_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* Help of one subcommand (herd-bench SUB --help); 0 if it is unknown. */
+static int sub_help(const char *name)
+{
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (!strcmp(cmds[i].name, name)) {
+            printf("usage: herd-bench %s [options]\n%s.\nJSON lines on stdout (medians over repeats, ratios to a baseline "
+                   "measured in the same run), a table on stderr.\noptions:\n%s", cmds[i].name, cmds[i].what,
+                   cmds[i].options);
+            return 1;
+        }
+    return 0;
+}
 
 static bench_fn lookup(const char *name)
 {
@@ -129,6 +184,13 @@ int main(int argc, char **argv)
         }
         return rc;
     }
+    if (bench_flag(argc - 1, argv + 1, "--help") || bench_flag(argc - 1, argv + 1, "-h")) {
+        if (sub_help(argv[1])) return 0;
+    }
+    const char *threads = bench_arg(argc - 1, argv + 1, "--threads", NULL);
+    if (threads && atoi(threads) > usable_cpus())
+        fprintf(stderr, "herd-bench: warning: --threads %s exceeds the %d CPUs this process may use: threads will "
+                        "share cores and per-thread figures will be too low\n", threads, usable_cpus());
     bench_fn fn = lookup(argv[1]);
     if (!fn) {
         fprintf(stderr, "herd-bench: unknown or unbuilt subcommand '%s'\n", argv[1]);

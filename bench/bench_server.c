@@ -32,7 +32,7 @@
 #include "env.h"
 #include "herd_client.h"
 #include "proto.h"
-#include "srv_server.h"
+#include "srv_thread.h"
 
 #define WARMUP 25
 #define NSETS 8

@@ -10,6 +10,7 @@ set -euo pipefail
 PKGS=(
   build-essential pkg-config
   libzmq3-dev libmsgpack-dev libxml2-dev   # server, wire format, URDF loader
+  libmicrohttpd-dev                        # the opt-in Prometheus endpoint (--metrics)
   libcriterion-dev                         # C tests
   libmujoco-dev                            # test/bench peer only
   python3 python3-zmq python3-msgpack python3-numpy python3-pytest   # Python client + tests
@@ -17,6 +18,9 @@ PKGS=(
   python3-torch python3-pandas python3-matplotlib                    # test: PPO examples, SB3 / rsl_rl adapters
   python3-cloudpickle python3-typing-extensions                      # test: gymnasium + SB3 (sources on PYTHONPATH)
   valgrind                                 # leak checks of the server
+  prometheus                               # test peer: a real Prometheus scrapes --metrics
+  python3-yaml                             # test: the Kubernetes manifest checks
+  buildah debootstrap                      # the container test builds and runs the image
   clang-14 libclang-rt-14-dev              # test: libFuzzer + ASan/UBSan runtimes (make fuzz, fuzz/run.sh)
 )
 

@@ -246,7 +246,14 @@ int env_step(env_t *e, int first, int n, const int32_t *ids, const float *act, f
         }
         float r = 0;
         uint8_t term = 0, trunc = 0;
+        uint64_t it0 = w->solver_iterations, cap0 = w->solver_capped;
         int physics = e->task->step_world(e, w, act + (size_t)i * ad, o, &r, terms, &term, &trunc);
+        if (info && info->counters) {
+            info->counters->world_steps++;
+            info->counters->physics_resets += (uint64_t)physics;
+            info->counters->solver_iterations += w->solver_iterations - it0;
+            info->counters->solver_capped += w->solver_capped - cap0;
+        }
         w->steps++;
         if (!term && w->steps >= e->spec.max_episode_steps) trunc = 1;
         if (physics) trunc = 1;     /* the world was reset: its episode ends here, truncated */
@@ -274,4 +281,12 @@ int env_step(env_t *e, int first, int n, const int32_t *ids, const float *act, f
         }
     }
     return refused;
+}
+
+int env_world_physics(const sim_model *m, env_world *w, double dt)
+{
+    int rc = sim_step(m, w->d, dt);
+    w->solver_iterations += (uint64_t)w->d->stats.iterations;
+    w->solver_capped += (uint64_t)(w->d->stats.ncon > 0 && !w->d->stats.converged);
+    return rc;
 }

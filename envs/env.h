@@ -27,6 +27,15 @@
 
 #include "env_spec.h"
 
+/* Work counters of env_step calls, for monitoring.  env_step ADDS to them (the caller zeroes them; one per
+ * thread, summed by the caller). */
+typedef struct {
+    uint64_t world_steps;       /* worlds stepped (not refused, not autoreset) */
+    uint64_t physics_resets;    /* worlds reset because their physics failed */
+    uint64_t solver_iterations; /* contact-solver sweeps over all physics steps */
+    uint64_t solver_capped;     /* physics steps whose solver stopped at its iteration cap, not converged */
+} env_counters;
+
 /* Per-step extras.  Every pointer may be NULL (not wanted); arrays have one row per stepped world. */
 typedef struct {
     float *final_obs;           /* n x obs_dim: same-step mode, the last observation of worlds that ended */
@@ -40,6 +49,7 @@ typedef struct {
                                  * was never reset; its action was ignored).  Never set in DISABLED mode. */
     uint8_t *refused;           /* n: 1 if the world had ended and was not stepped (DISABLED mode only); its
                                  * outputs are its last observation, reward 0 and no flags */
+    env_counters *counters;     /* added to, see env_counters */
 } env_info;
 
 typedef struct env env_t;

@@ -199,7 +199,7 @@ static int pd_step(const struct env *e, env_world *w, anymal_state *st)
     for (int f = 0; f < 4; f++) st->foot_force[f] = 0;
     for (int k = 0; k < s->decimation; k++) {
         env_anymal_pd(&s->j, d, st->targets, s->cfg.kp, s->cfg.kd, s->cfg.torque_limit, &st->tau_sq);
-        if (sim_step(m, d, s->cfg.sim_dt)) return 1;
+        if (env_world_physics(m, w, s->cfg.sim_dt)) return 1;
     }
     st->tau_sq /= s->decimation;
     /* contact forces of the last substep (N), as legged_gym reads its contact sensors */

@@ -24,7 +24,12 @@ typedef struct {
     int needs_reset;    /* ended (NEXT_STEP / DISABLED) */
     float ep_return;
     float ep_terms[ENV_MAX_TERMS];
+    uint64_t solver_iterations; /* contact-solver sweeps over the world's life (for env_counters) */
+    uint64_t solver_capped;     /* physics steps whose solver hit its iteration cap */
 } env_world;
+
+/* One physics step of world w (sim_step) that also counts the solver's work; returns sim_step's value. */
+int env_world_physics(const sim_model *m, env_world *w, double dt);
 
 struct env;
 typedef struct {

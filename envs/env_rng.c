@@ -27,9 +27,33 @@ double env_rng_uniform(env_rng *r)
 
 double env_rng_range(env_rng *r, double lo, double hi) { return lo + (hi - lo) * env_rng_uniform(r); }
 
-double env_rng_normal(env_rng *r)
+/* Box-Muller from two draws: the normal is radius * cosine */
+static void box_muller(env_rng *r, double *radius, double *cosine)
 {
     double u1 = env_rng_uniform(r), u2 = env_rng_uniform(r);
     if (u1 < 1e-300) u1 = 1e-300;
-    return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+    *radius = sqrt(-2 * log(u1));
+    *cosine = cos(6.283185307179586 * u2);
+}
+
+double env_rng_normal(env_rng *r)
+{
+    double radius, cosine;
+    box_muller(r, &radius, &cosine);
+    return radius * cosine;
+}
+
+double env_rng_normal_around(env_rng *r, double mean)
+{
+    double radius, cosine;
+    box_muller(r, &radius, &cosine);
+    /* The rounding of the random scenario's targets since the first version (b9180d8), where the
+     * draw was inlined into `nominal + normal` and the FMA build contracted it: one fused
+     * multiply-add on x86-64-v3, a rounded product then a sum without FMA.  Written out so that
+     * neither inlining nor the caller's expression can change it. */
+#if defined(__FMA__)
+    return fma(radius, cosine, mean);
+#else
+    return mean + radius * cosine;
+#endif
 }

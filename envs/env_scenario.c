@@ -97,7 +97,7 @@ void env_scenario_control(env_scenario *s, const sim_model *m, sim_data *d, doub
         if (s->t_episode >= 5.0) env_scenario_reset(s, m, d);
         if (s->t_episode >= s->t_target) {
             for (int i = 0; i < ENV_ANYMAL_NJ; i++) {
-                double t = j->q_default[i] + env_rng_normal(&s->rng);
+                double t = env_rng_normal_around(&s->rng, j->q_default[i]);
                 if (t < j->lower[i]) t = j->lower[i];
                 if (t > j->upper[i]) t = j->upper[i];
                 s->target[i] = t;

@@ -1,5 +1,5 @@
-/* srv_config.c — herd-server settings: defaults, environment variables, command line.  See srv_server.h. */
-#include "srv_server.h"
+/* srv_config.c — herd-server settings: defaults, environment variables, command line.  See srv_config.h. */
+#include "srv_config.h"
 
 #include <errno.h>
 #include <math.h>
@@ -96,6 +96,9 @@ static int apply(srv_config *c, const char *name, const char *val, const char *w
     } else if (!strcmp(name, "quantum")) {
         if (parse_long(val, 1, 1 << 20, &l)) goto bad;
         c->quantum = (int)l;
+    } else if (!strcmp(name, "metrics")) {
+        if (strlen(val) >= sizeof c->metrics || (*val && !strchr(val, ':'))) goto bad;
+        snprintf(c->metrics, sizeof c->metrics, "%s", val);
     } else if (!strcmp(name, "spin-us")) {
         if (parse_long(val, 0, 1000000, &l)) goto bad;
         c->spin_us = (int)l;
@@ -110,7 +113,8 @@ bad:
 }
 
 static const char *const settings[] = {"bind", "threads", "max-message-bytes", "max-worlds-per-session", "max-worlds",
-                                       "session-timeout", "log-level", "stats-interval", "quantum", "spin-us"};
+                                       "session-timeout", "log-level", "stats-interval", "quantum", "spin-us",
+                                       "metrics"};
 
 int srv_config_from_env(srv_config *c, char *err, size_t errlen)
 {
@@ -135,26 +139,30 @@ void srv_config_usage(FILE *f)
             "\n"
             "  --bind ENDPOINT              ZeroMQ endpoint to bind (default %s; tcp://HOST:* picks a port,\n"
             "                               ipc:///path/to/socket for local clients)\n"
-            "  --threads N                  worker threads (default 0 = one per available core)\n"
+            "  --threads N                  worker threads (default 0 = the CPUs this process may use: the\n"
+            "                               container's cgroup CPU quota, else the affinity mask; logged)\n"
             "  --max-message-bytes N        largest request accepted, e.g. 16M (default %zu); larger ones get\n"
             "                               TOO_LARGE, and the connection is dropped beyond 4x this\n"
             "  --max-worlds-per-session N   (default %d)\n"
             "  --max-worlds N               over all sessions (default %ld; an ANYmal world takes ~2.5 KB)\n"
             "  --session-timeout SECONDS    close sessions idle this long, 0 = never (default %g)\n"
             "  --log-level LEVEL            error | warn | info | debug (default info)\n"
-            "  --stats-interval SECONDS     period of the info-level stats line, 0 = off (default %g)\n"
+            "  --stats-interval SECONDS     period of the info-level stats line, 0 = off (default %g); skipped\n"
+            "                               while the server is idle\n"
             "  --quantum N                  worlds a worker steps before turning to another session (default %d)\n"
             "  --spin-us N                  busy-poll (yielding the CPU) up to N us before sleeping: idle workers\n"
             "                               for new work, the I/O thread for the completion of a tiny step\n"
             "                               (<= 4 worlds per worker).  Waking a sleeping thread costs tens of us\n"
             "                               on a VM: this keeps small-request latency near the raw ZeroMQ round\n"
             "                               trip, for at most N us of CPU per idle period (default %d; 0 = off)\n"
+            "  --metrics HOST:PORT          serve Prometheus metrics at http://HOST:PORT/metrics (default off;\n"
+            "                               e.g. 127.0.0.1:9464)\n"
             "  --version                    print the version and exit\n"
             "  --help                       this text\n"
             "\n"
             "Each option can also be given as an environment variable: HERD_BIND, HERD_THREADS,\n"
             "HERD_MAX_MESSAGE_BYTES, HERD_MAX_WORLDS_PER_SESSION, HERD_MAX_WORLDS, HERD_SESSION_TIMEOUT,\n"
-            "HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM, HERD_SPIN_US.  The command line wins.\n"
+            "HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM, HERD_SPIN_US, HERD_METRICS.  The command line wins.\n"
             "SIGINT / SIGTERM: finish the requests in flight, send their replies, exit 0.\n"
             "Anyone who can reach the endpoint can use the server: bind to 127.0.0.1 or an ipc:// path unless\n"
             "the network is trusted.\n",

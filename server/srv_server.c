@@ -1,224 +1,109 @@
-/* srv_server.c — the I/O thread, the session table and the jobs the workers run.  See srv_server.h.
+/* srv_server.c — the I/O loop and the request handlers.  See srv_server.h.
  *
  * A request's life:
- *   recv (ROUTER: envelope frames + one payload frame) -> proto_decode_request -> checks against the
- *   session (world ids, actions shape / finiteness, limits) -> a job: the reply buffer is laid out
- *   once (proto_encode_step_reply), the rows are grouped into runs per owning worker, one unit per
- *   worker is queued on the session's lane of that worker -> the workers call env_step / env_reset
- *   writing straight into the reply buffer -> the worker finishing the last unit puts the job on the
- *   done queue and pokes the eventfd -> the I/O thread sends envelope + reply (zero copy: ZeroMQ
- *   frees the buffer when sent).
+ *   recv (ROUTER: envelope frames + one payload frame) -> proto_decode_request -> the handler of its op
+ *   (handlers[]): hello, ping and stats are answered at once; make, reset, step and close are checked
+ *   against the limits and the session (world ids, actions shape / finiteness) and become a pending
+ *   request holding a job (srv_job.h): the reply buffer is laid out once, the workers write into it,
+ *   and when its last unit is done the job comes back through srv_jobs_take_done -> complete_* sends
+ *   envelope + reply (zero copy: ZeroMQ frees the buffer when sent).
  *
- * Threads: everything here runs on the I/O thread except the unit callbacks (unit_run, unit_finish,
- * ctl_run, ctl_finish), which run on workers and touch only their job, their worlds and the done
- * queue.  session->ended[] entries are touched only by the worker that owns the world.
+ * Order: a session's jobs run in request order on each worker (lanes).  With autoreset disabled a step
+ * must know which worlds have ended before it starts, so it waits (the session's deferred list) until
+ * the session has nothing in flight; then env_first_ended (through srv_job_first_ended) is exact.
+ *
+ * Threads: everything here runs on the I/O thread.
  */
 #include "srv_server.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
-#include <pthread.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
-#include "env.h"
 #include "proto.h"
-#include "srv_pool.h"
+#include "srv_cpus.h"
+#include "srv_job.h"
+#include "srv_log.h"
+#include "srv_metrics.h"
+#include "srv_portowner.h"
+#include "srv_rate.h"
+#include "srv_session.h"
 
-#define MAX_FRAMES 16           /* envelope frames + payload; more is dropped */
-#define NBUCKETS 256
-#define RATE_SLOTS 16
+/* The loop's constants. */
+enum {
+    MAX_FRAMES = 16,            /* envelope frames + payload; a message with more is dropped */
+    POLL_TIMEOUT_MS = 200,      /* the loop wakes at least this often (ticks, session expiry) */
+    RECV_BATCH = 64,            /* requests read per wake-up, so that completions are not starved by a flood */
+    DONE_EVERY = 8,             /* ... looking at completed jobs after every this many of them */
+    TINY_JOB_ROWS = 4,          /* a job with at most this many rows per worker is done in tens of us: spin */
+    FLUSH_LINGER_MS = 2000,     /* srv_server_destroy: how long queued replies may still go out */
+    MAX_SPECS = 64,             /* tasks listed in a hello reply */
+};
+#define TICK_INTERVAL_S 0.1     /* session expiry and close checks */
+#define RATE_SAMPLE_S 1.0       /* steps/s samples */
+#define RATE_WINDOW_S 10.0      /* steps/s in stats replies: over this window */
 
-/* ------------------------------------------------------------------------------------------------ */
-/* types */
-
+/* A request waiting for its job.  Ownership: the envelope frames, the request message (step actions
+ * point into it), the decoded request, and the job. */
 typedef struct {
-    double t[RATE_SLOTS];
-    uint64_t v[RATE_SLOTS];
-    int n, head;
-} rate_t;
-
-typedef struct srv_session srv_session;
-typedef struct job job;
-
-typedef struct {
-    int row0, row1;
-} run_t;
-
-typedef struct {
-    srv_unit u;                 /* first: the pool hands this pointer back */
-    job *j;
-    int worker;
-    int r_begin, r_end;         /* this worker's runs in j->runs */
-    int ri, off;                /* cursor */
-} job_unit;
-
-enum { JOB_RESET, JOB_STEP, JOB_MAKE, JOB_CLOSE };
-
-struct job {
-    int kind;
-    srv_server *srv;
-    srv_session *sess;
+    srv_job job;                /* first: srv_jobs_take_done and the deferred lists hand back &job */
     uint64_t id;
     zmq_msg_t frames[MAX_FRAMES - 1];   /* the envelope to echo */
-    int nframes;                /* -1: no reply wanted (session expiry) */
-    zmq_msg_t payload;          /* the request (actions point into it) */
+    int nframes;                /* 0 once replied; -1: no reply wanted (session expiry) */
+    zmq_msg_t payload;
     int has_payload;
     proto_request req;
-    /* reset / step */
-    int n;
-    const int32_t *ids;         /* req.world_ids, or NULL: rows are worlds 0 .. n-1 */
-    uint64_t *seeds;            /* reset: one per row, or NULL */
-    const uint8_t *actions;
-    int actions_aligned;
-    uint8_t *reply;
-    size_t reply_len;
-    proto_step_layout lay;
-    run_t *runs;
-    int nruns;
-    job_unit *units;
-    int nunits;
-    atomic_int remaining;
-    atomic_int refused;
-    /* make / close (control work, one unit) */
-    job_unit ctl;
-    env_t *env;
-    char err[256];
-    job *next;                  /* done queue / deferred list */
-};
+    int op;                     /* for the metrics: the request's op and when it arrived */
+    double t0;
+} pending;
 
-struct srv_session {
-    uint64_t id;
-    env_t *env;
-    const env_spec *spec;
-    int nworlds, obs_dim, act_dim, nterms;
-    env_autoreset autoreset;
-    uint64_t seed;
-    int rot;                    /* slice t runs on worker (t + rot) % T: small sessions spread out */
-    srv_lane *lanes;            /* one per worker */
-    uint8_t *ended;             /* per world, owner worker only: the next step autoresets it */
-    uint8_t *ended_io;          /* autoreset disabled: the I/O thread's view, exact when inflight == 0 */
-    uint8_t *idbits;            /* scratch for proto_check_world_ids */
-    int inflight;               /* jobs queued on workers */
-    job *deferred, *deferred_tail;
-    int closing, destroying;
-    job *close_job;
-    double created, last_active;
-    uint64_t steps, requests, errors;
-    rate_t rate;
-    srv_session *hnext;
-};
-
+/* A request being handled (the frames are moved into a pending request when one is made). */
 typedef struct {
-    pthread_mutex_t mu;
-    job *head, *tail;
-} done_queue;
+    zmq_msg_t *frames;
+    int nframes;
+    zmq_msg_t *payload;
+    proto_request *req;
+    srv_session *sess;          /* the request's session, when it names an open one */
+} incoming;
 
 struct srv_server {
     srv_config cfg;
     char endpoint[256];
     int nthreads;
     void *ctx, *router;
-    int efd;
-    srv_pool *pool;
-    srv_lane *ctl_lanes;        /* control work (make, close), one lane per worker */
-    int next_ctl, next_rot;
-    float **scratch;            /* per worker: misaligned actions are copied here, a quantum at a time */
-    int max_act_dim;
-    done_queue done;
-    atomic_int done_pending;    /* the done queue is not empty (read without the lock while spinning) */
+    srv_jobs *jobs;
+    int next_rot;
     double spin_until;          /* the I/O thread polls instead of sleeping until then (tiny jobs in flight) */
     atomic_int stop;
     int draining;
     proto_limits lim;
-    srv_session *buckets[NBUCKETS];
-    int nsessions;
+    srv_session_table sessions;
     long worlds_used;           /* including makes in flight */
     int jobs_inflight;          /* queued on workers or deferred */
-    uint32_t id_epoch, id_counter;
     double t_start, last_tick, last_sample, last_stats;
     uint64_t steps, requests, errors;
     uint64_t last_stats_steps, last_stats_requests, last_stats_errors;
-    rate_t rate;
+    uint64_t work_requests, last_stats_work;    /* make, reset, step and close requests (idle detection) */
+    int metrics_port;
+    srv_cpus cpus;              /* where the worker count came from (when not set explicitly) */
+    srv_rate rate;
     proto_buf out;              /* small replies */
+    srv_metrics *metrics;
+    const char *metric_ops[PROTO_OP_COUNT + 1];     /* op labels, + "invalid" for undecodable requests */
+    const char *metric_codes[PROTO_E_COUNT];
+    int reply_op, reply_code;   /* the reply being sent: its request's op, and error code (0 = ok) ... */
+    double reply_t0;            /* ... and its arrival time */
 };
 
-/* ------------------------------------------------------------------------------------------------ */
-/* time, logging, rates */
+#define OP_INVALID PROTO_OP_COUNT
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double unix_time(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void logf_(const srv_server *S, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void logf_(const srv_server *S, int level, const char *fmt, ...)
-{
-    if (level > S->cfg.log_level) return;
-    static const char *const names[] = {"error", "warn", "info", "debug"};
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    localtime_r(&ts.tv_sec, &tm);
-    char line[1024];
-    int n = snprintf(line, sizeof line, "%04d-%02d-%02d %02d:%02d:%02d.%03ld herd-server %s: ", tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, names[level]);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "%s\n", line);
-}
-
-static void rate_sample(rate_t *r, double t, uint64_t v)
-{
-    r->t[r->head] = t;
-    r->v[r->head] = v;
-    r->head = (r->head + 1) % RATE_SLOTS;
-    if (r->n < RATE_SLOTS) r->n++;
-}
-
-/* Per second over the samples of the last `window` seconds (at least the oldest one kept). */
-static double rate_get(const rate_t *r, double t, uint64_t v, double window)
-{
-    double t0 = t;
-    uint64_t v0 = v;
-    for (int k = 0; k < r->n; k++) {
-        int i = (r->head - 1 - k + 2 * RATE_SLOTS) % RATE_SLOTS;
-        if (t - r->t[i] > window && t0 < t) break;
-        t0 = r->t[i];
-        v0 = r->v[i];
-    }
-    return t > t0 ? (double)(v - v0) / (t - t0) : 0.0;
-}
+#define LOG(S, level, ...) srv_log((S)->cfg.log_level, level, __VA_ARGS__)
 
 /* ------------------------------------------------------------------------------------------------ */
 /* sending */
@@ -255,21 +140,26 @@ static void send_reply(srv_server *S, zmq_msg_t *frames, int nframes, void *buf,
     }
     if (ok && zmq_msg_send(&m, S->router, 0) < 0) ok = 0;
     zmq_msg_close(&m);
-    if (!ok) logf_(S, SRV_LOG_DEBUG, "reply not sent: %s", zmq_strerror(zmq_errno()));
+    if (S->metrics) srv_metrics_reply(S->metrics, S->reply_op, S->reply_code, srv_now_s() - S->reply_t0, len);
+    if (!ok) LOG(S, SRV_LOG_DEBUG, "reply not sent: %s", zmq_strerror(zmq_errno()));
 }
 
+/* An error reply (none when nframes < 0); counts the error. */
 static void send_error(srv_server *S, zmq_msg_t *frames, int nframes, uint64_t id, srv_session *sess, proto_code code,
                        const char *msg)
 {
     S->errors++;
     if (sess) sess->errors++;
-    logf_(S, SRV_LOG_DEBUG, "request %" PRIu64 ": %s: %s", id, proto_code_name(code), msg);
+    LOG(S, SRV_LOG_DEBUG, "request %" PRIu64 ": %s: %s", id, proto_code_name(code), msg);
     if (nframes < 0) return;
     proto_buf_reset(&S->out);
     proto_encode_error(&S->out, id, code, msg);
+    S->reply_code = code;
     send_reply(S, frames, nframes, S->out.data, S->out.len, 0);
+    S->reply_code = 0;
 }
 
+/* Sends the small reply encoded in S->out. */
 static void send_small(srv_server *S, zmq_msg_t *frames, int nframes)
 {
     if (S->out.oom) {
@@ -280,645 +170,473 @@ static void send_small(srv_server *S, zmq_msg_t *frames, int nframes)
 }
 
 /* ------------------------------------------------------------------------------------------------ */
-/* sessions */
+/* pending requests */
 
-static srv_session *session_find(srv_server *S, uint64_t id)
+static pending *pending_new(srv_job_kind kind, incoming *in)
 {
-    for (srv_session *s = S->buckets[id % NBUCKETS]; s; s = s->hnext)
-        if (s->id == id) return s;
-    return NULL;
+    pending *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    srv_job_init(&p->job, kind);
+    p->job.sess = in->sess;
+    p->id = in->req->id;
+    for (int i = 0; i < in->nframes; i++) {
+        zmq_msg_init(&p->frames[i]);
+        zmq_msg_move(&p->frames[i], &in->frames[i]);
+    }
+    p->nframes = in->nframes;
+    in->nframes = 0;
+    p->req = *in->req;                   /* p owns the decoded arrays now */
+    proto_request_init(in->req);
+    return p;
 }
 
-static void session_unlink(srv_server *S, srv_session *s)
+static void pending_free(pending *p)
 {
-    srv_session **pp = &S->buckets[s->id % NBUCKETS];
-    while (*pp && *pp != s) pp = &(*pp)->hnext;
-    if (*pp) *pp = s->hnext;
-    S->nsessions--;
+    if (!p) return;
+    if (p->nframes > 0) close_frames(p->frames, p->nframes);
+    if (p->has_payload) zmq_msg_close(&p->payload);
+    proto_request_clear(&p->req);
+    srv_job_clear(&p->job);
+    free(p);
 }
 
-static void session_free(srv_session *s)
+/* The reply about to be sent answers p (for the metrics). */
+static void replying_to(srv_server *S, const pending *p)
 {
-    if (!s) return;
-    env_destroy(&s->env);
-    free(s->lanes);
-    free(s->ended);
-    free(s->ended_io);
-    free(s->idbits);
-    free(s);
+    S->reply_op = p->op;
+    S->reply_t0 = p->t0;
 }
 
-/* World w's slice and worker. */
-static int world_worker(const srv_session *s, int T, int w)
+/* Replies with an error and frees p. */
+static void pending_fail(srv_server *S, pending *p, proto_code code, const char *msg)
 {
-    int t = (int)((((int64_t)w + 1) * T + s->nworlds - 1) / s->nworlds) - 1;
-    return (t + s->rot) % T;
+    replying_to(S, p);
+    send_error(S, p->frames, p->nframes, p->id, p->job.sess, code, msg);
+    p->nframes = 0;
+    pending_free(p);
 }
 
-static int slice_begin(const srv_session *s, int T, int t) { return (int)((int64_t)t * s->nworlds / T); }
+static pending *as_pending(srv_job *j) { return (pending *)(void *)j; }
 
 /* ------------------------------------------------------------------------------------------------ */
-/* jobs */
-
-static job *job_new(srv_server *S, int kind)
-{
-    job *j = calloc(1, sizeof *j);
-    if (!j) return NULL;
-    j->kind = kind;
-    j->srv = S;
-    proto_request_init(&j->req);
-    atomic_init(&j->remaining, 0);
-    atomic_init(&j->refused, 0);
-    return j;
-}
-
-static void job_free(job *j)
-{
-    if (!j) return;
-    if (j->nframes > 0) close_frames(j->frames, j->nframes);
-    if (j->has_payload) zmq_msg_close(&j->payload);
-    proto_request_clear(&j->req);
-    free(j->seeds);
-    free(j->reply);
-    free(j->runs);
-    free(j->units);
-    if (j->env) env_destroy(&j->env);
-    free(j);
-}
-
-static void done_push(srv_server *S, job *j)
-{
-    pthread_mutex_lock(&S->done.mu);
-    int was_empty = !S->done.head;
-    j->next = NULL;
-    if (S->done.tail) S->done.tail->next = j;
-    else S->done.head = j;
-    S->done.tail = j;
-    atomic_store_explicit(&S->done_pending, 1, memory_order_release);
-    pthread_mutex_unlock(&S->done.mu);
-    if (was_empty) {
-        uint64_t one = 1;
-        ssize_t w = write(S->efd, &one, sizeof one);
-        (void)w;
-    }
-}
-
-/* Rows r .. r + k - 1 of a job (all owned by `worker`). */
-static void job_rows(job *j, int worker, int r, int k)
-{
-    srv_session *s = j->sess;
-    const int od = s->obs_dim, ad = s->act_dim, nt = s->nterms;
-    uint8_t *R = j->reply;
-    const proto_step_layout *L = &j->lay;
-    const int32_t *ids = j->ids ? j->ids + r : NULL;
-    const int first = j->ids ? 0 : r;
-    float *obs = (float *)(void *)(R + L->obs) + (size_t)r * od;
-    if (j->kind == JOB_RESET) {
-        env_reset(s->env, first, k, ids, j->seeds ? j->seeds + r : NULL, obs);
-        for (int i = 0; i < k; i++) s->ended[ids ? ids[i] : first + i] = 0;
-        return;
-    }
-    const float *act;
-    if (j->actions_aligned) {
-        act = (const float *)(const void *)j->actions + (size_t)r * ad;
-    } else {
-        memcpy(j->srv->scratch[worker], j->actions + (size_t)r * ad * 4, (size_t)k * ad * 4);
-        act = j->srv->scratch[worker];
-    }
-    if (L->autoreset)
-        for (int i = 0; i < k; i++) R[L->autoreset + r + i] = s->ended[ids ? ids[i] : first + i];
-    uint8_t *term = R + L->terminated + r, *trunc = R + L->truncated + r;
-    env_info info = {
-        .final_obs = L->final_obs ? (float *)(void *)(R + L->final_obs) + (size_t)r * od : NULL,
-        .physics_reset = R + L->physics_reset + r,
-        .episode_done = R + L->episode_done + r,
-        .episode_return = (float *)(void *)(R + L->episode_return) + r,
-        .episode_length = (int32_t *)(void *)(R + L->episode_length) + r,
-        .episode_terms = (float *)(void *)(R + L->episode_terms) + (size_t)r * nt,
-        .reward_terms = L->reward_terms ? (float *)(void *)(R + L->reward_terms) + (size_t)r * nt : NULL,
-    };
-    int refused = env_step(s->env, first, k, ids, act, obs, (float *)(void *)(R + L->reward) + r, term, trunc, &info);
-    if (refused) atomic_fetch_add(&j->refused, refused);
-    for (int i = 0; i < k; i++) {
-        int w = ids ? ids[i] : first + i;
-        uint8_t e = (uint8_t)(term[i] | trunc[i]);
-        if (s->autoreset == ENV_AUTORESET_NEXT_STEP) s->ended[w] = e;
-        else if (s->autoreset == ENV_AUTORESET_DISABLED) s->ended[w] |= e;
-        if (L->final_mask) R[L->final_mask + r + i] = e;
-    }
-}
-
-static int unit_run(srv_unit *u, int worker, int budget)
-{
-    job_unit *ju = (job_unit *)u;
-    job *j = ju->j;
-    while (budget > 0 && ju->ri < ju->r_end) {
-        const run_t *run = &j->runs[ju->ri];
-        int r = run->row0 + ju->off;
-        int k = run->row1 - r < budget ? run->row1 - r : budget;
-        job_rows(j, worker, r, k);
-        budget -= k;
-        ju->off += k;
-        if (r + k == run->row1) {
-            ju->ri++;
-            ju->off = 0;
-        }
-    }
-    return ju->ri >= ju->r_end;
-}
-
-static void unit_finish(srv_unit *u, int worker)
-{
-    (void)worker;
-    job *j = ((job_unit *)u)->j;
-    if (atomic_fetch_sub(&j->remaining, 1) == 1) done_push(j->srv, j);
-}
-
-static int ctl_run(srv_unit *u, int worker, int budget)
-{
-    (void)worker;
-    (void)budget;
-    job *j = ((job_unit *)u)->j;
-    if (j->kind == JOB_MAKE) {
-        proto_request *r = &j->req;
-        env_kv kv[PROTO_MAX_CONFIG];
-        for (int i = 0; i < r->nconfig; i++) kv[i] = (env_kv){r->config[i].key, r->config[i].value};
-        j->env = env_new(r->env, (int)r->num_worlds, kv, r->nconfig, r->seed, r->autoreset, j->err, sizeof j->err);
-    } else {
-        env_destroy(&j->sess->env);
-    }
-    return 1;
-}
-
-static void ctl_finish(srv_unit *u, int worker)
-{
-    (void)worker;
-    job *j = ((job_unit *)u)->j;
-    done_push(j->srv, j);
-}
-
-static void push_ctl(srv_server *S, job *j)
-{
-    j->ctl.u.run = ctl_run;
-    j->ctl.u.finish = ctl_finish;
-    j->ctl.j = j;
-    int w = S->next_ctl++ % S->nthreads;
-    S->jobs_inflight++;
-    srv_pool_push(S->pool, w, &S->ctl_lanes[w], &j->ctl.u);
-}
-
-/* Groups a reset/step job's rows into runs per worker and queues one unit per worker.  0 or -1 (oom). */
-static int dispatch(srv_server *S, job *j)
-{
-    srv_session *s = j->sess;
-    const int T = S->nthreads;
-    const int maxr = j->ids ? j->n : T;
-    run_t *tmp = malloc((size_t)maxr * sizeof *tmp);
-    int *tmpw = malloc((size_t)maxr * sizeof *tmpw);
-    int *count = calloc((size_t)T, sizeof *count);
-    j->units = calloc((size_t)T, sizeof *j->units);
-    j->runs = malloc((size_t)maxr * sizeof *j->runs);
-    int nr = 0;
-    if (!tmp || !tmpw || !count || !j->units || !j->runs) goto oom;
-    if (!j->ids) {
-        for (int t = 0; t < T; t++) {
-            int b = slice_begin(s, T, t), e = slice_begin(s, T, t + 1);
-            if (e > b) tmp[nr] = (run_t){b, e}, tmpw[nr++] = (t + s->rot) % T;
-        }
-    } else {
-        for (int i = 0; i < j->n; i++) {
-            int w = world_worker(s, T, j->ids[i]);
-            if (nr && tmpw[nr - 1] == w) {
-                tmp[nr - 1].row1 = i + 1;
-            } else {
-                tmp[nr] = (run_t){i, i + 1};
-                tmpw[nr++] = w;
-            }
-        }
-    }
-    for (int i = 0; i < nr; i++) count[tmpw[i]]++;
-    /* runs grouped by worker, in row order within a worker */
-    int pos = 0;
-    for (int w = 0; w < T; w++) {
-        if (!count[w]) continue;
-        job_unit *ju = &j->units[j->nunits++];
-        ju->u.run = unit_run;
-        ju->u.finish = unit_finish;
-        ju->j = j;
-        ju->worker = w;
-        ju->r_begin = ju->ri = pos;
-        for (int i = 0; i < nr; i++)
-            if (tmpw[i] == w) j->runs[pos++] = tmp[i];
-        ju->r_end = pos;
-    }
-    j->nruns = nr;
-    /* a tiny job (a few worlds per worker) completes within tens of microseconds: the I/O thread will
-     * poll for it rather than sleep and pay a thread wake-up on top */
-    int most = 0;
-    for (int k = 0; k < j->nunits; k++) {
-        int rows = 0;
-        for (int i = j->units[k].r_begin; i < j->units[k].r_end; i++) rows += j->runs[i].row1 - j->runs[i].row0;
-        if (rows > most) most = rows;
-    }
-    if (most <= 4 && S->cfg.spin_us > 0) S->spin_until = now_s() + 1e-6 * S->cfg.spin_us;
-    free(tmp), free(tmpw), free(count);
-    atomic_store(&j->remaining, j->nunits);
-    s->inflight++;
-    S->jobs_inflight++;
-    const int nu = j->nunits;    /* j may complete (and be queued as done) as soon as its units are pushed */
-    for (int k = 0; k < nu; k++) srv_pool_push(S->pool, j->units[k].worker, &s->lanes[j->units[k].worker], &j->units[k].u);
-    return 0;
-oom:
-    free(tmp), free(tmpw), free(count);
-    return -1;
-}
-
-/* Autoreset disabled: a step may only go when the session has nothing in flight (so ended_io is exact). */
-static void start_or_fail(srv_server *S, job *j)
-{
-    srv_session *s = j->sess;
-    if (j->kind == JOB_STEP && s->autoreset == ENV_AUTORESET_DISABLED) {
-        int bad = -1, nbad = 0;
-        for (int i = 0; i < j->n; i++) {
-            int w = j->ids ? j->ids[i] : i;
-            if (s->ended_io[w]) {
-                if (bad < 0) bad = w;
-                nbad++;
-            }
-        }
-        if (bad >= 0) {
-            char m[256];
-            snprintf(m, sizeof m, "world %d%s has ended (or was never reset) and autoreset is disabled: reset it "
-                     "before stepping it (%d of the %d worlds in this request)", bad, nbad > 1 ? " and others" : "",
-                     nbad, j->n);
-            send_error(S, j->frames, j->nframes, j->id, s, PROTO_E_EPISODE_ENDED, m);
-            j->nframes = 0;
-            job_free(j);
-            return;
-        }
-    }
-    if (dispatch(S, j)) {
-        send_error(S, j->frames, j->nframes, j->id, s, PROTO_E_INTERNAL, "out of memory");
-        j->nframes = 0;
-        job_free(j);
-    }
-}
+/* starting jobs */
 
 static void finish_close_if_idle(srv_server *S, srv_session *s);
 
+/* Autoreset disabled: a step may only start when the session has nothing in flight, so that the env's
+ * view of which worlds have ended is exact (the env owns that state). */
+static int must_wait(const srv_session *s, const srv_job *j)
+{
+    return j->kind == SRV_JOB_STEP && s->autoreset == ENV_AUTORESET_DISABLED && s->inflight > 0;
+}
+
+static void start_or_fail(srv_server *S, pending *p)
+{
+    srv_job *j = &p->job;
+    srv_session *s = j->sess;
+    if (j->kind == SRV_JOB_STEP && s->autoreset == ENV_AUTORESET_DISABLED) {
+        int nbad;
+        int bad = srv_job_first_ended(j, &nbad);
+        if (bad >= 0) {
+            char m[256];
+            snprintf(m, sizeof m, "world %d%s has ended (or was never reset) and autoreset is disabled: reset it "
+                     "before stepping it (%d of the %d worlds in this request)", j->ids ? j->ids[bad] : bad,
+                     nbad > 1 ? " and others" : "", nbad, j->n);
+            pending_fail(S, p, PROTO_E_EPISODE_ENDED, m);
+            return;
+        }
+    }
+    int most_rows;
+    if (srv_jobs_submit(S->jobs, j, &most_rows)) {
+        pending_fail(S, p, PROTO_E_INTERNAL, "out of memory");
+        return;
+    }
+    s->inflight++;
+    S->jobs_inflight++;
+    /* a tiny job completes within tens of microseconds: the I/O thread polls for it rather than sleep
+     * and pay a thread wake-up on top */
+    if (most_rows <= TINY_JOB_ROWS && S->cfg.spin_us > 0) S->spin_until = srv_now_s() + 1e-6 * S->cfg.spin_us;
+}
+
 static void pump_deferred(srv_server *S, srv_session *s)
 {
-    while (s->deferred) {
-        job *j = s->deferred;
-        if (j->kind == JOB_STEP && s->autoreset == ENV_AUTORESET_DISABLED && s->inflight > 0) break;
+    while (s->deferred && !must_wait(s, s->deferred)) {
+        srv_job *j = s->deferred;
         s->deferred = j->next;
         if (!s->deferred) s->deferred_tail = NULL;
         S->jobs_inflight--;
-        start_or_fail(S, j);
+        start_or_fail(S, as_pending(j));
     }
 }
 
-static void submit(srv_server *S, job *j)
+static void submit(srv_server *S, pending *p)
 {
-    srv_session *s = j->sess;
-    if (s->deferred || (j->kind == JOB_STEP && s->autoreset == ENV_AUTORESET_DISABLED && s->inflight > 0)) {
-        j->next = NULL;
-        if (s->deferred_tail) s->deferred_tail->next = j;
-        else s->deferred = j;
-        s->deferred_tail = j;
+    srv_session *s = p->job.sess;
+    if (s->deferred || must_wait(s, &p->job)) {
+        p->job.next = NULL;
+        if (s->deferred_tail) s->deferred_tail->next = &p->job;
+        else s->deferred = &p->job;
+        s->deferred_tail = &p->job;
         S->jobs_inflight++;
         return;
     }
-    start_or_fail(S, j);
+    start_or_fail(S, p);
+}
+
+static void submit_control(srv_server *S, pending *p)
+{
+    S->jobs_inflight++;
+    srv_jobs_submit_control(S->jobs, &p->job);
 }
 
 static void finish_close_if_idle(srv_server *S, srv_session *s)
 {
     if (!s->closing || s->destroying || s->inflight || s->deferred) return;
     s->destroying = 1;
-    job *j = s->close_job;
-    if (!j) {
-        j = job_new(S, JOB_CLOSE);
-        if (!j) return;          /* retried at the next tick */
-        j->nframes = -1;
+    pending *p = (pending *)(void *)s->close_job;
+    if (!p) {                    /* expiry: no request, no reply */
+        p = calloc(1, sizeof *p);
+        if (!p) {
+            s->destroying = 0;   /* retried at the next tick */
+            return;
+        }
+        srv_job_init(&p->job, SRV_JOB_CLOSE);
+        proto_request_init(&p->req);
+        p->nframes = -1;
     }
     s->close_job = NULL;
-    j->sess = s;
-    push_ctl(S, j);
+    p->job.sess = s;
+    submit_control(S, p);
 }
 
-static void begin_close(srv_server *S, srv_session *s, job *close_job)
+static void begin_close(srv_server *S, srv_session *s, pending *close_request)
 {
     s->closing = 1;
-    s->close_job = close_job;
+    s->close_job = close_request ? &close_request->job : NULL;
     finish_close_if_idle(S, s);
 }
 
 /* ------------------------------------------------------------------------------------------------ */
 /* completed jobs */
 
-static void complete_make(srv_server *S, job *j)
+static void complete_make(srv_server *S, pending *p)
 {
-    proto_request *r = &j->req;
+    srv_job *j = &p->job;
+    const proto_request *r = &p->req;
     if (!j->env) {
         S->worlds_used -= r->num_worlds;
-        proto_code code = strstr(j->err, "out of memory") ? PROTO_E_LIMIT : PROTO_E_BAD_CONFIG;
-        send_error(S, j->frames, j->nframes, j->id, NULL, code, j->err);
-        j->nframes = 0;
+        send_error(S, p->frames, p->nframes, p->id, NULL,
+                   j->make_err == SRV_MAKE_NO_MEMORY ? PROTO_E_LIMIT : PROTO_E_BAD_CONFIG, j->err);
+        p->nframes = 0;
         return;
     }
-    const int T = S->nthreads;
-    srv_session *s = calloc(1, sizeof *s);
     int n = (int)r->num_worlds;
-    if (s) {
-        s->lanes = calloc((size_t)T, sizeof *s->lanes);
-        s->ended = malloc((size_t)n);
-        s->ended_io = malloc((size_t)n);
-        s->idbits = calloc((size_t)n / 8 + 1, 1);
-    }
-    if (!s || !s->lanes || !s->ended || !s->ended_io || !s->idbits) {
-        session_free(s);
+    srv_session *s = srv_session_new(n, S->nthreads, S->next_rot++ % S->nthreads);
+    if (!s) {
         S->worlds_used -= r->num_worlds;
-        send_error(S, j->frames, j->nframes, j->id, NULL, PROTO_E_INTERNAL, "out of memory");
-        j->nframes = 0;
-        return;
+        send_error(S, p->frames, p->nframes, p->id, NULL, PROTO_E_INTERNAL, "out of memory");
+        p->nframes = 0;
+        return;                  /* the job's env is destroyed with the job */
     }
-    memset(s->ended, 1, (size_t)n);
-    memset(s->ended_io, 1, (size_t)n);
     s->env = j->env;
     j->env = NULL;
-    s->spec = env_get_spec(s->env);
-    s->nworlds = n;
+    s->spec = j->spec;
     s->obs_dim = s->spec->obs_dim;
     s->act_dim = s->spec->act_dim;
     s->nterms = s->spec->nterms;
     s->autoreset = r->autoreset;
     s->seed = r->seed;
-    s->rot = S->next_rot++ % T;
-    s->created = s->last_active = now_s();
-    do {
-        s->id = (uint64_t)S->id_epoch << 32 | ++S->id_counter;
-    } while (!s->id || session_find(S, s->id));
-    s->hnext = S->buckets[s->id % NBUCKETS];
-    S->buckets[s->id % NBUCKETS] = s;
-    S->nsessions++;
-    double cfg[ENV_MAX_CONFIG];
-    for (int i = 0; i < s->spec->nconfig; i++) cfg[i] = env_config(s->env, s->spec->config[i].key);
+    s->created = s->last_active = srv_now_s();
+    srv_session_table_add(&S->sessions, s);
     proto_buf_reset(&S->out);
-    proto_encode_make_reply(&S->out, j->id, s->id, n, s->autoreset, s->seed, s->spec, cfg);
-    send_small(S, j->frames, j->nframes);
-    j->nframes = 0;
-    logf_(S, SRV_LOG_INFO, "session %" PRIu64 ": %s, %d worlds, autoreset %s, seed %" PRIu64 " (%d sessions, %ld worlds)",
-          s->id, s->spec->name, n, proto_autoreset_name(s->autoreset), s->seed, S->nsessions, S->worlds_used);
+    proto_encode_make_reply(&S->out, p->id, s->id, n, s->autoreset, s->seed, s->spec, j->config);
+    send_small(S, p->frames, p->nframes);
+    p->nframes = 0;
+    LOG(S, SRV_LOG_INFO, "session %" PRIu64 ": %s, %d worlds, autoreset %s, seed %" PRIu64 " (%d sessions, %ld worlds)",
+        s->id, s->spec->name, n, proto_autoreset_name(s->autoreset), s->seed, S->sessions.count, S->worlds_used);
 }
 
-static void complete_close(srv_server *S, job *j)
+static void complete_close(srv_server *S, pending *p)
 {
-    srv_session *s = j->sess;
+    srv_session *s = p->job.sess;
     S->worlds_used -= s->nworlds;
-    session_unlink(S, s);
-    if (j->nframes >= 0) {
+    srv_session_table_remove(&S->sessions, s);
+    if (p->nframes >= 0) {
         proto_buf_reset(&S->out);
-        proto_encode_close_reply(&S->out, j->id, s->id, s->steps);
-        send_small(S, j->frames, j->nframes);
-        j->nframes = 0;
-        logf_(S, SRV_LOG_INFO, "session %" PRIu64 " closed after %" PRIu64 " steps (%d sessions, %ld worlds)", s->id,
-              s->steps, S->nsessions, S->worlds_used);
+        proto_encode_close_reply(&S->out, p->id, s->id, s->steps);
+        send_small(S, p->frames, p->nframes);
+        p->nframes = 0;
+        LOG(S, SRV_LOG_INFO, "session %" PRIu64 " closed after %" PRIu64 " steps (%d sessions, %ld worlds)", s->id,
+            s->steps, S->sessions.count, S->worlds_used);
     } else {
-        logf_(S, SRV_LOG_INFO, "session %" PRIu64 " expired after %.0f s idle (%d sessions, %ld worlds)", s->id,
-              now_s() - s->last_active, S->nsessions, S->worlds_used);
+        LOG(S, SRV_LOG_INFO, "session %" PRIu64 " expired after %.0f s idle (%d sessions, %ld worlds)", s->id,
+            srv_now_s() - s->last_active, S->sessions.count, S->worlds_used);
     }
-    session_free(s);
+    srv_session_destroy(&s);
 }
 
-static void complete_rows(srv_server *S, job *j)
+static void complete_rows(srv_server *S, pending *p)
 {
+    srv_job *j = &p->job;
     srv_session *s = j->sess;
     s->inflight--;
-    if (s->autoreset == ENV_AUTORESET_DISABLED) {
-        for (int i = 0; i < j->n; i++) {
-            int w = j->ids ? j->ids[i] : i;
-            if (j->kind == JOB_RESET) s->ended_io[w] = 0;
-            else s->ended_io[w] |= (uint8_t)(j->reply[j->lay.terminated + i] | j->reply[j->lay.truncated + i]);
-        }
-    }
-    int refused = atomic_load(&j->refused);
-    if (refused) {
+    if (j->refused) {
         char m[160];
-        snprintf(m, sizeof m, "%d worlds had ended and were not stepped (autoreset disabled)", refused);
-        send_error(S, j->frames, j->nframes, j->id, s, PROTO_E_EPISODE_ENDED, m);
-        j->nframes = 0;
+        snprintf(m, sizeof m, "%d worlds had ended and were not stepped (autoreset disabled)", j->refused);
+        send_error(S, p->frames, p->nframes, p->id, s, PROTO_E_EPISODE_ENDED, m);
     } else {
-        if (j->kind == JOB_STEP) {
+        if (j->kind == SRV_JOB_STEP) {
             s->steps += (uint64_t)j->n;
             S->steps += (uint64_t)j->n;
         }
         uint8_t *buf = j->reply;
         j->reply = NULL;
-        send_reply(S, j->frames, j->nframes, buf, j->reply_len, 1);
-        j->nframes = 0;
+        send_reply(S, p->frames, p->nframes, buf, j->reply_len, 1);
     }
+    p->nframes = 0;
     pump_deferred(S, s);
     finish_close_if_idle(S, s);
 }
 
 static void process_done(srv_server *S)
 {
-    pthread_mutex_lock(&S->done.mu);
-    job *j = S->done.head;
-    S->done.head = S->done.tail = NULL;
-    atomic_store_explicit(&S->done_pending, 0, memory_order_relaxed);
-    pthread_mutex_unlock(&S->done.mu);
+    srv_job *j = srv_jobs_take_done(S->jobs);
     while (j) {
-        job *next = j->next;
+        srv_job *next = j->next;
+        pending *p = as_pending(j);
         S->jobs_inflight--;
+        replying_to(S, p);
         switch (j->kind) {
-        case JOB_MAKE: complete_make(S, j); break;
-        case JOB_CLOSE: complete_close(S, j); break;
-        default: complete_rows(S, j); break;
+        case SRV_JOB_MAKE: complete_make(S, p); break;
+        case SRV_JOB_CLOSE: complete_close(S, p); break;
+        case SRV_JOB_RESET:
+        case SRV_JOB_STEP: complete_rows(S, p); break;
         }
-        job_free(j);
+        pending_free(p);
         j = next;
     }
 }
 
 /* ------------------------------------------------------------------------------------------------ */
-/* requests */
+/* request handlers: one per op */
 
-static void handle_hello(srv_server *S, uint64_t id, zmq_msg_t *frames, int nf)
+static void handle_hello(srv_server *S, incoming *in)
 {
-    const env_spec *specs[64];
-    int n = env_registry_count();
-    if (n > 64) n = 64;
-    for (int i = 0; i < n; i++) specs[i] = env_registry_spec(i);
+    const env_spec *specs[MAX_SPECS];
+    int n = srv_jobs_specs(specs, MAX_SPECS);
     proto_hello_info info = {.server = "herd " HERD_VERSION, .threads = S->nthreads,
                              .max_message_bytes = S->cfg.max_message_bytes,
                              .max_worlds_per_session = S->cfg.max_worlds_per_session, .max_worlds = S->cfg.max_worlds};
     proto_buf_reset(&S->out);
-    proto_encode_hello_reply(&S->out, id, &info, specs, n);
-    send_small(S, frames, nf);
+    proto_encode_hello_reply(&S->out, in->req->id, &info, specs, n);
+    send_small(S, in->frames, in->nframes);
 }
 
-static void handle_stats(srv_server *S, proto_request *r, srv_session *s, zmq_msg_t *frames, int nf)
+static void handle_ping(srv_server *S, incoming *in)
 {
-    double t = now_s();
-    proto_server_stats st = {.uptime_s = t - S->t_start, .sessions = S->nsessions, .worlds = S->worlds_used,
+    proto_buf_reset(&S->out);
+    proto_encode_ping_reply(&S->out, in->req->id, srv_unix_s());
+    send_small(S, in->frames, in->nframes);
+}
+
+static void handle_stats(srv_server *S, incoming *in)
+{
+    double t = srv_now_s();
+    srv_session *s = in->sess;
+    proto_server_stats st = {.uptime_s = t - S->t_start, .sessions = S->sessions.count, .worlds = S->worlds_used,
                              .steps = S->steps, .requests = S->requests, .errors = S->errors,
-                             .steps_per_s = rate_get(&S->rate, t, S->steps, 10.0), .threads = S->nthreads};
+                             .steps_per_s = srv_rate_get(&S->rate, t, S->steps, RATE_WINDOW_S), .threads = S->nthreads};
     proto_session_stats ss;
     if (s) {
         ss = (proto_session_stats){.session = s->id, .env = s->spec->name, .num_worlds = s->nworlds, .steps = s->steps,
-                                   .steps_per_s = rate_get(&s->rate, t, s->steps, 10.0), .age_s = t - s->created,
-                                   .idle_s = t - s->last_active, .requests = s->requests, .errors = s->errors};
+                                   .steps_per_s = srv_rate_get(&s->rate, t, s->steps, RATE_WINDOW_S),
+                                   .age_s = t - s->created, .idle_s = t - s->last_active, .requests = s->requests,
+                                   .errors = s->errors};
     }
     proto_buf_reset(&S->out);
-    proto_encode_stats_reply(&S->out, r->id, &st, s ? &ss : NULL);
-    send_small(S, frames, nf);
+    proto_encode_stats_reply(&S->out, in->req->id, &st, s ? &ss : NULL);
+    send_small(S, in->frames, in->nframes);
 }
 
-/* Takes the envelope frames and the payload (moved into a job when one is created). */
-static void handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *payload)
+/* A pending request for `kind`, or NULL after an error reply. */
+static pending *take_pending(srv_server *S, incoming *in, srv_job_kind kind)
 {
-    S->requests++;
-    const uint8_t *data = zmq_msg_data(payload);
-    size_t len = zmq_msg_size(payload);
-    proto_request req;
-    proto_request_init(&req);
-    proto_error e;
+    pending *p = pending_new(kind, in);
+    if (!p) {
+        send_error(S, in->frames, in->nframes, in->req->id, in->sess, PROTO_E_INTERNAL, "out of memory");
+        return NULL;
+    }
+    p->op = S->reply_op;
+    p->t0 = S->reply_t0;
+    S->work_requests++;
+    return p;
+}
+
+static void handle_make(srv_server *S, incoming *in)
+{
+    pending *p = take_pending(S, in, SRV_JOB_MAKE);
+    if (!p) return;
+    const proto_request *r = &p->req;
     char m[PROTO_MSG_MAX + 64];
-    int rc = proto_decode_request(data, len, &S->lim, &req, &e);
-    if (rc) {
-        send_error(S, frames, nf, req.has_id ? req.id : 0, NULL, (proto_code)rc, e.message);
-        goto done;
+    int code = srv_jobs_check_env(r->env, m, sizeof m);
+    if (!code && r->num_worlds > S->cfg.max_worlds_per_session) {
+        snprintf(m, sizeof m, "num_worlds %" PRId64 " exceeds the limit of %d worlds per session", r->num_worlds,
+                 S->cfg.max_worlds_per_session);
+        code = PROTO_E_LIMIT;
     }
-    if (S->draining) {
-        send_error(S, frames, nf, req.id, NULL, PROTO_E_SHUTTING_DOWN, "the server is shutting down");
-        goto done;
+    if (!code && S->worlds_used + r->num_worlds > S->cfg.max_worlds) {
+        snprintf(m, sizeof m, "num_worlds %" PRId64 " would exceed the server's limit of %ld worlds (%ld in use)",
+                 r->num_worlds, S->cfg.max_worlds, S->worlds_used);
+        code = PROTO_E_LIMIT;
     }
-    srv_session *s = NULL;
-    if (req.has_session) {
-        s = session_find(S, req.session);
-        if (!s || s->closing) {
-            snprintf(m, sizeof m, "unknown session %" PRIu64 "%s", req.session,
-                     s ? " (closing)" : " (closed, expired, or never made on this server)");
-            send_error(S, frames, nf, req.id, NULL, PROTO_E_UNKNOWN_SESSION, m);
-            goto done;
-        }
-        s->requests++;
-        s->last_active = now_s();
+    if (code) {
+        pending_fail(S, p, (proto_code)code, m);
+        return;
     }
-    switch (req.op) {
-    case PROTO_OP_HELLO: handle_hello(S, req.id, frames, nf); goto done;
-    case PROTO_OP_PING:
-        proto_buf_reset(&S->out);
-        proto_encode_ping_reply(&S->out, req.id, unix_time());
-        send_small(S, frames, nf);
-        goto done;
-    case PROTO_OP_STATS: handle_stats(S, &req, s, frames, nf); goto done;
-    default: break;
-    }
-    job *j = job_new(S, req.op == PROTO_OP_MAKE ? JOB_MAKE : req.op == PROTO_OP_CLOSE ? JOB_CLOSE
-                        : req.op == PROTO_OP_RESET ? JOB_RESET : JOB_STEP);
-    if (!j) {
-        send_error(S, frames, nf, req.id, s, PROTO_E_INTERNAL, "out of memory");
-        goto done;
-    }
-    j->id = req.id;
-    j->sess = s;
-    for (int i = 0; i < nf; i++) {
-        zmq_msg_init(&j->frames[i]);
-        zmq_msg_move(&j->frames[i], &frames[i]);
-    }
-    j->nframes = nf;
-    nf = 0;
-    j->req = req;                    /* the job owns the decoded arrays now */
-    proto_request_init(&req);
-    proto_request *r = &j->req;
+    S->worlds_used += r->num_worlds;
+    p->job.make = &p->req;
+    submit_control(S, p);
+}
 
-    if (j->kind == JOB_MAKE) {
-        if (env_registry_find(r->env) < 0) {
-            char list[256] = "";
-            for (int i = 0; i < env_registry_count(); i++)
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", env_registry_spec(i)->name);
-            snprintf(m, sizeof m, "unknown env '%s' (available: %s)", r->env, list);
-            send_error(S, j->frames, j->nframes, j->id, NULL, PROTO_E_UNKNOWN_ENV, m);
-            goto fail;
-        }
-        if (r->num_worlds > S->cfg.max_worlds_per_session) {
-            snprintf(m, sizeof m, "num_worlds %" PRId64 " exceeds the limit of %d worlds per session", r->num_worlds,
-                     S->cfg.max_worlds_per_session);
-            send_error(S, j->frames, j->nframes, j->id, NULL, PROTO_E_LIMIT, m);
-            goto fail;
-        }
-        if (S->worlds_used + r->num_worlds > S->cfg.max_worlds) {
-            snprintf(m, sizeof m, "num_worlds %" PRId64 " would exceed the server's limit of %ld worlds (%ld in use)",
-                     r->num_worlds, S->cfg.max_worlds, S->worlds_used);
-            send_error(S, j->frames, j->nframes, j->id, NULL, PROTO_E_LIMIT, m);
-            goto fail;
-        }
-        S->worlds_used += r->num_worlds;
-        push_ctl(S, j);
-        goto done;
-    }
-    if (j->kind == JOB_CLOSE) {
-        begin_close(S, s, j);
-        goto done;
-    }
+static void handle_close(srv_server *S, incoming *in)
+{
+    pending *p = take_pending(S, in, SRV_JOB_CLOSE);
+    if (p) begin_close(S, in->sess, p);
+}
 
-    /* reset / step */
-    j->n = r->nids >= 0 ? r->nids : s->nworlds;
-    j->ids = r->world_ids;
-    if (j->ids && (rc = proto_check_world_ids(j->ids, j->n, s->nworlds, s->idbits, &e))) {
-        send_error(S, j->frames, j->nframes, j->id, s, (proto_code)rc, e.message);
-        goto fail;
+/* The rows of a reset / step request: its world ids (checked) or all worlds.  0, or -1 after failing p. */
+static int take_rows(srv_server *S, pending *p)
+{
+    srv_job *j = &p->job;
+    srv_session *s = j->sess;
+    proto_error e;
+    j->n = p->req.nids >= 0 ? p->req.nids : s->nworlds;
+    j->ids = p->req.world_ids;
+    int rc = j->ids ? proto_check_world_ids(j->ids, j->n, s->nworlds, s->idbits, &e) : 0;
+    if (rc) pending_fail(S, p, (proto_code)rc, e.message);
+    return rc ? -1 : 0;
+}
+
+/* Takes the laid-out reply from b and submits p's job (fails p when b ran out of memory). */
+static void submit_rows(srv_server *S, pending *p, proto_buf *b)
+{
+    if (b->oom) {
+        proto_buf_free(b);
+        pending_fail(S, p, PROTO_E_INTERNAL, "out of memory");
+        return;
+    }
+    p->job.reply = proto_buf_steal(b, &p->job.reply_len);
+    submit(S, p);
+}
+
+static void handle_reset(srv_server *S, incoming *in)
+{
+    pending *p = take_pending(S, in, SRV_JOB_RESET);
+    if (!p || take_rows(S, p)) return;
+    srv_job *j = &p->job;
+    proto_request *r = &p->req;
+    if (r->nseeds >= 0 && r->nseeds != j->n) {
+        char m[96];
+        snprintf(m, sizeof m, "'seeds' has %d entries for %d worlds", r->nseeds, j->n);
+        pending_fail(S, p, PROTO_E_BAD_SHAPE, m);
+        return;
+    }
+    if (r->nseeds >= 0) {
+        j->seeds = r->seeds;
+        r->seeds = NULL;
+    } else if (r->has_seed) {
+        j->seeds = malloc((size_t)j->n * sizeof *j->seeds);
+        if (!j->seeds) {
+            pending_fail(S, p, PROTO_E_INTERNAL, "out of memory");
+            return;
+        }
+        for (int i = 0; i < j->n; i++) j->seeds[i] = r->seed + (uint64_t)(j->ids ? j->ids[i] : i);
     }
     proto_buf b;
     proto_buf_init(&b);
-    if (j->kind == JOB_RESET) {
-        if (r->nseeds >= 0 && r->nseeds != j->n) {
-            snprintf(m, sizeof m, "'seeds' has %d entries for %d worlds", r->nseeds, j->n);
-            send_error(S, j->frames, j->nframes, j->id, s, PROTO_E_BAD_SHAPE, m);
-            goto fail;
-        }
-        if (r->nseeds >= 0) {
-            j->seeds = r->seeds;
-            r->seeds = NULL;
-        } else if (r->has_seed) {
-            j->seeds = malloc((size_t)j->n * sizeof *j->seeds);
-            if (!j->seeds) goto oom;
-            for (int i = 0; i < j->n; i++) j->seeds[i] = r->seed + (uint64_t)(j->ids ? j->ids[i] : i);
-        }
-        proto_encode_reset_reply(&b, j->id, j->n, s->obs_dim, &j->lay);
+    proto_encode_reset_reply(&b, p->id, j->n, j->sess->obs_dim, &j->lay);
+    submit_rows(S, p, &b);
+}
+
+static void handle_step(srv_server *S, incoming *in)
+{
+    pending *p = take_pending(S, in, SRV_JOB_STEP);
+    if (!p || take_rows(S, p)) return;
+    srv_job *j = &p->job;
+    srv_session *s = j->sess;
+    proto_request *r = &p->req;
+    proto_error e;
+    int rc = proto_check_actions(&r->actions, j->n, s->act_dim, j->ids, &e);
+    if (rc) {
+        pending_fail(S, p, (proto_code)rc, e.message);
+        return;
+    }
+    j->actions = r->actions.data;
+    /* the actions point into the request message: keep it */
+    zmq_msg_init(&p->payload);
+    zmq_msg_move(&p->payload, in->payload);
+    p->has_payload = 1;
+    unsigned flags = (s->autoreset == ENV_AUTORESET_NEXT_STEP ? PROTO_STEP_AUTORESET : 0) |
+                     (s->autoreset == ENV_AUTORESET_SAME_STEP ? PROTO_STEP_FINAL_OBS : 0) |
+                     (r->reward_terms ? PROTO_STEP_REWARD_TERMS : 0);
+    proto_buf b;
+    proto_buf_init(&b);
+    proto_encode_step_reply(&b, p->id, j->n, s->obs_dim, s->nterms, flags, &j->lay);
+    submit_rows(S, p, &b);
+}
+
+typedef void (*op_handler)(srv_server *S, incoming *in);
+
+static op_handler handler_of(proto_op op)
+{
+    switch (op) {
+    case PROTO_OP_HELLO: return handle_hello;
+    case PROTO_OP_PING: return handle_ping;
+    case PROTO_OP_STATS: return handle_stats;
+    case PROTO_OP_MAKE: return handle_make;
+    case PROTO_OP_RESET: return handle_reset;
+    case PROTO_OP_STEP: return handle_step;
+    case PROTO_OP_CLOSE: return handle_close;
+    case PROTO_OP_COUNT: break;
+    }
+    return NULL;
+}
+
+/* Decodes one request and hands it to its op's handler.  Takes the envelope frames (moved into a
+ * pending request when one is made); the caller closes the payload. */
+static void handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *payload)
+{
+    S->requests++;
+    proto_request req;
+    proto_request_init(&req);
+    incoming in = {frames, nf, payload, &req, NULL};
+    proto_error e;
+    char m[PROTO_MSG_MAX + 64];
+    int rc = proto_decode_request(zmq_msg_data(payload), zmq_msg_size(payload), &S->lim, &req, &e);
+    op_handler h = rc ? NULL : handler_of(req.op);
+    S->reply_op = h ? (int)req.op : OP_INVALID;
+    S->reply_t0 = srv_now_s();
+    if (S->metrics) {
+        size_t bytes = zmq_msg_size(payload);
+        for (int i = 0; i < nf; i++) bytes += zmq_msg_size(&frames[i]);
+        srv_metrics_request(S->metrics, S->reply_op, bytes);
+    }
+    if (rc || !h) {
+        send_error(S, frames, nf, req.has_id ? req.id : 0, NULL, rc ? (proto_code)rc : PROTO_E_INTERNAL,
+                   rc ? e.message : "unhandled op");
+    } else if (S->draining) {
+        send_error(S, frames, nf, req.id, NULL, PROTO_E_SHUTTING_DOWN, "the server is shutting down");
+    } else if (req.has_session && (!(in.sess = srv_session_table_find(&S->sessions, req.session)) || in.sess->closing)) {
+        snprintf(m, sizeof m, "unknown session %" PRIu64 "%s", req.session,
+                 in.sess ? " (closing)" : " (closed, expired, or never made on this server)");
+        send_error(S, frames, nf, req.id, NULL, PROTO_E_UNKNOWN_SESSION, m);
     } else {
-        if ((rc = proto_check_actions(&r->actions, j->n, s->act_dim, j->ids, &e))) {
-            send_error(S, j->frames, j->nframes, j->id, s, (proto_code)rc, e.message);
-            goto fail;
+        if (in.sess) {
+            in.sess->requests++;
+            in.sess->last_active = srv_now_s();
         }
-        j->actions = r->actions.data;
-        j->actions_aligned = ((uintptr_t)j->actions & 3) == 0;
-        unsigned flags = (s->autoreset == ENV_AUTORESET_NEXT_STEP ? PROTO_STEP_AUTORESET : 0) |
-                         (s->autoreset == ENV_AUTORESET_SAME_STEP ? PROTO_STEP_FINAL_OBS : 0) |
-                         (r->reward_terms ? PROTO_STEP_REWARD_TERMS : 0);
-        proto_encode_step_reply(&b, j->id, j->n, s->obs_dim, s->nterms, flags, &j->lay);
-        /* the actions point into the request message: keep it */
-        zmq_msg_init(&j->payload);
-        zmq_msg_move(&j->payload, payload);
-        j->has_payload = 1;
+        h(S, &in);
     }
-    if (b.oom) {
-        proto_buf_free(&b);
-        goto oom;
-    }
-    j->reply = proto_buf_steal(&b, &j->reply_len);
-    submit(S, j);
-    goto done;
-oom:
-    send_error(S, j->frames, j->nframes, j->id, s, PROTO_E_INTERNAL, "out of memory");
-fail:
-    j->nframes = 0;
-    job_free(j);
-done:
-    close_frames(frames, nf);
     proto_request_clear(&req);
 }
 
@@ -936,7 +654,7 @@ static int recv_one(srv_server *S)
             close_frames(f, n);
             if (err == EAGAIN) return 0;
             if (err == EINTR) return 0;
-            logf_(S, SRV_LOG_ERROR, "receive failed: %s", zmq_strerror(err));
+            LOG(S, SRV_LOG_ERROR, "receive failed: %s", zmq_strerror(err));
             return -1;
         }
         more = zmq_msg_more(&tmp);
@@ -949,125 +667,140 @@ static int recv_one(srv_server *S)
     }
     if (dropped || n < 2) {
         /* more than MAX_FRAMES frames: not a request of this protocol, and no safe envelope to echo */
-        logf_(S, SRV_LOG_DEBUG, "dropped a message of %s%d frames", dropped ? "more than " : "", n);
+        LOG(S, SRV_LOG_DEBUG, "dropped a message of %s%d frames", dropped ? "more than " : "", n);
         S->errors++;
         close_frames(f, n);
         return 1;
     }
     handle_request(S, f, n - 1, &f[n - 1]);
-    zmq_msg_close(&f[n - 1]);
+    close_frames(f, n);     /* whatever handle_request did not move (closing a moved-from frame is a no-op) */
     return 1;
 }
 
 /* ------------------------------------------------------------------------------------------------ */
-/* the loop */
+/* the loop: while (serving) { before_sleep; process_events; } */
 
+typedef struct {
+    srv_server *S;
+    double t;
+    int sample;                 /* take a rate sample */
+} tick_arg;
+
+static void tick_session(srv_session *s, void *arg)
+{
+    const tick_arg *a = arg;
+    srv_server *S = a->S;
+    double t = a->t;
+    if (a->sample) srv_rate_sample(&s->rate, t, s->steps);
+    if (s->closing) {
+        finish_close_if_idle(S, s);
+        return;
+    }
+    if (S->cfg.session_timeout_s > 0 && !s->inflight && !s->deferred && t - s->last_active > S->cfg.session_timeout_s)
+        begin_close(S, s, NULL);
+}
+
+/* The periodic work: rate samples, session expiry, pending closes, the stats line. */
 static void tick(srv_server *S, double t)
 {
-    if (t - S->last_tick < 0.1) return;
-    int sample = t - S->last_sample >= 1.0;
+    if (t - S->last_tick < TICK_INTERVAL_S) return;
+    tick_arg a = {S, t, t - S->last_sample >= RATE_SAMPLE_S};
     S->last_tick = t;
-    if (sample) {
+    if (a.sample) {
         S->last_sample = t;
-        rate_sample(&S->rate, t, S->steps);
+        srv_rate_sample(&S->rate, t, S->steps);
     }
-    for (int b = 0; b < NBUCKETS; b++) {
-        srv_session *next;
-        for (srv_session *s = S->buckets[b]; s; s = next) {
-            next = s->hnext;
-            if (sample) rate_sample(&s->rate, t, s->steps);
-            if (s->closing) {
-                finish_close_if_idle(S, s);
-                continue;
-            }
-            if (S->cfg.session_timeout_s > 0 && !s->inflight && !s->deferred &&
-                t - s->last_active > S->cfg.session_timeout_s)
-                begin_close(S, s, NULL);
-        }
+    srv_session_table_each(&S->sessions, tick_session, &a);
+    if (S->metrics) {
+        srv_metrics_gauges(S->metrics, S->sessions.count, S->worlds_used, S->cfg.max_worlds, S->jobs_inflight);
+        srv_metrics_tick(S->metrics, t);
     }
-    if (S->cfg.stats_interval_s > 0 && t - S->last_stats >= S->cfg.stats_interval_s) {
+    if (S->cfg.stats_interval_s > 0 && t - S->last_stats >= S->cfg.stats_interval_s &&
+        S->steps == S->last_stats_steps && S->work_requests == S->last_stats_work) {
+        S->last_stats = t;      /* idle (no make, reset, step or close since the last line): no line */
+    } else if (S->cfg.stats_interval_s > 0 && t - S->last_stats >= S->cfg.stats_interval_s) {
         double dt = t - S->last_stats;
-        logf_(S, SRV_LOG_INFO, "stats: %.0f steps/s, %.1f requests/s, %" PRIu64 " errors, %d sessions, %ld worlds, "
-              "%d jobs in flight", (double)(S->steps - S->last_stats_steps) / dt,
-              (double)(S->requests - S->last_stats_requests) / dt, S->errors - S->last_stats_errors, S->nsessions,
-              S->worlds_used, S->jobs_inflight);
+        LOG(S, SRV_LOG_INFO, "stats: %.0f steps/s, %.1f requests/s, %" PRIu64 " errors, %d sessions, %ld worlds, "
+            "%d jobs in flight", (double)(S->steps - S->last_stats_steps) / dt,
+            (double)(S->requests - S->last_stats_requests) / dt, S->errors - S->last_stats_errors, S->sessions.count,
+            S->worlds_used, S->jobs_inflight);
         S->last_stats = t;
         S->last_stats_steps = S->steps;
         S->last_stats_requests = S->requests;
         S->last_stats_errors = S->errors;
+        S->last_stats_work = S->work_requests;
     }
+}
+
+/* Notes a stop request (from then on new requests get SHUTTING_DOWN); false once drained. */
+static int serving(srv_server *S)
+{
+    if (atomic_load(&S->stop) && !S->draining) {
+        S->draining = 1;
+        LOG(S, SRV_LOG_INFO, "shutting down: finishing %d requests in flight", S->jobs_inflight);
+    }
+    return !(S->draining && S->jobs_inflight == 0);
+}
+
+/* Before waiting: the periodic work, then, while a tiny job is in flight, a short busy poll for its
+ * completion or a new request (a thread wake-up costs tens of us on a VM).  Returns the poll timeout. */
+static int before_sleep(srv_server *S)
+{
+    tick(S, srv_now_s());
+    if (!(S->jobs_inflight > 0 && S->spin_until > 0)) return POLL_TIMEOUT_MS;
+    while (srv_now_s() < S->spin_until) {
+        if (srv_jobs_pending(S->jobs)) break;
+        uint32_t ev = 0;
+        size_t evs = sizeof ev;
+        if (zmq_getsockopt(S->router, ZMQ_EVENTS, &ev, &evs) == 0 && (ev & ZMQ_POLLIN)) break;
+        sched_yield();
+    }
+    S->spin_until = 0;
+    return 0;
+}
+
+/* Waits up to timeout_ms for a request or a completed job, then handles completed jobs and a bounded
+ * batch of requests.  -1 if polling failed. */
+static int process_events(srv_server *S, int timeout_ms)
+{
+    zmq_pollitem_t items[2] = {{S->router, 0, ZMQ_POLLIN, 0}, {NULL, srv_jobs_fd(S->jobs), ZMQ_POLLIN, 0}};
+    int rc = zmq_poll(items, 2, timeout_ms);
+    if (rc < 0 && zmq_errno() != EINTR) {
+        LOG(S, SRV_LOG_ERROR, "poll failed: %s", zmq_strerror(zmq_errno()));
+        return -1;
+    }
+    if (rc > 0 && (items[1].revents & ZMQ_POLLIN)) srv_jobs_ack(S->jobs);
+    process_done(S);
+    if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) {
+        for (int k = 0; k < RECV_BATCH; k++) {
+            if (recv_one(S) <= 0) break;
+            if (k % DONE_EVERY == DONE_EVERY - 1) process_done(S);
+        }
+    }
+    return 0;
 }
 
 int srv_server_run(srv_server *S)
 {
-    S->t_start = S->last_tick = S->last_sample = S->last_stats = now_s();
-    rate_sample(&S->rate, S->t_start, 0);
-    zmq_pollitem_t items[2] = {{S->router, 0, ZMQ_POLLIN, 0}, {NULL, S->efd, ZMQ_POLLIN, 0}};
-    for (;;) {
-        int timeout = 200;
-        if (S->jobs_inflight > 0 && S->spin_until > 0) {
-            /* tiny jobs in flight: poll briefly for their completion or a new request */
-            while (now_s() < S->spin_until) {
-                if (atomic_load_explicit(&S->done_pending, memory_order_acquire)) break;
-                uint32_t ev = 0;
-                size_t evs = sizeof ev;
-                if (zmq_getsockopt(S->router, ZMQ_EVENTS, &ev, &evs) == 0 && (ev & ZMQ_POLLIN)) break;
-                sched_yield();
-            }
-            S->spin_until = 0;
-            timeout = 0;
-        }
-        int rc = zmq_poll(items, 2, timeout);
-        if (rc < 0 && zmq_errno() != EINTR) {
-            logf_(S, SRV_LOG_ERROR, "poll failed: %s", zmq_strerror(zmq_errno()));
-            break;
-        }
-        if (rc > 0 && (items[1].revents & ZMQ_POLLIN)) {
-            uint64_t v;
-            ssize_t r = read(S->efd, &v, sizeof v);
-            (void)r;
-        }
-        process_done(S);
-        if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) {
-            /* a bounded batch, so that completions are not starved by a flood of requests */
-            for (int k = 0; k < 64; k++) {
-                if (recv_one(S) <= 0) break;
-                if (k % 8 == 7) process_done(S);
-            }
-        }
-        tick(S, now_s());
-        if (atomic_load(&S->stop) && !S->draining) {
-            S->draining = 1;
-            logf_(S, SRV_LOG_INFO, "shutting down: finishing %d requests in flight", S->jobs_inflight);
-        }
-        if (S->draining && S->jobs_inflight == 0) break;
+    S->t_start = S->last_tick = S->last_sample = S->last_stats = srv_now_s();
+    srv_rate_sample(&S->rate, S->t_start, 0);
+    while (serving(S)) {
+        int timeout_ms = before_sleep(S);
+        if (process_events(S, timeout_ms)) break;
     }
-    logf_(S, SRV_LOG_INFO, "stopped after %.1f s: %" PRIu64 " steps, %" PRIu64 " requests, %" PRIu64 " errors",
-          now_s() - S->t_start, S->steps, S->requests, S->errors);
+    LOG(S, SRV_LOG_INFO, "stopped after %.1f s: %" PRIu64 " steps, %" PRIu64 " requests, %" PRIu64 " errors",
+        srv_now_s() - S->t_start, S->steps, S->requests, S->errors);
     return 0;
 }
 
 void srv_server_stop(srv_server *S)
 {
     atomic_store(&S->stop, 1);
-    uint64_t one = 1;
-    ssize_t w = write(S->efd, &one, sizeof one);
-    (void)w;
+    srv_jobs_wake(S->jobs);
 }
 
 /* ------------------------------------------------------------------------------------------------ */
 /* creation */
-
-static int available_cores(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0) return n;
-    }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
 
 srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
 {
@@ -1078,25 +811,24 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
         return NULL;
     }
     S->cfg = *c;
-    S->efd = -1;
-    S->nthreads = c->threads > 0 ? c->threads : available_cores();
-    pthread_mutex_init(&S->done.mu, NULL);
+    if (c->threads > 0) {
+        S->nthreads = c->threads;
+        snprintf(S->cpus.source, sizeof S->cpus.source, "--threads / HERD_THREADS");
+    } else {
+        S->cpus = srv_cpus_detect(NULL);
+        S->nthreads = S->cpus.cpus;
+    }
     atomic_init(&S->stop, 0);
-    atomic_init(&S->done_pending, 0);
     proto_buf_init(&S->out);
     proto_limits_default(&S->lim);
     S->lim.max_message_bytes = c->max_message_bytes;
     S->lim.max_worlds = c->max_worlds_per_session;
     S->lim.max_objects = 4 * (size_t)c->max_worlds_per_session + 4096;
-    if (getrandom(&S->id_epoch, sizeof S->id_epoch, GRND_NONBLOCK) != sizeof S->id_epoch)
-        S->id_epoch = (uint32_t)time(NULL) ^ (uint32_t)getpid() << 16;
-    for (int i = 0; i < env_registry_count(); i++)
-        if (env_registry_spec(i)->act_dim > S->max_act_dim) S->max_act_dim = env_registry_spec(i)->act_dim;
+    srv_session_table_init(&S->sessions);
 
-    S->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     S->ctx = zmq_ctx_new();
-    if (S->efd < 0 || !S->ctx) {
-        snprintf(err, errlen, "cannot create the event fd or the ZeroMQ context: %s", strerror(errno));
+    if (!S->ctx) {
+        snprintf(err, errlen, "cannot create the ZeroMQ context: %s", strerror(errno));
         goto fail;
     }
     S->router = zmq_socket(S->ctx, ZMQ_ROUTER);
@@ -1108,28 +840,37 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
         goto fail;
     }
     if (zmq_bind(S->router, c->bind)) {
-        snprintf(err, errlen, "cannot bind %s: %s", c->bind, zmq_strerror(zmq_errno()));
+        int e = zmq_errno();
+        char who[160];
+        int port = srv_endpoint_port(c->bind);
+        if (e == EADDRINUSE && port > 0 && srv_port_owner(port, who, sizeof who) >= 0)
+            snprintf(err, errlen, "cannot bind %s: address already in use, held by %s; stop it, or choose another "
+                     "endpoint with --bind / HERD_BIND", c->bind, who);
+        else
+            snprintf(err, errlen, "cannot bind %s: %s%s", c->bind, zmq_strerror(e),
+                     e == EADDRINUSE ? " (choose another endpoint with --bind / HERD_BIND)" : "");
         goto fail;
     }
     size_t el = sizeof S->endpoint;
     if (zmq_getsockopt(S->router, ZMQ_LAST_ENDPOINT, S->endpoint, &el)) snprintf(S->endpoint, sizeof S->endpoint, "%s", c->bind);
-
-    S->ctl_lanes = calloc((size_t)S->nthreads, sizeof *S->ctl_lanes);
-    S->scratch = calloc((size_t)S->nthreads, sizeof *S->scratch);
-    if (!S->ctl_lanes || !S->scratch) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
-    }
-    size_t sz = ((size_t)c->quantum * (size_t)(S->max_act_dim > 0 ? S->max_act_dim : 1) * 4 + 63) / 64 * 64;
-    for (int i = 0; i < S->nthreads; i++)
-        if (!(S->scratch[i] = aligned_alloc(64, sz))) {
+    S->jobs = srv_jobs_new(S->nthreads, c->quantum, c->spin_us, err, errlen);
+    if (!S->jobs) goto fail;
+    if (c->metrics[0]) {
+        for (int i = 0; i < PROTO_OP_COUNT; i++) S->metric_ops[i] = proto_op_name((proto_op)i);
+        S->metric_ops[OP_INVALID] = "invalid";
+        for (int i = 0; i < PROTO_E_COUNT; i++) S->metric_codes[i] = proto_code_name((proto_code)i);
+        S->metrics = srv_metrics_new(S->metric_ops, PROTO_OP_COUNT + 1, S->metric_codes, PROTO_E_COUNT, S->nthreads,
+                                     HERD_VERSION, PROTO_VERSION);
+        char merr[256];
+        if (!S->metrics) {
             snprintf(err, errlen, "out of memory");
             goto fail;
         }
-    S->pool = srv_pool_new(S->nthreads, c->quantum, c->spin_us);
-    if (!S->pool) {
-        snprintf(err, errlen, "cannot start %d worker threads", S->nthreads);
-        goto fail;
+        if (srv_metrics_listen(S->metrics, c->metrics, &S->metrics_port, merr, sizeof merr)) {
+            snprintf(err, errlen, "%s", merr);
+            goto fail;
+        }
+        srv_jobs_set_metrics(S->jobs, S->metrics);
     }
     return S;
 fail:
@@ -1143,11 +884,19 @@ int srv_server_threads(const srv_server *S) { return S->nthreads; }
 void srv_server_banner(const srv_server *S)
 {
     if (S->cfg.log_level < SRV_LOG_INFO) return;
+    const env_spec *specs[MAX_SPECS];
+    int n = srv_jobs_specs(specs, MAX_SPECS);
     char envs[1024] = "";
-    for (int i = 0; i < env_registry_count(); i++) {
-        const env_spec *sp = env_registry_spec(i);
-        snprintf(envs + strlen(envs), sizeof envs - strlen(envs), "%s%s (obs %d, act %d)", i ? ", " : "", sp->name,
-                 sp->obs_dim, sp->act_dim);
+    for (int i = 0; i < n; i++)
+        snprintf(envs + strlen(envs), sizeof envs - strlen(envs), "%s%s (obs %d, act %d)", i ? ", " : "",
+                 specs[i]->name, specs[i]->obs_dim, specs[i]->act_dim);
+    char metrics[200] = "off (--metrics HOST:PORT)";
+    if (S->metrics) {
+        char host[128];
+        snprintf(host, sizeof host, "%s", S->cfg.metrics);
+        char *colon = strrchr(host, ':');
+        if (colon) *colon = 0;
+        snprintf(metrics, sizeof metrics, "http://%s:%d/metrics (Prometheus)", host, S->metrics_port);
     }
     char timeout[64];
     if (S->cfg.session_timeout_s > 0) snprintf(timeout, sizeof timeout, "after %g s idle", S->cfg.session_timeout_s);
@@ -1155,60 +904,56 @@ void srv_server_banner(const srv_server *S)
     fprintf(stderr,
             "herd-server %s (protocol %d)\n"
             "  endpoint   %s\n"
-            "  threads    %d workers + 1 I/O thread\n"
+            "  threads    %d workers + 1 I/O thread (%s)\n"
             "  limits     %zu bytes per request, %d worlds per session, %ld worlds in all\n"
             "  sessions   closed %s\n"
+            "  metrics    %s\n"
             "  envs       %s\n",
-            HERD_VERSION, PROTO_VERSION, S->endpoint, S->nthreads, S->cfg.max_message_bytes,
-            S->cfg.max_worlds_per_session, S->cfg.max_worlds, timeout, envs);
+            HERD_VERSION, PROTO_VERSION, S->endpoint, S->nthreads, S->cpus.source, S->cfg.max_message_bytes,
+            S->cfg.max_worlds_per_session, S->cfg.max_worlds, timeout, metrics, envs);
+}
+
+/* Shutdown: frees a session left open, with its deferred requests (the workers have stopped). */
+static void drop_session(srv_session *s, void *arg)
+{
+    srv_server *S = arg;
+    while (s->deferred) {
+        srv_job *d = s->deferred;
+        s->deferred = d->next;
+        pending_free(as_pending(d));
+    }
+    pending_free(as_pending(s->close_job));
+    srv_jobs_drop_env(s);
+    srv_session_table_remove(&S->sessions, s);
+    srv_session_destroy(&s);
 }
 
 void srv_server_destroy(srv_server **pS)
 {
     if (!pS || !*pS) return;
     srv_server *S = *pS;
-    /* the workers finish what is queued; completed jobs are then dropped */
-    srv_pool_destroy(&S->pool);
-    pthread_mutex_lock(&S->done.mu);
-    job *j = S->done.head;
-    S->done.head = S->done.tail = NULL;
-    pthread_mutex_unlock(&S->done.mu);
-    while (j) {
-        job *next = j->next;
-        if (j->kind == JOB_CLOSE && j->sess) {
-            session_unlink(S, j->sess);
-            session_free(j->sess);
-        }
-        job_free(j);
-        j = next;
-    }
-    for (int b = 0; b < NBUCKETS; b++) {
-        srv_session *next;
-        for (srv_session *s = S->buckets[b]; s; s = next) {
-            next = s->hnext;
-            while (s->deferred) {
-                job *d = s->deferred;
-                s->deferred = d->next;
-                job_free(d);
+    if (S->jobs) {
+        /* the workers finish what is queued; completed jobs are then dropped */
+        srv_jobs_stop(S->jobs);
+        for (srv_job *j = srv_jobs_take_done(S->jobs), *next; j; j = next) {
+            next = j->next;
+            if (j->kind == SRV_JOB_CLOSE && j->sess) {
+                srv_session_table_remove(&S->sessions, j->sess);
+                srv_session_destroy(&j->sess);
             }
-            job_free(s->close_job);
-            session_free(s);
+            pending_free(as_pending(j));
         }
-        S->buckets[b] = NULL;
+        srv_session_table_each(&S->sessions, drop_session, S);
+        srv_jobs_destroy(&S->jobs);
     }
+    srv_metrics_destroy(&S->metrics);     /* after the workers, which count into it */
     if (S->router) {
-        int linger = 2000;
+        int linger = FLUSH_LINGER_MS;
         zmq_setsockopt(S->router, ZMQ_LINGER, &linger, sizeof linger);
         zmq_close(S->router);
     }
     if (S->ctx) zmq_ctx_term(S->ctx);
-    if (S->efd >= 0) close(S->efd);
-    if (S->scratch)
-        for (int i = 0; i < S->nthreads; i++) free(S->scratch[i]);
-    free(S->scratch);
-    free(S->ctl_lanes);
     proto_buf_free(&S->out);
-    pthread_mutex_destroy(&S->done.mu);
     free(S);
     *pS = NULL;
 }

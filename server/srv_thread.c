@@ -1,7 +1,8 @@
-/* srv_thread.c — a herd server on a thread of the calling process.  See srv_server.h. */
-#include "srv_server.h"
+/* srv_thread.c — a herd server on a thread of the calling process.  See srv_thread.h. */
+#include "srv_thread.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 struct srv_thread {

@@ -5,7 +5,9 @@
 #   3. the Python client suite (pytest, against a real server), when present
 #   4. the Julia client suite (skipped with a visible message where julia is absent)
 #   5. the container test (buildah) and the multi-server test, when present
-#   6. a short fuzzing pass (fuzz/run.sh --short: every libFuzzer target for FUZZ_SECONDS, default 45 s,
+#   6. operations (make run, metrics scraped by Prometheus, herd.stats), Slurm scripts with a fake srun,
+#      Kubernetes manifests (with kubectl kustomize when present)
+#   7. a short fuzzing pass (fuzz/run.sh --short: every libFuzzer target for FUZZ_SECONDS, default 45 s,
 #      after replaying its regression cases; skipped with a visible message where clang-14 is absent)
 # Prints one line per stage and a final "tests: N passed, N failed" line; exits non-zero on any failure.
 set -u
@@ -33,10 +35,14 @@ run() { # stage name, command...
 
 run "c" tests/run-c-tests.sh build/tests/test_*
 run "c-sanitizers" make --no-print-directory sanitize
+run "layers" tests/layers.sh
 [ -d clients/python/tests ] && run "python" tests/run-py-tests.sh
 [ -d clients/julia/test ] && run "julia" tests/run-jl-tests.sh
 [ -x tests/multiserver/run.sh ] && run "multi-server" tests/multiserver/run.sh
 [ -x tests/container/run.sh ] && run "container" tests/container/run.sh
+[ -x tests/ops/run.sh ] && run "ops" tests/ops/run.sh
+[ -x tests/slurm/run.sh ] && run "slurm" tests/slurm/run.sh
+run "k8s-manifests" env PYTHONPATH="$PWD/clients/python${PYTHONPATH:+:$PYTHONPATH}" /usr/bin/python3 tests/deploy/k8s_test.py
 [ -x fuzz/run.sh ] && run "fuzz" fuzz/run.sh --short --time "${FUZZ_SECONDS:-45}"
 
 echo

@@ -701,3 +701,34 @@ Test(env, stand_resets_on_the_ground_and_rewards_height)
     freebufs(&b);
     env_destroy(&e);
 }
+
+/* env_info.counters: added to by env_step; worlds stepped, solver sweeps and capped solves are counted. */
+Test(env, work_counters)
+{
+    env_kv capped[] = {{"solver_max_iter", 1}, {"solver_tol", 1e-12}};
+    for (int k = 0; k < 2; k++) {
+        env_t *e = mk("anymal_c-walk", 4, capped, k ? 2 : 0, ENV_AUTORESET_SAME_STEP);
+        bufs b = mkbufs(e);
+        env_reset(e, 0, 4, NULL, NULL, b.obs);
+        env_counters c = {0};
+        env_info info = {.counters = &c};
+        for (int s = 0; s < 25; s++) {
+            actions(b.act, 4, b.ad, s);
+            env_step(e, 0, 4, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info);
+        }
+        cr_assert_eq(c.world_steps, 100);
+        cr_assert_eq(c.physics_resets, 0);
+        /* 100 env steps x 4 physics steps: contacts in most of them, one sweep at least in each such step */
+        cr_assert_gt(c.solver_iterations, 100, "%llu", (unsigned long long)c.solver_iterations);
+        if (k) {
+            cr_assert_leq(c.solver_iterations, 100 * 4, "at most one sweep per physics step when capped at 1");
+            cr_assert_gt(c.solver_capped, 0);
+            cr_assert_leq(c.solver_capped, c.solver_iterations);
+        } else {
+            cr_assert_lt(c.solver_capped, 100 * 4 / 10, "the default cap is rarely hit: %llu",
+                         (unsigned long long)c.solver_capped);
+        }
+        freebufs(&b);
+        env_destroy(&e);
+    }
+}

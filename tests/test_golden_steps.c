@@ -130,9 +130,9 @@ Test(golden_steps, every_task_every_autoreset_mode, .timeout = 300)
     if (!write) cr_assert(nwant > 0, "no " FLAVOUR " values in %s (write them with HERD_WRITE_GOLDEN=1)", GOLDEN_FILE);
     for (int i = 0; i < env_registry_count(); i++) {
         const env_spec *s = env_registry_spec(i);
+        const int fast = s->sim_dt * s->decimation < 0.004;   /* paper-* tasks: 1 ms env steps */
         for (int m = 0; m < 3; m++) {
-            /* paper-* tasks have 1 ms steps: more steps, same simulated time order */
-            int steps = s->sim_dt * s->decimation < 0.004 ? 400 : 120;
+            int steps = fast ? 400 : 120;
             for (int big = 0; big < 2; big++) {
                 float amp = big ? 3.0f : 0.5f;
                 snprintf(got[ngot].key, sizeof got[ngot].key, "%s/%s/amp%.1f", s->name, modes[m], amp);
@@ -140,6 +140,11 @@ Test(golden_steps, every_task_every_autoreset_mode, .timeout = 300)
                 ngot++;
             }
         }
+        /* long episodes with the task's defaults: a last-bit change anywhere (model loading, fused
+         * multiply-adds moved by a refactor) grows until it shows within a few thousand steps */
+        snprintf(got[ngot].key, sizeof got[ngot].key, "%s/long/amp0.3", s->name);
+        got[ngot].hash = run(s->name, ENV_AUTORESET_NEXT_STEP, 4, fast ? 4000 : 1000, 0.3f, NULL, 0);
+        ngot++;
     }
     if (write) {
         /* appends this flavour's values (delete the file's lines of this flavour first to refreeze) */

@@ -304,4 +304,14 @@ Test(scenario, rng_is_splitmix64)
         double u = env_rng_range(&x, -2, 3);
         cr_assert(u >= -2 && u < 3);
     }
+    /* mean + normal: the same two draws as env_rng_normal (the streams stay aligned); around 0 it is
+     * the plain draw, elsewhere it is mean + draw up to one rounding (fused where the target has FMA) */
+    env_rng a = env_rng_seeded(5), b = a;
+    for (int i = 0; i < 100; i++) {
+        double mean = i ? 0.25 * (i % 7) - 0.8 : 0;
+        double got = env_rng_normal_around(&a, mean), plain = env_rng_normal(&b);
+        if (mean == 0) cr_assert_eq(got, plain);
+        cr_assert_float_eq(got, mean + plain, 1e-15, "draw %d", i);
+        cr_assert_eq(a.ctr, b.ctr);
+    }
 }

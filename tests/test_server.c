@@ -22,7 +22,7 @@
 #include "env.h"
 #include "herd_client.h"
 #include "proto.h"
-#include "srv_server.h"
+#include "srv_thread.h"
 
 /* ---- fixtures ---- */
 
@@ -688,6 +688,31 @@ Test(server, worlds_are_released_on_close)
     OK(herd_client_close(c, &a, &e_));
     make(c, "anymal_c-walk", 20, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, &b);
     OK(herd_client_close(c, &b, &e_));
+    herd_client_destroy(&c);
+    cr_assert_eq(srv_thread_stop(&t), 0);
+}
+
+/* A make that runs out of memory is a LIMIT error naming it (classified by errno, not by the message
+ * text), not BAD_CONFIG; the server keeps serving. */
+Test(server, make_out_of_memory_is_a_limit_error, .timeout = 30)
+{
+#ifdef __SANITIZE_ADDRESS__
+    cr_skip_test("ASan aborts on the huge allocation instead of returning NULL");
+#endif
+    srv_config cfg;
+    test_config(&cfg);
+    cfg.max_worlds_per_session = INT32_MAX;
+    cfg.max_worlds = 1L << 40;
+    srv_thread *t = start_with(&cfg);
+    herd_client *c = connect_to(t);
+    herd_session a;
+    herd_error e;
+    /* 2^31 - 1 worlds: the per-world arrays alone are far beyond this machine's memory */
+    cr_assert_eq(herd_client_make(c, 0, "anymal_c-walk", INT32_MAX, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, &a, &e),
+                 PROTO_E_LIMIT, "%s", e.message);
+    cr_assert(strstr(e.message, "out of memory"), "%s", e.message);
+    make(c, "anymal_c-walk", 2, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, &a);
+    OK(herd_client_close(c, &a, &e_));
     herd_client_destroy(&c);
     cr_assert_eq(srv_thread_stop(&t), 0);
 }

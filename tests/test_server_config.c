@@ -1,5 +1,5 @@
 /* test_server_config.c — herd-server settings: defaults, HERD_* environment variables, the command line
- * (which wins), bad values, and the worker pool's round-robin scheduling. */
+ * (which wins), bad values, a bind failure.  The worker pool has its own tests (test_pool.c). */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "srv_pool.h"
+#include "srv_config.h"
 #include "srv_server.h"
 
 Test(config, defaults)
@@ -88,71 +88,4 @@ Test(config, bind_failure_is_a_clear_error)
     srv_server *s = srv_server_new(&c, err, sizeof err);
     cr_assert_null(s);
     cr_assert(strstr(err, "cannot bind tcp://256.1.1.1:1"), "%s", err);
-}
-
-/* ---- the pool ---- */
-
-typedef struct {
-    srv_unit u;
-    int owner, left;
-    int *log;
-    atomic_int *pos;
-    atomic_int *finished;
-} tunit;
-
-static int trun(srv_unit *u, int worker, int budget)
-{
-    tunit *t = (tunit *)u;
-    int k = t->left < budget ? t->left : budget;
-    t->left -= k;
-    t->log[atomic_fetch_add(t->pos, 1)] = t->owner;
-    usleep(200);
-    return t->left == 0;
-}
-
-static void tfinish(srv_unit *u, int worker) { atomic_fetch_add(((tunit *)u)->finished, 1); }
-
-Test(pool, owners_take_turns)
-{
-    srv_pool *p = srv_pool_new(1, 4, 50);
-    srv_lane lanes[3] = {{0}};
-    int log[256];
-    atomic_int pos = 0, finished = 0;
-    /* owner 0: one unit of 40 worlds (10 turns); owners 1 and 2: one unit of 4 worlds (1 turn) each,
-     * queued right after: they must not wait for owner 0's ten turns */
-    tunit big = {{0}, 0, 40, log, &pos, &finished};
-    tunit s1 = {{0}, 1, 4, log, &pos, &finished}, s2 = {{0}, 2, 4, log, &pos, &finished};
-    big.u.run = s1.u.run = s2.u.run = trun;
-    big.u.finish = s1.u.finish = s2.u.finish = tfinish;
-    srv_pool_push(p, 0, &lanes[0], &big.u);
-    srv_pool_push(p, 0, &lanes[1], &s1.u);
-    srv_pool_push(p, 0, &lanes[2], &s2.u);
-    while (atomic_load(&finished) < 3) usleep(1000);
-    int n = atomic_load(&pos);
-    cr_assert_eq(n, 12);
-    int at1 = -1, at2 = -1;
-    for (int i = 0; i < n; i++) {
-        if (log[i] == 1) at1 = i;
-        if (log[i] == 2) at2 = i;
-    }
-    cr_assert(at1 >= 0 && at1 <= 3 && at2 >= 0 && at2 <= 3, "small owners ran at turns %d and %d", at1, at2);
-    srv_pool_destroy(&p);
-}
-
-Test(pool, a_lane_runs_in_order)
-{
-    srv_pool *p = srv_pool_new(2, 1, 0);
-    srv_lane lane = {0};
-    int log[64];
-    atomic_int pos = 0, finished = 0;
-    tunit u[8];
-    for (int i = 0; i < 8; i++) {
-        u[i] = (tunit){{0}, i, 2, log, &pos, &finished};
-        u[i].u.run = trun;
-        u[i].u.finish = tfinish;
-        srv_pool_push(p, 1, &lane, &u[i].u);
-    }
-    while (atomic_load(&finished) < 8) usleep(1000);
-    for (int i = 0; i < 16; i++) cr_assert_eq(log[i], i / 2, "FIFO within a lane");
-    srv_pool_destroy(&p);
 }

@@ -13,6 +13,8 @@ Needs the Python client (pyzmq, msgpack, numpy): `pip install clients/python`, o
 clients/python (herd.sbatch sets it: $HERD_PYTHONPATH, default the submit directory's clients/python).
 """
 import argparse
+import os
+import signal
 import sys
 import time
 
@@ -23,7 +25,9 @@ import herd
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--address", required=True, help="comma-separated endpoints, or a DNS name with several addresses")
+    ap.add_argument("--address", default=os.environ.get("HERD_ADDRESS"),
+                    help="comma-separated endpoints, or a DNS name with several addresses (default: $HERD_ADDRESS, "
+                         "which the sbatch scripts set)")
     ap.add_argument("--env", default="anymal_c-walk")
     ap.add_argument("--worlds", type=int, default=4096)
     ap.add_argument("--steps", type=int, default=200)
@@ -31,6 +35,11 @@ def main():
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for any server's reply")
     ap.add_argument("--report", type=int, default=50, help="print throughput every N steps")
     a = ap.parse_args()
+    if not a.address:
+        ap.error("no servers: give --address or set HERD_ADDRESS")
+    # Slurm's time-limit warning (the sbatch scripts forward SIGUSR1): finish the step, checkpoint, exit 0.
+    stop = {"flag": False}
+    signal.signal(signal.SIGUSR1, lambda *_: stop.update(flag=True))
     if a.worlds < 1 or a.steps < 0 or a.timeout <= 0:
         ap.error("need --worlds >= 1, --steps >= 0, --timeout > 0")
 
@@ -44,6 +53,10 @@ def main():
             t0 = time.perf_counter()
             t_last, episodes, ret_sum = t0, 0, 0.0
             for k in range(1, a.steps + 1):
+                if stop["flag"]:
+                    print("trainer: SIGUSR1 (time limit near): checkpoint written at step %d, exiting" % (k - 1),
+                          flush=True)   # a real trainer saves its policy here
+                    return 0
                 actions = rng.uniform(-1, 1, size=(a.worlds, envs.act_dim)).astype(np.float32)  # your policy here
                 obs, rew, term, trunc, info = envs.step(actions)
                 if "episode" in info:

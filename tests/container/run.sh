@@ -14,6 +14,7 @@
 # Checks ("ok - ..." / "not ok - ...", then "N passed, M failed"):
 #   build         the image builds (time reported)
 #   config        non-root user, EXPOSE 5555, HERD_BIND=tcp://0.0.0.0:5555, HEALTHCHECK running herd-ping,
+#                 OCI labels (version = herd-server's, revision = the git sha, created, licenses, title),
 #                 ENTRYPOINT herd-server; the size is reported
 #   contents      no compiler, shell, package manager or MuJoCo in the image (skipped if it cannot be mounted)
 #   start         herd-server starts in the container as uid 10001 and binds 0.0.0.0
@@ -123,9 +124,13 @@ case "$(uname -m)" in
   x86_64) if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then MARCH=x86-64-v3; else MARCH=x86-64-v2; fi ;;
   *) MARCH="" ;;
 esac
+# the version labels `make image` sets
+VERSION=$(sed -n 's/^#define HERD_VERSION "\(.*\)"/\1/p' server/*.h | head -n1)
+REVISION=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 t0=$(date +%s)
 if timeout 1200 buildah bud --pull=false --isolation chroot --network host --format docker --layers=false \
-     --build-arg "MARCH=$MARCH" -t "$TAG" -f Dockerfile . >"$tmp/build.log" 2>&1; then
+     --build-arg "MARCH=$MARCH" --build-arg "VERSION=$VERSION" --build-arg "REVISION=$REVISION" \
+     --build-arg "CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)" -t "$TAG" -f Dockerfile . >"$tmp/build.log" 2>&1; then
   BUILD_S=$(elapsed "$t0")
   ok "build: $TAG in $BUILD_S s (MARCH=${MARCH:-default})"
 else
@@ -137,9 +142,10 @@ fi
 SIZE=$(buildah images --format '{{.Size}}' "$TAG" | head -n1)
 buildah inspect --type image "$TAG" >"$tmp/inspect.json"
 PY=python3; /usr/bin/python3 -c 'import json' 2>/dev/null && PY=/usr/bin/python3
-cfg_msg=$("$PY" - "$tmp/inspect.json" <<'EOF'
+cfg_msg=$("$PY" - "$tmp/inspect.json" "$VERSION" "$REVISION" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
+want_version, want_revision = sys.argv[2], sys.argv[3]
 oci = d["OCIv1"]["config"]
 dock = d["Docker"]["config"]
 env = dict(e.split("=", 1) for e in oci.get("Env", []))
@@ -156,12 +162,21 @@ if not hc or "herd-ping" not in " ".join(hc):
     problems.append("HEALTHCHECK is %r" % hc)
 if "herd-server" not in " ".join(oci.get("Entrypoint") or []):
     problems.append("ENTRYPOINT is %r" % oci.get("Entrypoint"))
+labels = oci.get("Labels") or {}
+for key, want in (("org.opencontainers.image.version", want_version),
+                  ("org.opencontainers.image.revision", want_revision)):
+    if labels.get(key) != want:
+        problems.append("label %s is %r, not %r" % (key, labels.get(key), want))
+for key in ("org.opencontainers.image.created", "org.opencontainers.image.licenses", "org.opencontainers.image.title"):
+    if not labels.get(key) or labels.get(key) == "unknown":
+        problems.append("label %s is %r" % (key, labels.get(key)))
 if problems:
     print("; ".join(problems)); sys.exit(1)
 # the healthcheck command, one argument per line, for running it inside the container
 with open(sys.argv[1] + ".hc", "w") as f:
     f.write("\n".join(hc[1:] if hc[0] in ("CMD", "CMD-SHELL") else hc))
-print("user %s, EXPOSE 5555, HERD_BIND=%s, HEALTHCHECK %s" % (user, env["HERD_BIND"], " ".join(hc[1:])))
+print("user %s, EXPOSE 5555, HERD_BIND=%s, HEALTHCHECK %s, OCI labels version %s revision %s"
+      % (user, env["HERD_BIND"], " ".join(hc[1:]), want_version, want_revision))
 EOF
 )
 if [ $? -eq 0 ]; then ok "config: $cfg_msg; image size $SIZE"; else nok "config: $cfg_msg"; fi

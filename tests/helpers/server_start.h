@@ -2,7 +2,7 @@
 #ifndef HERD_TEST_SERVER_START_H
 #define HERD_TEST_SERVER_START_H
 
-#include "srv_server.h"
+#include "srv_thread.h"
 
 /* Monotonic time in milliseconds. */
 double test_mono_ms(void);

@@ -1,0 +1,49 @@
+/* srv_config.h — herd-server settings: defaults < environment variables (HERD_*) < command line.
+ *
+ * The lowest layer of server/: plain data and parsing, no sockets, no threads.  srv_server.h takes a
+ * filled srv_config; nothing here knows the server.
+ *
+ * Usage:
+ *     srv_config c; srv_config_defaults(&c);
+ *     if (srv_config_from_env(&c, err, sizeof err) || srv_config_from_args(&c, argc, argv, err, sizeof err) < 0) ...
+ * Ownership: srv_config is a value (no pointers); copy it freely.
+ */
+#ifndef HERD_SRV_CONFIG_H
+#define HERD_SRV_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define HERD_VERSION "0.1.0"
+
+enum { SRV_LOG_ERROR = 0, SRV_LOG_WARN, SRV_LOG_INFO, SRV_LOG_DEBUG };
+
+typedef struct {
+    char bind[256];              /* ZeroMQ endpoint; tcp://127.0.0.1:* picks a free port */
+    int threads;                 /* workers; 0 = the CPUs this process may use: the cgroup CPU quota (containers),
+                                  * else the affinity mask (srv_cpus.h) */
+    size_t max_message_bytes;    /* largest request accepted (TOO_LARGE beyond; connection dropped beyond 4x) */
+    int max_worlds_per_session;
+    long max_worlds;             /* over all sessions */
+    double session_timeout_s;    /* idle sessions are closed after this; 0 = never */
+    int log_level;               /* SRV_LOG_* */
+    double stats_interval_s;     /* info-level stats line period; 0 = off */
+    int quantum;                 /* worlds a worker runs before turning to the next session */
+    char metrics[128];           /* "HOST:PORT" of the Prometheus endpoint (/metrics); "" = off */
+    int spin_us;                 /* busy-poll (yielding) this long before sleeping: idle workers for new work,
+                                  * the I/O thread for a tiny step's completion (<= 4 worlds per worker);
+                                  * saves thread wake-ups (tens of us on a VM); 0 = never */
+} srv_config;
+
+/* tcp://127.0.0.1:5555, all cores, 16 MiB, 65536 / 262144 worlds, 600 s, info, 10 s, 16 worlds, 250 us. */
+void srv_config_defaults(srv_config *c);
+/* Applies HERD_BIND, HERD_THREADS, HERD_MAX_MESSAGE_BYTES, HERD_MAX_WORLDS_PER_SESSION, HERD_MAX_WORLDS,
+ * HERD_SESSION_TIMEOUT, HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM, HERD_SPIN_US, HERD_METRICS.  0, or -1 with a message. */
+int srv_config_from_env(srv_config *c, char *err, size_t errlen);
+/* Applies the command line (--bind ... --help).  0 = run, 1 = --help / --version printed, -1 = error. */
+int srv_config_from_args(srv_config *c, int argc, char **argv, char *err, size_t errlen);
+void srv_config_usage(FILE *f);
+/* Checks ranges; 0 or -1 with a message. */
+int srv_config_check(const srv_config *c, char *err, size_t errlen);
+
+#endif

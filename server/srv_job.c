@@ -1,0 +1,380 @@
+/* srv_job.c — jobs on the worker pool; the only code of server/ that calls envs/.  See srv_job.h. */
+#include "srv_job.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "srv_log.h"
+
+/* Rows [row0, row1) of a job, all on one worker. */
+typedef struct srv_job_run {
+    int row0, row1;
+} run_t;
+
+struct srv_job_unit {
+    srv_unit u;                 /* first: the pool hands this pointer back */
+    srv_job *j;
+    int worker;
+    int r_begin, r_end;         /* this worker's runs in j->runs */
+    int ri, off;                /* cursor: run, rows done in it */
+};
+
+struct srv_jobs {
+    int nthreads;
+    srv_pool *pool;
+    srv_lane *control_lanes;    /* make and close, one lane per worker */
+    int next_control;
+    float **scratch;            /* per worker: misaligned actions are copied here, a quantum at a time */
+    int efd;                    /* eventfd: readable while done jobs wait */
+    pthread_mutex_t mu;         /* the done queue */
+    srv_job *done_head, *done_tail;
+    atomic_int done_pending;    /* the done queue is not empty (read without the lock while spinning) */
+    srv_metrics *metrics;       /* work counters and worker busy time, or NULL (not owned) */
+};
+
+void srv_jobs_set_metrics(srv_jobs *js, srv_metrics *m) { js->metrics = m; }
+
+/* ------------------------------------------------------------------------------------------------ */
+/* jobs */
+
+void srv_job_init(srv_job *j, srv_job_kind kind)
+{
+    memset(j, 0, sizeof *j);
+    j->kind = kind;
+    atomic_init(&j->remaining, 0);
+    atomic_init(&j->nrefused, 0);
+}
+
+void srv_job_clear(srv_job *j)
+{
+    free(j->seeds);
+    free(j->reply);
+    free(j->runs);
+    free(j->units);
+    env_destroy(&j->env);
+    srv_job_init(j, j->kind);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* the workers' side */
+
+void srv_jobs_wake(srv_jobs *d)
+{
+    uint64_t one = 1;
+    ssize_t w = write(d->efd, &one, sizeof one);
+    (void)w;
+}
+
+static void done_push(srv_jobs *d, srv_job *j)
+{
+    pthread_mutex_lock(&d->mu);
+    int was_empty = !d->done_head;
+    j->next = NULL;
+    if (d->done_tail) d->done_tail->next = j;
+    else d->done_head = j;
+    d->done_tail = j;
+    atomic_store_explicit(&d->done_pending, 1, memory_order_release);
+    pthread_mutex_unlock(&d->mu);
+    if (was_empty) srv_jobs_wake(d);
+}
+
+/* Rows r .. r + k - 1 of a reset / step job (all owned by `worker`). */
+static void job_rows(srv_job *j, int worker, int r, int k)
+{
+    srv_session *s = j->sess;
+    const int od = s->obs_dim, ad = s->act_dim, nt = s->nterms;
+    uint8_t *R = j->reply;
+    const proto_step_layout *L = &j->lay;
+    const int32_t *ids = j->ids ? j->ids + r : NULL;
+    const int first = j->ids ? 0 : r;
+    float *obs = (float *)(void *)(R + L->obs) + (size_t)r * od;
+    srv_metrics *met = j->jobs->metrics;
+    double t0 = met ? srv_now_s() : 0;
+    if (j->kind == SRV_JOB_RESET) {
+        env_reset(s->env, first, k, ids, j->seeds ? j->seeds + r : NULL, obs);
+        if (met) srv_metrics_worker_busy(met, worker, srv_now_s() - t0);
+        return;
+    }
+    const float *act;
+    if (((uintptr_t)j->actions & 3) == 0) {
+        act = (const float *)(const void *)j->actions + (size_t)r * ad;
+    } else {
+        memcpy(j->jobs->scratch[worker], j->actions + (size_t)r * ad * 4, (size_t)k * ad * 4);
+        act = j->jobs->scratch[worker];
+    }
+    uint8_t *term = R + L->terminated + r, *trunc = R + L->truncated + r;
+    env_info info = {
+        .final_obs = L->final_obs ? (float *)(void *)(R + L->final_obs) + (size_t)r * od : NULL,
+        .physics_reset = R + L->physics_reset + r,
+        .episode_done = R + L->episode_done + r,
+        .episode_return = (float *)(void *)(R + L->episode_return) + r,
+        .episode_length = (int32_t *)(void *)(R + L->episode_length) + r,
+        .episode_terms = (float *)(void *)(R + L->episode_terms) + (size_t)r * nt,
+        .reward_terms = L->reward_terms ? (float *)(void *)(R + L->reward_terms) + (size_t)r * nt : NULL,
+        .autoreset = L->autoreset ? R + L->autoreset + r : NULL,
+    };
+    env_counters work = {0};
+    if (met) info.counters = &work;
+    int refused = env_step(s->env, first, k, ids, act, obs, (float *)(void *)(R + L->reward) + r, term, trunc, &info);
+    if (refused) atomic_fetch_add(&j->nrefused, refused);
+    if (met) {
+        srv_metrics_env_steps(met, work.world_steps, work.physics_resets, work.solver_iterations, work.solver_capped);
+        srv_metrics_worker_busy(met, worker, srv_now_s() - t0);
+    }
+    if (L->final_mask)
+        for (int i = 0; i < k; i++) R[L->final_mask + r + i] = (uint8_t)(term[i] | trunc[i]);
+}
+
+static int unit_run(srv_unit *u, int worker, int budget)
+{
+    srv_job_unit *ju = (srv_job_unit *)u;
+    srv_job *j = ju->j;
+    while (budget > 0 && ju->ri < ju->r_end) {
+        const run_t *run = &j->runs[ju->ri];
+        int r = run->row0 + ju->off;
+        int k = run->row1 - r < budget ? run->row1 - r : budget;
+        job_rows(j, worker, r, k);
+        budget -= k;
+        ju->off += k;
+        if (r + k == run->row1) {
+            ju->ri++;
+            ju->off = 0;
+        }
+    }
+    return ju->ri >= ju->r_end;
+}
+
+static void unit_finish(srv_unit *u, int worker)
+{
+    (void)worker;
+    srv_job *j = ((srv_job_unit *)u)->j;
+    if (atomic_fetch_sub(&j->remaining, 1) == 1) {
+        j->refused = atomic_load(&j->nrefused);
+        done_push(j->jobs, j);
+    }
+}
+
+static void make_env(srv_job *j)
+{
+    const proto_request *r = j->make;
+    env_kv kv[PROTO_MAX_CONFIG];
+    for (int i = 0; i < r->nconfig; i++) kv[i] = (env_kv){r->config[i].key, r->config[i].value};
+    errno = 0;
+    j->env = env_new(r->env, (int)r->num_worlds, kv, r->nconfig, r->seed, r->autoreset, j->err, sizeof j->err);
+    if (!j->env) {
+        /* env_new reports failures by message only: an allocation that failed left ENOMEM in errno */
+        j->make_err = errno == ENOMEM ? SRV_MAKE_NO_MEMORY : SRV_MAKE_BAD_CONFIG;
+        return;
+    }
+    const env_spec *sp = j->spec = env_get_spec(j->env);
+    for (int i = 0; i < sp->nconfig; i++) j->config[i] = env_config(j->env, sp->config[i].key);
+}
+
+/* The job of a control unit (embedded in it). */
+static srv_job *control_job(srv_unit *u) { return (srv_job *)(void *)((char *)u - offsetof(srv_job, control_unit)); }
+
+static int control_run(srv_unit *u, int worker, int budget)
+{
+    (void)worker;
+    (void)budget;
+    srv_job *j = control_job(u);
+    if (j->kind == SRV_JOB_MAKE) make_env(j);
+    else srv_jobs_drop_env(j->sess);
+    return 1;
+}
+
+static void control_finish(srv_unit *u, int worker)
+{
+    (void)worker;
+    srv_job *j = control_job(u);
+    done_push(j->jobs, j);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* the I/O thread's side */
+
+srv_jobs *srv_jobs_new(int nthreads, int quantum, int spin_us, char *err, size_t errlen)
+{
+    srv_jobs *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    d->nthreads = nthreads;
+    d->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    pthread_mutex_init(&d->mu, NULL);
+    atomic_init(&d->done_pending, 0);
+    if (d->efd < 0) {
+        snprintf(err, errlen, "cannot create the event fd: %s", strerror(errno));
+        goto fail;
+    }
+    int max_act_dim = 1;
+    for (int i = 0; i < env_registry_count(); i++)
+        if (env_registry_spec(i)->act_dim > max_act_dim) max_act_dim = env_registry_spec(i)->act_dim;
+    d->control_lanes = calloc((size_t)nthreads, sizeof *d->control_lanes);
+    d->scratch = calloc((size_t)nthreads, sizeof *d->scratch);
+    if (!d->control_lanes || !d->scratch) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    size_t sz = ((size_t)quantum * (size_t)max_act_dim * 4 + 63) / 64 * 64;
+    for (int i = 0; i < nthreads; i++)
+        if (!(d->scratch[i] = aligned_alloc(64, sz))) {
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
+    d->pool = srv_pool_new(nthreads, quantum, spin_us);
+    if (!d->pool) {
+        snprintf(err, errlen, "cannot start %d worker threads", nthreads);
+        goto fail;
+    }
+    return d;
+fail:
+    srv_jobs_destroy(&d);
+    return NULL;
+}
+
+void srv_jobs_stop(srv_jobs *d) { srv_pool_destroy(&d->pool); }
+
+void srv_jobs_destroy(srv_jobs **pd)
+{
+    if (!pd || !*pd) return;
+    srv_jobs *d = *pd;
+    srv_jobs_stop(d);
+    if (d->scratch)
+        for (int i = 0; i < d->nthreads; i++) free(d->scratch[i]);
+    free(d->scratch);
+    free(d->control_lanes);
+    if (d->efd >= 0) close(d->efd);
+    pthread_mutex_destroy(&d->mu);
+    free(d);
+    *pd = NULL;
+}
+
+int srv_jobs_threads(const srv_jobs *d) { return d->nthreads; }
+int srv_jobs_fd(const srv_jobs *d) { return d->efd; }
+int srv_jobs_pending(srv_jobs *d) { return atomic_load_explicit(&d->done_pending, memory_order_acquire); }
+
+void srv_jobs_ack(srv_jobs *d)
+{
+    uint64_t v;
+    ssize_t r = read(d->efd, &v, sizeof v);
+    (void)r;
+}
+
+srv_job *srv_jobs_take_done(srv_jobs *d)
+{
+    pthread_mutex_lock(&d->mu);
+    srv_job *j = d->done_head;
+    d->done_head = d->done_tail = NULL;
+    atomic_store_explicit(&d->done_pending, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&d->mu);
+    return j;
+}
+
+int srv_jobs_submit(srv_jobs *d, srv_job *j, int *most_rows)
+{
+    srv_session *s = j->sess;
+    const int T = d->nthreads;
+    const int maxr = j->ids ? j->n : T;
+    run_t *tmp = malloc((size_t)maxr * sizeof *tmp);
+    int *tmpw = malloc((size_t)maxr * sizeof *tmpw);
+    int *count = calloc((size_t)T, sizeof *count);
+    j->jobs = d;
+    j->units = calloc((size_t)T, sizeof *j->units);
+    j->runs = malloc((size_t)maxr * sizeof *j->runs);
+    int nr = 0, rc = -1;
+    if (!tmp || !tmpw || !count || !j->units || !j->runs) goto out;
+    /* runs of consecutive rows on one worker, in row order */
+    if (!j->ids) {
+        for (int t = 0; t < T; t++) {
+            int b = srv_session_slice_begin(s, T, t), e = srv_session_slice_begin(s, T, t + 1);
+            if (e > b) tmp[nr] = (run_t){b, e}, tmpw[nr++] = (t + s->rot) % T;
+        }
+    } else {
+        for (int i = 0; i < j->n; i++) {
+            int w = srv_session_world_worker(s, T, j->ids[i]);
+            if (nr && tmpw[nr - 1] == w) {
+                tmp[nr - 1].row1 = i + 1;
+            } else {
+                tmp[nr] = (run_t){i, i + 1};
+                tmpw[nr++] = w;
+            }
+        }
+    }
+    for (int i = 0; i < nr; i++) count[tmpw[i]]++;
+    /* grouped by worker, in row order within a worker: one unit per worker */
+    int pos = 0, most = 0;
+    for (int w = 0; w < T; w++) {
+        if (!count[w]) continue;
+        srv_job_unit *ju = &j->units[j->nunits++];
+        ju->u.run = unit_run;
+        ju->u.finish = unit_finish;
+        ju->j = j;
+        ju->worker = w;
+        ju->r_begin = ju->ri = pos;
+        int rows = 0;
+        for (int i = 0; i < nr; i++)
+            if (tmpw[i] == w) j->runs[pos++] = tmp[i], rows += tmp[i].row1 - tmp[i].row0;
+        ju->r_end = pos;
+        if (rows > most) most = rows;
+    }
+    *most_rows = most;
+    atomic_store(&j->remaining, j->nunits);
+    const int nu = j->nunits;    /* j may complete (and be queued as done) as soon as its units are pushed */
+    srv_job_unit *units = j->units;
+    for (int k = 0; k < nu; k++) srv_pool_push(d->pool, units[k].worker, &s->lanes[units[k].worker], &units[k].u);
+    rc = 0;
+out:
+    free(tmp), free(tmpw), free(count);
+    return rc;
+}
+
+void srv_jobs_submit_control(srv_jobs *d, srv_job *j)
+{
+    j->jobs = d;
+    j->control_unit.run = control_run;
+    j->control_unit.finish = control_finish;
+    int w = d->next_control++ % d->nthreads;
+    srv_pool_push(d->pool, w, &d->control_lanes[w], &j->control_unit);
+}
+
+void srv_jobs_drop_env(srv_session *s) { env_destroy(&s->env); }
+
+int srv_job_first_ended(const srv_job *j, int *count)
+{
+    const env_t *e = j->sess->env;
+    int first = -1, n = 0;
+    for (int pos = 0; pos < j->n;) {
+        int k = env_first_ended(e, pos, j->n - pos, j->ids ? j->ids + pos : NULL);
+        if (k < 0) break;
+        if (first < 0) first = pos + k;
+        n++;
+        pos += k + 1;
+    }
+    *count = n;
+    return first;
+}
+
+int srv_jobs_specs(const env_spec **specs, int max)
+{
+    int n = env_registry_count();
+    if (n > max) n = max;
+    for (int i = 0; i < n; i++) specs[i] = env_registry_spec(i);
+    return n;
+}
+
+int srv_jobs_check_env(const char *name, char *msg, size_t msglen)
+{
+    if (env_registry_find(name) >= 0) return 0;
+    char list[256] = "";
+    for (int i = 0; i < env_registry_count(); i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", env_registry_spec(i)->name);
+    snprintf(msg, msglen, "unknown env '%s' (available: %s)", name, list);
+    return PROTO_E_UNKNOWN_ENV;
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The layer diagram of DESIGN.md, checked: which herd headers (and which system facilities) each layer may
+# include.  Arrows point down only; the one thing protocol/ and clients/c take from envs/ is env_spec.h.
+#   sim/        sim_*.h; no threads, sockets, clocks or message packing
+#   envs/       env*.h and sim's public headers (not sim_spatial.h, sim's private spatial algebra)
+#   protocol/   proto*.h and env_spec.h; no ZeroMQ, no threads (pure encode/decode)
+#   clients/c/  herd_client*.h, proto.h, env_spec.h
+#   server/     srv_*.h, proto.h, env.h, env_spec.h (never sim/)
+# Prints one line per violation and "N passed, M failed" (one check per layer).
+set -u
+cd "$(dirname "$0")/.."
+passed=0; failed=0
+check() { # layer dir, allowed-herd-header regex, forbidden-system regex
+  local dir=$1 allow=$2 deny=$3 bad=""
+  for f in "$dir"/*.[ch]; do
+    [ -e "$f" ] || continue
+    while IFS= read -r inc; do
+      h=${inc#*\"}; h=${h%\"*}
+      [[ $h =~ $allow ]] || bad+="  $f includes \"$h\""$'\n'
+    done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]+"' "$f")
+    if [ -n "$deny" ]; then
+      while IFS= read -r inc; do bad+="  $f includes $inc"$'\n'; done < <(grep -oE "^[[:space:]]*#[[:space:]]*include[[:space:]]+<($deny)>" "$f" | sed 's/.*include *//')
+    fi
+  done
+  if [ -z "$bad" ]; then passed=$((passed + 1)); echo "ok - $dir"; else failed=$((failed + 1)); echo "not ok - $dir"; printf '%s' "$bad"; fi
+}
+check sim '^sim_[a-z_]+\.h$' 'pthread\.h|zmq\.h|msgpack\.h|time\.h|sys/socket\.h'
+check envs '^(env[a-z_]*\.h|sim_(model|math|step|dynamics|collision|solver|metrics|urdf)\.h)$' 'zmq\.h|msgpack\.h|sys/socket\.h'
+check protocol '^(proto[a-z_]*\.h|env_spec\.h)$' 'zmq\.h|pthread\.h'
+check clients/c '^(herd_client[a-z_]*\.h|proto\.h|env_spec\.h)$' ''
+check server '^(srv_[a-z_]+\.h|proto\.h|env\.h|env_spec\.h)$' ''
+# protocol's public header exposes no msgpack-c types
+if grep -E '^[^/*]*\bmsgpack_[a-z]+' protocol/proto.h >/dev/null; then failed=$((failed + 1)); echo "not ok - protocol/proto.h exposes msgpack types"
+else passed=$((passed + 1)); echo "ok - protocol/proto.h is free of msgpack types"; fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

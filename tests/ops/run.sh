@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Operations test: what an operator relies on, against real processes on loopback.  Bounded (~1 min).
+#
+#   tests/ops/run.sh           # needs build/herd-server (make) and /usr/bin/python3 with numpy, zmq, msgpack
+#
+# Checks ("ok - ..." / "not ok - ...", then "N passed, M failed"):
+#   make-run        HERD_BIND and HERD_THREADS given to `make run` reach the server (banner)
+#   threads-source  without --threads the banner says where the worker count came from (quota or affinity)
+#   address-in-use  a second server on a taken port says which process holds it, exit non-zero
+#   idle-stats      an idle server writes no periodic stats line; one that steps does
+#   herd-stats      python3 -m herd.stats prints a live summary from the stats op
+#   bench-help      herd-bench SUB --help prints help and runs nothing; --threads above the CPUs is warned about
+#   prometheus      Debian's real Prometheus scrapes --metrics; queries return the request, latency, env-step
+#                   and solver series (skipped with a message when prometheus is not installed)
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+BUILD=${BUILD:-build}
+[ -x "$BUILD/herd-server" ] || make -s "$BUILD/herd-server" || { echo "cannot build herd-server"; echo "0 passed, 1 failed"; exit 1; }
+PY=/usr/bin/python3
+export PYTHONPATH="$ROOT/clients/python${PYTHONPATH:+:$PYTHONPATH}"
+tmp=$(mktemp -d /tmp/herd-ops.XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null; kill -TERM "$p" 2>/dev/null; done; sleep 0.3; for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$tmp"; }
+trap cleanup EXIT
+passed=0; failed=0; skipped=0
+ok()  { passed=$((passed + 1)); echo "ok - $*"; }
+nok() { failed=$((failed + 1)); echo "not ok - $*"; }
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_for() { # file, pattern, seconds
+  local i; for ((i = 0; i < $3 * 10; i++)); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1
+}
+steps() { # address, worlds, steps
+  "$PY" - "$@" <<'PYEOF'
+import sys, numpy as np, herd
+addr, n, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+with herd.make_vec("anymal_c-walk", n, address=addr, seed=0) as e:
+    e.reset()
+    for _ in range(k):
+        e.step(np.zeros((n, e.act_dim), np.float32))
+PYEOF
+}
+
+# 1. make run with HERD_* variables
+port=$(free_port)
+HERD_BIND=tcp://127.0.0.1:$port HERD_THREADS=1 setsid make --no-print-directory run >"$tmp/run.log" 2>&1 &
+pids+=($!)
+if wait_for "$tmp/run.log" "endpoint" 60 && grep -q "endpoint   tcp://127.0.0.1:$port" "$tmp/run.log" \
+   && grep -q "threads    1 workers" "$tmp/run.log" && steps "tcp://127.0.0.1:$port" 4 2; then
+  ok "make-run: HERD_BIND=tcp://127.0.0.1:$port HERD_THREADS=1 reached the server"
+else
+  nok "make-run"; tail -n 5 "$tmp/run.log"
+fi
+
+# 2. the banner names where the worker count came from
+if "$BUILD/herd-server" --bind tcp://127.0.0.1:0 --log-level info --help >/dev/null 2>&1; then :; fi
+port2=$(free_port)
+"$BUILD/herd-server" --bind "tcp://127.0.0.1:$port2" --stats-interval 0.3 >"$tmp/s2.log" 2>&1 &
+srv2=$!; pids+=($srv2)
+if wait_for "$tmp/s2.log" "endpoint" 10 && grep -Eq "threads    [0-9]+ workers \+ 1 I/O thread \((cgroup quota|no cgroup quota|no cgroup cpu files)" "$tmp/s2.log"; then
+  ok "threads-source: $(grep -o 'threads .*' "$tmp/s2.log")"
+else
+  nok "threads-source"; head -n 4 "$tmp/s2.log"
+fi
+
+# 3. address in use
+"$BUILD/herd-server" --bind "tcp://127.0.0.1:$port2" >"$tmp/dup.log" 2>&1; rc=$?
+if [ $rc -ne 0 ] && grep -q "address already in use, held by pid $srv2 (herd-server)" "$tmp/dup.log"; then
+  ok "address-in-use: $(tail -n1 "$tmp/dup.log")"
+else
+  nok "address-in-use (exit $rc)"; cat "$tmp/dup.log"
+fi
+
+# 4. idle stats line: none while idle (stats interval 0.3 s), one after steps
+sleep 1.5
+if grep -q "stats:" "$tmp/s2.log"; then nok "idle-stats: an idle server logged: $(grep stats: "$tmp/s2.log" | head -n1)"
+else
+  steps "tcp://127.0.0.1:$port2" 16 50
+  if wait_for "$tmp/s2.log" "stats: [1-9]" 5; then ok "idle-stats: quiet while idle, then: $(grep -o 'stats: .*' "$tmp/s2.log" | head -n1)"
+  else nok "idle-stats: no stats line after stepping"; tail -n 3 "$tmp/s2.log"; fi
+fi
+
+# 5. python3 -m herd.stats
+out=$("$PY" -m herd.stats "tcp://127.0.0.1:$port2" --count 2 --interval 0.2 2>&1); rc=$?
+if [ $rc -eq 0 ] && [ "$(echo "$out" | grep -c "steps/s")" -eq 2 ] && echo "$out" | grep -q "steps 800"; then
+  ok "herd-stats: $(echo "$out" | tail -n1 | tr -s ' ')"
+else
+  nok "herd-stats (exit $rc)"; echo "$out"
+fi
+out=$("$PY" -m herd.stats "tcp://127.0.0.1:1" --once --timeout 0.5 2>&1); rc=$?
+if [ $rc -eq 3 ]; then ok "herd-stats: a silent server gives exit 3"; else nok "herd-stats silent server (exit $rc): $out"; fi
+
+# 6. herd-bench SUB --help prints help instead of running; too many threads are warned about
+hb=$BUILD/herd-bench
+if [ -x "$hb" ]; then
+  bad=""
+  for sub in dynamics solver contact1 env server; do
+    out=$(timeout 5 "$hb" $sub --help 2>&1); rc=$?
+    { [ $rc -eq 0 ] && echo "$out" | grep -q "^usage: herd-bench $sub" && ! echo "$out" | grep -q '"bench"'; } || bad="$bad $sub"
+  done
+  warn=$(timeout 60 "$hb" env --threads 64 --worlds 64 --steps 1 --repeats 1 2>&1 >/dev/null | grep -c "exceeds the")
+  if [ -z "$bad" ] && [ "$warn" -ge 1 ]; then ok "bench-help: every subcommand's --help prints help; --threads 64 is warned about"
+  else nok "bench-help:${bad:- (help ok)}; threads warning lines: $warn"; fi
+fi
+
+# 7. Prometheus scrapes /metrics
+if ! command -v prometheus >/dev/null 2>&1; then
+  echo "SKIPPED prometheus: the prometheus package is not installed (deploy/install-deps.sh installs it)"
+else
+  mport=$(free_port); pport=$(free_port); port3=$(free_port)
+  "$BUILD/herd-server" --bind "tcp://127.0.0.1:$port3" --metrics "127.0.0.1:$mport" --log-level warn >"$tmp/s3.log" 2>&1 &
+  pids+=($!)
+  sleep 0.5
+  steps "tcp://127.0.0.1:$port3" 32 40
+  cat >"$tmp/prom.yml" <<YML
+global: {scrape_interval: 1s, evaluation_interval: 1s}
+scrape_configs:
+  - job_name: herd
+    static_configs: [{targets: ["127.0.0.1:$mport"]}]
+YML
+  prometheus --config.file="$tmp/prom.yml" --storage.tsdb.path="$tmp/tsdb" --web.listen-address="127.0.0.1:$pport" \
+    --log.level=warn >"$tmp/prom.log" 2>&1 &
+  pids+=($!)
+  res=$("$PY" - "$pport" <<'PYEOF'
+import json, sys, time, urllib.parse, urllib.request
+port = sys.argv[1]
+want = {
+    'herd_requests_total{op="step"}': lambda v: v >= 40,
+    'herd_env_steps_total': lambda v: v >= 32 * 40,
+    'herd_request_duration_seconds_count{op="step"}': lambda v: v >= 40,
+    'herd_solver_iterations_total': lambda v: v > 0,
+    'herd_worlds_limit': lambda v: v > 0,
+    'up{job="herd"}': lambda v: v == 1,
+}
+got, deadline = {}, time.time() + 40
+while time.time() < deadline and len(got) < len(want):
+    for q, good in want.items():
+        if q in got:
+            continue
+        try:
+            url = "http://127.0.0.1:%s/api/v1/query?query=%s" % (port, urllib.parse.quote(q))
+            r = json.load(urllib.request.urlopen(url, timeout=2))
+            res = r["data"]["result"]
+            if res and good(float(res[0]["value"][1])):
+                got[q] = float(res[0]["value"][1])
+        except Exception:
+            pass
+    time.sleep(0.5)
+missing = [q for q in want if q not in got]
+print("; ".join("%s = %g" % kv for kv in got.items()) + (" | MISSING: " + ", ".join(missing) if missing else ""))
+sys.exit(1 if missing else 0)
+PYEOF
+); rc=$?
+  if [ $rc -eq 0 ]; then ok "prometheus: scraped; $res"; else nok "prometheus: $res"; tail -n 5 "$tmp/prom.log"; fi
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

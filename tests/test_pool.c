@@ -1,0 +1,245 @@
+/* test_pool.c — the worker pool (srv_pool) and the slicing of a session's worlds over it (srv_session):
+ * every unit runs to completion exactly once, with one finish; a unit larger than a quantum takes
+ * several turns; owners take turns; a lane is FIFO; the workers are distinct threads that run at the
+ * same time (a barrier of all of them completes); destroying the pool with units queued runs them all
+ * first; slices cover the worlds exactly once, contiguously, each on the worker world_worker names. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "srv_pool.h"
+#include "srv_session.h"
+
+/* ---- a unit that logs its turns ---- */
+
+typedef struct {
+    srv_unit u;
+    int owner, left;
+    int *log;
+    atomic_int *pos;
+    atomic_int *finished;
+} tunit;
+
+static int trun(srv_unit *u, int worker, int budget)
+{
+    tunit *t = (tunit *)u;
+    int k = t->left < budget ? t->left : budget;
+    t->left -= k;
+    t->log[atomic_fetch_add(t->pos, 1)] = t->owner;
+    usleep(200);
+    return t->left == 0;
+}
+
+static void tfinish(srv_unit *u, int worker) { atomic_fetch_add(((tunit *)u)->finished, 1); }
+
+Test(pool, owners_take_turns)
+{
+    srv_pool *p = srv_pool_new(1, 4, 50);
+    srv_lane lanes[3] = {{0}};
+    int log[256];
+    atomic_int pos = 0, finished = 0;
+    /* owner 0: one unit of 40 worlds (10 turns); owners 1 and 2: one unit of 4 worlds (1 turn) each,
+     * queued right after: they must not wait for owner 0's ten turns */
+    tunit big = {{0}, 0, 40, log, &pos, &finished};
+    tunit s1 = {{0}, 1, 4, log, &pos, &finished}, s2 = {{0}, 2, 4, log, &pos, &finished};
+    big.u.run = s1.u.run = s2.u.run = trun;
+    big.u.finish = s1.u.finish = s2.u.finish = tfinish;
+    srv_pool_push(p, 0, &lanes[0], &big.u);
+    srv_pool_push(p, 0, &lanes[1], &s1.u);
+    srv_pool_push(p, 0, &lanes[2], &s2.u);
+    while (atomic_load(&finished) < 3) usleep(1000);
+    int n = atomic_load(&pos);
+    cr_assert_eq(n, 12);
+    int at1 = -1, at2 = -1;
+    for (int i = 0; i < n; i++) {
+        if (log[i] == 1) at1 = i;
+        if (log[i] == 2) at2 = i;
+    }
+    cr_assert(at1 >= 0 && at1 <= 3 && at2 >= 0 && at2 <= 3, "small owners ran at turns %d and %d", at1, at2);
+    srv_pool_destroy(&p);
+}
+
+Test(pool, a_lane_runs_in_order)
+{
+    srv_pool *p = srv_pool_new(2, 1, 0);
+    srv_lane lane = {0};
+    int log[64];
+    atomic_int pos = 0, finished = 0;
+    tunit u[8];
+    for (int i = 0; i < 8; i++) {
+        u[i] = (tunit){{0}, i, 2, log, &pos, &finished};
+        u[i].u.run = trun;
+        u[i].u.finish = tfinish;
+        srv_pool_push(p, 1, &lane, &u[i].u);
+    }
+    while (atomic_load(&finished) < 8) usleep(1000);
+    for (int i = 0; i < 16; i++) cr_assert_eq(log[i], i / 2, "FIFO within a lane");
+    srv_pool_destroy(&p);
+}
+
+/* ---- a unit that counts its calls ---- */
+
+typedef struct {
+    srv_unit u;
+    int worlds;                 /* work left, in worlds */
+    int worker;                 /* the worker it was pushed to */
+    atomic_int runs, finishes, wrong_worker, ran_after_finish;
+} cunit;
+
+static int crun(srv_unit *u, int worker, int budget)
+{
+    cunit *c = (cunit *)u;
+    atomic_fetch_add(&c->runs, 1);
+    if (worker != c->worker) atomic_fetch_add(&c->wrong_worker, 1);
+    if (atomic_load(&c->finishes)) atomic_fetch_add(&c->ran_after_finish, 1);
+    c->worlds -= c->worlds < budget ? c->worlds : budget;
+    return c->worlds == 0;
+}
+
+static void cfinish(srv_unit *u, int worker)
+{
+    cunit *c = (cunit *)u;
+    if (worker != c->worker) atomic_fetch_add(&c->wrong_worker, 1);
+    atomic_fetch_add(&c->finishes, 1);
+}
+
+/* Pushes n units of worlds[i % 5] worlds over the workers and lanes; destroys the pool at once when
+ * `destroy_now` (the queued units must still all run), else waits for the finishes. */
+static void run_many(int threads, int quantum, int n, int destroy_now)
+{
+    static const int worlds[5] = {1, 7, 16, 17, 40};
+    srv_pool *p = srv_pool_new(threads, quantum, 20);
+    cr_assert(p);
+    cr_assert_eq(srv_pool_threads(p), threads);
+    const int nlanes = 3 * threads;
+    srv_lane *lanes = calloc((size_t)nlanes, sizeof *lanes);
+    cunit *u = calloc((size_t)n, sizeof *u);
+    for (int i = 0; i < n; i++) {
+        int lane = (i * 7) % nlanes;              /* lane l belongs to worker l % threads */
+        u[i].worlds = worlds[i % 5];
+        u[i].worker = lane % threads;
+        u[i].u.run = crun;
+        u[i].u.finish = cfinish;
+        srv_pool_push(p, u[i].worker, &lanes[lane], &u[i].u);
+    }
+    if (!destroy_now) {
+        for (int i = 0; i < n; i++)
+            while (!atomic_load(&u[i].finishes)) usleep(200);
+    }
+    srv_pool_destroy(&p);
+    cr_assert_null(p);
+    for (int i = 0; i < n; i++) {
+        int turns = (worlds[i % 5] + quantum - 1) / quantum;
+        cr_assert_eq(atomic_load(&u[i].finishes), 1, "unit %d finished once", i);
+        cr_assert_eq(atomic_load(&u[i].runs), turns, "unit %d: %d worlds in quanta of %d", i, worlds[i % 5], quantum);
+        cr_assert_eq(u[i].worlds, 0);
+        cr_assert_eq(atomic_load(&u[i].wrong_worker), 0, "unit %d ran on its own worker", i);
+        cr_assert_eq(atomic_load(&u[i].ran_after_finish), 0);
+    }
+    free(u);
+    free(lanes);
+}
+
+Test(pool, every_unit_runs_to_completion_once) { run_many(3, 8, 300, 0); }
+
+Test(pool, destroy_runs_the_queued_units_first) { run_many(2, 4, 500, 1); }
+
+Test(pool, turns_are_counted_per_worker)
+{
+    srv_pool *p = srv_pool_new(2, 5, 0);
+    srv_lane lane = {0};
+    cunit u = {0};
+    u.worlds = 23;                               /* 5 turns of 5 */
+    u.worker = 1;
+    u.u.run = crun;
+    u.u.finish = cfinish;
+    srv_pool_push(p, 1, &lane, &u.u);
+    while (!atomic_load(&u.finishes)) usleep(200);
+    cr_assert_eq(srv_pool_turns(p, 1), 5);
+    cr_assert_eq(srv_pool_turns(p, 0), 0);
+    srv_pool_destroy(&p);
+}
+
+/* ---- the workers are distinct threads running at once ---- */
+
+typedef struct {
+    srv_unit u;
+    pthread_barrier_t *barrier;
+    pthread_t self;
+    atomic_int *finished;
+} bunit;
+
+static int brun(srv_unit *u, int worker, int budget)
+{
+    bunit *b = (bunit *)u;
+    b->self = pthread_self();
+    pthread_barrier_wait(b->barrier);            /* returns only when every worker is here */
+    return 1;
+}
+
+static void bfinish(srv_unit *u, int worker) { atomic_fetch_add(((bunit *)u)->finished, 1); }
+
+Test(pool, the_workers_run_concurrently_on_their_own_threads, .timeout = 20)
+{
+    enum { T = 4 };
+    srv_pool *p = srv_pool_new(T, 16, 0);
+    cr_assert_eq(srv_pool_threads(p), T);
+    pthread_barrier_t barrier;
+    pthread_barrier_init(&barrier, NULL, T);
+    srv_lane lanes[T] = {{0}};
+    bunit u[T];
+    atomic_int finished = 0;
+    for (int t = 0; t < T; t++) {
+        u[t] = (bunit){{0}, &barrier, 0, &finished};
+        u[t].u.run = brun;
+        u[t].u.finish = bfinish;
+        srv_pool_push(p, t, &lanes[t], &u[t].u);
+    }
+    while (atomic_load(&finished) < T) usleep(500);
+    for (int a = 0; a < T; a++) {
+        cr_assert(!pthread_equal(u[a].self, pthread_self()), "not the caller's thread");
+        for (int b = a + 1; b < T; b++) cr_assert(!pthread_equal(u[a].self, u[b].self), "workers %d and %d", a, b);
+    }
+    srv_pool_destroy(&p);
+    pthread_barrier_destroy(&barrier);
+}
+
+Test(pool, zero_threads_means_one)
+{
+    srv_pool *p = srv_pool_new(0, 0, 0);
+    cr_assert(p);
+    cr_assert_eq(srv_pool_threads(p), 1);
+    srv_pool_destroy(&p);
+    srv_pool_destroy(&p);                        /* NULL-safe */
+}
+
+/* ---- slices of a session's worlds ---- */
+
+Test(slices, cover_the_worlds_once_each_on_the_named_worker)
+{
+    static const int sizes[] = {1, 2, 3, 5, 7, 16, 100, 1001, 4096};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        for (int T = 1; T <= 9; T++) {
+            for (int rot = 0; rot < T; rot++) {
+                int n = sizes[k];
+                srv_session *s = srv_session_new(n, T, rot);
+                cr_assert(s);
+                cr_assert_eq(srv_session_slice_begin(s, T, 0), 0);
+                cr_assert_eq(srv_session_slice_begin(s, T, T), n);
+                for (int t = 0; t < T; t++) {
+                    int b = srv_session_slice_begin(s, T, t), e = srv_session_slice_begin(s, T, t + 1);
+                    cr_assert_leq(b, e, "slices are ordered");
+                    cr_assert_leq(e - b, (n + T - 1) / T, "slices are balanced (n %d, T %d)", n, T);
+                    for (int w = b; w < e; w++)
+                        cr_assert_eq(srv_session_world_worker(s, T, w), (t + rot) % T, "n %d T %d rot %d world %d", n,
+                                     T, rot, w);
+                }
+                srv_session_destroy(&s);
+                cr_assert_null(s);
+            }
+        }
+    }
+}
