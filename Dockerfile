@@ -1,8 +1,19 @@
 # herd-server container image.
 #
 #   docker build -t herd .                       # or: buildah bud --format docker --isolation chroot -t herd .
-#   docker run --rm -p 5555:5555 herd            # serves tcp://0.0.0.0:5555 inside, port 5555 outside
-#   docker run --rm -p 5555:5555 -e HERD_THREADS=8 herd --log-level debug   # settings: env or arguments
+#   mkdir keys && docker run --rm -u $(id -u) -v $PWD/keys:/keys herd --keygen /keys/herd   # key pairs, once
+#   docker run --rm -p 5555:5555 -v $PWD/keys/herd:/etc/herd/keys:ro \
+#       -e HERD_CURVE_SECRET_KEY_FILE=/etc/herd/keys/server.key -e HERD_AUTHORIZED_KEYS=/etc/herd/keys/authorized_keys \
+#       herd                                     # serves tcp://0.0.0.0:5555 inside (CURVE), port 5555 outside
+#   docker run --rm -p 5555:5555 -e HERD_INSECURE=1 herd    # plain mode: only on a network you trust
+#
+# Authentication: the image binds 0.0.0.0, and herd-server refuses a non-loopback address without CURVE
+# keys unless HERD_INSECURE=1 (PROTOCOL.md section 1).  `herd-server --keygen DIR` writes server.key /
+# server.pub, client.key / client.pub and authorized_keys (the client's public key); mount the directory
+# (readable by uid 10001) and point HERD_CURVE_SECRET_KEY_FILE and HERD_AUTHORIZED_KEYS at it.  Clients
+# need server.pub and client.key (Python: HERD_CURVE_SERVER_KEY=keys/server.pub
+# HERD_CURVE_CLIENT_SECRET_KEY=keys/client.key; C: the same variables with the Z85 keys).  The
+# HEALTHCHECK's herd-ping reads the same HERD_CURVE_SECRET_KEY_FILE and connects with the server's own key.
 #
 # Stages:
 #   build    debian:bookworm-slim + the Debian -dev packages; builds build/herd-server and the health probe
@@ -13,7 +24,8 @@
 #
 # Configuration: every herd-server setting is an environment variable (herd-server --help): HERD_BIND, HERD_METRICS,
 # HERD_THREADS, HERD_MAX_MESSAGE_BYTES, HERD_MAX_WORLDS_PER_SESSION, HERD_MAX_WORLDS, HERD_SESSION_TIMEOUT,
-# HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM; arguments after the image name win over them.
+# HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM, HERD_CURVE_SECRET_KEY_FILE, HERD_AUTHORIZED_KEYS,
+# HERD_INSECURE; arguments after the image name win over them.
 # The binary's own default bind is loopback; this image sets HERD_BIND=tcp://0.0.0.0:5555 so that a
 # published port reaches it.  Without HERD_THREADS the server sizes its workers from the container's CPU
 # quota (docker --cpus, Kubernetes limits: cgroup cpu.max) and logs where the number came from.

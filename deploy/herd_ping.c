@@ -13,6 +13,12 @@
  *   --wait S        retry (every 100 ms) until a ping succeeds or S seconds have passed (startup scripts)
  *   --quiet         print nothing on success
  *
+ * CURVE (a server started with keys, PROTOCOL.md section 1): the probe reads the server's own secret key
+ * from the server's variables, HERD_CURVE_SECRET_KEY_FILE (a key file written by herd-server --keygen)
+ * or HERD_CURVE_SECRET_KEY, and connects with the server's key pair, which the server always admits; so
+ * in the container it needs no setting of its own.  Elsewhere HERD_CURVE_SERVER_KEY and
+ * HERD_CURVE_CLIENT_SECRET_KEY (Z85 keys) make it an ordinary authorized client.
+ *
  * Exit status: 0 healthy; 1 no reply in time, an error reply or a reply that is not a pong; 2 usage.
  * The probe is deliberately independent of libherd: only libzmq and msgpack-c, one request, no state.
  * Build: cc -O2 -std=c11 deploy/herd_ping.c -o build/herd-ping -lzmq -lmsgpackc */
@@ -65,6 +71,55 @@ static const msgpack_object *map_get(const msgpack_object *m, const char *key)
     return NULL;
 }
 
+/* CURVE keys of the probe (Z85, 40 characters each), all empty for plain mode. */
+static char g_server_pub[41], g_pub[41], g_sec[41];
+
+/* The secret key of a key file: its `secret-key = "..."` line, else a bare 40-character line. */
+static int secret_from_file(const char *path, char out[41])
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[512];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        char *p = line;
+        while (*p == ' ' || *p == '\t') p++;
+        size_t n = strcspn(p, "\r\n");
+        p[n] = 0;
+        const char *q1 = !strncmp(p, "secret-key", 10) ? strchr(p, '"') : NULL;
+        if (q1 && strlen(q1) >= 42 && q1[41] == '"') {
+            memcpy(out, q1 + 1, 40);
+            found = 1;
+        } else if (n == 40 && !strchr(p, ' ')) {
+            memcpy(out, p, 40);
+            found = 1;
+        }
+    }
+    fclose(f);
+    out[40] = 0;
+    return found ? 0 : -1;
+}
+
+/* Fills the g_* keys from the environment (see the header).  0, or -1 with a message in why. */
+static int load_keys(char *why, size_t whylen)
+{
+    const char *file = getenv("HERD_CURVE_SECRET_KEY_FILE"), *key = getenv("HERD_CURVE_SECRET_KEY");
+    const char *server = getenv("HERD_CURVE_SERVER_KEY"), *client = getenv("HERD_CURVE_CLIENT_SECRET_KEY");
+    if (file && *file) {
+        if (secret_from_file(file, g_sec)) return snprintf(why, whylen, "no secret key in %s", file), -1;
+    } else if (key && *key) {
+        snprintf(g_sec, sizeof g_sec, "%s", key);
+    } else if (server && *server && client && *client) {
+        snprintf(g_server_pub, sizeof g_server_pub, "%s", server);
+        snprintf(g_sec, sizeof g_sec, "%s", client);
+    } else {
+        return 0;                /* plain */
+    }
+    if (strlen(g_sec) != 40 || zmq_curve_public(g_pub, g_sec)) return snprintf(why, whylen, "bad CURVE secret key"), -1;
+    if (!g_server_pub[0]) memcpy(g_server_pub, g_pub, sizeof g_pub);     /* the server's own pair */
+    return 0;
+}
+
 static int is_true(const msgpack_object *o) { return o && o->type == MSGPACK_OBJECT_BOOLEAN && o->via.boolean; }
 
 /* One ping on a fresh socket.  0 = pong; 1 = failure, with a message in why. */
@@ -80,6 +135,12 @@ static int ping_once(void *ctx, const char *ep, int timeout_ms, uint64_t id, dou
     int zero = 0, one = 1;
     zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(s, ZMQ_IPV6, &one, sizeof one);
+    if (g_sec[0] && (zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, g_server_pub, 40) ||
+                     zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, g_pub, 40) || zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, g_sec, 40))) {
+        snprintf(why, whylen, "cannot set the CURVE keys: %s", zmq_strerror(zmq_errno()));
+        zmq_close(s);
+        return 1;
+    }
     if (zmq_connect(s, ep)) {
         snprintf(why, whylen, "cannot connect to %s: %s", ep, zmq_strerror(zmq_errno()));
         zmq_close(s);
@@ -215,6 +276,11 @@ int main(int argc, char **argv)
     else if (env_bind && *env_bind) endpoint_from_bind(env_bind, ep, sizeof ep);
     else snprintf(ep, sizeof ep, "tcp://127.0.0.1:5555");
 
+    char why[1024] = "";
+    if (load_keys(why, sizeof why)) {
+        fprintf(stderr, "herd-ping: %s\n", why);
+        return 2;
+    }
     void *ctx = zmq_ctx_new();
     if (!ctx) {
         fprintf(stderr, "herd-ping: zmq_ctx_new: %s\n", zmq_strerror(zmq_errno()));
@@ -222,7 +288,6 @@ int main(int argc, char **argv)
     }
     /* ids: any value >= 1; vary it so that a stray reply of an earlier probe is never taken for ours */
     uint64_t id = ((uint64_t)getpid() << 20 ^ (uint64_t)time(NULL)) | 1;
-    char why[1024] = "";
     double t_end = now_s() + wait_s, server_time = 0;
     int rc;
     for (;;) {

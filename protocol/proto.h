@@ -28,6 +28,11 @@
 #include "env_spec.h"
 
 #define PROTO_VERSION 1
+/* Backwards-compatible additions within version 1 (PROTOCOL.md section 13); the hello reply carries it.
+ * 1: config keys with named choices (spec "choices"; make accepts the name as a string value); session
+ *    tokens (make returns one, later requests carry it); "auth" in hello. */
+#define PROTO_VERSION_MINOR 1
+#define PROTO_TOKEN_BYTES 16            /* a session token: 128 random bits (PROTOCOL.md section 9) */
 #define PROTO_NAME_MAX ENV_NAME_MAX     /* env names and config keys, with the terminating 0 */
 #define PROTO_MAX_CONFIG 64             /* config overrides per make request */
 #define PROTO_MAX_DIMS 4
@@ -118,11 +123,17 @@ typedef struct {
     /* reset, step, close: required; stats: optional */
     uint64_t session;
     int has_session;
+    /* with "session": the token the make reply gave (minor 1) */
+    uint8_t token[PROTO_TOKEN_BYTES];
+    int has_token;
     /* make */
     char env[PROTO_NAME_MAX];
     int64_t num_worlds;
     int nconfig;
     proto_kv config[PROTO_MAX_CONFIG];
+    /* config[i] given by name (a key with named choices, env_spec.h; minor version 1): config_name[i] is the
+     * name and config[i].value is 0; "" for a number */
+    char config_name[PROTO_MAX_CONFIG][PROTO_NAME_MAX];
     int has_autoreset;
     env_autoreset autoreset;    /* default NEXT_STEP */
     /* make: "seed" (default 0); reset: "seed" (world ids[i] gets seed + i) */
@@ -210,13 +221,15 @@ typedef struct {
     int threads;
     uint64_t max_message_bytes;
     int64_t max_worlds_per_session, max_worlds;
+    const char *auth;           /* "curve" or "none" (minor 1) */
 } proto_hello_info;
 int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *info, const env_spec *const *specs,
                              int nspecs);
 
-/* config: the effective value of every key of the spec, in spec order. */
-int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, int64_t num_worlds, env_autoreset ar,
-                            uint64_t seed, const env_spec *spec, const double *config);
+/* config: the effective value of every key of the spec, in spec order; token: PROTO_TOKEN_BYTES bytes
+ * (the session's token, minor 1). */
+int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, const uint8_t *token, int64_t num_worlds,
+                            env_autoreset ar, uint64_t seed, const env_spec *spec, const double *config);
 int proto_encode_close_reply(proto_buf *b, uint64_t id, uint64_t session, uint64_t steps);
 int proto_encode_ping_reply(proto_buf *b, uint64_t id, double unix_time);
 
@@ -291,6 +304,8 @@ int proto_get_int(const proto_value *map, const char *path, int64_t *v, proto_er
 int proto_get_f64(const proto_value *map, const char *path, double *v, proto_error *err);   /* int or float */
 int proto_get_bool(const proto_value *map, const char *path, int *v, proto_error *err);
 int proto_get_str(const proto_value *map, const char *path, char *out, size_t cap, proto_error *err);  /* truncates */
+/* A bin of exactly len bytes, copied to out (a session token). */
+int proto_get_bin(const proto_value *map, const char *path, void *out, size_t len, proto_error *err);
 /* A tensor value (map with dtype, shape, data), any dtype and shape; the data length is checked against
  * the shape.  `what` names it in messages.  PROTO_E_BAD_REPLY when v is NULL or not a valid tensor. */
 int proto_value_tensor(const proto_value *v, const char *what, proto_tensor *t, proto_error *err);

@@ -123,6 +123,19 @@ int proto_get_str(const proto_value *map, const char *path, char *out, size_t ca
     return o ? read_str(o, path, out, cap, err) : PROTO_E_BAD_REPLY;
 }
 
+int proto_get_bin(const proto_value *map, const char *path, void *out, size_t len, proto_error *err)
+{
+    const msgpack_object *o = need(pv_obj(map), path, err);
+    if (!o) return PROTO_E_BAD_REPLY;
+    if (o->type != MSGPACK_OBJECT_BIN || o->via.bin.size != len) {
+        char want[48];
+        snprintf(want, sizeof want, "bin of %zu bytes", len);
+        return proto_bad_type(err, PROTO_E_BAD_REPLY, path, want, o);
+    }
+    memcpy(out, o->via.bin.ptr, len);
+    return PROTO_OK;
+}
+
 int proto_value_tensor(const proto_value *v, const char *what, proto_tensor *t, proto_error *err)
 {
     if (!v) return proto_fail(err, PROTO_E_BAD_REPLY, "reply lacks '%s'", what);
@@ -275,6 +288,17 @@ int proto_decode_spec(const proto_value *o, env_spec *s, proto_error *err)
             (rc = proto_get_f64(m, "lo", &k->lo, err)) || (rc = proto_get_f64(m, "hi", &k->hi, err)) ||
             (rc = proto_get_bool(m, "is_int", &k->is_int, err)) || (rc = proto_get_str(m, "doc", k->doc, sizeof k->doc, err)))
             return rc;
+        /* named choices: optional (minor version 1; absent on plain keys and from older servers) */
+        const proto_value *ch = proto_value_get(m, "choices");
+        if (ch) {
+            char lacks[ENV_NAME_MAX + 32], noun[ENV_NAME_MAX + 16];
+            snprintf(lacks, sizeof lacks, "an array of '%s' choices", k->key);
+            snprintf(noun, sizeof noun, "'%s' choices", k->key);
+            if ((rc = spec_array(m, "choices", lacks, noun, ENV_MAX_CHOICES, &k->nchoices, err))) return rc;
+            const msgpack_object *a = pv_obj(ch);
+            for (int j = 0; j < k->nchoices; j++)
+                if ((rc = read_str(&a->via.array.ptr[j], "choices[]", k->choices[j], sizeof k->choices[j], err))) return rc;
+        }
     }
     if ((rc = spec_array(o, "reward_terms", "'reward_terms'", "reward terms", ENV_MAX_TERMS, &s->nterms, err))) return rc;
     const msgpack_object *t = pv_obj(proto_value_get(o, "reward_terms"));

@@ -156,7 +156,8 @@ static int read_seeds(const msgpack_object *o, const proto_limits *lim, proto_re
 
 static int read_config(const msgpack_object *o, proto_request *r, proto_error *err)
 {
-    if (o->type != MSGPACK_OBJECT_MAP) return proto_bad_type(err, PROTO_E_BAD_FIELD, "config", "a map of key -> number", o);
+    if (o->type != MSGPACK_OBJECT_MAP)
+        return proto_bad_type(err, PROTO_E_BAD_FIELD, "config", "a map of key -> number or name", o);
     if (o->via.map.size > PROTO_MAX_CONFIG)
         return proto_fail(err, PROTO_E_BAD_CONFIG, "'config' has %u entries (at most %d)", o->via.map.size,
                           PROTO_MAX_CONFIG);
@@ -169,12 +170,19 @@ static int read_config(const msgpack_object *o, proto_request *r, proto_error *e
         for (uint32_t j = 0; j < i; j++)
             if (!strcmp(r->config[j].key, kv->key))
                 return proto_fail(err, PROTO_E_BAD_MESSAGE, "duplicate config key '%s'", kv->key);
-        if (!proto_is_num(v)) {
-            char f[80];
-            snprintf(f, sizeof f, "config.%s", kv->key);
-            return proto_bad_type(err, PROTO_E_BAD_FIELD, f, "a number", v);
+        char f[80];
+        snprintf(f, sizeof f, "config.%s", kv->key);
+        kv->value = 0;
+        r->config_name[i][0] = 0;
+        if (v->type == MSGPACK_OBJECT_STR) {
+            /* a named choice (minor version 1): the env resolves it (an unknown name is BAD_CONFIG there) */
+            rc = read_str(v, f, r->config_name[i], sizeof r->config_name[i], PROTO_E_BAD_CONFIG, err);
+            if (rc) return rc;
+        } else if (!proto_is_num(v)) {
+            return proto_bad_type(err, PROTO_E_BAD_FIELD, f, "a number or a name", v);
+        } else {
+            kv->value = proto_num_value(v);
         }
-        kv->value = proto_num_value(v);
         r->nconfig = (int)i + 1;
     }
     return PROTO_OK;
@@ -184,17 +192,17 @@ static int read_config(const msgpack_object *o, proto_request *r, proto_error *e
 /* requests */
 
 enum { K_V, K_ID, K_OP, K_SESSION, K_ENV, K_NUM_WORLDS, K_CONFIG, K_SEED, K_SEEDS, K_AUTORESET, K_WORLD_IDS,
-       K_ACTIONS, K_REWARD_TERMS, K_COUNT };
+       K_ACTIONS, K_REWARD_TERMS, K_TOKEN, K_COUNT };
 static const char *const key_names[K_COUNT] = {"v", "id", "op", "session", "env", "num_worlds", "config", "seed",
-                                               "seeds", "autoreset", "world_ids", "actions", "reward_terms"};
+                                               "seeds", "autoreset", "world_ids", "actions", "reward_terms", "token"};
 /* Keys each op accepts besides v, id, op. */
 static const unsigned op_keys[PROTO_OP_COUNT] = {
     [PROTO_OP_HELLO] = 0,
     [PROTO_OP_MAKE] = 1u << K_ENV | 1u << K_NUM_WORLDS | 1u << K_CONFIG | 1u << K_SEED | 1u << K_AUTORESET,
-    [PROTO_OP_RESET] = 1u << K_SESSION | 1u << K_WORLD_IDS | 1u << K_SEEDS | 1u << K_SEED,
-    [PROTO_OP_STEP] = 1u << K_SESSION | 1u << K_WORLD_IDS | 1u << K_ACTIONS | 1u << K_REWARD_TERMS,
-    [PROTO_OP_CLOSE] = 1u << K_SESSION,
-    [PROTO_OP_STATS] = 1u << K_SESSION,
+    [PROTO_OP_RESET] = 1u << K_SESSION | 1u << K_TOKEN | 1u << K_WORLD_IDS | 1u << K_SEEDS | 1u << K_SEED,
+    [PROTO_OP_STEP] = 1u << K_SESSION | 1u << K_TOKEN | 1u << K_WORLD_IDS | 1u << K_ACTIONS | 1u << K_REWARD_TERMS,
+    [PROTO_OP_CLOSE] = 1u << K_SESSION | 1u << K_TOKEN,
+    [PROTO_OP_STATS] = 1u << K_SESSION | 1u << K_TOKEN,
     [PROTO_OP_PING] = 0,
 };
 
@@ -281,17 +289,25 @@ static int decode_header(const fields *f, proto_request *r, proto_error *err)
     return PROTO_OK;
 }
 
-/* "session": required (reset, step, close) or optional (stats). */
+/* "session": required (reset, step, close) or optional (stats); then its optional "token" (bin 16). */
 static int read_session(const fields *f, int required, proto_request *r, proto_error *err)
 {
-    const msgpack_object *o = f->val[K_SESSION];
+    const msgpack_object *o = f->val[K_SESSION], *t = f->val[K_TOKEN];
     if (!o) {
+        if (t) return proto_fail(err, PROTO_E_BAD_FIELD, "'token' without 'session' in a '%s' request",
+                                 proto_op_name(r->op));
         if (!required) return PROTO_OK;
         return proto_fail(err, PROTO_E_MISSING_FIELD, "missing 'session' in a '%s' request", proto_op_name(r->op));
     }
     int rc = read_u64(o, "session", &r->session, err);
-    if (!rc) r->has_session = 1;
-    return rc;
+    if (rc) return rc;
+    r->has_session = 1;
+    if (!t) return PROTO_OK;
+    if (t->type != MSGPACK_OBJECT_BIN || t->via.bin.size != PROTO_TOKEN_BYTES)
+        return proto_bad_type(err, PROTO_E_BAD_FIELD, "token", "bin of 16 bytes (the make reply's token)", t);
+    memcpy(r->token, t->via.bin.ptr, PROTO_TOKEN_BYTES);
+    r->has_token = 1;
+    return PROTO_OK;
 }
 
 /* An optional "seed" (make, reset). */

@@ -282,9 +282,21 @@ static const field_desc hello_limits_desc[] = {
 /* ------------------------------------------------------------------------------------------------ */
 /* requests */
 
+/* "session" and, when the request has one, "token". */
+static void kv_session(proto_buf *b, const proto_request *r)
+{
+    kv_uint(b, "session", r->session);
+    if (r->has_token) {
+        proto_w_str(b, "token");
+        proto_w_bin(b, r->token, PROTO_TOKEN_BYTES);
+    }
+}
+
 int proto_encode_request(proto_buf *b, const proto_request *r)
 {
-    uint32_t n = 3;
+    int writes_session = r->op == PROTO_OP_RESET || r->op == PROTO_OP_STEP || r->op == PROTO_OP_CLOSE ||
+                         (r->op == PROTO_OP_STATS && r->has_session);
+    uint32_t n = 3 + (writes_session && r->has_token);
     switch (r->op) {
     case PROTO_OP_MAKE: n += 2 + (r->nconfig > 0) + !!r->has_seed + !!r->has_autoreset; break;
     case PROTO_OP_RESET: n += 1 + (r->world_ids != NULL) + (r->seeds != NULL || r->has_seed); break;
@@ -306,7 +318,10 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
             proto_w_map(b, (uint32_t)r->nconfig);
             for (int i = 0; i < r->nconfig; i++) {
                 proto_w_str(b, r->config[i].key);
-                proto_w_f64(b, r->config[i].value);
+                if (r->config_name[i][0])
+                    proto_w_str(b, r->config_name[i]);
+                else
+                    proto_w_f64(b, r->config[i].value);
             }
         }
         if (r->has_seed) {
@@ -318,7 +333,7 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
         break;
     case PROTO_OP_RESET:
     case PROTO_OP_STEP:
-        kv_uint(b, "session", r->session);
+        kv_session(b, r);
         if (r->world_ids) {
             uint64_t shp = (uint64_t)r->nids;
             proto_w_str(b, "world_ids");
@@ -343,9 +358,7 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
         break;
     case PROTO_OP_CLOSE:
     case PROTO_OP_STATS:
-        if (r->has_session || r->op == PROTO_OP_CLOSE) {
-            kv_uint(b, "session", r->session);
-        }
+        if (r->has_session || r->op == PROTO_OP_CLOSE) kv_session(b, r);
         break;
     default: break;
     }
@@ -393,7 +406,17 @@ void proto_w_spec(proto_buf *b, const env_spec *s)
     kv_members(b, s, spec_tail_desc, NFIELDS(spec_tail_desc));
     proto_w_str(b, "config");
     proto_w_array(b, (uint32_t)s->nconfig);
-    for (int i = 0; i < s->nconfig; i++) w_struct(b, &s->config[i], config_key_desc, NFIELDS(config_key_desc));
+    for (int i = 0; i < s->nconfig; i++) {
+        const env_config_key *c = &s->config[i];
+        /* "choices" only on keys that have them (minor version 1): plain keys encode as before */
+        proto_w_map(b, (uint32_t)NFIELDS(config_key_desc) + (c->nchoices > 0));
+        kv_members(b, c, config_key_desc, NFIELDS(config_key_desc));
+        if (c->nchoices > 0) {
+            proto_w_str(b, "choices");
+            proto_w_array(b, (uint32_t)c->nchoices);
+            for (int k = 0; k < c->nchoices; k++) proto_w_str(b, c->choices[k]);
+        }
+    }
     proto_w_str(b, "reward_terms");
     proto_w_array(b, (uint32_t)s->nterms);
     for (int i = 0; i < s->nterms; i++) proto_w_str(b, s->terms[i]);
@@ -402,10 +425,12 @@ void proto_w_spec(proto_buf *b, const env_spec *s)
 int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *info, const env_spec *const *specs,
                              int nspecs)
 {
-    proto_w_reply_head(b, id, 5);
+    proto_w_reply_head(b, id, 7);
     kv_uint(b, "protocol", PROTO_VERSION);
+    kv_uint(b, "protocol_minor", PROTO_VERSION_MINOR);
     kv_str(b, "server", info->server);
     kv_int(b, "threads", info->threads);
+    kv_str(b, "auth", info->auth ? info->auth : "none");
     proto_w_str(b, "limits");
     w_struct(b, info, hello_limits_desc, NFIELDS(hello_limits_desc));
     proto_w_str(b, "envs");
@@ -414,11 +439,13 @@ int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *
     return b->oom ? -1 : 0;
 }
 
-int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, int64_t num_worlds, env_autoreset ar,
-                            uint64_t seed, const env_spec *spec, const double *config)
+int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, const uint8_t *token, int64_t num_worlds,
+                            env_autoreset ar, uint64_t seed, const env_spec *spec, const double *config)
 {
-    proto_w_reply_head(b, id, 7);
+    proto_w_reply_head(b, id, 8);
     kv_uint(b, "session", session);
+    proto_w_str(b, "token");
+    proto_w_bin(b, token, PROTO_TOKEN_BYTES);
     kv_str(b, "env", spec->name);
     kv_int(b, "num_worlds", num_worlds);
     kv_str(b, "autoreset", proto_autoreset_name(ar));

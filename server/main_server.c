@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "srv_auth.h"
 #include "srv_server.h"
 
 static srv_server *g_server;     /* for the signal handler only */
@@ -28,6 +29,18 @@ int main(int argc, char **argv)
     if (rc < 0) {
         fprintf(stderr, "herd-server: %s\n", err);
         return 2;
+    }
+    if (!cfg.keygen_dir[0] && srv_config_check(&cfg, err, sizeof err)) {
+        fprintf(stderr, "herd-server: %s\n", err);
+        return 2;
+    }
+    if (cfg.keygen_dir[0]) {
+        if (srv_auth_keygen(cfg.keygen_dir, err, sizeof err)) {
+            fprintf(stderr, "herd-server: %s\n", err);
+            return 1;
+        }
+        printf("wrote %s/server.key, server.pub, client.key, client.pub and authorized_keys\n", cfg.keygen_dir);
+        return 0;
     }
     srv_server *s = srv_server_new(&cfg, err, sizeof err);
     if (!s) {

@@ -63,6 +63,14 @@ static int parse_level(const char *s)
     return -1;
 }
 
+/* Copies a path into a SRV_PATH_MAX field: -1 when empty or too long. */
+static int copy_path(char *dst, const char *val)
+{
+    if (!*val || strlen(val) >= SRV_PATH_MAX) return -1;
+    memcpy(dst, val, strlen(val) + 1);
+    return 0;
+}
+
 /* Applies one setting by its long option name (without dashes).  where: "--x" or "HERD_X" for messages. */
 static int apply(srv_config *c, const char *name, const char *val, const char *where, char *err, size_t errlen)
 {
@@ -102,6 +110,21 @@ static int apply(srv_config *c, const char *name, const char *val, const char *w
     } else if (!strcmp(name, "spin-us")) {
         if (parse_long(val, 0, 1000000, &l)) goto bad;
         c->spin_us = (int)l;
+    } else if (!strcmp(name, "curve-secret-key-file")) {
+        if (copy_path(c->curve_secret_key_file, val)) goto bad;
+    } else if (!strcmp(name, "curve-public-key-file")) {
+        if (copy_path(c->curve_public_key_file, val)) goto bad;
+    } else if (!strcmp(name, "curve-secret-key")) {
+        if (strlen(val) != SRV_Z85_KEY - 1) goto bad;
+        snprintf(c->curve_secret_key, sizeof c->curve_secret_key, "%s", val);
+    } else if (!strcmp(name, "authorized-keys")) {
+        if (copy_path(c->authorized_keys, val)) goto bad;
+    } else if (!strcmp(name, "insecure")) {
+        if (!strcmp(val, "1") || !strcasecmp(val, "true") || !strcasecmp(val, "yes")) c->insecure = 1;
+        else if (!*val || !strcmp(val, "0") || !strcasecmp(val, "false") || !strcasecmp(val, "no")) c->insecure = 0;
+        else goto bad;
+    } else if (!strcmp(name, "keygen")) {
+        if (copy_path(c->keygen_dir, val)) goto bad;
     } else {
         snprintf(err, errlen, "unknown option %s (see --help)", where);
         return -1;
@@ -114,7 +137,13 @@ bad:
 
 static const char *const settings[] = {"bind", "threads", "max-message-bytes", "max-worlds-per-session", "max-worlds",
                                        "session-timeout", "log-level", "stats-interval", "quantum", "spin-us",
-                                       "metrics"};
+                                       "metrics",
+                                       "curve-secret-key-file", "curve-public-key-file", "curve-secret-key",
+                                       "authorized-keys", "insecure"};
+/* Command-line only: --keygen DIR (a one-off action, not a setting of a running server). */
+static const char *const arg_only[] = {"keygen"};
+/* Flags: no value on the command line (--insecure means 1). */
+static const char *const flags[] = {"insecure"};
 
 int srv_config_from_env(srv_config *c, char *err, size_t errlen)
 {
@@ -157,15 +186,31 @@ void srv_config_usage(FILE *f)
             "                               trip, for at most N us of CPU per idle period (default %d; 0 = off)\n"
             "  --metrics HOST:PORT          serve Prometheus metrics at http://HOST:PORT/metrics (default off;\n"
             "                               e.g. 127.0.0.1:9464)\n"
+            "\n"
+            "Authentication (ZeroMQ CURVE; protocol/PROTOCOL.md section 1):\n"
+            "  --curve-secret-key-file FILE the server's key pair (a file written by --keygen) or a file holding\n"
+            "                               the bare Z85 secret key; turns CURVE on\n"
+            "  --curve-public-key-file FILE optional: the server's public key, checked against the secret key\n"
+            "  --curve-secret-key Z85       the secret key itself (prefer the file or HERD_CURVE_SECRET_KEY)\n"
+            "  --authorized-keys DIR|FILE   public keys of the clients admitted: a directory of key files\n"
+            "                               (every *.pub / *.key file) or one file (one key per line, or\n"
+            "                               key files concatenated); required with CURVE\n"
+            "  --insecure                   allow plain mode (no keys) on a non-loopback address; without it,\n"
+            "                               binding such an address without keys is refused\n"
+            "  --keygen DIR                 write server.key / server.pub, client.key / client.pub and\n"
+            "                               authorized_keys (the client's public key) to DIR, then exit\n"
+            "\n"
             "  --version                    print the version and exit\n"
             "  --help                       this text\n"
             "\n"
             "Each option can also be given as an environment variable: HERD_BIND, HERD_THREADS,\n"
             "HERD_MAX_MESSAGE_BYTES, HERD_MAX_WORLDS_PER_SESSION, HERD_MAX_WORLDS, HERD_SESSION_TIMEOUT,\n"
-            "HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM, HERD_SPIN_US, HERD_METRICS.  The command line wins.\n"
+            "HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM, HERD_SPIN_US, HERD_METRICS, HERD_CURVE_SECRET_KEY_FILE,\n"
+            "HERD_CURVE_PUBLIC_KEY_FILE, HERD_CURVE_SECRET_KEY, HERD_AUTHORIZED_KEYS, HERD_INSECURE=1.\n"
+            "The command line wins.\n"
             "SIGINT / SIGTERM: finish the requests in flight, send their replies, exit 0.\n"
-            "Anyone who can reach the endpoint can use the server: bind to 127.0.0.1 or an ipc:// path unless\n"
-            "the network is trusted.\n",
+            "Without keys anyone who can reach the endpoint can use the server: plain mode is the default only\n"
+            "on 127.0.0.1 / ::1 / localhost and ipc://; elsewhere give keys or --insecure.\n",
             d.bind, d.max_message_bytes, d.max_worlds_per_session, d.max_worlds, d.session_timeout_s,
             d.stats_interval_s, d.quantum, d.spin_us);
 }
@@ -194,17 +239,22 @@ int srv_config_from_args(srv_config *c, int argc, char **argv, char *err, size_t
             val = eq + 1;
         } else {
             snprintf(name, sizeof name, "%s", a + 2);
-            int known = 0;
+            int known = 0, flag = 0;
             for (size_t k = 0; k < sizeof settings / sizeof settings[0]; k++) known |= !strcmp(name, settings[k]);
+            for (size_t k = 0; k < sizeof arg_only / sizeof arg_only[0]; k++) known |= !strcmp(name, arg_only[k]);
+            for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++) flag |= !strcmp(name, flags[k]);
             if (!known) {
                 snprintf(err, errlen, "unknown option %s (see --help)", a);
                 return -1;
             }
-            if (i + 1 >= argc) {
+            if (flag) {
+                val = "1";
+            } else if (i + 1 >= argc) {
                 snprintf(err, errlen, "%s needs a value (see --help)", a);
                 return -1;
+            } else {
+                val = argv[++i];
             }
-            val = argv[++i];
         }
         char where[80];
         snprintf(where, sizeof where, "--%s", name);
@@ -223,5 +273,36 @@ int srv_config_check(const srv_config *c, char *err, size_t errlen)
     if (c->session_timeout_s < 0) return snprintf(err, errlen, "session-timeout must be >= 0"), -1;
     if (c->quantum < 1) return snprintf(err, errlen, "quantum must be >= 1"), -1;
     if (c->spin_us < 0) return snprintf(err, errlen, "spin-us must be >= 0"), -1;
+    if (c->curve_secret_key_file[0] && c->curve_secret_key[0])
+        return snprintf(err, errlen, "give the secret key either as a file or as a value, not both"), -1;
+    if (c->curve_public_key_file[0] && !srv_config_curve(c))
+        return snprintf(err, errlen, "a public key file without the secret key (--curve-secret-key-file)"), -1;
+    if (srv_config_curve(c) && !c->authorized_keys[0])
+        return snprintf(err, errlen, "CURVE needs the clients' public keys (--authorized-keys DIR|FILE)"), -1;
+    if (!srv_config_curve(c) && c->authorized_keys[0])
+        return snprintf(err, errlen, "--authorized-keys needs the server's key (--curve-secret-key-file)"), -1;
+    if (!srv_config_curve(c) && !c->insecure && !srv_config_bind_is_local(c->bind))
+        return snprintf(err, errlen, "%s is not a loopback or ipc address: give the server's keys "
+                        "(--curve-secret-key-file, --authorized-keys) or allow plain mode with --insecure", c->bind), -1;
     return 0;
+}
+
+int srv_config_curve(const srv_config *c) { return c->curve_secret_key_file[0] || c->curve_secret_key[0]; }
+
+int srv_config_bind_is_local(const char *ep)
+{
+    if (!strncmp(ep, "ipc://", 6) || !strncmp(ep, "inproc://", 9)) return 1;
+    if (strncmp(ep, "tcp://", 6)) return 0;       /* pgm, udp, ...: not local */
+    const char *h = ep + 6;
+    if (strchr(h, ';')) return 0;                 /* source;destination forms: keep it simple */
+    const char *colon = strrchr(h, ':');
+    if (!colon) return 0;
+    size_t n = (size_t)(colon - h);
+    if (n >= 9 && !strncmp(h, "127.", 4)) {       /* 127.0.0.0/8, digits and dots only */
+        for (size_t i = 4; i < n; i++)
+            if (!((h[i] >= '0' && h[i] <= '9') || h[i] == '.')) return 0;
+        return 1;
+    }
+    return (n == 9 && !strncmp(h, "localhost", 9)) || (n == 5 && !strncmp(h, "[::1]", 5)) ||
+           (n == 2 && !strncmp(h, "lo", 2));
 }

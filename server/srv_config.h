@@ -18,6 +18,9 @@
 
 enum { SRV_LOG_ERROR = 0, SRV_LOG_WARN, SRV_LOG_INFO, SRV_LOG_DEBUG };
 
+#define SRV_PATH_MAX 512
+#define SRV_Z85_KEY 41               /* a CURVE key in Z85 text: 40 characters and the terminating 0 */
+
 typedef struct {
     char bind[256];              /* ZeroMQ endpoint; tcp://127.0.0.1:* picks a free port */
     int threads;                 /* workers; 0 = the CPUs this process may use: the cgroup CPU quota (containers),
@@ -33,17 +36,33 @@ typedef struct {
     int spin_us;                 /* busy-poll (yielding) this long before sleeping: idle workers for new work,
                                   * the I/O thread for a tiny step's completion (<= 4 worlds per worker);
                                   * saves thread wake-ups (tens of us on a VM); 0 = never */
+    /* authentication (srv_auth.h): CURVE when a secret key is given; files hold a key pair written by
+     * --keygen (or a bare Z85 key); the public key is derived from the secret one when not given */
+    char curve_secret_key_file[SRV_PATH_MAX];   /* the server's secret key (or key pair) */
+    char curve_public_key_file[SRV_PATH_MAX];   /* optional: checked against the secret key */
+    char curve_secret_key[SRV_Z85_KEY];         /* the secret key itself (HERD_CURVE_SECRET_KEY) */
+    char authorized_keys[SRV_PATH_MAX];         /* a directory of public keys (*.pub, *.key) or a file of them */
+    int insecure;                /* allow plain (unauthenticated) mode on a non-loopback address */
+    char keygen_dir[SRV_PATH_MAX];              /* --keygen DIR: write key pairs there and exit */
 } srv_config;
 
 /* tcp://127.0.0.1:5555, all cores, 16 MiB, 65536 / 262144 worlds, 600 s, info, 10 s, 16 worlds, 250 us. */
 void srv_config_defaults(srv_config *c);
 /* Applies HERD_BIND, HERD_THREADS, HERD_MAX_MESSAGE_BYTES, HERD_MAX_WORLDS_PER_SESSION, HERD_MAX_WORLDS,
- * HERD_SESSION_TIMEOUT, HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM, HERD_SPIN_US, HERD_METRICS.  0, or -1 with a message. */
+ * HERD_SESSION_TIMEOUT, HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM, HERD_SPIN_US, HERD_METRICS,
+ * HERD_CURVE_SECRET_KEY_FILE, HERD_CURVE_PUBLIC_KEY_FILE, HERD_CURVE_SECRET_KEY, HERD_AUTHORIZED_KEYS,
+ * HERD_INSECURE (1 / 0).  0, or -1 with a message. */
 int srv_config_from_env(srv_config *c, char *err, size_t errlen);
 /* Applies the command line (--bind ... --help).  0 = run, 1 = --help / --version printed, -1 = error. */
 int srv_config_from_args(srv_config *c, int argc, char **argv, char *err, size_t errlen);
 void srv_config_usage(FILE *f);
-/* Checks ranges; 0 or -1 with a message. */
+/* Checks ranges and the security settings (keys need authorized keys and the other way round; a
+ * non-loopback tcp:// address without keys needs insecure); 0 or -1 with a message. */
 int srv_config_check(const srv_config *c, char *err, size_t errlen);
+/* Nonzero when the config asks for CURVE (a secret key file or key). */
+int srv_config_curve(const srv_config *c);
+/* Nonzero when endpoint is reachable only from this host: ipc://, inproc://, or tcp:// on 127.x.x.x,
+ * localhost, ::1 or the interface lo. */
+int srv_config_bind_is_local(const char *endpoint);
 
 #endif

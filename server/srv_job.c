@@ -163,7 +163,15 @@ static void make_env(srv_job *j)
 {
     const proto_request *r = j->make;
     env_kv kv[PROTO_MAX_CONFIG];
-    for (int i = 0; i < r->nconfig; i++) kv[i] = (env_kv){r->config[i].key, r->config[i].value};
+    for (int i = 0; i < r->nconfig; i++) {
+        kv[i] = (env_kv){r->config[i].key, r->config[i].value};
+        /* a named choice ("solver": "admm"): its value, or BAD_CONFIG naming the allowed names */
+        if (r->config_name[i][0] &&
+            env_config_choice(r->env, r->config[i].key, r->config_name[i], &kv[i].value, j->err, sizeof j->err)) {
+            j->make_err = SRV_MAKE_BAD_CONFIG;
+            return;
+        }
+    }
     errno = 0;
     j->env = env_new(r->env, (int)r->num_worlds, kv, r->nconfig, r->seed, r->autoreset, j->err, sizeof j->err);
     if (!j->env) {

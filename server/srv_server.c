@@ -28,6 +28,8 @@
 
 #include "proto.h"
 #include "srv_cpus.h"
+#include "srv_auth.h"
+#include "srv_client.h"
 #include "srv_job.h"
 #include "srv_log.h"
 #include "srv_metrics.h"
@@ -61,6 +63,7 @@ typedef struct {
     proto_request req;
     int op;                     /* for the metrics: the request's op and when it arrived */
     double t0;
+    srv_client *client;         /* who sent it (its inflight counts this request); NULL: expiry */
 } pending;
 
 /* A request being handled (the frames are moved into a pending request when one is made). */
@@ -70,6 +73,7 @@ typedef struct {
     zmq_msg_t *payload;
     proto_request *req;
     srv_session *sess;          /* the request's session, when it names an open one */
+    srv_client *client;         /* who sent it */
 } incoming;
 
 struct srv_server {
@@ -77,6 +81,7 @@ struct srv_server {
     char endpoint[256];
     int nthreads;
     void *ctx, *router;
+    srv_auth *auth;             /* CURVE keys and the ZAP handler (off: plain mode) */
     srv_jobs *jobs;
     int next_rot;
     double spin_until;          /* the I/O thread polls instead of sleeping until then (tiny jobs in flight) */
@@ -84,6 +89,7 @@ struct srv_server {
     int draining;
     proto_limits lim;
     srv_session_table sessions;
+    srv_clients *clients;
     long worlds_used;           /* including makes in flight */
     int jobs_inflight;          /* queued on workers or deferred */
     double t_start, last_tick, last_sample, last_stats;
@@ -187,12 +193,18 @@ static pending *pending_new(srv_job_kind kind, incoming *in)
     in->nframes = 0;
     p->req = *in->req;                   /* p owns the decoded arrays now */
     proto_request_init(in->req);
+    p->client = in->client;
+    if (p->client) p->client->inflight++;
     return p;
 }
 
-static void pending_free(pending *p)
+static void pending_free(srv_server *S, pending *p)
 {
     if (!p) return;
+    if (p->client) {
+        p->client->inflight--;
+        srv_client_release(S->clients, &p->client);
+    }
     if (p->nframes > 0) close_frames(p->frames, p->nframes);
     if (p->has_payload) zmq_msg_close(&p->payload);
     proto_request_clear(&p->req);
@@ -211,9 +223,10 @@ static void replying_to(srv_server *S, const pending *p)
 static void pending_fail(srv_server *S, pending *p, proto_code code, const char *msg)
 {
     replying_to(S, p);
+    if (p->client) p->client->errors++;
     send_error(S, p->frames, p->nframes, p->id, p->job.sess, code, msg);
     p->nframes = 0;
-    pending_free(p);
+    pending_free(S, p);
 }
 
 static pending *as_pending(srv_job *j) { return (pending *)(void *)j; }
@@ -319,12 +332,23 @@ static void begin_close(srv_server *S, srv_session *s, pending *close_request)
 /* ------------------------------------------------------------------------------------------------ */
 /* completed jobs */
 
+/* A make failed after its worlds were counted: uncounts them. */
+static void uncount_make(srv_server *S, pending *p)
+{
+    S->worlds_used -= p->req.num_worlds;
+    if (p->client) {
+        p->client->worlds -= p->req.num_worlds;
+        p->client->sessions--;
+        p->client->errors++;
+    }
+}
+
 static void complete_make(srv_server *S, pending *p)
 {
     srv_job *j = &p->job;
     const proto_request *r = &p->req;
     if (!j->env) {
-        S->worlds_used -= r->num_worlds;
+        uncount_make(S, p);
         send_error(S, p->frames, p->nframes, p->id, NULL,
                    j->make_err == SRV_MAKE_NO_MEMORY ? PROTO_E_LIMIT : PROTO_E_BAD_CONFIG, j->err);
         p->nframes = 0;
@@ -332,12 +356,15 @@ static void complete_make(srv_server *S, pending *p)
     }
     int n = (int)r->num_worlds;
     srv_session *s = srv_session_new(n, S->nthreads, S->next_rot++ % S->nthreads);
-    if (!s) {
-        S->worlds_used -= r->num_worlds;
-        send_error(S, p->frames, p->nframes, p->id, NULL, PROTO_E_INTERNAL, "out of memory");
+    if (!s || srv_session_table_add(&S->sessions, s)) {
+        uncount_make(S, p);
+        send_error(S, p->frames, p->nframes, p->id, NULL, PROTO_E_INTERNAL,
+                   s ? "no randomness for the session id and token" : "out of memory");
         p->nframes = 0;
+        srv_session_destroy(&s);
         return;                  /* the job's env is destroyed with the job */
     }
+    if (p->client) srv_session_set_owner(s, p->client->id, p->client->idlen);
     s->env = j->env;
     j->env = NULL;
     s->spec = j->spec;
@@ -347,9 +374,9 @@ static void complete_make(srv_server *S, pending *p)
     s->autoreset = r->autoreset;
     s->seed = r->seed;
     s->created = s->last_active = srv_now_s();
-    srv_session_table_add(&S->sessions, s);
+    s->client = p->client;      /* the make's counts move to the session */
     proto_buf_reset(&S->out);
-    proto_encode_make_reply(&S->out, p->id, s->id, n, s->autoreset, s->seed, s->spec, j->config);
+    proto_encode_make_reply(&S->out, p->id, s->id, s->token, n, s->autoreset, s->seed, s->spec, j->config);
     send_small(S, p->frames, p->nframes);
     p->nframes = 0;
     LOG(S, SRV_LOG_INFO, "session %" PRIu64 ": %s, %d worlds, autoreset %s, seed %" PRIu64 " (%d sessions, %ld worlds)",
@@ -360,6 +387,11 @@ static void complete_close(srv_server *S, pending *p)
 {
     srv_session *s = p->job.sess;
     S->worlds_used -= s->nworlds;
+    if (s->client) {
+        s->client->worlds -= s->nworlds;
+        s->client->sessions--;
+        srv_client_release(S->clients, &s->client);
+    }
     srv_session_table_remove(&S->sessions, s);
     if (p->nframes >= 0) {
         proto_buf_reset(&S->out);
@@ -412,7 +444,7 @@ static void process_done(srv_server *S)
         case SRV_JOB_RESET:
         case SRV_JOB_STEP: complete_rows(S, p); break;
         }
-        pending_free(p);
+        pending_free(S, p);
         j = next;
     }
 }
@@ -426,7 +458,8 @@ static void handle_hello(srv_server *S, incoming *in)
     int n = srv_jobs_specs(specs, MAX_SPECS);
     proto_hello_info info = {.server = "herd " HERD_VERSION, .threads = S->nthreads,
                              .max_message_bytes = S->cfg.max_message_bytes,
-                             .max_worlds_per_session = S->cfg.max_worlds_per_session, .max_worlds = S->cfg.max_worlds};
+                             .max_worlds_per_session = S->cfg.max_worlds_per_session, .max_worlds = S->cfg.max_worlds,
+                             .auth = srv_auth_enabled(S->auth) ? "curve" : "none"};
     proto_buf_reset(&S->out);
     proto_encode_hello_reply(&S->out, in->req->id, &info, specs, n);
     send_small(S, in->frames, in->nframes);
@@ -494,6 +527,10 @@ static void handle_make(srv_server *S, incoming *in)
         return;
     }
     S->worlds_used += r->num_worlds;
+    if (p->client) {
+        p->client->worlds += r->num_worlds;
+        p->client->sessions++;
+    }
     p->job.make = &p->req;
     submit_control(S, p);
 }
@@ -602,6 +639,29 @@ static op_handler handler_of(proto_op op)
     return NULL;
 }
 
+/* The registry entry of a request's sender: its CURVE key (the "User-Id" property the ZAP handler
+ * set) or the routing id ROUTER put first in the envelope.  NULL when out of memory. */
+static srv_client *client_of(srv_server *S, zmq_msg_t *frames, zmq_msg_t *payload)
+{
+    uint8_t id[SRV_CLIENT_ID_MAX];
+    const char *key = zmq_msg_gets(payload, "User-Id");
+    size_t n = srv_client_identity(id, key, zmq_msg_data(&frames[0]), zmq_msg_size(&frames[0]));
+    double t = srv_now_s();
+    srv_client *c = srv_client_get(S->clients, id, n, t);
+    if (c) c->last_seen = t;
+    return c;
+}
+
+/* The session a request names if its sender may act on it (srv_session_owned_by), else NULL: to
+ * anyone else a session they do not own looks exactly like one that does not exist. */
+static srv_session *find_owned(srv_server *S, const proto_request *req, const srv_client *c)
+{
+    srv_session *s = srv_session_table_find(&S->sessions, req->session);
+    if (!s) return NULL;
+    const uint8_t *token = req->has_token ? req->token : NULL;
+    return srv_session_owned_by(s, c ? c->id : NULL, c ? c->idlen : 0, token) ? s : NULL;
+}
+
 /* Decodes one request and hands it to its op's handler.  Takes the envelope frames (moved into a
  * pending request when one is made); the caller closes the payload. */
 static void handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *payload)
@@ -609,7 +669,7 @@ static void handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *
     S->requests++;
     proto_request req;
     proto_request_init(&req);
-    incoming in = {frames, nf, payload, &req, NULL};
+    incoming in = {frames, nf, payload, &req, NULL, client_of(S, frames, payload)};
     proto_error e;
     char m[PROTO_MSG_MAX + 64];
     int rc = proto_decode_request(zmq_msg_data(payload), zmq_msg_size(payload), &S->lim, &req, &e);
@@ -621,21 +681,33 @@ static void handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *
         for (int i = 0; i < nf; i++) bytes += zmq_msg_size(&frames[i]);
         srv_metrics_request(S->metrics, S->reply_op, bytes);
     }
+    int failed = 1;
+    if (in.client) {
+        in.client->requests++;
+        in.client->inflight++;   /* this request, while handled: keeps the entry alive (a pending request
+                                  * made from it counts once more and may be freed meanwhile) */
+    }
     if (rc || !h) {
         send_error(S, frames, nf, req.has_id ? req.id : 0, NULL, rc ? (proto_code)rc : PROTO_E_INTERNAL,
                    rc ? e.message : "unhandled op");
     } else if (S->draining) {
         send_error(S, frames, nf, req.id, NULL, PROTO_E_SHUTTING_DOWN, "the server is shutting down");
-    } else if (req.has_session && (!(in.sess = srv_session_table_find(&S->sessions, req.session)) || in.sess->closing)) {
+    } else if (req.has_session && (!(in.sess = find_owned(S, &req, in.client)) || in.sess->closing)) {
         snprintf(m, sizeof m, "unknown session %" PRIu64 "%s", req.session,
-                 in.sess ? " (closing)" : " (closed, expired, or never made on this server)");
+                 in.sess ? " (closing)" : " (closed, expired, never made on this server, or made by another client)");
         send_error(S, frames, nf, req.id, NULL, PROTO_E_UNKNOWN_SESSION, m);
     } else {
+        failed = 0;
         if (in.sess) {
             in.sess->requests++;
             in.sess->last_active = srv_now_s();
         }
         h(S, &in);
+    }
+    if (in.client) {
+        in.client->errors += (uint64_t)failed;
+        in.client->inflight--;
+        srv_client_release(S->clients, &in.client);
     }
     proto_request_clear(&req);
 }
@@ -825,12 +897,19 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
     S->lim.max_worlds = c->max_worlds_per_session;
     S->lim.max_objects = 4 * (size_t)c->max_worlds_per_session + 4096;
     srv_session_table_init(&S->sessions);
+    S->clients = srv_clients_new();
+    if (!S->clients) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
 
     S->ctx = zmq_ctx_new();
     if (!S->ctx) {
         snprintf(err, errlen, "cannot create the ZeroMQ context: %s", strerror(errno));
         goto fail;
     }
+    S->auth = srv_auth_new(S->ctx, c, err, errlen);
+    if (!S->auth) goto fail;
     S->router = zmq_socket(S->ctx, ZMQ_ROUTER);
     int64_t hard = c->max_message_bytes > INT64_MAX / 4 ? INT64_MAX : (int64_t)c->max_message_bytes * 4;
     int zero = 0;
@@ -839,6 +918,7 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
         snprintf(err, errlen, "cannot create the ROUTER socket: %s", zmq_strerror(zmq_errno()));
         goto fail;
     }
+    if (srv_auth_apply(S->auth, S->router, err, errlen)) goto fail;
     if (zmq_bind(S->router, c->bind)) {
         int e = zmq_errno();
         char who[160];
@@ -851,6 +931,9 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
                      e == EADDRINUSE ? " (choose another endpoint with --bind / HERD_BIND)" : "");
         goto fail;
     }
+    if (!srv_auth_enabled(S->auth) && !srv_config_bind_is_local(c->bind))
+        LOG(S, SRV_LOG_WARN, "plain mode (--insecure) on %s: anyone who can reach it can use this server; "
+            "give keys (--curve-secret-key-file, --authorized-keys) on shared networks", c->bind);
     size_t el = sizeof S->endpoint;
     if (zmq_getsockopt(S->router, ZMQ_LAST_ENDPOINT, S->endpoint, &el)) snprintf(S->endpoint, sizeof S->endpoint, "%s", c->bind);
     S->jobs = srv_jobs_new(S->nthreads, c->quantum, c->spin_us, err, errlen);
@@ -898,6 +981,12 @@ void srv_server_banner(const srv_server *S)
         if (colon) *colon = 0;
         snprintf(metrics, sizeof metrics, "http://%s:%d/metrics (Prometheus)", host, S->metrics_port);
     }
+    char auth[128];
+    if (srv_auth_enabled(S->auth))
+        snprintf(auth, sizeof auth, "CURVE, server key %s, %d client keys", srv_auth_public_key(S->auth),
+                 srv_auth_nkeys(S->auth));
+    else
+        snprintf(auth, sizeof auth, "none (plain mode): sessions are owned by their tokens");
     char timeout[64];
     if (S->cfg.session_timeout_s > 0) snprintf(timeout, sizeof timeout, "after %g s idle", S->cfg.session_timeout_s);
     else snprintf(timeout, sizeof timeout, "never");
@@ -906,11 +995,12 @@ void srv_server_banner(const srv_server *S)
             "  endpoint   %s\n"
             "  threads    %d workers + 1 I/O thread (%s)\n"
             "  limits     %zu bytes per request, %d worlds per session, %ld worlds in all\n"
+            "  auth       %s\n"
             "  sessions   closed %s\n"
             "  metrics    %s\n"
             "  envs       %s\n",
             HERD_VERSION, PROTO_VERSION, S->endpoint, S->nthreads, S->cpus.source, S->cfg.max_message_bytes,
-            S->cfg.max_worlds_per_session, S->cfg.max_worlds, timeout, metrics, envs);
+            S->cfg.max_worlds_per_session, S->cfg.max_worlds, auth, timeout, metrics, envs);
 }
 
 /* Shutdown: frees a session left open, with its deferred requests (the workers have stopped). */
@@ -920,9 +1010,9 @@ static void drop_session(srv_session *s, void *arg)
     while (s->deferred) {
         srv_job *d = s->deferred;
         s->deferred = d->next;
-        pending_free(as_pending(d));
+        pending_free(S, as_pending(d));
     }
-    pending_free(as_pending(s->close_job));
+    pending_free(S, as_pending(s->close_job));
     srv_jobs_drop_env(s);
     srv_session_table_remove(&S->sessions, s);
     srv_session_destroy(&s);
@@ -941,7 +1031,7 @@ void srv_server_destroy(srv_server **pS)
                 srv_session_table_remove(&S->sessions, j->sess);
                 srv_session_destroy(&j->sess);
             }
-            pending_free(as_pending(j));
+            pending_free(S, as_pending(j));
         }
         srv_session_table_each(&S->sessions, drop_session, S);
         srv_jobs_destroy(&S->jobs);
@@ -952,7 +1042,9 @@ void srv_server_destroy(srv_server **pS)
         zmq_setsockopt(S->router, ZMQ_LINGER, &linger, sizeof linger);
         zmq_close(S->router);
     }
+    srv_auth_destroy(&S->auth);         /* its socket must be closed before the context ends */
     if (S->ctx) zmq_ctx_term(S->ctx);
+    srv_clients_destroy(&S->clients);
     proto_buf_free(&S->out);
     free(S);
     *pS = NULL;

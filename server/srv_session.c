@@ -2,10 +2,11 @@
 #include "srv_session.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
-#include <time.h>
-#include <unistd.h>
+#include <sys/types.h>
 
 srv_session *srv_session_new(int nworlds, int nthreads, int rot)
 {
@@ -38,22 +39,59 @@ int srv_session_world_worker(const srv_session *s, int T, int w)
 
 int srv_session_slice_begin(const srv_session *s, int T, int t) { return (int)((int64_t)t * s->nworlds / T); }
 
-void srv_session_table_init(srv_session_table *t)
+void srv_session_table_init(srv_session_table *t) { *t = (srv_session_table){0}; }
+
+/* Fills p with n random bytes from the kernel's CSPRNG (blocking only until it is seeded, at boot). */
+static int random_bytes(void *p, size_t n)
 {
-    *t = (srv_session_table){0};
-    if (getrandom(&t->id_epoch, sizeof t->id_epoch, GRND_NONBLOCK) != sizeof t->id_epoch)
-        t->id_epoch = (uint32_t)time(NULL) ^ (uint32_t)getpid() << 16;
+    uint8_t *q = p;
+    while (n) {
+        ssize_t r = getrandom(q, n, 0);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        q += r;
+        n -= (size_t)r;
+    }
+    return 0;
 }
 
-void srv_session_table_add(srv_session_table *t, srv_session *s)
+int srv_session_table_add(srv_session_table *t, srv_session *s)
 {
+    if (random_bytes(s->token, sizeof s->token)) return -1;
     do {
-        s->id = (uint64_t)t->id_epoch << 32 | ++t->id_counter;
+        if (random_bytes(&s->id, sizeof s->id)) return -1;
     } while (!s->id || srv_session_table_find(t, s->id));
     srv_session **b = &t->buckets[s->id % SRV_SESSION_BUCKETS];
     s->hnext = *b;
     *b = s;
     t->count++;
+    return 0;
+}
+
+/* Equality of n bytes in time independent of where they differ. */
+static int same_bytes(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    volatile uint8_t d = 0;
+    for (size_t i = 0; i < n; i++) d |= a[i] ^ b[i];
+    return d == 0;
+}
+
+int srv_session_owned_by(const srv_session *s, const uint8_t *id, size_t idlen, const uint8_t *token)
+{
+    int token_ok = token && same_bytes(token, s->token, sizeof s->token);
+    if (!s->owner_len) return token_ok;
+    if (token && !token_ok) return 0;
+    return idlen == s->owner_len && same_bytes(id, s->owner, idlen);
+}
+
+void srv_session_set_owner(srv_session *s, const uint8_t *id, size_t idlen)
+{
+    s->owner_len = 0;
+    if (!id || !idlen || idlen > sizeof s->owner || id[0] != SRV_CLIENT_KEY) return;
+    memcpy(s->owner, id, idlen);
+    s->owner_len = idlen;
 }
 
 srv_session *srv_session_table_find(const srv_session_table *t, uint64_t id)

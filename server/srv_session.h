@@ -10,13 +10,22 @@
  * close job (srv_job.h), and must be gone (NULL) by srv_session_destroy.  The deferred jobs and the
  * close job are the server's (srv_server.c): it empties them before destroying the session.  The table
  * does not own its sessions: it links them (hnext).
+ *
+ * Owners: a session belongs to whoever made it.  Made by a CURVE-authenticated client, it belongs to that
+ * key (owner); made in plain mode, to whoever holds its token, 128 random bits the make reply carries
+ * and every later request must repeat.  srv_session_owned_by decides; a request that fails it must get
+ * the same UNKNOWN_SESSION reply as a request naming no session (srv_server.c).  Ids are random too (so
+ * knowing one's own id tells nothing of the others'), but they are names, not secrets.
  */
 #ifndef HERD_SRV_SESSION_H
 #define HERD_SRV_SESSION_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "env.h"
+#include "proto.h"
+#include "srv_client.h"
 #include "srv_pool.h"
 #include "srv_rate.h"
 
@@ -24,7 +33,10 @@ typedef struct srv_job srv_job;
 typedef struct srv_session srv_session;
 
 struct srv_session {
-    uint64_t id;                /* unique on this server, never 0 */
+    uint64_t id;                /* unique on this server, random, never 0 */
+    uint8_t token[PROTO_TOKEN_BYTES];   /* random, set by srv_session_table_add */
+    uint8_t owner[SRV_CLIENT_ID_MAX];   /* the maker's identity (srv_client.h) when it is a CURVE key */
+    size_t owner_len;                   /* 0: owned by the token alone */
     env_t *env;                 /* see Ownership above */
     const env_spec *spec;       /* the env's (lives as long as env) */
     int nworlds, obs_dim, act_dim, nterms;
@@ -40,6 +52,7 @@ struct srv_session {
     double created, last_active;        /* srv_now_s() */
     uint64_t steps, requests, errors;
     srv_rate rate;              /* of steps */
+    srv_client *client;         /* who made it (srv_client.h: its worlds and sessions count this one) */
     srv_session *hnext;         /* the table's */
 };
 
@@ -59,17 +72,24 @@ int srv_session_slice_begin(const srv_session *s, int T, int t);
 typedef struct {
     srv_session *buckets[SRV_SESSION_BUCKETS];
     int count;
-    uint32_t id_epoch, id_counter;      /* ids are epoch << 32 | counter: not reused across restarts */
 } srv_session_table;
 
-/* Empties the table and draws a random id epoch. */
+/* Empties the table. */
 void srv_session_table_init(srv_session_table *t);
-/* Gives s a fresh id and links it in. */
-void srv_session_table_add(srv_session_table *t, srv_session *s);
+/* Gives s a fresh random id and a random token (getrandom) and links it in.  0, or -1 when the system
+ * gave no randomness (s is not linked). */
+int srv_session_table_add(srv_session_table *t, srv_session *s);
 /* NULL if no open session has this id. */
 srv_session *srv_session_table_find(const srv_session_table *t, uint64_t id);
 /* Unlinks s (which must be in t); does not free it. */
 void srv_session_table_remove(srv_session_table *t, srv_session *s);
+/* Nonzero when a request from client identity id (idlen bytes, srv_client_identity) carrying token
+ * (PROTO_TOKEN_BYTES, or NULL when the request has none) may act on s: the maker's key when s has an
+ * owner (a token sent along must then match too), else the token.  Compares in constant time. */
+int srv_session_owned_by(const srv_session *s, const uint8_t *id, size_t idlen, const uint8_t *token);
+/* Makes the client identity id the owner of s when it is a CURVE key (kind SRV_CLIENT_KEY). */
+void srv_session_set_owner(srv_session *s, const uint8_t *id, size_t idlen);
+
 /* Calls fn(s, arg) for every session; fn may remove (and free) s. */
 void srv_session_table_each(srv_session_table *t, void (*fn)(srv_session *s, void *arg), void *arg);
 

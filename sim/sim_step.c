@@ -229,6 +229,7 @@ int sim_step_prepare(const sim_model *m, sim_data *d, double dt)
     st->iterations = 0;
     st->error = 0;
     st->converged = 1;
+    st->fallback = 0;
     st->penetration = 0;
     if (nc > 0) {
         stage_contact_jacobians(m, d, nc);
@@ -244,13 +245,13 @@ void sim_step_solve(const sim_model *m, sim_data *d)
     const int nc = d->ncon;
     if (nc <= 0) return;
     sim_solver_stats ss;
-    if (o->solver == SIM_SOLVER_PGS)
-        sim_solve_pgs(nc, d->G, d->cfree, d->mu, d->lambda, &o->sp, &ss);
-    else
-        sim_solve_bisection(nc, d->G, d->cfree, d->mu, d->lambda, &o->sp, &ss);
+    /* an index without a solver (out of range, or a reserved row) acts as the default, never as "no contact" */
+    const sim_solver_desc *sd = sim_solver_at(o->solver);
+    sim_solve(sd && sd->solve ? o->solver : SIM_SOLVER_PAPER_BISECTION, nc, d->G, d->cfree, d->mu, d->lambda, &o->sp, &ss);
     d->stats.iterations = ss.iterations;
     d->stats.error = ss.error;
     d->stats.converged = ss.converged;
+    d->stats.fallback = ss.fallback;
 }
 
 int sim_step_finish(const sim_model *m, sim_data *d, double dt)

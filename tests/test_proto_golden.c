@@ -407,6 +407,16 @@ Test(golden, request_fields)
     cr_assert(r.has_autoreset && r.autoreset == ENV_AUTORESET_SAME_STEP);
     unload(&v);
 
+    /* minor version 1: a named choice is a string value, carried as a name for the env to resolve */
+    load("req_make_choice", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK, "%s", err.message);
+    cr_assert_eq(r.nconfig, 2);
+    cr_assert_str_eq(r.config[0].key, "solver");
+    cr_assert_str_eq(r.config_name[0], "admm");
+    cr_assert_str_eq(r.config[1].key, "solver_tol");
+    cr_assert(!r.config_name[1][0] && r.config[1].value == 1e-8);
+    unload(&v);
+
     load("req_make_min", &v);
     cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
     cr_assert(!r.has_seed && r.seed == 0 && r.nconfig == 0 && r.autoreset == ENV_AUTORESET_NEXT_STEP);
@@ -424,6 +434,16 @@ Test(golden, request_fields)
     load("req_reset_ids_array", &v);
     cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
     cr_assert(r.nids == 2 && r.world_ids[0] == 0 && r.world_ids[1] == 2 && r.nseeds == -1);
+    unload(&v);
+
+    load("req_step_token", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK, "%s", err.message);
+    cr_assert(r.has_session && r.session == 7 && r.has_token);
+    cr_assert(r.token[0] == 0x5e && r.token[15] == 0x10);
+    unload(&v);
+    load("req_reset_all", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(!r.has_token, "the token is optional on the wire (the server decides)");
     unload(&v);
 
     load("req_reset_seed", &v);
@@ -469,9 +489,10 @@ static void toy_spec(env_spec *s)
     s->control_dt = 0.02;
     s->episode_seconds = 20;
     s->max_episode_steps = 1000;
-    s->nconfig = 2;
-    s->config[0] = (env_config_key){"kp", 80, 0, 1000, 0, "PD stiffness (N m / rad)"};
-    s->config[1] = (env_config_key){"decimation", 4, 1, 50, 1, "physics steps per env step"};
+    s->nconfig = 3;
+    s->config[0] = (env_config_key){"kp", 80, 0, 1000, 0, "PD stiffness (N m / rad)", 0, {""}};
+    s->config[1] = (env_config_key){"decimation", 4, 1, 50, 1, "physics steps per env step", 0, {""}};
+    s->config[2] = (env_config_key){"solver", 0, 0, 2, 1, "contact solver, by name", 3, {"fast", "exact", "robust"}};
     s->nterms = 2;
     snprintf(s->terms[0], sizeof s->terms[0], "alive");
     snprintf(s->terms[1], sizeof s->terms[1], "effort");
@@ -500,6 +521,8 @@ static void spec_eq(const env_spec *a, const env_spec *b)
         cr_assert(a->config[i].def == b->config[i].def && a->config[i].lo == b->config[i].lo &&
                   a->config[i].hi == b->config[i].hi && a->config[i].is_int == b->config[i].is_int);
         cr_assert_str_eq(a->config[i].doc, b->config[i].doc);
+        cr_assert_eq(a->config[i].nchoices, b->config[i].nchoices, "%s choices", a->config[i].key);
+        for (int k = 0; k < a->config[i].nchoices; k++) cr_assert_str_eq(a->config[i].choices[k], b->config[i].choices[k]);
     }
     cr_assert_eq(a->nterms, b->nterms);
     for (int i = 0; i < a->nterms; i++) cr_assert_str_eq(a->terms[i], b->terms[i]);
@@ -548,13 +571,15 @@ Test(golden, hello_and_make_replies_encode_to_the_bytes)
     proto_buf b;
     proto_buf_init(&b);
     proto_hello_info info = {.server = "herd 0.1.0", .threads = 8, .max_message_bytes = 16777216,
-                             .max_worlds_per_session = 16384, .max_worlds = 65536};
+                             .max_worlds_per_session = 16384, .max_worlds = 65536, .auth = "none"};
     const env_spec *specs[1] = {&spec};
     proto_encode_hello_reply(&b, 1, &info, specs, 1);
     expect_bytes(&b, "rep_hello");
     proto_buf_reset(&b);
-    double cfg[2] = {60, 2};
-    proto_encode_make_reply(&b, 3, 7, 4, ENV_AUTORESET_SAME_STEP, 42, &spec, cfg);
+    double cfg[3] = {60, 2, 2};
+    static const uint8_t token[PROTO_TOKEN_BYTES] = {0x5e, 0x1f, 0x0a, 0x9c, 0x33, 0xd2, 0xb7, 0x48,
+                                                     0x6e, 0x01, 0xf4, 0xc2, 0x9a, 0x7d, 0x5b, 0x10};
+    proto_encode_make_reply(&b, 3, 7, token, 4, ENV_AUTORESET_SAME_STEP, 42, &spec, cfg);
     expect_bytes(&b, "rep_make");
     proto_buf_free(&b);
 }
@@ -636,6 +661,16 @@ Test(golden, replies_decode_through_the_client_decoder)
     toy_spec(&want);
     cr_assert_eq(proto_decode_spec(proto_value_at(envs, 0), &got, &err), PROTO_OK, "%s", err.message);
     spec_eq(&got, &want);
+    proto_reply_clear(&r);
+    unload(&v);
+
+    load("rep_make", &v);
+    cr_assert_eq(proto_decode_reply(v.bytes, v.len, &r, &err), PROTO_OK, "%s", err.message);
+    uint8_t token[PROTO_TOKEN_BYTES];
+    cr_assert_eq(proto_get_bin(r.root, "token", token, sizeof token, &err), PROTO_OK, "%s", err.message);
+    cr_assert(token[0] == 0x5e && token[15] == 0x10);
+    cr_assert_eq(proto_get_bin(r.root, "token", token, 8, &err), PROTO_E_BAD_REPLY, "the length is checked");
+    cr_assert_eq(proto_get_bin(r.root, "env", token, sizeof token, &err), PROTO_E_BAD_REPLY, "a str is not a bin");
     proto_reply_clear(&r);
     unload(&v);
 

@@ -50,6 +50,15 @@ static srv_thread *start(void)
     return start_with(&c);
 }
 
+/* Names session s in request q: its id and its token (PROTOCOL.md section 9). */
+static void name_session(proto_request *q, const herd_session *s)
+{
+    q->session = s->id;
+    q->has_session = 1;
+    memcpy(q->token, s->token, sizeof q->token);
+    q->has_token = s->has_token;
+}
+
 static herd_client *connect_to(srv_thread *t)
 {
     herd_error e;
@@ -356,8 +365,7 @@ Test(equal, reset_with_seeds, .timeout = 60)
     proto_request_init(&q);
     q.op = PROTO_OP_RESET;
     q.id = herd_client_next_id(c);
-    q.session = s.id;
-    q.has_session = 1;
+    name_session(&q, &s);
     q.has_seed = 1;
     q.seed = 1000;
     OK(herd_client_send_request(c, 0, &q, &e_));
@@ -594,7 +602,7 @@ Test(server, error_replies_and_the_server_keeps_serving, .timeout = 60)
     q.has_actions = 1;
     q.actions = (proto_tensor){PROTO_DT_FLOAT32, 2, {10, 12}, (const uint8_t *)act, 10 * 12 * 4};
     expect_request_code(c, &q, PROTO_E_UNKNOWN_SESSION, "unknown session 999");
-    q.session = s.id;
+    name_session(&q, &s);
     q.actions.shape[1] = 11;
     q.actions.nbytes = 10 * 11 * 4;
     expect_request_code(c, &q, PROTO_E_BAD_SHAPE, "expected [10, 12]");
@@ -620,8 +628,7 @@ Test(server, error_replies_and_the_server_keeps_serving, .timeout = 60)
     ids[2] = 3;
     proto_request_init(&q);
     q.op = PROTO_OP_RESET;
-    q.session = s.id;
-    q.has_session = 1;
+    name_session(&q, &s);
     uint64_t seeds[3] = {1, 2, 3};
     q.seeds = seeds;
     q.nseeds = 3;
@@ -631,8 +638,7 @@ Test(server, error_replies_and_the_server_keeps_serving, .timeout = 60)
         static float big[2000 * 12];
         proto_request_init(&q);
         q.op = PROTO_OP_STEP;
-        q.session = s.id;
-        q.has_session = 1;
+        name_session(&q, &s);
         q.has_actions = 1;
         q.actions = (proto_tensor){PROTO_DT_FLOAT32, 2, {2000, 12}, (const uint8_t *)big, sizeof big};
         expect_request_code(c, &q, PROTO_E_TOO_LARGE, "65536");
@@ -1054,8 +1060,7 @@ Test(server, mutated_requests_never_stop_the_server, .timeout = 120)
         proto_buf_init(&seed[i]);
         proto_request_init(&q);
         q.id = 1000 + (uint64_t)i;
-        q.session = s.id;
-        q.has_session = 1;
+        name_session(&q, &s);
         if (i == 0) {
             q.op = PROTO_OP_STEP;
             q.world_ids = ids;

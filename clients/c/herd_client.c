@@ -42,6 +42,34 @@ double hc_now_ms(void)
 
 herd_client *herd_client_new(const char *const *endpoints, int nendpoints, int timeout_ms, herd_error *err)
 {
+    return herd_client_new_curve(endpoints, nendpoints, timeout_ms, NULL, err);
+}
+
+/* The client's CURVE keys in binary: 0, or -1 with err. */
+static int curve_keys(const herd_curve *cv, uint8_t server[32], uint8_t pub[32], uint8_t sec[32], herd_error *err)
+{
+    char zp[41], zs[41];
+    if (!zmq_has("curve")) return hc_fail(err, PROTO_E_TRANSPORT, "this libzmq has no CURVE support"), -1;
+    if (strlen(cv->server_key) != 40 || !zmq_z85_decode(server, cv->server_key))
+        return hc_fail(err, PROTO_E_TRANSPORT, "the server key is not a 40-character Z85 CURVE key"), -1;
+    if (cv->secret_key) {
+        if (strlen(cv->secret_key) != 40 || !zmq_z85_decode(sec, cv->secret_key) || zmq_curve_public(zp, cv->secret_key))
+            return hc_fail(err, PROTO_E_TRANSPORT, "the client's secret key is not a 40-character Z85 CURVE key"), -1;
+    } else if (zmq_curve_keypair(zp, zs) || !zmq_z85_decode(sec, zs)) {
+        return hc_fail(err, PROTO_E_TRANSPORT, "cannot generate a CURVE key pair"), -1;
+    }
+    zmq_z85_decode(pub, zp);
+    explicit_bzero(zs, sizeof zs);
+    return 0;
+}
+
+herd_client *herd_client_new_curve(const char *const *endpoints, int nendpoints, int timeout_ms, const herd_curve *curve,
+                                   herd_error *err)
+{
+    herd_curve env = {getenv("HERD_CURVE_SERVER_KEY"), getenv("HERD_CURVE_CLIENT_SECRET_KEY")};
+    if (!curve || !curve->server_key) curve = env.server_key && *env.server_key ? &env : NULL;
+    uint8_t kserver[32], kpub[32], ksec[32];
+    if (curve && curve_keys(curve, kserver, kpub, ksec, err)) return NULL;
     char **eps;
     int n;
     if (herd_expand_endpoints(endpoints, nendpoints, &eps, &n, err)) return NULL;
@@ -67,13 +95,50 @@ herd_client *herd_client_new(const char *const *endpoints, int nendpoints, int t
         int zero = 0, one = 1;
         if (!c->socks[i] || zmq_setsockopt(c->socks[i], ZMQ_LINGER, &zero, sizeof zero) ||
             (!strncmp(eps[i], "tcp://[", 7) && zmq_setsockopt(c->socks[i], ZMQ_IPV6, &one, sizeof one)) ||
+            (curve && (zmq_setsockopt(c->socks[i], ZMQ_CURVE_SERVERKEY, kserver, 32) ||
+                       zmq_setsockopt(c->socks[i], ZMQ_CURVE_PUBLICKEY, kpub, 32) ||
+                       zmq_setsockopt(c->socks[i], ZMQ_CURVE_SECRETKEY, ksec, 32))) ||
             zmq_connect(c->socks[i], eps[i])) {
             hc_fail(err, PROTO_E_TRANSPORT, "cannot connect to %s: %s", eps[i], zmq_strerror(zmq_errno()));
             herd_client_destroy(&c);
             return NULL;
         }
     }
+    explicit_bzero(ksec, sizeof ksec);
     return c;
+}
+
+/* The token this client holds for (server, session), or NULL. */
+static const uint8_t *token_of(const herd_client *c, int server, uint64_t session)
+{
+    for (int i = 0; i < c->ntokens; i++)
+        if (c->tokens[i].server == server && c->tokens[i].session == session) return c->tokens[i].token;
+    return NULL;
+}
+
+static void remember_token(herd_client *c, const herd_session *s)
+{
+    if (!s->has_token || token_of(c, s->server, s->id)) return;
+    if (c->ntokens == c->captokens) {
+        int cap = c->captokens ? 2 * c->captokens : 8;
+        hc_token *t = realloc(c->tokens, (size_t)cap * sizeof *t);
+        if (!t) return;          /* the session still carries its own token */
+        c->tokens = t;
+        c->captokens = cap;
+    }
+    hc_token *t = &c->tokens[c->ntokens++];
+    t->server = s->server;
+    t->session = s->id;
+    memcpy(t->token, s->token, sizeof t->token);
+}
+
+static void forget_token(herd_client *c, int server, uint64_t session)
+{
+    for (int i = 0; i < c->ntokens; i++)
+        if (c->tokens[i].server == server && c->tokens[i].session == session) {
+            c->tokens[i] = c->tokens[--c->ntokens];
+            return;
+        }
 }
 
 void herd_client_destroy(herd_client **pc)
@@ -93,6 +158,7 @@ void herd_client_destroy(herd_client **pc)
     free(c->eps);
     free(c->items);
     free(c->pend);
+    free(c->tokens);
     if (c->ctx) zmq_ctx_term(c->ctx);
     free(c);
     *pc = NULL;
@@ -380,6 +446,11 @@ static int call_op(herd_client *c, int server, proto_op op, uint64_t session, he
     r.op = op;
     r.session = session;
     r.has_session = session != 0;
+    const uint8_t *tok = session ? token_of(c, server, session) : NULL;
+    if (tok) {
+        memcpy(r.token, tok, sizeof r.token);
+        r.has_token = 1;
+    }
     return call(c, server, &r, out, err);
 }
 
@@ -417,6 +488,11 @@ int herd_client_hello(herd_client *c, int server, herd_hello *h, herd_error *err
     uint64_t u64 = 0;
     if (proto_get_int(root, "protocol", &i64, &pe) || proto_get_str(root, "server", h->server, sizeof h->server, &pe)) goto bad;
     h->protocol = (int)i64;
+    if (proto_value_get(root, "protocol_minor")) {       /* minor >= 1 */
+        if (proto_get_int(root, "protocol_minor", &i64, &pe) || proto_get_str(root, "auth", h->auth, sizeof h->auth, &pe))
+            goto bad;
+        h->protocol_minor = (int)i64;
+    }
     if (proto_get_int(root, "threads", &i64, &pe)) goto bad;
     h->threads = (int)i64;
     if (proto_get_uint(root, "limits.max_message_bytes", &u64, &pe) ||
@@ -446,21 +522,30 @@ bad:
 }
 
 int hc_make_request(proto_request *r, const char *env, int num_worlds, const env_kv *config, int nconfig,
-                    uint64_t seed, env_autoreset autoreset, herd_error *err)
+                    const herd_choice *choices, int nchoices, uint64_t seed, env_autoreset autoreset, herd_error *err)
 {
     proto_request_init(r);
     r->op = PROTO_OP_MAKE;
     if (!env || strlen(env) >= sizeof r->env) return hc_fail(err, PROTO_E_UNKNOWN_ENV, "bad env name");
     snprintf(r->env, sizeof r->env, "%s", env);
     r->num_worlds = num_worlds;
-    if (nconfig > PROTO_MAX_CONFIG) return hc_fail(err, PROTO_E_BAD_CONFIG, "more than %d config overrides", PROTO_MAX_CONFIG);
-    for (int i = 0; i < nconfig; i++) {
-        if (!config[i].key || strlen(config[i].key) >= PROTO_NAME_MAX)
-            return hc_fail(err, PROTO_E_BAD_CONFIG, "bad config key");
-        snprintf(r->config[i].key, sizeof r->config[i].key, "%s", config[i].key);
-        r->config[i].value = config[i].value;
+    if (nconfig < 0 || nchoices < 0 || nconfig + nchoices > PROTO_MAX_CONFIG)
+        return hc_fail(err, PROTO_E_BAD_CONFIG, "more than %d config overrides", PROTO_MAX_CONFIG);
+    for (int i = 0; i < nconfig + nchoices; i++) {
+        const char *key = i < nconfig ? config[i].key : choices[i - nconfig].key;
+        if (!key || strlen(key) >= PROTO_NAME_MAX) return hc_fail(err, PROTO_E_BAD_CONFIG, "bad config key");
+        proto_kv *kv = &r->config[i];
+        snprintf(kv->key, sizeof kv->key, "%s", key);
+        if (i < nconfig) {
+            kv->value = config[i].value;
+            continue;
+        }
+        const char *name = choices[i - nconfig].name;
+        if (!name || !*name || strlen(name) >= sizeof r->config_name[i])
+            return hc_fail(err, PROTO_E_BAD_CONFIG, "bad name for config key '%s'", key);
+        snprintf(r->config_name[i], sizeof r->config_name[i], "%s", name);
     }
-    r->nconfig = nconfig;
+    r->nconfig = nconfig + nchoices;
     r->has_seed = 1;
     r->seed = seed;
     r->has_autoreset = 1;
@@ -468,7 +553,7 @@ int hc_make_request(proto_request *r, const char *env, int num_worlds, const env
     return 0;
 }
 
-int hc_make_parse(const herd_reply *rep, int server, herd_session *s, herd_error *err)
+int hc_make_parse(herd_client *c, const herd_reply *rep, int server, herd_session *s, herd_error *err)
 {
     memset(s, 0, sizeof *s);
     const proto_value *root = rep->msg.root;
@@ -497,6 +582,11 @@ int hc_make_parse(const herd_reply *rep, int server, herd_session *s, herd_error
     const proto_value *cfg = proto_value_get(root, "config");
     for (int i = 0; i < s->spec.nconfig; i++)
         if (proto_get_f64(cfg, s->spec.config[i].key, &s->config[i], &pe)) goto bad;
+    if (proto_value_get(root, "token")) {       /* protocol minor 1 */
+        if (proto_get_bin(root, "token", s->token, sizeof s->token, &pe)) goto bad;
+        s->has_token = 1;
+        remember_token(c, s);
+    }
     return 0;
 bad:
     return hc_fail(err, PROTO_E_BAD_REPLY, "bad make reply: %s", pe.message);
@@ -505,15 +595,22 @@ bad:
 int herd_client_make(herd_client *c, int server, const char *env, int num_worlds, const env_kv *config, int nconfig,
                      uint64_t seed, env_autoreset autoreset, herd_session *s, herd_error *err)
 {
+    return herd_client_make_choices(c, server, env, num_worlds, config, nconfig, NULL, 0, seed, autoreset, s, err);
+}
+
+int herd_client_make_choices(herd_client *c, int server, const char *env, int num_worlds, const env_kv *config,
+                             int nconfig, const herd_choice *choices, int nchoices, uint64_t seed,
+                             env_autoreset autoreset, herd_session *s, herd_error *err)
+{
     memset(s, 0, sizeof *s);
     if (server < 0) server = c->rr++ % c->n;
     proto_request r;
-    int rc = hc_make_request(&r, env, num_worlds, config, nconfig, seed, autoreset, err);
+    int rc = hc_make_request(&r, env, num_worlds, config, nconfig, choices, nchoices, seed, autoreset, err);
     if (rc) return rc;
     herd_reply *rep;
     rc = call(c, server, &r, &rep, err);
     if (rc) return rc;
-    rc = hc_make_parse(rep, server, s, err);
+    rc = hc_make_parse(c, rep, server, s, err);
     herd_reply_destroy(&rep);
     return rc;
 }
@@ -526,6 +623,10 @@ static void session_request(herd_client *c, proto_request *r, proto_op op, const
     r->id = herd_client_next_id(c);
     r->session = s->id;
     r->has_session = 1;
+    if (s->has_token) {
+        memcpy(r->token, s->token, sizeof r->token);
+        r->has_token = 1;
+    }
 }
 
 uint64_t hc_send_rows(herd_client *c, const herd_session *s, proto_op op, int n, const int32_t *ids,
@@ -653,7 +754,9 @@ uint64_t hc_close_send(herd_client *c, const herd_session *s, herd_error *err)
 {
     proto_request r;
     session_request(c, &r, PROTO_OP_CLOSE, s);
-    return herd_client_send_request(c, s->server, &r, err) ? 0 : r.id;
+    if (herd_client_send_request(c, s->server, &r, err)) return 0;
+    forget_token(c, s->server, s->id);
+    return r.id;
 }
 
 int herd_client_close(herd_client *c, const herd_session *s, herd_error *err)

@@ -28,6 +28,12 @@
  * over every server (one session each) and herd_client_reset_spread / step_spread / close_spread drive
  * them as one batch in global world order.
  *
+ * Authentication: with herd_client_new_curve (or the HERD_CURVE_SERVER_KEY / HERD_CURVE_CLIENT_SECRET_KEY
+ * environment variables with herd_client_new) every socket is a CURVE client of the server key, with
+ * the client's own key pair (the server admits authorized keys only; a refused key shows as TIMEOUT).
+ * Sessions: the token of each session (PROTOCOL.md section 9) is kept in its herd_session and by the
+ * client, and sent with every request naming the session; nothing to do by hand.
+ *
  * Threads: a herd_client is used by one thread at a time (ZeroMQ sockets are not thread-safe); use one
  * client per thread.  Ownership: herd_client_destroy frees the client; herd_reply_destroy a reply.
  */
@@ -55,7 +61,16 @@ typedef struct {
     uint64_t seed;
     env_spec spec;              /* as the server sent it (configured: sim_dt, decimation, ...) */
     double config[ENV_MAX_CONFIG];  /* effective configuration values, in spec.config order */
+    uint8_t token[PROTO_TOKEN_BYTES];   /* the session's token (sent with every request naming it) */
+    int has_token;              /* 0 with a server older than protocol minor 1 */
 } herd_session;
+
+/* CURVE settings of a client: Z85 text keys (40 characters). */
+typedef struct {
+    const char *server_key;     /* the server's public key: CURVE on when not NULL */
+    const char *secret_key;     /* the client's secret key (its public key is derived from it); NULL: a
+                                 * fresh key pair (useful only with a server that admits any key) */
+} herd_curve;
 
 /* Output buffers of a step, one row per stepped world; any pointer may be NULL (not wanted). */
 typedef struct {
@@ -74,6 +89,8 @@ typedef struct {
 
 typedef struct {
     int protocol;
+    int protocol_minor;         /* 0 when the server does not say (PROTOCOL.md section 13) */
+    char auth[16];              /* "curve", "none", or "" (minor 0) */
     char server[64];
     int threads;
     uint64_t max_message_bytes;
@@ -112,6 +129,11 @@ typedef struct herd_reply {
  * The endpoints are first expanded by herd_expand_endpoints (DNS names resolving to several addresses).
  * timeout_ms: the longest wait for any reply (> 0).  NULL with err on failure. */
 herd_client *herd_client_new(const char *const *endpoints, int nendpoints, int timeout_ms, herd_error *err);
+/* As herd_client_new, with CURVE.  curve NULL (or its server_key NULL): the environment variables
+ * HERD_CURVE_SERVER_KEY and HERD_CURVE_CLIENT_SECRET_KEY when set, else plain (herd_client_new does the
+ * same).  A malformed key: NULL with TRANSPORT and a message. */
+herd_client *herd_client_new_curve(const char *const *endpoints, int nendpoints, int timeout_ms, const herd_curve *curve,
+                                   herd_error *err);
 /* Expands endpoints like the Python client (herd.client.expand_addresses): an endpoint "tcp://NAME:PORT"
  * whose NAME is a host name (not an IP literal, "*", or a ZeroMQ "src;dst" form) is resolved with
  * getaddrinfo (SOCK_STREAM; IPv4 addresses, or IPv6 ones when NAME has no IPv4 address).  Duplicate
@@ -136,6 +158,16 @@ void herd_hello_free(herd_hello *h);
 /* server: index, or -1 = round-robin.  config: overrides (NULL / 0 for none). */
 int herd_client_make(herd_client *c, int server, const char *env, int num_worlds, const env_kv *config, int nconfig,
                      uint64_t seed, env_autoreset autoreset, herd_session *out, herd_error *err);
+/* A make config entry given by name, for a key with named choices (env_spec.h), e.g. {"solver", "admm"}. */
+typedef struct {
+    const char *key;
+    const char *name;
+} herd_choice;
+/* herd_client_make with named choices as well (sent as strings: the server resolves them; an unknown
+ * name is BAD_CONFIG naming the allowed ones).  choices: NULL / 0 for none. */
+int herd_client_make_choices(herd_client *c, int server, const char *env, int num_worlds, const env_kv *config,
+                             int nconfig, const herd_choice *choices, int nchoices, uint64_t seed,
+                             env_autoreset autoreset, herd_session *out, herd_error *err);
 /* n = -1 and ids = NULL: every world.  seeds: one per world reset, or NULL.  obs: n x obs_dim, or NULL. */
 int herd_client_reset(herd_client *c, const herd_session *s, int n, const int32_t *ids, const uint64_t *seeds,
                       float *obs, herd_error *err);
@@ -143,7 +175,7 @@ int herd_client_reset(herd_client *c, const herd_session *s, int n, const int32_
 int herd_client_step(herd_client *c, const herd_session *s, int n, const int32_t *ids, const float *actions,
                      int reward_terms, herd_step_out *out, herd_error *err);
 int herd_client_close(herd_client *c, const herd_session *s, herd_error *err);
-/* session: 0 for the server-wide figures only. */
+/* session: 0 for the server-wide figures only (the token of a session this client made is sent along). */
 int herd_client_stats(herd_client *c, int server, uint64_t session, herd_stats *out, herd_error *err);
 
 /* ---- several servers: one batch of worlds spread over them ---- */

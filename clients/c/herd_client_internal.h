@@ -19,6 +19,12 @@ typedef struct {
     int abandoned;              /* timed out: drop the reply when it comes */
 } pending_t;
 
+typedef struct {
+    int server;
+    uint64_t session;
+    uint8_t token[PROTO_TOKEN_BYTES];
+} hc_token;
+
 struct herd_client {
     void *ctx;
     int n;
@@ -31,6 +37,8 @@ struct herd_client {
     herd_reply *qhead, *qtail;  /* received, not yet handed out */
     pending_t *pend;
     int npend, cappend;
+    hc_token *tokens;           /* of the sessions this client made and has not closed */
+    int ntokens, captokens;
 };
 
 /* Sets e (if not NULL) and returns code. */
@@ -40,9 +48,9 @@ double hc_now_ms(void);
 
 /* Builds a make request (id not set). */
 int hc_make_request(proto_request *r, const char *env, int num_worlds, const env_kv *config, int nconfig,
-                    uint64_t seed, env_autoreset autoreset, herd_error *err);
-/* Decodes a successful make reply of server into s. */
-int hc_make_parse(const herd_reply *rep, int server, herd_session *s, herd_error *err);
+                    const herd_choice *choices, int nchoices, uint64_t seed, env_autoreset autoreset, herd_error *err);
+/* Decodes a successful make reply of server into s, and remembers its token. */
+int hc_make_parse(herd_client *c, const herd_reply *rep, int server, herd_session *s, herd_error *err);
 /* Sends a reset (seeds may be NULL) or step (actions) of n rows of session s (ids NULL: every world).
  * Returns the request id, or 0 with err. */
 uint64_t hc_send_rows(herd_client *c, const herd_session *s, proto_op op, int n, const int32_t *ids,

@@ -17,7 +17,10 @@
 #                 OCI labels (version = herd-server's, revision = the git sha, created, licenses, title),
 #                 ENTRYPOINT herd-server; the size is reported
 #   contents      no compiler, shell, package manager or MuJoCo in the image (skipped if it cannot be mounted)
-#   start         herd-server starts in the container as uid 10001 and binds 0.0.0.0
+#   no-keys       without keys (and without HERD_INSECURE=1) the server refuses to bind 0.0.0.0: exit 2
+#   start         herd-server starts in the container as uid 10001 with CURVE keys mounted (herd-server
+#                 --keygen on the host) and binds 0.0.0.0
+#   auth          a client without keys gets no reply
 #   ping          herd-ping from the host reaches it (the protocol ping)
 #   healthcheck   the image's HEALTHCHECK command, run inside the container, succeeds
 #   drive         the C trainer (tests/multiserver/herd_trainer.c): ping + make + reset + step + close
@@ -194,11 +197,28 @@ else
   echo "contents: skipped (cannot mount the container here)"
 fi
 
+# ---- keys -------------------------------------------------------------------------------------------------
+# The image binds 0.0.0.0, so it needs CURVE keys (or HERD_INSECURE=1): made on the host, mounted read-only
+# at /etc/herd/keys, readable by the image's uid 10001.
+KEYS=$tmp/keys
+"$BUILD/herd-server" --keygen "$KEYS" >/dev/null || { nok "keys: herd-server --keygen failed"; echo "$passed passed, $failed failed"; exit 1; }
+chown -R 10001:10001 "$KEYS" 2>/dev/null || chmod -R a+rX "$KEYS"
+KEYENV=(--volume "$KEYS:/etc/herd/keys:ro" --env HERD_CURVE_SECRET_KEY_FILE=/etc/herd/keys/server.key
+        --env HERD_AUTHORIZED_KEYS=/etc/herd/keys/authorized_keys)
+z85_of() { sed -n "s/^ *$2 = \"\(.*\)\"\$/\1/p" "$1" | head -n1; }
+SERVER_PUB=$(z85_of "$KEYS/server.pub" public-key)
+CLIENT_SEC=$(z85_of "$KEYS/client.key" secret-key)
+
+out=$(timeout 30 buildah run --isolation chroot --env 'HERD_BIND=tcp://0.0.0.0:*' "$ctr" -- /usr/local/bin/herd-server 2>&1)
+rc=$?
+if [ $rc -eq 2 ] && grep -q -- "--insecure" <<<"$out"; then ok "no-keys: refused without keys: $out"
+else nok "no-keys: exit $rc: $out"; fi
+
 # ---- start the server in the container --------------------------------------------------------------------
 # tcp://0.0.0.0:* = the image's 0.0.0.0 with a free port (buildah run shares the host network; 5555 may be
 # taken on a CI machine).  The banner names the port.
-buildah run --isolation chroot --env 'HERD_BIND=tcp://0.0.0.0:*' --env HERD_THREADS=1 --env HERD_STATS_INTERVAL=0 \
-  "$ctr" -- /usr/local/bin/herd-server >"$tmp/server.log" 2>&1 &
+buildah run --isolation chroot "${KEYENV[@]}" --env 'HERD_BIND=tcp://0.0.0.0:*' --env HERD_THREADS=1 \
+  --env HERD_STATS_INTERVAL=0 "$ctr" -- /usr/local/bin/herd-server >"$tmp/server.log" 2>&1 &
 run_pid=$!
 EP_IN=""
 for _ in $(seq 200); do
@@ -218,11 +238,18 @@ EP=tcp://127.0.0.1:$PORT
 if [ "$uid" != 0 ]; then ok "start: herd-server pid $SRV uid $uid, bound $EP_IN"; else nok "start: herd-server runs as root"; fi
 
 # ---- clients outside --------------------------------------------------------------------------------------
+# the host-side clients authenticate with the client key (herd-ping: HERD_CURVE_SERVER_KEY + _CLIENT_SECRET_KEY)
+export HERD_CURVE_SERVER_KEY="$SERVER_PUB" HERD_CURVE_CLIENT_SECRET_KEY="$CLIENT_SEC"
 if out=$(timeout 30 "$PING" "$EP" --wait 20 --timeout 2000 2>&1); then ok "ping: $out"; else nok "ping: $out"; fi
+if out=$(env -u HERD_CURVE_SERVER_KEY -u HERD_CURVE_CLIENT_SECRET_KEY timeout 30 "$PING" "$EP" --timeout 1000 2>&1); then
+  nok "auth: a client without keys got a reply: $out"
+else
+  ok "auth: a client without keys gets no reply"
+fi
 
 if [ -f "$tmp/inspect.json.hc" ]; then
   mapfile -t HC <"$tmp/inspect.json.hc"
-  if out=$(timeout 30 buildah run --isolation chroot --env "HERD_BIND=$EP_IN" "$ctr" -- "${HC[@]}" 2>&1); then
+  if out=$(timeout 30 buildah run --isolation chroot "${KEYENV[@]}" --env "HERD_BIND=$EP_IN" "$ctr" -- "${HC[@]}" 2>&1); then
     ok "healthcheck: '${HC[*]}' inside the container: exit 0 $out"
   else
     nok "healthcheck: '${HC[*]}' inside the container failed: $out"
@@ -241,7 +268,8 @@ if timeout 120 "$TRAINER" --endpoints "$EP" --worlds $WORLDS --steps $STEPS --se
   for _ in $(seq 100); do
     HEP=$(grep -oE 'tcp://127\.0\.0\.1:[0-9]+' "$hsrv_log" | head -n1); [ -n "$HEP" ] && break; sleep 0.1
   done
-  if [ -n "$HEP" ] && timeout 120 "$TRAINER" --endpoints "$HEP" --worlds $WORLDS --steps $STEPS --seed 3 \
+  if [ -n "$HEP" ] && env -u HERD_CURVE_SERVER_KEY -u HERD_CURVE_CLIENT_SECRET_KEY \
+       timeout 120 "$TRAINER" --endpoints "$HEP" --worlds $WORLDS --steps $STEPS --seed 3 \
        --timeout-ms 20000 >"$tmp/host.out" 2>&1; then
     if diff -q <(grep ^hash "$tmp/drive.out") <(grep ^hash "$tmp/host.out") >/dev/null; then
       ok "same-results: $((STEPS + 1)) per-step hashes of the container equal the host build's"

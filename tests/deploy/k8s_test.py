@@ -11,6 +11,7 @@ resources, images and replicas are applied here.  Checks ("ok - ..." / "not ok -
   threads        HERD_THREADS comes from the container's own CPU limit (Downward API); requests == limits
   metrics        HERD_METRICS port == the metrics containerPort == the scrape annotation; NetworkPolicy admits it
   grace          terminationGracePeriodSeconds covers the drain of one maximal request
+  keys           kubectl kustomize makes the CURVE key Secrets (from keys made by --keygen); the server uses them
   memory         the memory limit holds HERD_MAX_WORLDS worlds at the per-world memory measured now on a real
                  herd-server (VmRSS growth of a 16,384-world session), plus the idle server and message buffers
 """
@@ -20,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import yaml
@@ -35,9 +37,15 @@ def check(name, cond, detail=""):
     print(("ok - " if cond else "not ok - ") + name + (": " + detail if detail else ""), flush=True)
 
 
-def render():
+def render(server):
     if shutil.which("kubectl"):
-        out = subprocess.run(["kubectl", "kustomize", K8S], capture_output=True, text=True, timeout=60)
+        # a copy with fresh CURVE keys: the kustomization makes its Secrets from keys/ (never committed)
+        tmp = tempfile.mkdtemp(prefix="herd-k8s-")
+        work = os.path.join(tmp, "k8s")
+        shutil.copytree(K8S, work, ignore=shutil.ignore_patterns("keys"))
+        subprocess.run([server, "--keygen", os.path.join(work, "keys")], check=True, capture_output=True, timeout=30)
+        out = subprocess.run(["kubectl", "kustomize", work], capture_output=True, text=True, timeout=60)
+        shutil.rmtree(tmp, ignore_errors=True)
         if out.returncode == 0:
             return list(yaml.safe_load_all(out.stdout)), "kubectl kustomize"
         print("kubectl kustomize failed (%s); rendering here" % out.stderr.strip()[:200])
@@ -102,7 +110,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(ROOT, "build", "herd-server"))
     a = ap.parse_args()
-    docs, how = render()
+    docs, how = render(a.server)
     print("# manifests rendered with " + how)
     by_kind = {}
     for d in docs:
@@ -149,6 +157,11 @@ def main():
     need = float(drain) + 5 if drain else 10
     check("grace", grace >= need, "terminationGracePeriodSeconds %s, drain deadline %s" % (grace, drain))
 
+    secrets = {d["metadata"]["name"] for d in by_kind.get("Secret", [])}
+    if how.startswith("kubectl"):
+        check("keys: Secrets generated", {"herd-server-keys", "herd-client-keys"} <= secrets, str(sorted(secrets)))
+    check("keys: the server runs with CURVE", "HERD_CURVE_SECRET_KEY_FILE" in env and "HERD_AUTHORIZED_KEYS" in env
+          and "HERD_INSECURE" not in env)
     max_worlds = int(env["HERD_MAX_WORLDS"]["value"])
     limit = quantity_bytes(res["limits"]["memory"])
     try:

@@ -84,9 +84,10 @@ SLURM_JOB_NODELIST_HET_GROUP_0=127.0.0.1 SLURM_JOB_NODELIST_HET_GROUP_1=127.0.0.
 SLURM_CPUS_PER_TASK_HET_GROUP_1=1 timeout 120 bash deploy/slurm/herd-hetjob.sbatch --worlds 64 --steps 30 >"$out" 2>&1
 rc=$?
 if [ $rc -eq 0 ] && grep -q "all 2 servers answer: tcp://127.0.0.2:$PORT,tcp://127.0.0.3:$PORT" "$out" \
+   && grep -q "herd: CURVE keys in $tmp/logs/keys" "$out" && grep -q "auth       CURVE" "$tmp/logs/herd-server-127.0.0.2.log" \
    && grep -q "over 2 servers" "$out" && grep -q "worlds \[32, 64) on tcp://127.0.0.3:$PORT" "$out" \
    && grep -q "stopped after" "$tmp/logs/herd-server-127.0.0.2.log" && grep -q "stopped after" "$tmp/logs/herd-server-127.0.0.3.log"; then
-  ok "hetjob: trainer in group 0 used the 2 servers of group 1 from HERD_ADDRESS; servers exited cleanly"
+  ok "hetjob: trainer in group 0 used the 2 servers of group 1 from HERD_ADDRESS, over CURVE with the job's fresh keys; servers exited cleanly"
 else
   nok "hetjob (exit $rc)"; tail -n 20 "$out"
 fi
@@ -116,12 +117,12 @@ fi
 # 3. homogeneous job: node 0 trains, nodes 1 and 2 serve
 out=$tmp/homog.out
 rm -rf "$tmp/logs"
-SLURM_JOB_NODELIST=127.0.0.6,127.0.0.7,127.0.0.8 SLURM_CPUS_PER_TASK=1 \
+SLURM_JOB_NODELIST=127.0.0.6,127.0.0.7,127.0.0.8 SLURM_CPUS_PER_TASK=1 HERD_INSECURE=1 \
   timeout 120 bash deploy/slurm/herd.sbatch --worlds 32 --steps 20 >"$out" 2>&1
 rc=$?
 if [ $rc -eq 0 ] && grep -q "all 2 servers answer: tcp://127.0.0.7:$PORT,tcp://127.0.0.8:$PORT" "$out" \
-   && grep -q "over 2 servers" "$out"; then
-  ok "homogeneous: herd.sbatch trains on node 0 over the servers of nodes 1-2"
+   && grep -q "over 2 servers" "$out" && grep -q "plain mode (HERD_INSECURE=1)" "$out"; then
+  ok "homogeneous: herd.sbatch trains on node 0 over the servers of nodes 1-2 (HERD_INSECURE=1: plain mode)"
 else
   nok "homogeneous (exit $rc)"; tail -n 20 "$out"
 fi

@@ -37,11 +37,19 @@ Base.getindex(r::Reply, k::AbstractString) = get(r.body, k, nothing)
 Base.haskey(r::Reply, k::AbstractString) = haskey(r.body, k)
 
 """
-    Client(addresses; timeout=30.0)
+    Client(addresses; timeout=30.0, server_key=nothing, secret_key=nothing)
 
 Connections to herd servers: `addresses` is one endpoint ("tcp://host:port", "ipc:///path"), a
 comma-separated string, or a vector of endpoints.  `timeout` (seconds) bounds every wait for a reply.
 Not thread-safe: use one Client per task.
+
+Authentication (ZeroMQ CURVE, PROTOCOL.md section 1): `server_key` is the server's public key and
+`secret_key` the client's secret key (its public key is derived from it), each a 40-character Z85
+string or the path of a key file written by `herd-server --keygen` (server.pub, client.key).  Default:
+the environment variables HERD_CURVE_SERVER_KEY and HERD_CURVE_CLIENT_SECRET_KEY when set, else plain.
+
+Sessions: the token of each session the client makes (PROTOCOL.md section 9) is remembered and sent
+with every later request naming the session.
 """
 mutable struct Client
     ctx::ZMQ.Context
@@ -54,6 +62,54 @@ mutable struct Client
     abandoned::Set{UInt64}
     raw::Dict{Int,Vector{Reply}}             # replies matching no pending request, per server
     closed::Bool
+    tokens::Dict{Tuple{Int,UInt64},Vector{UInt8}}   # (server, session) -> token, from make replies
+    closing::Dict{UInt64,Tuple{Int,UInt64}}         # close request id -> (server, session)
+end
+
+# libzmq option numbers (zmq.h) and calls ZMQ.jl does not wrap
+const ZMQ_CURVE_PUBLICKEY = 48
+const ZMQ_CURVE_SECRETKEY = 49
+const ZMQ_CURVE_SERVERKEY = 50
+
+"A CURVE key as 40 Z85 characters: `v` is the key or the path of a key file (czmq certificate format)."
+function read_key(v::AbstractString, secret::Bool)::String
+    (length(v) == 40 && !isfile(v)) && return String(v)
+    lines = strip.(readlines(v))
+    want = secret ? "secret-key" : "public-key"
+    for l in lines
+        if startswith(l, want)
+            q = split(l, '"')
+            (length(q) >= 3 && length(q[2]) == 40) && return String(q[2])
+        end
+    end
+    for l in lines
+        (length(l) == 40 && !occursin(' ', l)) && return String(l)
+    end
+    if !secret
+        for l in lines
+            startswith(l, "secret-key") && return curve_public(String(split(l, '"')[2]))
+        end
+    end
+    throw(ArgumentError("$v holds no CURVE $(secret ? "secret" : "public") key"))
+end
+
+function curve_public(secret::String)::String
+    out = zeros(UInt8, 41)
+    rc = ccall((:zmq_curve_public, ZMQ.libzmq), Cint, (Ptr{UInt8}, Cstring), out, secret)
+    rc == 0 || throw(ArgumentError("not a Z85 CURVE secret key"))
+    return String(out[1:40])
+end
+
+function curve_keypair()::Tuple{String,String}
+    pub, sec = zeros(UInt8, 41), zeros(UInt8, 41)
+    rc = ccall((:zmq_curve_keypair, ZMQ.libzmq), Cint, (Ptr{UInt8}, Ptr{UInt8}), pub, sec)
+    rc == 0 || throw(HerdError("TRANSPORT", "cannot generate a CURVE key pair (libzmq without CURVE?)", nothing))
+    return String(pub[1:40]), String(sec[1:40])
+end
+
+function set_key!(s::ZMQ.Socket, opt::Integer, z85::String)
+    rc = ccall((:zmq_setsockopt, ZMQ.libzmq), Cint, (Ptr{Cvoid}, Cint, Cstring, Csize_t), s, opt, z85, 40)
+    rc == 0 || throw(HerdError("TRANSPORT", "cannot set a CURVE key on the socket", nothing))
 end
 
 "Normalizes an address argument to a vector of endpoints (adds tcp:// when missing)."
@@ -70,13 +126,24 @@ function expand_addresses(address)::Vector{String}
     return out
 end
 
-function Client(address = DEFAULT_ADDRESS; timeout::Real = 30.0)
+function Client(address = DEFAULT_ADDRESS; timeout::Real = 30.0, server_key = nothing, secret_key = nothing)
     timeout > 0 || throw(ArgumentError("timeout must be > 0 seconds"))
     addrs = expand_addresses(address)
+    if server_key === nothing
+        server_key = get(ENV, "HERD_CURVE_SERVER_KEY", "")
+        isempty(server_key) && (server_key = nothing)
+        secret_key === nothing && (secret_key = get(ENV, "HERD_CURVE_CLIENT_SECRET_KEY", nothing))
+    end
+    curve = nothing
+    if server_key !== nothing
+        sk = secret_key === nothing ? curve_keypair()[2] : read_key(secret_key, true)
+        curve = (read_key(server_key, false), curve_public(sk), sk)
+    end
     ctx = ZMQ.Context()
     socks = ZMQ.Socket[]
     c = Client(ctx, addrs, socks, Float64(timeout), UInt64(1), Dict{UInt64,Tuple{Int,String}}(),
-               Dict{UInt64,Reply}(), Set{UInt64}(), Dict{Int,Vector{Reply}}(), false)
+               Dict{UInt64,Reply}(), Set{UInt64}(), Dict{Int,Vector{Reply}}(), false,
+               Dict{Tuple{Int,UInt64},Vector{UInt8}}(), Dict{UInt64,Tuple{Int,UInt64}}())
     try
         for a in addrs
             s = ZMQ.Socket(ctx, ZMQ.DEALER)
@@ -84,6 +151,11 @@ function Client(address = DEFAULT_ADDRESS; timeout::Real = 30.0)
             s.sndhwm = 0
             s.rcvhwm = 0
             push!(socks, s)
+            if curve !== nothing
+                set_key!(s, ZMQ_CURVE_SERVERKEY, curve[1])
+                set_key!(s, ZMQ_CURVE_PUBLICKEY, curve[2])
+                set_key!(s, ZMQ_CURVE_SECRETKEY, curve[3])
+            end
             try
                 ZMQ.connect(s, a)
             catch e
@@ -129,9 +201,16 @@ function send_request(c::Client, server::Int, op::String, fields::OrderedMap = O
     for (k, v) in fields
         haskey(msg, k) && throw(ArgumentError("request field \"$k\" is reserved"))
         msg[k] = v                       # after v, id, op, in the caller's order
+        if k == "session" && !haskey(fields, "token") && v isa Integer
+            tok = get(c.tokens, (server, UInt64(v)), nothing)
+            tok === nothing || (msg["token"] = Bin(tok))     # the session's token rides right after it
+        end
     end
     send_raw(c, server, encode(msg))
     c.pending[id] = (server, op)
+    if op == "close" && get(fields, "session", nothing) isa Integer
+        c.closing[id] = (server, UInt64(fields["session"]))
+    end
     return id
 end
 
@@ -166,15 +245,33 @@ function drain!(c::Client, k::Int)
             throw(HerdError("BAD_REPLY", "reply from $(c.addresses[k]) is not a {v, id, ok, ...} map", c.addresses[k]))
         id = UInt64(rid)
         if haskey(c.pending, id)
+            op = c.pending[id][2]
             delete!(c.pending, id)
             c.replies[id] = Reply(msg, body, k)
+            note_session!(c, id, k, op, body, msg)
         elseif id in c.abandoned
             delete!(c.abandoned, id)
+            delete!(c.closing, id)
         else
             push!(get!(() -> Reply[], c.raw, k), Reply(msg, body, k))   # e.g. a raw request's reply
         end
     end
 end
+
+# Keeps the token of a session made, drops that of a session closed.
+function note_session!(c::Client, id::UInt64, k::Int, op::String, body::OrderedMap, msg)
+    closing = pop!(c.closing, id, nothing)
+    get(body, "ok", false) === true || return
+    tok, sid = get(body, "token", nothing), get(body, "session", nothing)
+    if op == "make" && tok isa BinRef && tok.len == 16 && sid isa Integer
+        c.tokens[(k, UInt64(sid))] = bin_bytes(msg, tok)
+    elseif closing !== nothing
+        delete!(c.tokens, closing)
+    end
+end
+
+"The token of a session this client made on server `server` (a 16-byte vector), or `nothing`."
+token(c::Client, session::Integer, server::Int = 1) = get(c.tokens, (server, UInt64(session)), nothing)
 
 # Waits up to `slice` seconds for server k's socket to become readable (ZeroMQ's fd is edge-triggered:
 # `events` is re-read after every wake-up, and the slice is short so a missed edge costs little).

@@ -200,12 +200,15 @@ end
     @test s.obs[2].offset == 2 && s.obs[2].size == 1 && s.obs[2].unit == "m/s"
     @test s.act[1].scale == 20.0
     @test s.sim_dt == 0.005 && s.control_dt == 0.02 && s.episode_seconds == 20.0
-    @test [k.key for k in s.config] == ["kp", "decimation"] && s.config[2].is_int && !s.config[1].is_int
+    @test [k.key for k in s.config] == ["kp", "decimation", "solver"] && s.config[2].is_int && !s.config[1].is_int
+    @test isempty(s.config[1].choices) && s.config[3].choices == ["fast", "exact", "robust"]
     @test s.reward_terms == ["alive", "effort"] && s.reward_terms isa Vector{String}
     lo, hi = Herd._bounds(s.obs, s.obs_dim)
     @test lo == Float32[-Inf, -Inf, -10] && hi == Float32[Inf, Inf, 10]
     cfg = Herd.read_config(d["config"])
-    @test cfg isa OrderedDict{String,Float64} && collect(cfg) == ["kp" => 60.0, "decimation" => 2.0]
+    @test cfg isa OrderedDict{String,Float64} && collect(cfg) == ["kp" => 60.0, "decimation" => 2.0, "solver" => 2.0]
+    @test Herd.config_names(s, cfg) == Dict("solver" => "robust")
+    @test Herd.config_value("admm") == "admm" && Herd.config_value(:pgs) == "pgs" && Herd.config_value(2) === 2.0
     # every spec of hello's list reads too
     h = decode(load_bytes("rep_hello"))
     @test all(x -> Herd.Spec(x) isa Herd.Spec, h["envs"])
@@ -387,6 +390,32 @@ else
                 @test err isa HerdError && err.code == "EPISODE_ENDED"
                 reset!(d; world_ids = [0, 1])
                 step!(d, acts(2, 7))
+            end
+        end
+
+        @testset "owned sessions" begin
+            # issue 13's hijack: a second client acting on the first one's session (id, id - 1, id + 1)
+            a, b = Client(ep; timeout = 10), Client(ep; timeout = 10)
+            try
+                r = Herd.call(a, 1, "make", OrderedMap("env" => "anymal_c-walk", "num_worlds" => 2))
+                sid = UInt64(r["session"])
+                @test Herd.token(a, sid) isa Vector{UInt8} && length(Herd.token(a, sid)) == 16
+                Herd.call(a, 1, "reset", OrderedMap("session" => sid))      # the token goes along by itself
+                for target in (sid, sid - 1, sid + 1), op in ("close", "stats", "reset")
+                    e = try
+                        Herd.call(b, 1, op, OrderedMap("session" => target)); nothing
+                    catch err
+                        err
+                    end
+                    @test e isa HerdError && e.code == "UNKNOWN_SESSION"
+                end
+                st = Herd.call(a, 1, "stats", OrderedMap("session" => sid))
+                @test st["session"]["requests"] >= 2
+                Herd.call(a, 1, "close", OrderedMap("session" => sid))
+                @test Herd.token(a, sid) === nothing
+            finally
+                close(a)
+                close(b)
             end
         end
 

@@ -12,6 +12,14 @@ Every request is sent at once (``send`` returns its id); ``wait`` / ``wait_any``
 order, with a deadline: a server that does not answer in ``timeout`` seconds raises ``HerdTimeoutError``
 naming its address, never a hang.  Error replies raise ``ServerError`` (code, message, address).
 
+Sessions: the token a ``make`` reply carries (PROTOCOL.md section 9) is remembered and sent with every
+later request naming that session on that server (``send`` adds it), so nothing changes for callers.
+
+Authentication (ZeroMQ CURVE): ``Client(..., server_key=..., secret_key=...)``, or the environment
+variables HERD_CURVE_SERVER_KEY and HERD_CURVE_CLIENT_SECRET_KEY.  Each is a 40-character Z85 key or the
+path of a key file (``herd-server --keygen`` writes them: server.pub for the server key, client.key for
+the client's key pair).  A server that does not admit the key never answers: HerdTimeoutError.
+
 Replies are decoded without copying tensor data: arrays are ``numpy.frombuffer`` views of the received
 ZeroMQ frame (which they keep alive).  Not thread-safe: use one Client per thread.
 """
@@ -33,6 +41,32 @@ __all__ = ["Client", "expand_addresses", "PROTOCOL_VERSION", "DEFAULT_ADDRESS"]
 PROTOCOL_VERSION = 1
 DEFAULT_ADDRESS = "tcp://127.0.0.1:5555"
 _COPY_THRESHOLD = 65536      # payloads above this are handed to ZeroMQ without a copy
+
+
+def config_values(config):
+    """A make request's config map: numbers as floats; a string is the name of one of a key's named choices
+    (PROTOCOL.md 6.1, protocol minor 1: e.g. {"solver": "admm"}), sent as is for the server to resolve."""
+    out = {}
+    for k, v in config.items():
+        if isinstance(v, str):
+            out[str(k)] = v
+        elif isinstance(v, (bytes, bytearray)):
+            out[str(k)] = bytes(v).decode("utf-8")
+        else:
+            out[str(k)] = float(v)
+    return out
+
+
+def config_names(spec, config):
+    """{key: name} of the effective value of every key with named choices (spec["config"][i]["choices"])."""
+    names = {}
+    for key in spec.get("config", []):
+        choices = key.get("choices")
+        if choices and key["key"] in config:
+            i = int(config[key["key"]])
+            if 0 <= i < len(choices):
+                names[key["key"]] = choices[i]
+    return names
 
 
 def _is_ip(host):
@@ -80,14 +114,45 @@ def expand_addresses(address, resolve=True):
     return out
 
 
+def read_key(value, secret):
+    """A CURVE key as 40 Z85 bytes: value is a Z85 key (str / bytes) or the path of a key file (czmq
+    certificate format, as ``herd-server --keygen`` writes, or a file holding the bare key).  secret:
+    read the secret key (else the public one)."""
+    if isinstance(value, bytes):
+        value = value.decode("ascii")
+    value = str(value)
+    if len(value) == 40 and not os.path.exists(value):
+        return value.encode("ascii")
+    with open(value, encoding="ascii") as f:
+        lines = [ln.strip() for ln in f]
+    want = "secret-key" if secret else "public-key"
+    for ln in lines:
+        if ln.startswith(want):
+            q = ln.split('"')
+            if len(q) >= 3 and len(q[1]) == 40:
+                return q[1].encode("ascii")
+    bare = [ln for ln in lines if len(ln) == 40 and " " not in ln]
+    if bare:
+        return bare[0].encode("ascii")
+    if not secret:
+        # a secret key file also names its public key
+        for ln in lines:
+            if ln.startswith("secret-key"):
+                return zmq.curve_public(ln.split('"')[1].encode("ascii"))
+    raise ValueError("%s holds no CURVE %s key" % (value, "secret" if secret else "public"))
+
+
 class Client:
     """Connections to one or more herd servers (index 0 .. nservers-1, in the order given).
 
     address: endpoint(s) as in ``expand_addresses``.  timeout: seconds to wait for any reply (> 0).
     context: a zmq.Context (default: the process-wide instance).
+    server_key / secret_key: CURVE (see the module's doc); None: $HERD_CURVE_SERVER_KEY /
+    $HERD_CURVE_CLIENT_SECRET_KEY when set, else plain.  secret_key None with a server key: a fresh
+    key pair (only useful with a server admitting any key).
     """
 
-    def __init__(self, address=None, timeout=30.0, context=None, resolve=True):
+    def __init__(self, address=None, timeout=30.0, context=None, resolve=True, server_key=None, secret_key=None):
         if not timeout or timeout <= 0:
             raise ValueError("timeout must be > 0 seconds")
         self.addresses = expand_addresses(address, resolve)
@@ -100,13 +165,27 @@ class Client:
         self._pending = {}       # request id -> (server, op)
         self._replies = {}       # request id -> decoded reply (arrived, not yet collected)
         self._abandoned = set()  # ids given up after a timeout: their late replies are dropped
+        self._tokens = {}        # (server, session) -> the session's token (from its make reply)
+        self._closing = {}       # close request id -> (server, session): its token is dropped on success
         self.closed = False
+        if server_key is None:
+            server_key = os.environ.get("HERD_CURVE_SERVER_KEY") or None
+            if secret_key is None:
+                secret_key = os.environ.get("HERD_CURVE_CLIENT_SECRET_KEY") or None
+        curve = None
+        if server_key is not None:
+            if not zmq.has("curve"):
+                raise TransportError("this libzmq has no CURVE support")
+            sk = read_key(secret_key, True) if secret_key is not None else zmq.curve_keypair()[1]
+            curve = (read_key(server_key, False), zmq.curve_public(sk), sk)
         try:
             for i, a in enumerate(self.addresses):
                 s = self._ctx.socket(zmq.DEALER)
                 s.setsockopt(zmq.LINGER, 0)
                 s.setsockopt(zmq.RCVHWM, 0)
                 s.setsockopt(zmq.SNDHWM, 0)
+                if curve:
+                    s.curve_serverkey, s.curve_publickey, s.curve_secretkey = curve
                 try:
                     s.connect(a)
                 except zmq.ZMQError as e:
@@ -152,6 +231,12 @@ class Client:
         rid = next(self._ids)
         msg = {"v": PROTOCOL_VERSION, "id": rid, "op": op}
         msg.update(fields)
+        if "session" in fields and "token" not in fields:
+            token = self._tokens.get((server, int(fields["session"])))
+            if token is not None:
+                msg["token"] = token
+            if op == "close":
+                self._closing[rid] = (server, int(fields["session"]))
         parts = _codec.pack_parts(msg)
         payload = parts[0] if len(parts) == 1 else b"".join(parts)
         self._send_payload(server, payload)
@@ -199,10 +284,28 @@ class Client:
             if rid in self._pending:
                 rep["_op"] = self._pending.pop(rid)[1]
                 self._replies[rid] = rep
+                self._note_session(rid, server, rep)
             elif rid in self._abandoned:
                 self._abandoned.discard(rid)
+                self._closing.pop(rid, None)
             else:
                 self._replies.setdefault(("raw", server), []).append(rep)
+
+    def _note_session(self, rid, server, rep):
+        """Keeps the token of a session made, drops that of a session closed."""
+        closing = self._closing.pop(rid, None)
+        if not rep["ok"]:
+            return
+        token = rep.get("token")
+        if rep["_op"] == "make" and isinstance(token, (bytes, memoryview)) and isinstance(rep.get("session"), int):
+            rep["token"] = bytes(token)          # a small value: no view into the frame
+            self._tokens[(server, rep["session"])] = rep["token"]
+        elif closing is not None:
+            self._tokens.pop(closing, None)
+
+    def token(self, session, server=0):
+        """The token of a session this client made (bytes), or None."""
+        return self._tokens.get((server, int(session)))
 
     def _poll(self, deadline, waiting):
         """Waits until something arrives or the deadline passes; raises HerdTimeoutError at the deadline."""
@@ -303,7 +406,7 @@ class Client:
     def make(self, env, num_worlds, server=0, config=None, seed=None, autoreset=None):
         f = {"env": env, "num_worlds": int(num_worlds)}
         if config:
-            f["config"] = {str(k): float(v) for k, v in config.items()}
+            f["config"] = config_values(config)
         if seed is not None:
             f["seed"] = int(seed)
         if autoreset is not None:

@@ -41,10 +41,13 @@ def free_port():
 
 class LocalServer:
     """A herd-server child process.  address: its endpoint (``bind`` or a free tcp loopback port, or
-    an ipc path in a temporary directory with transport="ipc")."""
+    an ipc path in a temporary directory with transport="ipc").  keys: a directory written by
+    ``herd-server --keygen``: the server runs with CURVE (server.key, authorized_keys) and the readiness
+    check connects with client.key; clients then need server_key=keys/server.pub and
+    secret_key=keys/client.key."""
 
     def __init__(self, threads=0, bind=None, transport="tcp", binary=None, log_level="warn", extra=(),
-                 startup_timeout=20.0):
+                 startup_timeout=20.0, keys=None):
         self.binary = binary or find_server_binary()
         self._tmp = None
         if bind is None:
@@ -57,6 +60,12 @@ class LocalServer:
         args = [self.binary, "--bind", bind, "--log-level", log_level, "--stats-interval", "0"]
         if threads:
             args += ["--threads", str(int(threads))]
+        ping_keys = {}
+        if keys is not None:
+            args += ["--curve-secret-key-file", os.path.join(keys, "server.key"),
+                     "--authorized-keys", os.path.join(keys, "authorized_keys")]
+            ping_keys = {"server_key": os.path.join(keys, "server.pub"),
+                         "secret_key": os.path.join(keys, "client.key")}
         args += list(extra)
         self._log = tempfile.TemporaryFile()    # not a pipe: a chatty server must never block on it
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self._log)
@@ -68,7 +77,7 @@ class LocalServer:
                 self._cleanup()
                 raise RuntimeError("herd-server exited with %s: %s" % (self.proc.returncode, err.strip()))
             try:
-                with Client(bind, timeout=0.3) as c:
+                with Client(bind, timeout=0.3, **ping_keys) as c:
                     c.ping()
                 break
             except HerdError:

@@ -1,0 +1,130 @@
+/* srv_client.c — the registry of connected clients.  See srv_client.h.
+ *
+ * A chained hash table with a fixed bucket array: a server has at most a few thousand clients, and
+ * lookups happen once per request. */
+#include "srv_client.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUCKETS 1024
+
+struct srv_clients {
+    srv_client *buckets[BUCKETS];
+    int count;
+};
+
+static size_t bucket_of(const void *id, size_t len)
+{
+    const uint8_t *p = id;
+    uint64_t h = 1469598103934665603ull;        /* FNV-1a */
+    for (size_t i = 0; i < len; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return (size_t)(h % BUCKETS);
+}
+
+srv_clients *srv_clients_new(void) { return calloc(1, sizeof(srv_clients)); }
+
+void srv_clients_destroy(srv_clients **pcs)
+{
+    if (!pcs || !*pcs) return;
+    srv_clients *cs = *pcs;
+    for (int b = 0; b < BUCKETS; b++) {
+        srv_client *next;
+        for (srv_client *c = cs->buckets[b]; c; c = next) {
+            next = c->hnext;
+            free(c);
+        }
+    }
+    free(cs);
+    *pcs = NULL;
+}
+
+srv_client *srv_client_find(const srv_clients *cs, const void *id, size_t len)
+{
+    if (!len || len > SRV_CLIENT_ID_MAX) return NULL;
+    for (srv_client *c = cs->buckets[bucket_of(id, len)]; c; c = c->hnext)
+        if (c->idlen == len && !memcmp(c->id, id, len)) return c;
+    return NULL;
+}
+
+srv_client *srv_client_get(srv_clients *cs, const void *id, size_t len, double now)
+{
+    if (!len || len > SRV_CLIENT_ID_MAX) return NULL;
+    srv_client *c = srv_client_find(cs, id, len);
+    if (c) return c;
+    c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    memcpy(c->id, id, len);
+    c->idlen = len;
+    c->first_seen = c->last_seen = now;
+    srv_client **b = &cs->buckets[bucket_of(id, len)];
+    c->hnext = *b;
+    *b = c;
+    cs->count++;
+    return c;
+}
+
+int srv_client_idle(const srv_client *c)
+{
+    return !c->worlds && !c->sessions && !c->inflight && !c->queued_bytes;
+}
+
+void srv_client_release(srv_clients *cs, srv_client **pc)
+{
+    if (!pc || !*pc || !srv_client_idle(*pc)) return;
+    srv_client *c = *pc;
+    srv_client **pp = &cs->buckets[bucket_of(c->id, c->idlen)];
+    while (*pp && *pp != c) pp = &(*pp)->hnext;
+    if (*pp) {
+        *pp = c->hnext;
+        cs->count--;
+    }
+    free(c);
+    *pc = NULL;
+}
+
+int srv_clients_count(const srv_clients *cs) { return cs->count; }
+
+void srv_clients_each(srv_clients *cs, void (*fn)(srv_client *c, void *arg), void *arg)
+{
+    for (int b = 0; b < BUCKETS; b++) {
+        srv_client *next;
+        for (srv_client *c = cs->buckets[b]; c; c = next) {
+            next = c->hnext;
+            fn(c, arg);
+        }
+    }
+}
+
+size_t srv_client_identity(uint8_t *out, const char *key, const void *rid, size_t ridlen)
+{
+    if (key && *key) {
+        size_t n = strnlen(key, SRV_CLIENT_ID_MAX - 1);
+        out[0] = SRV_CLIENT_KEY;
+        memcpy(out + 1, key, n);
+        return n + 1;
+    }
+    if (!rid || !ridlen) return 0;
+    if (ridlen > SRV_CLIENT_ID_MAX - 2) ridlen = SRV_CLIENT_ID_MAX - 2;
+    out[0] = SRV_CLIENT_ROUTING;
+    memcpy(out + 1, rid, ridlen);
+    return ridlen + 1;
+}
+
+void srv_client_name(const srv_client *c, char *out, size_t outlen)
+{
+    if (!outlen) return;
+    out[0] = 0;
+    if (!c->idlen) return;
+    size_t o = 0;
+    if (c->id[0] == SRV_CLIENT_KEY) {
+        o = (size_t)snprintf(out, outlen, "key ");
+        for (size_t i = 1; i < c->idlen && o + 1 < outlen; i++)
+            out[o++] = (c->id[i] >= 0x20 && c->id[i] < 0x7f) ? (char)c->id[i] : '?';
+        out[o < outlen ? o : outlen - 1] = 0;
+        return;
+    }
+    o = (size_t)snprintf(out, outlen, "peer ");
+    for (size_t i = 1; i < c->idlen && o + 3 <= outlen; i++) o += (size_t)snprintf(out + o, outlen - o, "%02x", c->id[i]);
+}

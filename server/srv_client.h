@@ -1,0 +1,70 @@
+/* srv_client.h — the connected clients, by identity: what each one holds and costs (for quotas).
+ *
+ * A client's identity is the bytes that name it for as long as it may hold sessions: with CURVE, its
+ * authenticated public key (z85 text, 40 bytes, as the ZAP handler reports it in the "User-Id"
+ * property, srv_auth.h); in plain mode, the ZeroMQ routing id the ROUTER socket gave its connection
+ * (a reconnect is a new client there; its sessions stay reachable through their tokens, srv_session.h).
+ * srv_client_identity builds it from those two; it is prefixed with its kind so the two never collide.
+ *
+ * The counters are kept by the server (srv_server.c) and read by whoever enforces quotas: worlds and
+ * sessions the client made and has not closed (including makes in flight), requests in flight, and
+ * bytes of replies queued for it but not yet sent.
+ *
+ * Threads: the I/O thread only.
+ * Ownership: srv_clients owns its entries.  An entry stays valid until srv_client_release frees it,
+ * which happens only once it holds nothing (srv_client_idle); sessions point at their maker's entry
+ * and keep it alive through `sessions`.
+ */
+#ifndef HERD_SRV_CLIENT_H
+#define HERD_SRV_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SRV_CLIENT_ID_MAX 257    /* kind byte + a routing id (<= 255 bytes) or a z85 key (40) */
+
+typedef enum { SRV_CLIENT_ROUTING = 'r', SRV_CLIENT_KEY = 'k' } srv_client_kind;
+
+typedef struct srv_client srv_client;
+typedef struct srv_clients srv_clients;
+
+struct srv_client {
+    uint8_t id[SRV_CLIENT_ID_MAX];      /* kind byte, then the routing id or the key */
+    size_t idlen;
+    /* what the client holds now */
+    long worlds;                /* in its sessions, including makes in flight */
+    int sessions;               /* open, including makes in flight */
+    int inflight;               /* requests accepted and not yet answered */
+    size_t queued_bytes;        /* replies handed to ZeroMQ and not yet sent */
+    /* totals, for logs and stats */
+    uint64_t requests, errors;
+    double first_seen, last_seen;       /* srv_now_s() */
+    srv_client *hnext;          /* the registry's */
+};
+
+/* An empty registry; NULL when out of memory. */
+srv_clients *srv_clients_new(void);
+/* Frees the registry and every entry (held or not) and sets *cs to NULL.  NULL-safe. */
+void srv_clients_destroy(srv_clients **cs);
+/* The entry of identity id (len bytes, as made by srv_client_identity), created (zeroed, first_seen
+ * and last_seen = now) if absent.  NULL when out of memory or len is 0 or over SRV_CLIENT_ID_MAX. */
+srv_client *srv_client_get(srv_clients *cs, const void *id, size_t len, double now);
+/* The entry of identity id, or NULL. */
+srv_client *srv_client_find(const srv_clients *cs, const void *id, size_t len);
+/* Nonzero when c holds nothing: no world, session, request in flight or queued byte. */
+int srv_client_idle(const srv_client *c);
+/* Frees *c if it is idle (and sets *c to NULL); otherwise leaves it.  NULL-safe. */
+void srv_client_release(srv_clients *cs, srv_client **c);
+/* How many entries there are. */
+int srv_clients_count(const srv_clients *cs);
+/* Calls fn(c, arg) for every entry; fn may release c. */
+void srv_clients_each(srv_clients *cs, void (*fn)(srv_client *c, void *arg), void *arg);
+
+/* Writes the identity of a peer into out (SRV_CLIENT_ID_MAX bytes) and returns its length: the
+ * authenticated key when key is non-NULL and non-empty (NUL-terminated text), else the routing id
+ * (rid, ridlen bytes; truncated to 255).  0 when there is neither. */
+size_t srv_client_identity(uint8_t *out, const char *key, const void *rid, size_t ridlen);
+/* Writes a printable form of an identity (for logs: the key, or the routing id in hex), NUL-terminated. */
+void srv_client_name(const srv_client *c, char *out, size_t outlen);
+
+#endif

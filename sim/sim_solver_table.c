@@ -1,0 +1,99 @@
+/* sim_solver_table.c — the table of multi-contact solvers (sim_solver.h): one row per contact model, selected by
+ * name or index.  Rows are never reordered (the integer config key "solver" is an index); new solvers are
+ * appended.  A row whose solve is NULL is reserved for a solver not built yet. */
+#include "sim_solver.h"
+
+#include "sim_impacts.h"
+#include "sim_solver_cond.h"
+
+#include <string.h>
+
+static const sim_solver_desc TABLE[] = {
+    [SIM_SOLVER_PAPER_BISECTION] = {
+        "paper-bisection",
+        "Hwangbo, Lee & Hutter 2018: per-contact Gauss-Seidel (Algorithm 2) with each contact solved exactly for the "
+        "paper's model (Algorithm 1): stick if the zero-velocity impulse is in the cone, else the point of the "
+        "ellipse {v_n = 0, |lambda_T| = mu lambda_n} minimizing the contact kinetic energy.  Not Coulomb: a slipping "
+        "contact's velocity opposes the ellipse normal lambda_T + (mu^2 lambda_n / G_nn) G_nT, not lambda_T (they agree "
+        "only when G_nT = 0), and the model does not maximize dissipation.  Not converged after max_iter sweeps: the "
+        "last iterate, scaled by the dissipation guard.",
+        sim_solve_bisection},
+    [SIM_SOLVER_PGS] = {
+        "pgs",
+        "Projected Gauss-Seidel on the Coulomb NCP (Le Lidec et al. 2023, Alg. 6), stopping on the NCP eps_abs with "
+        "De Saxce's correction.  At convergence Signorini, the cone and Coulomb's sliding law hold.  No convergence "
+        "guarantee; not converged: the last iterate, scaled by the dissipation guard.",
+        sim_solve_pgs},
+    [SIM_SOLVER_COULOMB_BISECTION] = {
+        "coulomb-bisection",
+        "Algorithm 2's per-contact sweeps with each contact solved exactly for Coulomb's law on the paper's ellipse "
+        "(sliding velocity anti-parallel to lambda_T).  A block with no Coulomb slip root takes the paper model's slip "
+        "solution (counted).  Can cycle on ill-conditioned problems; not converged: the last iterate, scaled by the "
+        "dissipation guard.",
+        sim_solve_coulomb_bisection},
+    [SIM_SOLVER_ADMM] = {
+        "admm",
+        "ADMM on the cone complementarity problem (Anitescu's convex relaxation; Le Lidec et al. 2023, Alg. 3), "
+        "proximal with adaptive rho, dense Cholesky of G + rho I.  Differs from Coulomb on sliding contacts (they may "
+        "separate at v_n = mu |v_T|).  Convergent for any PSD G; not converged: the last z, in the cones.",
+        sim_solve_admm},
+    [SIM_SOLVER_COULOMB_STALL_ADMM] = {
+        "coulomb-stall-admm",
+        "coulomb-bisection with a stall detector that hands a non-converging problem to admm (then the CCP "
+        "solution is returned).  Coulomb per contact where the sweeps converge, the CCP where they would cycle.",
+        sim_solve_coulomb_stall_admm},
+    [SIM_SOLVER_COND_VFPI] = {
+        "cond-vfpi",
+        "COND / V-FPI (Lee, Lee & Lee 2023): velocity fixed-point iteration on the surrogate W = diag(w_m I) (Gershgorin "
+        "bound of G, so every contact is solved in one shot and in parallel: Jacobi), strict projection, Chebyshev "
+        "acceleration; stops on the fixed-point residual (N s).  A fixed point is the Coulomb NCP (Signorini, cone, "
+        "sliding velocity opposite to lambda_T), as PGS.  No convergence guarantee: after max_iter iterations the last "
+        "one-shot output (in the cones), scaled by the dissipation guard.",
+        sim_solve_cond},
+    [SIM_SOLVER_IMPACTS] = {
+        "impacts",
+        "Set-valued simultaneous impacts (Halm & Posa), a domain-randomization option: when two or more contacts close "
+        "faster than 0.05 m/s (free velocity) the step is one inelastic impact resolved by Routh's method with relative "
+        "impulse rates drawn from a hash of p->seed and the problem (bounded normal increments, exact Coulomb cones), "
+        "else cond-vfpi.  Every outcome has v_n >= 0, impulses in the cones and no kinetic energy added, but "
+        "complementarity does not hold (a contact may leave the impact separating with impulse, or sliding).  Not "
+        "terminated within its increment cap: the accumulated (dissipative) impulses.",
+        sim_solve_impacts},
+    [SIM_SOLVER_PGS_HWANGBO] = {
+        "pgs-hwangbo",
+        "Projected Gauss-Seidel as in Hwangbo et al. 2018, eqs. 17-18 (step alpha / G_zz normal, alpha / max(G_xx, "
+        "G_yy) tangential, then projection on the disc mu lambda_n); a fixed point is a Coulomb NCP solution; stops on "
+        "the impulse change per sweep.  Not converged: the last iterate, scaled by the dissipation guard.",
+        sim_solve_pgs_hwangbo},
+};
+
+#define NROWS ((int)(sizeof TABLE / sizeof TABLE[0]))
+
+int sim_solver_count(void) { return NROWS; }
+
+const sim_solver_desc *sim_solver_at(int i) { return i >= 0 && i < NROWS ? &TABLE[i] : NULL; }
+
+int sim_solver_index(const char *name)
+{
+    if (!name) return -1;
+    for (int i = 0; i < NROWS; i++)
+        if (TABLE[i].name && !strcmp(TABLE[i].name, name)) return i;
+    return -1;
+}
+
+const sim_solver_desc *sim_solver_find(const char *name)
+{
+    const sim_solver_desc *d = sim_solver_at(sim_solver_index(name));
+    return d && d->solve ? d : NULL;
+}
+
+int sim_solve(int solver, int n, const double *G, const double *c, const double *mu, double *lambda,
+              const sim_solver_params *p, sim_solver_stats *st)
+{
+    const sim_solver_desc *d = sim_solver_at(solver);
+    if (!d || !d->solve) {
+        if (st) memset(st, 0, sizeof *st), st->guard_scale = 1.0;
+        return SIM_SOLVER_EINVAL;
+    }
+    return d->solve(n, G, c, mu, lambda, p, st);
+}
