@@ -4,8 +4,9 @@
  * Input: byte 0 picks the task (index modulo the registry), byte 1 the flags (bit 0: 2 worlds instead
  * of 1; bits 1-2: autoreset mode; bit 3: step once), byte 2 the seed; then up to 64 records
  * [selector][mode][8 bytes].  A selector below 0xF0 names config key (selector mod nconfig) of the
- * task; 0xF0 and above names a raw key of (mode mod 48) bytes that follow the record (unknown keys,
- * over-long keys, bytes that are not UTF-8).  For a task key, the mode picks the value: the 8 bytes
+ * task; 0xF0 to 0xF7 names a raw key of (mode mod 48) bytes that follow the record (unknown keys,
+ * over-long keys, bytes that are not UTF-8); 0xF8 and above gives key (selector mod nconfig) a named
+ * choice of (mode mod 48) bytes that follow, through env_config_choice (as a string on the wire).  For a task key, the mode picks the value: the 8 bytes
  * as a double, the low / high bound / default, a point between them, just outside either bound, or an
  * interpolated integer.
  * Properties: env_new fails with a message, or succeeds with every override applied (the last one of
@@ -58,7 +59,25 @@ int herd_fuzz_config(const uint8_t *data, size_t size)
         uint8_t sel = data[pos], mode = data[pos + 1];
         const uint8_t *val = data + pos + 2;
         pos += 10;
-        if (sel >= 0xF0 || spec->nconfig == 0) {
+        if (sel >= 0xF8 && spec->nconfig > 0) {
+            /* a named choice (what a string config value on the wire becomes): (mode mod 48) bytes of name */
+            size_t n = mode % 48;
+            if (pos + n > size) break;
+            char name[49];
+            memcpy(name, data + pos, n);
+            name[n] = 0;
+            pos += n;
+            const env_config_key *c = &spec->config[sel % spec->nconfig];
+            double v = -1;
+            char cerr[256];
+            if (env_config_choice(spec->name, c->key, name, &v, cerr, sizeof cerr)) {
+                fuzz_check(cerr[0] != 0, "env_config_choice failed without a message");
+                continue;
+            }
+            fuzz_check(c->nchoices > 0 && v >= 0 && v < c->nchoices && v == floor(v) && !strcmp(c->choices[(int)v], name),
+                       "choice '%s' of %s gave %g", name, c->key, v);
+            ov[nov] = (env_kv){c->key, v};
+        } else if (sel >= 0xF0 || spec->nconfig == 0) {
             size_t n = mode % 48;
             if (pos + n > size) break;
             memcpy(keys[nov], data + pos, n);

@@ -27,7 +27,7 @@ static const char *const PATHS[] = {
     "session.age_s", "session.idle_s", "session.requests", "session.errors", "unix_time", "obs", "reward",
     "terminated", "truncated", "info", "info.physics_reset", "info.episode_done", "info.episode_return",
     "info.episode_length", "info.episode_terms", "info.autoreset", "info.final_obs", "info._final_obs",
-    "info.reward_terms", "a.b.c.d.e.f",
+    "info.reward_terms", "protocol_minor", "auth", "token", "a.b.c.d.e.f",
 };
 
 static void check_err(const proto_error *e)
@@ -70,6 +70,8 @@ static void read_everything(const proto_value *root)
         }
         int64_t shp[2] = {-1, 3};
         if (proto_get_tensor(root, p, PROTO_DT_FLOAT32, 2, shp, &t, &e)) check_err(&e);
+        uint8_t tok[PROTO_TOKEN_BYTES];
+        if (proto_get_bin(root, p, tok, sizeof tok, &e)) check_err(&e);
     }
     env_spec spec;
     if (proto_decode_spec(proto_value_get(root, "spec"), &spec, &e)) check_err(&e);
@@ -174,8 +176,11 @@ int herd_fuzz_reply(const uint8_t *data, size_t size)
     if (!mk) return 0;
     herd_session s;
     herd_error he;
-    int rc = mk->ok ? hc_make_parse(mk, 0, &s, &he) : -1;
+    herd_client tokens = {0};   /* hc_make_parse keeps the session's token in the client's table (only) */
+    int rc = mk->ok ? hc_make_parse(&tokens, mk, 0, &s, &he) : -1;
     herd_reply_destroy(&mk);
+    fuzz_check(tokens.ntokens == (!rc && s.has_token), "%d tokens kept", tokens.ntokens);
+    free(tokens.tokens);
     if (rc) {
         if (rc > 0) check_herr(&he);
         return 0;

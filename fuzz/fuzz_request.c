@@ -28,12 +28,16 @@ static void check_same(const proto_request *a, const proto_request *b, const cha
     fuzz_check(a->id == b->id && a->has_id == b->has_id, "%s: id", what);
     fuzz_check(a->op == b->op, "%s: op", what);
     fuzz_check(a->has_session == b->has_session && a->session == b->session, "%s: session", what);
+    fuzz_check(a->has_token == b->has_token && (!a->has_token || !memcmp(a->token, b->token, sizeof a->token)),
+               "%s: token", what);
     fuzz_check(!strcmp(a->env, b->env) && a->num_worlds == b->num_worlds, "%s: env / num_worlds", what);
     fuzz_check(a->nconfig == b->nconfig, "%s: nconfig %d vs %d", what, a->nconfig, b->nconfig);
     for (int i = 0; i < a->nconfig; i++)
         fuzz_check(!strcmp(a->config[i].key, b->config[i].key) &&
                        !memcmp(&a->config[i].value, &b->config[i].value, sizeof(double)),
                    "%s: config[%d]", what, i);
+    for (int i = 0; i < a->nconfig; i++)
+        fuzz_check(!strcmp(a->config_name[i], b->config_name[i]), "%s: config_name[%d]", what, i);
     fuzz_check(a->has_autoreset == b->has_autoreset && a->autoreset == b->autoreset, "%s: autoreset", what);
     fuzz_check(a->nids == b->nids, "%s: nids %d vs %d", what, a->nids, b->nids);
     if (a->nids > 0) fuzz_check(!memcmp(a->world_ids, b->world_ids, (size_t)a->nids * 4), "%s: world_ids", what);

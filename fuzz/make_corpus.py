@@ -56,3 +56,6 @@ for t in range(NTASKS):
         put("config", "task%d-mode%d" % (t, mode), bytes([t, 8, 1]) + b"".join(rec(k, mode, 0.5) for k in range(24)))
     put("config", "task%d-unknown" % t, bytes([t, 8, 2]) + rec(0xF0, 6, 1.0) + b"solver" + rec(0xF7, 40, 1.0) + b"\xff" * 40)
     put("config", "task%d-autoreset" % t, bytes([t, 2 | 8, 3]) + rec(1, 2) + rec(0, 1))
+    for k in range(24):   # named choices: the solver names (the target skips keys without choices)
+        for name in (b"bisection", b"pgs", b"x"):
+            put("config", "task%d-choice%d-%s" % (t, k, name.decode()), bytes([t, 8, 4]) + bytes([0xF8 + k % 8, len(name)]) + b"\0" * 8 + name)
