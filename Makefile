@@ -103,6 +103,16 @@ test-py: $(BUILD)/herd-server
 test-jl:
 	@if [ -d clients/julia/test ]; then tests/run-jl-tests.sh; fi
 
+# The browser viewer (viewer/): three.js into viewer/node_modules from its lock (deploy/install-deps.sh does it too);
+# its tests in headless Chromium against a real server; docs/ replays and screenshots of the drop scenario.
+.PHONY: viewer-deps test-viewer docs-viewer
+viewer-deps:
+	@cd viewer && npm ci --no-audit --no-fund --loglevel=error
+test-viewer: $(BUILD)/herd-server
+	@HERD_SERVER_BIN=$(abspath $(BUILD))/herd-server tests/viewer/run.sh
+docs-viewer: $(BUILD)/herd-server
+	HERD_SERVER_BIN=$(abspath $(BUILD))/herd-server PYTHONPATH=clients/python:tests/viewer /usr/bin/python3 tests/viewer/make_docs.py docs
+
 test: deps-check
 	@$(MAKE) --no-print-directory all
 	@tests/run-all.sh

@@ -26,5 +26,6 @@ int bench_solver(int argc, char **argv);
 int bench_contact1(int argc, char **argv);
 int bench_env(int argc, char **argv);
 int bench_server(int argc, char **argv);
+int bench_poses(int argc, char **argv);
 
 #endif

@@ -17,6 +17,7 @@
 #pragma weak bench_contact1
 #pragma weak bench_env
 #pragma weak bench_server
+#pragma weak bench_poses
 
 uint64_t bench_now_ns(void)
 {
@@ -128,6 +129,12 @@ static const struct { const char *name; const char *what; const char *options; }
      "  --repeats R       (default 3)\n"
      "  --rtt-iters N     1-world round trips timed (default 1000)\n"
      "  --quantum N, --spin-us N   server settings (defaults 16, 250)\n"},
+    {"poses", "a viewer's poses reads vs stepping, per worker (--env, --worlds, --watched, --hz)",
+     "  --env NAME        (default anymal_c-walk)\n"
+     "  --worlds N        worlds of the session (default 4096)\n"
+     "  --watched K       worlds whose poses are read (default 16)\n"
+     "  --hz F            reads per second (default 30)\n"
+     "  --repeats R       (default 7)\n"},
 };
 
 static int usable_cpus(void)
@@ -158,6 +165,7 @@ static bench_fn lookup(const char *name)
     if (!strcmp(name, "contact1")) return bench_contact1;
     if (!strcmp(name, "env")) return bench_env;
     if (!strcmp(name, "server")) return bench_server;
+    if (!strcmp(name, "poses")) return bench_poses;
     return NULL;
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs exactly the Debian packages herd needs to build, test and benchmark.
-# Idempotent: packages already present are not reinstalled, and apt is not touched
-# at all when nothing is missing.  Run as root (or with sudo available).
+# Installs exactly the Debian packages herd needs to build, test and benchmark, then the browser viewer's
+# JavaScript dependency (three.js, pinned by viewer/package-lock.json) with `npm ci` in viewer/.
+# Idempotent: packages already present are not reinstalled, apt is not touched at all when nothing is
+# missing, and npm runs only when viewer/node_modules lacks the locked three.js.  Run as root (or with sudo).
 #
 #   deploy/install-deps.sh          # build + test + bench dependencies
 #   deploy/install-deps.sh --check  # exit 1 if something is missing, install nothing
@@ -21,19 +22,36 @@ PKGS=(
   prometheus                               # test peer: a real Prometheus scrapes --metrics
   python3-yaml                             # test: the Kubernetes manifest checks
   buildah debootstrap                      # the container test builds and runs the image
+  chromium ffmpeg python3-pil              # test: the viewer in headless Chromium; replays as MP4 / GIF
   clang-14 libclang-rt-14-dev              # test: libFuzzer + ASan/UBSan runtimes (make fuzz, fuzz/run.sh)
 )
+VIEWER="$(cd "$(dirname "$0")/.." && pwd)/viewer"
+viewer_ok() { # the locked three.js is installed in viewer/node_modules
+  local want have
+  want=$(sed -n '/"node_modules\/three"/,/}/s/.*"version": "\(.*\)".*/\1/p' "$VIEWER/package-lock.json")
+  have=$(sed -n 's/^  "version": "\(.*\)".*/\1/p' "$VIEWER/node_modules/three/package.json" 2>/dev/null)
+  [ -n "$want" ] && [ "$want" = "$have" ]
+}
+viewer_deps() {
+  viewer_ok && return 0
+  echo "install-deps: npm ci in viewer/ (three.js)"
+  (cd "$VIEWER" && npm ci --no-audit --no-fund --loglevel=error)
+}
 
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# viewer/: three.js from the npm registry (npm ci).  Debian's npm only where no npm is on PATH (a node
+# installed from elsewhere brings its own, and Debian's package could conflict with it).
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 
 if [ "${1:-}" = "--check" ]; then
+  viewer_ok || missing+=("viewer/node_modules (npm ci)")
   [ ${#missing[@]} -eq 0 ] && exit 0
   echo "missing: ${missing[*]}"; exit 1
 fi
-[ ${#missing[@]} -eq 0 ] && exit 0
+[ ${#missing[@]} -eq 0 ] && { viewer_deps; exit 0; }
 
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
@@ -41,3 +59,4 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+viewer_deps

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "env_scene.h"
 #include "env_spec.h"
 
 /* Work counters of env_step calls, for monitoring.  env_step ADDS to them (the caller zeroes them; one per
@@ -95,5 +96,29 @@ int env_first_ended(const env_t *e, int first, int n, const int32_t *ids);
 
 /* Index of the first non-finite value in an n x act_dim action array, or -1. */
 long env_check_actions(const env_t *e, int n, const float *actions);
+
+/* ---- looking at worlds (env_scene.c): read-only, no RNG draw, no effect on later steps ---- */
+
+/* The task's visual scene: bodies, their primitives (from the model's geometries, coloured by role) and the
+ * terrain.  The same for every world of e; heights point into e's model. */
+void env_scene(const env_t *e, env_scene_t *out);
+
+/* Contacts of a poses read (env_poses): fixed-size rows of max entries per world, the first count[i] valid. */
+typedef struct {
+    int max;            /* row length: env_scene's max_contacts (fewer are reported when max is smaller) */
+    int32_t *count;     /* n */
+    float *pos;         /* n x max x 3: contact point on the geometry, world frame (m) */
+    float *normal;      /* n x max x 3: ground normal (world, unit, pointing up out of the ground) */
+    float *impulse;     /* n x max: normal impulse of the last physics step (N·s) */
+} env_contacts;
+
+/* The pose of every body of n worlds ids[i] (or first + i when ids is NULL), from their current state:
+ * body_pos (n x nbody x 3, world frame, m) and body_quat (n x nbody x 4, w x y z, body-to-world).  With c
+ * not NULL also the active contacts: the points where the world's geometries touch the ground now (within
+ * the solver's margin) whose normal impulse in the last physics step was positive.  Reads the worlds only
+ * (their state is not written, no random number is drawn): calling it or not leaves every later step
+ * bitwise the same.  Not concurrently with env_step / env_reset on the same worlds. */
+void env_poses(const env_t *e, int first, int n, const int32_t *ids, float *body_pos, float *body_quat,
+               env_contacts *c);
 
 #endif

@@ -25,12 +25,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "env_scene.h"
 #include "env_spec.h"
 
 #define PROTO_VERSION 1
 /* Backwards-compatible additions within version 1 (PROTOCOL.md section 13); the hello reply carries it.
  * 1: config keys with named choices (spec "choices"; make accepts the name as a string value); session
- *    tokens (make returns one, later requests carry it); "auth" in hello. */
+ *    tokens (make returns one, later requests carry it); "auth" in hello; the model and poses ops. */
 #define PROTO_VERSION_MINOR 1
 #define PROTO_TOKEN_BYTES 16            /* a session token: 128 random bits (PROTOCOL.md section 9) */
 #define PROTO_NAME_MAX ENV_NAME_MAX     /* env names and config keys, with the terminating 0 */
@@ -79,7 +80,7 @@ int proto_fail(proto_error *e, proto_code code, const char *fmt, ...) __attribut
 
 /* ---- ops, dtypes, autoreset names ---- */
 typedef enum { PROTO_OP_HELLO = 0, PROTO_OP_MAKE, PROTO_OP_RESET, PROTO_OP_STEP, PROTO_OP_CLOSE, PROTO_OP_STATS,
-               PROTO_OP_PING, PROTO_OP_COUNT } proto_op;
+               PROTO_OP_PING, PROTO_OP_MODEL, PROTO_OP_POSES, PROTO_OP_COUNT } proto_op;
 const char *proto_op_name(proto_op op);
 
 typedef enum { PROTO_DT_BOOL = 0, PROTO_DT_UINT8, PROTO_DT_INT32, PROTO_DT_INT64, PROTO_DT_UINT64,
@@ -149,6 +150,8 @@ typedef struct {
     proto_tensor actions;       /* float32 [n, act_dim]; points into the request buffer */
     int has_actions;
     int reward_terms;           /* step: also return this step's per-term rewards */
+    int contacts;               /* poses: also return the active contacts (minor 1) */
+    int latest;                 /* poses: read now, without waiting for steps in flight (minor 1) */
 } proto_request;
 
 void proto_request_init(proto_request *r);          /* zeroes; nids = nseeds = -1 */
@@ -249,11 +252,15 @@ typedef struct {
 } proto_session_stats;
 int proto_encode_stats_reply(proto_buf *b, uint64_t id, const proto_server_stats *s, const proto_session_stats *ss);
 
-/* Offsets (from the buffer start) of the tensor regions of a reset / step reply; 0 = absent. */
+/* Offsets (from the buffer start) of the tensor regions of a reset / step / poses reply; 0 = absent. */
 typedef struct {
     size_t obs, reward, terminated, truncated;
     size_t physics_reset, episode_done, episode_return, episode_length, episode_terms;
     size_t final_obs, final_mask, reward_terms, autoreset;
+    /* poses (minor 1): float32 [n, nbody, 3] and [n, nbody, 4]; the contacts' int32 [n], float32 [n, max, 3]
+     * twice and [n, max] */
+    size_t body_pos, body_quat, contact_count, contact_pos, contact_normal, contact_impulse;
+    int nbody, max_contacts;    /* poses: bodies per world; the contacts' row length (0: no contacts) */
 } proto_step_layout;
 
 enum {
@@ -268,6 +275,14 @@ int proto_encode_reset_reply(proto_buf *b, uint64_t id, int n, int obs_dim, prot
 /* Lays out a step reply (PROTOCOL.md, "step"); flags: PROTO_STEP_*. */
 int proto_encode_step_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int nterms, unsigned flags,
                             proto_step_layout *lay);
+
+/* A scene as a map (PROTOCOL.md, "Scene"; minor 1). */
+void proto_w_scene(proto_buf *b, const env_scene_t *s);
+/* {"session", "env", "scene"} (minor 1). */
+int proto_encode_model_reply(proto_buf *b, uint64_t id, uint64_t session, const char *env, const env_scene_t *s);
+/* Lays out a poses reply (PROTOCOL.md, "poses"; minor 1): body_pos, body_quat, and with max_contacts > 0 the
+ * "contacts" map.  Regions reserved, not written, as for reset / step. */
+int proto_encode_poses_reply(proto_buf *b, uint64_t id, int n, int nbody, int max_contacts, proto_step_layout *lay);
 
 /* ---- replies (client side) ---- */
 

@@ -30,7 +30,8 @@ proto_code proto_code_from_name(const char *s, size_t n)
     return PROTO_E_COUNT;
 }
 
-static const char *const op_names[PROTO_OP_COUNT] = {"hello", "make", "reset", "step", "close", "stats", "ping"};
+static const char *const op_names[PROTO_OP_COUNT] = {"hello", "make", "reset", "step", "close", "stats", "ping",
+                                                          "model", "poses"};
 const char *proto_op_name(proto_op op) { return op >= 0 && op < PROTO_OP_COUNT ? op_names[op] : "?"; }
 
 static const char *const dtype_names[PROTO_DT_COUNT] = {"bool", "uint8", "int32", "int64", "uint64", "float32",

@@ -192,9 +192,10 @@ static int read_config(const msgpack_object *o, proto_request *r, proto_error *e
 /* requests */
 
 enum { K_V, K_ID, K_OP, K_SESSION, K_ENV, K_NUM_WORLDS, K_CONFIG, K_SEED, K_SEEDS, K_AUTORESET, K_WORLD_IDS,
-       K_ACTIONS, K_REWARD_TERMS, K_TOKEN, K_COUNT };
+       K_ACTIONS, K_REWARD_TERMS, K_TOKEN, K_CONTACTS, K_LATEST, K_COUNT };
 static const char *const key_names[K_COUNT] = {"v", "id", "op", "session", "env", "num_worlds", "config", "seed",
-                                               "seeds", "autoreset", "world_ids", "actions", "reward_terms", "token"};
+                                               "seeds", "autoreset", "world_ids", "actions", "reward_terms", "token",
+                                               "contacts", "latest"};
 /* Keys each op accepts besides v, id, op. */
 static const unsigned op_keys[PROTO_OP_COUNT] = {
     [PROTO_OP_HELLO] = 0,
@@ -204,6 +205,8 @@ static const unsigned op_keys[PROTO_OP_COUNT] = {
     [PROTO_OP_CLOSE] = 1u << K_SESSION | 1u << K_TOKEN,
     [PROTO_OP_STATS] = 1u << K_SESSION | 1u << K_TOKEN,
     [PROTO_OP_PING] = 0,
+    [PROTO_OP_MODEL] = 1u << K_SESSION | 1u << K_TOKEN,
+    [PROTO_OP_POSES] = 1u << K_SESSION | 1u << K_TOKEN | 1u << K_WORLD_IDS | 1u << K_CONTACTS | 1u << K_LATEST,
 };
 
 void proto_request_init(proto_request *r)
@@ -275,7 +278,7 @@ static int decode_header(const fields *f, proto_request *r, proto_error *err)
     if (op < 0) {
         proto_quote(val[K_OP]->via.str.ptr, val[K_OP]->via.str.size, q, sizeof q);
         return proto_fail(err, PROTO_E_UNKNOWN_OP, "unknown op '%s' (expected hello, make, reset, step, close, stats, "
-                          "ping)", q);
+                          "ping, model, poses)", q);
     }
     r->op = (proto_op)op;
     const char *opn = proto_op_name(r->op);
@@ -317,6 +320,16 @@ static int read_seed(const fields *f, proto_request *r, proto_error *err)
     int rc = read_u64(f->val[K_SEED], "seed", &r->seed, err);
     if (!rc) r->has_seed = 1;
     return rc;
+}
+
+/* An optional bool field. */
+static int read_bool(const fields *f, int k, int *v, proto_error *err)
+{
+    const msgpack_object *o = f->val[k];
+    if (!o) return PROTO_OK;
+    if (o->type != MSGPACK_OBJECT_BOOLEAN) return proto_bad_type(err, PROTO_E_BAD_FIELD, key_names[k], "a bool", o);
+    *v = o->via.boolean;
+    return PROTO_OK;
 }
 
 /* ---- one decoder per op: the fields after the header ---- */
@@ -394,15 +407,18 @@ static int decode_step(const fields *f, const proto_limits *lim, proto_request *
                           "may have", a->shape[0], lim->max_worlds);
     if (r->nids >= 0 && a->shape[0] != (uint64_t)r->nids)
         return proto_fail(err, PROTO_E_BAD_SHAPE, "'actions' has %" PRIu64 " rows for %d world ids", a->shape[0], r->nids);
-    if (val[K_REWARD_TERMS]) {
-        if (val[K_REWARD_TERMS]->type != MSGPACK_OBJECT_BOOLEAN)
-            return proto_bad_type(err, PROTO_E_BAD_FIELD, "reward_terms", "a bool", val[K_REWARD_TERMS]);
-        r->reward_terms = val[K_REWARD_TERMS]->via.boolean;
-    }
-    return PROTO_OK;
+    return read_bool(f, K_REWARD_TERMS, &r->reward_terms, err);
 }
 
-static int decode_close(const fields *f, const proto_limits *lim, proto_request *r, proto_error *err)
+static int decode_poses(const fields *f, const proto_limits *lim, proto_request *r, proto_error *err)
+{
+    int rc = read_rows(f, lim, r, err);
+    if (!rc) rc = read_bool(f, K_CONTACTS, &r->contacts, err);
+    return rc ? rc : read_bool(f, K_LATEST, &r->latest, err);
+}
+
+/* close, model: the session only */
+static int decode_session_only(const fields *f, const proto_limits *lim, proto_request *r, proto_error *err)
 {
     return read_session(f, 1, r, err);
 }
@@ -414,8 +430,8 @@ static int decode_stats(const fields *f, const proto_limits *lim, proto_request 
 
 static const op_decoder op_decoders[PROTO_OP_COUNT] = {
     [PROTO_OP_HELLO] = decode_no_fields, [PROTO_OP_MAKE] = decode_make,   [PROTO_OP_RESET] = decode_reset,
-    [PROTO_OP_STEP] = decode_step,       [PROTO_OP_CLOSE] = decode_close, [PROTO_OP_STATS] = decode_stats,
-    [PROTO_OP_PING] = decode_no_fields,
+    [PROTO_OP_STEP] = decode_step,       [PROTO_OP_CLOSE] = decode_session_only, [PROTO_OP_STATS] = decode_stats,
+    [PROTO_OP_PING] = decode_no_fields, [PROTO_OP_MODEL] = decode_session_only,  [PROTO_OP_POSES] = decode_poses,
 };
 
 int proto_decode_request(const void *buf, size_t len, const proto_limits *lim, proto_request *r, proto_error *err)

@@ -303,6 +303,8 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
     case PROTO_OP_STEP: n += 2 + (r->world_ids != NULL) + !!r->reward_terms; break;
     case PROTO_OP_CLOSE: n += 1; break;
     case PROTO_OP_STATS: n += !!r->has_session; break;
+    case PROTO_OP_MODEL: n += 1; break;
+    case PROTO_OP_POSES: n += 1 + (r->world_ids != NULL) + !!r->contacts + !!r->latest; break;
     default: break;
     }
     proto_w_map(b, n);
@@ -333,6 +335,7 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
         break;
     case PROTO_OP_RESET:
     case PROTO_OP_STEP:
+    case PROTO_OP_POSES:
         kv_session(b, r);
         if (r->world_ids) {
             uint64_t shp = (uint64_t)r->nids;
@@ -340,7 +343,14 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
             /* host byte order = little-endian (x86-64, aarch64; see PROTOCOL.md) */
             proto_w_tensor(b, PROTO_DT_INT32, 1, &shp, r->world_ids);
         }
-        if (r->op == PROTO_OP_RESET) {
+        if (r->op == PROTO_OP_POSES) {
+            if (r->contacts) {
+                kv_bool(b, "contacts", 1);
+            }
+            if (r->latest) {
+                kv_bool(b, "latest", 1);
+            }
+        } else if (r->op == PROTO_OP_RESET) {
             if (r->seeds) {
                 uint64_t shp = (uint64_t)r->nseeds;
                 proto_w_str(b, "seeds");
@@ -358,7 +368,8 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
         break;
     case PROTO_OP_CLOSE:
     case PROTO_OP_STATS:
-        if (r->has_session || r->op == PROTO_OP_CLOSE) kv_session(b, r);
+    case PROTO_OP_MODEL:
+        if (r->has_session || r->op != PROTO_OP_STATS) kv_session(b, r);
         break;
     default: break;
     }
@@ -535,6 +546,95 @@ int proto_encode_step_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int n
     }
     if (flags & PROTO_STEP_REWARD_TERMS) {
         lay->reward_terms = kv_region(b, "reward_terms", PROTO_DT_FLOAT32, 2, st);
+    }
+    return b->oom ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* scenes and poses (minor 1) */
+
+/* key: an array of n float32 values written as float 64 (exact) */
+static void kv_floats(proto_buf *b, const char *key, const float *v, int n)
+{
+    proto_w_str(b, key);
+    proto_w_array(b, (uint32_t)n);
+    for (int i = 0; i < n; i++) proto_w_f64(b, v[i]);
+}
+
+void proto_w_scene(proto_buf *b, const env_scene_t *s)
+{
+    proto_w_map(b, 4);
+    proto_w_str(b, "bodies");
+    proto_w_array(b, (uint32_t)s->nbody);
+    for (int i = 0; i < s->nbody; i++) {
+        proto_w_map(b, 2);
+        kv_str(b, "name", s->body[i].name);
+        kv_int(b, "parent", s->body[i].parent);
+    }
+    proto_w_str(b, "geoms");
+    proto_w_array(b, (uint32_t)s->ngeom);
+    for (int i = 0; i < s->ngeom; i++) {
+        const env_scene_geom *g = &s->geom[i];
+        proto_w_map(b, 8);
+        kv_str(b, "name", g->name);
+        kv_int(b, "body", g->body);
+        kv_str(b, "type", env_prim_name(g->type));
+        kv_floats(b, "size", g->size, 3);
+        kv_floats(b, "pos", g->pos, 3);
+        kv_floats(b, "quat", g->quat, 4);
+        kv_floats(b, "rgba", g->rgba, 4);
+        kv_bool(b, "collides", g->collides);
+    }
+    const env_scene_terrain *t = &s->terrain;
+    proto_w_str(b, "terrain");
+    if (t->type == ENV_TERRAIN_HEIGHTFIELD) {
+        proto_w_map(b, 8);
+        kv_str(b, "type", "heightfield");
+        kv_int(b, "nx", t->nx);
+        kv_int(b, "ny", t->ny);
+        kv_f64(b, "x0", t->x0);
+        kv_f64(b, "y0", t->y0);
+        kv_f64(b, "dx", t->dx);
+        kv_f64(b, "dy", t->dy);
+        uint64_t shp[2] = {(uint64_t)t->ny, (uint64_t)t->nx};
+        proto_w_str(b, "heights");
+        proto_w_tensor(b, PROTO_DT_FLOAT32, 2, shp, t->heights);
+    } else {
+        proto_w_map(b, 2);
+        kv_str(b, "type", "plane");
+        kv_f64(b, "height", t->height);
+    }
+    kv_int(b, "max_contacts", s->max_contacts);
+}
+
+int proto_encode_model_reply(proto_buf *b, uint64_t id, uint64_t session, const char *env, const env_scene_t *s)
+{
+    proto_w_reply_head(b, id, 3);
+    kv_uint(b, "session", session);
+    kv_str(b, "env", env);
+    proto_w_str(b, "scene");
+    proto_w_scene(b, s);
+    return b->oom ? -1 : 0;
+}
+
+int proto_encode_poses_reply(proto_buf *b, uint64_t id, int n, int nbody, int max_contacts, proto_step_layout *lay)
+{
+    memset(lay, 0, sizeof *lay);
+    size_t rows = (size_t)n, nb = (size_t)nbody, mc = (size_t)(max_contacts > 0 ? max_contacts : 0);
+    proto_buf_reserve(b, 64 + 7 * 64 + rows * (28 * nb + 4 + 28 * mc));
+    uint64_t sp[3] = {rows, nb, 3}, sq[3] = {rows, nb, 4}, s1[1] = {rows}, c3[3] = {rows, mc, 3}, c1[2] = {rows, mc};
+    proto_w_reply_head(b, id, 2 + (mc > 0));
+    lay->nbody = nbody;
+    lay->body_pos = kv_region(b, "body_pos", PROTO_DT_FLOAT32, 3, sp);
+    lay->body_quat = kv_region(b, "body_quat", PROTO_DT_FLOAT32, 3, sq);
+    if (mc > 0) {
+        lay->max_contacts = (int)mc;
+        proto_w_str(b, "contacts");
+        proto_w_map(b, 4);
+        lay->contact_count = kv_region(b, "count", PROTO_DT_INT32, 1, s1);
+        lay->contact_pos = kv_region(b, "pos", PROTO_DT_FLOAT32, 3, c3);
+        lay->contact_normal = kv_region(b, "normal", PROTO_DT_FLOAT32, 3, c3);
+        lay->contact_impulse = kv_region(b, "impulse", PROTO_DT_FLOAT32, 2, c1);
     }
     return b->oom ? -1 : 0;
 }

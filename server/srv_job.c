@@ -92,9 +92,23 @@ static void job_rows(srv_job *j, int worker, int r, int k)
     const proto_step_layout *L = &j->lay;
     const int32_t *ids = j->ids ? j->ids + r : NULL;
     const int first = j->ids ? 0 : r;
-    float *obs = (float *)(void *)(R + L->obs) + (size_t)r * od;
+    float *obs = L->obs ? (float *)(void *)(R + L->obs) + (size_t)r * od : NULL;
     srv_metrics *met = j->jobs->metrics;
     double t0 = met ? srv_now_s() : 0;
+    if (j->kind == SRV_JOB_POSES) {
+        const size_t nb = (size_t)L->nbody;
+        env_contacts c = {
+            .max = L->max_contacts,
+            .count = (int32_t *)(void *)(R + L->contact_count) + r,
+            .pos = (float *)(void *)(R + L->contact_pos) + (size_t)r * (size_t)L->max_contacts * 3,
+            .normal = (float *)(void *)(R + L->contact_normal) + (size_t)r * (size_t)L->max_contacts * 3,
+            .impulse = (float *)(void *)(R + L->contact_impulse) + (size_t)r * (size_t)L->max_contacts,
+        };
+        env_poses(s->env, first, k, ids, (float *)(void *)(R + L->body_pos) + (size_t)r * nb * 3,
+                  (float *)(void *)(R + L->body_quat) + (size_t)r * nb * 4, L->max_contacts > 0 ? &c : NULL);
+        if (met) srv_metrics_worker_busy(met, worker, srv_now_s() - t0);
+        return;
+    }
     if (j->kind == SRV_JOB_RESET) {
         env_reset(s->env, first, k, ids, j->seeds ? j->seeds + r : NULL, obs);
         if (met) srv_metrics_worker_busy(met, worker, srv_now_s() - t0);
@@ -336,7 +350,9 @@ int srv_jobs_submit(srv_jobs *d, srv_job *j, int *most_rows)
     atomic_store(&j->remaining, j->nunits);
     const int nu = j->nunits;    /* j may complete (and be queued as done) as soon as its units are pushed */
     srv_job_unit *units = j->units;
-    for (int k = 0; k < nu; k++) srv_pool_push(d->pool, units[k].worker, &s->lanes[units[k].worker], &units[k].u);
+    const int lane0 = j->latest ? T : 0;
+    for (int k = 0; k < nu; k++)
+        srv_pool_push(d->pool, units[k].worker, &s->lanes[lane0 + units[k].worker], &units[k].u);
     rc = 0;
 out:
     free(tmp), free(tmpw), free(count);
@@ -353,6 +369,8 @@ void srv_jobs_submit_control(srv_jobs *d, srv_job *j)
 }
 
 void srv_jobs_drop_env(srv_session *s) { env_destroy(&s->env); }
+
+void srv_jobs_scene(const srv_session *s, env_scene_t *out) { env_scene(s->env, out); }
 
 int srv_job_first_ended(const srv_job *j, int *count)
 {

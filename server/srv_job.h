@@ -1,6 +1,6 @@
 /* srv_job.h — the work of one request, run by the worker pool: the only module of server/ that calls envs/.
  *
- * A reset or step job's rows (the worlds of the request, in request order) are grouped into runs of
+ * A reset, step or poses job's rows (the worlds of the request, in request order) are grouped into runs of
  * consecutive rows owned by one worker (srv_session.h slices) and become one unit per such worker,
  * queued on the session's lane of that worker (srv_pool.h): workers call env_reset / env_step and write
  * observations, rewards and flags straight into the reply buffer, which was laid out beforehand
@@ -28,7 +28,12 @@
 #include "srv_pool.h"
 #include "srv_session.h"
 
-typedef enum { SRV_JOB_RESET, SRV_JOB_STEP, SRV_JOB_MAKE, SRV_JOB_CLOSE } srv_job_kind;
+/* POSES reads world state (env_poses) as a rows job run by the workers that own those worlds, so it never
+ * reads a world while it is written.  Ordered (default), its units go on the worlds' lanes and run after the
+ * session's earlier steps; `latest`, on the session's second lane of each worker, which takes turns with the
+ * first quantum by quantum: each world is read whole, between two of its steps, without waiting for a big
+ * step in flight to finish. */
+typedef enum { SRV_JOB_RESET, SRV_JOB_STEP, SRV_JOB_MAKE, SRV_JOB_CLOSE, SRV_JOB_POSES } srv_job_kind;
 
 /* How a make job failed (srv_job.make_err). */
 typedef enum { SRV_MAKE_OK = 0, SRV_MAKE_BAD_CONFIG, SRV_MAKE_NO_MEMORY } srv_make_err;
@@ -48,6 +53,7 @@ struct srv_job {
     size_t reply_len;
     proto_step_layout lay;
     int refused;                /* step, after completion: worlds the env refused (ended, autoreset disabled) */
+    int latest;                 /* poses: on the session's second lanes (see above) */
     /* make: the request (not owned; must outlive the job); after completion: */
     const proto_request *make;
     env_t *env;                 /* the new env (owned until moved into a session), or NULL and: */
@@ -100,6 +106,9 @@ srv_job *srv_jobs_take_done(srv_jobs *d);
 int srv_jobs_submit(srv_jobs *d, srv_job *j, int *most_rows);
 /* Queues a make (j->make set) or close (j->sess set, idle) job as one unit on a worker, round-robin. */
 void srv_jobs_submit_control(srv_jobs *d, srv_job *j);
+/* The scene of a session's env (env_scene: its immutable model, so the I/O thread may read it while workers
+ * step the worlds). */
+void srv_jobs_scene(const srv_session *s, env_scene_t *out);
 /* Destroys the env of a session at once, on the calling thread (shutdown, with the workers stopped). */
 void srv_jobs_drop_env(srv_session *s);
 

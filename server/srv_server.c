@@ -442,7 +442,8 @@ static void process_done(srv_server *S)
         case SRV_JOB_MAKE: complete_make(S, p); break;
         case SRV_JOB_CLOSE: complete_close(S, p); break;
         case SRV_JOB_RESET:
-        case SRV_JOB_STEP: complete_rows(S, p); break;
+        case SRV_JOB_STEP:
+        case SRV_JOB_POSES: complete_rows(S, p); break;
         }
         pending_free(S, p);
         j = next;
@@ -554,7 +555,8 @@ static int take_rows(srv_server *S, pending *p)
     return rc ? -1 : 0;
 }
 
-/* Takes the laid-out reply from b and submits p's job (fails p when b ran out of memory). */
+/* Takes the laid-out reply from b and submits p's job (fails p when b ran out of memory).  A "latest" poses
+ * read starts at once, not behind the session's deferred steps. */
 static void submit_rows(srv_server *S, pending *p, proto_buf *b)
 {
     if (b->oom) {
@@ -563,7 +565,8 @@ static void submit_rows(srv_server *S, pending *p, proto_buf *b)
         return;
     }
     p->job.reply = proto_buf_steal(b, &p->job.reply_len);
-    submit(S, p);
+    if (p->job.latest) start_or_fail(S, p);
+    else submit(S, p);
 }
 
 static void handle_reset(srv_server *S, incoming *in)
@@ -622,6 +625,47 @@ static void handle_step(srv_server *S, incoming *in)
     submit_rows(S, p, &b);
 }
 
+/* model: the session's scene, from its immutable model, answered at once. */
+static void handle_model(srv_server *S, incoming *in)
+{
+    srv_session *s = in->sess;
+    if (!s) {
+        send_error(S, in->frames, in->nframes, in->req->id, NULL, PROTO_E_UNKNOWN_SESSION, "no session");
+        return;
+    }
+    env_scene_t *scene = malloc(sizeof *scene);
+    if (!scene) {
+        send_error(S, in->frames, in->nframes, in->req->id, s, PROTO_E_INTERNAL, "out of memory");
+        return;
+    }
+    srv_jobs_scene(s, scene);
+    proto_buf_reset(&S->out);
+    proto_encode_model_reply(&S->out, in->req->id, s->id, s->spec->name, scene);
+    free(scene);
+    send_small(S, in->frames, in->nframes);
+}
+
+/* poses: a rows job on the worlds' lanes (in order with the session's steps), or with "latest" on their
+ * second lanes, started at once even when steps of the session wait (see srv_job.h). */
+static void handle_poses(srv_server *S, incoming *in)
+{
+    pending *p = take_pending(S, in, SRV_JOB_POSES);
+    if (!p || take_rows(S, p)) return;
+    srv_job *j = &p->job;
+    env_scene_t *scene = malloc(sizeof *scene);
+    if (!scene) {
+        pending_fail(S, p, PROTO_E_INTERNAL, "out of memory");
+        return;
+    }
+    srv_jobs_scene(j->sess, scene);
+    proto_buf b;
+    proto_buf_init(&b);
+    proto_encode_poses_reply(&b, p->id, j->n, scene->nbody, p->req.contacts ? scene->max_contacts : 0, &j->lay);
+    free(scene);
+    j->latest = p->req.latest;
+    submit_rows(S, p, &b);
+}
+
 typedef void (*op_handler)(srv_server *S, incoming *in);
 
 static op_handler handler_of(proto_op op)
@@ -634,6 +678,8 @@ static op_handler handler_of(proto_op op)
     case PROTO_OP_RESET: return handle_reset;
     case PROTO_OP_STEP: return handle_step;
     case PROTO_OP_CLOSE: return handle_close;
+    case PROTO_OP_MODEL: return handle_model;
+    case PROTO_OP_POSES: return handle_poses;
     case PROTO_OP_COUNT: break;
     }
     return NULL;

@@ -14,7 +14,7 @@ srv_session *srv_session_new(int nworlds, int nthreads, int rot)
     if (!s) return NULL;
     s->nworlds = nworlds;
     s->rot = rot;
-    s->lanes = calloc((size_t)nthreads, sizeof *s->lanes);
+    s->lanes = calloc(2 * (size_t)nthreads, sizeof *s->lanes);
     s->idbits = calloc((size_t)nworlds / 8 + 1, 1);
     if (!s->lanes || !s->idbits) srv_session_destroy(&s);
     return s;

@@ -43,7 +43,9 @@ struct srv_session {
     env_autoreset autoreset;
     uint64_t seed;
     int rot;                    /* slice t runs on worker (t + rot) % T: small sessions spread out */
-    srv_lane *lanes;            /* one per worker */
+    srv_lane *lanes;            /* 2 per worker: lanes[w], the session's ordered work on worker w, and
+                                 * lanes[T + w], its "latest" poses reads there (srv_job.h), which take turns
+                                 * with the ordered lane instead of waiting behind it */
     uint8_t *idbits;            /* nworlds bits of scratch for proto_check_world_ids */
     int inflight;               /* jobs of this session queued on workers */
     srv_job *deferred, *deferred_tail;  /* jobs waiting for this session's jobs in flight (srv_server.c) */

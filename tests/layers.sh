@@ -6,6 +6,7 @@
 #   protocol/   proto*.h and env_spec.h; no ZeroMQ, no threads (pure encode/decode)
 #   clients/c/  herd_client*.h, proto.h, env_spec.h
 #   server/     srv_*.h, proto.h, env.h, env_spec.h (never sim/)
+#   (env_scene.h is data only like env_spec.h: the scene the `model` op encodes)
 # Prints one line per violation and "N passed, M failed" (one check per layer).
 set -u
 cd "$(dirname "$0")/.."
@@ -26,9 +27,9 @@ check() { # layer dir, allowed-herd-header regex, forbidden-system regex
 }
 check sim '^sim_[a-z_]+\.h$' 'pthread\.h|zmq\.h|msgpack\.h|time\.h|sys/socket\.h'
 check envs '^(env[a-z_]*\.h|sim_(model|math|step|dynamics|collision|solver|metrics|urdf)\.h)$' 'zmq\.h|msgpack\.h|sys/socket\.h'
-check protocol '^(proto[a-z_]*\.h|env_spec\.h)$' 'zmq\.h|pthread\.h'
-check clients/c '^(herd_client[a-z_]*\.h|proto\.h|env_spec\.h)$' ''
-check server '^(srv_[a-z_]+\.h|proto\.h|env\.h|env_spec\.h)$' ''
+check protocol '^(proto[a-z_]*\.h|env_(spec|scene)\.h)$' 'zmq\.h|pthread\.h'
+check clients/c '^(herd_client[a-z_]*\.h|proto\.h|env_(spec|scene)\.h)$' ''
+check server '^(srv_[a-z_]+\.h|proto\.h|env\.h|env_(spec|scene)\.h)$' ''
 # protocol's public header exposes no msgpack-c types
 if grep -E '^[^/*]*\bmsgpack_[a-z]+' protocol/proto.h >/dev/null; then failed=$((failed + 1)); echo "not ok - protocol/proto.h exposes msgpack types"
 else passed=$((passed + 1)); echo "ok - protocol/proto.h is free of msgpack types"; fi

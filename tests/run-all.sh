@@ -3,7 +3,8 @@
 #   1. the C suite (Criterion), optimized build
 #   2. the same C suite under ASan + UBSan (build/san)
 #   3. the Python client suite (pytest, against a real server), when present
-#   4. the Julia client suite (skipped with a visible message where julia is absent)
+#   4. the Julia client suite (skipped with a visible message where julia is absent), the browser viewer
+#      in headless Chromium (tests/viewer)
 #   5. the container test (buildah) and the multi-server test, when present
 #   6. operations (make run, metrics scraped by Prometheus, herd.stats), Slurm scripts with a fake srun,
 #      Kubernetes manifests (with kubectl kustomize when present)
@@ -38,6 +39,7 @@ run "c-sanitizers" make --no-print-directory sanitize
 run "layers" tests/layers.sh
 [ -d clients/python/tests ] && run "python" tests/run-py-tests.sh
 [ -d clients/julia/test ] && run "julia" tests/run-jl-tests.sh
+[ -x tests/viewer/run.sh ] && run "viewer" tests/viewer/run.sh
 [ -x tests/multiserver/run.sh ] && run "multi-server" tests/multiserver/run.sh
 [ -x tests/container/run.sh ] && run "container" tests/container/run.sh
 [ -x tests/ops/run.sh ] && run "ops" tests/ops/run.sh

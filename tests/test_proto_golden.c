@@ -467,6 +467,25 @@ Test(golden, request_fields)
     cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
     cr_assert_eq(r.id, UINT64_MAX);
     unload(&v);
+
+    /* minor 1: poses and model */
+    load("req_poses_contacts", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(r.op == PROTO_OP_POSES && r.session == 7 && r.contacts);
+    cr_assert(r.nids == 2 && r.world_ids[0] == 3 && r.world_ids[1] == 1);
+    unload(&v);
+    load("req_poses_all", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(r.op == PROTO_OP_POSES && r.nids == -1 && !r.contacts && !r.latest);
+    unload(&v);
+    load("req_poses_latest", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(r.op == PROTO_OP_POSES && r.latest && !r.contacts);
+    unload(&v);
+    load("req_model", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(r.op == PROTO_OP_MODEL && r.has_session && r.session == 7);
+    unload(&v);
     proto_request_clear(&r);
 }
 
@@ -636,6 +655,108 @@ Test(golden, reset_and_step_replies_encode_to_the_bytes)
     }
     proto_buf_free(&b);
 }
+
+/* The toy scene of gen_golden.py (TOY_SCENE). */
+static void toy_scene(env_scene_t *s)
+{
+    memset(s, 0, sizeof *s);
+    s->nbody = 2;
+    snprintf(s->body[0].name, sizeof s->body[0].name, "base");
+    s->body[0].parent = -1;
+    snprintf(s->body[1].name, sizeof s->body[1].name, "leg");
+    s->body[1].parent = 0;
+    s->ngeom = 3;
+    env_scene_geom g0 = {.name = "base/collision0", .type = ENV_PRIM_BOX, .body = 0, .pos = {0, 0, 0},
+                         .quat = {1, 0, 0, 0}, .size = {0.25f, 0.125f, 0.0625f}, .rgba = {0.875f, 0.375f, 0.125f, 1},
+                         .collides = 1};
+    env_scene_geom g1 = {.name = "leg/collision0", .type = ENV_PRIM_CAPSULE, .body = 1, .pos = {0, 0, -0.125f},
+                         .quat = {0.5f, 0.5f, 0.5f, 0.5f}, .size = {0.03125f, 0.125f, 0}, .rgba = {0.25f, 0.25f, 0.25f, 1},
+                         .collides = 0};
+    env_scene_geom g2 = {.name = "leg/collision1", .type = ENV_PRIM_SPHERE, .body = 1, .pos = {0, 0, -0.25f},
+                         .quat = {1, 0, 0, 0}, .size = {0.03125f, 0, 0}, .rgba = {0.0625f, 0.0625f, 0.0625f, 1},
+                         .collides = 1};
+    s->geom[0] = g0, s->geom[1] = g1, s->geom[2] = g2;
+    s->terrain.type = ENV_TERRAIN_PLANE;
+    s->max_contacts = 2;
+}
+
+Test(golden, model_and_poses_replies_encode_to_the_bytes)
+{
+    proto_buf b;
+    proto_buf_init(&b);
+    env_scene_t *scene = malloc(sizeof *scene);
+    toy_scene(scene);
+    proto_encode_model_reply(&b, 14, 7, "toy-v0", scene);
+    expect_bytes(&b, "rep_model");
+    free(scene);
+
+    proto_step_layout lay;
+    vec v;
+    load("rep_poses_all", &v);
+    proto_buf_reset(&b);
+    proto_encode_poses_reply(&b, 15, 2, 2, 0, &lay);
+    cr_assert(lay.nbody == 2 && lay.max_contacts == 0 && lay.contact_count == 0);
+    fill(&b, lay.body_pos, jget(&v.json, "body_pos"));
+    fill(&b, lay.body_quat, jget(&v.json, "body_quat"));
+    expect_bytes(&b, "rep_poses_all");
+    unload(&v);
+
+    load("rep_poses_contacts", &v);
+    proto_buf_reset(&b);
+    proto_encode_poses_reply(&b, 16, 2, 2, 2, &lay);
+    cr_assert_eq(lay.max_contacts, 2);
+    /* each region and where the golden JSON has its tensor (the contacts in the "contacts" map) */
+    const jv *c = jget(&v.json, "contacts");
+    struct { size_t off; const jv *map; const char *key; } regions[6] = {
+        {lay.body_pos, &v.json, "body_pos"}, {lay.body_quat, &v.json, "body_quat"}, {lay.contact_count, c, "count"},
+        {lay.contact_pos, c, "pos"}, {lay.contact_normal, c, "normal"}, {lay.contact_impulse, c, "impulse"}};
+    for (int i = 0; i < 6; i++) {
+        cr_assert(regions[i].off > 0 && regions[i].off % PROTO_ALIGN == 0, "%s aligned", regions[i].key);
+        fill(&b, regions[i].off, jget(regions[i].map, regions[i].key));
+    }
+    expect_bytes(&b, "rep_poses_contacts");
+    unload(&v);
+    proto_buf_free(&b);
+}
+
+Test(golden, model_and_poses_replies_decode_through_the_client_decoder)
+{
+    vec v;
+    proto_reply r;
+    proto_error err;
+    load("rep_model", &v);
+    cr_assert_eq(proto_decode_reply(v.bytes, v.len, &r, &err), PROTO_OK, "%s", err.message);
+    const proto_value *geoms = proto_value_get(r.root, "scene.geoms");
+    cr_assert_eq(proto_value_len(geoms), 3);
+    char type[16];
+    cr_assert_eq(proto_get_str(proto_value_at(geoms, 1), "type", type, sizeof type, &err), PROTO_OK);
+    cr_assert_str_eq(type, "capsule");
+    int64_t body, mc;
+    cr_assert_eq(proto_get_int(proto_value_at(geoms, 2), "body", &body, &err), PROTO_OK);
+    cr_assert_eq(body, 1);
+    cr_assert_eq(proto_get_int(r.root, "scene.max_contacts", &mc, &err), PROTO_OK);
+    cr_assert_eq(mc, 2);
+    const proto_value *q = proto_value_get(proto_value_at(geoms, 1), "quat");
+    cr_assert_eq(proto_value_len(q), 4);
+    proto_reply_clear(&r);
+    unload(&v);
+
+    load("rep_poses_contacts", &v);
+    cr_assert_eq(proto_decode_reply(v.bytes, v.len, &r, &err), PROTO_OK, "%s", err.message);
+    proto_tensor t;
+    int64_t s3[3] = {2, 2, 3}, s1[1] = {2};
+    cr_assert_eq(proto_get_tensor(r.root, "body_pos", PROTO_DT_FLOAT32, 3, s3, &t, &err), PROTO_OK, "%s", err.message);
+    float p[12];
+    memcpy(p, t.data, sizeof p);
+    cr_assert(p[0] == 1.0f && p[11] == 1.0f - 11 * 0.125f);
+    cr_assert_eq(proto_get_tensor(r.root, "contacts.count", PROTO_DT_INT32, 1, s1, &t, &err), PROTO_OK, "%s", err.message);
+    int32_t cnt[2];
+    memcpy(cnt, t.data, sizeof cnt);
+    cr_assert(cnt[0] == 1 && cnt[1] == 0);
+    proto_reply_clear(&r);
+    unload(&v);
+}
+
 
 /* ---- replies: the client-side decoder ---- */
 

@@ -215,6 +215,13 @@ add("req_step_token", "request", "step",
     desc="step with the session token (protocol minor 1): a bin of 16 bytes right after 'session'")
 add("req_close_token", "request", "close", req(15, "close", session=7, token=TOKEN),
     desc="close with the session token")
+add("req_model", "request", "model", req(18, "model", session=7), desc="the session's scene (minor 1)")
+add("req_poses_all", "request", "poses", req(19, "poses", session=7), desc="body poses of every world (minor 1)")
+add("req_poses_contacts", "request", "poses",
+    req(20, "poses", session=7, world_ids=Tensor("int32", [2], [3, 1]), contacts=True),
+    desc="body poses and active contacts of worlds 3 and 1, rows in that order (minor 1)")
+add("req_poses_latest", "request", "poses", req(21, "poses", session=7, latest=True),
+    desc="body poses of every world as they are now, not waiting for steps in flight (minor 1)")
 
 # requests a server must reject (decoded content = the expected error)
 bad = [
@@ -237,6 +244,9 @@ bad = [
     ("bad_token_length", req(32, "reset", session=7, token=TOKEN[:8]), "BAD_FIELD", 32),
     ("bad_token_type", req(33, "close", session=7, token=TOKEN.hex()), "BAD_FIELD", 33),
     ("bad_token_without_session", req(34, "stats", token=TOKEN), "BAD_FIELD", 34),
+    ("bad_poses_contacts", req(35, "poses", session=7, contacts=1), "BAD_FIELD", 35),
+    ("bad_step_contacts", req(36, "step", session=7, actions=Tensor("float32", [1, 1], [0.0]), contacts=True),
+     "BAD_FIELD", 36),
 ]
 for name, content, code, id_ in bad:
     add(name, "bad_request", None, (content, code, id_), canonical=False, desc="rejected with " + code)
@@ -279,6 +289,36 @@ add("rep_step_same", "reply", "step",
     desc="same_step autoreset with reward_terms: world 0 hit the time limit and was reset in this step; "
          "its last observation is in final_obs")
 add("rep_close", "reply", "close", ok(11, session=7, steps=123456))
+
+# a toy scene (minor 1): a base box with one leg (a capsule) ending in a sphere, on the plane z = 0
+TOY_SCENE = {
+    "bodies": [{"name": "base", "parent": -1}, {"name": "leg", "parent": 0}],
+    "geoms": [
+        {"name": "base/collision0", "body": 0, "type": "box", "size": [0.25, 0.125, 0.0625],
+         "pos": [0.0, 0.0, 0.0], "quat": [1.0, 0.0, 0.0, 0.0], "rgba": [0.875, 0.375, 0.125, 1.0], "collides": True},
+        {"name": "leg/collision0", "body": 1, "type": "capsule", "size": [0.03125, 0.125, 0.0],
+         "pos": [0.0, 0.0, -0.125], "quat": [0.5, 0.5, 0.5, 0.5], "rgba": [0.25, 0.25, 0.25, 1.0], "collides": False},
+        {"name": "leg/collision1", "body": 1, "type": "sphere", "size": [0.03125, 0.0, 0.0],
+         "pos": [0.0, 0.0, -0.25], "quat": [1.0, 0.0, 0.0, 0.0], "rgba": [0.0625, 0.0625, 0.0625, 1.0],
+         "collides": True},
+    ],
+    "terrain": {"type": "plane", "height": 0.0},
+    "max_contacts": 2,
+}
+add("rep_model", "reply", "model", ok(14, session=7, env="toy-v0", scene=TOY_SCENE),
+    desc="the scene of a session (minor 1): bodies, primitives in body frames, terrain")
+add("rep_poses_all", "reply", "poses",
+    ok(15, body_pos=Tensor("float32", [N, 2, 3], f32(N * 6, 0.0, 0.25)),
+       body_quat=Tensor("float32", [N, 2, 4], [1.0, 0.0, 0.0, 0.0, 0.5, 0.5, 0.5, 0.5] * N)),
+    desc="poses of 2 worlds of 2 bodies: body_pos [n, nbody, 3], body_quat [n, nbody, 4] (w x y z) (minor 1)")
+add("rep_poses_contacts", "reply", "poses",
+    ok(16, body_pos=Tensor("float32", [N, 2, 3], f32(N * 6, 1.0, -0.125)),
+       body_quat=Tensor("float32", [N, 2, 4], [0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0] * N),
+       contacts={"count": Tensor("int32", [N], [1, 0]),
+                 "pos": Tensor("float32", [N, 2, 3], [0.5, 0.25, 0.0] + [0.0] * 9),
+                 "normal": Tensor("float32", [N, 2, 3], [0.0, 0.0, 1.0] + [0.0] * 9),
+                 "impulse": Tensor("float32", [N, 2], [0.75, 0.0, 0.0, 0.0])}),
+    desc="poses with contacts (max 2 per world): world 3 has one active contact, world 1 none (minor 1)")
 add("rep_stats", "reply", "stats",
     ok(12, uptime_s=12.5, sessions=2, worlds=4100, steps=1000000, steps_per_s=81920.0, requests=2048, errors=3,
        threads=8))

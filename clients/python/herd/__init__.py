@@ -9,7 +9,8 @@
 Dependencies: pyzmq, msgpack, numpy.  Gymnasium is optional: when it is importable, herd's envs use its
 spaces and AutoresetMode and subclass its VectorEnv / Env, and ``import herd`` registers the ids
 ``herd/<task>-v0`` (``gymnasium.make_vec("herd/anymal_c-walk-v0", num_envs=4096)``).  Trainer adapters:
-herd.adapters.sb3, herd.adapters.rsl_rl.  The wire protocol is protocol/PROTOCOL.md; the low-level client is
+herd.adapters.sb3, herd.adapters.rsl_rl.  Seeing the worlds: render_mode="rgb_array", ``python3 -m herd.view``
+(live page), ``herd.record`` (self-contained HTML replay + MP4).  The wire protocol is protocol/PROTOCOL.md; the low-level client is
 herd.client.Client.
 """
 from .client import DEFAULT_ADDRESS, PROTOCOL_VERSION, Client, expand_addresses
@@ -26,7 +27,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "make_vec", "HerdVectorEnv", "HerdEnv", "AutoresetMode", "register_envs", "gym_id", "Client",
-    "expand_addresses", "list_envs",
+    "expand_addresses", "list_envs", "record",
     "HerdError", "ServerError", "HerdTimeoutError", "TransportError", "BadReplyError",
     "Box", "HAVE_GYMNASIUM", "DEFAULT_ADDRESS", "PROTOCOL_VERSION", "__version__",
 ]
@@ -37,3 +38,11 @@ def list_envs(address=None, timeout=10.0):
     address None: $HERD_ADDRESS, else DEFAULT_ADDRESS."""
     with Client(address, timeout=timeout) as c:
         return {s["name"]: s for s in c.hello()["envs"]}
+
+
+def __getattr__(name):
+    # herd.record(...) and herd.view, imported on first use (python3 -m herd.record / herd.view stay clean).
+    if name in ("record", "view"):
+        import importlib
+        return importlib.import_module("." + name, __name__)
+    raise AttributeError("module 'herd' has no attribute %r" % name)

@@ -307,6 +307,17 @@ class Client:
         """The token of a session this client made (bytes), or None."""
         return self._tokens.get((server, int(session)))
 
+    def use_token(self, session, token, server=0):
+        """Acts on a session another client made: its token (bytes, or 32 hex digits) is then sent with every
+        request naming it (PROTOCOL.md section 9).  A viewer attaching to a trainer's session needs this in plain
+        mode; under CURVE a session belongs to a key, and the same key pair is what gives access."""
+        if isinstance(token, str):
+            token = bytes.fromhex(token)
+        token = bytes(token)
+        if len(token) != 16:
+            raise ValueError("a session token has 16 bytes (32 hex digits), not %d" % len(token))
+        self._tokens[(server, int(session))] = token
+
     def _poll(self, deadline, waiting):
         """Waits until something arrives or the deadline passes; raises HerdTimeoutError at the deadline."""
         left = deadline - time.monotonic()
@@ -430,6 +441,23 @@ class Client:
         if reward_terms:
             f["reward_terms"] = True
         return self.call(server, "step", **f)
+
+    def model(self, session, server=0):
+        """The session's scene (PROTOCOL.md 6.8, protocol minor 1): reply["scene"] with bodies, geoms, terrain."""
+        return self.call(server, "model", session=int(session))
+
+    def poses(self, session, server=0, world_ids=None, contacts=False, latest=False):
+        """Body poses of worlds of a session without stepping them (PROTOCOL.md 6.9, minor 1): body_pos
+        float32 (n, nbody, 3), body_quat (n, nbody, 4) w x y z; contacts=True adds reply["contacts"];
+        latest=True reads the worlds now instead of after the session's steps in flight."""
+        f = {"session": int(session)}
+        if world_ids is not None:
+            f["world_ids"] = np.asarray(world_ids, dtype=np.int32)
+        if contacts:
+            f["contacts"] = True
+        if latest:
+            f["latest"] = True
+        return self.call(server, "poses", **f)
 
     def close_session(self, session, server=0, timeout=None):
         return self.call(server, "close", timeout=timeout, session=int(session))

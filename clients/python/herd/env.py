@@ -51,14 +51,15 @@ class HerdEnv(_EnvBase):
     config, config_names, reward_term_names, max_episode_steps, vector_env (the one-world HerdVectorEnv).
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": ["rgb_array"]}
 
     def __init__(self, task, render_mode=None, **make_vec_kwargs):
         check_render_mode(render_mode)
         if "autoreset_mode" in make_vec_kwargs:
             raise TypeError("HerdEnv: a single env never resets itself (autoreset_mode is for vector envs)")
-        self.render_mode = None
-        self.vector_env = HerdVectorEnv(task, 1, autoreset_mode="DISABLED", **make_vec_kwargs)
+        self.render_mode = render_mode
+        self.vector_env = HerdVectorEnv(task, 1, autoreset_mode="DISABLED", render_mode=render_mode,
+                                        **make_vec_kwargs)
         v = self.vector_env
         self.observation_space = v.single_observation_space
         self.action_space = v.single_action_space
@@ -81,7 +82,9 @@ class HerdEnv(_EnvBase):
         return np.array(obs[0]), float(rew[0]), bool(term[0]), bool(trunc[0]), single_info(infos)
 
     def render(self):
-        return None
+        """render_mode "rgb_array": the world's frame, uint8 (H, W, 3) (herd.render); else None."""
+        frames = self.vector_env.render()
+        return None if frames is None else frames[0]
 
     def close(self):
         self.vector_env.close()

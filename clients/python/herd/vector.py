@@ -66,11 +66,13 @@ def _episode_key(episode_statistics):
     raise ValueError("episode_statistics must be False, True or an infos key, not %r" % (episode_statistics,))
 
 
+RENDER_MODES = ["rgb_array"]
+
+
 def check_render_mode(render_mode):
-    """herd renders nothing yet: render_mode must be None."""
-    if render_mode is not None:
-        raise ValueError("render_mode=%r is not supported: herd envs render nothing yet (render_mode=None; "
-                         "\"rgb_array\" frames will come with the viewer)" % (render_mode,))
+    """render_mode must be None or "rgb_array" (frames drawn by herd.render, a numpy CPU rasterizer)."""
+    if render_mode is not None and render_mode not in RENDER_MODES:
+        raise ValueError("render_mode=%r is not supported: use None or \"rgb_array\"" % (render_mode,))
 
 
 def _seeded_rng(seed):
@@ -114,7 +116,8 @@ class HerdVectorEnv(_VectorEnvBase):
 
     def __init__(self, env_id, num_envs, address=None, seed=None, autoreset_mode=None, timeout=30.0,
                  reward_terms=False, config=None, resolve=True, context=None, episode_statistics=False,
-                 render_mode=None, max_episode_steps=None, server_key=None, secret_key=None, **config_kwargs):
+                 render_mode=None, max_episode_steps=None, server_key=None, secret_key=None, render_worlds=None,
+                 render_size=(320, 240), **config_kwargs):
         self.closed = True      # until the sessions exist
         if int(num_envs) < 1:
             raise ValueError("num_envs must be >= 1")
@@ -122,8 +125,12 @@ class HerdVectorEnv(_VectorEnvBase):
         self.num_envs = int(num_envs)
         self.env_id = env_id
         mode = _autoreset(autoreset_mode)
-        self.metadata = {"autoreset_mode": mode, "render_modes": []}
-        self.render_mode = None
+        self.metadata = {"autoreset_mode": mode, "render_modes": list(RENDER_MODES)}
+        self.render_mode = render_mode
+        self.render_worlds = [0] if render_worlds is None else [int(w) for w in render_worlds]
+        self.render_size = (int(render_size[0]), int(render_size[1]))
+        self._renderer = None
+        self._scene = None
         self.spec = None
         self._reward_terms = bool(reward_terms)
         self.episode_statistics_key = _episode_key(episode_statistics)
@@ -538,8 +545,78 @@ class HerdVectorEnv(_VectorEnvBase):
         rids = [self._client.send(k, "stats", session=s) for k, s in zip(self._servers, self._sessions)]
         return self._client.wait_all(rids)
 
+    # ---- looking at the worlds (protocol minor 1) ---------------------------------------------------
+
+    def scene(self):
+        """The task's visual scene (the same for every world), as the server's ``model`` op gives it:
+        {"bodies": [{"name", "parent"}], "geoms": [{"name", "body", "type" ("sphere" | "box" | "cylinder" |
+        "capsule"), "size" (radius / half extents / radius and half length along local z), "pos", "quat"
+        (w x y z: the geometry's frame in its body's frame), "rgba", "collides"}], "terrain": {"type": "plane",
+        "height"} or {"type": "heightfield", "nx", "ny", "x0", "y0", "dx", "dy", "heights" (ny, nx)},
+        "max_contacts"}.  Fetched once and cached (the scene of a session never changes)."""
+        self._check_open()
+        if self._scene is None:
+            self._scene = self._client.model(self._sessions[0], server=self._servers[0])["scene"]
+        return self._scene
+
+    def poses(self, world_ids=None, contacts=False, latest=False):
+        """The current pose of every body of the worlds world_ids (None: all), without stepping them.
+
+        Returns a dict: "world_ids" (int64 (k,)), "body_pos" (float32 (k, nbody, 3), world frame, m),
+        "body_quat" (float32 (k, nbody, 4), w x y z, body to world), and with contacts=True the active
+        contacts of each world: "contact_count" (int32 (k,)), "contact_pos" / "contact_normal" (float32
+        (k, max, 3), world frame; the first contact_count[i] rows of world i are valid), "contact_impulse"
+        (float32 (k, max): normal impulse of the last physics step, N s).  Body order: scene()["bodies"].
+        The read is queued behind the session's steps in flight on those worlds (it sees their result);
+        with latest=True (for a viewer watching someone else's training) it is served at once instead,
+        between two quanta of the workers: every world is read whole, but worlds of a step in flight may
+        be read before or after it.  Either way it draws no random number and leaves every later step
+        bitwise the same."""
+        self._check_open()
+        ids = self._world_ids(world_ids)
+        parts = self._split(ids)
+        rids = []
+        for p, local, rows in parts:
+            loc = self._ids_tensor(local)
+            rids.append(self._client.send(self._servers[p], "poses", session=self._sessions[p],
+                                          **({} if loc is None else {"world_ids": loc}),
+                                          **({"contacts": True} if contacts else {}),
+                                          **({"latest": True} if latest else {})))
+        reps = self._client.wait_all(rids)
+        k = self.num_envs if ids is None else len(ids)
+
+        def flat(rep):
+            d = {"body_pos": rep["body_pos"], "body_quat": rep["body_quat"]}
+            if contacts:
+                c = rep["contacts"]
+                d.update(contact_count=c["count"], contact_pos=c["pos"], contact_normal=c["normal"],
+                         contact_impulse=c["impulse"])
+            return d
+        flats = [flat(r) for r in reps]
+        if len(flats) == 1 and parts[0][2] is None:
+            out = flats[0]
+        else:
+            out = {}
+            for key in flats[0]:
+                first = flats[0][key]
+                a = np.empty((k,) + first.shape[1:], dtype=first.dtype)
+                for f, (_, _, rows) in zip(flats, parts):
+                    a[rows] = f[key]
+                out[key] = a
+        out["world_ids"] = np.arange(self.num_envs, dtype=np.int64) if ids is None else ids
+        return out
+
     def render(self):
-        return None
+        """render_mode "rgb_array": one uint8 (H, W, 3) frame per world of ``render_worlds`` (a list of
+        arrays, in that order), drawn by herd.render with a camera following each world's base; None when
+        render_mode is None."""
+        if self.render_mode is None:
+            return None
+        from .render import Renderer
+        if self._renderer is None:
+            self._renderer = Renderer(self.scene(), width=self.render_size[0], height=self.render_size[1])
+        p = self.poses(self.render_worlds)
+        return [self._renderer.render(p["body_pos"][i], p["body_quat"][i]) for i in range(len(self.render_worlds))]
 
     def _close_sessions(self):
         client = getattr(self, "_client", None)
@@ -599,8 +676,10 @@ def make_vec(env_id, num_envs=1, address=None, seed=None, autoreset_mode=None, *
       infos["reward_terms"]), config (dict of overrides), resolve (bool), context (zmq.Context),
       episode_statistics (False: off, the default, so gymnasium's RecordEpisodeStatistics works unchanged;
       True: the server's episode return / length in infos["episode"] with the "_episode" mask, in
-      RecordEpisodeStatistics's layout; a string: the same under that key), render_mode (None only),
+      RecordEpisodeStatistics's layout; a string: the same under that key),
       max_episode_steps (None, or checked against the server's time limit: set that with episode_seconds),
+      render_mode (None or "rgb_array": render() then returns frames of the worlds render_worlds, default
+      [0], of size render_size (width, height), default (320, 240)),
       server_key / secret_key (CURVE keys: Z85 text or key file paths; default $HERD_CURVE_SERVER_KEY /
       $HERD_CURVE_CLIENT_SECRET_KEY; see herd.client).
     Any other keyword is a configuration override of the task (e.g. target_height=0.55, obs_noise=0); a key

@@ -58,11 +58,20 @@ def test_make_vec_by_id(server, monkeypatch):
 def test_render_mode(server):
     with gym.make_vec(STAND_ID, num_envs=1, address=server, render_mode=None) as envs:
         assert envs.render_mode is None and envs.render() is None
-        assert envs.metadata["render_modes"] == []
-    with pytest.raises(ValueError, match="render_mode='rgb_array' is not supported"):
-        gym.make_vec(STAND_ID, num_envs=1, address=server, render_mode="rgb_array")
-    with pytest.raises(ValueError, match="render_mode"):
-        herd.HerdEnv("anymal_c-stand", address=server, render_mode="rgb_array")
+        assert envs.metadata["render_modes"] == ["rgb_array"]
+    with pytest.raises(ValueError, match="render_mode='human' is not supported"):
+        gym.make_vec(STAND_ID, num_envs=1, address=server, render_mode="human")
+    with gym.make_vec(STAND_ID, num_envs=2, address=server, render_mode="rgb_array", render_worlds=[1],
+                      render_size=(160, 120)) as envs:
+        envs.reset(seed=0)
+        frames = envs.render()
+        assert len(frames) == 1 and frames[0].shape == (120, 160, 3) and frames[0].dtype == np.uint8
+    env = herd.HerdEnv("anymal_c-stand", address=server, render_mode="rgb_array")
+    try:
+        env.reset(seed=0)
+        assert env.render().shape == (240, 320, 3)
+    finally:
+        env.close()
 
 
 def test_np_random(server):

@@ -1,0 +1,205 @@
+"""Replays: one self-contained HTML file of a rollout (the viewer page with three.js and the poses inlined:
+it opens offline, from file://, in any browser) and the same rollout as MP4 when ffmpeg is present.
+
+    import herd
+    info = herd.record(envs, "walk.html", steps=500, policy=lambda obs: pi(obs), mp4="walk.mp4")
+    python3 -m herd.record --local --task paper-drop --seconds 1.5 --html drop.html --mp4 drop.mp4
+
+Incrementally, from a training loop (the env is stepped by its owner):
+
+    from herd.record import Recorder
+    rec = Recorder(envs, world_ids=[0, 1])
+    for ...: obs, rew, term, trunc, infos = envs.step(a); rec.capture(rew, infos)
+    rec.write_html("replay.html"); rec.write_mp4("replay.mp4"); rec.write_gif("replay.gif")
+
+three.js is read from viewer/node_modules (installed by `make viewer-deps`) at write time: the HTML embeds
+the library for the user who makes it; do not commit such files.  The MP4 frames come from herd.render (the
+numpy rasterizer) with its camera following world world_ids[0]'s base, written by herd.video.
+"""
+import argparse
+import base64
+import json
+import os
+import sys
+import types
+
+import numpy as np
+
+from .video import have_ffmpeg, write_video
+from .view import MAX_WORLDS, pick_terms, server_address, three_path, viewer_dir
+
+__all__ = ["Recorder", "record", "main"]
+
+
+def _b64(a):
+    return base64.b64encode(np.ascontiguousarray(a, dtype="<f4").tobytes()).decode("ascii")
+
+
+class Recorder:
+    """Collects the poses (with contacts), rewards and reward terms of world_ids (at most 16) of a
+    HerdVectorEnv, one frame per capture(); dt: simulated seconds between captures (default control_dt)."""
+
+    def __init__(self, envs, world_ids=(0,), dt=None, title=None):
+        self.envs = envs
+        self.worlds = [int(w) for w in world_ids][:MAX_WORLDS]
+        self._ids = np.asarray(self.worlds, dtype=np.int64)
+        self.dt = float(dt if dt is not None else envs.herd_spec["control_dt"])
+        self.title = title or "%s replay" % envs.env_id
+        self.scene = envs.scene()
+        self.body_pos, self.body_quat = [], []
+        self.contacts = {"count": [], "pos": [], "normal": [], "impulse": []}
+        self.reward, self.terms = [], []
+
+    def capture(self, reward=None, infos=None):
+        """Reads the current poses of the worlds (read-only op: the rollout is unchanged)."""
+        p = self.envs.poses(self._ids, contacts=True)
+        self.body_pos.append(p["body_pos"].copy())
+        self.body_quat.append(p["body_quat"].copy())
+        for k in self.contacts:
+            self.contacts[k].append(p["contact_" + k].copy())
+        self.reward.append(None if reward is None else np.asarray(reward, dtype=np.float32)[self._ids])
+        self.terms.append(pick_terms(infos, getattr(self.envs, "reward_term_names", []), self._ids))
+
+    @property
+    def nframes(self):
+        return len(self.body_pos)
+
+    def data(self):
+        """The replay as the page reads it (window.HERD_REPLAY)."""
+        if not self.nframes:
+            raise ValueError("nothing captured")
+        d = {"title": self.title, "scene": self.scene, "worlds": self.worlds, "dt": self.dt,
+             "nframes": self.nframes, "body_pos": _b64(np.stack(self.body_pos)),
+             "body_quat": _b64(np.stack(self.body_quat)),
+             "contacts": {k: _b64(np.stack(v)) for k, v in self.contacts.items()}}
+        k = len(self.worlds)
+        if any(r is not None for r in self.reward):     # frames without a step (the first): NaN, shown as "–"
+            d["reward"] = _b64(np.stack([np.full(k, np.nan, np.float32) if r is None else r for r in self.reward]))
+        names = next((list(t) for t in self.terms if t), None)
+        if names:
+            d["terms"] = {n: _b64(np.stack([np.full(k, np.nan, np.float32) if not t else t[n] for t in self.terms]))
+                          for n in names}
+        return d
+
+    def html(self):
+        """The self-contained page: viewer/index.html with its CSS, three.js (as a data: module of the
+        import map), the replay data and viewer.js inlined."""
+        vdir = viewer_dir()
+        page = _read(os.path.join(vdir, "index.html"))
+        css = _read(os.path.join(vdir, "viewer.css"))
+        js = _read(os.path.join(vdir, "viewer.js"))
+        with open(three_path(), "rb") as f:
+            three = base64.b64encode(f.read()).decode("ascii")
+        data = json.dumps(self.data(), default=_jsonable, separators=(",", ":")).replace("</", "<\\/")
+        if "</script" in js.lower():
+            raise ValueError("viewer.js must not contain a closing script tag")
+        importmap = '<script type="importmap">{"imports": {"three": "data:text/javascript;base64,%s"}}</script>' % three
+        return (page
+                .replace('<link rel="stylesheet" href="viewer.css">', "<style>\n%s</style>" % css)
+                .replace('<script type="importmap">{"imports": {"three": "./three.module.min.js"}}</script>', importmap)
+                .replace('<script type="module" src="viewer.js"></script>',
+                         "<script>window.HERD_REPLAY = %s;</script>\n<script type=\"module\">\n%s</script>" % (data, js)))
+
+    def write_html(self, path):
+        text = self.html()
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+    def frames(self, width=640, height=480, world=0):
+        """uint8 (H, W, 3) frames of the j-th recorded world, drawn by herd.render."""
+        from .render import Renderer
+        r = Renderer(self.scene, width=width, height=height)
+        for bp, bq in zip(self.body_pos, self.body_quat):
+            yield r.render(bp[world], bq[world])
+
+    def write_mp4(self, path, width=640, height=480, world=0):
+        """The rollout as H.264 MP4 at 1/dt frames/s (herd.video: Debian's ffmpeg); None when ffmpeg is absent."""
+        if have_ffmpeg() is None:
+            return None
+        return write_video(self.frames(width, height, world), path, fps=1.0 / self.dt, fallback=False)
+
+    def write_gif(self, path, width=320, height=240, world=0, every=1):
+        """The rollout as an animated GIF (herd.video: python3-pil), every `every`-th frame."""
+        frames = [f for i, f in enumerate(self.frames(width, height, world)) if i % every == 0]
+        return write_video(frames, path, fps=1.0 / (self.dt * every))
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _jsonable(x):
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, (np.floating, np.integer)):
+        return x.item()
+    raise TypeError("not JSON serialisable: %r" % type(x))
+
+
+def record(envs, html, steps, policy=None, world_ids=(0,), every=None, mp4=None, seed=None, reset=True,
+           size=(640, 480), title=None):
+    """Rolls envs out for `steps` control steps with policy(obs) -> actions (None: zero actions) and
+    writes the replay of world_ids to `html` (and `mp4` when given and ffmpeg is present).  every: steps
+    per recorded frame (default: about 50 frames per simulated second).  Returns the Recorder (its
+    body_pos / body_quat lists hold what was written) with .html_path and .mp4_path set."""
+    dt = float(envs.herd_spec["control_dt"])
+    every = int(every or max(1, round(0.02 / dt)))
+    rec = Recorder(envs, world_ids, dt=dt * every, title=title)
+    if reset:
+        obs, _ = envs.reset(seed=seed)
+    else:
+        obs = envs._last_obs
+    rec.capture()
+    for i in range(1, steps + 1):
+        a = np.zeros((envs.num_envs, envs.act_dim), np.float32) if policy is None else policy(obs)
+        obs, rew, _, _, infos = envs.step(np.asarray(a, dtype=np.float32))
+        if i % every == 0:
+            rec.capture(rew, infos)
+    rec.html_path = rec.write_html(html)
+    rec.mp4_path = rec.write_mp4(mp4, size[0], size[1]) if mp4 else None
+    return rec
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python3 -m herd.record", description="Record a rollout as HTML (+ MP4).")
+    ap.add_argument("--address", help="herd-server endpoint")
+    ap.add_argument("--local", action="store_true", help="start a herd-server of our own")
+    ap.add_argument("--task", default="paper-drop")
+    ap.add_argument("--worlds", type=int, default=1)
+    ap.add_argument("--seconds", type=float, default=1.5, help="simulated seconds")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--policy", choices=["zero", "random"], default="zero")
+    ap.add_argument("--html", required=True)
+    ap.add_argument("--mp4")
+    ap.add_argument("--gif", help="also an animated GIF (python3-pil), 320x240")
+    ap.add_argument("--size", default="640x480")
+    a = ap.parse_args(argv)
+    from .vector import make_vec
+    with server_address(a.address, a.local) as address:
+        with make_vec(a.task, a.worlds, address=address, seed=a.seed, reward_terms=True) as envs:
+            rng = np.random.default_rng(a.seed)
+            pol = None if a.policy == "zero" else (lambda o: rng.uniform(-1, 1, (envs.num_envs, envs.act_dim)))
+            steps = int(round(a.seconds / envs.herd_spec["control_dt"]))
+            w, h = (int(x) for x in a.size.split("x"))
+            rec = record(envs, a.html, steps, policy=pol, world_ids=range(min(a.worlds, MAX_WORLDS)),
+                         mp4=a.mp4, seed=a.seed, size=(w, h))
+            if a.gif:
+                rec.write_gif(a.gif)
+            print("herd.record: %d frames -> %s" % (rec.nframes, ", ".join(
+                p for p in (rec.html_path, rec.mp4_path, a.gif) if p)))
+    return 0
+
+
+class _CallableModule(types.ModuleType):
+    """herd.record is this module and herd.record(...) is record(...)."""
+
+    def __call__(self, *args, **kwargs):
+        return record(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
+if __name__ == "__main__":
+    sys.exit(main())

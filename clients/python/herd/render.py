@@ -1,0 +1,447 @@
+"""A small CPU rasterizer for herd scenes: numpy only, no display, no GPU.
+
+    from herd.render import Renderer
+    r = Renderer(env.scene(), width=320, height=240)
+    p = env.poses([0])
+    frame = r.render(p["body_pos"][0], p["body_quat"][0])        # uint8 (240, 320, 3)
+
+What it draws: every geometry of the scene (spheres, boxes, cylinders, capsules) as triangles with a
+z-buffer and Lambert shading (per-vertex intensities interpolated across each triangle: Gouraud), on a
+checkered ground (the plane, or the heightfield as triangles) under a sky gradient.  The camera looks at
+the base (body 0) from a fixed direction and distance, so it follows the robot without turning.
+
+How it is fast enough in Python: the triangles of a frame are transformed, culled and shaded as arrays;
+rasterization works on blocks of triangles of similar screen size at once (each triangle's bounding box
+padded to the block's size, barycentric tests on all candidate pixels of the block in one expression);
+the nearest fragment of each pixel is chosen with one sort of (pixel, depth) keys; the ground is one
+ray-plane intersection per pixel whose ray directions are computed once (the camera never turns).
+"""
+import math
+
+import numpy as np
+
+__all__ = ["Renderer", "quat_to_mat", "primitive_mesh"]
+
+SKY_TOP = np.array([0.55, 0.70, 0.90])
+SKY_HORIZON = np.array([0.88, 0.91, 0.95])
+GROUND_A = np.array([0.80, 0.80, 0.78])
+GROUND_B = np.array([0.55, 0.57, 0.58])
+
+
+def quat_to_mat(q):
+    """Rotation matrices (..., 3, 3) of unit quaternions (..., 4) in w x y z order (body to world)."""
+    q = np.asarray(q, dtype=np.float64)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    R = np.empty(q.shape[:-1] + (3, 3))
+    R[..., 0, 0] = 1 - 2 * (y * y + z * z)
+    R[..., 0, 1] = 2 * (x * y - w * z)
+    R[..., 0, 2] = 2 * (x * z + w * y)
+    R[..., 1, 0] = 2 * (x * y + w * z)
+    R[..., 1, 1] = 1 - 2 * (x * x + z * z)
+    R[..., 1, 2] = 2 * (y * z - w * x)
+    R[..., 2, 0] = 2 * (x * z - w * y)
+    R[..., 2, 1] = 2 * (y * z + w * x)
+    R[..., 2, 2] = 1 - 2 * (x * x + y * y)
+    return R
+
+
+def _sphere_patch(radius, zc, lat0, lat1, nlat, nlon):
+    """Triangles (corners, normals) of the zone between latitudes lat0 < lat1 (radians) of a sphere centred
+    at (0, 0, zc) (a whole sphere, or a capsule's cap)."""
+    lats = np.linspace(lat0, lat1, nlat + 1)
+    lons = np.linspace(0, 2 * np.pi, nlon + 1)
+    la, lo = np.meshgrid(lats, lons, indexing="ij")
+    n = np.stack([np.cos(la) * np.cos(lo), np.cos(la) * np.sin(lo), np.sin(la)], -1)
+    p = radius * n + np.array([0.0, 0.0, zc])
+    return _grid_tris(p, n)
+
+
+def _grid_tris(p, n):
+    """Two triangles per cell of a (rows, cols) grid of points p and normals n."""
+    a, b = p[:-1, :-1], p[1:, :-1]
+    c, d = p[1:, 1:], p[:-1, 1:]
+    na, nb, nc, nd = n[:-1, :-1], n[1:, :-1], n[1:, 1:], n[:-1, 1:]
+    P = np.concatenate([np.stack([a, b, c], -2).reshape(-1, 3, 3), np.stack([a, c, d], -2).reshape(-1, 3, 3)])
+    N = np.concatenate([np.stack([na, nb, nc], -2).reshape(-1, 3, 3), np.stack([na, nc, nd], -2).reshape(-1, 3, 3)])
+    return P, N
+
+
+def _disc(radius, z, up, nseg):
+    ang = np.linspace(0, 2 * np.pi, nseg + 1)
+    rim = np.stack([radius * np.cos(ang), radius * np.sin(ang), np.full_like(ang, z)], -1)
+    ctr = np.array([0.0, 0.0, z])
+    P = np.stack([np.broadcast_to(ctr, (nseg, 3)), rim[:-1], rim[1:]], 1)
+    N = np.broadcast_to(np.array([0.0, 0.0, 1.0 if up else -1.0]), P.shape).copy()
+    return P, N
+
+
+def primitive_mesh(kind, size, segments=12):
+    """Triangles of one primitive in its own frame: corners (T, 3, 3) and corner normals (T, 3, 3).
+
+    kind: "sphere" (size[0] radius), "box" (half extents), "cylinder" / "capsule" (radius, half length
+    along z).  Curved surfaces have smooth normals; box faces and cylinder caps flat ones."""
+    s = [float(v) for v in size] + [0.0] * (3 - len(size))
+    nlon = max(6, int(segments))
+    if kind == "sphere":
+        return _sphere_patch(s[0], 0.0, -np.pi / 2, np.pi / 2, max(3, nlon // 2), nlon)
+    if kind == "box":
+        hx, hy, hz = s
+        Ps, Ns = [], []
+        for axis in range(3):
+            for sign in (-1.0, 1.0):
+                u, v = [k for k in range(3) if k != axis]
+                corners = []
+                for cu, cv in ((-1, -1), (1, -1), (1, 1), (-1, 1)):
+                    c = np.zeros(3)
+                    c[axis] = sign * s[axis]
+                    c[u] = cu * s[u]
+                    c[v] = cv * s[v]
+                    corners.append(c)
+                nrm = np.zeros(3)
+                nrm[axis] = sign
+                Ps += [[corners[0], corners[1], corners[2]], [corners[0], corners[2], corners[3]]]
+                Ns += [[nrm] * 3, [nrm] * 3]
+        del hx, hy, hz
+        return np.array(Ps), np.array(Ns)
+    if kind in ("cylinder", "capsule"):
+        r, h = s[0], s[1]
+        ang = np.linspace(0, 2 * np.pi, nlon + 1)
+        zz = np.array([-h, h])
+        a, z = np.meshgrid(zz, ang, indexing="ij")
+        n = np.stack([np.cos(z), np.sin(z), np.zeros_like(z)], -1)
+        p = np.stack([r * np.cos(z), r * np.sin(z), a], -1)
+        side = _grid_tris(p, n)
+        if kind == "cylinder":
+            parts = [side, _disc(r, h, True, nlon), _disc(r, -h, False, nlon)]
+        else:
+            nl = max(2, nlon // 4)
+            parts = [side, _sphere_patch(r, h, 0.0, np.pi / 2, nl, nlon), _sphere_patch(r, -h, -np.pi / 2, 0.0, nl, nlon)]
+        return np.concatenate([q[0] for q in parts]), np.concatenate([q[1] for q in parts])
+    raise ValueError("unknown primitive %r" % (kind,))
+
+
+def _outward(P, N):
+    """Orders each triangle's corners so that its geometric normal agrees with its corner normals (for
+    back-face culling); also returns which triangles are not degenerate (the caller keeps those)."""
+    g = np.cross(P[:, 1] - P[:, 0], P[:, 2] - P[:, 0])
+    keep = np.linalg.norm(g, axis=1) > 1e-12
+    flip = np.einsum("ti,ti->t", g, N.sum(1)) < 0
+    P, N = P.copy(), N.copy()
+    P[flip, 1], P[flip, 2] = P[flip, 2].copy(), P[flip, 1].copy()
+    N[flip, 1], N[flip, 2] = N[flip, 2].copy(), N[flip, 1].copy()
+    return P, N, keep
+
+
+class Renderer:
+    """Draws one world of a scene (``HerdVectorEnv.scene()``) from its body poses.
+
+    width, height: pixels (default 320 x 240).  fov: vertical field of view (degrees).  distance,
+    azimuth, elevation: where the camera sits relative to the point it looks at (metres, degrees; azimuth
+    from +x towards +y).  segments: facets around curved primitives.  checker: ground tile size (m).
+    light: direction towards the light (world).
+    """
+
+    def __init__(self, scene, width=320, height=240, fov=50.0, distance=1.9, azimuth=-125.0, elevation=22.0,
+                 segments=12, checker=0.5, light=(0.35, -0.45, 0.82)):
+        self.width, self.height = int(width), int(height)
+        self.checker = float(checker)
+        self.set_view(distance, azimuth, elevation, fov)
+        L = np.asarray(light, dtype=np.float64)
+        self.light = L / np.linalg.norm(L)
+        Ps, Ns, tb, cols = [], [], [], []
+        for g in scene["geoms"]:
+            P, N = primitive_mesh(g["type"], g["size"], segments)
+            R = quat_to_mat(np.asarray(g["quat"], dtype=np.float64))
+            P = P @ R.T + np.asarray(g["pos"], dtype=np.float64)
+            N = N @ R.T
+            Ps.append(P)
+            Ns.append(N)
+            tb.append(np.full(len(P), int(g["body"])))
+            cols.append(np.broadcast_to(np.asarray(g["rgba"][:3], dtype=np.float64), (len(P), 3)))
+        terrain = scene.get("terrain", {"type": "plane", "height": 0.0})
+        self.plane = terrain.get("type", "plane") == "plane"
+        self.ground_height = float(terrain.get("height", 0.0)) if self.plane else 0.0
+        if not self.plane:
+            P, N, C = self._heightfield(terrain)
+            Ps.append(P)
+            Ns.append(N)
+            tb.append(np.full(len(P), -1))
+            cols.append(C)
+        if Ps:
+            P, N, ok = _outward(np.concatenate(Ps), np.concatenate(Ns))
+            self._P, self._N = P[ok], N[ok]
+            self._tb, self._col = np.concatenate(tb)[ok], np.concatenate(cols)[ok]
+        else:
+            self._P = self._N = np.zeros((0, 3, 3))
+            self._tb, self._col = np.zeros(0, int), np.zeros((0, 3))
+        # triangles sorted by body (world-fixed ones, body -1, first), so that each body's are one block
+        order = np.argsort(self._tb, kind="stable")
+        self._P, self._N, self._tb, self._col = self._P[order], self._N[order], self._tb[order], self._col[order]
+        self._P32, self._N32 = self._P.astype(np.float32), self._N.astype(np.float32)
+        self._col32 = self._col.astype(np.float32)
+        self._world = self._tb < 0
+        bodies, starts = np.unique(self._tb, return_index=True)
+        ends = np.append(starts[1:], len(self._tb))
+        self._blocks = [(int(b), int(a), int(e)) for b, a, e in zip(bodies, starts, ends)]
+        self._tb = np.where(self._world, 0, self._tb)
+        self.target = None
+
+    # ---- camera ------------------------------------------------------------------------------------
+
+    def set_view(self, distance=None, azimuth=None, elevation=None, fov=None):
+        """Changes the camera's offset from its target and its field of view (None: unchanged)."""
+        if distance is not None:
+            self.distance = float(distance)
+        if azimuth is not None:
+            self.azimuth = float(azimuth)
+        if elevation is not None:
+            self.elevation = float(elevation)
+        if fov is not None:
+            self.fov = float(fov)
+        az, el = math.radians(self.azimuth), math.radians(self.elevation)
+        back = np.array([math.cos(el) * math.cos(az), math.cos(el) * math.sin(az), math.sin(el)])
+        self._offset = self.distance * back
+        f = -back
+        r = np.cross(f, [0.0, 0.0, 1.0])
+        r /= np.linalg.norm(r)
+        u = np.cross(r, f)
+        self._B = np.stack([r, u, f])          # rows: camera right, up, forward (world)
+        self.focal = 0.5 * self.height / math.tan(math.radians(self.fov) / 2)
+        W, H = self.width, self.height
+        self._cx, self._cy = 0.5 * W, 0.5 * H
+        # pixel-centre rays (forward component 1): d = f + a r + b u
+        a = (np.arange(W) + 0.5 - self._cx) / self.focal
+        b = -(np.arange(H) + 0.5 - self._cy) / self.focal
+        A, Bv = np.meshgrid(a, b)
+        d = f[None, None, :] + A[..., None] * r + Bv[..., None] * u
+        dz = d[..., 2]
+        ground = dz < -1e-6
+        safe = np.where(ground, dz, -1.0)
+        self._gx = np.where(ground, d[..., 0] / -safe, 0.0).astype(np.float32)   # hit = eye + k (gx, gy)
+        self._gy = np.where(ground, d[..., 1] / -safe, 0.0).astype(np.float32)   # with k = eye_z - h
+        self._ground_iz = np.where(ground, -dz, 0.0).astype(np.float32).ravel()  # 1/depth = -dz / k
+        self._ground = ground
+        # sky gradient; the ground fades to the horizon colour with distance (nominal eye height)
+        t = np.clip(Bv / max(np.abs(b).max(), 1e-6), 0, 1)[..., None]
+        sky = SKY_HORIZON * (1 - t) + SKY_TOP * t
+        k_nom = max(self._offset[2] + 0.5, 0.2)
+        dist = np.where(ground, k_nom / -safe, 1e9)
+        fade = np.clip((dist - 4.0) / 14.0, 0, 1)[..., None]
+        def u8(x):
+            return (np.clip(x, 0, 1) * 255 + 0.5).astype(np.uint8)
+        self._C0 = u8(np.where(ground[..., None], GROUND_A * (1 - fade) + SKY_HORIZON * fade, sky))
+        self._C1 = u8(np.where(ground[..., None], GROUND_B * (1 - fade) + SKY_HORIZON * fade, sky))
+        self._Csky = u8(np.where(ground[..., None], SKY_HORIZON, sky))
+        self._grids = {}
+
+    def eye_for(self, target):
+        """The camera position looking at world point target."""
+        return np.asarray(target, dtype=np.float64) + self._offset
+
+    def project(self, points, target):
+        """Pixel coordinates (x right, y down; pixel (i, j) spans [i, i + 1) x [j, j + 1)) and depth of world
+        points (..., 3) seen by the camera looking at target: arrays (..., 2) and (...)."""
+        c = (np.asarray(points, dtype=np.float64) - self.eye_for(target)) @ self._B.T
+        z = c[..., 2]
+        xy = np.stack([self._cx + self.focal * c[..., 0] / z, self._cy - self.focal * c[..., 1] / z], -1)
+        return xy, z
+
+    # ---- drawing -----------------------------------------------------------------------------------
+
+    def _heightfield(self, t, max_cells=96):
+        nx, ny = int(t["nx"]), int(t["ny"])
+        h = np.asarray(t["heights"], dtype=np.float64).reshape(ny, nx)
+        sx, sy = max(1, -(-nx // max_cells)), max(1, -(-ny // max_cells))
+        h = h[::sy, ::sx]
+        xs = float(t["x0"]) + float(t["dx"]) * sx * np.arange(h.shape[1])
+        ys = float(t["y0"]) + float(t["dy"]) * sy * np.arange(h.shape[0])
+        X, Y = np.meshgrid(xs, ys)
+        p = np.stack([X, Y, h], -1)
+        gy, gx = np.gradient(h, ys, xs)
+        n = np.stack([-gx, -gy, np.ones_like(h)], -1)
+        n /= np.linalg.norm(n, axis=-1, keepdims=True)
+        P, N = _grid_tris(p.transpose(1, 0, 2), n.transpose(1, 0, 2))
+        cx = np.floor(P.mean(1)[:, 0] / self.checker).astype(int)
+        cy = np.floor(P.mean(1)[:, 1] / self.checker).astype(int)
+        C = np.where(((cx + cy) & 1)[:, None] == 1, GROUND_B, GROUND_A)
+        return P, N, C
+
+    def render(self, body_pos, body_quat, target=None):
+        """One frame (uint8 (height, width, 3)) of a world whose bodies are at body_pos (nbody, 3) with
+        orientations body_quat (nbody, 4, w x y z).  target: the point the camera looks at (default: the
+        base, body 0)."""
+        bp = np.asarray(body_pos, dtype=np.float64).reshape(-1, 3)
+        target = bp[0] if target is None else np.asarray(target, dtype=np.float64)
+        self.target = target
+        eye = self.eye_for(target)
+        W, H = self.width, self.height
+        # ground: checker of the plane z = h along the precomputed rays
+        if self.plane and eye[2] > self.ground_height:
+            k = eye[2] - self.ground_height
+            inv = 1.0 / self.checker
+            ix = np.floor((eye[0] * inv) + (k * inv) * self._gx).astype(np.int32)
+            iy = np.floor((eye[1] * inv) + (k * inv) * self._gy).astype(np.int32)
+            odd = ((ix + iy) & 1).astype(bool)
+            img = np.where(odd[..., None], self._C1, self._C0)
+            ground_iz = self._ground_iz / np.float32(k)
+        else:
+            img = self._Csky.copy()
+            ground_iz = np.zeros(W * H, np.float32)
+        img = img.reshape(-1, 3)
+        if len(self._P):
+            self._draw_triangles(img, ground_iz, bp, body_quat, eye)
+        return img.reshape(H, W, 3)
+
+    def _draw_triangles(self, img, ground_iz, bp, body_quat, eye):
+        W, H = self.width, self.height
+        # per body: rotation and offset straight into camera coordinates, and the light in body axes
+        R = quat_to_mat(np.asarray(body_quat, dtype=np.float64).reshape(-1, 4))
+        nb = len(R)
+        Mc = np.concatenate([self._B @ R, self._B[None]]).astype(np.float32)          # (nb + 1, 3, 3)
+        oc = np.concatenate([(bp - eye) @ self._B.T, (-eye @ self._B.T)[None]]).astype(np.float32)
+        Lb = np.concatenate([R.transpose(0, 2, 1) @ self.light, self.light[None]]).astype(np.float32)
+        tb = np.where(self._world, nb, self._tb)
+        c = np.empty_like(self._P32)                                                  # (T, 3 corners, 3)
+        for b, a, e in self._blocks:                                                  # one product per body
+            b = nb if b < 0 else b
+            c[a:e] = self._P32[a:e] @ Mc[b].T + oc[b]
+        z = c[..., 2]
+        # back faces (the eye is the origin) and triangles reaching behind the near plane go first; the
+        # camera axes (right, up, forward) are left-handed, so an outward normal facing the eye has g . c > 0
+        g = np.cross(c[:, 1] - c[:, 0], c[:, 2] - c[:, 0])
+        front = (np.einsum("ti,ti->t", g, c[:, 0]) > 0) & (z.min(1) > 0.02)
+        if not front.any():
+            return
+        idx = np.flatnonzero(front)
+        c, z = c[idx], z[idx]
+        lam = np.einsum("tki,ti->tk", self._N32[idx], Lb[tb[idx]])
+        inten = 0.38 + 0.62 * np.maximum(lam, 0)               # (T, 3) per corner
+        col = self._col32[idx]
+        sx = self._cx + self.focal * c[..., 0] / z             # (T, 3)
+        sy = self._cy - self.focal * c[..., 1] / z
+        x0 = np.maximum(np.ceil(sx.min(1) - 0.5), 0).astype(np.int64)
+        x1 = np.minimum(np.floor(sx.max(1) - 0.5), W - 1).astype(np.int64)
+        y0 = np.maximum(np.ceil(sy.min(1) - 0.5), 0).astype(np.int64)
+        y1 = np.minimum(np.floor(sy.max(1) - 0.5), H - 1).astype(np.int64)
+        xa, xb, xc = sx[:, 0], sx[:, 1], sx[:, 2]
+        ya, yb, yc = sy[:, 0], sy[:, 1], sy[:, 2]
+        area = (xb - xa) * (yc - ya) - (xc - xa) * (yb - ya)
+        vis = (x1 >= x0) & (y1 >= y0) & (np.abs(area) > 1e-6)
+        if not vis.any():
+            return
+        idx = np.flatnonzero(vis)
+        sx, sy, z, inten, col, area = sx[idx], sy[idx], z[idx], inten[idx], col[idx], area[idx]
+        x0, x1, y0, y1 = x0[idx], x1[idx], y0[idx], y1[idx]
+        # barycentric coordinates as affine functions of the pixel centre: l_k = A_k x + B_k y + C_k
+        xa, xb, xc = sx[:, 0], sx[:, 1], sx[:, 2]
+        ya, yb, yc = sy[:, 0], sy[:, 1], sy[:, 2]
+        inva = (1.0 / area)[:, None]
+        A = np.stack([(yb - yc), (yc - ya), (ya - yb)], 1) * inva
+        Bc = np.stack([(xc - xb), (xa - xc), (xb - xa)], 1) * inva
+        Cc = np.stack([xb * yc - xc * yb, xc * ya - xa * yc, xa * yb - xb * ya], 1) * inva
+        iz = 1.0 / z                                           # (T, 3): interpolated linearly on screen
+        # scanline spans: for each triangle row (pixel centre y), the x interval where the three
+        # barycentrics l_k = A_k x + (B_k y + C_k) are >= 0, intersected with the bounding box
+        bh = y1 - y0 + 1
+        rt = np.repeat(np.arange(len(bh)), bh)                      # triangle of each row
+        rstart = np.cumsum(bh) - bh
+        ry = y0[rt] + (np.arange(len(rt)) - rstart[rt])             # pixel row
+        c = Bc[rt] * (ry.astype(np.float32) + np.float32(0.5))[:, None] + Cc[rt]     # (rows, 3): l_k = A_k x + c_k
+        Ar = A[rt]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bound = -c / Ar
+        lo = np.where(Ar > 0, bound, -np.inf)
+        hi = np.where(Ar < 0, bound, np.inf)
+        empty = ((Ar == 0) & (c < 0)).any(1)
+        xl = np.maximum(np.ceil(lo.max(1) - 0.5), x0[rt])
+        xr = np.minimum(np.floor(hi.min(1) - 0.5), x1[rt])
+        n = np.where(empty | ~(xr >= xl), 0, xr - xl + 1).astype(np.int64)
+        total = int(n.sum())
+        if total == 0:
+            return
+        fr = np.repeat(np.arange(len(n)), n)                        # row of each fragment
+        fstart = np.cumsum(n) - n
+        fx = xl[fr].astype(np.int64) + (np.arange(total) - fstart[fr])
+        t = rt[fr]
+        fxc = fx.astype(np.float32) + np.float32(0.5)
+        l0 = A[t, 0] * fxc + c[fr, 0]
+        l1 = A[t, 1] * fxc + c[fr, 1]
+        fiz = l0 * (iz[t, 0] - iz[t, 2]) + l1 * (iz[t, 1] - iz[t, 2]) + iz[t, 2]
+        pix = ry[fr] * W + fx
+        keep = np.flatnonzero(fiz > ground_iz[pix])                # in front of the ground
+        if not len(keep):
+            return
+        pix, fiz = pix[keep], fiz[keep]
+        # the nearest fragment of each pixel: pixels covered once need no test; the others are sorted by
+        # (pixel, 1/depth) in one int64 key (positive float32 bits order like the floats) and keep the last
+        cover = np.bincount(pix, minlength=W * H)[pix]
+        win = np.flatnonzero(cover == 1)
+        many = np.flatnonzero(cover > 1)
+        if len(many):
+            key = (pix[many] << 32) | fiz[many].astype(np.float32).view(np.uint32).astype(np.int64)
+            o = many[np.argsort(key)]
+            ps = pix[o]
+            last = np.ones(len(ps), bool)
+            last[:-1] = ps[1:] != ps[:-1]
+            win = np.concatenate([win, o[last]])
+        k = keep[win]
+        t, a0, a1 = t[k], l0[k], l1[k]
+        shade = a0 * (inten[t, 0] - inten[t, 2]) + a1 * (inten[t, 1] - inten[t, 2]) + inten[t, 2]
+        img[pix[win]] = np.minimum(col[t] * (255 * shade)[:, None] + 0.5, 255).astype(np.uint8)
+
+    def _grid(self, kw, kh):
+        """Pixel offsets (x, y) of a 2^kw x 2^kh block: float32 rows (1, n), then the same as int64 (cached)."""
+        g = self._grids.get((kw, kh))
+        if g is None:
+            xi, yi = np.tile(np.arange(1 << kw), 1 << kh), np.repeat(np.arange(1 << kh), 1 << kw)
+            g = (xi.astype(np.float32)[None, :], yi.astype(np.float32)[None, :], xi, yi)
+            self._grids[(kw, kh)] = g
+        return g
+
+
+def _bench(argv=None):
+    """python3 -m herd.render [--address A] [--frames N] [--size WxH]: frames/s of one world on this core
+    (wall clock and process CPU time: on a busy machine the CPU time is the renderer's own cost)."""
+    import argparse
+    import json
+    import time
+    from .local import LocalServer
+    from .vector import make_vec
+    ap = argparse.ArgumentParser(description=_bench.__doc__)
+    ap.add_argument("--env", default="anymal_c-walk")
+    ap.add_argument("--frames", type=int, default=300)
+    ap.add_argument("--size", default="320x240")
+    ap.add_argument("--address", default=None, help="a running server (default: start one)")
+    a = ap.parse_args(argv)
+    w, h = (int(v) for v in a.size.lower().split("x"))
+    srv = None if a.address else LocalServer(threads=1)
+    try:
+        env = make_vec(a.env, 1, address=a.address or srv.address, seed=0)
+        env.reset()
+        poses = []
+        for _ in range(a.frames):        # a real rollout's poses, so the frames differ
+            env.step(np.zeros((1, env.act_dim), np.float32))
+            poses.append(env.poses([0]))
+        r = Renderer(env.scene(), width=w, height=h)
+        env.close()
+    finally:
+        if srv:
+            srv.stop()
+    r.render(poses[0]["body_pos"][0], poses[0]["body_quat"][0])
+    walls, cpus = [], []
+    for _ in range(3):
+        t0, c0 = time.perf_counter(), time.process_time()
+        for p in poses:
+            r.render(p["body_pos"][0], p["body_quat"][0])
+        walls.append((time.perf_counter() - t0) / len(poses))
+        cpus.append((time.process_time() - c0) / len(poses))
+    res = {"bench": "render", "width": w, "height": h, "frames": len(poses), "triangles": int(len(r._P)),
+           "ms_per_frame_wall": round(1e3 * min(walls), 3), "ms_per_frame_cpu": round(1e3 * min(cpus), 3),
+           "fps_wall": round(1 / min(walls), 1), "fps_cpu": round(1 / min(cpus), 1)}
+    print(json.dumps(res))
+    print("%dx%d, %d triangles: %.2f ms/frame wall (%.0f frames/s), %.2f ms/frame CPU (%.0f frames/s)"
+          % (w, h, res["triangles"], res["ms_per_frame_wall"], res["fps_wall"], res["ms_per_frame_cpu"], res["fps_cpu"]))
+
+
+if __name__ == "__main__":
+    _bench()

@@ -1,0 +1,84 @@
+"""Frames (uint8 H x W x 3 arrays) to a video file: MP4 through Debian's ffmpeg, GIF through Pillow.
+
+    from herd.video import write_video
+    path = write_video(frames, "rollout.mp4", fps=30)    # falls back to rollout.gif without ffmpeg
+
+Neither tool is a dependency of herd: ffmpeg (``apt install ffmpeg``) is looked up on PATH and Pillow
+(``python3-pil``) imported when a GIF is written; a missing one is reported with what to install.
+"""
+import os
+import shutil
+import subprocess
+
+import numpy as np
+
+__all__ = ["write_video", "have_ffmpeg"]
+
+
+def have_ffmpeg():
+    """The ffmpeg executable on PATH, or None."""
+    return shutil.which("ffmpeg")
+
+
+def _as_frames(frames):
+    out = [np.ascontiguousarray(f, dtype=np.uint8) for f in frames]
+    if not out:
+        raise ValueError("no frames to write")
+    h, w = out[0].shape[:2]
+    for f in out:
+        if f.shape != (h, w, 3):
+            raise ValueError("frames must all be uint8 (%d, %d, 3), got %s" % (h, w, f.shape))
+    return out
+
+
+def _write_mp4(frames, path, fps, ffmpeg):
+    h, w = frames[0].shape[:2]
+    # H.264 in yuv420p needs even sizes: pad by one pixel if needed
+    cmd = [ffmpeg, "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", "%dx%d" % (w, h),
+           "-r", str(fps), "-i", "-", "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-c:v", "libx264",
+           "-pix_fmt", "yuv420p", "-crf", "23", "-movflags", "+faststart", path]
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for f in frames:
+            p.stdin.write(f.tobytes())
+        p.stdin.close()
+    except BrokenPipeError:
+        pass
+    err = p.stderr.read().decode(errors="replace")
+    if p.wait() != 0:
+        raise RuntimeError("ffmpeg failed writing %s: %s" % (path, err.strip()))
+
+
+def _write_gif(frames, path, fps):
+    try:
+        from PIL import Image
+    except ImportError as e:      # pragma: no cover - depends on the installation
+        raise RuntimeError("writing a GIF needs Pillow (apt install python3-pil)") from e
+    imgs = [Image.fromarray(f) for f in frames]
+    # one palette for the whole clip (from a few frames): no flicker, small files
+    sample = Image.fromarray(np.concatenate([frames[i] for i in np.linspace(0, len(frames) - 1, 4).astype(int)]))
+    pal = sample.quantize(colors=128, method=Image.Quantize.MEDIANCUT)
+    q = [im.quantize(palette=pal, dither=Image.Dither.NONE) for im in imgs]
+    q[0].save(path, save_all=True, append_images=q[1:], duration=max(20, int(round(1000 / fps))), loop=0,
+              optimize=False, disposal=1)
+
+
+def write_video(frames, path, fps=30, fallback=True):
+    """Writes frames to path: ``.mp4`` with ffmpeg (H.264), ``.gif`` with Pillow.  With fallback (default),
+    an MP4 asked for where ffmpeg is missing becomes a GIF beside it (same name, .gif).  Returns the path
+    written."""
+    frames = _as_frames(frames)
+    ext = os.path.splitext(path)[1].lower()
+    if ext == ".mp4":
+        ffmpeg = have_ffmpeg()
+        if ffmpeg:
+            _write_mp4(frames, path, fps, ffmpeg)
+            return path
+        if not fallback:
+            raise RuntimeError("writing an MP4 needs ffmpeg (apt install ffmpeg)")
+        path = os.path.splitext(path)[0] + ".gif"
+        ext = ".gif"
+    if ext == ".gif":
+        _write_gif(frames, path, fps)
+        return path
+    raise ValueError("unknown video type %r (use .mp4 or .gif)" % (ext,))

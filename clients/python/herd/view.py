@@ -1,0 +1,452 @@
+"""Live browser viewer: ``python3 -m herd.view`` serves a page (viewer/ of the repository, three.js from
+viewer/node_modules) that draws up to 16 worlds of a herd session, pushed at the source's rate (>= 30 Hz)
+by Server-Sent Events.
+
+    python3 -m herd.view --local --task paper-drop              # its own herd-server and session
+    python3 -m herd.view --address tcp://127.0.0.1:5555 --task anymal_c-walk --worlds 16
+    python3 -m herd.view --address tcp://127.0.0.1:5555 --session 1234567 --token 5e1f...   # a trainer's session
+
+Then open the printed URL (loopback by default: --host 0.0.0.0 exposes it).  From a training script, in
+process (the viewer uses its own socket; the trainer's steps are not touched):
+
+    viewer = herd.view.attach(envs)          # started; print(viewer.url)
+    ...  obs, rew, term, trunc, infos = envs.step(actions); viewer.publish(rew, infos)   # optional: reward terms
+
+Sources: EnvSource (its own session, stepped here with zero or random actions, reward terms from the step
+replies) and SessionSource (somebody else's session: only the read-only ``poses`` and ``model`` ops, which
+neither step nor draw random numbers).  A source gives scene(), worlds, frame() (a JSON-ready dict) and
+set_paused(); the HTTP side (Viewer) knows nothing else about herd.
+
+HTTP: GET / (the page), GET /scene ({scene, worlds, title, paused}), GET /events (text/event-stream, one
+frame per message), POST /control ({"paused": bool}).
+"""
+import argparse
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+
+from .client import Client
+
+__all__ = ["Viewer", "EnvSource", "SessionSource", "attach", "pick_terms", "server_address", "viewer_dir", "three_path", "frame_dict", "main"]
+
+MAX_WORLDS = 16
+
+_REPO_VIEWER = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "viewer"))
+
+
+def viewer_dir():
+    """The folder of the page (index.html, viewer.js, viewer.css): $HERD_VIEWER_DIR, else the repository's viewer/."""
+    d = os.environ.get("HERD_VIEWER_DIR") or _REPO_VIEWER
+    if not os.path.exists(os.path.join(d, "viewer.js")):
+        raise FileNotFoundError("herd viewer page not found in %s (set HERD_VIEWER_DIR)" % d)
+    return d
+
+
+def three_path():
+    """three.js's single-file ES module, installed by npm (`make viewer-deps`: npm ci in viewer/)."""
+    p = os.path.join(viewer_dir(), "node_modules", "three", "build", "three.module.min.js")
+    if not os.path.exists(p):
+        raise FileNotFoundError("%s is missing: run `make viewer-deps` (npm ci in viewer/)" % p)
+    return p
+
+
+def _jsonable(x):
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, (np.floating, np.integer)):
+        return x.item()
+    if isinstance(x, bytes):
+        return x.decode(errors="replace")
+    raise TypeError("not JSON serialisable: %r" % type(x))
+
+
+def _flat(a, decimals=5):
+    return np.round(np.asarray(a, dtype=np.float64), decimals).ravel().tolist()
+
+
+def frame_dict(step, poses, reward=None, terms=None, paused=False):
+    """One frame as the page reads it, from a poses dict (HerdVectorEnv.poses layout) of k worlds;
+    step None when unknown (an attached session whose owner does not publish); reward (k,) and terms
+    {name: (k,)} optional."""
+    f = {"step": None if step is None else int(step), "paused": bool(paused),
+         "body_pos": _flat(poses["body_pos"]), "body_quat": _flat(poses["body_quat"]),
+         "contacts": None, "reward": None, "terms": None}
+    if "contact_count" in poses:
+        f["contacts"] = {"count": np.asarray(poses["contact_count"]).astype(int).tolist(),
+                         "pos": _flat(poses["contact_pos"]), "normal": _flat(poses["contact_normal"]),
+                         "impulse": _flat(poses["contact_impulse"], 6)}
+    if reward is not None:
+        f["reward"] = _flat(reward, 6)
+    if terms:
+        f["terms"] = {k: _flat(v, 6) for k, v in terms.items()}
+    return f
+
+
+def _pick(values, ids):
+    """values (n,) -> values[ids] (None stays None)."""
+    return None if values is None else np.asarray(values)[ids]
+
+
+def pick_terms(infos, names, ids):
+    """{term name: (k,)} of the worlds ids from a step's infos["reward_terms"] ((n, len(names)), in the
+    order of HerdVectorEnv.reward_term_names); None without terms."""
+    t = (infos or {}).get("reward_terms")
+    if t is None or not names or np.size(t) == 0:
+        return None
+    t = np.asarray(t)[ids]
+    return {name: t[:, j] for j, name in enumerate(names)}
+
+
+class EnvSource:
+    """Its own session of `task` with num_worlds worlds, stepped here in real time (speed x control_dt per
+    step) with zero actions (policy="zero"), uniform random actions ("random") or a callable obs -> actions.
+    Shows the worlds world_ids (default the first min(num_worlds, 16)); reward terms come from the steps."""
+
+    def __init__(self, task, num_worlds=1, address=None, world_ids=None, policy="zero", seed=0, speed=1.0,
+                 push_hz=50.0, **make_kwargs):
+        from .vector import make_vec
+        self.envs = make_vec(task, num_worlds, address=address, seed=seed, reward_terms=True, **make_kwargs)
+        self.title = "%s · own session" % task
+        n = self.envs.num_envs
+        self.worlds = list(range(min(n, MAX_WORLDS))) if world_ids is None else [int(w) for w in world_ids][:MAX_WORLDS]
+        self._ids = np.asarray(self.worlds, dtype=np.int64)
+        self.paused = False
+        self.policy = policy
+        self._rng = np.random.default_rng(seed)
+        self.control_dt = float(self.envs.herd_spec["control_dt"])
+        self.period = 1.0 / push_hz
+        self.steps_per_frame = max(1, int(round(speed * self.period / self.control_dt)))
+        self.step = 0
+        self._obs, _ = self.envs.reset()
+        self._reward = None
+        self._terms = None
+        self._scene = self.envs.scene()
+
+    def scene(self):
+        return self._scene
+
+    def set_paused(self, paused):
+        self.paused = bool(paused)
+
+    def _actions(self):
+        shape = (self.envs.num_envs, self.envs.act_dim)
+        if callable(self.policy):
+            return np.asarray(self.policy(self._obs), dtype=np.float32)
+        if self.policy == "random":
+            return self._rng.uniform(-1, 1, shape).astype(np.float32)
+        return np.zeros(shape, dtype=np.float32)
+
+    def advance(self):
+        """Steps (unless paused) and returns the next frame."""
+        if not self.paused:
+            for _ in range(self.steps_per_frame):
+                self._obs, rew, _, _, infos = self.envs.step(self._actions())
+                self.step += 1
+            self._reward = _pick(rew, self._ids)
+            self._terms = pick_terms(infos, self.envs.reward_term_names, self._ids)
+        p = self.envs.poses(self._ids, contacts=True)
+        return frame_dict(self.step, p, self._reward, self._terms, self.paused)
+
+    def close(self):
+        self.envs.close()
+
+
+class SessionSource:
+    """Read-only view of sessions somebody else steps (poses with latest: read at once, not queued behind
+    the owner's steps in flight): parts [(address, session, first world, n)] as
+    HerdVectorEnv.sessions gives them (one part: a plain session).  Uses only the `model` and `poses` ops on
+    its own socket.  Reward terms are shown when the owner calls publish(reward, infos).  client_options:
+    more keywords of herd.Client (where sessions are owned, the viewer's credentials: it needs only the
+    right to read, never to step)."""
+
+    def __init__(self, parts, world_ids=None, title=None, timeout=10.0, reward_term_names=None, client_options=None,
+                 tokens=None):
+        self.parts = [(a, int(s), int(f), int(n)) for a, s, f, n in parts]
+        self.num_worlds = sum(n for _, _, _, n in self.parts)
+        self._client = Client([a for a, _, _, _ in self.parts], timeout=timeout, **(client_options or {}))
+        for k, tok in enumerate(tokens or []):      # plain mode: the owner's session tokens (one per part)
+            if tok is not None:
+                self._client.use_token(self.parts[k][1], tok, server=k)
+        self.reward_term_names = list(reward_term_names or [])
+        self.title = title or "session %d · attached (read-only)" % self.parts[0][1]
+        self.worlds = (list(range(min(self.num_worlds, MAX_WORLDS))) if world_ids is None
+                       else [int(w) for w in world_ids][:MAX_WORLDS])
+        for w in self.worlds:
+            if not 0 <= w < self.num_worlds:
+                raise ValueError("world %d is not in the session(s) (%d worlds)" % (w, self.num_worlds))
+        self._scene = self._client.model(self.parts[0][1], server=0)["scene"]
+        self.paused = False
+        self.step = None            # the owner's step count, once it publishes
+        self._lock = threading.Lock()
+        self._reward = None
+        self._terms = None
+        self._last = None
+
+    @classmethod
+    def from_session(cls, address, session, token=None, **kw):
+        """One session on one server: its number of worlds from the `stats` op.  token: the session's token
+        (bytes or hex; plain mode), given by its owner (e.g. envs.sessions' client .token(session))."""
+        with Client(address, timeout=kw.get("timeout", 10.0), **(kw.get("client_options") or {})) as c:
+            if token is not None:
+                c.use_token(session, token)
+            n = int(c.stats(session=int(session))["session"]["num_worlds"])
+        return cls([(address, session, 0, n)], tokens=[token], **kw)
+
+    def scene(self):
+        return self._scene
+
+    def set_paused(self, paused):
+        self.paused = bool(paused)
+
+    def publish(self, reward=None, infos=None, step=None):
+        """From the session's owner, after a step: rewards (num_worlds,) and infos (reward_terms)."""
+        ids = np.asarray(self.worlds)
+        with self._lock:
+            self._reward = _pick(reward, ids)
+            self._terms = pick_terms(infos, self.reward_term_names, ids)
+            self.step = (self.step or 0) + 1 if step is None else int(step)
+
+    def _read(self):
+        ids = np.asarray(self.worlds)
+        rids, rows = [], []
+        for k, (_, sess, first, n) in enumerate(self.parts):
+            sel = np.nonzero((ids >= first) & (ids < first + n))[0]
+            if len(sel) == 0:
+                continue
+            rids.append(self._client.send(k, "poses", session=sess, contacts=True, latest=True,
+                                          world_ids=(ids[sel] - first).astype(np.int32)))
+            rows.append(sel)
+        out = {}
+        for rep, sel in zip(self._client.wait_all(rids), rows):
+            c = rep["contacts"]
+            for key, a in (("body_pos", rep["body_pos"]), ("body_quat", rep["body_quat"]),
+                           ("contact_count", c["count"]), ("contact_pos", c["pos"]),
+                           ("contact_normal", c["normal"]), ("contact_impulse", c["impulse"])):
+                if key not in out:
+                    out[key] = np.zeros((len(ids),) + a.shape[1:], dtype=a.dtype)
+                out[key][sel] = a
+        return out
+
+    def advance(self):
+        if not self.paused or self._last is None:
+            self._last = self._read()
+        with self._lock:
+            return frame_dict(self.step, self._last, self._reward, self._terms, self.paused)
+
+    def close(self):
+        self._client.close()
+
+
+class Viewer:
+    """Serves the page and pushes source.advance() frames every `period` seconds (one thread reads the
+    source; every page connection gets the latest frame).  host: loopback by default; port 0: any free."""
+
+    def __init__(self, source, host="127.0.0.1", port=0, period=None):
+        self.source = source
+        self.period = period or getattr(source, "period", 1.0 / 50.0)
+        self._cond = threading.Condition()
+        self._frame = None          # (serial, JSON text)
+        self._serial = 0
+        self._stop = threading.Event()
+        self.error = None
+        self._files = {"/": ("index.html", "text/html"), "/index.html": ("index.html", "text/html"),
+                       "/viewer.js": ("viewer.js", "text/javascript"), "/viewer.css": ("viewer.css", "text/css")}
+        self._dir = viewer_dir()
+        self._three = three_path()
+        viewer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                viewer._get(self)
+
+            def do_POST(self):
+                viewer._post(self)
+
+        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        self.httpd.daemon_threads = True
+        h, p = self.httpd.server_address[:2]
+        self.url = "http://%s:%d/" % ("127.0.0.1" if h == "0.0.0.0" else h, p)
+        self._threads = []
+
+    # ---- HTTP ----
+
+    def _send(self, h, code, body, ctype):
+        h.send_response(code)
+        h.send_header("Content-Type", ctype)
+        h.send_header("Content-Length", str(len(body)))
+        h.send_header("Cache-Control", "no-store")
+        h.end_headers()
+        h.wfile.write(body)
+
+    def _get(self, h):
+        path = h.path.split("?")[0]
+        if path in self._files:
+            name, ctype = self._files[path]
+            with open(os.path.join(self._dir, name), "rb") as f:
+                return self._send(h, 200, f.read(), ctype + "; charset=utf-8")
+        if path == "/three.module.min.js":
+            with open(self._three, "rb") as f:
+                return self._send(h, 200, f.read(), "text/javascript; charset=utf-8")
+        if path == "/scene":
+            s = self.source
+            body = json.dumps({"scene": s.scene(), "worlds": s.worlds, "title": s.title, "paused": s.paused},
+                              default=_jsonable).encode()
+            return self._send(h, 200, body, "application/json")
+        if path == "/events":
+            return self._events(h)
+        self._send(h, 404, b"not found", "text/plain")
+
+    def _post(self, h):
+        if h.path.split("?")[0] != "/control":
+            return self._send(h, 404, b"not found", "text/plain")
+        try:
+            n = int(h.headers.get("Content-Length", "0"))
+            msg = json.loads(h.rfile.read(n) or b"{}")
+            if "paused" in msg:
+                self.source.set_paused(bool(msg["paused"]))
+        except (ValueError, TypeError) as e:
+            return self._send(h, 400, str(e).encode(), "text/plain")
+        self._send(h, 200, b"{}", "application/json")
+
+    def _events(self, h):
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Cache-Control", "no-store")
+        h.send_header("Connection", "close")
+        h.end_headers()
+        h.close_connection = True
+        seen = -1
+        try:
+            while not self._stop.is_set():
+                with self._cond:
+                    self._cond.wait_for(lambda: self._stop.is_set() or (self._frame and self._frame[0] != seen), 1.0)
+                    frame = self._frame
+                if frame is None or frame[0] == seen:
+                    h.wfile.write(b": keepalive\n\n")
+                else:
+                    seen = frame[0]
+                    h.wfile.write(b"data: " + frame[1] + b"\n\n")
+                h.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass
+
+    # ---- the source thread ----
+
+    def _pump(self):
+        next_t = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                text = json.dumps(self.source.advance(), default=_jsonable).encode()
+            except Exception as e:          # shown to the user; the page keeps the last frame
+                self.error = e
+                print("herd.view: source failed: %s" % e, file=sys.stderr)
+                self._stop.wait(1.0)
+                continue
+            with self._cond:
+                self._serial += 1
+                self._frame = (self._serial, text)
+                self._cond.notify_all()
+            next_t += self.period
+            delay = next_t - time.monotonic()
+            if delay < -1.0:
+                next_t = time.monotonic()       # fell behind (slow server): do not burst
+            self._stop.wait(max(0.0, delay))
+
+    def start(self):
+        for target in (self._pump, self.httpd.serve_forever):
+            t = threading.Thread(target=target, daemon=True, name="herd-view")
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def publish(self, reward=None, infos=None, step=None):
+        """Reward terms for a SessionSource (see attach)."""
+        self.source.publish(reward, infos, step)
+
+    def stop(self):
+        self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        for t in self._threads:
+            t.join(5.0)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def attach(envs, world_ids=None, host="127.0.0.1", port=0, hz=50.0, client_options=None):
+    """A started Viewer of a HerdVectorEnv's worlds (read-only, its own socket); viewer.url is the page.
+    Call viewer.publish(rewards, infos) after steps to show reward terms (make the env with reward_terms=True)."""
+    # the trainer's session tokens (plain mode: a session belongs to its token; under CURVE pass the trainer's
+    # key pair in client_options)
+    tokens = [envs._client.token(session, server=k) for k, (_, session, _, _) in enumerate(envs.sessions)]
+    src = SessionSource(envs.sessions, world_ids=world_ids, title="%s · training" % envs.env_id,
+                        reward_term_names=envs.reward_term_names, client_options=client_options, tokens=tokens)
+    return Viewer(src, host=host, port=port, period=1.0 / hz).start()
+
+
+@contextlib.contextmanager
+def server_address(address=None, local=False):
+    """The endpoint to use: `address`, or with local=True that of a herd-server of our own (herd.local)
+    started here and stopped on exit."""
+    if not local:
+        yield address
+        return
+    from .local import LocalServer
+    with LocalServer(threads=1) as srv:
+        yield srv.address
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python3 -m herd.view", description="Serve a live 3-D view of herd worlds.")
+    ap.add_argument("--address", help="herd-server endpoint ($HERD_ADDRESS, else tcp://127.0.0.1:5555)")
+    ap.add_argument("--local", action="store_true", help="start a herd-server of our own (build/herd-server)")
+    ap.add_argument("--session", type=int, help="attach read-only to this session (a trainer's) instead of making one")
+    ap.add_argument("--token", help="that session's token (32 hex digits; plain mode: sessions are owned by their "
+                                    "token; under CURVE use the owner's key pair through HERD_CURVE_* instead)")
+    ap.add_argument("--task", default="anymal_c-walk", help="task of our own session (default anymal_c-walk)")
+    ap.add_argument("--worlds", type=int, default=4, help="worlds of our own session (default 4)")
+    ap.add_argument("--world-ids", help="comma-separated worlds to draw (at most 16; default the first ones)")
+    ap.add_argument("--policy", choices=["zero", "random"], default="zero", help="actions of our own session")
+    ap.add_argument("--speed", type=float, default=1.0, help="simulated seconds per real second (own session)")
+    ap.add_argument("--hz", type=float, default=50.0, help="frames pushed per second (default 50)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--host", default="127.0.0.1", help="HTTP interface (default loopback only)")
+    ap.add_argument("--port", type=int, default=8765, help="HTTP port (0: any free one)")
+    ap.add_argument("--seconds", type=float, default=0, help="stop after this many seconds (0: until Ctrl-C)")
+    a = ap.parse_args(argv)
+    ids = [int(x) for x in a.world_ids.split(",")] if a.world_ids else None
+    with server_address(a.address, a.local) as address:
+        if a.session is not None:
+            src = SessionSource.from_session(address, a.session, token=a.token, world_ids=ids)
+        else:
+            src = EnvSource(a.task, a.worlds, address=address, world_ids=ids, policy=a.policy, seed=a.seed,
+                            speed=a.speed, push_hz=a.hz)
+        with Viewer(src, host=a.host, port=a.port, period=1.0 / a.hz) as viewer:
+            print("herd.view: %s on %s" % (src.title, viewer.url), flush=True)
+            try:
+                time.sleep(a.seconds) if a.seconds > 0 else threading.Event().wait()
+            except KeyboardInterrupt:
+                pass
+        src.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

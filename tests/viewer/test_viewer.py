@@ -1,0 +1,244 @@
+"""The viewer in a real browser: headless Chromium (tests/viewer/cdp.py) loads the live page of
+`herd.view` (poses of a real herd-server) and a replay written by `herd.record`, takes screenshots at two
+times and checks that the robot is drawn where its base projects (pixels of the base's colour around the
+pixel this test computes itself from the server's pose and the page's camera), that it moved, that frames
+arrive at >= 30 Hz, that play/pause and the reward terms work, and that the page logs no console error.
+
+Run: tests/viewer/run.sh (make test-viewer).  HERD_VIEWER_SHOTS=DIR keeps the screenshots there.
+"""
+import colorsys
+import io
+import math
+import os
+import shutil
+import subprocess
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import herd
+import herd.record
+import herd.view
+from herd.local import LocalServer
+
+from cdp import CHROMIUM, Browser
+
+W, H = 800, 600
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium not installed")
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LocalServer(threads=1) as s:
+        yield s
+
+
+def base_rgb(scene):
+    """The base's colour as the page shows it: the scene's linear RGB encoded as sRGB."""
+    g = next(g for g in scene["geoms"] if g["body"] == 0)
+    return [12.92 * c if c <= 0.0031308 else 1.055 * c ** (1 / 2.4) - 0.055 for c in g["rgba"][:3]]
+
+
+def is_robot_colour(px, ref):
+    """Same hue as the base's colour (within 20 degrees) and clearly saturated: the ground is grey, the
+    sky nearly grey, the legs dark grey."""
+    h0, _, _ = colorsys.rgb_to_hsv(*ref)
+    h, s, v = colorsys.rgb_to_hsv(*(np.asarray(px[:3], float) / 255.0))
+    dh = min(abs(h - h0), 1 - abs(h - h0)) * 360
+    return dh < 20 and s > 0.35 and v > 0.2
+
+
+def project(p, cam, width, height):
+    """Pixel (x right, y down) of world point p through the page's camera: a look-at perspective camera
+    (position, target, up, vertical fov in degrees, aspect), computed here independently of three.js."""
+    pos, tgt, up = (np.asarray(cam[k], float) for k in ("position", "target", "up"))
+    f = tgt - pos
+    f /= np.linalg.norm(f)
+    r = np.cross(f, up)
+    r /= np.linalg.norm(r)
+    u = np.cross(r, f)
+    v = np.asarray(p, float) - pos
+    x, y, z = v @ r, v @ u, v @ f
+    t = math.tan(math.radians(cam["fov"]) / 2)
+    ndc = (x / (z * t * cam["aspect"]), y / (z * t))
+    return np.array([(ndc[0] + 1) / 2 * width, (1 - ndc[1]) / 2 * height])
+
+
+def robot_fraction(png, pixel, ref, half=4):
+    img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+    x, y = int(round(pixel[0])), int(round(pixel[1]))
+    win = img[max(0, y - half):y + half + 1, max(0, x - half):x + half + 1].reshape(-1, 3)
+    return np.mean([is_robot_colour(p, ref) for p in win]), img
+
+
+def keep(png, name):
+    d = os.environ.get("HERD_VIEWER_SHOTS")
+    if d:
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(png)
+
+
+def wait_base(b, expected, timeout=20.0):
+    """Until the page draws the frame whose focused base is `expected` (the server's pose)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        info = b.evaluate("herdViewer.info()")
+        if "base" in info and np.allclose(info["base"], expected, atol=2e-5):
+            time.sleep(0.1)     # a requestAnimationFrame later it is on the canvas
+            return b.evaluate("herdViewer.info()")
+        if time.monotonic() > deadline:
+            raise AssertionError("page never showed base %s (last %s)" % (expected, info.get("base")))
+        time.sleep(0.03)
+
+
+def frames_per_second(b, seconds=1.5):
+    n0, t0 = b.evaluate("herdViewer.frames"), time.monotonic()
+    time.sleep(seconds)
+    return (b.evaluate("herdViewer.frames") - n0) / (time.monotonic() - t0)
+
+
+def test_live_page_attached_to_a_session(server):
+    """The paper's drop scenario stepped by this test; the viewer attached read-only (herd.view.attach)."""
+    with herd.make_vec("paper-drop", 2, address=server.address, seed=0) as envs:
+        envs.reset(seed=0)
+        zero = np.zeros((2, envs.act_dim), np.float32)
+        ref = base_rgb(envs.scene())
+        viewer = herd.view.attach(envs, hz=50)
+        try:
+            with Browser(W, H) as b:
+                b.goto(viewer.url)
+                b.wait_for("window.herdViewer && herdViewer.ready")
+                assert frames_per_second(b) >= 30
+                b.evaluate("herdViewer.setFollow(false)")      # fixed camera: the robot moves on screen
+                shots = []
+                for k, steps in enumerate((60, 300)):
+                    for _ in range(steps):
+                        envs.step(zero)
+                    base = envs.poses([0])["body_pos"][0, 0]
+                    info = wait_base(b, base)
+                    png = b.screenshot()
+                    keep(png, "live_%d.png" % k)
+                    px = project(base, info["camera"], info["width"], info["height"])
+                    assert np.allclose(px, info["pixel"], atol=1.0)       # our projection = three.js's
+                    frac, img = robot_fraction(png, px, ref)
+                    assert frac > 0.6, "base colour covers only %.0f%% around %s" % (100 * frac, px)
+                    shots.append((base, px, img))
+                (b0, p0, i0), (b1, p1, i1) = shots
+                assert b0[2] - b1[2] > 0.1                 # it fell ...
+                assert np.linalg.norm(p1 - p0) > 10        # ... and moved on screen
+                assert np.mean(np.any(i0 != i1, axis=-1)) > 0.005
+                assert b.console_errors == []
+        finally:
+            viewer.stop()
+            viewer.source.close()
+
+
+def test_live_page_own_session_terms_and_pause(server):
+    """python3 -m herd.view's own session: reward terms in the table, play/pause from the page."""
+    src = herd.view.EnvSource("anymal_c-walk", 2, address=server.address, policy="random", seed=1)
+    viewer = herd.view.Viewer(src, period=1 / 50).start()
+    try:
+        with Browser(W, H) as b:
+            b.goto(viewer.url)
+            b.wait_for("window.herdViewer && herdViewer.ready && herdViewer.info().step > 0")
+            assert frames_per_second(b) >= 30
+            rows = b.evaluate("[...document.querySelectorAll('#terms tbody tr')].map(r => r.cells[0].textContent)")
+            assert rows == ["reward"] + src.envs.reward_term_names
+            values = b.evaluate("[...document.querySelectorAll('#terms tbody tr')].map(r => Number(r.cells[1].textContent))")
+            assert all(math.isfinite(v) for v in values) and any(v != 0 for v in values)
+            b.evaluate("document.getElementById('play').click()")       # pause
+            b.wait_for("herdViewer.info().paused")
+            time.sleep(0.3)
+            assert src.paused
+            s0 = b.evaluate("herdViewer.info().step")
+            time.sleep(0.5)
+            assert b.evaluate("herdViewer.info().step") == s0 == src.step
+            b.evaluate("document.getElementById('play').click()")       # play
+            b.wait_for("herdViewer.info().step > %d" % s0)
+            b.evaluate("document.getElementById('focus').value = '1'; "
+                       "document.getElementById('focus').dispatchEvent(new Event('change'))")
+            assert b.evaluate("herdViewer.info().world") == 1
+            png = b.screenshot()
+            keep(png, "live_walk.png")
+            info = b.evaluate("herdViewer.info()")
+            frac, _ = robot_fraction(png, info["pixel"], base_rgb(src.scene()))
+            assert frac > 0.6
+            assert b.console_errors == []
+    finally:
+        viewer.stop()
+        src.close()
+
+
+def test_replay_offline(server, tmp_path):
+    """herd.record's HTML opens from file:// (three.js inlined) and shows the recorded poses."""
+    with herd.make_vec("paper-drop", 1, address=server.address, seed=0) as envs:
+        mp4 = str(tmp_path / "drop.mp4") if shutil.which("ffmpeg") else None
+        rec = herd.record(envs, str(tmp_path / "drop.html"), steps=800, mp4=mp4, seed=0)
+        ref = base_rgb(rec.scene)
+    html = open(rec.html_path, encoding="utf-8").read()
+    assert 'src="' not in html and 'href="viewer.css"' not in html     # nothing loaded from elsewhere
+    with Browser(W, H) as b:
+        b.goto("file://" + rec.html_path)
+        b.wait_for("window.herdViewer && herdViewer.ready && herdViewer.mode === 'replay'")
+        assert b.evaluate("herdViewer.replay.nframes") == rec.nframes
+        b.evaluate("herdViewer.setPaused(true)")
+        shots = []
+        for k, i in enumerate((2, rec.nframes - 1)):
+            if k == 1:
+                b.evaluate("herdViewer.setFollow(false)")
+            b.evaluate("herdViewer.replay.seek(%d)" % i)
+            base = rec.body_pos[i][0, 0]
+            info = wait_base(b, base)
+            assert info["step"] == i
+            png = b.screenshot()
+            keep(png, "replay_%d.png" % k)
+            px = project(base, info["camera"], info["width"], info["height"])
+            frac, img = robot_fraction(png, px, ref)
+            assert frac > 0.6, "base colour covers only %.0f%% around %s" % (100 * frac, px)
+            shots.append((base, img))
+        assert shots[0][0][2] - shots[1][0][2] > 0.1
+        assert np.mean(np.any(shots[0][1] != shots[1][1], axis=-1)) > 0.005
+        b.evaluate("herdViewer.setPaused(false)")           # plays on its own clock
+        f0 = b.evaluate("herdViewer.info().step")
+        time.sleep(0.5)
+        assert b.evaluate("herdViewer.info().step") != f0
+        assert b.console_errors == []
+    if mp4:
+        probe = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-count_frames", "-show_entries",
+                                "stream=width,height,nb_read_frames", "-of", "csv=p=0", mp4],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        assert probe == "640,480,%d" % rec.nframes
+
+
+def test_replay_on_a_heightfield(server, tmp_path):
+    """The page's heightfield terrain (no task uses one yet): a real rollout's replay whose scene gets a
+    heightfield (a flat one, then one with a 0.6 m ridge in view); the flat one looks like the plane
+    around the robot and the ridge changes the picture, with no console error."""
+    with herd.make_vec("paper-drop", 1, address=server.address, seed=0) as envs:
+        rec = herd.record(envs, str(tmp_path / "plane.html"), steps=200, seed=0)
+    n = 41
+    flat = {"type": "heightfield", "nx": n, "ny": n, "x0": -5.0, "y0": -5.0, "dx": 0.25, "dy": 0.25,
+            "heights": np.zeros((n, n)).tolist()}
+    ridge = dict(flat, heights=np.where(np.arange(n)[None, :] == 26, 0.6, 0.0).repeat(n, 0).tolist())
+    shots = {}
+    for name, terrain in (("plane", None), ("flat", flat), ("ridge", ridge)):
+        if terrain is not None:
+            rec.scene = dict(rec.scene, terrain=terrain)
+            rec.write_html(str(tmp_path / (name + ".html")))
+        with Browser(W, H) as b:
+            b.goto("file://" + str(tmp_path / (name + ".html")))
+            b.wait_for("window.herdViewer && herdViewer.ready")
+            b.evaluate("herdViewer.setPaused(true); herdViewer.replay.seek(%d)" % (rec.nframes - 1))
+            wait_base(b, rec.body_pos[-1][0, 0])
+            png = b.screenshot()
+            keep(png, "terrain_%s.png" % name)
+            shots[name] = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+            assert b.console_errors == []
+    below = slice(H // 2 + 40, H - 20), slice(W // 2 - 150, W // 2 + 150)    # ground in front of the robot
+    tile = lambda img: np.abs(img[below] - shots["plane"][below]).max(-1)    # noqa: E731
+    assert np.mean(tile(shots["flat"]) < 40) > 0.8
+    assert np.mean(np.any(shots["ridge"] != shots["flat"], -1)) > 0.02

@@ -1,0 +1,362 @@
+// herd viewer: draws up to 16 worlds of a herd session with three.js.
+//
+// Two sources feed the same page:
+//  * live  (python3 -m herd.view): GET scene -> the `model` op's scene; GET events -> Server-Sent Events,
+//          one JSON frame of poses per message; POST control {paused} pauses the source.
+//  * replay (herd.record): window.HERD_REPLAY holds the scene and every frame (float32 arrays in base64).
+// A frame: {step, worlds: [ids], body_pos [k*nbody*3], body_quat [k*nbody*4] (w x y z), contacts:
+// {count [k], pos/normal [k*max*3], impulse [k*max]} or null, reward [k] or null, terms {name: [k]} or null}.
+// World frame: z up, metres.  window.herdViewer exposes the state to tests (tests/viewer/).
+import * as THREE from 'three';
+
+const SPACING = 3.0;           // m between the worlds drawn side by side
+const IMPULSE_SCALE = 0.5;     // m of arrow per N s of normal impulse
+const ARROW_MIN = 0.04, ARROW_MAX = 0.6;
+
+const $ = (id) => document.getElementById(id);
+const errors = [];
+window.addEventListener('error', (e) => errors.push(String(e.message)));
+window.addEventListener('unhandledrejection', (e) => errors.push(String(e.reason)));
+
+const api = { ready: false, frames: 0, errors, mode: null };
+window.herdViewer = api;
+
+function b64floats(s) {
+  const bin = atob(s);
+  const bytes = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  return new Float32Array(bytes.buffer);
+}
+
+// ---- scene construction -----------------------------------------------------------------------------
+
+const canvas = $('view');
+const renderer = new THREE.WebGLRenderer({ canvas, antialias: true, preserveDrawingBuffer: true });
+renderer.setPixelRatio(1);
+const scene3 = new THREE.Scene();
+scene3.background = new THREE.Color(0xdfe7ef);
+const camera = new THREE.PerspectiveCamera(50, 1, 0.05, 200);
+camera.up.set(0, 0, 1);
+scene3.add(new THREE.HemisphereLight(0xffffff, 0x8a8f94, 1.6));
+const sun = new THREE.DirectionalLight(0xffffff, 1.6);
+sun.position.set(3, -4, 8);
+scene3.add(sun);
+
+function checkerTexture() {
+  const c = document.createElement('canvas');
+  c.width = c.height = 64;
+  const g = c.getContext('2d');
+  g.fillStyle = '#c9cbc6'; g.fillRect(0, 0, 64, 64);
+  g.fillStyle = '#8e9396'; g.fillRect(0, 0, 32, 32); g.fillRect(32, 32, 32, 32);
+  const t = new THREE.CanvasTexture(c);
+  t.wrapS = t.wrapT = THREE.RepeatWrapping;
+  t.magFilter = THREE.NearestFilter;
+  t.colorSpace = THREE.SRGBColorSpace;
+  return t;
+}
+
+function terrainMesh(terrain) {
+  const mat = new THREE.MeshLambertMaterial({ map: checkerTexture() });
+  if (terrain && terrain.type === 'heightfield') {
+    const nx = terrain.nx, ny = terrain.ny;
+    const h = Array.isArray(terrain.heights) ? terrain.heights.flat() : terrain.heights;
+    const pos = new Float32Array(nx * ny * 3), uv = new Float32Array(nx * ny * 2);
+    for (let j = 0; j < ny; j++) for (let i = 0; i < nx; i++) {
+      const k = j * nx + i, x = terrain.x0 + i * terrain.dx, y = terrain.y0 + j * terrain.dy;
+      pos.set([x, y, h[k]], 3 * k);
+      uv.set([x, y], 2 * k);                 // one checker square per metre
+    }
+    const idx = [];
+    for (let j = 0; j + 1 < ny; j++) for (let i = 0; i + 1 < nx; i++) {
+      const a = j * nx + i;
+      idx.push(a, a + 1, a + nx + 1, a, a + nx + 1, a + nx);
+    }
+    const g = new THREE.BufferGeometry();
+    g.setAttribute('position', new THREE.BufferAttribute(pos, 3));
+    g.setAttribute('uv', new THREE.BufferAttribute(uv, 2));
+    g.setIndex(idx);
+    g.computeVertexNormals();
+    return new THREE.Mesh(g, mat);
+  }
+  const size = 400;
+  mat.map.repeat.set(size, size);
+  const m = new THREE.Mesh(new THREE.PlaneGeometry(size, size), mat);
+  m.position.z = terrain ? terrain.height : 0;
+  return m;
+}
+
+function primitive(g) {
+  const s = g.size;
+  let geo;
+  switch (g.type) {
+    case 'sphere': geo = new THREE.SphereGeometry(s[0], 20, 14); break;
+    case 'box': geo = new THREE.BoxGeometry(2 * s[0], 2 * s[1], 2 * s[2]); break;
+    case 'cylinder': geo = new THREE.CylinderGeometry(s[0], s[0], 2 * s[1], 20).rotateX(Math.PI / 2); break;
+    case 'capsule': geo = new THREE.CapsuleGeometry(s[0], 2 * s[1], 6, 16).rotateX(Math.PI / 2); break;
+    default: return null;
+  }
+  const c = g.rgba || [0.6, 0.6, 0.6, 1];
+  const mat = new THREE.MeshLambertMaterial({ color: new THREE.Color().setRGB(c[0], c[1], c[2]),
+                                              transparent: c[3] < 1, opacity: c[3] });
+  const mesh = new THREE.Mesh(geo, mat);
+  mesh.position.set(g.pos[0], g.pos[1], g.pos[2]);
+  mesh.quaternion.set(g.quat[1], g.quat[2], g.quat[3], g.quat[0]);
+  return mesh;
+}
+
+// One robot: a group per body holding its primitives, and a pool of contact arrows.
+function makeRobot(scene, maxContacts) {
+  const root = new THREE.Group();
+  const bodies = scene.bodies.map(() => { const b = new THREE.Group(); root.add(b); return b; });
+  for (const g of scene.geoms) {
+    const m = primitive(g);
+    if (m) bodies[g.body].add(m);
+  }
+  const arrows = [];
+  for (let i = 0; i < maxContacts; i++) {
+    const a = new THREE.ArrowHelper(new THREE.Vector3(0, 0, 1), new THREE.Vector3(), 0.1, 0xe8262b, 0.05, 0.03);
+    a.visible = false;
+    root.add(a);
+    arrows.push(a);
+  }
+  scene3.add(root);
+  return { root, bodies, arrows };
+}
+
+// ---- state --------------------------------------------------------------------------------------------
+
+const st = {
+  scene: null, nbody: 0, maxContacts: 0, robots: [], worlds: [], frame: null, focus: 0,
+  follow: true, showContacts: true, showAll: true, paused: false,
+  target: new THREE.Vector3(0, 0, 0.5), az: -2.2, el: 0.38, dist: 2.6,
+};
+
+function setup(scene, worlds, title) {
+  st.scene = scene;
+  st.nbody = scene.bodies.length;
+  st.maxContacts = scene.max_contacts || 0;
+  st.worlds = worlds.slice(0, 16);
+  st.robots = st.worlds.map(() => makeRobot(scene, st.maxContacts));
+  scene3.add(terrainMesh(scene.terrain));
+  const sel = $('focus');
+  sel.innerHTML = '';
+  st.worlds.forEach((w, j) => { const o = document.createElement('option'); o.value = j; o.textContent = w; sel.append(o); });
+  $('title').textContent = title || 'herd';
+}
+
+function offset(j) {
+  const cols = Math.ceil(Math.sqrt(st.worlds.length));
+  return new THREE.Vector3((j % cols) * SPACING, -Math.floor(j / cols) * SPACING, 0);
+}
+
+function basePosition(j) {
+  const f = st.frame;
+  if (!f) return null;
+  const p = f.body_pos, o = offset(j), b = j * st.nbody * 3;
+  return new THREE.Vector3(p[b] + o.x, p[b + 1] + o.y, p[b + 2] + o.z);
+}
+
+function applyFrame(f) {
+  st.frame = f;
+  api.frames++;
+  const nb = st.nbody, mc = st.maxContacts;
+  st.robots.forEach((r, j) => {
+    const o = offset(j);
+    r.root.visible = st.showAll || j === st.focus;
+    for (let b = 0; b < nb; b++) {
+      const p = 3 * (j * nb + b), q = 4 * (j * nb + b);
+      r.bodies[b].position.set(f.body_pos[p] + o.x, f.body_pos[p + 1] + o.y, f.body_pos[p + 2] + o.z);
+      r.bodies[b].quaternion.set(f.body_quat[q + 1], f.body_quat[q + 2], f.body_quat[q + 3], f.body_quat[q]);
+    }
+    const c = f.contacts, n = c ? c.count[j] : 0;
+    r.arrows.forEach((a, i) => {
+      a.visible = st.showContacts && i < n;
+      if (!a.visible) return;
+      const k = j * mc + i;
+      a.position.set(c.pos[3 * k] + o.x, c.pos[3 * k + 1] + o.y, c.pos[3 * k + 2] + o.z);
+      a.setDirection(new THREE.Vector3(c.normal[3 * k], c.normal[3 * k + 1], c.normal[3 * k + 2]));
+      const len = Math.min(ARROW_MAX, Math.max(ARROW_MIN, IMPULSE_SCALE * c.impulse[k]));
+      a.setLength(len, Math.min(0.05, 0.3 * len), Math.min(0.03, 0.2 * len));
+    });
+  });
+  showTerms(f);
+}
+
+function showTerms(f) {
+  const body = $('terms').tBodies[0];
+  const rows = [];
+  if (f.reward) rows.push(['reward', f.reward[st.focus]]);
+  if (f.terms) for (const [k, v] of Object.entries(f.terms)) rows.push([k, v[st.focus]]);
+  body.innerHTML = '';
+  if (!rows.length) {
+    body.innerHTML = '<tr><td colspan="2">(no reward terms from this source)</td></tr>';
+    return;
+  }
+  for (const [k, v] of rows) {
+    const tr = document.createElement('tr');
+    tr.innerHTML = '<td></td><td></td>';
+    tr.cells[0].textContent = k;
+    tr.cells[1].textContent = Number.isFinite(Number(v)) ? Number(v).toFixed(4) : '–';
+    body.append(tr);
+  }
+}
+
+// ---- camera and drawing ---------------------------------------------------------------------------------
+
+function resize() {
+  const w = canvas.clientWidth, h = canvas.clientHeight;
+  if (canvas.width !== w || canvas.height !== h) {
+    renderer.setSize(w, h, false);
+    camera.aspect = w / h;
+    camera.updateProjectionMatrix();
+  }
+}
+
+function placeCamera() {
+  if (st.follow) {
+    const b = basePosition(st.focus);
+    if (b) st.target.copy(b);
+  }
+  const ce = Math.cos(st.el);
+  camera.position.set(st.target.x + st.dist * ce * Math.cos(st.az), st.target.y + st.dist * ce * Math.sin(st.az),
+                      st.target.z + st.dist * Math.sin(st.el));
+  camera.lookAt(st.target);
+  camera.updateMatrixWorld();
+}
+
+function draw() {
+  resize();
+  placeCamera();
+  renderer.render(scene3, camera);
+}
+
+// Test hook: where the focused world's base is, in the world and on the canvas (pixels, origin top left).
+api.info = () => {
+  const b = basePosition(st.focus);
+  const out = { step: st.frame ? st.frame.step : null, focus: st.focus, world: st.worlds[st.focus],
+                follow: st.follow, paused: st.paused, frames: api.frames, width: canvas.width, height: canvas.height,
+                camera: { position: camera.position.toArray(), target: st.target.toArray(), fov: camera.fov,
+                          aspect: camera.aspect, up: camera.up.toArray() } };
+  if (b) {
+    out.base = b.toArray();
+    const p = b.clone().project(camera);
+    out.pixel = [(p.x + 1) / 2 * canvas.width, (1 - p.y) / 2 * canvas.height];
+  }
+  return out;
+};
+api.setFollow = (on) => { $('follow').checked = on; st.follow = on; };
+
+// ---- controls -------------------------------------------------------------------------------------------
+
+let source = null;   // {setPaused(bool)}
+let pausedAt = -1e9;  // when the page last asked to pause or play (frames sent before that do not undo it)
+
+function setPaused(p) {
+  pausedAt = performance.now();
+  st.paused = p;
+  $('play').textContent = p ? 'play' : 'pause';
+  if (source) source.setPaused(p);
+}
+api.setPaused = setPaused;
+
+$('play').onclick = () => setPaused(!st.paused);
+window.addEventListener('keydown', (e) => { if (e.code === 'Space') { e.preventDefault(); setPaused(!st.paused); } });
+$('focus').onchange = (e) => { st.focus = Number(e.target.value); if (st.frame) applyFrame(st.frame); };
+$('follow').onchange = (e) => { st.follow = e.target.checked; };
+$('contacts').onchange = (e) => { st.showContacts = e.target.checked; if (st.frame) applyFrame(st.frame); };
+$('showall').onchange = (e) => { st.showAll = e.target.checked; if (st.frame) applyFrame(st.frame); };
+
+let drag = null;
+canvas.addEventListener('pointerdown', (e) => { drag = [e.clientX, e.clientY]; canvas.setPointerCapture(e.pointerId); });
+canvas.addEventListener('pointerup', () => { drag = null; });
+canvas.addEventListener('pointermove', (e) => {
+  if (!drag) return;
+  st.az -= 0.008 * (e.clientX - drag[0]);
+  st.el = Math.min(1.45, Math.max(-0.2, st.el + 0.008 * (e.clientY - drag[1])));
+  drag = [e.clientX, e.clientY];
+});
+canvas.addEventListener('wheel', (e) => { e.preventDefault(); st.dist = Math.min(60, Math.max(0.4, st.dist * Math.exp(0.001 * e.deltaY))); },
+                        { passive: false });
+
+// ---- sources --------------------------------------------------------------------------------------------
+
+function startReplay(R) {
+  api.mode = 'replay';
+  $('mode').textContent = 'replay';
+  setup(R.scene, R.worlds, R.title);
+  const k = R.worlds.length, nb = R.scene.bodies.length, mc = R.scene.max_contacts || 0, F = R.nframes;
+  const pos = b64floats(R.body_pos), quat = b64floats(R.body_quat);
+  const cc = R.contacts ? b64floats(R.contacts.count) : null;
+  const cp = R.contacts ? b64floats(R.contacts.pos) : null;
+  const cn = R.contacts ? b64floats(R.contacts.normal) : null;
+  const ci = R.contacts ? b64floats(R.contacts.impulse) : null;
+  const rew = R.reward ? b64floats(R.reward) : null;
+  const terms = R.terms ? Object.fromEntries(Object.entries(R.terms).map(([n, s]) => [n, b64floats(s)])) : null;
+  const frameAt = (i) => ({
+    step: i,
+    body_pos: pos.subarray(i * k * nb * 3, (i + 1) * k * nb * 3),
+    body_quat: quat.subarray(i * k * nb * 4, (i + 1) * k * nb * 4),
+    contacts: cc ? { count: cc.subarray(i * k, (i + 1) * k), pos: cp.subarray(i * k * mc * 3, (i + 1) * k * mc * 3),
+                     normal: cn.subarray(i * k * mc * 3, (i + 1) * k * mc * 3), impulse: ci.subarray(i * k * mc, (i + 1) * k * mc) }
+                 : null,
+    reward: rew ? rew.subarray(i * k, (i + 1) * k) : null,
+    terms: terms ? Object.fromEntries(Object.entries(terms).map(([n, a]) => [n, a.subarray(i * k, (i + 1) * k)])) : null,
+  });
+  $('replaybar').hidden = false;
+  const scrub = $('scrub');
+  scrub.max = F - 1;
+  let t = 0, last = performance.now(), shown = -1;
+  source = { setPaused() { last = performance.now(); } };
+  scrub.oninput = () => { t = Number(scrub.value) * R.dt; };
+  api.replay = { nframes: F, dt: R.dt, seek: (i) => { t = i * R.dt; } };
+  function tick(now) {
+    if (!st.paused) t += (now - last) / 1000;
+    last = now;
+    if (t >= F * R.dt) t = R.loop === false ? (F - 1) * R.dt : 0;
+    const i = Math.min(F - 1, Math.floor(t / R.dt));
+    if (i !== shown) { applyFrame(frameAt(i)); shown = i; scrub.value = i; }
+    $('time').textContent = (i * R.dt).toFixed(2) + ' s';
+    $('status').textContent = 'frame ' + i + ' / ' + F;
+    draw();
+    requestAnimationFrame(tick);
+  }
+  api.ready = true;
+  requestAnimationFrame(tick);
+}
+
+async function startLive() {
+  api.mode = 'live';
+  $('mode').textContent = 'live';
+  const info = await (await fetch('scene')).json();
+  setup(info.scene, info.worlds, info.title);
+  setPausedRemote(info.paused);
+  source = {
+    setPaused(p) {
+      fetch('control', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ paused: p }) });
+    },
+  };
+  const arrivals = [];          // arrival times of the frames of the last second
+  const es = new EventSource('events');
+  es.onmessage = (e) => {
+    const f = JSON.parse(e.data);
+    applyFrame(f);
+    const now = performance.now();
+    arrivals.push(now);
+    while (arrivals[0] < now - 1000) arrivals.shift();
+    $('status').textContent = (f.step === null ? 'frame ' + api.frames : 'step ' + f.step) + ' · ' +
+                              arrivals.length + ' frames/s' + (f.paused ? ' · paused' : '');
+    if (f.paused !== st.paused && now - pausedAt > 500) setPausedRemote(f.paused);
+    api.ready = true;
+  };
+  es.onerror = () => { $('status').textContent = 'disconnected (retrying)'; };
+  function tick() { draw(); requestAnimationFrame(tick); }
+  requestAnimationFrame(tick);
+}
+
+function setPausedRemote(p) {
+  st.paused = !!p;
+  $('play').textContent = st.paused ? 'play' : 'pause';
+}
+
+if (window.HERD_REPLAY) startReplay(window.HERD_REPLAY);
+else startLive().catch((e) => { errors.push(String(e)); $('status').textContent = 'error: ' + e; });
