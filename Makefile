@@ -6,6 +6,8 @@
 #   make run        the main job: herd-server on tcp://127.0.0.1:5555
 #   make demo       the physics demo (ANYmal C dropped and standing under PD)
 #   make deps       install the Debian packages (idempotent)
+#   make fuzz       the libFuzzer targets (clang-14, ASan + UBSan: build/fuzz/); fuzz/README.md
+#   make fuzz-short a short run of every fuzz target (what `make test` runs); FUZZ_SECONDS=45 per target
 
 BUILD    ?= build
 CC       ?= gcc
@@ -76,6 +78,16 @@ $(BUILD)/herd-demo: $(BUILD)/obj/examples/demo.o $(BUILD)/libherd.a
 $(BUILD)/herd-bench: $(BENCH_OBJ) $(BUILD)/libherd.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) $(MUJOCO_LIBS)
 
+# The fuzz targets as plain functions (no libFuzzer main), replayed on their corpora by tests/test_fuzz.
+FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
+FUZZ_OBJ := $(FUZZ_SRC:%.c=$(BUILD)/obj/%.o)
+$(BUILD)/obj/fuzz/%.o: fuzz/%.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DHERD_FUZZ_NO_MAIN -MMD -MP -c $< -o $@
+$(BUILD)/tests/test_fuzz: $(BUILD)/obj/tests/test_fuzz.o $(FUZZ_OBJ) $(TESTHELP_OBJ) $(BUILD)/libherd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -lcriterion $(LDLIBS) $(MUJOCO_LIBS)
+
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TESTHELP_OBJ) $(BUILD)/libherd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -lcriterion $(LDLIBS) $(MUJOCO_LIBS)
@@ -117,6 +129,22 @@ sanitize:
 # Health probe (image HEALTHCHECK, Kubernetes probes, Slurm script): libzmq + msgpack-c only.
 $(BUILD)/herd-ping: deploy/herd_ping.c $(FLAGS_STAMP)
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -o $@ $< -lzmq -lmsgpackc
+
+# ---- fuzzing (fuzz/README.md) ----
+# libFuzzer binaries build/fuzz/fuzz_<target>, the library instrumented with clang's coverage, ASan and UBSan.
+FUZZ_TARGETS := request reply urdf config
+FUZZ_CC      ?= clang-14
+FUZZ_SECONDS ?= 45
+.PHONY: fuzz fuzz-bins fuzz-short
+fuzz:
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=$(FUZZ_CC) OPT="-O1 -g -fno-omit-frame-pointer" \
+	  EXTRA_CFLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -Wno-unused-function" \
+	  EXTRA_LDLIBS="-fsanitize=fuzzer,address,undefined" fuzz-bins
+fuzz-bins: $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
+$(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_targets.h $(BUILD)/libherd.a
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libherd.a $(LDLIBS)
+fuzz-short: fuzz
+	@fuzz/run.sh --short --time $(FUZZ_SECONDS)
 
 .PHONY: test-container test-multiserver image
 test-multiserver: $(BUILD)/herd-server $(BUILD)/libherd.a

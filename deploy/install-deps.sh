@@ -23,6 +23,7 @@ PKGS=(
   python3-yaml                             # test: the Kubernetes manifest checks
   buildah debootstrap                      # the container test builds and runs the image
   chromium ffmpeg python3-pil              # test: the viewer in headless Chromium; replays as MP4 / GIF
+  clang-14 libclang-rt-14-dev              # test: libFuzzer + ASan/UBSan runtimes (make fuzz, fuzz/run.sh)
 )
 VIEWER="$(cd "$(dirname "$0")/.." && pwd)/viewer"
 viewer_ok() { # the locked three.js is installed in viewer/node_modules

@@ -4,6 +4,7 @@
 #include "proto_internal.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -216,6 +217,8 @@ void proto_reply_clear(proto_reply *r)
 /* ------------------------------------------------------------------------------------------------ */
 /* spec */
 
+static int get_int(const proto_value *map, const char *key, int lo, int hi, int *v, proto_error *err);
+
 /* spec[key]: an array of at most max entries; its length in *count. */
 static int spec_array(const proto_value *spec, const char *key, const char *lacks, const char *noun, int max,
                       int *count, proto_error *err)
@@ -226,23 +229,22 @@ static int spec_array(const proto_value *spec, const char *key, const char *lack
     return PROTO_OK;
 }
 
-static int decode_fields(const proto_value *spec, const char *key, const char *lacks, const char *noun, env_field *f,
-                         int *count, proto_error *err)
+/* The obs or act fields: each within [0, dim) of the flat vector. */
+static int decode_fields(const proto_value *spec, const char *key, const char *lacks, const char *noun, int dim,
+                         env_field *f, int *count, proto_error *err)
 {
     int rc = spec_array(spec, key, lacks, noun, ENV_MAX_FIELDS, count, err);
     if (rc) return rc;
     const proto_value *a = proto_value_get(spec, key);
     for (int i = 0; i < *count; i++) {
         const proto_value *m = proto_value_at(a, i);
-        int64_t off = 0, size = 0;
         double lo = 0, hi = 0, sc = 0;
-        if ((rc = proto_get_str(m, "name", f[i].name, sizeof f[i].name, err)) || (rc = proto_get_int(m, "offset", &off, err)) ||
-            (rc = proto_get_int(m, "size", &size, err)) || (rc = proto_get_f64(m, "low", &lo, err)) ||
+        if ((rc = proto_get_str(m, "name", f[i].name, sizeof f[i].name, err)) ||
+            (rc = get_int(m, "offset", 0, dim, &f[i].offset, err)) ||
+            (rc = get_int(m, "size", 0, dim - f[i].offset, &f[i].size, err)) || (rc = proto_get_f64(m, "low", &lo, err)) ||
             (rc = proto_get_f64(m, "high", &hi, err)) || (rc = proto_get_f64(m, "scale", &sc, err)) ||
             (rc = proto_get_str(m, "unit", f[i].unit, sizeof f[i].unit, err)))
             return rc;
-        f[i].offset = (int)off;
-        f[i].size = (int)size;
         f[i].low = (float)lo;
         f[i].high = (float)hi;
         f[i].scale = (float)sc;
@@ -250,13 +252,16 @@ static int decode_fields(const proto_value *spec, const char *key, const char *l
     return PROTO_OK;
 }
 
-/* An int64 getter into an int. */
-static int get_int(const proto_value *map, const char *key, int *v, proto_error *err)
+/* An int64 getter into an int, refusing values outside [lo, hi] (sizes a client allocates from). */
+static int get_int(const proto_value *map, const char *key, int lo, int hi, int *v, proto_error *err)
 {
     int64_t i64 = 0;
     int rc = proto_get_int(map, key, &i64, err);
-    if (!rc) *v = (int)i64;
-    return rc;
+    if (rc) return rc;
+    if (i64 < lo || i64 > hi)
+        return proto_fail(err, PROTO_E_BAD_REPLY, "'%s' = %" PRId64 " is out of range [%d, %d]", key, i64, lo, hi);
+    *v = (int)i64;
+    return PROTO_OK;
 }
 
 int proto_decode_spec(const proto_value *o, env_spec *s, proto_error *err)
@@ -265,14 +270,14 @@ int proto_decode_spec(const proto_value *o, env_spec *s, proto_error *err)
     if (!o || pv_obj(o)->type != MSGPACK_OBJECT_MAP) return proto_fail(err, PROTO_E_BAD_REPLY, "a spec must be a map");
     int rc;
     if ((rc = proto_get_str(o, "name", s->name, sizeof s->name, err)) ||
-        (rc = proto_get_str(o, "doc", s->doc, sizeof s->doc, err)) || (rc = get_int(o, "obs_dim", &s->obs_dim, err)) ||
-        (rc = get_int(o, "act_dim", &s->act_dim, err)) ||
-        (rc = decode_fields(o, "obs", "the 'obs' array", "obs fields", s->obs, &s->nobs, err)) ||
-        (rc = decode_fields(o, "act", "the 'act' array", "act fields", s->act, &s->nact, err)) ||
-        (rc = proto_get_f64(o, "sim_dt", &s->sim_dt, err)) || (rc = get_int(o, "decimation", &s->decimation, err)) ||
+        (rc = proto_get_str(o, "doc", s->doc, sizeof s->doc, err)) || (rc = get_int(o, "obs_dim", 1, INT_MAX, &s->obs_dim, err)) ||
+        (rc = get_int(o, "act_dim", 1, INT_MAX, &s->act_dim, err)) ||
+        (rc = decode_fields(o, "obs", "the 'obs' array", "obs fields", s->obs_dim, s->obs, &s->nobs, err)) ||
+        (rc = decode_fields(o, "act", "the 'act' array", "act fields", s->act_dim, s->act, &s->nact, err)) ||
+        (rc = proto_get_f64(o, "sim_dt", &s->sim_dt, err)) || (rc = get_int(o, "decimation", 1, INT_MAX, &s->decimation, err)) ||
         (rc = proto_get_f64(o, "control_dt", &s->control_dt, err)) ||
         (rc = proto_get_f64(o, "episode_seconds", &s->episode_seconds, err)) ||
-        (rc = get_int(o, "max_episode_steps", &s->max_episode_steps, err)))
+        (rc = get_int(o, "max_episode_steps", 0, INT_MAX, &s->max_episode_steps, err)))
         return rc;
     if ((rc = spec_array(o, "config", "the 'config' array", "config keys", ENV_MAX_CONFIG, &s->nconfig, err))) return rc;
     const proto_value *c = proto_value_get(o, "config");

@@ -512,30 +512,90 @@ static int parse_robot(loader *L)
 
 /* ---- pass 2: resolve names into a tree ---- */
 
-static int find_link(const loader *L, const char *name)
+/* Names sorted (by name, then document order), so that duplicates are found and joint ends resolved in
+ * O(n log n): a document of many thousand links must not take seconds (a quadratic scan took 12 s for
+ * 20,000 links). */
+typedef struct {
+    const char *name;
+    int index;
+} name_ref;
+
+static int name_ref_cmp(const void *a, const void *b)
 {
-    for (int i = 0; i < L->nlinks; i++)
-        if (strcmp(L->links[i].name, name) == 0) return i;
-    return -1;
+    const name_ref *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
 }
+
+/* refs[0..n) sorted.  The first duplicate in document order: the smallest index whose name appeared
+ * before, with *first = that name's first index; -1 if the names are distinct. */
+static int first_duplicate(const name_ref *refs, int n, int *first)
+{
+    int dup = -1, group = 0;
+    for (int i = 1; i < n; i++) {
+        if (strcmp(refs[i].name, refs[i - 1].name)) {
+            group = i;
+            continue;
+        }
+        if (i == group + 1 && (dup < 0 || refs[i].index < dup)) {
+            dup = refs[i].index;
+            *first = refs[group].index;
+        }
+    }
+    return dup;
+}
+
+/* The link named name (the first one in document order), or -1. */
+static int find_link(const name_ref *links, int n, const char *name)
+{
+    int lo = 0, hi = n;                 /* the first entry >= name */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (strcmp(links[mid].name, name) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && strcmp(links[lo].name, name) == 0 ? links[lo].index : -1;
+}
+
+static int resolve_tree(loader *L, const name_ref *lref, int *root);
 
 static int resolve(loader *L, int *root)
 {
-    for (int i = 0; i < L->nlinks; i++)
-        for (int k = 0; k < i; k++)
-            if (strcmp(L->links[i].name, L->links[k].name) == 0)
-                return fail(L, L->links[i].node, "duplicate link name (first defined on line %ld)",
-                            xmlGetLineNo(L->links[k].node));
-    for (int i = 0; i < L->njoints; i++)
-        for (int k = 0; k < i; k++)
-            if (strcmp(L->joints[i].name, L->joints[k].name) == 0)
-                return fail(L, L->joints[i].node, "duplicate joint name (first defined on line %ld)",
-                            xmlGetLineNo(L->joints[k].node));
+    name_ref *lref = malloc((size_t)L->nlinks * sizeof *lref);
+    name_ref *jref = malloc((size_t)(L->njoints ? L->njoints : 1) * sizeof *jref);
+    int rc = -1, first = -1, dup;
+    if (!lref || !jref) {
+        fail(L, NULL, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < L->nlinks; i++) lref[i] = (name_ref){L->links[i].name, i};
+    for (int i = 0; i < L->njoints; i++) jref[i] = (name_ref){L->joints[i].name, i};
+    qsort(lref, (size_t)L->nlinks, sizeof *lref, name_ref_cmp);
+    qsort(jref, (size_t)L->njoints, sizeof *jref, name_ref_cmp);
+    if ((dup = first_duplicate(lref, L->nlinks, &first)) >= 0) {
+        fail(L, L->links[dup].node, "duplicate link name (first defined on line %ld)", xmlGetLineNo(L->links[first].node));
+        goto done;
+    }
+    if ((dup = first_duplicate(jref, L->njoints, &first)) >= 0) {
+        fail(L, L->joints[dup].node, "duplicate joint name (first defined on line %ld)",
+             xmlGetLineNo(L->joints[first].node));
+        goto done;
+    }
+    rc = resolve_tree(L, lref, root);
+done:
+    free(lref);
+    free(jref);
+    return rc;
+}
+
+/* Joint ends -> link indices, the children lists, the root. */
+static int resolve_tree(loader *L, const name_ref *lref, int *root)
+{
     for (int i = 0; i < L->njoints; i++) {
         ujoint *j = &L->joints[i];
-        j->parent = find_link(L, j->parent_name);
+        j->parent = find_link(lref, L->nlinks, j->parent_name);
         if (j->parent < 0) return fail(L, j->parent_node, "unknown link '%s'", j->parent_name);
-        j->child = find_link(L, j->child_name);
+        j->child = find_link(lref, L->nlinks, j->child_name);
         if (j->child < 0) return fail(L, j->child_node, "unknown link '%s'", j->child_name);
         if (j->parent == j->child) return fail(L, j->node, "joint connects link '%s' to itself", j->child_name);
         ulink *c = &L->links[j->child];

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -563,6 +564,10 @@ int hc_make_parse(herd_client *c, const herd_reply *rep, int server, herd_sessio
         proto_get_uint(root, "seed", &s->seed, &pe) || proto_get_str(root, "autoreset", ar, sizeof ar, &pe) ||
         proto_decode_spec(proto_value_get(root, "spec"), &s->spec, &pe))
         goto bad;
+    if (nw < 1 || nw > INT_MAX) {
+        proto_fail(&pe, PROTO_E_BAD_REPLY, "'num_worlds' = %lld is out of range [1, %d]", (long long)nw, INT_MAX);
+        goto bad;
+    }
     int a = proto_autoreset_from_name(ar, strlen(ar));
     if (a < 0) {
         proto_fail(&pe, PROTO_E_BAD_REPLY, "unknown autoreset '%s'", ar);
@@ -667,7 +672,8 @@ int herd_reply_tensor(const herd_reply *r, const char *path, proto_tensor *t, he
     return 0;
 }
 
-/* Copies reply tensor `path` (dtype dt, shape [n] or [n, cols]) into dst when dst != NULL. */
+/* Copies reply tensor `path` (dtype dt, shape [n] when cols < 0, else [n, cols]: cols may be 0) into dst
+ * when dst != NULL. */
 static int copy_out(const herd_reply *r, const char *path, proto_dtype dt, int n, int cols, void *dst, int required,
                     herd_error *err)
 {
@@ -675,8 +681,8 @@ static int copy_out(const herd_reply *r, const char *path, proto_dtype dt, int n
     proto_tensor t;
     proto_error pe;
     int64_t shp[2] = {n, cols};
-    if (proto_get_tensor(r->msg.root, path, dt, cols > 0 ? 2 : 1, shp, &t, &pe)) return hc_fail(err, pe.code, "%s", pe.message);
-    memcpy(dst, t.data, t.nbytes);
+    if (proto_get_tensor(r->msg.root, path, dt, cols >= 0 ? 2 : 1, shp, &t, &pe)) return hc_fail(err, pe.code, "%s", pe.message);
+    if (t.nbytes) memcpy(dst, t.data, t.nbytes);
     return 0;
 }
 
@@ -699,17 +705,17 @@ int herd_reply_step(const herd_reply *r, const herd_session *s, int n, herd_step
     if (rc) return rc;
     const int od = s->obs_dim, nt = s->nterms;
     if ((rc = copy_out(r, "obs", PROTO_DT_FLOAT32, n, od, o->obs, 1, err)) ||
-        (rc = copy_out(r, "reward", PROTO_DT_FLOAT32, n, 0, o->reward, 1, err)) ||
-        (rc = copy_out(r, "terminated", PROTO_DT_BOOL, n, 0, o->terminated, 1, err)) ||
-        (rc = copy_out(r, "truncated", PROTO_DT_BOOL, n, 0, o->truncated, 1, err)) ||
-        (rc = copy_out(r, "info.physics_reset", PROTO_DT_BOOL, n, 0, o->physics_reset, 1, err)) ||
-        (rc = copy_out(r, "info.episode_done", PROTO_DT_BOOL, n, 0, o->episode_done, 1, err)) ||
-        (rc = copy_out(r, "info.episode_return", PROTO_DT_FLOAT32, n, 0, o->episode_return, 1, err)) ||
-        (rc = copy_out(r, "info.episode_length", PROTO_DT_INT32, n, 0, o->episode_length, 1, err)) ||
+        (rc = copy_out(r, "reward", PROTO_DT_FLOAT32, n, -1, o->reward, 1, err)) ||
+        (rc = copy_out(r, "terminated", PROTO_DT_BOOL, n, -1, o->terminated, 1, err)) ||
+        (rc = copy_out(r, "truncated", PROTO_DT_BOOL, n, -1, o->truncated, 1, err)) ||
+        (rc = copy_out(r, "info.physics_reset", PROTO_DT_BOOL, n, -1, o->physics_reset, 1, err)) ||
+        (rc = copy_out(r, "info.episode_done", PROTO_DT_BOOL, n, -1, o->episode_done, 1, err)) ||
+        (rc = copy_out(r, "info.episode_return", PROTO_DT_FLOAT32, n, -1, o->episode_return, 1, err)) ||
+        (rc = copy_out(r, "info.episode_length", PROTO_DT_INT32, n, -1, o->episode_length, 1, err)) ||
         (rc = copy_out(r, "info.episode_terms", PROTO_DT_FLOAT32, n, nt, o->episode_terms, 1, err)) ||
-        (rc = copy_out(r, "info.autoreset", PROTO_DT_BOOL, n, 0, o->autoreset, s->autoreset == ENV_AUTORESET_NEXT_STEP, err)) ||
+        (rc = copy_out(r, "info.autoreset", PROTO_DT_BOOL, n, -1, o->autoreset, s->autoreset == ENV_AUTORESET_NEXT_STEP, err)) ||
         (rc = copy_out(r, "info.final_obs", PROTO_DT_FLOAT32, n, od, o->final_obs, s->autoreset == ENV_AUTORESET_SAME_STEP, err)) ||
-        (rc = copy_out(r, "info._final_obs", PROTO_DT_BOOL, n, 0, o->final_mask, s->autoreset == ENV_AUTORESET_SAME_STEP, err)) ||
+        (rc = copy_out(r, "info._final_obs", PROTO_DT_BOOL, n, -1, o->final_mask, s->autoreset == ENV_AUTORESET_SAME_STEP, err)) ||
         (rc = copy_out(r, "info.reward_terms", PROTO_DT_FLOAT32, n, nt, o->reward_terms, 0, err)))
         return rc;
     return 0;
