@@ -96,7 +96,11 @@ static double chol_dense(double *A, int N)
     return pmin;
 }
 
-/* x := (L L^T)^-1 x. */
+/* x := (L L^T)^-1 x, with L stored by factor_shifted: its diagonal and, mirrored, its strict lower triangle in
+ * the upper one (U = L^T, row i of U = column i of L), so that both sweeps read contiguous rows.  The forward
+ * sweep runs by columns (x_i -= L_ij x_j for every i > j once x_j is final): each x_i still subtracts its terms in
+ * the order j = 0, 1, ..., i - 1, so the result is bit-identical to the row (dot-product) form, but the updates
+ * of one column are independent of each other (no dependency chain; they vectorise). */
 static void chol_solve(const double *L, int N, double *x)
 {
     for (int i = 0; i < N; i++) {
@@ -106,18 +110,23 @@ static void chol_solve(const double *L, int N, double *x)
         x[i] = s / Li[i];
     }
     for (int i = N - 1; i >= 0; i--) {
+        const double *Ui = L + (size_t)i * N;
         double s = x[i];
-        for (int k = i + 1; k < N; k++) s -= L[(size_t)k * N + i] * x[k];
-        x[i] = s / L[(size_t)i * N + i];
+        for (int k = i + 1; k < N; k++) s -= Ui[k] * x[k];
+        x[i] = s / Ui[i];
     }
 }
 
-/* L := chol(G + rho I).  Returns 0, or -1 if not positive definite (rho too small for a singular G). */
+/* L := chol(G + rho I), its strict lower triangle mirrored into the upper one (see chol_solve).  Returns 0, or
+ * -1 if not positive definite (rho too small for a singular G). */
 static int factor_shifted(const double *G, int N, double rho, double *L)
 {
     memcpy(L, G, sizeof(double) * (size_t)N * N);
     for (int i = 0; i < N; i++) L[(size_t)i * N + i] += rho;
-    return chol_dense(L, N) > 0 ? 0 : -1;
+    if (!(chol_dense(L, N) > 0)) return -1;
+    for (int i = 1; i < N; i++)
+        for (int j = 0; j < i; j++) L[(size_t)j * N + i] = L[(size_t)i * N + j];
+    return 0;
 }
 
 /* Projection of each contact's x onto K_mu (dual = 0) or K*_mu = K_{1/mu} (dual = 1). */
@@ -197,8 +206,10 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
         double rp = 0, rd = 0;
         for (int r = 0; r < N; r++) {
             gam[r] += rho * (x[r] - z[r]); /* line 5 */
-            rp = fmax(rp, fabs(x[r] - z[r]));
-            rd = fmax(rd, rho * fabs(z[r] - zp[r]));
+            /* max by comparison (as fmax here: both start at +0, a NaN term is ignored) without a libm call */
+            const double ap = fabs(x[r] - z[r]), ad = rho * fabs(z[r] - zp[r]);
+            rp = ap > rp ? ap : rp;
+            rd = ad > rd ? ad : rd;
         }
         /* every ADMM_ADAPT_EVERY iterations (and at the last): the stopping test (a product by G) and the
            adaptation of rho (primal residual dominating -> stiffer; dual dominating -> softer) */
