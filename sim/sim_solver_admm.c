@@ -73,8 +73,10 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
 /* ------------------------------------------------------------------------------------------------ */
 /* ADMM (Alg. 3) on the CCP: min 1/2 l.G l + c.l over the cones.                                      */
 
-/* In-place Cholesky A = L L^T of an N x N SPD matrix (lower triangle, row-major).  Returns the smallest pivot
- * L_jj^2, or 0 if A is not numerically positive definite. */
+/* In-place Cholesky A = L L^T of an N x N SPD matrix (row-major).  On return the strict lower triangle holds L,
+ * the strict upper triangle its mirror (row j of the upper part = column j of L) and the diagonal the
+ * reciprocals 1 / L_jj (what chol_solve multiplies by).  Returns the smallest pivot L_jj^2, or 0 if A is not
+ * numerically positive definite. */
 static double chol_dense(double *A, int N)
 {
     double pmin = INFINITY;
@@ -84,8 +86,8 @@ static double chol_dense(double *A, int N)
         for (int k = 0; k < j; k++) s -= Aj[k] * Aj[k];
         if (!(s > 0)) return 0.0;
         pmin = fmin(pmin, s);
-        const double d = sqrt(s), id = 1.0 / d;
-        Aj[j] = d;
+        const double id = 1.0 / sqrt(s);
+        Aj[j] = id;
         for (int i = j + 1; i < N; i++) {
             double *Ai = A + (size_t)i * N;
             double t = Ai[j];
@@ -93,26 +95,33 @@ static double chol_dense(double *A, int N)
             Ai[j] = t * id;
         }
     }
+    for (int i = 1; i < N; i++)
+        for (int j = 0; j < i; j++) A[(size_t)j * N + i] = A[(size_t)i * N + j];
     return pmin;
 }
 
-/* x := (L L^T)^-1 x. */
+/* x := (L L^T)^-1 x with L as chol_dense leaves it.  Both sweeps run by columns: once x_j is final, it is
+ * subtracted from every remaining entry (forward: column j of L = row j of the mirrored upper part; backward:
+ * column i of L^T = row i of L), so each sweep reads contiguous rows and its updates are independent of each
+ * other (they vectorise; no chain of dependent sums or divisions per row). */
 static void chol_solve(const double *L, int N, double *x)
 {
-    for (int i = 0; i < N; i++) {
-        const double *Li = L + (size_t)i * N;
-        double s = x[i];
-        for (int k = 0; k < i; k++) s -= Li[k] * x[k];
-        x[i] = s / Li[i];
+    for (int j = 0; j < N; j++) {
+        const double *Uj = L + (size_t)j * N;
+        const double xj = x[j] * Uj[j];
+        x[j] = xj;
+        for (int i = j + 1; i < N; i++) x[i] -= Uj[i] * xj;
     }
     for (int i = N - 1; i >= 0; i--) {
-        double s = x[i];
-        for (int k = i + 1; k < N; k++) s -= L[(size_t)k * N + i] * x[k];
-        x[i] = s / L[(size_t)i * N + i];
+        const double *Li = L + (size_t)i * N;
+        const double xi = x[i] * Li[i];
+        x[i] = xi;
+        for (int k = 0; k < i; k++) x[k] -= Li[k] * xi;
     }
 }
 
-/* L := chol(G + rho I).  Returns 0, or -1 if not positive definite (rho too small for a singular G). */
+/* L := chol(G + rho I) (as chol_dense stores it).  Returns 0, or -1 if not positive definite (rho too small
+ * for a singular G). */
 static int factor_shifted(const double *G, int N, double rho, double *L)
 {
     memcpy(L, G, sizeof(double) * (size_t)N * N);
@@ -197,8 +206,10 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
         double rp = 0, rd = 0;
         for (int r = 0; r < N; r++) {
             gam[r] += rho * (x[r] - z[r]); /* line 5 */
-            rp = fmax(rp, fabs(x[r] - z[r]));
-            rd = fmax(rd, rho * fabs(z[r] - zp[r]));
+            /* max by comparison (as fmax here: both start at +0, a NaN term is ignored) without a libm call */
+            const double ap = fabs(x[r] - z[r]), ad = rho * fabs(z[r] - zp[r]);
+            rp = ap > rp ? ap : rp;
+            rd = ad > rd ? ad : rd;
         }
         /* every ADMM_ADAPT_EVERY iterations (and at the last): the stopping test (a product by G) and the
            adaptation of rho (primal residual dominating -> stiffer; dual dominating -> softer) */
