@@ -1,5 +1,5 @@
 /* herd-bench — benchmarks printing one JSON object per line (stdout) and a human table (stderr).
- *   herd-bench dynamics | solver | contact1 | env | server | all   [options]
+ *   herd-bench dynamics | solver | contact1 | contact-models | env | server | all   [options]
  * Subcommands live in their own files; one that is not linked in is reported as such. */
 #include "bench.h"
 
@@ -14,6 +14,7 @@
 #pragma weak bench_dynamics
 #pragma weak bench_solver
 #pragma weak bench_contact1
+#pragma weak bench_contact_models
 #pragma weak bench_env
 #pragma weak bench_server
 
@@ -92,6 +93,7 @@ static const struct { const char *name; const char *what; } cmds[] = {
     {"dynamics", "FK + CRBA + RNEA + LTDL on ANYmal C vs MuJoCo's same stages"},
     {"solver", "contact solvers on the paper's four scenarios (--scenario, --solver, --compare, --vs-mujoco)"},
     {"contact1", "single-contact bisection solve"},
+    {"contact-models", "every solver on the comparative paper's experiments, Fig. 6 and Table II (--quick, --only)"},
     {"env", "batched environment stepping (--env, --worlds, --threads)"},
     {"server", "served vs in-process throughput over ZeroMQ"},
 };
@@ -101,6 +103,7 @@ static bench_fn lookup(const char *name)
     if (!strcmp(name, "dynamics")) return bench_dynamics;
     if (!strcmp(name, "solver")) return bench_solver;
     if (!strcmp(name, "contact1")) return bench_contact1;
+    if (!strcmp(name, "contact-models")) return bench_contact_models;
     if (!strcmp(name, "env")) return bench_env;
     if (!strcmp(name, "server")) return bench_server;
     return NULL;
@@ -110,7 +113,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: herd-bench <subcommand> [options]\n       herd-bench all\nsubcommands:\n");
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-        fprintf(f, "  %-9s %s%s\n", cmds[i].name, cmds[i].what, lookup(cmds[i].name) ? "" : " (not built)");
+        fprintf(f, "  %-14s %s%s\n", cmds[i].name, cmds[i].what, lookup(cmds[i].name) ? "" : " (not built)");
 }
 
 int main(int argc, char **argv)
