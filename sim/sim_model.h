@@ -87,10 +87,10 @@ typedef struct {
 } sim_terrain;
 
 /* Step options (sim_step.h). */
-typedef enum { SIM_SOLVER_BISECTION = 0, SIM_SOLVER_PGS } sim_solver_kind;
 typedef struct {
-    int solver;                     /* sim_solver_kind; default bisection */
-    sim_solver_params sp;           /* solver parameters (paper defaults) */
+    int solver;                     /* index into the solver table (sim_solver.h: sim_solver_at / sim_solver_find);
+                                       default SIM_SOLVER_PAPER_BISECTION */
+    sim_solver_params sp;           /* solver parameters (defaults of sim_solver_default_params) */
     double margin;                  /* contacts are considered below this gap (m), plus a look-ahead; 1e-3 */
     int gap_target;                 /* 1 (default): a positive gap may close within the step, v_n >= -gap/dt */
     double erp;                     /* 0 (default, off): push out penetration p at erp p / dt */

@@ -47,6 +47,12 @@ void sim_solver_default_params(sim_solver_params *p)
     p->contact_max_steps = 200;
     p->contact_refine = 1;
     p->pgs_alpha = 0.6;
+    p->admm_rho = 0;
+    p->admm_ratio = 10;
+    p->admm_max_iter = 500;
+    p->stall_window = 8;
+    p->stall_drop = 0.5;
+    p->seed = 0;
 }
 
 const char *sim_solver_strerror(int code)
@@ -401,6 +407,10 @@ static int solve_begin(int n, const double *G, const double *c, const double *mu
     st->n_open = st->n_stick = st->n_slip = 0;
     st->bisection_steps = 0;
     st->guard_scale = 1.0;
+    st->fallback = 0;
+    st->fallback_iterations = 0;
+    st->no_root = 0;
+    st->rho = 0;
     if (!*p) {
         sim_solver_default_params(def);
         *p = def;

@@ -76,7 +76,17 @@ typedef struct sim_solver_params {
     int contact_refine;     /* 1: after the bisection, one regula-falsi step inside the final bracket (~1e-12
                                N·s from the exact minimizer instead of contact_tol, ~10 ns); needed for the
                                multi-contact error to reach tol = contact_tol.  0: Algorithm 1 as published (1) */
-    double pgs_alpha;       /* PGS step factor alpha in r_z = alpha / G_zz, r_T = alpha / max(G_xx, G_yy) (0.6) */
+    double pgs_alpha;       /* "pgs-hwangbo" step factor alpha in r_z = alpha / G_zz, r_T = alpha / max(G_xx, G_yy) (0.6) */
+    /* ADMM ("admm", and the fallback of "coulomb-stall-admm"); its iterations are capped by max_iter and it stops
+       when eps_abs (CCP form, sim_metrics.h, dt = 1) < tol */
+    double admm_rho;        /* initial proximal parameter rho (1/kg-scaled: 0 = automatic, 1e-2 x mean diag G) */
+    double admm_ratio;      /* adapt rho when one residual exceeds the other by this ratio (10) */
+    int admm_max_iter;      /* ADMM iterations at most (500) */
+    /* the stall detector of "coulomb-stall-admm" */
+    int stall_window;       /* hand the problem to ADMM when the error has not dropped below stall_drop times its
+                               best value of stall_window sweeps earlier (8) */
+    double stall_drop;      /* (0.5) */
+    unsigned long long seed; /* per-world stream for randomized models ("impacts"); 0 by default */
 } sim_solver_params;
 
 typedef struct sim_solver_stats {
@@ -86,7 +96,55 @@ typedef struct sim_solver_stats {
     int n_open, n_stick, n_slip; /* modes of the contacts in the last sweep */
     long bisection_steps;   /* Algorithm 1 steps (stepping + bisection) summed over all slip solves */
     double guard_scale;     /* 1, or the factor applied by the dissipation guard to a non-converged result */
+    int fallback;           /* 1 if a stall detector handed the problem over to ADMM ("coulomb-stall-admm") */
+    int fallback_iterations;/* iterations done by that fallback (included in iterations) */
+    long no_root;           /* per-contact solves that had no Coulomb slip root and took the documented rule
+                               ("coulomb-bisection") */
+    double rho;             /* ADMM's final proximal parameter (0 for other solvers) */
 } sim_solver_stats;
+
+/* ------------------------------------------------------------------------------------------------ */
+/* The solver table: every multi-contact solver behind one signature, selected by name (or by its index,
+ * which is what sim_model's opt.solver holds).  Each row's model_doc says which model it solves. */
+
+typedef int (*sim_solver_fn)(int n, const double *G, const double *c, const double *mu, double *lambda,
+                             const sim_solver_params *p, sim_solver_stats *st);
+
+typedef struct sim_solver_desc {
+    const char *name;       /* stable identifier: config values, bench and scenario options */
+    const char *model_doc;  /* one paragraph: the model solved, where it departs from Coulomb, non-convergence */
+    sim_solver_fn solve;    /* NULL for a reserved row not built yet */
+} sim_solver_desc;
+
+/* Indices into the table (stable: the integer config key "solver" uses them). */
+enum {
+    SIM_SOLVER_PAPER_BISECTION = 0,   /* "paper-bisection" */
+    SIM_SOLVER_PGS = 1,               /* "pgs" */
+    SIM_SOLVER_COULOMB_BISECTION = 2, /* "coulomb-bisection" */
+    SIM_SOLVER_ADMM = 3,              /* "admm" */
+    SIM_SOLVER_COULOMB_STALL_ADMM = 4,/* "coulomb-stall-admm" */
+    SIM_SOLVER_COND_VFPI = 5,         /* "cond-vfpi" (reserved) */
+    SIM_SOLVER_IMPACTS = 6,           /* "impacts" (reserved) */
+    SIM_SOLVER_PGS_HWANGBO = 7,       /* "pgs-hwangbo" */
+    SIM_SOLVER_BISECTION = SIM_SOLVER_PAPER_BISECTION /* old name, kept for existing callers */
+};
+
+/* Number of rows in the table (reserved rows included). */
+int sim_solver_count(void);
+
+/* Row i (0 <= i < sim_solver_count()), or NULL out of range.  A row's solve may be NULL (reserved). */
+const sim_solver_desc *sim_solver_at(int i);
+
+/* The row named name (exact match), or NULL if unknown or reserved (solve == NULL). */
+const sim_solver_desc *sim_solver_find(const char *name);
+
+/* Index of the row named name (reserved rows included), or -1. */
+int sim_solver_index(const char *name);
+
+/* Solves with row `solver` of the table: SIM_SOLVER_EINVAL (st reset) for an index out of range or a reserved
+ * row, else what that solver returns. */
+int sim_solve(int solver, int n, const double *G, const double *c, const double *mu, double *lambda,
+              const sim_solver_params *p, sim_solver_stats *st);
 
 /* Fills p with the paper's defaults listed in sim_solver_params. */
 void sim_solver_default_params(sim_solver_params *p);

@@ -244,10 +244,7 @@ void sim_step_solve(const sim_model *m, sim_data *d)
     const int nc = d->ncon;
     if (nc <= 0) return;
     sim_solver_stats ss;
-    if (o->solver == SIM_SOLVER_PGS)
-        sim_solve_pgs(nc, d->G, d->cfree, d->mu, d->lambda, &o->sp, &ss);
-    else
-        sim_solve_bisection(nc, d->G, d->cfree, d->mu, d->lambda, &o->sp, &ss);
+    sim_solve(o->solver, nc, d->G, d->cfree, d->mu, d->lambda, &o->sp, &ss);
     d->stats.iterations = ss.iterations;
     d->stats.error = ss.error;
     d->stats.converged = ss.converged;

@@ -988,3 +988,41 @@ Test(solver_metrics, hand_cases)
     sim_contact_metrics(-1, G, c7, &mu, l6, 1.0, &m);
     cr_assert(isnan(m.eps_abs));
 }
+
+/* ------------------------------------------------------------------------------------------------ */
+/* The solver table (sim_solver_find / sim_solver_at / sim_solve). */
+
+Test(solver_table, names_are_unique_indices_stable_and_dispatch_matches)
+{
+    int n = sim_solver_count();
+    cr_assert(n >= 8);
+    for (int i = 0; i < n; i++) {
+        const sim_solver_desc *d = sim_solver_at(i);
+        cr_assert_not_null(d);
+        cr_assert_not_null(d->name);
+        cr_assert_not_null(d->model_doc);
+        cr_assert_eq(sim_solver_index(d->name), i, "%s", d->name);
+        cr_assert_eq(sim_solver_find(d->name), d->solve ? d : NULL, "%s", d->name);
+    }
+    cr_assert_null(sim_solver_at(-1));
+    cr_assert_null(sim_solver_at(n));
+    cr_assert_null(sim_solver_find("bisection"));
+    cr_assert_null(sim_solver_find(NULL));
+    cr_assert_eq(sim_solver_index("paper-bisection"), SIM_SOLVER_PAPER_BISECTION);
+    cr_assert_eq(sim_solver_index("pgs"), SIM_SOLVER_PGS);
+    cr_assert_eq(sim_solver_index("cond-vfpi"), SIM_SOLVER_COND_VFPI);
+    cr_assert_eq(sim_solver_index("impacts"), SIM_SOLVER_IMPACTS);
+    /* the table's row gives bit-identical results to the direct call */
+    double G[9] = {2, 0.3, 0.5, 0.3, 1.5, 0.2, 0.5, 0.2, 3}, c[3] = {0.4, -0.1, -1}, mu = 0.5;
+    double l1[3] = {0}, l2[3] = {0};
+    sim_solver_stats s1, s2;
+    int r1 = sim_solve_bisection(1, G, c, &mu, l1, NULL, &s1);
+    int r2 = sim_solve(SIM_SOLVER_PAPER_BISECTION, 1, G, c, &mu, l2, NULL, &s2);
+    cr_assert_eq(r1, r2);
+    cr_assert(memcmp(l1, l2, sizeof l1) == 0);
+    /* out of range: EINVAL, lambda untouched */
+    double l3[3] = {7, 8, 9};
+    cr_assert_eq(sim_solve(n, 1, G, c, &mu, l3, NULL, &s2), SIM_SOLVER_EINVAL);
+    cr_assert_eq(sim_solve(-1, 1, G, c, &mu, l3, NULL, NULL), SIM_SOLVER_EINVAL);
+    cr_assert(l3[0] == 7 && l3[1] == 8 && l3[2] == 9);
+}

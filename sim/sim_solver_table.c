@@ -1,0 +1,65 @@
+/* sim_solver_table.c — the table of multi-contact solvers (sim_solver.h): one row per contact model, selected by
+ * name or index.  Rows are never reordered (the integer config key "solver" is an index); new solvers are
+ * appended.  A row whose solve is NULL is reserved for a solver not built yet. */
+#include "sim_solver.h"
+
+#include <string.h>
+
+static const sim_solver_desc TABLE[] = {
+    [SIM_SOLVER_PAPER_BISECTION] = {
+        "paper-bisection",
+        "Hwangbo, Lee & Hutter 2018: per-contact Gauss-Seidel (Algorithm 2) with each contact solved exactly for the "
+        "paper's model (Algorithm 1): stick if the zero-velocity impulse is in the cone, else the point of the "
+        "ellipse {v_n = 0, |lambda_T| = mu lambda_n} minimizing the contact kinetic energy.  Not Coulomb: a slipping "
+        "contact's velocity opposes the ellipse normal lambda_T + (mu^2 lambda_n / G_nn) G_nT, not lambda_T (they agree "
+        "only when G_nT = 0), and the model does not maximize dissipation.  Not converged after max_iter sweeps: the "
+        "last iterate, scaled by the dissipation guard.",
+        sim_solve_bisection},
+    [SIM_SOLVER_PGS] = {
+        "pgs",
+        "Projected Gauss-Seidel on the Coulomb NCP (Signorini, cone, sliding velocity opposite to lambda_T at "
+        "convergence).  Not converged after max_iter sweeps: the last iterate, scaled by the dissipation guard.",
+        sim_solve_pgs},
+    [SIM_SOLVER_COULOMB_BISECTION] = {"coulomb-bisection", "(not built yet)", NULL},
+    [SIM_SOLVER_ADMM] = {"admm", "(not built yet)", NULL},
+    [SIM_SOLVER_COULOMB_STALL_ADMM] = {"coulomb-stall-admm", "(not built yet)", NULL},
+    [SIM_SOLVER_COND_VFPI] = {"cond-vfpi", "(reserved: contact nodalization and diagonalization, Lee et al. 2023)", NULL},
+    [SIM_SOLVER_IMPACTS] = {"impacts", "(reserved: set-valued simultaneous impacts, Halm)", NULL},
+    [SIM_SOLVER_PGS_HWANGBO] = {
+        "pgs-hwangbo",
+        "Projected Gauss-Seidel as in Hwangbo et al. 2018, eqs. 17-18 (step alpha / G_zz normal, alpha / max(G_xx, "
+        "G_yy) tangential, then projection on the disc mu lambda_n); a fixed point is a Coulomb NCP solution; stops on "
+        "the impulse change per sweep.  Not converged: the last iterate, scaled by the dissipation guard.",
+        sim_solve_pgs},
+};
+
+#define NROWS ((int)(sizeof TABLE / sizeof TABLE[0]))
+
+int sim_solver_count(void) { return NROWS; }
+
+const sim_solver_desc *sim_solver_at(int i) { return i >= 0 && i < NROWS ? &TABLE[i] : NULL; }
+
+int sim_solver_index(const char *name)
+{
+    if (!name) return -1;
+    for (int i = 0; i < NROWS; i++)
+        if (TABLE[i].name && !strcmp(TABLE[i].name, name)) return i;
+    return -1;
+}
+
+const sim_solver_desc *sim_solver_find(const char *name)
+{
+    const sim_solver_desc *d = sim_solver_at(sim_solver_index(name));
+    return d && d->solve ? d : NULL;
+}
+
+int sim_solve(int solver, int n, const double *G, const double *c, const double *mu, double *lambda,
+              const sim_solver_params *p, sim_solver_stats *st)
+{
+    const sim_solver_desc *d = sim_solver_at(solver);
+    if (!d || !d->solve) {
+        if (st) memset(st, 0, sizeof *st), st->guard_scale = 1.0;
+        return SIM_SOLVER_EINVAL;
+    }
+    return d->solve(n, G, c, mu, lambda, p, st);
+}
