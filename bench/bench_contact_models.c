@@ -42,37 +42,30 @@
 #define CM_G 9.81
 #define CM_MAXC SIM_SOLVER_MAX_CONTACTS
 
-/* ---- the solver table ----------------------------------------------------------------------------- */
+/* ---- the solver table (sim_solver.h): every built row, in table order -------------------------------- */
 
-typedef int (*cm_solve_fn)(int n, const double *G, const double *c, const double *mu, double *lambda,
-                           const sim_solver_params *p, sim_solver_stats *st);
-
-static const struct {
-    const char *name;
-    cm_solve_fn solve;
-    int kind; /* m->opt.solver */
-} cm_table[] = {
-    {"paper-bisection", sim_solve_bisection, SIM_SOLVER_BISECTION},
-    {"pgs", sim_solve_pgs, SIM_SOLVER_PGS},
-};
-
-static int cm_nsolvers(void) { return (int)(sizeof cm_table / sizeof cm_table[0]); }
-static const char *cm_name(int s) { return cm_table[s].name; }
+static int cm_nsolvers(void) { return sim_solver_count(); }
+static int cm_built(int s) { return sim_solver_at(s) && sim_solver_at(s)->solve; }
+static const char *cm_name(int s) { return sim_solver_at(s)->name; }
 static int cm_solve(int s, int n, const double *G, const double *c, const double *mu, double *lambda,
                     const sim_solver_params *p, sim_solver_stats *st)
 {
-    return cm_table[s].solve(n, G, c, mu, lambda, p, st);
+    return sim_solve(s, n, G, c, mu, lambda, p, st);
 }
-static void cm_use(sim_model *m, int s) { m->opt.solver = cm_table[s].kind; }
+static void cm_use(sim_model *m, int s) { m->opt.solver = s; }
 /* The solver the scenarios' reference trajectories are run with (the model's default). */
 static int cm_default_solver(void)
 {
     sim_model *m = sim_model_new();
-    int k = m->opt.solver, found = 0;
-    for (int s = 0; s < cm_nsolvers(); s++)
-        if (cm_table[s].kind == k) found = s;
+    int k = m->opt.solver;
     sim_model_destroy(&m);
-    return found;
+    return k;
+}
+/* The tight reference of Fig. 6: Hwangbo's PGS, whose fixed points are Coulomb NCP solutions. */
+static int cm_reference_solver(void)
+{
+    int k = sim_solver_index("pgs-hwangbo");
+    return k >= 0 && cm_built(k) ? k : sim_solver_index("pgs");
 }
 
 /* ---- options and output ----------------------------------------------------------------------------- */
@@ -576,7 +569,7 @@ static sim_model *cm_anymal(int kind)
     return m;
 }
 
-/* Tight reference: PGS to a sweep change below 1e-13 (or 20000 sweeps), from cold. */
+/* Tight reference: Hwangbo's PGS to a sweep change below 1e-13 (or 20000 sweeps), from cold. */
 static void cm_reference(cm_problem *p)
 {
     sim_solver_params tight;
@@ -585,7 +578,7 @@ static void cm_reference(cm_problem *p)
     tight.max_iter = 20000;
     sim_solver_stats st;
     memset(p->ref, 0, sizeof(double) * 3 * (size_t)p->n);
-    sim_solve_pgs(p->n, p->G, p->c, p->mu, p->ref, &tight, &st);
+    sim_solve(cm_reference_solver(), p->n, p->G, p->c, p->mu, p->ref, &tight, &st);
     p->ref_converged = st.converged;
     double v[3 * CM_MAXC];
     sim_contact_velocity(p->n, p->G, p->c, p->ref, v);
@@ -851,10 +844,11 @@ int bench_contact_models(int argc, char **argv)
     }
     int use[64], nuse = 0;
     for (int s = 0; s < cm_nsolvers() && nuse < 64; s++)
-        if (cm_listed(o.solvers, cm_name(s))) use[nuse++] = s;
+        if (cm_built(s) && cm_listed(o.solvers, cm_name(s))) use[nuse++] = s;
     if (!nuse) {
         fprintf(stderr, "herd-bench contact-models: no solver matches --solvers %s; known:", o.solvers);
-        for (int s = 0; s < cm_nsolvers(); s++) fprintf(stderr, " %s", cm_name(s));
+        for (int s = 0; s < cm_nsolvers(); s++)
+            if (cm_built(s)) fprintf(stderr, " %s", cm_name(s));
         fprintf(stderr, "\n");
         return 2;
     }
