@@ -3,6 +3,9 @@
  * appended.  A row whose solve is NULL is reserved for a solver not built yet. */
 #include "sim_solver.h"
 
+#include "sim_impacts.h"
+#include "sim_solver_cond.h"
+
 #include <string.h>
 
 static const sim_solver_desc TABLE[] = {
@@ -23,8 +26,23 @@ static const sim_solver_desc TABLE[] = {
     [SIM_SOLVER_COULOMB_BISECTION] = {"coulomb-bisection", "(not built yet)", NULL},
     [SIM_SOLVER_ADMM] = {"admm", "(not built yet)", NULL},
     [SIM_SOLVER_COULOMB_STALL_ADMM] = {"coulomb-stall-admm", "(not built yet)", NULL},
-    [SIM_SOLVER_COND_VFPI] = {"cond-vfpi", "(reserved: contact nodalization and diagonalization, Lee et al. 2023)", NULL},
-    [SIM_SOLVER_IMPACTS] = {"impacts", "(reserved: set-valued simultaneous impacts, Halm)", NULL},
+    [SIM_SOLVER_COND_VFPI] = {
+        "cond-vfpi",
+        "COND / V-FPI (Lee, Lee & Lee 2023): velocity fixed-point iteration on the surrogate W = diag(w_m I) (Gershgorin "
+        "bound of G, so every contact is solved in one shot and in parallel: Jacobi), strict projection, Chebyshev "
+        "acceleration; stops on the fixed-point residual (N s).  A fixed point is the Coulomb NCP (Signorini, cone, "
+        "sliding velocity opposite to lambda_T), as PGS.  No convergence guarantee: after max_iter iterations the last "
+        "one-shot output (in the cones), scaled by the dissipation guard.",
+        sim_solve_cond},
+    [SIM_SOLVER_IMPACTS] = {
+        "impacts",
+        "Set-valued simultaneous impacts (Halm & Posa), a domain-randomization option: when two or more contacts close "
+        "faster than 0.05 m/s the step is one inelastic impact resolved by Routh's method with relative impulse rates "
+        "sampled from the stream p->seed (bounded normal increments, exact Coulomb cones), else cond-vfpi.  Every "
+        "outcome has v_n >= 0, impulses in the cones and no kinetic energy added, but complementarity does not hold "
+        "(a contact may leave the impact separating with impulse, or sliding).  Not terminated within its increment "
+        "cap: the accumulated (dissipative) impulses.",
+        sim_solve_impacts},
     [SIM_SOLVER_PGS_HWANGBO] = {
         "pgs-hwangbo",
         "Projected Gauss-Seidel as in Hwangbo et al. 2018, eqs. 17-18 (step alpha / G_zz normal, alpha / max(G_xx, "

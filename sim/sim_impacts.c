@@ -1,0 +1,179 @@
+/* sim_impacts.c — set-valued simultaneous impacts (Halm & Posa): Routh's method over several contacts with
+ * sampled relative impulse rates, discretized in bounded normal increments.  See sim_impacts.h. */
+#include "sim_impacts.h"
+
+#include "sim_metrics.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+void sim_impacts_default_params(sim_impacts_params *p)
+{
+    p->v_impact = 0.05;
+    p->min_impacts = 2;
+    p->step_frac = 0.05;
+    p->max_increments = 2000;
+    p->v_tol = 1e-7;
+    sim_cond_default_params(&p->inner);
+    p->inner.tol = 1e-11;
+    p->inner.max_iter = 2000;
+    p->base = sim_solve_cond;
+    p->base_params = NULL;
+}
+
+/* splitmix64's finalizer: a bijective mix of 64 bits. */
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+uint64_t sim_impacts_key(uint64_t seed, uint64_t world, uint64_t episode, uint64_t step)
+{
+    const uint64_t g = 0x9E3779B97F4A7C15ull;
+    uint64_t h = mix64(seed + g);
+    h = mix64(h ^ (world + g));
+    h = mix64(h ^ (episode + 2 * g));
+    return mix64(h ^ (step + 3 * g));
+}
+
+/* The i-th uniform number of stream `seed`, in (0, 1]. */
+static double stream_uniform(uint64_t seed, uint64_t i)
+{
+    const uint64_t z = mix64(mix64(seed) + (i + 1) * 0x9E3779B97F4A7C15ull);
+    return (double)((z >> 11) + 1) * 0x1.0p-53;
+}
+
+/* c.lambda + 1/2 lambda.G lambda with v = G lambda + c given. */
+static double energy_change(int N, const double *c, const double *lambda, const double *v)
+{
+    double e = 0;
+    for (int r = 0; r < N; r++) e += lambda[r] * (c[r] + 0.5 * (v[r] - c[r]));
+    return e;
+}
+
+static int colliding(int n, const double *v, double v_tol)
+{
+    for (int m = 0; m < n; m++)
+        if (v[3 * m + 2] < -v_tol) return 1;
+    return 0;
+}
+
+/* The increments of one impact (problem validated, n >= 1, h > 0).  lambda out. */
+static int resolve_impact(int n, const double *G, const double *c, const double *mu, double *lambda,
+                          const sim_impacts_params *p, uint64_t seed, double h, sim_impacts_stats *st)
+{
+    const int N = 3 * n;
+    double v[3 * SIM_SOLVER_MAX_CONTACTS], vn[3 * SIM_SOLVER_MAX_CONTACTS], dl[3 * SIM_SOLVER_MAX_CONTACTS];
+    double cap[SIM_SOLVER_MAX_CONTACTS];
+    double pmax = 0;
+    for (int m = 0; m < n; m++) { /* 1. the relative rates, held for the whole impact */
+        st->rates[m] = stream_uniform(seed, (uint64_t)m);
+        pmax = fmax(pmax, st->rates[m]);
+    }
+    for (int m = 0; m < n; m++) {
+        st->rates[m] /= pmax;
+        cap[m] = h * st->rates[m];
+    }
+    memset(lambda, 0, sizeof(double) * (size_t)N);
+    memcpy(v, c, sizeof(double) * (size_t)N);
+    int k = 0;
+    while (colliding(n, v, p->v_tol) && k < p->max_increments) {
+        k++;
+        /* 2. the increment problem at the current velocity (cold start: increments are not alike) */
+        memset(dl, 0, sizeof(double) * (size_t)N);
+        sim_cond_stats cs;
+        int rc = sim_cond_solve_capped(n, G, v, mu, cap, dl, &p->inner, &cs, vn);
+        st->inner_iterations += cs.iterations;
+        if (rc != SIM_SOLVER_OK) st->inner_failures++;
+        /* an inexact increment could add energy: dE = dl.v' - 1/2 dl.G dl, so scale it down to dE <= 0
+           (d(s) = s a + s^2/2 b with a = dl.v, b = dl.G dl) */
+        double a = 0, b = 0;
+        for (int r = 0; r < N; r++) {
+            a += dl[r] * v[r];
+            b += dl[r] * (vn[r] - v[r]);
+        }
+        if (a + 0.5 * b > 0) {
+            const double s = (a < 0 && b > 0) ? -a / b : 0.0;
+            for (int r = 0; r < N; r++) {
+                dl[r] *= s;
+                vn[r] = v[r] + s * (vn[r] - v[r]);
+            }
+        }
+        for (int r = 0; r < N; r++) lambda[r] += dl[r];
+        memcpy(v, vn, sizeof(double) * (size_t)N);
+    }
+    st->increments = k;
+    st->converged = !colliding(n, v, p->v_tol);
+    st->energy_change = energy_change(N, c, lambda, v);
+    return st->converged ? SIM_SOLVER_OK : SIM_SOLVER_MAXITER;
+}
+
+int sim_impacts_solve(int n, const double *G, const double *c, const double *mu, double *lambda,
+                      const sim_impacts_params *p, uint64_t seed, sim_impacts_stats *st)
+{
+    sim_impacts_params def;
+    sim_impacts_stats st_local;
+    if (!st) st = &st_local;
+    memset(st, 0, sizeof *st);
+    if (!p) {
+        sim_impacts_default_params(&def);
+        p = &def;
+    }
+    if (!sim_contact_problem_valid(n, G, c, mu, lambda)) return SIM_SOLVER_EINVAL;
+    if (!(p->v_impact >= 0) || !(p->step_frac > 0) || !(p->v_tol >= 0) || p->max_increments < 0 || !p->base)
+        return SIM_SOLVER_EINVAL;
+    const int N = 3 * n;
+    double h = 0;
+    for (int m = 0; m < n; m++) {
+        const double cn = c[3 * m + 2], gnn = G[(size_t)(3 * m + 2) * N + 3 * m + 2];
+        if (!(cn < -p->v_impact)) continue;
+        st->n_impacting++;
+        if (gnn > 0) h = fmax(h, -cn / gnn);
+    }
+    if (st->n_impacting < (p->min_impacts > 1 ? p->min_impacts : 1) || !(h > 0)) {
+        int rc = p->base(n, G, c, mu, lambda, p->base_params, &st->base_stats);
+        st->converged = st->base_stats.converged;
+        if (rc != SIM_SOLVER_EINVAL) {
+            double v[3 * SIM_SOLVER_MAX_CONTACTS];
+            sim_contact_velocity(n, G, c, lambda, v);
+            st->energy_change = energy_change(N, c, lambda, v);
+        }
+        return rc;
+    }
+    st->impact = 1;
+    return resolve_impact(n, G, c, mu, lambda, p, seed, p->step_frac * h, st);
+}
+
+int sim_solve_impacts(int n, const double *G, const double *c, const double *mu, double *lambda,
+                      const sim_solver_params *p, sim_solver_stats *st)
+{
+    sim_impacts_params ip;
+    sim_impacts_stats is;
+    sim_impacts_default_params(&ip);
+    ip.base_params = p;
+    const uint64_t seed = p ? (uint64_t)p->seed : 0;
+    int rc = sim_impacts_solve(n, G, c, mu, lambda, &ip, seed, &is);
+    if (st) {
+        if (!is.impact) {
+            *st = is.base_stats;
+        } else {
+            memset(st, 0, sizeof *st);
+            st->iterations = is.increments;
+            st->converged = is.converged;
+            st->guard_scale = 1.0;
+            int no = 0, ns = 0, nl = 0;
+            for (int m = 0; m < n; m++) {
+                const double *l = lambda + 3 * m;
+                const double lt = sqrt(l[0] * l[0] + l[1] * l[1]);
+                if (!(l[2] > 0)) no++;
+                else if (lt >= fmin(mu[m], SIM_MU_MAX) * l[2] * (1.0 - 1e-9)) nl++;
+                else ns++;
+            }
+            st->n_open = no, st->n_stick = ns, st->n_slip = nl;
+        }
+    }
+    return rc;
+}

@@ -1,0 +1,92 @@
+/* sim_impacts.h — set-valued simultaneous impacts (after Halm & Posa, "Set-valued rigid-body dynamics for
+ * simultaneous, inelastic, frictional impacts", Secs. 3 and 5): a domain-randomization option that, when several
+ * contacts close in one step, samples one post-impact velocity from the set of outcomes that arbitrary relative
+ * impulse-accrual rates produce, instead of the single deterministic pick of a simultaneous solver.  Off by
+ * default: a session opts in by choosing the solver "impacts".  Pure: no model, no allocation, no state; the
+ * randomness is a counter-based hash of a caller-given 64-bit seed, so a run is reproducible bit for bit.
+ *
+ * The contact problem (G, c, mu, lambda) is the one of sim_solver.h (frames (t_x, t_y, n), G Delassus in 1/kg,
+ * c free contact velocity in m/s, lambda impulses in N·s, v = G lambda + c).
+ *
+ * The model.  A contact m is impacting when c_n,m < -v_impact.  With fewer than min_impacts impacting contacts
+ * the problem goes to the deterministic base solver unchanged (default: COND / V-FPI with the strict operator,
+ * i.e. the Coulomb NCP, sim_solver_cond.h), so a single impact gives exactly the deterministic result.
+ * Otherwise the whole step is resolved as one inelastic impact by Routh's method extended to several contacts
+ * (the paper's DI, eq. 39, discretized as in its eq. 72 and Algorithm 1), starting from lambda = 0:
+ *   1. sample relative rates p_m in (0, 1] (uniform, one per contact, scaled so that max p = 1), held for the
+ *      whole impact: they stand for the unknown ordering of the impulses (p = (1, tiny) is "contact 1 first",
+ *      equal rates the simultaneous limit);
+ *   2. repeat: solve the increment problem for dlambda with the velocity v (start: c):
+ *        0 <= dlambda_n,m <= h p_m, and v'_n,m >= 0 if dlambda_n,m < h p_m, v'_n,m <= 0 if dlambda_n,m > 0,
+ *        |dlambda_T,m| <= mu_m dlambda_n,m with Coulomb's sliding law at v' (v'_T = 0 or opposite dlambda_T),
+ *      where v' = v + G dlambda (implicit, as eq. 72; exact Coulomb cones instead of the paper's linearized
+ *      ones), solved by sim_cond_solve_capped; then lambda += dlambda, v = v';
+ *      until every contact is non-colliding, v_n >= -v_tol (or max_increments).
+ *   h = step_frac times the largest -c_n,m / G_nn,m over the impacting contacts (the impulse that would stop
+ *   that contact alone), so an impact takes about 1 / step_frac increments.
+ * Conditions that hold for every outcome (exactly for exact increments, up to the inner solver's tolerance):
+ *   no penetration velocity (v_n >= -v_tol for all contacts), each lambda_m in its friction cone (a sum of
+ *   in-cone increments), and no kinetic energy added: every increment changes c.lambda + 1/2 lambda.G lambda by
+ *   dlambda.v' - 1/2 dlambda.G dlambda <= 0 (dlambda_n v'_n <= 0 and dlambda_T.v'_T <= 0 by the conditions).
+ * Where it departs from the other models: it is an impact law, not a time-stepping contact law.  At the end a
+ * contact may separate (v_n > 0) while having received impulse (complementarity lambda_n v_n = 0 does not hold:
+ * this is the point, e.g. a block landing flat may rock onto either corner), and friction acts only while
+ * normal impulse accrues (Routh), so a contact can leave the impact still sliding.  Outcomes are a random
+ * variable whose support is the set-valued law's; its spread is the randomization.
+ * Without termination within max_increments the accumulated lambda is kept (it is dissipative and in the
+ * cones), st->converged = 0 and SIM_SOLVER_MAXITER is returned.
+ */
+#ifndef HERD_SIM_IMPACTS_H
+#define HERD_SIM_IMPACTS_H
+
+#include <stdint.h>
+
+#include "sim_solver.h"
+#include "sim_solver_cond.h"
+
+/* A deterministic solver with the sim_solver.h signature. */
+typedef int (*sim_impacts_base_fn)(int n, const double *G, const double *c, const double *mu, double *lambda,
+                                   const sim_solver_params *p, sim_solver_stats *st);
+
+typedef struct sim_impacts_params {
+    double v_impact;        /* closing speed above which a contact is impacting, m/s (0.05) */
+    int min_impacts;        /* impacting contacts needed for the set-valued law (2; 1 applies it to any impact) */
+    double step_frac;       /* normal increment bound h, as a fraction of the largest stopping impulse (0.05) */
+    int max_increments;     /* cap on the increments of one impact (2000) */
+    double v_tol;           /* termination: every v_n >= -v_tol, m/s (1e-7) */
+    sim_cond_params inner;  /* the increment solver (defaults, tol 1e-11 N·s, max_iter 2000) */
+    sim_impacts_base_fn base;          /* deterministic solver for the other steps (sim_solve_cond) */
+    const sim_solver_params *base_params; /* its parameters (NULL: its defaults) */
+} sim_impacts_params;
+
+typedef struct sim_impacts_stats {
+    int impact;             /* 1 if the set-valued law resolved the step, 0 if the base solver did */
+    int n_impacting;        /* contacts with c_n < -v_impact */
+    int increments;         /* increments taken (0 when the base solver ran) */
+    long inner_iterations;  /* V-FPI iterations summed over the increments */
+    int inner_failures;     /* increments whose inner solve did not reach its tolerance */
+    int converged;          /* terminated (impact) or the base solver converged */
+    double energy_change;   /* c.lambda + 1/2 lambda.G lambda, the kinetic energy the impulses add (J; <= 0) */
+    double rates[SIM_SOLVER_MAX_CONTACTS]; /* the sampled p_m (impact only) */
+    sim_solver_stats base_stats; /* the base solver's stats (base only) */
+} sim_impacts_stats;
+
+/* Fills p with the defaults listed in sim_impacts_params. */
+void sim_impacts_default_params(sim_impacts_params *p);
+
+/* The stream key of one contact problem: a hash of (seed, world index, episode, step) for callers that keep
+ * one stream per world (DESIGN.md), so that results do not depend on thread count or batch split. */
+uint64_t sim_impacts_key(uint64_t seed, uint64_t world, uint64_t episode, uint64_t step);
+
+/* Resolves the problem as above with the random stream `seed` (same seed, same bits).  lambda: warm start for
+ * the base solver, output the impulses (an impact starts from 0).  p may be NULL (defaults), st NULL.
+ * Returns SIM_SOLVER_OK, SIM_SOLVER_MAXITER or SIM_SOLVER_EINVAL (bad input, lambda untouched). */
+int sim_impacts_solve(int n, const double *G, const double *c, const double *mu, double *lambda,
+                      const sim_impacts_params *p, uint64_t seed, sim_impacts_stats *st);
+
+/* The solver-table entry ("impacts"): sim_solve signature; the seed is p->seed when the shared params carry
+ * one (see the registration), max_iter/tol go to the base solver. */
+int sim_solve_impacts(int n, const double *G, const double *c, const double *mu, double *lambda,
+                      const sim_solver_params *p, sim_solver_stats *st);
+
+#endif
