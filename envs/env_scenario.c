@@ -44,6 +44,7 @@ int env_scenario_init(env_scenario *s, const sim_model *m, sim_data *d, int kind
     s->kd = ENV_ANYMAL_KD;
     s->tau_max = ENV_ANYMAL_TAU_MAX;
     s->rng = env_rng_seeded(seed);
+    if (kind == ENV_SCN_TROT && env_scenario_trot_init(s, m, err, errlen)) return -1;
     env_scenario_reset(s, m, d);
     s->resets = 0;
     return 0;
@@ -57,12 +58,13 @@ void env_scenario_reset(env_scenario *s, const sim_model *m, sim_data *d)
     for (int i = 0; i < ENV_ANYMAL_NJ; i++) d->q[j->qadr[i]] = j->q_default[i];
     memcpy(s->target, j->q_default, sizeof s->target);
     switch (s->kind) {
-    case ENV_SCN_TROT: d->q[2] = 0.58; s->amp = 0.25; break;
+    case ENV_SCN_TROT: d->q[2] = 0.58; break;
     case ENV_SCN_HANG: d->q[2] = 1.0; break;
     case ENV_SCN_DROP: d->q[2] = 1.0; d->u[0] = 1.0; break;
     case ENV_SCN_RANDOM: d->q[2] = 0.7; break;
     default: d->q[2] = 0.6; break;
     }
+    if (s->kind == ENV_SCN_TROT) env_scenario_trot_reset(s, m, d);
     s->t_episode = 0;
     s->t_target = 0;
     s->t_still = 0;
@@ -113,21 +115,7 @@ void env_scenario_control(env_scenario *s, const sim_model *m, sim_data *d, doub
             env_scenario_reset(s, m, d);
             return;
         }
-        const double period = 0.5, vdes = 1.5, lift = 0.6;
-        /* stride feedback on the forward speed */
-        double vx = d->u[0];
-        s->amp += dt * 0.5 * (vdes - vx);
-        if (s->amp < 0.05) s->amp = 0.05;
-        if (s->amp > 0.45) s->amp = 0.45;
-        for (int l = 0; l < 4; l++) {
-            int diag = (l == 0 || l == 3) ? 0 : 1;
-            int front = l < 2;
-            double ph = 2 * M_PI * (s->t_episode / period + 0.5 * diag);
-            double sw = sin(ph);
-            s->target[3 * l + 0] = j->q_default[3 * l + 0];
-            s->target[3 * l + 1] = j->q_default[3 * l + 1] + s->amp * cos(ph);
-            s->target[3 * l + 2] = j->q_default[3 * l + 2] + (front ? -1 : 1) * lift * (sw > 0 ? sw : 0);
-        }
+        env_scenario_trot_control(s, m, d, dt);
         pd(s, d);
         return;
     }

@@ -2,9 +2,11 @@
  * standing one, as deterministic controllers around sim_step.  Used by the solver benchmarks, the
  * tests and the paper-* tasks (env_paper.c).  All at the caller's dt (the paper uses 1 ms).
  *
- *   trot    scripted diagonal trot (LF+RH / RF+LH) in joint space, 0.5 s period, with a feedback on
- *           the stride amplitude toward 1.5 m/s forward; feet and base collide; reset if the base
- *           falls below 0.25 m or tilts over 60°.
+ *   trot    a trot at 1.5 m/s (env_scenario_trot.c): diagonal pairs (LF+RH / RF+LH), 0.3 s period,
+ *           swing feet placed by Raibert's rule and tracked by Cartesian PD, stance feet pushing the
+ *           ground forces that hold height, attitude, heading and speed (gravity feed-forward); it
+ *           stands for 0.3 s, then ramps the speed target over 1 s; feet and base collide; reset if
+ *           the base falls below 0.25 m or tilts over 60° (it does not, test_scenario.c).
  *   hang    released at rest from 1 m, unactuated, only the feet collide: the body falls through the
  *           plane and swings below the feet, which stay on the ground.  No resets.
  *   drop    released from 1 m with 1 m/s tangential velocity, PD holding the nominal pose, feet and
@@ -28,13 +30,29 @@
 
 typedef enum { ENV_SCN_TROT = 0, ENV_SCN_HANG, ENV_SCN_DROP, ENV_SCN_RANDOM, ENV_SCN_STAND, ENV_SCN_COUNT } env_scenario_kind;
 
+/* The trot controller's constants and state (env_scenario_trot.c). */
+#define ENV_TROT_SPEED 1.5      /* m/s, forward speed target */
+#define ENV_TROT_STAND 0.3      /* s standing on four feet after a reset */
+#define ENV_TROT_RAMP 1.0       /* s to ramp the speed target from 0 */
+typedef struct {
+    int foot_body[4];               /* LF RF LH RH: the body carrying the foot sphere */
+    double foot_local[4][3];        /* the sphere's centre in that body's frame (m) */
+    double foot_radius;             /* m */
+    double mu;                      /* the feet's friction coefficient */
+    double nominal[4][3];           /* feet in the base frame at the nominal pose (m) */
+    double height;                  /* base height target (m) */
+    double liftoff[4][3];           /* where each swinging foot left the ground (world, m) */
+    int swinging[4];
+    double vint[2];                 /* integral of the horizontal velocity error (m) */
+} env_trot;
+
 typedef struct {
     int kind;
     env_anymal_joints joints;
     double target[ENV_ANYMAL_NJ];   /* the scripted PD targets (rad) */
     double kp, kd, tau_max;
     double t_episode, t_target, t_still;   /* s */
-    double amp;                     /* trot stride amplitude (rad), adapted */
+    env_trot trot;                  /* the trot controller's state */
     double offset[ENV_ANYMAL_NJ];   /* added to the PD targets (the paper tasks' actions); 0 by default */
     env_rng rng;                    /* the random scenario's target draws */
     long resets;                    /* resets since env_scenario_init */
@@ -56,5 +74,12 @@ void env_scenario_reset(env_scenario *s, const sim_model *m, sim_data *d);
 /* Advances the scenario's clock by dt and sets d->tau for the next step (resetting the world first
  * when the scenario says so). */
 void env_scenario_control(env_scenario *s, const sim_model *m, sim_data *d, double dt);
+
+/* The trot controller (env_scenario_trot.c; called by the functions above).  init finds the feet
+ * (0, or -1 with err filled); reset records the nominal foot offsets after a reset; control sets
+ * s->target for the next step (the PD targets that produce its torques). */
+int env_scenario_trot_init(env_scenario *s, const sim_model *m, char *err, size_t errlen);
+void env_scenario_trot_reset(env_scenario *s, const sim_model *m, sim_data *d);
+void env_scenario_trot_control(env_scenario *s, const sim_model *m, sim_data *d, double dt);
 
 #endif
