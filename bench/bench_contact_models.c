@@ -14,11 +14,12 @@
  *   heavy_on_light a heavy cube on a light one on the ground, mass ratio 1 .. 1e6, 8 corner contacts,
  *                  simulated 0.5 s by a two-body integrator written here (sim_model has one free root):
  *                  first-step metrics (eps_p, eps_d, eps_c, eps_abs with De Saxce's Gamma) at the solver's
- *                  defaults and at a large budget, sinking over the run (Fig. 12)
+ *                  defaults and at a large budget, sinking over the run (Fig. 12); a run is cut after
+ *                  CM_RUN_BUDGET_S of wall clock ("run_truncated")
  *   dt             self-consistency against the time step: a cube sliding and spinning, final pose error
  *                  against the same solver at dt/2^k (Fig. 14)
  *   tol            self-consistency against the stopping tolerance, against the same solver at tol 1e-12
- *                  (Fig. 15)
+ *                  (Fig. 15); every run capped at 5000 iterations per step
  *   accuracy       contact problems harvested from the four ANYmal scenarios: eps_abs and time after a
  *                  fixed number of iterations, cold (lambda = 0) and warm (the step's warm start) (Figs 16-17)
  *   fig6           the same problems: share whose impulses are within 1 % of a tightly converged PGS
@@ -41,6 +42,7 @@
 
 #define CM_G 9.81
 #define CM_MAXC SIM_SOLVER_MAX_CONTACTS
+#define CM_RUN_BUDGET_S 10.0 /* wall-clock cap of one heavy-on-light run (s) */
 
 /* ---- the solver table (sim_solver.h): every built row, in table order -------------------------------- */
 
@@ -108,6 +110,18 @@ static void cm_end(void)
 {
     printf("}\n");
     fflush(stdout);
+}
+
+/* A JSON string value (quotes, backslashes and control characters escaped). */
+static void cm_str(const char *key, const char *v)
+{
+    printf(",\"%s\":\"", key);
+    for (const char *p = v; *p; p++) {
+        if (*p == '"' || *p == '\\') printf("\\%c", *p);
+        else if ((unsigned char)*p < 0x20) printf("\\u%04x", (unsigned char)*p);
+        else putchar(*p);
+    }
+    putchar('"');
 }
 
 /* JSON has no NaN / inf: they print as null. */
@@ -422,8 +436,13 @@ static void cm_heavy_on_light(int s, const cm_opts *o)
         /* the run, warm-started, at the solver's defaults */
         double pen[2] = {0, 0};
         long iters = 0, nonconv = 0;
+        int done = 0;
         memset(st.lambda, 0, sizeof st.lambda);
+        const uint64_t run_t0 = bench_now_ns();
         for (int i = 0; i < nsteps; i++) {
+            /* a wall-clock budget per run: a solver may spend seconds per step on this problem */
+            if (bench_now_ns() - run_t0 > (uint64_t)(CM_RUN_BUDGET_S * 1e9)) break;
+            done++;
             cm_stack_problem(&st, dt, J, uf);
             sim_solver_stats ss;
             cm_solve(s, 8, st.G, st.c, st.mu, st.lambda, &def, &ss);
@@ -450,14 +469,16 @@ static void cm_heavy_on_light(int s, const cm_opts *o)
         cm_num("budget_eps_abs", m2.eps_abs);
         cm_num("budget_eps_abs_rel", m2.eps_abs / weight);
         cm_num("budget_us", us_big);
-        cm_num("run_seconds", nsteps * dt);
+        cm_num("run_seconds", done * dt);
+        printf(",\"run_truncated\":%s", done < nsteps ? "true" : "false");
         cm_num("run_penetration_ground_m", pen[0]);
         cm_num("run_penetration_between_m", pen[1]);
-        cm_num("run_mean_iterations", (double)iters / nsteps);
-        cm_num("run_nonconverged_frac", (double)nonconv / nsteps);
+        cm_num("run_mean_iterations", done ? (double)iters / done : NAN);
+        cm_num("run_nonconverged_frac", done ? (double)nonconv / done : NAN);
         cm_end();
-        fprintf(stderr, "heavy_on_light %-18s ratio 1e%d: eps_abs %.2e (default, %d it) %.2e (%d it), sinking %.2e / %.2e m\n",
-                cm_name(s), e, m1.eps_abs, s1.iterations, m2.eps_abs, s2.iterations, pen[0], pen[1]);
+        fprintf(stderr, "heavy_on_light %-18s ratio 1e%d: eps_abs %.2e (default, %d it) %.2e (%d it), sinking %.2e / %.2e m%s\n",
+                cm_name(s), e, m1.eps_abs, s1.iterations, m2.eps_abs, s2.iterations, pen[0], pen[1],
+                done < nsteps ? " (run cut by the time budget)" : "");
     }
 }
 
@@ -522,11 +543,11 @@ static void cm_self_tol(int s, const cm_opts *o)
     const int nt = o->quick ? 6 : 9;
     double tols[10], err[10], it[10];
     long iref;
-    cm_pose ref = cm_spin_run(s, dt, T, 1e-12, 100000, &iref);
+    cm_pose ref = cm_spin_run(s, dt, T, 1e-12, 5000, &iref);
     for (int k = 0; k < nt; k++) {
         long ik;
         tols[k] = pow(10, -1 - k);
-        err[k] = cm_pose_err(cm_spin_run(s, dt, T, tols[k], 100000, &ik), ref);
+        err[k] = cm_pose_err(cm_spin_run(s, dt, T, tols[k], 5000, &ik), ref);
         it[k] = (double)ik / (T / dt);
     }
     cm_head("tol", s);
@@ -852,6 +873,14 @@ int bench_contact_models(int argc, char **argv)
         fprintf(stderr, "\n");
         return 2;
     }
+    /* what each solver solves, from its table row (sim_solver.h) */
+    for (int k = 0; k < nuse; k++) {
+        cm_head("model", use[k]);
+        cm_str("model_doc", sim_solver_at(use[k])->model_doc);
+        cm_end();
+        fprintf(stderr, "%-18s %s\n", cm_name(use[k]), sim_solver_at(use[k])->model_doc);
+    }
+    fprintf(stderr, "\n");
     static const char *const exps[] = {"cube_slide", "cube_push", "heavy_on_light", "dt", "tol", "accuracy", "fig6", "table2"};
     if (o.only)
         for (const char *p = o.only; *p;) {
