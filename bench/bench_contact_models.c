@@ -21,7 +21,8 @@
  *   tol            self-consistency against the stopping tolerance, against the same solver at tol 1e-12
  *                  (Fig. 15); every run capped at 5000 iterations per step
  *   accuracy       contact problems harvested from the four ANYmal scenarios: eps_abs and time after a
- *                  fixed number of iterations, cold (lambda = 0) and warm (the step's warm start) (Figs 16-17)
+ *                  fixed number of iterations, cold (lambda = 0) and warm (the step's warm start) (Figs 16-17);
+ *                  budgets not reached within CM_RUN_BUDGET_S of wall clock print as null
  *   fig6           the same problems: share whose impulses are within 1 % of a tightly converged PGS
  *                  (the Coulomb NCP), split into stick-only and slipping steps (bisection paper, Fig. 6)
  *   table2         each solver driving each scenario: time per step (bisection paper, Table II)
@@ -42,7 +43,7 @@
 
 #define CM_G 9.81
 #define CM_MAXC SIM_SOLVER_MAX_CONTACTS
-#define CM_RUN_BUDGET_S 10.0 /* wall-clock cap of one heavy-on-light run (s) */
+#define CM_RUN_BUDGET_S 10.0 /* wall-clock cap of one heavy-on-light run, and of one accuracy sweep (s) */
 
 /* ---- the solver table (sim_solver.h): every built row, in table order -------------------------------- */
 
@@ -102,8 +103,18 @@ static void cm_head(const char *experiment, int s)
 static void cm_array(const char *key, const double *x, int n)
 {
     printf(",\"%s\":[", key);
-    for (int i = 0; i < n; i++) printf(i ? ",%.6g" : "%.6g", x[i]);
+    for (int i = 0; i < n; i++) {
+        if (i) putchar(',');
+        if (isfinite(x[i])) printf("%.6g", x[i]);
+        else printf("null");
+    }
     printf("]");
+}
+
+/* Several series of ns samples: keys[k] -> cols[k], nk of them. */
+static void cm_series(int nk, const char *const *keys, double *const *cols, int ns)
+{
+    for (int k = 0; k < nk; k++) cm_array(keys[k], cols[k], ns);
 }
 
 static void cm_end(void)
@@ -226,12 +237,9 @@ static void cm_cube_slide(int s, const cm_opts *o)
     cm_num("yaw_rate_max", yaw);
     cm_num("mean_iterations", (double)iters / nsteps);
     cm_num("nonconverged_steps", (double)maxit);
-    cm_array("t", t, ns);
-    cm_array("x", x, ns);
-    cm_array("x_coulomb", xr, ns);
-    cm_array("v", vy, ns);
-    cm_array("ke", ke, ns);
-    cm_array("ke_coulomb", ker, ns);
+    static const char *const keys[] = {"t", "x", "x_coulomb", "v", "ke", "ke_coulomb"};
+    double *const cols[] = {t, x, xr, vy, ke, ker};
+    cm_series(6, keys, cols, ns);
     cm_end();
     fprintf(stderr, "cube_slide     %-18s decel %+.3f %% of mu g, distance %+.3f %%, max |KE gap| %.3f %% of KE0\n",
             cm_name(s), 100 * (decel_half - mu * CM_G) / (mu * CM_G), 100 * (dist - dist_e) / dist_e, 100 * ke_gap);
@@ -301,15 +309,10 @@ static void cm_cube_push(int s, const cm_opts *o)
     cm_num("v_end_coulomb", rate * (T - tstar) * (T - tstar) / (2 * mass));
     cm_num("internal_force_max_N", int_max);
     cm_num("front_normal_gap_max_N", nf_gap);
-    cm_array("t", t, ns);
-    cm_array("force", F, ns);
-    cm_array("v", v, ns);
-    cm_array("v_coulomb", vr, ns);
-    cm_array("friction_x", ff, ns);
-    cm_array("internal_force", fint, ns);
-    cm_array("normal_front", nfront, ns);
-    cm_array("normal_back", nback, ns);
-    cm_array("normal_front_statics", nfr, ns);
+    static const char *const keys[] = {"t", "force", "v", "v_coulomb", "friction_x", "internal_force", "normal_front",
+                                       "normal_back", "normal_front_statics"};
+    double *const cols[] = {t, F, v, vr, ff, fint, nfront, nback, nfr};
+    cm_series(9, keys, cols, ns);
     cm_end();
     fprintf(stderr, "cube_push      %-18s slides at %.3f s (Coulomb %.3f), creep %.2e m/s, |v - v_C| %.2e m/s, internal %.3g N\n",
             cm_name(s), t_slide, tstar, creep, vgap, int_max);
@@ -726,7 +729,12 @@ static void cm_accuracy(int s, const cm_set *set, int repeats, double target)
     double lam[3 * CM_MAXC];
     for (int warm = 0; warm < 2; warm++) {
         double med[CM_NBUDGET], p90[CM_NBUDGET], us[CM_NBUDGET], it[CM_NBUDGET], omed[CM_NBUDGET];
+        const uint64_t sweep_t0 = bench_now_ns();
         for (int b = 0; b < CM_NBUDGET; b++) {
+            if (bench_now_ns() - sweep_t0 > (uint64_t)(CM_RUN_BUDGET_S * 1e9)) { /* the larger budgets: not run */
+                med[b] = p90[b] = us[b] = it[b] = omed[b] = NAN;
+                continue;
+            }
             sim_solver_params p;
             sim_solver_default_params(&p);
             p.max_iter = budgets[b];
@@ -908,8 +916,20 @@ int bench_contact_models(int argc, char **argv)
         for (int q = 0; q < 4; q++) {
             cm_set set;
             if (cm_harvest(cm_kinds[q], o.steps, o.quick ? 20 : 10, &set)) return 1;
-            fprintf(stderr, "harvest %-7s: %d problems (%s trajectory)\n", env_scenario_name(cm_kinds[q]), set.np,
-                    cm_name(cm_default_solver()));
+            int nslip = 0, nclosing = 0;
+            for (int i = 0; i < set.np; i++) {
+                int closing = 0;
+                for (int k = 0; k < set.p[i].n; k++) closing += set.p[i].c[3 * k + 2] < -0.05;
+                nslip += set.p[i].slipping;
+                nclosing += closing >= 2;
+            }
+            cm_head("harvest", cm_default_solver());
+            printf(",\"scenario\":\"%s\",\"steps\":%ld,\"problems\":%d,\"slipping\":%d,\"two_closing_faster_than_5cm_s\":%d",
+                   env_scenario_name(cm_kinds[q]), o.steps, set.np, nslip, nclosing);
+            cm_end();
+            fprintf(stderr, "harvest %-7s: %d problems along the %s trajectory, %d with a slipping contact, %d with two "
+                            "contacts closing faster than 0.05 m/s\n",
+                    env_scenario_name(cm_kinds[q]), set.np, cm_name(cm_default_solver()), nslip, nclosing);
             for (int k = 0; k < nuse; k++) {
                 if (cm_listed(o.only, "fig6")) cm_fig6(use[k], &set);
                 if (cm_listed(o.only, "accuracy")) {

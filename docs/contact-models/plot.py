@@ -60,48 +60,37 @@ def save(fig, outdir, name):
     plt.close(fig)
 
 
+def slide_panel(runs, solvers, col, key, ylabel, title, err_label, norm):
+    """One figure of the sliding cube: `key` against its Coulomb solution, and the error (divided by norm(run))."""
+    first = next(iter(runs.values()))
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    ax[0].plot(first["t"], first[key + "_coulomb"], "k--", lw=2, label="Coulomb (analytic)")
+    for s in solvers:
+        if s not in runs:
+            continue
+        r = runs[s]
+        ax[0].plot(r["t"], r[key], color=col[s], label=s)
+        ax[1].plot(r["t"], [(a - b) / norm(r) for a, b in zip(r[key], r[key + "_coulomb"])], color=col[s], label=s)
+    ax[0].set_xlabel("t (s)")
+    ax[0].set_ylabel(ylabel)
+    ax[0].set_title(title)
+    ax[0].legend(fontsize=8)
+    ax[1].axhline(0, color="k", lw=0.8)
+    ax[1].set_xlabel("t (s)")
+    ax[1].set_ylabel(err_label)
+    ax[1].set_title("error against Coulomb")
+    return fig
+
+
 def fig_cube_slide(rows, solvers, col, outdir):
     runs = {r["solver"]: r for r in pick(rows, "cube_slide")}
     if not runs:
         return
-    first = next(iter(runs.values()))
-    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
-    ax[0].plot(first["t"], first["x_coulomb"], "k--", lw=2, label="Coulomb (analytic)")
-    for s in solvers:
-        if s in runs:
-            ax[0].plot(runs[s]["t"], runs[s]["x"], color=col[s], label=s)
-    ax[0].set_xlabel("t (s)")
-    ax[0].set_ylabel("x (m)")
-    ax[0].set_title("Cube sliding on a plane: trajectory (Fig. 9)")
-    ax[0].legend(fontsize=8)
-    for s in solvers:
-        if s in runs:
-            r = runs[s]
-            ax[1].plot(r["t"], [a - b for a, b in zip(r["x"], r["x_coulomb"])], color=col[s], label=s)
-    ax[1].axhline(0, color="k", lw=0.8)
-    ax[1].set_xlabel("t (s)")
-    ax[1].set_ylabel("x - x_Coulomb (m)")
-    ax[1].set_title("distance error")
+    fig = slide_panel(runs, solvers, col, "x", "x (m)", "Cube sliding on a plane: trajectory (Fig. 9)",
+                      "x - x_Coulomb (m)", lambda r: 1.0)
     save(fig, outdir, "fig09_cube_slide_trajectory.png")
-
-    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
-    ax[0].plot(first["t"], first["ke_coulomb"], "k--", lw=2, label="Coulomb (analytic)")
-    for s in solvers:
-        if s in runs:
-            ax[0].plot(runs[s]["t"], runs[s]["ke"], color=col[s], label=s)
-    ax[0].set_xlabel("t (s)")
-    ax[0].set_ylabel("kinetic energy (J)")
-    ax[0].set_title("Cube sliding on a plane: energy (Fig. 10)")
-    ax[0].legend(fontsize=8)
-    for s in solvers:
-        if s in runs:
-            r = runs[s]
-            ke0 = r["ke_coulomb"][0] or 1.0
-            ax[1].plot(r["t"], [(a - b) / ke0 for a, b in zip(r["ke"], r["ke_coulomb"])], color=col[s], label=s)
-    ax[1].axhline(0, color="k", lw=0.8)
-    ax[1].set_xlabel("t (s)")
-    ax[1].set_ylabel("(KE - KE_Coulomb) / KE(0)")
-    ax[1].set_title("energy error")
+    fig = slide_panel(runs, solvers, col, "ke", "kinetic energy (J)", "Cube sliding on a plane: energy (Fig. 10)",
+                      "(KE - KE_Coulomb) / KE(0)", lambda r: r["ke_coulomb"][0] or 1.0)
     save(fig, outdir, "fig10_cube_slide_energy.png")
 
 
