@@ -188,7 +188,7 @@ def fig_accuracy(rows, solvers, col, outdir):
                 if r["scenario"] != sc:
                     continue
                 ls = "-" if r["start"] == "warm" else "--"
-                ax.loglog(r[xkey], positive(r["eps_abs_median"]), ls, marker=".", color=col[r["solver"]],
+                ax.loglog(positive(r[xkey]), positive(r["eps_abs_median"]), ls, marker=".", color=col[r["solver"]],
                           label="%s %s" % (r["solver"], r["start"]))
             ax.set_title("%s: %s" % (sc, title), fontsize=9)
             ax.set_xlabel(xlabel)
