@@ -1,8 +1,10 @@
 /* herd-bench solver — the paper's four experiments (Hwangbo et al. 2018, Sec. V) on ANYmal C.
  *
- *   herd-bench solver --scenario trot|hang|drop|random|stand --solver bisection|pgs [--steps N]
+ *   herd-bench solver --scenario trot|hang|drop|random|stand --solver NAME [--steps N]   (NAME: sim_solver.h's table)
  *                     [--repeats R] [--dt S] [--no-warmstart]
- *   herd-bench solver --compare [--steps N]     Table II, Fig. 6, warm-start savings, box-slide gap
+ *   herd-bench solver --compare [--steps N]     Table II, Fig. 6 (paper model and Coulomb, split stick / slip),
+ *                                               warm-start savings, box-slide gap
+ *   herd-bench solver --walk [--steps N]        every solver at the walk task's physics (stall detector figures)
  *   herd-bench solver --vs-mujoco [--steps N]   standing PD scenario vs MuJoCo 2.2 in this process
  *
  * One JSON object per line on stdout; a table on stderr.  Timings are medians over repeats of the
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "env.h"
 #include "env_scenario.h"
 #include "sim_dynamics.h"
 #include "sim_step.h"
@@ -112,7 +115,22 @@ static int run(int kind, int solver, int warm, long steps, int repeats, double d
     return 0;
 }
 
-static const char *solver_name(int s) { return s == SIM_SOLVER_PGS ? "pgs" : "bisection"; }
+static const char *solver_name(int s) { return sim_solver_at(s) ? sim_solver_at(s)->name : "?"; }
+
+/* A solver index from a table name ("bisection" is kept as the old name of "paper-bisection"); -1 if unknown. */
+static int solver_from_name(const char *so)
+{
+    if (!strcmp(so, "bisection")) return SIM_SOLVER_PAPER_BISECTION;
+    const sim_solver_desc *d = sim_solver_find(so);
+    return d ? sim_solver_index(so) : -1;
+}
+
+static void list_solvers(void)
+{
+    for (int i = 0; i < sim_solver_count(); i++)
+        if (sim_solver_at(i)->solve) fprintf(stderr, " %s", sim_solver_at(i)->name);
+    fprintf(stderr, "\n");
+}
 
 static void print_run(int kind, int solver, int warm, double dt, const run_result *r)
 {
@@ -128,11 +146,14 @@ static void print_run(int kind, int solver, int warm, double dt, const run_resul
             r->p99_iter, r->eps_abs_p99, r->pen_max);
 }
 
-/* Fig. 6: along a bisection run, the share of contact steps whose impulses differ from a tightly
- * converged PGS solution of the same problem by less than 1 % (|lambda_b - lambda_p| / |lambda_p|). */
-static double agreement(int kind, long steps, double dt, long *samples)
+/* Fig. 6: along a run of `solver`, the share of contact steps whose impulses differ from a tightly converged
+ * PGS solution (Hwangbo et al.'s eqs. 17-18, a Coulomb NCP solver) of the same problem by less than 1 %
+ * (|lambda - lambda_pgs| / |lambda_pgs|), every 10th step; split into steps where the tight solution has no
+ * slipping contact (*share_stick, over *n_stick samples) and those with one (*share_slip, *n_slip). */
+static double agreement(int kind, int solver, long steps, double dt, long *samples, double *share_stick, long *n_stick,
+                        double *share_slip, long *n_slip)
 {
-    sim_model *m = load(kind, SIM_SOLVER_BISECTION, 1);
+    sim_model *m = load(kind, solver, 1);
     if (!m) return NAN;
     sim_data *d = sim_data_new(m);
     env_scenario s;
@@ -141,7 +162,7 @@ static double agreement(int kind, long steps, double dt, long *samples)
     sim_solver_params tight = m->opt.sp;
     tight.tol = 1e-20;
     tight.max_iter = 20000;
-    long n = 0, ok = 0;
+    long n = 0, ok = 0, ns = 0, oks = 0, nl = 0, okl = 0;
     double lam[3 * SIM_SOLVER_MAX_CONTACTS];
     for (long i = 0; i < steps; i++) {
         env_scenario_control(&s, m, d, dt);
@@ -150,24 +171,28 @@ static double agreement(int kind, long steps, double dt, long *samples)
         int nc = d->ncon;
         memset(lam, 0, sizeof(double) * 3 * (size_t)nc);
         sim_solver_stats st;
-        sim_solve_pgs(nc, d->G, d->cfree, d->mu, lam, &tight, &st);
+        sim_solve_pgs_hwangbo(nc, d->G, d->cfree, d->mu, lam, &tight, &st);
         double num = 0, den = 0;
         for (int k = 0; k < 3 * nc; k++) {
             num += (d->lambda[k] - lam[k]) * (d->lambda[k] - lam[k]);
             den += lam[k] * lam[k];
         }
         if (den <= 0) continue;
-        n++;
-        if (sqrt(num / den) < 0.01) ok++;
+        const int good = sqrt(num / den) < 0.01;
+        n++, ok += good;
+        if (st.n_slip > 0) nl++, okl += good;
+        else ns++, oks += good;
     }
     sim_data_destroy(&d);
     sim_model_destroy(&m);
-    *samples = n;
+    *samples = n, *n_stick = ns, *n_slip = nl;
+    *share_stick = ns ? (double)oks / (double)ns : NAN;
+    *share_slip = nl ? (double)okl / (double)nl : NAN;
     return n ? (double)ok / (double)n : NAN;
 }
 
 /* A box sliding on its four corners vs Coulomb's analytical deceleration mu g and energy. */
-static void box_slide(void)
+static void box_slide(int solver)
 {
     sim_model *m = sim_model_new();
     const double hx = 0.1, hy = 0.1, hz = 0.05, mass = 2.0, mu = 0.5, v0 = 1.5, g = 9.81, dt = 1e-3;
@@ -188,6 +213,7 @@ static void box_slide(void)
     ge->size[0] = hx; ge->size[1] = hy; ge->size[2] = hz;
     char err[128];
     if (sim_model_finalize(m, err, sizeof err)) { fprintf(stderr, "%s\n", err); return; }
+    m->opt.solver = solver;
     sim_data *d = sim_data_new(m);
     d->q[2] = hz;
     for (int i = 0; i < 20; i++) sim_step(m, d, dt); /* settle */
@@ -205,15 +231,111 @@ static void box_slide(void)
         if (fabs(gap) > fabs(e_gap_max)) e_gap_max = gap;
     }
     double t_stop = n * dt, decel = v0 / t_stop;
-    printf("{\"bench\":\"box_slide\",\"solver\":\"bisection\",\"mu\":%g,\"v0\":%g,\"dt\":%g,\"decel\":%.5f,"
+    printf("{\"bench\":\"box_slide\",\"solver\":\"%s\",\"mu\":%g,\"v0\":%g,\"dt\":%g,\"decel\":%.5f,"
            "\"decel_coulomb\":%.5f,\"decel_gap_rel\":%.5f,\"t_stop_s\":%.4f,\"t_stop_coulomb_s\":%.4f,"
            "\"distance_m\":%.5f,\"distance_coulomb_m\":%.5f,\"energy_gap_max_rel\":%.5f}\n",
-           mu, v0, dt, decel, mu * g, (decel - mu * g) / (mu * g), t_stop, t_stop_ideal, d->q[0],
+           solver_name(solver), mu, v0, dt, decel, mu * g, (decel - mu * g) / (mu * g), t_stop, t_stop_ideal, d->q[0],
            v0 * v0 / (2 * mu * g), e_gap_max);
-    fprintf(stderr, "box slide: deceleration %.4f vs mu g %.4f (%+.2f %%), stop %.3f s vs %.3f s, max energy gap %+.2f %% of KE0\n",
-            decel, mu * g, 100 * (decel - mu * g) / (mu * g), t_stop, t_stop_ideal, 100 * e_gap_max);
+    fprintf(stderr, "box slide (%s): deceleration %.4f vs mu g %.4f (%+.2f %%), stop %.3f s vs %.3f s, max energy gap %+.2f %% of KE0\n",
+            solver_name(solver), decel, mu * g, 100 * (decel - mu * g) / (mu * g), t_stop, t_stop_ideal, 100 * e_gap_max);
     sim_data_destroy(&d);
     sim_model_destroy(&m);
+}
+
+/* The walk task's contact problems for every solver: the random scenario's PD targets (std 1 rad around the
+ * nominal pose, redrawn every 50 ms: random actions) at the walk task's physics (dt 5 ms, at most 50 sweeps,
+ * 16 contacts per world).  Counts the physics steps whose solve ran to the iteration cap unconverged and those
+ * the stall detector handed to ADMM, and times the solver; then the anymal_c-walk env itself (256 worlds, one
+ * thread, random actions) with the config key solver set to each index: env steps per second (walk_env_sps).
+ * With --paired A,B only the env throughput of solvers A and B, interleaved over --repeats runs: their ratio. */
+/* anymal_c-walk env steps per second, one thread, 256 worlds, random actions, with the config key solver = sv:
+ * the median over `repeats` runs of 20 env steps. */
+static double walk_env_sps(int sv, int repeats)
+{
+    char err[256];
+    env_kv kv = {"solver", (double)sv};
+    env_t *e = env_new("anymal_c-walk", 256, &kv, 1, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
+    if (!e) {
+        fprintf(stderr, "walk env with solver %d: %s\n", sv, err);
+        return NAN;
+    }
+    const env_spec *sp = env_get_spec(e);
+    const int nw = 256, envsteps = 20;
+    float *act = malloc(sizeof(float) * (size_t)nw * sp->act_dim), *obs = malloc(sizeof(float) * (size_t)nw * sp->obs_dim);
+    float *rew = malloc(sizeof(float) * nw);
+    double *sps = malloc(sizeof(double) * (size_t)repeats);
+    uint8_t term[256], trunc[256];
+    uint64_t r = 88172645463325252ull;
+    env_reset(e, 0, nw, NULL, NULL, obs);
+    for (int rep = 0; rep < repeats; rep++) {
+        uint64_t t0 = bench_now_ns();
+        for (int k = 0; k < envsteps; k++) {
+            for (size_t q = 0; q < (size_t)nw * sp->act_dim; q++) {
+                r ^= r << 13; r ^= r >> 7; r ^= r << 17;
+                act[q] = (float)((r >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+            }
+            env_step(e, 0, nw, NULL, act, obs, rew, term, trunc, NULL);
+        }
+        sps[rep] = (double)nw * envsteps / ((double)(bench_now_ns() - t0) * 1e-9);
+    }
+    const double med = bench_median(sps, repeats);
+    free(act), free(obs), free(rew), free(sps);
+    env_destroy(&e);
+    return med;
+}
+
+static int walk(long steps, int repeats)
+{
+    const double dt = 0.005;
+    for (int sv = 0; sv < sim_solver_count(); sv++) {
+        if (!sim_solver_at(sv)->solve) continue;
+        sim_model *m = load(ENV_SCN_RANDOM, sv, 1);
+        if (!m) return 1;
+        m->opt.sp.max_iter = 50;
+        m->opt.max_contacts = 16;
+        sim_data *d = sim_data_new(m);
+        env_scenario s;
+        char err[256];
+        if (env_scenario_init(&s, m, d, ENV_SCN_RANDOM, 42, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+        long ncs = 0, cap = 0, unconv = 0, fb = 0, iters = 0, fb_iters = 0;
+        double ns = 0, eps_max = 0, ns_fb = 0;
+        for (long i = 0; i < steps; i++) {
+            env_scenario_control(&s, m, d, dt);
+            if (sim_step_prepare(m, d, dt) > 0) {
+                uint64_t a = bench_now_ns();
+                sim_step_solve(m, d);
+                const double dns = (double)(bench_now_ns() - a);
+                ns += dns;
+                if (d->stats.fallback) ns_fb += dns, fb_iters += d->stats.iterations;
+                ncs++;
+                iters += d->stats.iterations;
+                cap += d->stats.iterations >= m->opt.sp.max_iter && !d->stats.converged && !d->stats.fallback;
+                unconv += !d->stats.converged;
+                fb += d->stats.fallback;
+                sim_contact_metrics_t mt;
+                sim_step_metrics(m, d, dt, &mt);
+                if (isfinite(mt.eps_abs)) eps_max = fmax(eps_max, mt.eps_abs);
+            }
+            sim_step_finish(m, d, dt);
+        }
+        sim_data_destroy(&d);
+        sim_model_destroy(&m);
+        const double env_sps = walk_env_sps(sv, repeats);
+        printf("{\"bench\":\"solver_walk\",\"solver\":\"%s\",\"dt\":%g,\"max_iter\":50,\"physics_steps\":%ld,"
+               "\"contact_steps\":%ld,\"mean_iterations\":%.3f,\"at_cap_frac\":%.5f,\"unconverged_frac\":%.5f,"
+               "\"fallback_frac\":%.5f,\"us_solver_per_contact_step\":%.3f,\"fallback_share_of_solver_time\":%.4f,"
+               "\"us_per_fallback\":%.2f,\"iterations_per_fallback\":%.1f,\"eps_abs_max\":%.3g,"
+               "\"walk_env_steps_per_s_1thread\":%.0f,\"cpu\":\"%s\"}\n",
+               solver_name(sv), dt, steps, ncs, ncs ? (double)iters / ncs : 0, ncs ? (double)cap / ncs : 0,
+               ncs ? (double)unconv / ncs : 0, ncs ? (double)fb / ncs : 0, ncs ? ns / 1e3 / ncs : 0,
+               ns > 0 ? ns_fb / ns : 0, fb ? ns_fb / 1e3 / fb : 0, fb ? (double)fb_iters / fb : 0, eps_max, env_sps,
+               bench_cpu());
+        fflush(stdout);
+        fprintf(stderr, "walk %-19s sweeps %6.2f  at cap %6.2f %%  unconverged %6.2f %%  fallback %6.2f %%  solver %7.3f us  "
+                "env %8.0f steps/s\n", solver_name(sv), ncs ? (double)iters / ncs : 0, ncs ? 100.0 * cap / ncs : 0,
+                ncs ? 100.0 * unconv / ncs : 0, ncs ? 100.0 * fb / ncs : 0, ncs ? ns / 1e3 / ncs : 0, env_sps);
+    }
+    return 0;
 }
 
 int bench_solver_vs_mujoco(int argc, char **argv);
@@ -231,14 +353,37 @@ int bench_solver(int argc, char **argv)
         if (!bench_solver_vs_mujoco) { fprintf(stderr, "herd-bench solver: built without MuJoCo\n"); return 2; }
         return bench_solver_vs_mujoco(argc, argv);
     }
+    const char *paired = bench_arg(argc, argv, "--paired", NULL);
+    if (paired) {
+        char a[64] = {0};
+        const char *comma = strchr(paired, ',');
+        if (!comma || comma - paired >= 63) { fprintf(stderr, "herd-bench solver: --paired A,B\n"); return 2; }
+        memcpy(a, paired, (size_t)(comma - paired));
+        const int sa = solver_from_name(a), sb = solver_from_name(comma + 1);
+        if (sa < 0 || sb < 0) { fprintf(stderr, "herd-bench solver: unknown solver in --paired\n"); return 2; }
+        double *ra = malloc(sizeof(double) * (size_t)repeats), *rb = malloc(sizeof(double) * (size_t)repeats);
+        for (int rep = 0; rep < repeats; rep++) ra[rep] = walk_env_sps(sa, 1), rb[rep] = walk_env_sps(sb, 1);
+        double ratio[1000];
+        for (int rep = 0; rep < repeats && rep < 1000; rep++) ratio[rep] = rb[rep] / ra[rep];
+        const double ma = bench_median(ra, repeats), mb = bench_median(rb, repeats);
+        const double mr = bench_median(ratio, repeats < 1000 ? repeats : 1000);
+        printf("{\"bench\":\"solver_walk_paired\",\"baseline\":\"%s\",\"solver\":\"%s\",\"repeats\":%d,"
+               "\"baseline_env_steps_per_s\":%.0f,\"env_steps_per_s\":%.0f,\"ratio_median\":%.4f,\"cpu\":\"%s\"}\n",
+               solver_name(sa), solver_name(sb), repeats, ma, mb, mr, bench_cpu());
+        fprintf(stderr, "walk env: %s %.0f vs %s %.0f steps/s; paired ratio median %.3f\n", solver_name(sb), mb,
+                solver_name(sa), ma, mr);
+        free(ra), free(rb);
+        return 0;
+    }
+    if (bench_flag(argc, argv, "--walk")) return walk(steps, repeats);
     if (bench_flag(argc, argv, "--compare") || argc == 1) {
         const int kinds[4] = {ENV_SCN_TROT, ENV_SCN_HANG, ENV_SCN_DROP, ENV_SCN_RANDOM};
         double t100k[4][2];
         for (int k = 0; k < 4; k++)
             for (int s = 0; s < 2; s++) {
                 run_result r;
-                if (run(kinds[k], s == 0 ? SIM_SOLVER_BISECTION : SIM_SOLVER_PGS, 1, steps, repeats, dt, &r)) return 1;
-                print_run(kinds[k], s == 0 ? SIM_SOLVER_BISECTION : SIM_SOLVER_PGS, 1, dt, &r);
+                if (run(kinds[k], s == 0 ? SIM_SOLVER_PAPER_BISECTION : SIM_SOLVER_PGS_HWANGBO, 1, steps, repeats, dt, &r)) return 1;
+                print_run(kinds[k], s == 0 ? SIM_SOLVER_PAPER_BISECTION : SIM_SOLVER_PGS_HWANGBO, 1, dt, &r);
                 t100k[k][s] = r.us_per_step * 1e5 / 1e6;
             }
         /* warm-start savings */
@@ -256,29 +401,41 @@ int bench_solver(int argc, char **argv)
         }
         fprintf(stderr, "\nTable II (s per 100k steps)   trot    hang    drop    random\n");
         fprintf(stderr, "  bisection (herd)           %6.3f  %6.3f  %6.3f  %6.3f\n", t100k[0][0], t100k[1][0], t100k[2][0], t100k[3][0]);
-        fprintf(stderr, "  PGS (herd)                 %6.3f  %6.3f  %6.3f  %6.3f\n", t100k[0][1], t100k[1][1], t100k[2][1], t100k[3][1]);
+        fprintf(stderr, "  PGS, eqs. 17-18 (herd)     %6.3f  %6.3f  %6.3f  %6.3f\n", t100k[0][1], t100k[1][1], t100k[2][1], t100k[3][1]);
         fprintf(stderr, "  bisection (paper)           1.98    2.57    2.62    1.90\n  PGS (paper)                 1.81    5.92    4.35    2.88\n");
         printf("{\"bench\":\"solver_table2\",\"unit\":\"s_per_100k_steps\",\"bisection\":{\"trot\":%.4f,\"hang\":%.4f,\"drop\":%.4f,\"random\":%.4f},"
                "\"pgs\":{\"trot\":%.4f,\"hang\":%.4f,\"drop\":%.4f,\"random\":%.4f},"
                "\"paper_bisection\":{\"trot\":1.98,\"hang\":2.57,\"drop\":2.62,\"random\":1.90},"
                "\"paper_pgs\":{\"trot\":1.81,\"hang\":5.92,\"drop\":4.35,\"random\":2.88}}\n",
                t100k[0][0], t100k[1][0], t100k[2][0], t100k[3][0], t100k[0][1], t100k[1][1], t100k[2][1], t100k[3][1]);
-        for (int k = 0; k < 4; k++) {
-            long samples = 0;
-            double share = agreement(kinds[k], steps, dt, &samples);
-            printf("{\"bench\":\"solver_agreement\",\"scenario\":\"%s\",\"samples\":%ld,\"share_below_1pct\":%.4f,\"paper_share\":0.996}\n",
-                   env_scenario_name(kinds[k]), samples, share);
-            fprintf(stderr, "Fig. 6 %-7s: %.2f %% of %ld samples differ < 1 %% from tight PGS\n", env_scenario_name(kinds[k]), 100 * share, samples);
-        }
-        box_slide();
+        const int fig6_solvers[2] = {SIM_SOLVER_PAPER_BISECTION, SIM_SOLVER_COULOMB_BISECTION};
+        for (int q = 0; q < 2; q++)
+            for (int k = 0; k < 4; k++) {
+                long samples = 0, nst = 0, nsl = 0;
+                double sst = NAN, ssl = NAN;
+                double share = agreement(kinds[k], fig6_solvers[q], steps, dt, &samples, &sst, &nst, &ssl, &nsl);
+                printf("{\"bench\":\"solver_agreement\",\"experiment\":\"fig6\",\"scenario\":\"%s\",\"solver\":\"%s\","
+                       "\"samples\":%ld,\"within_1pct\":%.4f,\"stick_only_samples\":%ld,\"stick_only_within_1pct\":%.4f,"
+                       "\"slipping_samples\":%ld,\"slipping_within_1pct\":%.4f,\"paper_share\":0.996}\n",
+                       env_scenario_name(kinds[k]), solver_name(fig6_solvers[q]), samples, share, nst, sst, nsl, ssl);
+                fprintf(stderr, "Fig. 6 %-18s %-7s: %6.2f %% of %ld samples within 1 %% of tight PGS (stick-only %.2f %% of %ld, "
+                        "slipping %.2f %% of %ld)\n", solver_name(fig6_solvers[q]), env_scenario_name(kinds[k]), 100 * share,
+                        samples, 100 * sst, nst, 100 * ssl, nsl);
+            }
+        box_slide(SIM_SOLVER_PAPER_BISECTION);
+        box_slide(SIM_SOLVER_COULOMB_BISECTION);
         return 0;
     }
     const char *sc = bench_arg(argc, argv, "--scenario", "trot");
-    const char *so = bench_arg(argc, argv, "--solver", "bisection");
+    const char *so = bench_arg(argc, argv, "--solver", "paper-bisection");
     int kind = env_scenario_kind_from_name(sc);
     if (kind < 0) { fprintf(stderr, "herd-bench solver: unknown scenario '%s' (trot, hang, drop, random, stand)\n", sc); return 2; }
-    int solver = !strcmp(so, "pgs") ? SIM_SOLVER_PGS : !strcmp(so, "bisection") ? SIM_SOLVER_BISECTION : -1;
-    if (solver < 0) { fprintf(stderr, "herd-bench solver: unknown solver '%s' (bisection, pgs)\n", so); return 2; }
+    int solver = solver_from_name(so);
+    if (solver < 0) {
+        fprintf(stderr, "herd-bench solver: unknown solver '%s'; known:", so);
+        list_solvers();
+        return 2;
+    }
     int warm = !bench_flag(argc, argv, "--no-warmstart");
     run_result r;
     if (run(kind, solver, warm, steps, repeats, dt, &r)) return 1;

@@ -538,7 +538,7 @@ static int stand_step(const struct env *e, env_world *w, const float *act, float
     KEY("obs_noise", 1, 0, 10, 0, "observation noise level (legged_gym noise scales times this)"),           \
     KEY("init_noise", 1, 0, 2, 0, "initial-state noise level"),                                               \
     KEY("push_vel_max", 1, 0, 5, 0, "push: base xy velocity set to U(-v, v) (m/s)"),                         \
-    KEY("solver", 0, 0, 1, 1, "contact solver: 0 bisection (Hwangbo et al. 2018), 1 PGS"),                   \
+    KEY("solver", 4, 0, 7, 1, "contact solver index: 0 paper-bisection 1 pgs 2 coulomb-bisection 3 admm 4 coulomb-stall-admm"), \
     KEY("erp", 0, 0, 1, 0, "contact position correction per physics step (0 = off)"),                     \
     KEY("solver_max_iter", 50, 1, 10000, 1, "contact solver sweeps per physics step at most"),                \
     KEY("solver_tol", 1e-6, 1e-12, 1e-2, 0, "contact solver termination: exact violation (N s | m/s)"),      \

@@ -118,7 +118,7 @@ static int paper_step(const struct env *e, env_world *w, const float *act, float
             .config = {KEY("sim_dt", 0.001, 0.0001, 0.01, 0, "physics step (s); the paper uses 1 ms"),       \
                        KEY("decimation", 1, 1, 100, 1, "physics steps per env step"),                       \
                        KEY("episode_seconds", 10, 0.001, 3600, 0, "time limit (truncation)"),               \
-                       KEY("solver", 0, 0, 1, 1, "contact solver: 0 bisection, 1 PGS"),                     \
+                       KEY("solver", 0, 0, 7, 1, "contact solver index (sim_solver.h table): 0 paper-bisection"),\
                        KEY("erp", 0, 0, 1, 0, "contact position correction per physics step (0 = off)")},  \
             .nterms = 0,                                                                                    \
         },                                                                                                  \

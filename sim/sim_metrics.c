@@ -64,6 +64,33 @@ static void cone_dual(double mu, double *a, double *b)
     else *a = 1, *b = 1.0 / mu;
 }
 
+/* eps_p, eps_d, eps_c (maxima over contacts) of lambda with velocity v, both rescaled by h; desaxce = 1 adds
+ * De Saxce's Gamma(v) = (0, 0, mu |v_T|) to the velocity (NCP), 0 leaves it out (CCP). */
+static void eps_terms(int n, const double *v, const double *mu, const double *lambda, double h, int desaxce,
+                      double *ep, double *ed, double *ec)
+{
+    for (int i = 0; i < n; i++) {
+        const double *l = lambda + 3 * i, *vi = v + 3 * i;
+        double m = mu[i], a, b, k;
+        /* forces and De Saxcé-corrected velocities, rescaled by 1/dt */
+        double f[3] = {l[0] * h, l[1] * h, l[2] * h};
+        double vt = desaxce ? sqrt(vi[0] * vi[0] + vi[1] * vi[1]) : 0.0;
+        double w[3] = {vi[0] * h, vi[1] * h, (vi[2] + (m > SIM_MU_MAX ? SIM_MU_MAX : m) * vt) * h};
+        cone_primal(m, &a, &b);
+        *ep = fmax(*ep, cone_ab(sqrt(f[0] * f[0] + f[1] * f[1]), f[2], a, b, &k));
+        cone_dual(m, &a, &b);
+        *ed = fmax(*ed, cone_ab(sqrt(w[0] * w[0] + w[1] * w[1]), w[2], a, b, &k));
+        *ec = fmax(*ec, fabs(f[0] * w[0] + f[1] * w[1] + f[2] * w[2]));
+    }
+}
+
+double sim_contact_eps_abs(int n, const double *v, const double *mu, const double *lambda, int desaxce)
+{
+    double ep = 0, ed = 0, ec = 0;
+    eps_terms(n, v, mu, lambda, 1.0, desaxce, &ep, &ed, &ec);
+    return fmax(ep, fmax(ed, ec));
+}
+
 double sim_cone_project(const double x[3], double mu, double out[3])
 {
     double a, b, k;
@@ -81,12 +108,23 @@ double sim_cone_project(const double x[3], double mu, double out[3])
     return dist;
 }
 
-double sim_contact_model_error(int n, const double *G, const double *c, const double *mu, const double *lambda)
+static double model_error(int n, const double *G, const double *c, const double *mu, const double *lambda,
+                          int coulomb)
 {
     if (!sim_contact_problem_valid(n, G, c, mu, lambda)) return NAN;
     double v[3 * SIM_SOLVER_MAX_CONTACTS];
     sim_contact_velocity(n, G, c, lambda, v);
-    return sim_contact_error_sum(n, G, v, mu, lambda);
+    return sim_contact_error_sum_model(n, G, v, mu, lambda, coulomb);
+}
+
+double sim_contact_model_error(int n, const double *G, const double *c, const double *mu, const double *lambda)
+{
+    return model_error(n, G, c, mu, lambda, 0);
+}
+
+double sim_contact_coulomb_error(int n, const double *G, const double *c, const double *mu, const double *lambda)
+{
+    return model_error(n, G, c, mu, lambda, 1);
 }
 
 void sim_contact_metrics(int n, const double *G, const double *c, const double *mu, const double *lambda,
@@ -101,18 +139,9 @@ void sim_contact_metrics(int n, const double *G, const double *c, const double *
     double v[3 * SIM_SOLVER_MAX_CONTACTS];
     sim_contact_velocity(n, G, c, lambda, v);
     double ep = 0, ed = 0, ec = 0, sig = 0;
+    eps_terms(n, v, mu, lambda, h, 1, &ep, &ed, &ec);
     for (int i = 0; i < n; i++) {
         const double *l = lambda + 3 * i, *vi = v + 3 * i;
-        double m = mu[i], a, b, k;
-        /* forces and De Saxcé-corrected velocities, rescaled by 1/dt */
-        double f[3] = {l[0] * h, l[1] * h, l[2] * h};
-        double vt = sqrt(vi[0] * vi[0] + vi[1] * vi[1]);
-        double w[3] = {vi[0] * h, vi[1] * h, (vi[2] + (m > SIM_MU_MAX ? SIM_MU_MAX : m) * vt) * h};
-        cone_primal(m, &a, &b);
-        ep = fmax(ep, cone_ab(sqrt(f[0] * f[0] + f[1] * f[1]), f[2], a, b, &k));
-        cone_dual(m, &a, &b);
-        ed = fmax(ed, cone_ab(sqrt(w[0] * w[0] + w[1] * w[1]), w[2], a, b, &k));
-        ec = fmax(ec, fabs(f[0] * w[0] + f[1] * w[1] + f[2] * w[2]));
         sig = fmax(sig, l[2] > 0 ? fabs(vi[2]) : fmax(0.0, -vi[2]));
     }
     out->eps_p = ep;

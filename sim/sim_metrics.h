@@ -40,7 +40,17 @@ void sim_contact_velocity(int n, const double *G, const double *c, const double 
 /* The exact violation of sim_solver.h for one contact: Gi = its 3x3 diagonal block of G with leading
  * dimension ld (G + 3i (3n) + 3i), v its contact velocity (m/s), l its impulse (N·s), mu >= 0.  Inline
  * (with the sum below) because the bisection solver's termination test runs it every sweep. */
+static inline double sim_contact_error_model(const double *Gi, int ld, const double v[3], const double l[3],
+                                             double mu, int coulomb);
 static inline double sim_contact_error(const double *Gi, int ld, const double v[3], const double l[3], double mu)
+{
+    return sim_contact_error_model(Gi, ld, v, l, mu, 0);
+}
+
+/* The same for either model: coulomb = 0 the paper's model (s = the ellipse normal), 1 Coulomb's law (s = lambda_T:
+ * the slip must oppose the friction impulse itself). */
+static inline double sim_contact_error_model(const double *Gi, int ld, const double v[3], const double l[3],
+                                             double mu, int coulomb)
 {
     if (mu > SIM_MU_MAX) mu = SIM_MU_MAX;
     const double lt = sqrt(l[0] * l[0] + l[1] * l[1]);
@@ -52,7 +62,7 @@ static inline double sim_contact_error(const double *Gi, int ld, const double v[
             const double vt = sqrt(v[0] * v[0] + v[1] * v[1]);
             const double gap = fmax(0.0, mu * ln - lt);
             const double gnn = Gi[2 * ld + 2];
-            const double w = gnn > 0 ? mu * mu * ln / gnn : 0.0;
+            const double w = coulomb ? 0.0 : gnn > 0 ? mu * mu * ln / gnn : 0.0;
             const double sx = l[0] + w * Gi[2 * ld], sy = l[1] + w * Gi[2 * ld + 1];
             const double sn = sqrt(sx * sx + sy * sy);
             /* misdirection of the slip: sin(angle between v_T and -s), 1 if v_T does not point against s,
@@ -74,23 +84,35 @@ static inline double sim_contact_error(const double *Gi, int ld, const double v[
 /* The exact violation of sim_solver.h summed over the n contacts, given the contact velocity
  * v = G lambda + c already computed; no validation.  The one place the violation is summed (the solvers'
  * termination test and sim_contact_model_error / sim_contact_metrics). */
-static inline double sim_contact_error_sum(int n, const double *G, const double *v, const double *mu,
-                                           const double *lambda)
+static inline double sim_contact_error_sum_model(int n, const double *G, const double *v, const double *mu,
+                                                 const double *lambda, int coulomb)
 {
     const int N = 3 * n;
     double e = 0;
     for (int i = 0; i < n; i++)
-        e += sim_contact_error(G + (size_t)(3 * i) * N + 3 * i, N, v + 3 * i, lambda + 3 * i, mu[i]);
+        e += sim_contact_error_model(G + (size_t)(3 * i) * N + 3 * i, N, v + 3 * i, lambda + 3 * i, mu[i], coulomb);
     return e;
+}
+static inline double sim_contact_error_sum(int n, const double *G, const double *v, const double *mu,
+                                           const double *lambda)
+{
+    return sim_contact_error_sum_model(n, G, v, mu, lambda, 0);
 }
 
 /* The exact violation defined in sim_solver.h (sum over contacts), for any lambda; NaN for an invalid problem. */
 double sim_contact_model_error(int n, const double *G, const double *c, const double *mu, const double *lambda);
 
+/* The same violation with Coulomb's sliding law (s = lambda_T): zero exactly at a Coulomb NCP solution. */
+double sim_contact_coulomb_error(int n, const double *G, const double *c, const double *mu, const double *lambda);
+
 /* Metrics of a candidate solution lambda (see sim_contact_metrics_t); dt in seconds (dt <= 0 acts as 1).
  * n out of range or NULL arguments give all metrics = NaN. */
 void sim_contact_metrics(int n, const double *G, const double *c, const double *mu, const double *lambda,
                          double dt, sim_contact_metrics_t *out);
+
+/* eps_abs of lambda given its contact velocity v = G lambda + c (no validation; dt = 1: impulses and velocities):
+ * desaxce = 1 the NCP criterion above (Coulomb), 0 the CCP criterion (Gamma left out, Le Lidec et al. Sec. III-C). */
+double sim_contact_eps_abs(int n, const double *v, const double *mu, const double *lambda, int desaxce);
 
 /* Euclidean projection of x = (x_T, x_n) onto the second-order cone { |x_T| <= mu x_n } (closed form).
  * mu = INFINITY is the half-space x_n >= 0. Returns the distance |x - out|.  out may alias x. */

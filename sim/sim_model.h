@@ -122,6 +122,7 @@ typedef struct {
     int iterations;                 /* solver sweeps */
     double error;                   /* solver's final error (its own termination measure) */
     int converged;
+    int fallback;                   /* 1 if the solver's stall detector handed the problem to ADMM */
     double penetration;             /* deepest penetration among the contacts at collision time (m) */
 } sim_step_stats;
 

@@ -25,6 +25,7 @@
 #include "sim_solver.h"
 
 #include "sim_metrics.h"
+#include "sim_solver_internal.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -161,28 +162,37 @@ static inline int slip_close(v2d U, v2d UP, v2d D, double imu, double tol2)
     return E[0] * E[0] + E[1] * E[1] + ez * ez < tol2 * dd * dd;
 }
 
-/* Algorithm 1: the slip solution for a closing contact (c_n < 0) whose lambda0 lies outside the cone;
+/* The slip solution for a closing contact (c_n < 0) whose lambda0 lies outside the cone, for either model;
  * l0 = lambda0 times any positive factor (only its direction and the sign of the line-of-sight test matter).
+ * Both models put lambda on the ellipse {v_n = 0, |lambda_T| = mu lambda_n} and look for the direction u of
+ * lambda_T as the sign change of a quadratic form in u (no reliance on |u| = 1) evaluated times G_nn, which
+ * only needs the adjugate of G (no division):
  *
- * The sign test S = d D of the file comment, written out as a quadratic form in u (no reliance on |u| = 1):
+ * paper (coulomb = 0), Algorithm 1: the sign test S = d D of the file comment (the sign of dE/dtheta),
  *   w = P u + K cbar_T with P = -c_n Gbar_T + cbar_T a^T,  eta_T = e0 + G_nn J u  (e0 = mu (-a_y, a_x), J u = (-u_y, u_x))
  *   S = q0 + g . u + u^T Q u,  q0 = K cbar_T . e0,  g = P^T e0 + K G_nn (cbar_y, -cbar_x),
  *   u^T Q u = G_nn (P_10 u_x^2 + (P_11 - P_00) u_x u_y - P_01 u_y^2)
  * which costs 5 multiply-adds on the critical path instead of the 9 of the hybrid form, and needs no d.
- * It is evaluated times G_nn, which only needs the adjugate of G (no division).
+ *
+ * Coulomb (coulomb = 1): the sliding velocity must be anti-parallel to lambda_T.  With B = G_nn Gbar_T (the
+ * adjugate block [[adj_yy, -adj_xy], [-adj_xy, adj_xx]]) and cb = G_nn cbar_T, G_nn d v_T = -c_n B u + d cb, so
+ *   F(u) = G_nn d (u x v_T) = -c_n u x (B u) + (K + a . u)(u x cb)      (u x w = u_x w_y - u_y w_x)
+ *   V(u) = G_nn d (u . v_T) = -c_n u . (B u) + (K + a . u)(u . cb)
+ * are quadratic forms in u; a Coulomb slip direction is a root of F with V < 0 (v_T = -k u, k > 0) and d > 0.
+ * The search is Algorithm 1's: the same stepping from lambda0's direction against the sign of F (F > 0:
+ * v_T lies counter-clockwise of u, so -v_T clockwise, and theta decreases), V >= 0 or d <= 0 taking the place
+ * of the line-of-sight test, then the same bisection.  When that stepping does not bracket a root (it turned
+ * by more than pi, or shrank to nothing against V >= 0), 32 directions around the circle are scanned and the
+ * valid bracket nearest lambda0's direction is bisected.  Returns -1 when no direction has a root (no Coulomb
+ * slip solution for this block; the caller applies its rule), else the steps taken.
  *
  * Where the compiler supports function multiversioning (GCC on x86-64 Linux), this function is also built
  * for x86-64-v3 with contracted multiply-adds (FMA) and picked at load time on CPUs that have it; the two
  * builds may differ in the last bits of lambda, never in the algorithm. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
-    !defined(__FMA__) && !defined(SIM_SOLVER_NO_CLONES)
-#define SIM_SOLVER_CLONES 1
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=fast")
-__attribute__((target_clones("default", "arch=x86-64-v3")))
-#endif
-static int contact_slip(const contact_prep *k, const double c[3], const double l0[3], double lam[3],
-                        const sim_solver_params *p)
+#define SCAN_N 32
+static inline __attribute__((always_inline)) int slip_search(const contact_prep *k, const double c[3],
+                                                             const double l0[3], double lam[3],
+                                                             const sim_solver_params *p, const int coulomb)
 {
     const double mu = k->mu, gnn = k->gnn, ax = k->gxn, ay = k->gyn;
     const double K = k->K;
@@ -190,14 +200,26 @@ static int contact_slip(const contact_prep *k, const double c[3], const double l
     /* the form times G_nn > 0 (same sign, no division): G_nn cbar_T = G_nn c_T - G_Tn c_n and
        G_nn Gbar_T = [[adj_yy, -adj_xy], [-adj_xy, adj_xx]] */
     const double cbx = gnn * c[0] - ax * c[2], cby = gnn * c[1] - ay * c[2];
-    const double e0x = -mu * ay, e0y = mu * ax;
-    const double P00 = mcn * k->ayy + cbx * ax, P01 = -mcn * k->axy + cbx * ay;
-    const double P10 = -mcn * k->axy + cby * ax, P11 = mcn * k->axx + cby * ay;
-    double q0 = K * (cbx * e0x + cby * e0y);
-    double gx = P00 * e0x + P10 * e0y + K * gnn * cby;
-    double gy = P01 * e0x + P11 * e0y - K * gnn * cbx;
-    double Qxx = gnn * P10, Qxy = gnn * (P11 - P00), Qyy = -gnn * P01;
+    double q0, gx, gy, Qxx, Qxy, Qyy;
+    double hx = 0, hy = 0, Rxx = 0, Rxy = 0, Ryy = 0; /* V (Coulomb only) */
+    if (!coulomb) {
+        const double e0x = -mu * ay, e0y = mu * ax;
+        const double P00 = mcn * k->ayy + cbx * ax, P01 = -mcn * k->axy + cbx * ay;
+        const double P10 = -mcn * k->axy + cby * ax, P11 = mcn * k->axx + cby * ay;
+        q0 = K * (cbx * e0x + cby * e0y);
+        gx = P00 * e0x + P10 * e0y + K * gnn * cby;
+        gy = P01 * e0x + P11 * e0y - K * gnn * cbx;
+        Qxx = gnn * P10, Qxy = gnn * (P11 - P00), Qyy = -gnn * P01;
+    } else {
+        const double b00 = k->ayy, b01 = -k->axy, b11 = k->axx;
+        q0 = 0;
+        gx = K * cby, gy = -K * cbx;
+        Qxx = mcn * b01 + ax * cby, Qxy = mcn * (b11 - b00) + ay * cby - ax * cbx, Qyy = -mcn * b01 - ay * cbx;
+        hx = K * cbx, hy = K * cby;
+        Rxx = mcn * b00 + ax * cbx, Rxy = 2 * mcn * b01 + ax * cby + ay * cbx, Ryy = mcn * b11 + ay * cby;
+    }
 #define SLIP_S(ux_, uy_) ((q0 + (uy_) * (gy + Qyy * (uy_))) + (ux_) * (gx + Qxx * (ux_) + Qxy * (uy_)))
+#define SLIP_V(ux_, uy_) ((ux_) * (hx + Rxx * (ux_) + Rxy * (uy_)) + (uy_) * (hy + Ryy * (uy_)))
     const int max_steps = p->contact_max_steps;
     int steps = 0;
 
@@ -209,14 +231,21 @@ static int contact_slip(const contact_prep *k, const double c[3], const double l
         ux = l0[0] * it;
         uy = l0[1] * it;
     }
+    const double u0x = ux, u0y = uy;
     double d = K + ax * ux + ay * uy; /* r = -c_n / d (eq. 14) */
-    if (!(d > 0)) { /* cannot happen in exact arithmetic (lambda0's ray crosses the ellipse): use the
-                       centre lambda^{T=0}, which is feasible and dissipative */
+    int scan = 0;
+    if (coulomb) {
+        scan = !(d > 0) || !(SLIP_V(ux, uy) < 0);
+    } else if (!(d > 0)) { /* cannot happen in exact arithmetic (lambda0's ray crosses the ellipse): use the
+                              centre lambda^{T=0}, which is feasible and dissipative */
         lam[0] = lam[1] = 0;
         lam[2] = mcn / gnn;
         return 0;
     }
-    const double S0 = SLIP_S(ux, uy); /* line 5: D0 (times d > 0) */
+    const double S0 = scan ? 0.0 : SLIP_S(ux, uy); /* line 5: D0 (times d > 0) */
+    double upx = ux, upy = uy, dp = d; /* theta^p */
+    double x = 0;                      /* half the bracket angle */
+    int bracketed = 0;
     if (S0 != 0) {
         /* flip the form so that S > 0 means "same sign as D0" */
         if (S0 < 0) q0 = -q0, gx = -gx, gy = -gy, Qxx = -Qxx, Qxy = -Qxy, Qyy = -Qyy;
@@ -224,8 +253,7 @@ static int contact_slip(const contact_prep *k, const double c[3], const double l
            alpha is the rotation by 2 atan(t), t = alpha / 2 (cos = (1 - t^2) / (1 + t^2), sin = 2 t / (1 + t^2):
            rational and exactly norm-preserving; the angle equals alpha up to alpha^3 / 12) */
         double t = S0 > 0 ? -0.5 * p->beta1 : 0.5 * p->beta1;
-        double upx = ux, upy = uy, dp = d; /* theta^p */
-        int bracketed = 0;
+        double turned = 0; /* Coulomb: sum of |t| over the steps taken (> the turn / 2.6) */
         while (steps < max_steps) {
             steps++;
             const double t2_ = t * t, den = 1.0 / (1.0 + t2_);
@@ -233,89 +261,130 @@ static int contact_slip(const contact_prep *k, const double c[3], const double l
             double nx = cs * ux - sa * uy, ny = sa * ux + cs * uy;
             double dn = K + ax * nx + ay * ny;
             /* line 13, line of sight: grad h2(lambda) . (lambda0 - lambda) = 2 r (u . lambda0_T - mu lambda0_n)
-               must not be negative (lambda0 outside the cone's tangent plane at lambda); and r > 0 */
-            double los = nx * l0[0] + ny * l0[1] - mu * l0[2];
-            if (!(dn > 0) || los < 0) {
+               must not be negative (lambda0 outside the cone's tangent plane at lambda); and r > 0.
+               Coulomb: the slip must oppose u (V < 0), and r > 0 */
+            int bad;
+            if (coulomb) bad = !(dn > 0) || !(SLIP_V(nx, ny) < 0);
+            else bad = !(dn > 0) || nx * l0[0] + ny * l0[1] - mu * l0[2] < 0;
+            if (bad) {
                 t *= p->beta2; /* line 14: shrink, back to the old angle (u unchanged) */
+                if (coulomb && fabs(t) < 1e-9) break;
                 continue;
             }
             double S = SLIP_S(nx, ny);
             upx = ux, upy = uy, dp = d;
             ux = nx, uy = ny, d = dn;
             if (S > 0) {
+                if (coulomb && (turned += fabs(t)) > 1.25) break; /* turned by more than ~pi */
                 t *= p->beta3; /* line 18: same sign, grow the step */
                 t = t > STEP_TMAX ? STEP_TMAX : t < -STEP_TMAX ? -STEP_TMAX : t;
             } else {
                 bracketed = 1; /* zero crossing between theta^p and theta */
+                x = atan_small(fabs(t));
                 break;
             }
         }
-        /* lines 24-33: bisection between theta^p (S > 0) and theta (S <= 0).  The midpoint direction is
-           (u^p + u) / (2 cos(x)), x = half the interval width, halved every step.  Termination
-           |lambda^p - lambda| < tol, multiplied through by (d^p d / c_n)^2 to avoid divisions:
-           |d u^p - d^p u|^2 + (d - d^p)^2 / mu^2 < (tol / c_n)^2 (d^p d)^2.
-           The ends (directions U^p, U and D = (d^p, d)) are 2-vectors replaced without branches: which half
-           keeps the minimum is a coin flip that a branch predictor cannot learn. */
-        if (bracketed) {
-            const double tol2 = (p->contact_tol / mcn) * (p->contact_tol / mcn);
-            const double imu = k->inv_mu;
-            const v2d zero = {0, 0}, neg = {-1, -1};
-            const v2l flip = {0, -1};
-            double x = atan_small(fabs(t)); /* half the bracket angle 2 atan|t| */
-            v2d U = {ux, uy}, UP = {upx, upy}, D = {dp, d};
-            /* Two bisection steps per round: the midpoint M and both quarter points (Q1 in [theta^p, M],
-               Q2 in [M, theta]) are evaluated together, then the two decisions are taken in order.  The
-               midpoints, tests, terminations and step counts are exactly those of one step at a time; only
-               the dependent latency per step drops (the second decision no longer waits for a new point). */
-            while (steps < max_steps) {
-                const double h1 = half_sec(x), h2 = half_sec(0.5 * x);
-                x *= 0.25;
-                const v2d M = (UP + U) * h1; /* line 25 */
-                const v2d Q1 = (UP + M) * h2, Q2 = (M + U) * h2;
-                const double mx = M[0], my = M[1];
-                const double dm = K + ax * mx + ay * my;
-                const double Sm = dm > 0 ? SLIP_S(mx, my) : -1.0; /* beyond the asymptote: theta^p side */
-                const v2d QX = {Q1[0], Q2[0]}, QY = {Q1[1], Q2[1]};
-                const v2d DQ = K + ax * QX + ay * QY;
-                const v2d SQ = v2_select(DQ > zero, q0 + QY * (gy + Qyy * QY) + QX * (gx + Qxx * QX + Qxy * QY), neg);
-                /* first step: lines 28-33 at M */
-                steps++;
-                const v2l s1 = (v2d){Sm, Sm} > zero;
-                UP = v2_select(s1, M, UP);
-                U = v2_select(s1, U, M);
-                D = v2_select(s1 ^ flip, (v2d){dm, dm}, D);
-                if (slip_close(U, UP, D, imu, tol2) || steps >= max_steps) break;
-                /* second step at the quarter point of the kept half */
-                steps++;
-                const v2d Qk = v2_select(s1, Q2, Q1);
-                const v2d Sk = v2_select(s1, (v2d){SQ[1], SQ[1]}, (v2d){SQ[0], SQ[0]});
-                const v2d Dk = v2_select(s1, (v2d){DQ[1], DQ[1]}, (v2d){DQ[0], DQ[0]});
-                const v2l s2 = Sk > zero;
-                UP = v2_select(s2, Qk, UP);
-                U = v2_select(s2, U, Qk);
-                D = v2_select(s2 ^ flip, Dk, D);
-                if (slip_close(U, UP, D, imu, tol2)) break;
-            }
-            ux = U[0], uy = U[1], d = D[1];
-            upx = UP[0], upy = UP[1], dp = D[0];
-            /* optional refinement (p->contact_refine): one regula-falsi step inside the final bracket, the zero
-               of the linear interpolation of S between its ends.  It never leaves the bracket, so the result
-               stays within the impulse interval, and is usually ~1e-12 N s from the exact minimizer. */
-            const double Sp = p->contact_refine ? SLIP_S(upx, upy) : 0.0;
-            const double Su = p->contact_refine && d > 0 ? SLIP_S(ux, uy) : -1.0;
-            if (p->contact_refine && d > 0 && Sp > 0 && Su <= 0 && Sp - Su > 0) {
-                const double tf = Sp / (Sp - Su);
-                const double ex = ux - upx, ey = uy - upy;
-                double wx = upx + tf * ex, wy = upy + tf * ey;
-                /* |w|^2 = 1 - q exactly for unit ends, q = tf (1 - tf) |u - u^p|^2 (tiny once bisected) */
-                const double q = tf * (1.0 - tf) * (ex * ex + ey * ey);
-                const double iw = q < 1e-8 ? 1.0 + 0.5 * q : 1.0 / sqrt(1.0 - q); /* error < q^2 < 1e-16 */
-                wx *= iw, wy *= iw;
-                const double dw = K + ax * wx + ay * wy;
-                if (dw > 0) ux = wx, uy = wy, d = dw;
-            } else if (!(d > 0)) {
-                ux = upx, uy = upy, d = dp; /* safety net for the asymptote rule above */
-            }
+        if (coulomb && !bracketed) scan = 1;
+    } else if (coulomb && !scan) {
+        bracketed = 0; /* F(u0) = 0 exactly with V < 0: u0 is the root */
+    }
+    if (scan) {
+        /* Coulomb: SCAN_N directions from theta0 (rotations by 2 pi / SCAN_N); bracket the sign change of F between
+           two valid neighbours nearest theta0 (k = 0, -1, 1, -2, ...) */
+        double sx[SCAN_N], sy[SCAN_N], sf[SCAN_N], sd[SCAN_N];
+        int ok[SCAN_N];
+        const double cr = 0.98078528040323044913, sr = 0.19509032201612826785; /* cos, sin (pi / 16) */
+        double wx = u0x, wy = u0y;
+        if (S0 < 0) q0 = -q0, gx = -gx, gy = -gy, Qxx = -Qxx, Qxy = -Qxy, Qyy = -Qyy; /* back to F */
+        for (int j = 0; j < SCAN_N; j++) {
+            sx[j] = wx, sy[j] = wy;
+            sd[j] = K + ax * wx + ay * wy;
+            sf[j] = SLIP_S(wx, wy);
+            ok[j] = sd[j] > 0 && SLIP_V(wx, wy) < 0;
+            const double nx = cr * wx - sr * wy;
+            wy = sr * wx + cr * wy, wx = nx;
+        }
+        steps += SCAN_N;
+        int found = -1;
+        for (int m = 0; m < SCAN_N && found < 0; m++) {
+            const int j = (m & 1) ? SCAN_N - 1 - (m >> 1) : (m >> 1), j1 = (j + 1) % SCAN_N;
+            if (ok[j] && ok[j1] && (sf[j] > 0) != (sf[j1] > 0)) found = j;
+        }
+        if (found < 0) {
+#undef SLIP_V
+            return -1;
+        }
+        const int a = found, b = (found + 1) % SCAN_N;
+        const int pa = sf[a] > 0; /* the end with F > 0 becomes theta^p */
+        upx = pa ? sx[a] : sx[b], upy = pa ? sy[a] : sy[b], dp = pa ? sd[a] : sd[b];
+        ux = pa ? sx[b] : sx[a], uy = pa ? sy[b] : sy[a], d = pa ? sd[b] : sd[a];
+        x = 0.09817477042468103871; /* pi / 32 */
+        bracketed = 1;
+    }
+    /* lines 24-33: bisection between theta^p (S > 0) and theta (S <= 0).  The midpoint direction is
+       (u^p + u) / (2 cos(x)), x = half the interval width, halved every step.  Termination
+       |lambda^p - lambda| < tol, multiplied through by (d^p d / c_n)^2 to avoid divisions:
+       |d u^p - d^p u|^2 + (d - d^p)^2 / mu^2 < (tol / c_n)^2 (d^p d)^2.
+       The ends (directions U^p, U and D = (d^p, d)) are 2-vectors replaced without branches: which half
+       keeps the minimum is a coin flip that a branch predictor cannot learn. */
+    if (bracketed) {
+        const double tol2 = (p->contact_tol / mcn) * (p->contact_tol / mcn);
+        const double imu = k->inv_mu;
+        const v2d zero = {0, 0}, neg = {-1, -1};
+        const v2l flip = {0, -1};
+        v2d U = {ux, uy}, UP = {upx, upy}, D = {dp, d};
+        /* Two bisection steps per round: the midpoint M and both quarter points (Q1 in [theta^p, M],
+           Q2 in [M, theta]) are evaluated together, then the two decisions are taken in order.  The
+           midpoints, tests, terminations and step counts are exactly those of one step at a time; only
+           the dependent latency per step drops (the second decision no longer waits for a new point). */
+        while (steps < max_steps) {
+            const double h1 = half_sec(x), h2 = half_sec(0.5 * x);
+            x *= 0.25;
+            const v2d M = (UP + U) * h1; /* line 25 */
+            const v2d Q1 = (UP + M) * h2, Q2 = (M + U) * h2;
+            const double mx = M[0], my = M[1];
+            const double dm = K + ax * mx + ay * my;
+            const double Sm = dm > 0 ? SLIP_S(mx, my) : -1.0; /* beyond the asymptote: theta^p side */
+            const v2d QX = {Q1[0], Q2[0]}, QY = {Q1[1], Q2[1]};
+            const v2d DQ = K + ax * QX + ay * QY;
+            const v2d SQ = v2_select(DQ > zero, q0 + QY * (gy + Qyy * QY) + QX * (gx + Qxx * QX + Qxy * QY), neg);
+            /* first step: lines 28-33 at M */
+            steps++;
+            const v2l s1 = (v2d){Sm, Sm} > zero;
+            UP = v2_select(s1, M, UP);
+            U = v2_select(s1, U, M);
+            D = v2_select(s1 ^ flip, (v2d){dm, dm}, D);
+            if (slip_close(U, UP, D, imu, tol2) || steps >= max_steps) break;
+            /* second step at the quarter point of the kept half */
+            steps++;
+            const v2d Qk = v2_select(s1, Q2, Q1);
+            const v2d Sk = v2_select(s1, (v2d){SQ[1], SQ[1]}, (v2d){SQ[0], SQ[0]});
+            const v2d Dk = v2_select(s1, (v2d){DQ[1], DQ[1]}, (v2d){DQ[0], DQ[0]});
+            const v2l s2 = Sk > zero;
+            UP = v2_select(s2, Qk, UP);
+            U = v2_select(s2, U, Qk);
+            D = v2_select(s2 ^ flip, Dk, D);
+            if (slip_close(U, UP, D, imu, tol2)) break;
+        }
+        ux = U[0], uy = U[1], d = D[1];
+        upx = UP[0], upy = UP[1], dp = D[0];
+        /* optional refinement (p->contact_refine): one regula-falsi step inside the final bracket, the zero
+           of the linear interpolation of S between its ends.  It never leaves the bracket, so the result
+           stays within the impulse interval, and is usually ~1e-12 N s from the exact minimizer. */
+        const double Sp = p->contact_refine ? SLIP_S(upx, upy) : 0.0;
+        const double Su = p->contact_refine && d > 0 ? SLIP_S(ux, uy) : -1.0;
+        if (p->contact_refine && d > 0 && Sp > 0 && Su <= 0 && Sp - Su > 0) {
+            const double tf = Sp / (Sp - Su);
+            const double ex = ux - upx, ey = uy - upy;
+            double wx = upx + tf * ex, wy = upy + tf * ey;
+            /* |w|^2 = 1 - q exactly for unit ends, q = tf (1 - tf) |u - u^p|^2 (tiny once bisected) */
+            const double q = tf * (1.0 - tf) * (ex * ex + ey * ey);
+            const double iw = q < 1e-8 ? 1.0 + 0.5 * q : 1.0 / sqrt(1.0 - q); /* error < q^2 < 1e-16 */
+            wx *= iw, wy *= iw;
+            const double dw = K + ax * wx + ay * wy;
+            if (dw > 0) ux = wx, uy = wy, d = dw;
+        } else if (!(d > 0)) {
+            ux = upx, uy = upy, d = dp; /* safety net for the asymptote rule above */
         }
     }
 #undef SLIP_S
@@ -326,13 +395,38 @@ static int contact_slip(const contact_prep *k, const double c[3], const double l
     return steps;
 }
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(__FMA__) && !defined(SIM_SOLVER_NO_CLONES)
+#define SIM_SOLVER_CLONES 1
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=fast")
+__attribute__((target_clones("default", "arch=x86-64-v3")))
+#endif
+static int contact_slip(const contact_prep *k, const double c[3], const double l0[3], double lam[3],
+                        const sim_solver_params *p)
+{
+    return slip_search(k, c, l0, lam, p, 0);
+}
+
+#ifdef SIM_SOLVER_CLONES
+__attribute__((target_clones("default", "arch=x86-64-v3")))
+#endif
+static int contact_slip_coulomb(const contact_prep *k, const double c[3], const double l0[3], double lam[3],
+                                const sim_solver_params *p)
+{
+    return slip_search(k, c, l0, lam, p, 1);
+}
+
 #ifdef SIM_SOLVER_CLONES
 #pragma GCC pop_options
 #endif
 
-/* The exact single-contact model with a prepared block; c is the contact's free velocity. */
-static int contact_solve(const contact_prep *k, const double c[3], double lam[3], const sim_solver_params *p,
-                         int *steps)
+/* The exact single-contact model with a prepared block; c is the contact's free velocity.  coulomb = 0: the
+ * paper's model; 1: Coulomb's law, where a slipping block without a Coulomb slip root takes the paper model's
+ * slip solution (the rule of sim_solver.h) and sets *no_root. */
+static inline __attribute__((always_inline)) int contact_solve_model(const contact_prep *k, const double c[3],
+                                                                     double lam[3], const sim_solver_params *p,
+                                                                     int *steps, const int coulomb, int *no_root)
 {
     *steps = 0;
     const double cn = c[2];
@@ -361,13 +455,32 @@ static int contact_solve(const contact_prep *k, const double c[3], double lam[3]
         lam[0] = lam[1] = lam[2] = 0;
         return SIM_CONTACT_OPEN;
     }
+    if (coulomb) {
+        const int st = contact_slip_coulomb(k, c, w, lam, p);
+        if (st >= 0) {
+            *steps = st;
+            return SIM_CONTACT_SLIP;
+        }
+        *no_root = 1;
+        *steps = SCAN_N + contact_slip(k, c, w, lam, p);
+        return SIM_CONTACT_SLIP;
+    }
     *steps = contact_slip(k, c, w, lam, p);
     return SIM_CONTACT_SLIP;
 }
 
-int sim_contact_single(const double G[9], const double c[3], double mu, double lambda[3],
-                       const sim_solver_params *p, int *steps)
+static int contact_solve(const contact_prep *k, const double c[3], double lam[3], const sim_solver_params *p,
+                         int *steps)
 {
+    return contact_solve_model(k, c, lam, p, steps, 0, NULL);
+}
+
+static int contact_single(const double G[9], const double c[3], double mu, double lambda[3],
+                          const sim_solver_params *p, int *steps, const int coulomb, int *no_root)
+{
+    int nr_local;
+    if (!no_root) no_root = &nr_local;
+    *no_root = 0;
     sim_solver_params def;
     int st_local;
     if (!steps) steps = &st_local;
@@ -383,12 +496,24 @@ int sim_contact_single(const double G[9], const double c[3], double mu, double l
     }
     contact_prep k;
     prep_init(&k, G, 3, mu);
-    return contact_solve(&k, c, lambda, p, steps);
+    return coulomb ? contact_solve_model(&k, c, lambda, p, steps, 1, no_root) : contact_solve(&k, c, lambda, p, steps);
+}
+
+int sim_contact_single(const double G[9], const double c[3], double mu, double lambda[3],
+                       const sim_solver_params *p, int *steps)
+{
+    return contact_single(G, c, mu, lambda, p, steps, 0, NULL);
+}
+
+int sim_contact_single_coulomb(const double G[9], const double c[3], double mu, double lambda[3],
+                               const sim_solver_params *p, int *steps, int *no_root)
+{
+    return contact_single(G, c, mu, lambda, p, steps, 1, no_root);
 }
 
 
 /* v += G[:, 3i..3i+2] delta, using the symmetry of G (rows 3i..3i+2 are contiguous). */
-static void add_column_block(int N, const double *G, int i, const double delta[3], double *v)
+void sim_solver_add_column_block(int N, const double *G, int i, const double delta[3], double *v)
 {
     const double *r0 = G + (size_t)(3 * i) * N, *r1 = r0 + N, *r2 = r1 + N;
     const double d0 = delta[0], d1 = delta[1], d2 = delta[2];
@@ -424,7 +549,7 @@ static int solve_begin(int n, const double *G, const double *c, const double *mu
 }
 
 /* The closing shared by the multi-contact solvers. */
-static int solve_end(sim_solver_stats *st, int iterations, double err, double tol)
+int sim_solver_end(sim_solver_stats *st, int iterations, double err, double tol)
 {
     st->iterations = iterations;
     st->error = err;
@@ -436,7 +561,7 @@ static int solve_end(sim_solver_stats *st, int iterations, double err, double to
  * (the change of kinetic energy the impulses cause) is positive, scale lambda by the s in [0, 1] that minimizes
  * E(s lambda) = s c.lambda + s^2/2 lambda.G lambda (E(s) <= 0; s lambda stays in the cones).  Updates v.
  * Returns s (1: untouched). */
-static double dissipation_guard(int N, const double *G, const double *c, double *lambda, double *v)
+double sim_solver_dissipation_guard(int N, const double *G, const double *c, double *lambda, double *v)
 {
     double a = 0, b = 0;
     for (int r = 0; r < N; r++) {
@@ -456,10 +581,14 @@ static double dissipation_guard(int N, const double *G, const double *c, double 
  * Not inlined into solve(), on purpose: the build uses -ffp-contract=fast, and which product of an
  * a*b + c*d gets fused into an FMA follows gcc's operand order, which shifts when a function grows; kept
  * separate, the sweeps compile (and round) as they did when they were the public function. */
-static __attribute__((noinline)) int bisection_sweeps(int n, const double *G, const double *c, const double *mu,
-                                                      double *lambda, const sim_solver_params *p,
-                                                      sim_solver_stats *st, double *v)
+static inline __attribute__((always_inline)) int sweeps_model(int n, const double *G, const double *c,
+                                                              const double *mu, double *lambda,
+                                                              const sim_solver_params *p, sim_solver_stats *st,
+                                                              double *v, const int coulomb, const int stall)
 {
+    enum { HIST = 64 };
+    double hist[HIST];
+    const int window = stall ? (p->stall_window < HIST ? p->stall_window : HIST) : 0;
     const int N = 3 * n;
     contact_prep prep[SIM_SOLVER_MAX_CONTACTS];
     for (int i = 0; i < n; i++) prep_init(&prep[i], G + (size_t)(3 * i) * N + 3 * i, N, mu[i]);
@@ -483,8 +612,9 @@ static __attribute__((noinline)) int bisection_sweeps(int n, const double *G, co
                 ci[a] = vi[a] - (row[0] * l[0] + row[1] * l[1] + row[2] * l[2]);
             }
             double ls[3];
-            int steps;
-            int mode = contact_solve(k, ci, ls, p, &steps);
+            int steps, no_root = 0;
+            int mode = contact_solve_model(k, ci, ls, p, &steps, coulomb, &no_root);
+            st->no_root += no_root;
             mode_of[i] = (unsigned char)mode;
             st->bisection_steps += steps;
             no += mode == SIM_CONTACT_OPEN;
@@ -497,12 +627,20 @@ static __attribute__((noinline)) int bisection_sweeps(int n, const double *G, co
                 delta[a] = nv - l[a];
                 l[a] = nv;
             }
-            if (delta[0] != 0 || delta[1] != 0 || delta[2] != 0) add_column_block(N, G, i, delta, v);
+            if (delta[0] != 0 || delta[1] != 0 || delta[2] != 0) sim_solver_add_column_block(N, G, i, delta, v);
         }
         st->n_open = no, st->n_stick = ns, st->n_slip = nl;
         alpha = p->alpha_min + p->gamma * (alpha - p->alpha_min); /* line 12, once per sweep */
-        err = sim_contact_error_sum(n, G, v, mu, lambda);
+        err = sim_contact_error_sum_model(n, G, v, mu, lambda, coulomb);
         if (err < p->tol) break;
+        if (window > 0) { /* the stall detector */
+            if ((it > window && !(err < p->stall_drop * hist[(it - window) % HIST])) || it == p->max_iter) {
+                st->iterations = it;
+                st->error = err;
+                return SIM_SOLVER_STALLED;
+            }
+            hist[it % HIST] = err;
+        }
     }
     /* Line 4 only relaxes an opening contact's impulse towards 0 ((1 - alpha)^k never reaches it): release
        the contacts found opening in the last sweep exactly, as the per-contact model prescribes. */
@@ -512,15 +650,36 @@ static __attribute__((noinline)) int bisection_sweeps(int n, const double *G, co
         if (mode_of[i] != SIM_CONTACT_OPEN || (l[0] == 0 && l[1] == 0 && l[2] == 0)) continue;
         double delta[3] = {-l[0], -l[1], -l[2]};
         l[0] = l[1] = l[2] = 0;
-        add_column_block(N, G, i, delta, v);
+        sim_solver_add_column_block(N, G, i, delta, v);
         released = 1;
     }
-    if (released || it == 0) err = sim_contact_error_sum(n, G, v, mu, lambda);
+    if (released || it == 0) err = sim_contact_error_sum_model(n, G, v, mu, lambda, coulomb);
     if (!(err < p->tol)) {
-        st->guard_scale = dissipation_guard(N, G, c, lambda, v);
-        if (st->guard_scale != 1.0) err = sim_contact_error_sum(n, G, v, mu, lambda);
+        st->guard_scale = sim_solver_dissipation_guard(N, G, c, lambda, v);
+        if (st->guard_scale != 1.0) err = sim_contact_error_sum_model(n, G, v, mu, lambda, coulomb);
     }
-    return solve_end(st, it, err, p->tol);
+    return sim_solver_end(st, it, err, p->tol);
+}
+
+static __attribute__((noinline)) int bisection_sweeps(int n, const double *G, const double *c, const double *mu,
+                                                      double *lambda, const sim_solver_params *p,
+                                                      sim_solver_stats *st, double *v)
+{
+    return sweeps_model(n, G, c, mu, lambda, p, st, v, 0, 0);
+}
+
+/* Algorithm 2 with Coulomb per-contact solves; not inlined (see bisection_sweeps). */
+static __attribute__((noinline)) int coulomb_sweeps(int n, const double *G, const double *c, const double *mu,
+                                                    double *lambda, const sim_solver_params *p,
+                                                    sim_solver_stats *st, double *v)
+{
+    return sweeps_model(n, G, c, mu, lambda, p, st, v, 1, 0);
+}
+
+int sim_solver_coulomb_sweeps_stall(int n, const double *G, const double *c, const double *mu, double *lambda,
+                                    const sim_solver_params *p, sim_solver_stats *st, double *v)
+{
+    return sweeps_model(n, G, c, mu, lambda, p, st, v, 1, 1);
 }
 
 /* PGS on a valid problem with n > 0; v = G lambda + c on entry.  Not inlined (see bisection_sweeps). */
@@ -562,14 +721,14 @@ static __attribute__((noinline)) int pgs_sweeps(int n, const double *G, const do
             double delta[3] = {tx - l[0], ty - l[1], dn};
             l[0] = tx, l[1] = ty, l[2] = ln;
             if (delta[0] != 0 || delta[1] != 0 || delta[2] != 0) {
-                add_column_block(N, G, i, delta, v);
+                sim_solver_add_column_block(N, G, i, delta, v);
                 err += sqrt(delta[0] * delta[0] + delta[1] * delta[1] + delta[2] * delta[2]);
             }
         }
         for (int i = 0; i < n; i++) err += fmax(0.0, -v[3 * i + 2]);
         if (err < p->tol) break;
     }
-    if (!(err < p->tol)) st->guard_scale = dissipation_guard(N, G, c, lambda, v);
+    if (!(err < p->tol)) st->guard_scale = sim_solver_dissipation_guard(N, G, c, lambda, v);
     int no = 0, ns = 0, nl = 0;
     for (int i = 0; i < n; i++) {
         const double *l = lambda + 3 * i;
@@ -580,12 +739,13 @@ static __attribute__((noinline)) int pgs_sweeps(int n, const double *G, const do
         else ns++;
     }
     st->n_open = no, st->n_stick = ns, st->n_slip = nl;
-    return solve_end(st, it, err, p->tol);
+    return sim_solver_end(st, it, err, p->tol);
 }
 
-/* The entry shared by the multi-contact solvers: defaults, validation, the initial contact velocity. */
-static int solve(int pgs, int n, const double *G, const double *c, const double *mu, double *lambda,
-                 const sim_solver_params *p, sim_solver_stats *st)
+/* The entry shared by the multi-contact solvers (sim_solver_internal.h): defaults, validation, the initial
+ * contact velocity, then the solver's iterations. */
+int sim_solver_run(sim_solver_sweeps_fn sweeps, int n, const double *G, const double *c, const double *mu,
+                   double *lambda, const sim_solver_params *p, sim_solver_stats *st)
 {
     sim_solver_params def;
     sim_solver_stats st_local;
@@ -594,17 +754,23 @@ static int solve(int pgs, int n, const double *G, const double *c, const double 
     if (go != 1) return go;
     double v[3 * SIM_SOLVER_MAX_CONTACTS];
     sim_contact_velocity(n, G, c, lambda, v);
-    return pgs ? pgs_sweeps(n, G, c, mu, lambda, p, st, v) : bisection_sweeps(n, G, c, mu, lambda, p, st, v);
+    return sweeps(n, G, c, mu, lambda, p, st, v);
 }
 
 int sim_solve_bisection(int n, const double *G, const double *c, const double *mu, double *lambda,
                         const sim_solver_params *p, sim_solver_stats *st)
 {
-    return solve(0, n, G, c, mu, lambda, p, st);
+    return sim_solver_run(bisection_sweeps, n, G, c, mu, lambda, p, st);
 }
 
-int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, double *lambda,
-                  const sim_solver_params *p, sim_solver_stats *st)
+int sim_solve_coulomb_bisection(int n, const double *G, const double *c, const double *mu, double *lambda,
+                                const sim_solver_params *p, sim_solver_stats *st)
 {
-    return solve(1, n, G, c, mu, lambda, p, st);
+    return sim_solver_run(coulomb_sweeps, n, G, c, mu, lambda, p, st);
+}
+
+int sim_solve_pgs_hwangbo(int n, const double *G, const double *c, const double *mu, double *lambda,
+                          const sim_solver_params *p, sim_solver_stats *st)
+{
+    return sim_solver_run(pgs_sweeps, n, G, c, mu, lambda, p, st);
 }

@@ -17,9 +17,19 @@
  * over the friction cone K = { |lambda_T| <= mu lambda_n } intersected with the plane v_n = 0.  Either
  * the zero-velocity impulse -G^-1 c lies in K (STICK), or the minimizer lies on the ellipse
  * { v_n = 0, |lambda_T| = mu lambda_n } (SLIP), found by Algorithm 1 (bisection on the polar angle).
- * This maximum-dissipation model differs from Coulomb's law for slipping contacts (the slip velocity
- * is not exactly opposite to the friction impulse): the paper finds < 1 % difference in > 99.6 % of its
- * ANYmal samples, but with a strong normal-tangential coupling in G (G_nT ~ G_nn) it can reach 10-50 %.
+ * This "paper model" is NOT Coulomb's law and does NOT maximize dissipation (the name "maximum-dissipation
+ * model" used for it before was wrong): on a slipping contact the sliding velocity opposes the ellipse normal
+ * s = lambda_T + (mu^2 lambda_n / G_nn) G_nT, not lambda_T as Coulomb requires (Le Lidec et al. 2023, eq. 24).
+ * The two agree only when G_nT = 0; with kappa = mu |G_nT| / G_nn they differ by more than 1 % on most
+ * slipping contacts once kappa > 0.1, and a sliding box decelerates short of mu g (each corner's friction
+ * tilts inward by mu G_ny / G_nn).
+ *
+ * The Coulomb per-contact model ("coulomb-bisection", sim_contact_single_coulomb): the same stick / open
+ * tests and the same ellipse, but the slip solution is the point of the ellipse whose sliding velocity is
+ * anti-parallel to lambda_T (Coulomb's law, the disjunctive form of Le Lidec et al. eq. 13), found as a root
+ * of F(u) = -c_n u x (Gbar u) + d (u x cbar) with u . v_T < 0 by the same stepping and bisection.  With a
+ * strong coupling (large kappa) a block can have no such root; it then takes the paper model's slip solution
+ * (dissipative, on the ellipse) and the solve is counted in sim_solver_stats.no_root.
  *
  * The exact violation used by sim_solve_bisection's termination (sim_contact_model_error, sim_metrics.h): with
  * v = G lambda + c, lambda_T / v_T the tangential parts, the sum over contacts of
@@ -43,6 +53,8 @@
 
 /* Largest n accepted by the multi-contact functions (their scratch lives on the stack: ~20 kB). */
 #define SIM_SOLVER_MAX_CONTACTS 128
+/* Largest n accepted by ADMM (its dense factor of G + rho I lives on the stack: 8 (3n)^2 bytes, 74 kB). */
+#define SIM_SOLVER_ADMM_MAX_CONTACTS 32
 
 /* Friction coefficients below SIM_MU_FRICTIONLESS make a frictionless contact; above SIM_MU_MAX they act
  * as SIM_MU_MAX (keeps mu^2 finite). */
@@ -178,13 +190,60 @@ int sim_contact_single(const double G[9], const double c[3], double mu, double l
 int sim_solve_bisection(int n, const double *G, const double *c, const double *mu, double *lambda,
                         const sim_solver_params *p, sim_solver_stats *st);
 
-/* Projected Gauss-Seidel for Coulomb friction (the paper's eqs. 17-18): per contact
+/* Exact single-contact Coulomb solve: as sim_contact_single (same stick / open / frictionless cases, same
+ * arguments), but a slip result has its sliding velocity anti-parallel to lambda_T (within contact_tol on the
+ * ellipse).  *no_root (if not NULL) is set to 1 when the block has no Coulomb slip root and the paper model's
+ * slip solution was returned instead (else 0). */
+int sim_contact_single_coulomb(const double G[9], const double c[3], double mu, double lambda[3],
+                               const sim_solver_params *p, int *steps, int *no_root);
+
+/* "coulomb-bisection": Algorithm 2 (the same sweeps, relaxation, release of opening contacts and dissipation
+ * guard as sim_solve_bisection) with each contact solved for Coulomb's law (sim_contact_single_coulomb).  It stops
+ * when the exact violation with Coulomb's sliding law (sim_contact_coulomb_error: s = lambda_T) is below p->tol.
+ * At convergence: Signorini, the cone, and Coulomb's sliding law hold at every contact (the Coulomb NCP), except
+ * where a block had no slip root (st->no_root; then the violation stays above tol).  Like every per-contact
+ * Gauss-Seidel method it can cycle on ill-conditioned problems (heavy-on-light stacks); not converged: the last
+ * iterate, scaled by the dissipation guard. */
+int sim_solve_coulomb_bisection(int n, const double *G, const double *c, const double *mu, double *lambda,
+                                const sim_solver_params *p, sim_solver_stats *st);
+
+/* "pgs": projected Gauss-Seidel on the Coulomb NCP as in Le Lidec et al. 2023, Alg. 6: per contact
+ *   lambda_n <- max(0, lambda_n - v_n / G_nn),  lambda_T <- proj_{|.| <= mu lambda_n}(lambda_T - v_T / min(G_xx, G_yy))
+ * (v updated after each change), stopping when the NCP eps_abs with De Saxcé's correction (sim_contact_eps_abs,
+ * dt = 1: N·s and m/s) is below p->tol.  At convergence: the Coulomb NCP.  No convergence guarantee (the
+ * horizontal projection is not a proximal step of a convex problem); not converged after max_iter sweeps: the
+ * last iterate, scaled by the dissipation guard. */
+int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, double *lambda,
+                  const sim_solver_params *p, sim_solver_stats *st);
+
+/* "admm": the cone complementarity problem (CCP, Anitescu's convex relaxation: min 1/2 l.G l + c.l over the
+ * friction cones) by ADMM, Le Lidec et al. 2023 Alg. 3: lambda = -(G + rho I)^-1 (c - rho z + gamma),
+ * z = proj_K(lambda + gamma / rho), gamma += rho (lambda - z); rho adapted by the spectral rule (times or over
+ * kappa^0.05, kappa estimated from a power iteration and the smallest Cholesky pivot, clamped to [1.5, 10]) when
+ * one residual exceeds the other by p->admm_ratio; G + rho I is factored densely (Cholesky, 3n x 3n) at each
+ * change of rho.  Warm-started from lambda (projected on the cones).  Stops when the CCP eps_abs (sim_metrics.h,
+ * no De Saxcé term, dt = 1) < p->tol or after p->admm_max_iter iterations; lambda is z, always in the cones.
+ * The model differs from Coulomb on sliding contacts: the CCP lets a sliding contact separate at
+ * v_n = mu |v_T| (Anitescu's relaxation); sticking and open contacts are exact.  Convergent for any PSD G
+ * (proximal), hence robust on ill-conditioned problems.  n <= SIM_SOLVER_ADMM_MAX_CONTACTS, else EINVAL. */
+int sim_solve_admm(int n, const double *G, const double *c, const double *mu, double *lambda,
+                   const sim_solver_params *p, sim_solver_stats *st);
+
+/* "coulomb-stall-admm": coulomb-bisection with a stall detector: when the Coulomb violation is not below
+ * p->stall_drop times its value p->stall_window sweeps earlier (or max_iter sweeps end unconverged), the
+ * problem is handed to ADMM (sim_solve_admm, warm-started from the last iterate; st->fallback = 1,
+ * st->fallback_iterations), whose result (the CCP solution) is returned.  So: Coulomb per contact when the
+ * sweeps converge, the CCP when they would cycle.  st->error is the final solver's own measure. */
+int sim_solve_coulomb_stall_admm(int n, const double *G, const double *c, const double *mu, double *lambda,
+                                 const sim_solver_params *p, sim_solver_stats *st);
+
+/* "pgs-hwangbo": projected Gauss-Seidel as in Hwangbo et al. 2018 (their eqs. 17-18): per contact
  *   lambda_n <- max(0, lambda_n - r_z v_n),  then  lambda_T <- proj_{|.| <= mu lambda_n}(lambda_T - r_T v_T)
  * with r_z = pgs_alpha / G_ii(zz), r_T = pgs_alpha / max(G_ii(xx), G_ii(yy)), v the current velocity.
  * Error per sweep (the paper's PGS measure): sum_i |lambda_i^new - lambda_i^old| (N·s) plus
  * sum_i max(0, -v_n,i) (m/s) after the sweep.  Same arguments, return codes and dissipation guard as
  * sim_solve_bisection. */
-int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, double *lambda,
-                  const sim_solver_params *p, sim_solver_stats *st);
+int sim_solve_pgs_hwangbo(int n, const double *G, const double *c, const double *mu, double *lambda,
+                          const sim_solver_params *p, sim_solver_stats *st);
 
 #endif

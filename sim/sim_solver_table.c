@@ -20,12 +20,28 @@ static const sim_solver_desc TABLE[] = {
         sim_solve_bisection},
     [SIM_SOLVER_PGS] = {
         "pgs",
-        "Projected Gauss-Seidel on the Coulomb NCP (Signorini, cone, sliding velocity opposite to lambda_T at "
-        "convergence).  Not converged after max_iter sweeps: the last iterate, scaled by the dissipation guard.",
+        "Projected Gauss-Seidel on the Coulomb NCP (Le Lidec et al. 2023, Alg. 6), stopping on the NCP eps_abs with "
+        "De Saxce's correction.  At convergence Signorini, the cone and Coulomb's sliding law hold.  No convergence "
+        "guarantee; not converged: the last iterate, scaled by the dissipation guard.",
         sim_solve_pgs},
-    [SIM_SOLVER_COULOMB_BISECTION] = {"coulomb-bisection", "(not built yet)", NULL},
-    [SIM_SOLVER_ADMM] = {"admm", "(not built yet)", NULL},
-    [SIM_SOLVER_COULOMB_STALL_ADMM] = {"coulomb-stall-admm", "(not built yet)", NULL},
+    [SIM_SOLVER_COULOMB_BISECTION] = {
+        "coulomb-bisection",
+        "Algorithm 2's per-contact sweeps with each contact solved exactly for Coulomb's law on the paper's ellipse "
+        "(sliding velocity anti-parallel to lambda_T).  A block with no Coulomb slip root takes the paper model's slip "
+        "solution (counted).  Can cycle on ill-conditioned problems; not converged: the last iterate, scaled by the "
+        "dissipation guard.",
+        sim_solve_coulomb_bisection},
+    [SIM_SOLVER_ADMM] = {
+        "admm",
+        "ADMM on the cone complementarity problem (Anitescu's convex relaxation; Le Lidec et al. 2023, Alg. 3), "
+        "proximal with adaptive rho, dense Cholesky of G + rho I.  Differs from Coulomb on sliding contacts (they may "
+        "separate at v_n = mu |v_T|).  Convergent for any PSD G; not converged: the last z, in the cones.",
+        sim_solve_admm},
+    [SIM_SOLVER_COULOMB_STALL_ADMM] = {
+        "coulomb-stall-admm",
+        "coulomb-bisection with a stall detector that hands a non-converging problem to admm (then the CCP "
+        "solution is returned).  Coulomb per contact where the sweeps converge, the CCP where they would cycle.",
+        sim_solve_coulomb_stall_admm},
     [SIM_SOLVER_COND_VFPI] = {
         "cond-vfpi",
         "COND / V-FPI (Lee, Lee & Lee 2023): velocity fixed-point iteration on the surrogate W = diag(w_m I) (Gershgorin "
@@ -37,18 +53,18 @@ static const sim_solver_desc TABLE[] = {
     [SIM_SOLVER_IMPACTS] = {
         "impacts",
         "Set-valued simultaneous impacts (Halm & Posa), a domain-randomization option: when two or more contacts close "
-        "faster than 0.05 m/s the step is one inelastic impact resolved by Routh's method with relative impulse rates "
-        "sampled from the stream p->seed (bounded normal increments, exact Coulomb cones), else cond-vfpi.  Every "
-        "outcome has v_n >= 0, impulses in the cones and no kinetic energy added, but complementarity does not hold "
-        "(a contact may leave the impact separating with impulse, or sliding).  Not terminated within its increment "
-        "cap: the accumulated (dissipative) impulses.",
+        "faster than 0.05 m/s (free velocity) the step is one inelastic impact resolved by Routh's method with relative "
+        "impulse rates drawn from a hash of p->seed and the problem (bounded normal increments, exact Coulomb cones), "
+        "else cond-vfpi.  Every outcome has v_n >= 0, impulses in the cones and no kinetic energy added, but "
+        "complementarity does not hold (a contact may leave the impact separating with impulse, or sliding).  Not "
+        "terminated within its increment cap: the accumulated (dissipative) impulses.",
         sim_solve_impacts},
     [SIM_SOLVER_PGS_HWANGBO] = {
         "pgs-hwangbo",
         "Projected Gauss-Seidel as in Hwangbo et al. 2018, eqs. 17-18 (step alpha / G_zz normal, alpha / max(G_xx, "
         "G_yy) tangential, then projection on the disc mu lambda_n); a fixed point is a Coulomb NCP solution; stops on "
         "the impulse change per sweep.  Not converged: the last iterate, scaled by the dissipation guard.",
-        sim_solve_pgs},
+        sim_solve_pgs_hwangbo},
 };
 
 #define NROWS ((int)(sizeof TABLE / sizeof TABLE[0]))

@@ -229,6 +229,7 @@ int sim_step_prepare(const sim_model *m, sim_data *d, double dt)
     st->iterations = 0;
     st->error = 0;
     st->converged = 1;
+    st->fallback = 0;
     st->penetration = 0;
     if (nc > 0) {
         stage_contact_jacobians(m, d, nc);
@@ -248,6 +249,7 @@ void sim_step_solve(const sim_model *m, sim_data *d)
     d->stats.iterations = ss.iterations;
     d->stats.error = ss.error;
     d->stats.converged = ss.converged;
+    d->stats.fallback = ss.fallback;
 }
 
 int sim_step_finish(const sim_model *m, sim_data *d, double dt)

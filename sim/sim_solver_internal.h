@@ -1,0 +1,36 @@
+/* sim_solver_internal.h — what the solver sources (sim_solver*.c) share; not part of the public API. */
+#ifndef HERD_SIM_SOLVER_INTERNAL_H
+#define HERD_SIM_SOLVER_INTERNAL_H
+
+#include "sim_solver.h"
+
+/* A solver's iterations on a valid problem with n > 0: v = G lambda + c (3n) on entry, *st reset, p not NULL. */
+typedef int (*sim_solver_sweeps_fn)(int n, const double *G, const double *c, const double *mu, double *lambda,
+                                    const sim_solver_params *p, sim_solver_stats *st, double *v);
+
+/* Resets *st, substitutes the defaults for a NULL p, validates (SIM_SOLVER_EINVAL), returns SIM_SOLVER_OK for n = 0,
+ * else computes v and returns sweeps(...). */
+int sim_solver_run(sim_solver_sweeps_fn sweeps, int n, const double *G, const double *c, const double *mu,
+                   double *lambda, const sim_solver_params *p, sim_solver_stats *st);
+
+/* v += G[:, 3i..3i+2] delta (N = 3n, G symmetric). */
+void sim_solver_add_column_block(int N, const double *G, int i, const double delta[3], double *v);
+
+/* If the kinetic-energy change c.lambda + 1/2 lambda.G lambda is positive, scales lambda (and v = G lambda + c) by
+ * the s in [0, 1] minimizing it; returns s (1: untouched). */
+double sim_solver_dissipation_guard(int N, const double *G, const double *c, double *lambda, double *v);
+
+/* The closing shared by the solvers: fills iterations, error, converged; SIM_SOLVER_OK or SIM_SOLVER_MAXITER. */
+int sim_solver_end(sim_solver_stats *st, int iterations, double err, double tol);
+
+/* Internal return code of sim_solver_coulomb_sweeps_stall: the stall detector fired (lambda is the last iterate,
+ * v = G lambda + c, st->iterations the sweeps done). */
+#define SIM_SOLVER_STALLED 2
+
+/* Algorithm 2 with Coulomb per-contact solves (sweeps_fn form).  With p->stall_window > 0 it returns
+ * SIM_SOLVER_STALLED as soon as the error is not below p->stall_drop times its value p->stall_window sweeps
+ * earlier, or when max_iter sweeps end unconverged; with stall_window = 0 it is coulomb-bisection. */
+int sim_solver_coulomb_sweeps_stall(int n, const double *G, const double *c, const double *mu, double *lambda,
+                                    const sim_solver_params *p, sim_solver_stats *st, double *v);
+
+#endif
