@@ -3,6 +3,7 @@
 #include "sim_impacts.h"
 
 #include "sim_metrics.h"
+#include "sim_solver_internal.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -12,11 +13,11 @@ void sim_impacts_default_params(sim_impacts_params *p)
 {
     p->v_impact = 0.05;
     p->min_impacts = 2;
-    p->step_frac = 0.05;
+    p->step_frac = 0.1;
     p->max_increments = 2000;
     p->v_tol = 1e-7;
     sim_cond_default_params(&p->inner);
-    p->inner.tol = 1e-11;
+    p->inner.tol = 1e-9;
     p->inner.max_iter = 2000;
     p->base = sim_solve_cond;
     p->base_params = NULL;
@@ -73,35 +74,28 @@ static int resolve_impact(int n, const double *G, const double *c, const double 
         st->rates[m] = stream_uniform(seed, (uint64_t)m);
         pmax = fmax(pmax, st->rates[m]);
     }
-    for (int m = 0; m < n; m++) {
-        st->rates[m] /= pmax;
-        cap[m] = h * st->rates[m];
-    }
+    for (int m = 0; m < n; m++) st->rates[m] /= pmax;
     memset(lambda, 0, sizeof(double) * (size_t)N);
+    memset(dl, 0, sizeof(double) * (size_t)N);
     memcpy(v, c, sizeof(double) * (size_t)N);
     int k = 0;
     while (colliding(n, v, p->v_tol) && k < p->max_increments) {
         k++;
-        /* 2. the increment problem at the current velocity (cold start: increments are not alike) */
-        memset(dl, 0, sizeof(double) * (size_t)N);
+        /* the bounds h p_m, with the rates renormalized over the contacts still colliding (the fastest of them
+           gets h): a slow contact left alone does not stretch the impact over 1 / p_m increments */
+        double pc = 0;
+        for (int m = 0; m < n; m++)
+            if (v[3 * m + 2] < -p->v_tol) pc = fmax(pc, st->rates[m]);
+        for (int m = 0; m < n; m++) cap[m] = h * st->rates[m] / pc;
+        /* 2. the increment problem at the current velocity, warm-started from the previous increment (with
+           the rates held, consecutive increments are alike) */
         sim_cond_stats cs;
         int rc = sim_cond_solve_capped(n, G, v, mu, cap, dl, &p->inner, &cs, vn);
         st->inner_iterations += cs.iterations;
         if (rc != SIM_SOLVER_OK) st->inner_failures++;
-        /* an inexact increment could add energy: dE = dl.v' - 1/2 dl.G dl, so scale it down to dE <= 0
-           (d(s) = s a + s^2/2 b with a = dl.v, b = dl.G dl) */
-        double a = 0, b = 0;
-        for (int r = 0; r < N; r++) {
-            a += dl[r] * v[r];
-            b += dl[r] * (vn[r] - v[r]);
-        }
-        if (a + 0.5 * b > 0) {
-            const double s = (a < 0 && b > 0) ? -a / b : 0.0;
-            for (int r = 0; r < N; r++) {
-                dl[r] *= s;
-                vn[r] = v[r] + s * (vn[r] - v[r]);
-            }
-        }
+        /* an inexact increment could add energy (dl.v' - 1/2 dl.G dl > 0): scale it down to the dissipative
+           minimizer, the same guard the solvers apply, with v as the increment's free velocity */
+        sim_solver_dissipation_guard(N, G, v, dl, vn);
         for (int r = 0; r < N; r++) lambda[r] += dl[r];
         memcpy(v, vn, sizeof(double) * (size_t)N);
     }
@@ -111,8 +105,8 @@ static int resolve_impact(int n, const double *G, const double *c, const double 
     return st->converged ? SIM_SOLVER_OK : SIM_SOLVER_MAXITER;
 }
 
-int sim_impacts_solve(int n, const double *G, const double *c, const double *mu, double *lambda,
-                      const sim_impacts_params *p, uint64_t seed, sim_impacts_stats *st)
+int sim_impacts_solve(int n, const double *G, const double *c, const double *v_pre, const double *mu,
+                      double *lambda, const sim_impacts_params *p, uint64_t seed, sim_impacts_stats *st)
 {
     sim_impacts_params def;
     sim_impacts_stats st_local;
@@ -126,12 +120,15 @@ int sim_impacts_solve(int n, const double *G, const double *c, const double *mu,
     if (!(p->v_impact >= 0) || !(p->step_frac > 0) || !(p->v_tol >= 0) || p->max_increments < 0 || !p->base)
         return SIM_SOLVER_EINVAL;
     const int N = 3 * n;
+    for (int r = 0; v_pre && r < N; r++)
+        if (!isfinite(v_pre[r])) return SIM_SOLVER_EINVAL;
+    const double *vi = v_pre ? v_pre : c;
     double h = 0;
     for (int m = 0; m < n; m++) {
         const double cn = c[3 * m + 2], gnn = G[(size_t)(3 * m + 2) * N + 3 * m + 2];
-        if (!(cn < -p->v_impact)) continue;
+        if (!(vi[3 * m + 2] < -p->v_impact)) continue;
         st->n_impacting++;
-        if (gnn > 0) h = fmax(h, -cn / gnn);
+        if (gnn > 0 && cn < 0) h = fmax(h, -cn / gnn);
     }
     if (st->n_impacting < (p->min_impacts > 1 ? p->min_impacts : 1) || !(h > 0)) {
         int rc = p->base(n, G, c, mu, lambda, p->base_params, &st->base_stats);
@@ -154,8 +151,16 @@ int sim_solve_impacts(int n, const double *G, const double *c, const double *mu,
     sim_impacts_stats is;
     sim_impacts_default_params(&ip);
     ip.base_params = p;
-    const uint64_t seed = p ? (uint64_t)p->seed : 0;
-    int rc = sim_impacts_solve(n, G, c, mu, lambda, &ip, seed, &is);
+    /* the stream: the caller's seed mixed with the bits of the problem's free velocity, so that every step of
+       every world draws its own rates from the one shared parameter block (m->opt.sp is per model), while a
+       given (seed, problem) always gives the same bits */
+    uint64_t seed = mix64(p ? (uint64_t)p->seed : 0);
+    for (int r = 0; c && r < 3 * n && n <= SIM_SOLVER_MAX_CONTACTS; r++) {
+        uint64_t w;
+        memcpy(&w, &c[r], sizeof w);
+        seed = mix64(seed ^ w);
+    }
+    int rc = sim_impacts_solve(n, G, c, NULL, mu, lambda, &ip, seed, &is);
     if (st) {
         if (!is.impact) {
             *st = is.base_stats;

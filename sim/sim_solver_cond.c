@@ -3,6 +3,7 @@
 #include "sim_solver_cond.h"
 
 #include "sim_metrics.h"
+#include "sim_solver_internal.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -16,10 +17,10 @@ void sim_cond_default_params(sim_cond_params *p)
     p->max_iter = 1000;
     p->tol = 1e-8;
     p->projection = SIM_COND_STRICT;
-    p->w_scale = 1.0;
+    p->w_scale = 0.6;
     p->chebyshev = 1;
     p->cheb_start = 5;
-    p->cheb_relax = 0.9;
+    p->cheb_relax = 1.0;
 }
 
 /* ProjectFC (eq. 26) of x = lambda* for one contact; writes out (may alias x). */
@@ -90,24 +91,6 @@ static void count_modes(int n, const double *lambda, const double *mu, sim_cond_
     }
 }
 
-/* Energy guard for a non-converged result: if c.lambda + 1/2 lambda.(v - c) > 0, scale lambda (and v) by the
- * minimizer s in [0, 1] of that quadratic.  Returns s. */
-static double energy_guard(int N, const double *c, double *lambda, double *v)
-{
-    double lin = 0, quad = 0;
-    for (int r = 0; r < N; r++) {
-        lin += c[r] * lambda[r];
-        quad += (v[r] - c[r]) * lambda[r];
-    }
-    if (!(lin + 0.5 * quad > 0)) return 1.0;
-    const double s = (lin < 0 && quad > 0) ? -lin / quad : 0.0;
-    for (int r = 0; r < N; r++) {
-        lambda[r] *= s;
-        v[r] = c[r] + s * (v[r] - c[r]);
-    }
-    return s;
-}
-
 /* The V-FPI (Algs. 1-3) on a validated problem, n > 0.  v: scratch 3n, G lambda + c on return. */
 static int cond_core(int n, const double *G, const double *c, const double *mu, const double *cap,
                      double *lambda, const sim_cond_params *p, sim_cond_stats *st, double *v, int guard)
@@ -163,7 +146,7 @@ static int cond_core(int n, const double *G, const double *c, const double *mu, 
     st->error = res;
     st->converged = res < p->tol;
     if (!st->converged && guard) {
-        st->guard_scale = energy_guard(N, c, lambda, v);
+        st->guard_scale = sim_solver_dissipation_guard(N, G, c, lambda, v);
         if (st->guard_scale != 1.0) st->error = one_shot(n, lambda, v, w, mu, cap, proximal, y);
     }
     count_modes(n, lambda, mu, st);
