@@ -47,6 +47,62 @@ int env_cfg_read(const struct env *e, const env_cfg_field *fields, int nf, void 
     return 0;
 }
 
+/* "a, b, c": the choices of key c, into buf. */
+static const char *choice_list(const env_config_key *c, char *buf, size_t n)
+{
+    buf[0] = 0;
+    for (int i = 0; i < c->nchoices; i++) {
+        strncat(buf, i ? ", " : "", n - strlen(buf) - 1);
+        strncat(buf, c->choices[i], n - strlen(buf) - 1);
+    }
+    return buf;
+}
+
+static const env_config_key *spec_key(const env_spec *s, const char *key)
+{
+    for (int i = 0; key && i < s->nconfig; i++)
+        if (strcmp(s->config[i].key, key) == 0) return &s->config[i];
+    return NULL;
+}
+
+int env_config_choice(const char *env, const char *key, const char *name, double *value, char *err, size_t errlen)
+{
+    const env_spec *s = env_registry_spec(env_registry_find(env));
+    if (!s) {
+        snprintf(err, errlen, "unknown env '%s'", env ? env : "(null)");
+        return -1;
+    }
+    const env_config_key *c = spec_key(s, key);
+    if (!c) {
+        snprintf(err, errlen, "%s: unknown configuration key '%s'", s->name, key ? key : "(null)");
+        return -1;
+    }
+    if (c->nchoices == 0) {
+        snprintf(err, errlen, "%s: configuration '%s' takes a number, not the name '%s'", s->name, c->key,
+                 name ? name : "(null)");
+        return -1;
+    }
+    for (int i = 0; name && i < c->nchoices; i++)
+        if (strcmp(c->choices[i], name) == 0) {
+            *value = i;
+            return 0;
+        }
+    char list[ENV_MAX_CHOICES * (ENV_CHOICE_MAX + 2)];
+    snprintf(err, errlen, "%s: unknown %s '%s' (allowed: %s)", s->name, c->key, name ? name : "(null)",
+             choice_list(c, list, sizeof list));
+    return -1;
+}
+
+int env_cfg_solver(const struct env *e, double value, char *err, size_t errlen)
+{
+    const sim_solver_desc *d = sim_solver_at((int)value);
+    if (!d || !d->solve) {
+        snprintf(err, errlen, "%s: contact solver '%s' is not built yet", e->spec.name, d ? d->name : "?");
+        return -1;
+    }
+    return (int)value;
+}
+
 double env_config(const env_t *e, const char *key) { return env_cfg(e, key); }
 const env_spec *env_get_spec(const env_t *e) { return &e->spec; }
 int env_num_worlds(const env_t *e) { return e->nworlds; }
@@ -105,6 +161,13 @@ env_t *env_new(const char *name, int nworlds, const env_kv *ov, int nov, uint64_
         }
         const env_config_key *c = &e->spec.config[found];
         double v = ov[k].value;
+        if (c->nchoices && (!isfinite(v) || v < 0 || v >= c->nchoices || v != floor(v))) {
+            char list[ENV_MAX_CHOICES * (ENV_CHOICE_MAX + 2)];
+            snprintf(err, errlen, "%s: configuration '%s' = %g is not one of its choices: allowed %s, or their indices 0 to %d",
+                     name, c->key, v, choice_list(c, list, sizeof list), c->nchoices - 1);
+            env_destroy(&e);
+            return NULL;
+        }
         if (!isfinite(v) || v < c->lo || v > c->hi || (c->is_int && v != floor(v))) {
             snprintf(err, errlen, "%s: configuration '%s' = %g is out of range: allowed %s in [%g, %g]", name, c->key, v,
                      c->is_int ? "integers" : "values", c->lo, c->hi);

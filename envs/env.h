@@ -52,11 +52,17 @@ const env_spec *env_registry_spec(int i);
 int env_registry_find(const char *name);
 
 /* Creates a task with nworlds worlds.  Overrides are validated against the spec: an unknown key or
- * a value out of range gives NULL and a message naming the key and the allowed range.
+ * a value out of range gives NULL and a message naming the key and the allowed range (for a key with
+ * named choices, the names; env_config_choice turns a name into its value).
  * Worlds are not reset: call env_reset.  Free with env_destroy. */
 env_t *env_new(const char *name, int nworlds, const env_kv *overrides, int noverrides, uint64_t seed,
                env_autoreset autoreset, char *err, size_t errlen);
 void env_destroy(env_t **e);
+
+/* A named choice of a configuration key (env_config_key.choices): *value = its index, what env_new takes
+ * for the key.  Returns 0, or -1 with err filled: unknown env or key, a key without named choices (it
+ * takes a number), or an unknown name (the message lists the allowed names). */
+int env_config_choice(const char *env, const char *key, const char *name, double *value, char *err, size_t errlen);
 const env_spec *env_get_spec(const env_t *e);
 int env_num_worlds(const env_t *e);
 double env_config(const env_t *e, const char *key);   /* NAN if unknown */

@@ -146,7 +146,12 @@ static int configure(struct env *e, const obs_def *obs, int nobs, char *err, siz
     if (!(s->foot_friction > 0)) s->foot_friction = 1.0;
     s->decimation = (int)c->decimation;
     s->control_dt = c->sim_dt * s->decimation;
-    m->opt.solver = (int)c->solver;
+    int solver = env_cfg_solver(e, c->solver, err, errlen);
+    if (solver < 0) {
+        sim_model_destroy(&m);
+        return -1;
+    }
+    m->opt.solver = solver;
     m->opt.erp = c->erp;
     m->opt.sp.max_iter = (int)c->solver_max_iter;
     m->opt.sp.tol = c->solver_tol;
@@ -525,7 +530,7 @@ static int stand_step(const struct env *e, env_world *w, const float *act, float
 
 /* ---- specs ---- */
 
-#define KEY(k, d, l, h, i, doc) {k, d, l, h, i, doc}
+#define KEY ENV_NUM_KEY
 #define COMMON_KEYS                                                                                             \
     KEY("sim_dt", 0.005, 0.0005, 0.01, 0, "physics step (s)"),                                               \
     KEY("decimation", 4, 1, 50, 1, "physics steps per env step"),                                            \
@@ -538,7 +543,7 @@ static int stand_step(const struct env *e, env_world *w, const float *act, float
     KEY("obs_noise", 1, 0, 10, 0, "observation noise level (legged_gym noise scales times this)"),           \
     KEY("init_noise", 1, 0, 2, 0, "initial-state noise level"),                                               \
     KEY("push_vel_max", 1, 0, 5, 0, "push: base xy velocity set to U(-v, v) (m/s)"),                         \
-    KEY("solver", 4, 0, 7, 1, "contact solver index: 0 paper-bisection 1 pgs 2 coulomb-bisection 3 admm 4 coulomb-stall-admm"), \
+    ENV_SOLVER_KEY(SIM_SOLVER_COULOMB_STALL_ADMM),                                                               \
     KEY("erp", 0, 0, 1, 0, "contact position correction per physics step (0 = off)"),                     \
     KEY("solver_max_iter", 50, 1, 10000, 1, "contact solver sweeps per physics step at most"),                \
     KEY("solver_tol", 1e-6, 1e-12, 1e-2, 0, "contact solver termination: exact violation (N s | m/s)"),      \

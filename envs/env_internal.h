@@ -73,6 +73,23 @@ typedef struct {
  * Fields whose key the spec lacks (another task's keys) are left as they are. */
 int env_cfg_read(const struct env *e, const env_cfg_field *fields, int nf, void *cfg, char *err, size_t errlen);
 
+/* The "solver" key every task offers: the names of sim's solver table (sim_solver.h) in table order, so
+ * that a value is a table index (sim_model opt.solver); test_env_config checks them row by row.  Rows
+ * not built yet are listed (the table reserves them) and refused by env_cfg_solver. */
+#define ENV_SOLVER_NCHOICES 8
+#define ENV_SOLVER_CHOICES                                                                                  \
+    {"paper-bisection", "pgs", "coulomb-bisection", "admm", "coulomb-stall-admm", "cond-vfpi", "impacts",    \
+     "pgs-hwangbo"}
+#define ENV_SOLVER_KEY(def)                                                                                 \
+    {"solver", def, 0, ENV_SOLVER_NCHOICES - 1, 1, "contact solver by name (sim_solver.h: the model each one solves)", \
+     ENV_SOLVER_NCHOICES, ENV_SOLVER_CHOICES}
+/* A plain numeric key (no named choices). */
+#define ENV_NUM_KEY(k, d, l, h, i, doc) {k, d, l, h, i, doc, 0, {""}}
+
+/* The sim solver table index of a "solver" value (configure): the value, or -1 with err filled when that
+ * row of the table is not built yet. */
+int env_cfg_solver(const struct env *e, double value, char *err, size_t errlen);
+
 /* Tasks. */
 extern const env_task env_task_anymal_walk;
 extern const env_task env_task_anymal_stand;

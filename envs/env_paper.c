@@ -16,12 +16,13 @@
 
 /* Each env's typed configuration (the keys of the spec below), read once at env_new. */
 typedef struct {
-    double sim_dt, decimation, episode_seconds, solver, erp;
+    double sim_dt, decimation, episode_seconds, solver, erp, solver_max_iter, solver_tol;
 } paper_cfg;
 
 static const env_cfg_field paper_cfg_fields[] = {
     ENV_CFG_FIELD(paper_cfg, sim_dt), ENV_CFG_FIELD(paper_cfg, decimation), ENV_CFG_FIELD(paper_cfg, episode_seconds),
-    ENV_CFG_FIELD(paper_cfg, solver), ENV_CFG_FIELD(paper_cfg, erp)};
+    ENV_CFG_FIELD(paper_cfg, solver), ENV_CFG_FIELD(paper_cfg, erp), ENV_CFG_FIELD(paper_cfg, solver_max_iter),
+    ENV_CFG_FIELD(paper_cfg, solver_tol)};
 
 typedef struct {
     int kind;
@@ -38,6 +39,8 @@ static int paper_configure(struct env *e, char *err, size_t errlen)
     paper_cfg c;
     if (env_cfg_read(e, paper_cfg_fields, (int)(sizeof paper_cfg_fields / sizeof paper_cfg_fields[0]), &c, err, errlen))
         return -1;
+    int solver = env_cfg_solver(e, c.solver, err, errlen);
+    if (solver < 0) return -1;
     int kind = env_scenario_kind_from_name(spec->name + strlen("paper-"));
     sim_model *m = env_anymal_load(err, errlen);
     if (!m) return -1;
@@ -45,8 +48,10 @@ static int paper_configure(struct env *e, char *err, size_t errlen)
         sim_model_destroy(&m);
         return -1;
     }
-    m->opt.solver = (int)c.solver;
+    m->opt.solver = solver;
     m->opt.erp = c.erp;
+    m->opt.sp.max_iter = (int)c.solver_max_iter;
+    m->opt.sp.tol = c.solver_tol;
     paper_shared *ps = (paper_shared *)(void *)e->task_env;
     ps->kind = kind;
     ps->dt = c.sim_dt;
@@ -102,7 +107,7 @@ static int paper_step(const struct env *e, env_world *w, const float *act, float
 }
 
 #define OBS(nm, off, sz, un) {nm, off, sz, -INFINITY, INFINITY, 1.0f, un}
-#define KEY(k, d, l, h, i, doc) {k, d, l, h, i, doc}
+#define KEY ENV_NUM_KEY
 #define PAPER_TASK(var, nm, what)                                                                           \
     const env_task var = {                                                                                  \
         .spec = {                                                                                           \
@@ -114,12 +119,14 @@ static int paper_step(const struct env *e, env_world *w, const float *act, float
             .act = {{"target_offsets", 0, 12, -1, 1, 1.0f, "rad"}},                                         \
             .sim_dt = 0.001, .decimation = 1, .control_dt = 0.001, .episode_seconds = 10,                  \
             .max_episode_steps = 10000,                                                                     \
-            .nconfig = 5,                                                                                   \
+            .nconfig = 7,                                                                                   \
             .config = {KEY("sim_dt", 0.001, 0.0001, 0.01, 0, "physics step (s); the paper uses 1 ms"),       \
                        KEY("decimation", 1, 1, 100, 1, "physics steps per env step"),                       \
                        KEY("episode_seconds", 10, 0.001, 3600, 0, "time limit (truncation)"),               \
-                       KEY("solver", 0, 0, 7, 1, "contact solver index (sim_solver.h table): 0 paper-bisection"),\
-                       KEY("erp", 0, 0, 1, 0, "contact position correction per physics step (0 = off)")},  \
+                       ENV_SOLVER_KEY(SIM_SOLVER_PAPER_BISECTION),                                           \
+                       KEY("erp", 0, 0, 1, 0, "contact position correction per physics step (0 = off)"),   \
+                       KEY("solver_max_iter", 150, 1, 10000, 1, "contact solver sweeps (iterations) per physics step at most"), \
+                       KEY("solver_tol", 1e-6, 1e-12, 1e-2, 0, "contact solver termination threshold (its own error measure)")}, \
             .nterms = 0,                                                                                    \
         },                                                                                                  \
         .task_state_size = sizeof(env_scenario),                                                               \

@@ -14,6 +14,8 @@
 #define ENV_MAX_FIELDS 16
 #define ENV_MAX_CONFIG 48
 #define ENV_MAX_TERMS 16
+#define ENV_MAX_CHOICES 12
+#define ENV_CHOICE_MAX 24
 
 typedef enum { ENV_AUTORESET_NEXT_STEP = 0, ENV_AUTORESET_SAME_STEP, ENV_AUTORESET_DISABLED } env_autoreset;
 
@@ -26,12 +28,16 @@ typedef struct {
     char unit[16];              /* of the physical quantity before scaling ("m/s", "rad", "" ...) */
 } env_field;
 
-/* A configuration key: a number in [lo, hi] (integers when is_int). */
+/* A configuration key: a number in [lo, hi] (integers when is_int).  A key with named choices
+ * (nchoices > 0, e.g. "solver") takes an integer i in [lo, hi] = [0, nchoices - 1] that means
+ * choices[i]; a client may give the name instead (env_config_choice, a string on the wire). */
 typedef struct {
     char key[ENV_NAME_MAX];
     double def, lo, hi;
     int is_int;
     char doc[112];
+    int nchoices;                                   /* 0: a plain number */
+    char choices[ENV_MAX_CHOICES][ENV_CHOICE_MAX];  /* names of the values 0 .. nchoices - 1 */
 } env_config_key;
 
 typedef struct {

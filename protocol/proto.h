@@ -28,6 +28,9 @@
 #include "env_spec.h"
 
 #define PROTO_VERSION 1
+/* Backwards-compatible additions within version 1 (PROTOCOL.md, "Versions"); the hello reply carries it.
+ * 1: config keys with named choices (spec "choices"; make accepts the name as a string value). */
+#define PROTO_VERSION_MINOR 1
 #define PROTO_NAME_MAX ENV_NAME_MAX     /* env names and config keys, with the terminating 0 */
 #define PROTO_MAX_CONFIG 64             /* config overrides per make request */
 #define PROTO_MAX_DIMS 4
@@ -123,6 +126,9 @@ typedef struct {
     int64_t num_worlds;
     int nconfig;
     proto_kv config[PROTO_MAX_CONFIG];
+    /* config[i] given by name (a key with named choices, env_spec.h; minor version 1): config_name[i] is the
+     * name and config[i].value is 0; "" for a number */
+    char config_name[PROTO_MAX_CONFIG][PROTO_NAME_MAX];
     int has_autoreset;
     env_autoreset autoreset;    /* default NEXT_STEP */
     /* make: "seed" (default 0); reset: "seed" (world ids[i] gets seed + i) */

@@ -270,6 +270,17 @@ int proto_decode_spec(const proto_value *o, env_spec *s, proto_error *err)
             (rc = proto_get_f64(m, "lo", &k->lo, err)) || (rc = proto_get_f64(m, "hi", &k->hi, err)) ||
             (rc = proto_get_bool(m, "is_int", &k->is_int, err)) || (rc = proto_get_str(m, "doc", k->doc, sizeof k->doc, err)))
             return rc;
+        /* named choices: optional (minor version 1; absent on plain keys and from older servers) */
+        const proto_value *ch = proto_value_get(m, "choices");
+        if (ch) {
+            char lacks[ENV_NAME_MAX + 32], noun[ENV_NAME_MAX + 16];
+            snprintf(lacks, sizeof lacks, "an array of '%s' choices", k->key);
+            snprintf(noun, sizeof noun, "'%s' choices", k->key);
+            if ((rc = spec_array(m, "choices", lacks, noun, ENV_MAX_CHOICES, &k->nchoices, err))) return rc;
+            const msgpack_object *a = pv_obj(ch);
+            for (int j = 0; j < k->nchoices; j++)
+                if ((rc = read_str(&a->via.array.ptr[j], "choices[]", k->choices[j], sizeof k->choices[j], err))) return rc;
+        }
     }
     if ((rc = spec_array(o, "reward_terms", "'reward_terms'", "reward terms", ENV_MAX_TERMS, &s->nterms, err))) return rc;
     const msgpack_object *t = pv_obj(proto_value_get(o, "reward_terms"));

@@ -156,7 +156,8 @@ static int read_seeds(const msgpack_object *o, const proto_limits *lim, proto_re
 
 static int read_config(const msgpack_object *o, proto_request *r, proto_error *err)
 {
-    if (o->type != MSGPACK_OBJECT_MAP) return proto_bad_type(err, PROTO_E_BAD_FIELD, "config", "a map of key -> number", o);
+    if (o->type != MSGPACK_OBJECT_MAP)
+        return proto_bad_type(err, PROTO_E_BAD_FIELD, "config", "a map of key -> number or name", o);
     if (o->via.map.size > PROTO_MAX_CONFIG)
         return proto_fail(err, PROTO_E_BAD_CONFIG, "'config' has %u entries (at most %d)", o->via.map.size,
                           PROTO_MAX_CONFIG);
@@ -169,12 +170,19 @@ static int read_config(const msgpack_object *o, proto_request *r, proto_error *e
         for (uint32_t j = 0; j < i; j++)
             if (!strcmp(r->config[j].key, kv->key))
                 return proto_fail(err, PROTO_E_BAD_MESSAGE, "duplicate config key '%s'", kv->key);
-        if (!proto_is_num(v)) {
-            char f[80];
-            snprintf(f, sizeof f, "config.%s", kv->key);
-            return proto_bad_type(err, PROTO_E_BAD_FIELD, f, "a number", v);
+        char f[80];
+        snprintf(f, sizeof f, "config.%s", kv->key);
+        kv->value = 0;
+        r->config_name[i][0] = 0;
+        if (v->type == MSGPACK_OBJECT_STR) {
+            /* a named choice (minor version 1): the env resolves it (an unknown name is BAD_CONFIG there) */
+            rc = read_str(v, f, r->config_name[i], sizeof r->config_name[i], PROTO_E_BAD_CONFIG, err);
+            if (rc) return rc;
+        } else if (!proto_is_num(v)) {
+            return proto_bad_type(err, PROTO_E_BAD_FIELD, f, "a number or a name", v);
+        } else {
+            kv->value = proto_num_value(v);
         }
-        kv->value = proto_num_value(v);
         r->nconfig = (int)i + 1;
     }
     return PROTO_OK;

@@ -306,7 +306,10 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
             proto_w_map(b, (uint32_t)r->nconfig);
             for (int i = 0; i < r->nconfig; i++) {
                 proto_w_str(b, r->config[i].key);
-                proto_w_f64(b, r->config[i].value);
+                if (r->config_name[i][0])
+                    proto_w_str(b, r->config_name[i]);
+                else
+                    proto_w_f64(b, r->config[i].value);
             }
         }
         if (r->has_seed) {
@@ -393,7 +396,17 @@ void proto_w_spec(proto_buf *b, const env_spec *s)
     kv_members(b, s, spec_tail_desc, NFIELDS(spec_tail_desc));
     proto_w_str(b, "config");
     proto_w_array(b, (uint32_t)s->nconfig);
-    for (int i = 0; i < s->nconfig; i++) w_struct(b, &s->config[i], config_key_desc, NFIELDS(config_key_desc));
+    for (int i = 0; i < s->nconfig; i++) {
+        const env_config_key *c = &s->config[i];
+        /* "choices" only on keys that have them (minor version 1): plain keys encode as before */
+        proto_w_map(b, (uint32_t)NFIELDS(config_key_desc) + (c->nchoices > 0));
+        kv_members(b, c, config_key_desc, NFIELDS(config_key_desc));
+        if (c->nchoices > 0) {
+            proto_w_str(b, "choices");
+            proto_w_array(b, (uint32_t)c->nchoices);
+            for (int k = 0; k < c->nchoices; k++) proto_w_str(b, c->choices[k]);
+        }
+    }
     proto_w_str(b, "reward_terms");
     proto_w_array(b, (uint32_t)s->nterms);
     for (int i = 0; i < s->nterms; i++) proto_w_str(b, s->terms[i]);
@@ -402,8 +415,9 @@ void proto_w_spec(proto_buf *b, const env_spec *s)
 int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *info, const env_spec *const *specs,
                              int nspecs)
 {
-    proto_w_reply_head(b, id, 5);
+    proto_w_reply_head(b, id, 6);
     kv_uint(b, "protocol", PROTO_VERSION);
+    kv_uint(b, "protocol_minor", PROTO_VERSION_MINOR);
     kv_str(b, "server", info->server);
     kv_int(b, "threads", info->threads);
     proto_w_str(b, "limits");

@@ -442,7 +442,13 @@ static int ctl_run(srv_unit *u, int worker, int budget)
     if (j->kind == JOB_MAKE) {
         proto_request *r = &j->req;
         env_kv kv[PROTO_MAX_CONFIG];
-        for (int i = 0; i < r->nconfig; i++) kv[i] = (env_kv){r->config[i].key, r->config[i].value};
+        for (int i = 0; i < r->nconfig; i++) {
+            kv[i] = (env_kv){r->config[i].key, r->config[i].value};
+            /* a named choice ("solver": "admm"): its value, or BAD_CONFIG naming the allowed names */
+            if (r->config_name[i][0] &&
+                env_config_choice(r->env, r->config[i].key, r->config_name[i], &kv[i].value, j->err, sizeof j->err))
+                return 1;
+        }
         j->env = env_new(r->env, (int)r->num_worlds, kv, r->nconfig, r->seed, r->autoreset, j->err, sizeof j->err);
     } else {
         env_destroy(&j->sess->env);

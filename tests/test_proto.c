@@ -334,7 +334,8 @@ static void w_nul_name(proto_buf *b) { proto_w_strn(b, "anymal_c-walk\0evil", 18
 static void w_sometimes(proto_buf *b) { proto_w_str(b, "sometimes"); }
 /* config */
 static void w_cfg_array(proto_buf *b) { proto_w_array(b, 1); proto_w_f64(b, 1); }
-static void w_cfg_strval(proto_buf *b) { proto_w_map(b, 1); proto_w_str(b, "kp"); proto_w_str(b, "80"); }
+static void w_cfg_boolval(proto_buf *b) { proto_w_map(b, 1); proto_w_str(b, "kp"); proto_w_bool(b, 1); }
+static void w_cfg_longname(proto_buf *b) { proto_w_map(b, 1); proto_w_str(b, "solver"); w_long_name(b); }
 static void w_cfg_intkey(proto_buf *b) { proto_w_map(b, 1); proto_w_uint(b, 3); proto_w_f64(b, 1); }
 static void w_cfg_longkey(proto_buf *b) { proto_w_map(b, 1); w_long_name(b); proto_w_f64(b, 1); }
 static void w_cfg_dup(proto_buf *b) { proto_w_map(b, 2); proto_w_str(b, "kp"); proto_w_f64(b, 1); proto_w_str(b, "kp"); proto_w_f64(b, 2); }
@@ -532,9 +533,13 @@ static const req_case cases[] = {
     {.name = "make_config_not_map", .op = "make",
      .f = {{"env", w_walk}, {"num_worlds", w_four}, {"config", w_cfg_array}},
      .code = PROTO_E_BAD_FIELD, .needle = "'config' must be a map"},
-    {.name = "make_config_value_string", .op = "make",
-     .f = {{"env", w_walk}, {"num_worlds", w_four}, {"config", w_cfg_strval}},
-     .code = PROTO_E_BAD_FIELD, .needle = "'config.kp' must be a number"},
+    /* a string value is a named choice (minor version 1; the env resolves it, see test_env_config.c) */
+    {.name = "make_config_value_bool", .op = "make",
+     .f = {{"env", w_walk}, {"num_worlds", w_four}, {"config", w_cfg_boolval}},
+     .code = PROTO_E_BAD_FIELD, .needle = "'config.kp' must be a number or a name"},
+    {.name = "make_config_name_too_long", .op = "make",
+     .f = {{"env", w_walk}, {"num_worlds", w_four}, {"config", w_cfg_longname}},
+     .code = PROTO_E_BAD_CONFIG, .needle = "too long"},
     {.name = "make_config_key_int", .op = "make",
      .f = {{"env", w_walk}, {"num_worlds", w_four}, {"config", w_cfg_intkey}},
      .code = PROTO_E_BAD_FIELD, .needle = "config key"},

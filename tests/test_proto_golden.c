@@ -407,6 +407,16 @@ Test(golden, request_fields)
     cr_assert(r.has_autoreset && r.autoreset == ENV_AUTORESET_SAME_STEP);
     unload(&v);
 
+    /* minor version 1: a named choice is a string value, carried as a name for the env to resolve */
+    load("req_make_choice", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK, "%s", err.message);
+    cr_assert_eq(r.nconfig, 2);
+    cr_assert_str_eq(r.config[0].key, "solver");
+    cr_assert_str_eq(r.config_name[0], "admm");
+    cr_assert_str_eq(r.config[1].key, "solver_tol");
+    cr_assert(!r.config_name[1][0] && r.config[1].value == 1e-8);
+    unload(&v);
+
     load("req_make_min", &v);
     cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
     cr_assert(!r.has_seed && r.seed == 0 && r.nconfig == 0 && r.autoreset == ENV_AUTORESET_NEXT_STEP);
@@ -469,9 +479,10 @@ static void toy_spec(env_spec *s)
     s->control_dt = 0.02;
     s->episode_seconds = 20;
     s->max_episode_steps = 1000;
-    s->nconfig = 2;
-    s->config[0] = (env_config_key){"kp", 80, 0, 1000, 0, "PD stiffness (N m / rad)"};
-    s->config[1] = (env_config_key){"decimation", 4, 1, 50, 1, "physics steps per env step"};
+    s->nconfig = 3;
+    s->config[0] = (env_config_key){"kp", 80, 0, 1000, 0, "PD stiffness (N m / rad)", 0, {""}};
+    s->config[1] = (env_config_key){"decimation", 4, 1, 50, 1, "physics steps per env step", 0, {""}};
+    s->config[2] = (env_config_key){"solver", 0, 0, 2, 1, "contact solver, by name", 3, {"fast", "exact", "robust"}};
     s->nterms = 2;
     snprintf(s->terms[0], sizeof s->terms[0], "alive");
     snprintf(s->terms[1], sizeof s->terms[1], "effort");
@@ -500,6 +511,8 @@ static void spec_eq(const env_spec *a, const env_spec *b)
         cr_assert(a->config[i].def == b->config[i].def && a->config[i].lo == b->config[i].lo &&
                   a->config[i].hi == b->config[i].hi && a->config[i].is_int == b->config[i].is_int);
         cr_assert_str_eq(a->config[i].doc, b->config[i].doc);
+        cr_assert_eq(a->config[i].nchoices, b->config[i].nchoices, "%s choices", a->config[i].key);
+        for (int k = 0; k < a->config[i].nchoices; k++) cr_assert_str_eq(a->config[i].choices[k], b->config[i].choices[k]);
     }
     cr_assert_eq(a->nterms, b->nterms);
     for (int i = 0; i < a->nterms; i++) cr_assert_str_eq(a->terms[i], b->terms[i]);
@@ -553,7 +566,7 @@ Test(golden, hello_and_make_replies_encode_to_the_bytes)
     proto_encode_hello_reply(&b, 1, &info, specs, 1);
     expect_bytes(&b, "rep_hello");
     proto_buf_reset(&b);
-    double cfg[2] = {60, 2};
+    double cfg[3] = {60, 2, 2};
     proto_encode_make_reply(&b, 3, 7, 4, ENV_AUTORESET_SAME_STEP, 42, &spec, cfg);
     expect_bytes(&b, "rep_make");
     proto_buf_free(&b);

@@ -416,6 +416,11 @@ int herd_client_hello(herd_client *c, int server, herd_hello *h, herd_error *err
     uint64_t u64 = 0;
     if (proto_get_int(root, "protocol", &i64, &pe) || proto_get_str(root, "server", h->server, sizeof h->server, &pe)) goto bad;
     h->protocol = (int)i64;
+    /* optional: servers before minor version 1 do not send it */
+    if (proto_value_get(root, "protocol_minor")) {
+        if (proto_get_int(root, "protocol_minor", &i64, &pe)) goto bad;
+        h->protocol_minor = (int)i64;
+    }
     if (proto_get_int(root, "threads", &i64, &pe)) goto bad;
     h->threads = (int)i64;
     if (proto_get_uint(root, "limits.max_message_bytes", &u64, &pe) ||
@@ -445,21 +450,30 @@ bad:
 }
 
 int hc_make_request(proto_request *r, const char *env, int num_worlds, const env_kv *config, int nconfig,
-                    uint64_t seed, env_autoreset autoreset, herd_error *err)
+                    const herd_choice *choices, int nchoices, uint64_t seed, env_autoreset autoreset, herd_error *err)
 {
     proto_request_init(r);
     r->op = PROTO_OP_MAKE;
     if (!env || strlen(env) >= sizeof r->env) return hc_fail(err, PROTO_E_UNKNOWN_ENV, "bad env name");
     snprintf(r->env, sizeof r->env, "%s", env);
     r->num_worlds = num_worlds;
-    if (nconfig > PROTO_MAX_CONFIG) return hc_fail(err, PROTO_E_BAD_CONFIG, "more than %d config overrides", PROTO_MAX_CONFIG);
-    for (int i = 0; i < nconfig; i++) {
-        if (!config[i].key || strlen(config[i].key) >= PROTO_NAME_MAX)
-            return hc_fail(err, PROTO_E_BAD_CONFIG, "bad config key");
-        snprintf(r->config[i].key, sizeof r->config[i].key, "%s", config[i].key);
-        r->config[i].value = config[i].value;
+    if (nconfig < 0 || nchoices < 0 || nconfig + nchoices > PROTO_MAX_CONFIG)
+        return hc_fail(err, PROTO_E_BAD_CONFIG, "more than %d config overrides", PROTO_MAX_CONFIG);
+    for (int i = 0; i < nconfig + nchoices; i++) {
+        const char *key = i < nconfig ? config[i].key : choices[i - nconfig].key;
+        if (!key || strlen(key) >= PROTO_NAME_MAX) return hc_fail(err, PROTO_E_BAD_CONFIG, "bad config key");
+        proto_kv *kv = &r->config[i];
+        snprintf(kv->key, sizeof kv->key, "%s", key);
+        if (i < nconfig) {
+            kv->value = config[i].value;
+            continue;
+        }
+        const char *name = choices[i - nconfig].name;
+        if (!name || !*name || strlen(name) >= sizeof r->config_name[i])
+            return hc_fail(err, PROTO_E_BAD_CONFIG, "bad name for config key '%s'", key);
+        snprintf(r->config_name[i], sizeof r->config_name[i], "%s", name);
     }
-    r->nconfig = nconfig;
+    r->nconfig = nconfig + nchoices;
     r->has_seed = 1;
     r->seed = seed;
     r->has_autoreset = 1;
@@ -500,10 +514,17 @@ bad:
 int herd_client_make(herd_client *c, int server, const char *env, int num_worlds, const env_kv *config, int nconfig,
                      uint64_t seed, env_autoreset autoreset, herd_session *s, herd_error *err)
 {
+    return herd_client_make_choices(c, server, env, num_worlds, config, nconfig, NULL, 0, seed, autoreset, s, err);
+}
+
+int herd_client_make_choices(herd_client *c, int server, const char *env, int num_worlds, const env_kv *config,
+                             int nconfig, const herd_choice *choices, int nchoices, uint64_t seed,
+                             env_autoreset autoreset, herd_session *s, herd_error *err)
+{
     memset(s, 0, sizeof *s);
     if (server < 0) server = c->rr++ % c->n;
     proto_request r;
-    int rc = hc_make_request(&r, env, num_worlds, config, nconfig, seed, autoreset, err);
+    int rc = hc_make_request(&r, env, num_worlds, config, nconfig, choices, nchoices, seed, autoreset, err);
     if (rc) return rc;
     herd_reply *rep;
     rc = call(c, server, &r, &rep, err);

@@ -74,6 +74,7 @@ typedef struct {
 
 typedef struct {
     int protocol;
+    int protocol_minor;         /* backwards-compatible additions (PROTO_VERSION_MINOR); 0 from older servers */
     char server[64];
     int threads;
     uint64_t max_message_bytes;
@@ -136,6 +137,16 @@ void herd_hello_free(herd_hello *h);
 /* server: index, or -1 = round-robin.  config: overrides (NULL / 0 for none). */
 int herd_client_make(herd_client *c, int server, const char *env, int num_worlds, const env_kv *config, int nconfig,
                      uint64_t seed, env_autoreset autoreset, herd_session *out, herd_error *err);
+/* A make config entry given by name, for a key with named choices (env_spec.h), e.g. {"solver", "admm"}. */
+typedef struct {
+    const char *key;
+    const char *name;
+} herd_choice;
+/* herd_client_make with named choices as well (sent as strings: the server resolves them; an unknown
+ * name is BAD_CONFIG naming the allowed ones).  choices: NULL / 0 for none. */
+int herd_client_make_choices(herd_client *c, int server, const char *env, int num_worlds, const env_kv *config,
+                             int nconfig, const herd_choice *choices, int nchoices, uint64_t seed,
+                             env_autoreset autoreset, herd_session *out, herd_error *err);
 /* n = -1 and ids = NULL: every world.  seeds: one per world reset, or NULL.  obs: n x obs_dim, or NULL. */
 int herd_client_reset(herd_client *c, const herd_session *s, int n, const int32_t *ids, const uint64_t *seeds,
                       float *obs, herd_error *err);

@@ -40,7 +40,7 @@ double hc_now_ms(void);
 
 /* Builds a make request (id not set). */
 int hc_make_request(proto_request *r, const char *env, int num_worlds, const env_kv *config, int nconfig,
-                    uint64_t seed, env_autoreset autoreset, herd_error *err);
+                    const herd_choice *choices, int nchoices, uint64_t seed, env_autoreset autoreset, herd_error *err);
 /* Decodes a successful make reply of server into s. */
 int hc_make_parse(const herd_reply *rep, int server, herd_session *s, herd_error *err);
 /* Sends a reset (seeds may be NULL) or step (actions) of n rows of session s (ids NULL: every world).

@@ -71,7 +71,7 @@ int herd_client_make_spread(herd_client *c, const char *env, int num_worlds, con
     memset(out, 0, sizeof *out);
     if (num_worlds < 1) return hc_fail(err, PROTO_E_BAD_FIELD, "num_worlds must be a positive integer, not %d", num_worlds);
     proto_request r;
-    int rc = hc_make_request(&r, env, num_worlds, config, nconfig, seed, autoreset, err);
+    int rc = hc_make_request(&r, env, num_worlds, config, nconfig, NULL, 0, seed, autoreset, err);
     if (rc) return rc;
     const int S = c->n, np = num_worlds < S ? num_worlds : S;
     herd_spread sp;

@@ -145,6 +145,9 @@ TOY_SPEC = {
     "config": [
         {"key": "kp", "default": 80.0, "lo": 0.0, "hi": 1000.0, "is_int": False, "doc": "PD stiffness (N m / rad)"},
         {"key": "decimation", "default": 4.0, "lo": 1.0, "hi": 50.0, "is_int": True, "doc": "physics steps per env step"},
+        # a key with named choices (minor version 1): value i means choices[i]
+        {"key": "solver", "default": 0.0, "lo": 0.0, "hi": 2.0, "is_int": True, "doc": "contact solver, by name",
+         "choices": ["fast", "exact", "robust"]},
     ],
     "reward_terms": ["alive", "effort"],
 }
@@ -180,6 +183,9 @@ add("req_ping", "request", "ping", req(2, "ping"))
 add("req_make", "request", "make",
     req(3, "make", env="anymal_c-walk", num_worlds=4, config={"kp": 60.0, "decimation": 2.0}, seed=42,
         autoreset="same_step"), desc="make with config overrides (numbers), seed and autoreset mode")
+add("req_make_choice", "request", "make",
+    req(14, "make", env="paper-trot", num_worlds=2, config={"solver": "admm", "solver_tol": 1e-8}),
+    desc="make naming a choice of a key with named choices (minor version 1): the name as a string")
 add("req_make_min", "request", "make", req(4, "make", env="anymal_c-stand", num_worlds=1),
     desc="make with defaults: seed 0, autoreset next_step, default config")
 add("req_reset_all", "request", "reset", req(5, "reset", session=7), desc="reset every world")
@@ -217,6 +223,7 @@ bad = [
      "BAD_SHAPE", 27),
     ("bad_field_type", req(28, "make", env="anymal_c-walk", num_worlds="4"), "BAD_FIELD", 28),
     ("bad_unknown_field", req(29, "reset", session=7, worldids=[0]), "BAD_FIELD", 29),
+    ("bad_config_value", req(32, "make", env="paper-trot", num_worlds=1, config={"solver": [1]}), "BAD_FIELD", 32),
     ("bad_missing_session", req(30, "step", actions=Tensor("float32", [1, 1], [0.0])), "MISSING_FIELD", 30),
     ("bad_world_ids_negative", req(31, "reset", session=7, world_ids=[0, -1]), "BAD_WORLD_IDS", 31),
 ]
@@ -228,12 +235,12 @@ add("rep_error", "reply", None,
     desc="every error reply has this form")
 add("rep_ping", "reply", "ping", ok(2, pong=True, time=1700000000.25))
 add("rep_hello", "reply", "hello",
-    ok(1, protocol=1, server="herd 0.1.0", threads=8,
+    ok(1, protocol=1, protocol_minor=1, server="herd 0.1.0", threads=8,
        limits={"max_message_bytes": 16777216, "max_worlds_per_session": 16384, "max_worlds": 65536},
        envs=[TOY_SPEC]), desc="hello reply listing one (toy) env spec")
 add("rep_make", "reply", "make",
     ok(3, session=7, env="toy-v0", num_worlds=4, autoreset="same_step", seed=42,
-       config={"kp": 60.0, "decimation": 2.0}, spec=TOY_SPEC))
+       config={"kp": 60.0, "decimation": 2.0, "solver": 2.0}, spec=TOY_SPEC))
 add("rep_reset", "reply", "reset",
     ok(6, obs=Tensor("float32", [N, OD], f32(N * OD, 0.5, 0.125)), info={}))
 def step_reply(id_, obs, reward, terminated, truncated, done, ret, length, terms, **more_info):

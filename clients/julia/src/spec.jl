@@ -13,7 +13,11 @@ struct SpaceField
     unit::String             # unit before scaling
 end
 
-"A configuration key of a task: its default and allowed range `[lo, hi]`."
+"""
+A configuration key of a task: its default and allowed range `[lo, hi]`.  A key with named choices (e.g.
+`"solver"`; protocol minor 1) lists them in `choices`: value `i` means `choices[i + 1]`, and `VecEnv`'s
+`config` may give the name instead.  `choices` is empty for a plain number.
+"""
 struct ConfigKey
     key::String
     default::Float64
@@ -21,6 +25,7 @@ struct ConfigKey
     hi::Float64
     is_int::Bool
     doc::String
+    choices::Vector{String}
 end
 
 """
@@ -80,8 +85,12 @@ end
 
 function ConfigKey(m, name::String)
     m = as_map(m, name)
+    ch = get(m, "choices", nothing)      # only on keys with named choices (minor 1)
+    choices = ch === nothing ? String[] :
+              as_list(String, (x, n) -> as_type(String, x, n), ch, "$name.choices")
     ConfigKey(spec_get(m, "key", String, name), spec_get(m, "default", Float64, name), spec_get(m, "lo", Float64, name),
-              spec_get(m, "hi", Float64, name), spec_get(m, "is_int", Bool, name), spec_get(m, "doc", String, name))
+              spec_get(m, "hi", Float64, name), spec_get(m, "is_int", Bool, name), spec_get(m, "doc", String, name),
+              choices)
 end
 
 "Reads a decoded spec map (the `spec` of a `make` reply, or an entry of `hello`'s `envs`)."
@@ -105,6 +114,28 @@ function Spec(m)
     end
     return s
 end
+
+"""
+    config_names(spec, config) -> Dict{String,String}
+
+The name of the effective value of every key with named choices, e.g. `Dict("solver" => "paper-bisection")`.
+"""
+function config_names(spec::Spec, config::AbstractDict)
+    out = Dict{String,String}()
+    for k in spec.config
+        isempty(k.choices) && continue
+        v = get(config, k.key, nothing)
+        v === nothing && continue
+        i = Int(v)
+        0 <= i < length(k.choices) && (out[k.key] = k.choices[i + 1])
+    end
+    return out
+end
+
+# A make request's config value: a name (a key with named choices) as a String, anything else a Float64.
+config_value(v::AbstractString) = String(v)
+config_value(v::Symbol) = String(v)
+config_value(v::Real) = Float64(v)
 
 "Reads the `config` map of a `make` reply: every key of the spec -> its effective value."
 function read_config(v)

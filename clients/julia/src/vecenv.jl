@@ -18,14 +18,16 @@ comma-separated string or a vector: the worlds are spread over the servers in co
 * `seed`: world i (0-based) starts its first episode with seed `seed + i` (random when `nothing`); the
   seeds are sent per world, so results do not depend on how worlds are spread.
 * `autoreset`: `:next_step` (default), `:same_step` (final observations in `final_obs`) or `:disabled`.
-* `config`: overrides of the task's configuration keys (`Dict("target_height" => 0.55)`).
+* `config`: overrides of the task's configuration keys (`Dict("target_height" => 0.55)`); a key with
+  named choices takes the name (`Dict("solver" => "admm")`, see `Herd.ConfigKey`).
 * `reward_terms`: also fetch per-term rewards (`env.reward_terms`, nterms × N).
 
 Buffers (filled by `reset!` / `step!`; column / entry i is world i): `obs` (obs_dim × N), `reward`,
 `terminated`, `truncated`, `episode_done`, `episode_return`, `episode_length`, `physics_reset`,
 `autoreset_flag` (next_step: the world was reset by this step, its action ignored), `final_obs` and
 `final_mask` (same_step).  `spec` is the server's spec (a `Herd.Spec`: `env.spec.reward_terms`,
-`env.spec.obs`, ...), `config` the effective configuration (`OrderedDict{String,Float64}`).
+`env.spec.obs`, ...), `config` the effective configuration (`OrderedDict{String,Float64}`; a key with
+named choices holds the index: `Herd.config_names(env.spec, env.config)` gives the names).
 """
 mutable struct VecEnv
     client::Client
@@ -88,7 +90,7 @@ function VecEnv(env_id::AbstractString, num_worlds::Integer; address = DEFAULT_A
     counts = counts_all[parts]
     starts = cumsum([0; counts[1:end-1]])
     base = seed === nothing ? rand(UInt64) >> 1 : UInt64(mod(Int128(seed), Int128(2)^64))
-    cfg = OrderedDict{String,Float64}(string(k) => Float64(v) for (k, v) in config)
+    cfg = OrderedDict{String,Any}(string(k) => config_value(v) for (k, v) in config)
     ids = UInt64[]
     # closes the sessions that were made (replies rs[p] of parts[p]; nothing: no reply), best effort
     close_made(rs) = for (p, r) in enumerate(rs)

@@ -200,12 +200,15 @@ end
     @test s.obs[2].offset == 2 && s.obs[2].size == 1 && s.obs[2].unit == "m/s"
     @test s.act[1].scale == 20.0
     @test s.sim_dt == 0.005 && s.control_dt == 0.02 && s.episode_seconds == 20.0
-    @test [k.key for k in s.config] == ["kp", "decimation"] && s.config[2].is_int && !s.config[1].is_int
+    @test [k.key for k in s.config] == ["kp", "decimation", "solver"] && s.config[2].is_int && !s.config[1].is_int
+    @test isempty(s.config[1].choices) && s.config[3].choices == ["fast", "exact", "robust"]
     @test s.reward_terms == ["alive", "effort"] && s.reward_terms isa Vector{String}
     lo, hi = Herd._bounds(s.obs, s.obs_dim)
     @test lo == Float32[-Inf, -Inf, -10] && hi == Float32[Inf, Inf, 10]
     cfg = Herd.read_config(d["config"])
-    @test cfg isa OrderedDict{String,Float64} && collect(cfg) == ["kp" => 60.0, "decimation" => 2.0]
+    @test cfg isa OrderedDict{String,Float64} && collect(cfg) == ["kp" => 60.0, "decimation" => 2.0, "solver" => 2.0]
+    @test Herd.config_names(s, cfg) == Dict("solver" => "robust")
+    @test Herd.config_value("admm") == "admm" && Herd.config_value(:pgs) == "pgs" && Herd.config_value(2) === 2.0
     # every spec of hello's list reads too
     h = decode(load_bytes("rep_hello"))
     @test all(x -> Herd.Spec(x) isa Herd.Spec, h["envs"])

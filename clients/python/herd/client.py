@@ -35,6 +35,32 @@ DEFAULT_ADDRESS = "tcp://127.0.0.1:5555"
 _COPY_THRESHOLD = 65536      # payloads above this are handed to ZeroMQ without a copy
 
 
+def config_values(config):
+    """A make request's config map: numbers as floats; a string is the name of one of a key's named choices
+    (PROTOCOL.md 6.1, protocol minor 1: e.g. {"solver": "admm"}), sent as is for the server to resolve."""
+    out = {}
+    for k, v in config.items():
+        if isinstance(v, str):
+            out[str(k)] = v
+        elif isinstance(v, (bytes, bytearray)):
+            out[str(k)] = bytes(v).decode("utf-8")
+        else:
+            out[str(k)] = float(v)
+    return out
+
+
+def config_names(spec, config):
+    """{key: name} of the effective value of every key with named choices (spec["config"][i]["choices"])."""
+    names = {}
+    for key in spec.get("config", []):
+        choices = key.get("choices")
+        if choices and key["key"] in config:
+            i = int(config[key["key"]])
+            if 0 <= i < len(choices):
+                names[key["key"]] = choices[i]
+    return names
+
+
 def _is_ip(host):
     try:
         ipaddress.ip_address(host.strip("[]"))
@@ -303,7 +329,7 @@ class Client:
     def make(self, env, num_worlds, server=0, config=None, seed=None, autoreset=None):
         f = {"env": env, "num_worlds": int(num_worlds)}
         if config:
-            f["config"] = {str(k): float(v) for k, v in config.items()}
+            f["config"] = config_values(config)
         if seed is not None:
             f["seed"] = int(seed)
         if autoreset is not None:

@@ -48,7 +48,7 @@ class HerdEnv(_EnvBase):
     Keywords: those of ``herd.make_vec`` (address — default $HERD_ADDRESS, then tcp://127.0.0.1:5555 —,
     seed, timeout, episode_statistics, reward_terms, config overrides ...), except autoreset_mode.
     Attributes: observation_space, action_space (the task's real bounds, see README.md), herd_spec,
-    config, reward_term_names, max_episode_steps, vector_env (the one-world HerdVectorEnv).
+    config, config_names, reward_term_names, max_episode_steps, vector_env (the one-world HerdVectorEnv).
     """
 
     metadata = {"render_modes": []}
@@ -64,6 +64,7 @@ class HerdEnv(_EnvBase):
         self.action_space = v.single_action_space
         self.herd_spec = v.herd_spec
         self.config = v.config
+        self.config_names = v.config_names
         self.reward_term_names = v.reward_term_names
         self.max_episode_steps = v.max_episode_steps
 

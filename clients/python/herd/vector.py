@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from . import spaces as _spaces
-from .client import Client
+from .client import Client, config_names, config_values
 from .errors import HerdError
 
 try:  # pragma: no cover - depends on the installation
@@ -98,7 +98,8 @@ class HerdVectorEnv(_VectorEnvBase):
 
     Attributes: num_envs, single_observation_space, observation_space, single_action_space, action_space,
     metadata ({"autoreset_mode": AutoresetMode, "render_modes": []}), herd_spec (the server's spec of
-    the configured task), config (effective configuration), reward_term_names, max_episode_steps,
+    the configured task), config (effective configuration; a key with named choices holds the index),
+    config_names (the name of each such key's value, e.g. {"solver": "paper-bisection"}), reward_term_names, max_episode_steps,
     episode_statistics_key (None, or the infos key of the server's episode statistics), addresses,
     closed, render_mode (None), spec (set by gymnasium.make_vec), np_random, np_random_seed.
 
@@ -143,7 +144,7 @@ class HerdVectorEnv(_VectorEnvBase):
         # Make every session, all requests in flight at once.
         fields = {"env": env_id, "autoreset": _WIRE[mode.name], "seed": self._base_seed}
         if cfg:
-            fields["config"] = {str(k): float(v) for k, v in cfg.items()}
+            fields["config"] = config_values(cfg)
         rids = [self._client.send(k, "make", num_worlds=int(c), **fields)
                 for k, c in zip(self._servers, self._counts)]
         try:
@@ -173,6 +174,8 @@ class HerdVectorEnv(_VectorEnvBase):
         self.closed = False
         self.herd_spec = spec
         self.config = dict(reps[0].get("config", {}))
+        # keys with named choices (e.g. "solver"): the name of the effective value
+        self.config_names = config_names(spec, self.config)
         self.obs_dim = int(spec["obs_dim"])
         self.act_dim = int(spec["act_dim"])
         self.reward_term_names = list(spec.get("reward_terms", []))
@@ -597,6 +600,7 @@ def make_vec(env_id, num_envs=1, address=None, seed=None, autoreset_mode=None, *
       True: the server's episode return / length in infos["episode"] with the "_episode" mask, in
       RecordEpisodeStatistics's layout; a string: the same under that key), render_mode (None only),
       max_episode_steps (None, or checked against the server's time limit: set that with episode_seconds).
-    Any other keyword is a configuration override of the task (e.g. target_height=0.55, obs_noise=0).
+    Any other keyword is a configuration override of the task (e.g. target_height=0.55, obs_noise=0); a key
+    with named choices takes the name (solver="admm": the spec's config key lists its "choices").
     """
     return HerdVectorEnv(env_id, num_envs, address=address, seed=seed, autoreset_mode=autoreset_mode, **kwargs)

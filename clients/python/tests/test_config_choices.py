@@ -1,0 +1,57 @@
+"""Configuration keys with named choices (PROTOCOL.md 6.1, protocol minor 1): the contact solver by name."""
+import numpy as np
+import pytest
+
+import herd
+from herd.client import Client, config_names, config_values
+from herd.errors import ServerError
+
+
+def test_config_values_keep_names_and_floats():
+    assert config_values({"solver": "admm", "kp": 60, "solver_tol": 1e-8}) == {"solver": "admm", "kp": 60.0,
+                                                                              "solver_tol": 1e-8}
+    assert config_values({"solver": b"pgs"}) == {"solver": "pgs"}
+    spec = {"config": [{"key": "kp"}, {"key": "solver", "choices": ["a", "b", "c"]}]}
+    assert config_names(spec, {"kp": 60.0, "solver": 2.0}) == {"solver": "c"}
+
+
+def test_hello_lists_the_solver_choices(server):
+    with Client(server) as c:
+        rep = c.hello()
+        assert rep["protocol"] == 1 and rep["protocol_minor"] >= 1
+        for spec in rep["envs"]:
+            keys = {k["key"]: k for k in spec["config"]}
+            solver = keys["solver"]
+            assert solver["choices"][:2] == ["paper-bisection", "pgs"], spec["name"]
+            assert solver["hi"] == len(solver["choices"]) - 1 and solver["is_int"]
+            assert "choices" not in keys["sim_dt"]
+            assert "solver_tol" in keys and "solver_max_iter" in keys
+
+
+def test_make_by_name(server):
+    with herd.make_vec("paper-hang", 2, address=server, seed=1, solver="pgs", solver_tol=1e-7) as v:
+        assert v.config["solver"] == 1.0 and v.config["solver_tol"] == 1e-7
+        assert v.config_names == {"solver": "pgs"}
+        v.reset()
+        obs, *_ = v.step(np.zeros((2, 12), np.float32))
+        assert np.all(np.isfinite(obs))
+    # the name and its index make the same session
+    with herd.make_vec("paper-drop", 1, address=server, seed=3, config={"solver": "pgs"}) as a, \
+            herd.make_vec("paper-drop", 1, address=server, seed=3, config={"solver": 1}) as b:
+        oa, _ = a.reset()
+        ob, _ = b.reset()
+        for _ in range(5):
+            act = np.full((1, 12), 0.1, np.float32)
+            oa = a.step(act)[0]
+            ob = b.step(act)[0]
+        np.testing.assert_array_equal(oa, ob)
+
+
+def test_bad_names_are_bad_config(server):
+    with pytest.raises(ServerError) as e:
+        herd.make_vec("anymal_c-walk", 1, address=server, solver="lemke")
+    assert e.value.code == "BAD_CONFIG"
+    assert "unknown solver 'lemke'" in e.value.message and "paper-bisection" in e.value.message
+    with pytest.raises(ServerError) as e:
+        herd.make_vec("anymal_c-walk", 1, address=server, kp="stiff")
+    assert e.value.code == "BAD_CONFIG" and "'kp' takes a number" in e.value.message
