@@ -2,7 +2,7 @@
  * comparative analysis") and of the bisection paper (Hwangbo, Lee & Hutter 2018, Fig. 6 and Table II),
  * run for every contact solver in the solver table, so that a solver added there appears here untouched.
  *
- *   herd-bench contact-models [--quick] [--only LIST] [--solvers LIST] [--steps N] [--repeats R]
+ *   herd-bench contact-models [--quick] [--only LIST] [--solvers LIST] [--steps N] [--repeats R] [--accuracy EPS]
  *
  * LIST is comma-separated.  Experiments (--only), each printing JSON lines with "bench":"contact-models",
  * "experiment" and "solver":
@@ -56,6 +56,12 @@ static int cm_solve(int s, int n, const double *G, const double *c, const double
     return sim_solve(s, n, G, c, mu, lambda, p, st);
 }
 static void cm_use(sim_model *m, int s) { m->opt.solver = s; }
+/* An iteration budget for every solver: sweeps, iterations, and ADMM's own cap. */
+static void cm_budget(sim_solver_params *p, int k)
+{
+    p->max_iter = k;
+    p->admm_max_iter = k;
+}
 /* The solver the scenarios' reference trajectories are run with (the model's default). */
 static int cm_default_solver(void)
 {
@@ -429,7 +435,7 @@ static void cm_heavy_on_light(int s, const cm_opts *o)
         cm_solve(s, 8, st.G, st.c, st.mu, st.lambda, &def, &s1);
         sim_contact_metrics(8, st.G, st.c, st.mu, st.lambda, dt, &m1);
         sim_solver_params big = def;
-        big.max_iter = 5000;
+        cm_budget(&big, 5000);
         big.tol = 1e-12;
         double lam2[24] = {0};
         uint64_t t0 = bench_now_ns();
@@ -496,7 +502,7 @@ static cm_pose cm_spin_run(int s, double dt, double T, double tol, int max_iter,
     sim_model *m = cm_cube(0.2, 1.0, 0.5);
     cm_use(m, s);
     if (tol > 0) m->opt.sp.tol = tol;
-    if (max_iter > 0) m->opt.sp.max_iter = max_iter;
+    if (max_iter > 0) cm_budget(&m->opt.sp, max_iter);
     sim_data *d = sim_data_new(m);
     d->q[2] = m->geom[0].size[2];
     d->u[0] = 1.0, d->u[1] = 0.4, d->u[5] = 6.0;
@@ -599,7 +605,7 @@ static void cm_reference(cm_problem *p)
     sim_solver_params tight;
     sim_solver_default_params(&tight);
     tight.tol = 1e-13;
-    tight.max_iter = 20000;
+    cm_budget(&tight, 20000);
     sim_solver_stats st;
     memset(p->ref, 0, sizeof(double) * 3 * (size_t)p->n);
     sim_solve(cm_reference_solver(), p->n, p->G, p->c, p->mu, p->ref, &tight, &st);
@@ -737,7 +743,7 @@ static void cm_accuracy(int s, const cm_set *set, int repeats, double target)
             }
             sim_solver_params p;
             sim_solver_default_params(&p);
-            p.max_iter = budgets[b];
+            cm_budget(&p, budgets[b]);
             p.tol = 0;
             long itsum = 0;
             for (int r = 0; r < repeats; r++) {
@@ -859,6 +865,16 @@ static void cm_table2(int s, int kind, long steps, int repeats)
 
 int bench_contact_models(int argc, char **argv)
 {
+    if (bench_flag(argc, argv, "--help") || bench_flag(argc, argv, "-h")) {
+        printf("usage: herd-bench contact-models [--quick] [--only LIST] [--solvers LIST] [--steps N] [--repeats R]\n"
+               "                                 [--accuracy EPS]\n"
+               "  experiments (--only, comma-separated): cube_slide cube_push heavy_on_light dt tol accuracy fig6 table2\n"
+               "  solvers (--solvers): the built rows of sim_solver.h's table:");
+        for (int s = 0; s < cm_nsolvers(); s++)
+            if (cm_built(s)) printf(" %s", cm_name(s));
+        printf("\n  --steps: ANYmal scenario steps at 1 ms (10000; --quick 4000); --accuracy: Figs. 16-17 target (1e-3 N)\n");
+        return 0;
+    }
     bench_pin(0);
     cm_opts o;
     o.quick = bench_flag(argc, argv, "--quick");
