@@ -142,19 +142,21 @@ def fig_heavy(rows, solvers, col, outdir):
         if not rs:
             continue
         x = [r["mass_ratio"] for r in rs]
-        ax[0].loglog(x, positive([r["budget_eps_abs_rel"] for r in rs]), "o-", color=col[s], label=s + " (5000 it)")
-        ax[0].loglog(x, positive([r["default_eps_abs_rel"] for r in rs]), "x:", color=col[s], label=s + " (defaults)")
-        ax[1].loglog(x, positive([r["run_penetration_between_m"] for r in rs]), "o-", color=col[s], label=s + " cube-cube")
-        ax[1].loglog(x, positive([r["run_penetration_ground_m"] for r in rs]), "x:", color=col[s], label=s + " ground")
+        ax[0].loglog(x, positive([r["budget_eps_abs_rel"] for r in rs]), "o-", color=col[s])
+        ax[0].loglog(x, positive([r["default_eps_abs_rel"] for r in rs]), "x:", color=col[s])
+        ax[1].loglog(x, positive([r["run_penetration_between_m"] for r in rs]), "o-", color=col[s])
+        ax[1].loglog(x, positive([r["run_penetration_ground_m"] for r in rs]), "x:", color=col[s])
     ax[0].set_xlabel("mass ratio heavy / light")
     ax[0].set_ylabel("eps_abs / total weight")
-    ax[0].set_title("Heavy cube on a light one: first step (Fig. 12)")
-    ax[0].legend(fontsize=7)
+    ax[0].set_title("Heavy cube on a light one: first step (Fig. 12)\n(o-: 5000 iterations, x: defaults)", fontsize=10)
     ax[1].set_xlabel("mass ratio heavy / light")
     ax[1].set_ylabel("max penetration over 0.5 s (m)")
-    ax[1].set_title("sinking at the solver's defaults")
-    ax[1].legend(fontsize=7)
-    save(fig, outdir, "fig12_heavy_on_light.png")
+    ax[1].set_title("sinking at the solver's defaults\n(o-: between the cubes, x: into the ground)", fontsize=10)
+    handles = [plt.Line2D([], [], color=col[s], marker="o", label=s) for s in solvers]
+    fig.legend(handles=handles, loc="center right", fontsize=8)
+    fig.tight_layout(rect=(0, 0, 0.82, 1))
+    fig.savefig(os.path.join(outdir, "fig12_heavy_on_light.png"), dpi=110)
+    plt.close(fig)
 
 
 def fig_self(rows, solvers, col, outdir):
@@ -178,7 +180,7 @@ def fig_accuracy(rows, solvers, col, outdir):
     runs = pick(rows, "accuracy")
     if not runs:
         return
-    for xkey, fname, xlabel, title in (("max_iter", "fig16_accuracy_iterations.png", "iterations (max_iter, tol 0)",
+    for xkey, fname, xlabel, title in (("max_iter", "fig16_accuracy_iterations.png", "iterations (max_iter, tol 1e-10)",
                                         "eps_abs vs iterations (Fig. 16)"),
                                        ("us_per_solve", "fig17_accuracy_time.png", "time per problem (us)",
                                         "eps_abs vs time (Fig. 17)")):
@@ -192,9 +194,14 @@ def fig_accuracy(rows, solvers, col, outdir):
                           label="%s %s" % (r["solver"], r["start"]))
             ax.set_title("%s: %s" % (sc, title), fontsize=9)
             ax.set_xlabel(xlabel)
-        axs[0].set_ylabel("median eps_abs (N)")
-        axs[0].legend(fontsize=7)
-        save(fig, outdir, fname)
+        axs[0].set_ylabel("median eps_abs (N, De Saxce)")
+        handles = [plt.Line2D([], [], color=col[s], label=s) for s in solvers]
+        handles += [plt.Line2D([], [], color="k", ls="-", label="warm start"),
+                    plt.Line2D([], [], color="k", ls="--", label="cold start")]
+        fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8)
+        fig.tight_layout(rect=(0, 0.08, 1, 1))
+        fig.savefig(os.path.join(outdir, fname), dpi=110)
+        plt.close(fig)
 
 
 def fig6(rows, solvers, col, outdir):
@@ -217,8 +224,11 @@ def fig6(rows, solvers, col, outdir):
         ax.set_xticklabels(SCENARIOS)
         ax.set_title("Fig. 6, %s" % title, fontsize=10)
     axs[0].set_ylabel("% within 1 % of tight PGS (Coulomb)")
-    axs[0].legend(fontsize=7, loc="lower left")
-    save(fig, outdir, "fig06_agreement.png")
+    handles, labels = axs[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(solvers), fontsize=8)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.savefig(os.path.join(outdir, "fig06_agreement.png"), dpi=110)
+    plt.close(fig)
 
 
 def table2(rows, solvers, col, outdir):
