@@ -635,7 +635,9 @@ static int cm_harvest(int kind, long steps, int stride, cm_set *set)
     env_scenario sc;
     char err[256];
     if (env_scenario_init(&sc, m, d, kind, 42, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
+        fprintf(stderr, "herd-bench contact-models: %s\n", err);
+        sim_data_destroy(&d);
+        sim_model_destroy(&m);
         return -1;
     }
     const double dt = 1e-3;
@@ -815,6 +817,12 @@ static void cm_table2(int s, int kind, long steps, int repeats)
     env_scenario sc;
     char err[256];
     const double dt = 1e-3;
+    if (env_scenario_init(&sc, m, d, kind, 42, err, sizeof err)) {
+        fprintf(stderr, "herd-bench contact-models: %s\n", err);
+        sim_data_destroy(&d);
+        sim_model_destroy(&m);
+        return;
+    }
     double *rs = malloc(sizeof(double) * (size_t)repeats), *rv = malloc(sizeof(double) * (size_t)repeats);
     long iters = 0, nonconv = 0, csteps = 0, resets = 0;
     double dx = 0;
