@@ -89,7 +89,8 @@ typedef struct {
 /* Step options (sim_step.h). */
 typedef struct {
     int solver;                     /* index into the solver table (sim_solver.h: sim_solver_at / sim_solver_find);
-                                       default SIM_SOLVER_PAPER_BISECTION */
+                                       default SIM_SOLVER_PAPER_BISECTION, which sim_step also uses for an
+                                       index without a solver (out of range or a reserved row) */
     sim_solver_params sp;           /* solver parameters (defaults of sim_solver_default_params) */
     double margin;                  /* contacts are considered below this gap (m), plus a look-ahead; 1e-3 */
     int gap_target;                 /* 1 (default): a positive gap may close within the step, v_n >= -gap/dt */

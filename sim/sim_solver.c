@@ -548,6 +548,20 @@ static int solve_begin(int n, const double *G, const double *c, const double *mu
     return 1;
 }
 
+void sim_solver_count_modes(int n, const double *mu, const double *lambda, sim_solver_stats *st)
+{
+    int no = 0, ns = 0, nl = 0;
+    for (int i = 0; i < n; i++) {
+        const double *l = lambda + 3 * i;
+        double lt = sqrt(l[0] * l[0] + l[1] * l[1]);
+        double m = mu[i] > SIM_MU_MAX ? SIM_MU_MAX : mu[i];
+        if (!(l[2] > 0)) no++;
+        else if (lt >= m * l[2] * (1.0 - 1e-9)) nl++;
+        else ns++;
+    }
+    st->n_open = no, st->n_stick = ns, st->n_slip = nl;
+}
+
 /* The closing shared by the multi-contact solvers. */
 int sim_solver_end(sim_solver_stats *st, int iterations, double err, double tol)
 {
@@ -729,16 +743,7 @@ static __attribute__((noinline)) int pgs_sweeps(int n, const double *G, const do
         if (err < p->tol) break;
     }
     if (!(err < p->tol)) st->guard_scale = sim_solver_dissipation_guard(N, G, c, lambda, v);
-    int no = 0, ns = 0, nl = 0;
-    for (int i = 0; i < n; i++) {
-        const double *l = lambda + 3 * i;
-        double lt = sqrt(l[0] * l[0] + l[1] * l[1]);
-        double m = mu[i] > SIM_MU_MAX ? SIM_MU_MAX : mu[i];
-        if (!(l[2] > 0)) no++;
-        else if (lt >= m * l[2] * (1.0 - 1e-9)) nl++;
-        else ns++;
-    }
-    st->n_open = no, st->n_stick = ns, st->n_slip = nl;
+    sim_solver_count_modes(n, mu, lambda, st);
     return sim_solver_end(st, it, err, p->tol);
 }
 

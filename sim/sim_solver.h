@@ -116,6 +116,34 @@ typedef struct sim_solver_stats {
 } sim_solver_stats;
 
 /* ------------------------------------------------------------------------------------------------ */
+/* Which solver (measured on one AMD EPYC core shared with other jobs, so timings are +-20 %; commands in
+ * bench/bench_solver.c and bench/bench_contact1.c):
+ *
+ *   - Accuracy.  Fig. 6 of Hwangbo et al. (impulses within 1 % of a tight Coulomb NCP solve, every 10th
+ *     contact step, `herd-bench solver --compare --steps 10000`): paper-bisection 26 / 53 / 92 / 16 % on
+ *     trot / hang / drop / random (stick-only steps 100 / 99.8 / 100 / 98.7 %, slipping steps 3 / 10 / 13 / 5 %);
+ *     coulomb-bisection 100 % on all four, stick-only and slipping alike.  A box sliding on its four corners
+ *     (mu 0.5): paper-bisection decelerates 0.71 % short of mu g, coulomb-bisection within 0.06 % (the 1 ms
+ *     stopping-time quantization).
+ *   - Cost of one slip solve (`herd-bench contact1`, scenario-harvested slip blocks): paper model 0.20 us,
+ *     Coulomb 0.20 us (20.4 steps against 22.7); no harvested block lacked a Coulomb slip root.
+ *   - Robustness.  At the walk task's physics (`herd-bench solver --walk`: dt 5 ms, <= 50 sweeps, <= 16 contacts,
+ *     random PD targets), 0.16 % (paper-bisection) and 0.23 % (coulomb-bisection) of the contact steps run to the
+ *     50-sweep cap unconverged, pgs / pgs-hwangbo 28 %; coulomb-stall-admm: none reaches the cap, the stall
+ *     detector hands 0.19 % of the contact steps to ADMM (~190 ADMM iterations, ~0.08 ms each; ~5 % of the
+ *     solver time), 0.01 % stay unconverged after ADMM's 500 iterations.  On two stacked cubes with a 1e6 mass
+ *     ratio the per-contact methods stall at eps_abs ~9e-3 while ADMM reaches 2.5e-7 in 7 iterations.
+ *   - Throughput: the anymal_c-walk env (`herd-bench solver --paired paper-bisection,coulomb-stall-admm`, one
+ *     thread, 256 worlds, interleaved, 21 pairs) runs coulomb-stall-admm at 0.945-0.95 of paper-bisection's env
+ *     steps/s (coulomb-bisection alone: 0.97).
+ *
+ * Default.  The RL tasks (anymal_c-walk, anymal_c-stand: config key solver = 4) use coulomb-stall-admm: it
+ * solves Coulomb's law (Fig. 6 at 100 %, the sliding box at mu g) at the paper model's per-contact cost, and no
+ * problem cycles to the cap; the price is a few % of env throughput, almost all of it in the ADMM fallback (a
+ * dense Cholesky of G + rho I per rho change: the tree-based factorization through M's LTDL factor is the next
+ * step).  The paper-* tasks and sim_model's default keep paper-bisection (they reproduce the paper). */
+
+/* ------------------------------------------------------------------------------------------------ */
 /* The solver table: every multi-contact solver behind one signature, selected by name (or by its index,
  * which is what sim_model's opt.solver holds).  Each row's model_doc says which model it solves. */
 

@@ -53,13 +53,7 @@ static int ncp_pgs_sweeps(int n, const double *G, const double *c, const double 
         st->guard_scale = sim_solver_dissipation_guard(N, G, c, lambda, v);
         if (st->guard_scale != 1.0) err = sim_contact_eps_abs(n, v, mu, lambda, 1);
     }
-    for (int i = 0; i < n; i++) {
-        const double *l = lambda + 3 * i;
-        const double lt = sqrt(l[0] * l[0] + l[1] * l[1]), m = mu[i] > SIM_MU_MAX ? SIM_MU_MAX : mu[i];
-        if (!(l[2] > 0)) st->n_open++;
-        else if (lt >= m * l[2] * (1.0 - 1e-9)) st->n_slip++;
-        else st->n_stick++;
-    }
+    sim_solver_count_modes(n, mu, lambda, st);
     return sim_solver_end(st, it, err, p->tol);
 }
 
@@ -73,7 +67,7 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
 #define ADMM_RELAX 1.6       /* over-relaxation factor in ]0, 2[ */
 #endif
 #ifndef ADMM_ADAPT_EVERY
-#define ADMM_ADAPT_EVERY 5   /* rho is reconsidered every this many iterations */
+#define ADMM_ADAPT_EVERY 5   /* stopping test and rho reconsidered every this many iterations */
 #endif
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -206,11 +200,12 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
             rp = fmax(rp, fabs(x[r] - z[r]));
             rd = fmax(rd, rho * fabs(z[r] - zp[r]));
         }
+        /* every ADMM_ADAPT_EVERY iterations (and at the last): the stopping test (a product by G) and the
+           adaptation of rho (primal residual dominating -> stiffer; dual dominating -> softer) */
+        if (it % ADMM_ADAPT_EVERY && it < max_it) continue;
         sim_contact_velocity(n, G, c, z, v);
         e = sim_contact_eps_abs(n, v, mu, z, 0);
-        /* adaptive rho: primal residual dominating -> stiffer; dual dominating -> softer */
         double nr = rho;
-        if (it % ADMM_ADAPT_EVERY) continue; /* a change of rho costs a factorization */
         if (rp > p->admm_ratio * rd) nr = rho * fac;
         else if (rd > p->admm_ratio * rp) nr = rho / fac;
         if (nr != rho && factor_shifted(G, N, nr, L) == 0) rho = nr;
@@ -228,13 +223,7 @@ static int admm_sweeps(int n, const double *G, const double *c, const double *mu
     if (n > SIM_SOLVER_ADMM_MAX_CONTACTS) return SIM_SOLVER_EINVAL;
     double err;
     const int it = admm_iterate(n, G, c, mu, lambda, p, st, v, &err);
-    for (int i = 0; i < n; i++) {
-        const double *l = lambda + 3 * i;
-        const double lt = sqrt(l[0] * l[0] + l[1] * l[1]), m = mu[i] > SIM_MU_MAX ? SIM_MU_MAX : mu[i];
-        if (!(l[2] > 0)) st->n_open++;
-        else if (lt >= m * l[2] * (1.0 - 1e-9)) st->n_slip++;
-        else st->n_stick++;
-    }
+    sim_solver_count_modes(n, mu, lambda, st);
     return sim_solver_end(st, it, err, p->tol);
 }
 

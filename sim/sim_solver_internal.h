@@ -20,6 +20,9 @@ void sim_solver_add_column_block(int N, const double *G, int i, const double del
  * the s in [0, 1] minimizing it; returns s (1: untouched). */
 double sim_solver_dissipation_guard(int N, const double *G, const double *c, double *lambda, double *v);
 
+/* Sets st->n_open / n_stick / n_slip from lambda alone (open: lambda_n <= 0; slip: on the cone's boundary). */
+void sim_solver_count_modes(int n, const double *mu, const double *lambda, sim_solver_stats *st);
+
 /* The closing shared by the solvers: fills iterations, error, converged; SIM_SOLVER_OK or SIM_SOLVER_MAXITER. */
 int sim_solver_end(sim_solver_stats *st, int iterations, double err, double tol);
 

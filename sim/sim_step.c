@@ -245,7 +245,9 @@ void sim_step_solve(const sim_model *m, sim_data *d)
     const int nc = d->ncon;
     if (nc <= 0) return;
     sim_solver_stats ss;
-    sim_solve(o->solver, nc, d->G, d->cfree, d->mu, d->lambda, &o->sp, &ss);
+    /* an index without a solver (out of range, or a reserved row) acts as the default, never as "no contact" */
+    const sim_solver_desc *sd = sim_solver_at(o->solver);
+    sim_solve(sd && sd->solve ? o->solver : SIM_SOLVER_PAPER_BISECTION, nc, d->G, d->cfree, d->mu, d->lambda, &o->sp, &ss);
     d->stats.iterations = ss.iterations;
     d->stats.error = ss.error;
     d->stats.converged = ss.converged;
