@@ -3,6 +3,7 @@
 #   make test       every test (C tests under Criterion; Python/Julia client tests where present)
 #   make sanitize   the whole C test suite under ASan + UBSan (build/san/)
 #   make bench      the benchmarks (JSON lines)
+#   make contact-models-report   every contact solver on the comparative paper's experiments (docs/contact-models/)
 #   make run        the main job: herd-server on tcp://127.0.0.1:5555
 #   make demo       the physics demo (ANYmal C dropped and standing under PD)
 #   make deps       install the Debian packages (idempotent)
@@ -173,6 +174,15 @@ bench-py: $(BUILD)/herd-server $(BUILD)/herd-bench-c-client
 bench: all
 	$(BUILD)/herd-bench all
 	@$(MAKE) --no-print-directory bench-py
+
+# The contact-model experiments for every solver (herd-bench contact-models): JSON lines, the human table,
+# figures and the summary table in docs/contact-models/ (a few minutes on 2 cores).
+.PHONY: contact-models-report
+contact-models-report: $(BUILD)/herd-bench
+	$(BUILD)/herd-bench contact-models > $(BUILD)/contact-models.jsonl 2> $(BUILD)/contact-models.txt
+	mv $(BUILD)/contact-models.jsonl docs/contact-models/results.jsonl
+	mv $(BUILD)/contact-models.txt docs/contact-models/results.txt
+	/usr/bin/python3 docs/contact-models/plot.py docs/contact-models/results.jsonl docs/contact-models
 
 # The main job: the server on loopback with every registered env (ANYmal C walk by default in clients).
 # Settings come from HERD_* variables (HERD_BIND, HERD_THREADS, ...: herd-server --help), in the environment or

@@ -24,6 +24,7 @@ typedef int (*bench_fn)(int argc, char **argv);
 int bench_dynamics(int argc, char **argv);
 int bench_solver(int argc, char **argv);
 int bench_contact1(int argc, char **argv);
+int bench_contact_models(int argc, char **argv);
 int bench_env(int argc, char **argv);
 int bench_server(int argc, char **argv);
 int bench_poses(int argc, char **argv);

@@ -1,5 +1,5 @@
 /* herd-bench — benchmarks printing one JSON object per line (stdout) and a human table (stderr).
- *   herd-bench dynamics | solver | contact1 | env | server | all   [options]
+ *   herd-bench dynamics | solver | contact1 | contact-models | env | server | all   [options]
  * Subcommands live in their own files; one that is not linked in is reported as such. */
 #include "bench.h"
 
@@ -15,6 +15,7 @@
 #pragma weak bench_dynamics
 #pragma weak bench_solver
 #pragma weak bench_contact1
+#pragma weak bench_contact_models
 #pragma weak bench_env
 #pragma weak bench_server
 #pragma weak bench_poses
@@ -135,6 +136,8 @@ static const struct { const char *name; const char *what; const char *options; }
      "  --watched K       worlds whose poses are read (default 16)\n"
      "  --hz F            reads per second (default 30)\n"
      "  --repeats R       (default 7)\n"},
+    {"contact-models", "every solver on the comparative paper's experiments, Fig. 6 and Table II (--quick, --only)",
+     NULL},   /* prints its own --help (its solver list comes from sim's table) */
 };
 
 static int usable_cpus(void)
@@ -149,7 +152,7 @@ static int usable_cpus(void)
 static int sub_help(const char *name)
 {
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-        if (!strcmp(cmds[i].name, name)) {
+        if (!strcmp(cmds[i].name, name) && cmds[i].options) {
             printf("usage: herd-bench %s [options]\n%s.\nJSON lines on stdout (medians over repeats, ratios to a baseline "
                    "measured in the same run), a table on stderr.\noptions:\n%s", cmds[i].name, cmds[i].what,
                    cmds[i].options);
@@ -163,6 +166,7 @@ static bench_fn lookup(const char *name)
     if (!strcmp(name, "dynamics")) return bench_dynamics;
     if (!strcmp(name, "solver")) return bench_solver;
     if (!strcmp(name, "contact1")) return bench_contact1;
+    if (!strcmp(name, "contact-models")) return bench_contact_models;
     if (!strcmp(name, "env")) return bench_env;
     if (!strcmp(name, "server")) return bench_server;
     if (!strcmp(name, "poses")) return bench_poses;
@@ -173,7 +177,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: herd-bench <subcommand> [options]\n       herd-bench all\nsubcommands:\n");
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-        fprintf(f, "  %-9s %s%s\n", cmds[i].name, cmds[i].what, lookup(cmds[i].name) ? "" : " (not built)");
+        fprintf(f, "  %-14s %s%s\n", cmds[i].name, cmds[i].what, lookup(cmds[i].name) ? "" : " (not built)");
 }
 
 int main(int argc, char **argv)

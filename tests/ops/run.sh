@@ -94,7 +94,7 @@ if [ $rc -eq 3 ]; then ok "herd-stats: a silent server gives exit 3"; else nok "
 hb=$BUILD/herd-bench
 if [ -x "$hb" ]; then
   bad=""
-  for sub in dynamics solver contact1 env server; do
+  for sub in dynamics solver contact1 contact-models env server poses; do
     out=$(timeout 5 "$hb" $sub --help 2>&1); rc=$?
     { [ $rc -eq 0 ] && echo "$out" | grep -q "^usage: herd-bench $sub" && ! echo "$out" | grep -q '"bench"'; } || bad="$bad $sub"
   done
