@@ -12,6 +12,8 @@
  * world per call over the same steps: no batching; the batch repeats exactly these 32 worlds, see
  * prepare), and the solver bench's single-world trot scenario (1 ms, feet + base).  One JSON line per
  * configuration; medians over repeats, with the per-repeat figures ("..._reps") for the spread.
+ * --once: reset and warm up once per thread count, the repeats then continue the trajectories (cheaper for
+ * large N; repeat r still does the same work for every N and T, the worlds repeating with period 32).
  * Two clocks: wall time (env_steps_per_s; what a trainer sees, but inflated by other processes on a
  * loaded machine) and the worker threads' CPU time (cpu_env_steps_per_s_per_thread: worlds x steps per
  * CPU-second of the stepping threads, which time slicing does not inflate; cache sharing still counts).
@@ -347,6 +349,7 @@ int bench_env(int argc, char **argv)
     int steps = atoi(bench_arg(argc, argv, "--steps", profile ? "20" : "50"));
     int repeats = atoi(bench_arg(argc, argv, "--repeats", "5"));
     int warmup = atoi(bench_arg(argc, argv, "--warmup", "25"));
+    int once = bench_flag(argc, argv, "--once");
     if (worlds < 1 || tflag < 0 || tflag > 64 || steps < 1 || repeats < 1 || warmup < 0) {
         fprintf(stderr, "herd-bench env: need --worlds >= 1, 0 <= --threads <= 64, --steps >= 1, --repeats >= 1, "
                         "--warmup >= 0\n");
@@ -389,7 +392,7 @@ int bench_env(int argc, char **argv)
         double rep[64], eps_rep[64], cpu_rep[64];
         double util = 0;
         for (int q = 0; q < R; q++) {
-            prepare(e, warmup, act, obs, rew, term, trunc);
+            if (!once || q == 0) prepare(e, warmup, act, obs, rew, term, trunc);
             rep[q] = run(e, T, steps, act, obs, rew, term, trunc);
             double cpu = 0;
             for (int t = 0; t < T; t++) util += g_busy[t] / rep[q], cpu += g_cpu[t];
@@ -406,11 +409,11 @@ int bench_env(int argc, char **argv)
         cpu_by_t[k] = cpu_eps;
         double per_thread = pps / T;
         printf("{\"bench\":\"env\",\"env\":\"%s\",\"worlds\":%d,\"threads\":%d,\"steps\":%d,\"repeats\":%d,\"warmup\":%d,"
-               "\"env_steps_per_s\":%.0f,\"physics_steps_per_s\":%.0f,\"us_per_env_step\":%.3f,"
+               "\"once\":%s,\"env_steps_per_s\":%.0f,\"physics_steps_per_s\":%.0f,\"us_per_env_step\":%.3f,"
                "\"physics_steps_per_s_per_thread\":%.0f,\"env_steps_per_s_per_thread\":%.0f,"
                "\"cpu_env_steps_per_s_per_thread\":%.0f,\"single_world_physics_steps_per_s\":%.0f,"
                "\"batch_efficiency\":%.3f,\"solver_bench_trot_steps_per_s\":%.0f,\"fraction_of_solver_bench\":%.3f,\"thread_utilization\":%.3f",
-               name, worlds, T, steps, R, warmup, eps, pps, 1e6 * T / eps, per_thread, eps / T, cpu_eps, single,
+               name, worlds, T, steps, R, warmup, once ? "true" : "false", eps, pps, 1e6 * T / eps, per_thread, eps / T, cpu_eps, single,
                per_thread / single, trot, per_thread / trot, util);
         print_reps("env_steps_per_s_reps", eps_rep, R, 1.0);
         print_reps("cpu_env_steps_per_s_per_thread_reps", cpu_rep, R, 1.0);
