@@ -65,6 +65,14 @@ typedef struct {
     long resets, failures;
 } evm_mj;
 
+/* MuJoCo's warnings (an unstable grid configuration) go to stderr, once each, not into the JSON on stdout. */
+static void evm_warning(const char *msg)
+{
+    static char last[256];
+    if (strncmp(msg, last, sizeof last - 1)) fprintf(stderr, "  MuJoCo: %s\n", msg);
+    snprintf(last, sizeof last, "%s", msg);
+}
+
 static const char *evm_solver(int s) { return s == mjSOL_PGS ? "PGS" : s == mjSOL_CG ? "CG" : s == mjSOL_NEWTON ? "Newton" : "?"; }
 static const char *evm_cone(int c) { return c == mjCONE_PYRAMIDAL ? "pyramidal" : c == mjCONE_ELLIPTIC ? "elliptic" : "?"; }
 
@@ -244,6 +252,7 @@ int bench_env_vs_mujoco(int argc, char **argv)
     }
     char err[512] = "";
     int rc = 1;
+    mju_user_warning = evm_warning;
     evm_mj w;
     memset(&w, 0, sizeof w);
     evm_bufs b = {0};
