@@ -632,8 +632,10 @@ int bench_server(int argc, char **argv)
     double rtt1 = rc ? NAN : served_rtt_1world(&o, ep, act, o.rtt_iters);
     srv_thread_stop(&t);
     if (!strcmp(o.transport, "ipc")) unlink(cfg.bind + 6);
-    free(r_pin), free(r_free), free(r_sv);
-    if (rc) return 1;
+    if (rc) {
+        free(r_pin), free(r_free), free(r_sv);
+        return 1;
+    }
 
     size_t req1, rep1, reqb, repb;
     message_sizes(sp, 1, 1, &req1, &rep1);
@@ -647,10 +649,17 @@ int bench_server(int argc, char **argv)
            "\"inproc_pinned_steps_per_s\":%.1f,\"inproc_unpinned_steps_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"rtt_1world_us\":%.1f,\"sim_1world_us\":%.1f,"
            "\"raw_zmq_rtt_us\":{\"1world\":%.1f,\"batch\":%.1f},\"raw_zmq_rtt_us_1world\":%.1f,"
            "\"raw_zmq_rtt_us_batch\":%.1f,\"rtt_1world_ratio\":%.3f,\"rtt_1world_ratio_excl_sim\":%.3f,"
-           "\"msg_bytes\":{\"req_1world\":%zu,\"reply_1world\":%zu,\"req_batch\":%zu,\"reply_batch\":%zu},"
-           "\"cpu\":\"%s\"}\n",
+           "\"msg_bytes\":{\"req_1world\":%zu,\"reply_1world\":%zu,\"req_batch\":%zu,\"reply_batch\":%zu}",
            o.env, o.worlds, o.threads, o.batch, o.transport, o.steps, o.repeats, cfg.spin_us, cfg.quantum, rate, ip, rate / ip, ip_pin, ip_free_, p50, p99, rtt1, sim1,
-           raw1, rawb, raw1, rawb, rtt1 / raw1, (rtt1 - sim1) / raw1, req1, rep1, reqb, repb, bench_cpu());
+           raw1, rawb, raw1, rawb, rtt1 / raw1, (rtt1 - sim1) / raw1, req1, rep1, reqb, repb);
+    const double *reps[3] = {r_sv, r_pin, r_free};
+    const char *rn[3] = {"steps_per_s_reps", "inproc_pinned_steps_per_s_reps", "inproc_unpinned_steps_per_s_reps"};
+    for (int k = 0; k < 3; k++) {
+        printf(",\"%s\":[", rn[k]);
+        for (int r = 0; r < o.repeats; r++) printf("%s%.1f", r ? "," : "", reps[k][r]);
+        printf("]");
+    }
+    printf(",\"cpu\":\"%s\"}\n", bench_cpu());
     fflush(stdout);
     fprintf(stderr, "server bench: %s, %d worlds, %d threads, batch %d, %s (cpu: %s)\n", o.env, o.worlds, o.threads,
             o.batch, o.transport, bench_cpu());
@@ -659,6 +668,7 @@ int bench_server(int argc, char **argv)
     fprintf(stderr, "  1 world     round trip %.1f us = %.2f x raw ZeroMQ %.1f us (%zu / %zu B); env_step alone %.1f us; "
                     "without it %.2f x\n", rtt1, rtt1 / raw1, raw1, req1, rep1, sim1, (rtt1 - sim1) / raw1);
     fprintf(stderr, "  batch %-5d raw ZeroMQ round trip %.1f us (%zu / %zu B)\n", o.batch, rawb, reqb, repb);
+    free(r_pin), free(r_free), free(r_sv);
     free(act);
     return 0;
 }
