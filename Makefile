@@ -3,6 +3,7 @@
 #   make test       every test (C tests under Criterion; Python/Julia client tests where present)
 #   make sanitize   the whole C test suite under ASan + UBSan (build/san/)
 #   make bench      the benchmarks (JSON lines)
+#   make bench-report   docs/benchmarks.md with plots (<= 10 minutes)
 #   make run        the main job: herd-server on tcp://127.0.0.1:5555
 #   make demo       the physics demo (ANYmal C dropped and standing under PD)
 #   make deps       install the Debian packages (idempotent)
@@ -135,6 +136,11 @@ bench-py: $(BUILD)/herd-server $(BUILD)/herd-bench-c-client
 bench: all
 	$(BUILD)/herd-bench all
 	@$(MAKE) --no-print-directory bench-py
+
+.PHONY: bench-report
+# The benchmark report: docs/benchmarks.md + docs/benchmarks/*.png (bench/report/run.py, bounded by --budget 600 s)
+bench-report: $(BUILD)/herd-bench $(BUILD)/herd-server $(BUILD)/herd-bench-c-client
+	/usr/bin/python3 bench/report/run.py --build $(BUILD) $(REPORT_ARGS)
 
 # The main job: the server on loopback with every registered env (ANYmal C walk by default in clients).
 # Settings come from HERD_* variables (HERD_BIND, HERD_THREADS, ...: herd-server --help), in the environment or

@@ -2,6 +2,7 @@
  *
  *   herd-bench env [--env anymal_c-walk] [--worlds 4096] [--threads T] [--steps S] [--repeats R] [--warmup W]
  *   herd-bench env --profile [--env anymal_c-walk] [--worlds 256] [--steps S] [--repeats R] [--warmup W]
+ *   herd-bench env --sweep 64,256,...,65536 [--threads T] [--steps S] [--repeats R] [--warmup W]
  *   herd-bench env --vs-mujoco ...   (bench_env_mujoco.c)
  *
  * T threads (pinned, one contiguous slice of worlds each, a barrier per step) step all worlds with
@@ -12,6 +13,8 @@
  * world per call over the same steps: no batching; the batch repeats exactly these 32 worlds, see
  * prepare), and the solver bench's single-world trot scenario (1 ms, feet + base).  One JSON line per
  * configuration; medians over repeats, with the per-repeat figures ("..._reps") for the spread.
+ * --sweep 64,256,...: throughput per thread against world count, every N in the same process, repeats
+ * interleaved across N (bench_env_sweep).
  * --once: reset and warm up once per thread count, the repeats then continue the trajectories (cheaper for
  * large N; repeat r still does the same work for every N and T, the worlds repeating with period 32).
  * Two clocks: wall time (env_steps_per_s; what a trainer sees, but inflated by other processes on a
@@ -333,6 +336,110 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     return 0;
 }
 
+/* ---- --sweep ---- */
+
+typedef struct {
+    env_t *e;
+    float *act, *obs, *rew;
+    uint8_t *term, *trunc;
+    double wall[64], cpu[64];
+} sweep_point;
+
+/* Throughput per thread against world count: one env per N, all alive; each is reset and warmed up once, then
+ * the repeats visit every N in turn (so a drift of the machine's load is shared), each repeat continuing the
+ * trajectories.  Actions repeat with period 32 in the world index like the seeds, so every world of every N
+ * is one of the same 32 and does exactly the same work at the same step whatever N. */
+static int bench_env_sweep(const char *name, const char *list, int threads, int steps, int repeats, int warmup)
+{
+    int ns[32] = {0}, np = 0;
+    for (const char *c = list; *c && np < 32;) {
+        if ((ns[np++] = atoi(c)) < 1) { fprintf(stderr, "herd-bench env: bad --sweep '%s'\n", list); return 2; }
+        if (!(c = strchr(c, ','))) break;
+        c++;
+    }
+    if (np == 0) { fprintf(stderr, "herd-bench env: empty --sweep\n"); return 2; }
+    sweep_point *pt = calloc((size_t)np, sizeof *pt);
+    char err[512];
+    int rc = 0, R = repeats < 64 ? repeats : 64, ad = 0;
+    float *base = NULL;
+    for (int k = 0; k < np && !rc; k++) {
+        pt[k].e = env_new(name, ns[k], NULL, 0, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
+        if (!pt[k].e) { fprintf(stderr, "herd-bench env: %s\n", err); rc = 2; break; }
+        const env_spec *sp = env_get_spec(pt[k].e);
+        ad = sp->act_dim;
+        if (!base) base = bench_env_actions((size_t)8 * 32 * ad);     /* 8 sets x 32 worlds */
+        size_t na = (size_t)ns[k] * ad;
+        pt[k].act = malloc(sizeof(float) * na * 8);
+        for (int s = 0; s < 8; s++)
+            for (int i = 0; i < ns[k]; i++)
+                memcpy(pt[k].act + (size_t)s * na + (size_t)i * ad, base + ((size_t)s * 32 + (size_t)(i % 32)) * ad,
+                       sizeof(float) * (size_t)ad);
+        pt[k].obs = malloc(sizeof(float) * (size_t)ns[k] * sp->obs_dim);
+        pt[k].rew = malloc(sizeof(float) * (size_t)ns[k]);
+        pt[k].term = malloc((size_t)ns[k]);
+        pt[k].trunc = malloc((size_t)ns[k]);
+        prepare(pt[k].e, warmup, pt[k].act, pt[k].obs, pt[k].rew, pt[k].term, pt[k].trunc);
+    }
+    for (int q = 0; q < R && !rc; q++)
+        for (int k = 0; k < np; k++) {
+            double sec = run(pt[k].e, threads, steps, pt[k].act, pt[k].obs, pt[k].rew, pt[k].term, pt[k].trunc);
+            double cpu = 0;
+            for (int t = 0; t < threads; t++) cpu += g_cpu[t];
+            pt[k].wall[q] = (double)ns[k] * steps / sec / threads;
+            pt[k].cpu[q] = (double)ns[k] * steps / cpu;
+        }
+    if (!rc) {
+        double med[32], lo = INFINITY, hi = 0;
+        fprintf(stderr, "env sweep: %s, %d thread(s), %d steps x %d repeats (interleaved) after %d warm-up (cpu: %s)\n",
+                name, threads, steps, R, warmup, bench_cpu());
+        for (int k = 0; k < np; k++) {
+            double a[64], b[64];
+            memcpy(a, pt[k].cpu, sizeof(double) * (size_t)R);
+            memcpy(b, pt[k].wall, sizeof(double) * (size_t)R);
+            med[k] = bench_median(a, R);
+            double wmed = bench_median(b, R);
+            lo = fmin(lo, med[k]), hi = fmax(hi, med[k]);
+            printf("{\"bench\":\"env_sweep\",\"env\":\"%s\",\"worlds\":%d,\"threads\":%d,\"steps\":%d,\"repeats\":%d,"
+                   "\"warmup\":%d,\"cpu_env_steps_per_s_per_thread\":%.0f,\"env_steps_per_s_per_thread\":%.0f",
+                   name, ns[k], threads, steps, R, warmup, med[k], wmed);
+            print_reps("cpu_env_steps_per_s_per_thread_reps", pt[k].cpu, R, 1.0);
+            print_reps("env_steps_per_s_per_thread_reps", pt[k].wall, R, 1.0);
+            printf(",\"cpu\":\"%s\"}\n", bench_cpu());
+            fprintf(stderr, "  %6d worlds: %9.0f env steps per CPU-second per thread, %9.0f per wall second per thread\n",
+                    ns[k], med[k], wmed);
+        }
+        double tmp[32];
+        memcpy(tmp, med, sizeof(double) * (size_t)np);
+        double mid = bench_median(tmp, np);
+        /* the repeats differ in work (successive stretches of the trajectories) but not across N: each N's rate
+         * relative to the first N's in the same repeat, median over the repeats, is the cleaner flatness figure */
+        double rel[32], rlo = INFINITY, rhi = 0;
+        for (int k = 0; k < np; k++) {
+            double r[64];
+            for (int q = 0; q < R; q++) r[q] = pt[k].cpu[q] / pt[0].cpu[q];
+            rel[k] = bench_median(r, R);
+            rlo = fmin(rlo, rel[k]), rhi = fmax(rhi, rel[k]);
+        }
+        printf("{\"bench\":\"env_flatness\",\"env\":\"%s\",\"threads\":%d,\"worlds_min\":%d,\"worlds_max\":%d,"
+               "\"spread_of_medians\":%.4f,\"min_over_max\":%.4f,\"relative_to_first\":[", name, threads, ns[0],
+               ns[np - 1], (hi - lo) / mid, lo / hi);
+        for (int k = 0; k < np; k++) printf("%s%.4f", k ? "," : "", rel[k]);
+        printf("],\"relative_min_over_max\":%.4f}\n", rlo / rhi);
+        fprintf(stderr, "  flatness: medians span %.1f %% of their median (min / max %.3f); same-repeat ratios to %d worlds:",
+                100 * (hi - lo) / mid, lo / hi, ns[0]);
+        for (int k = 0; k < np; k++) fprintf(stderr, " %.3f", rel[k]);
+        fprintf(stderr, "\n");
+        fflush(stdout);
+    }
+    for (int k = 0; k < np; k++) {
+        env_destroy(&pt[k].e);
+        free(pt[k].act), free(pt[k].obs), free(pt[k].rew), free(pt[k].term), free(pt[k].trunc);
+    }
+    free(pt);
+    free(base);
+    return rc;
+}
+
 int bench_env_vs_mujoco(int argc, char **argv);
 #pragma weak bench_env_vs_mujoco
 
@@ -356,6 +463,8 @@ int bench_env(int argc, char **argv)
         return 2;
     }
     if (profile) return bench_env_profile(argc, argv, name, worlds, steps, repeats, warmup);
+    const char *sweep = bench_arg(argc, argv, "--sweep", NULL);
+    if (sweep) return bench_env_sweep(name, sweep, tflag ? tflag : 1, steps, repeats, warmup);
     char err[512];
     env_t *e = env_new(name, worlds, NULL, 0, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
     if (!e) { fprintf(stderr, "herd-bench env: %s\n", err); return 2; }
