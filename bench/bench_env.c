@@ -27,8 +27,10 @@
  * (bit-for-bit sim_step), timing each; to split prepare without timing code inside sim/, the same world's
  * sim_smooth (kinematics, velocities, CRBA, LTDL, RNEA) and sim_collide are timed on their own just before
  * it, and the contact Jacobians (sim_jacobian_sparse per contact) just after it; "delassus" is prepare
- * minus those three (free velocity, contact-frame Jacobians, L^-T J^T, G = S^T S, targets).  Env overhead
- * = the same steps through env_step (observation, reward, noise, autoreset) minus PD + physics.
+ * minus those three (free velocity, contact-frame Jacobians, L^-T J^T, G = S^T S, targets).  Worlds the task
+ * would end (walk: base contact; failed physics) are reset through env_reset, as env_step's autoreset does.
+ * Env overhead = the same steps through env_step (observation, reward, noise) minus PD + physics with those
+ * resets, both in thread CPU time.
  */
 #include <math.h>
 #include <pthread.h>
@@ -173,21 +175,34 @@ static const char *const stage_what[ST_N] = {
 
 #define PROFILE_DROP_NS 300000u
 
-/* The task's PD targets from an action: action_scale * clip(a) + default pose. */
-static void profile_targets(const env_anymal_joints *jm, const float *a, double scale, double clip, double *target)
+/* World i of e with the scratch bound, and its PD targets from action a: action_scale * clip(a) + default pose. */
+static sim_data *profile_world(env_t *e, int i, void *scratch, const env_anymal_joints *jm, const float *a, double scale,
+                               double clip, double *target)
 {
+    sim_data *d = e->worlds[i].d;
+    sim_data_bind_scratch(e->model, d, scratch);
     for (int j = 0; j < ENV_ANYMAL_NJ; j++) {
         double x = a[j];
         target[j] = scale * (x > clip ? clip : x < -clip ? -clip : x) + jm->q_default[j];
     }
+    return d;
 }
 
-/* A world whose physics failed (rare): restarted in the air rather than timing NaNs. */
-static void profile_restart(const sim_model *m, sim_data *d)
+/* After an env step of world i: reset it through the env (env_reset, seed 1000 + i % 32, as prepare) where the
+ * task would have: its physics failed, or (walk) a base contact carries over 1 N (the walk task's termination,
+ * from the last substep's impulses).  So the profile's worlds follow the same kind of episodes as env_step's. */
+static void profile_end(env_t *e, int i, const sim_data *d, int failed, int walk, double dt, float *obs)
 {
-    sim_data_reset(m, d);
-    sim_step_forget_contacts(d);
-    d->q[2] = 0.6;
+    const sim_model *m = e->model;
+    for (int c = 0; walk && !failed && c < d->ncon; c++)
+        if (env_anymal_geom_kind(m, d->con[c].geom, NULL) == ENV_GEOM_BASE &&
+            sqrt(d->lambda[3 * c] * d->lambda[3 * c] + d->lambda[3 * c + 1] * d->lambda[3 * c + 1] +
+                 d->lambda[3 * c + 2] * d->lambda[3 * c + 2]) / dt > 1.0)
+            failed = 1;
+    if (!failed) return;
+    int32_t id = i;
+    uint64_t seed = 1000 + (uint64_t)(i % 32);
+    env_reset(e, 0, 1, &id, &seed, obs);
 }
 
 static int bench_env_profile(int argc, char **argv, const char *name, int worlds, int steps, int repeats, int warmup)
@@ -196,6 +211,7 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     env_t *e = env_new(name, worlds, NULL, 0, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
     if (!e) { fprintf(stderr, "herd-bench env --profile: %s\n", err); return 2; }
     const sim_model *m = e->model;
+    const int walk = strstr(name, "walk") != NULL;
     env_anymal_joints jm;
     if (env_anymal_joints_init(&jm, m, err, sizeof err)) {
         fprintf(stderr, "herd-bench env --profile: %s (the profile needs an ANYmal task)\n", err);
@@ -230,64 +246,59 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
         for (int s = 0; s < steps; s++)
             env_step(e, 0, worlds, NULL, act + (size_t)(s & 7) * na, obs, rew, term, trunc, NULL);
         double env_ns = (double)(bench_thread_cpu_ns() - t0);
-        /* 2. the same steps from the same states, PD + sim_step only (same CPU clock) */
-        prepare(e, warmup, act, obs, rew, term, trunc);
-        t0 = bench_thread_cpu_ns();
-        for (int s = 0; s < steps; s++)
-            for (int i = 0; i < worlds; i++) {
-                sim_data *d = e->worlds[i].d;
-                sim_data_bind_scratch(m, d, scratch);
-                double target[ENV_ANYMAL_NJ];
-                profile_targets(&jm, act + (size_t)(s & 7) * na + (size_t)i * sp->act_dim, scale, clip, target);
-                for (int k = 0; k < sp->decimation; k++) {
-                    env_anymal_pd(&jm, d, target, kp, kd, tau_max, NULL);
-                    if (sim_step(m, d, dt)) profile_restart(m, d);
-                }
-            }
-        double plain_ns = (double)(bench_thread_cpu_ns() - t0);
-        /* 3. once more, stage by stage (monotonic clock around each stage; physics steps that took over
-         * PROFILE_DROP_NS, i.e. were preempted on a loaded machine, are left out of the stage means) */
-        prepare(e, warmup, act, obs, rew, term, trunc);
-        double ns[ST_N] = {0};
+        /* 2. the same steps from the same states, PD + sim_step only (same CPU clock); 3. once more, stage by
+         * stage (monotonic clock around each stage; physics steps that took over PROFILE_DROP_NS, i.e. were
+         * preempted on a loaded machine, are left out of the stage means) */
+        double plain_ns = 0, ns[ST_N] = {0};
         long ncon = 0, iters = 0, capped = 0, nsteps = 0, kept = 0;
-        for (int s = 0; s < steps; s++)
-            for (int i = 0; i < worlds; i++) {
-                sim_data *d = e->worlds[i].d;
-                sim_data_bind_scratch(m, d, scratch);
-                double target[ENV_ANYMAL_NJ];
-                profile_targets(&jm, act + (size_t)(s & 7) * na + (size_t)i * sp->act_dim, scale, clip, target);
-                for (int k = 0; k < sp->decimation; k++) {
-                    uint64_t c0 = bench_now_ns();
-                    env_anymal_pd(&jm, d, target, kp, kd, tau_max, NULL);
-                    uint64_t c1 = bench_now_ns();
-                    sim_smooth(m, d);
-                    uint64_t c2 = bench_now_ns();
-                    sim_collide(m, d, m->opt.margin, dt, con, ncmax);
-                    uint64_t c3 = bench_now_ns();
-                    int nc = sim_step_prepare(m, d, dt);
-                    uint64_t c4 = bench_now_ns();
-                    for (int c = 0; c < nc; c++) sim_jacobian_sparse(m, d, d->con[c].body, d->con[c].pos, jp, cols);
-                    uint64_t c5 = bench_now_ns();
-                    sim_step_solve(m, d);
-                    uint64_t c6 = bench_now_ns();
-                    int bad = sim_step_finish(m, d, dt);
-                    uint64_t c7 = bench_now_ns();
-                    ncon += nc;
-                    iters += d->stats.iterations;
-                    capped += nc > 0 && !d->stats.converged;
-                    nsteps++;
-                    if (bad) profile_restart(m, d);
-                    if (c7 - c0 > PROFILE_DROP_NS) continue;
-                    kept++;
-                    ns[ST_PD] += (double)(c1 - c0);
-                    ns[ST_DYN] += (double)(c2 - c1);
-                    ns[ST_COLL] += (double)(c3 - c2);
-                    ns[ST_JAC] += (double)(c5 - c4);
-                    ns[ST_DELASSUS] += (double)(c4 - c3) - (double)(c2 - c1) - (double)(c3 - c2) - (double)(c5 - c4);
-                    ns[ST_SOLVE] += (double)(c6 - c5);
-                    ns[ST_FINISH] += (double)(c7 - c6);
+        for (int staged = 0; staged < 2; staged++) {
+            prepare(e, warmup, act, obs, rew, term, trunc);
+            t0 = bench_thread_cpu_ns();
+            for (int s = 0; s < steps; s++)
+                for (int i = 0; i < worlds; i++) {
+                    double target[ENV_ANYMAL_NJ];
+                    sim_data *d = profile_world(e, i, scratch, &jm, act + (size_t)(s & 7) * na + (size_t)i * sp->act_dim,
+                                                scale, clip, target);
+                    int bad = 0;
+                    for (int k = 0; k < sp->decimation && !bad; k++) {
+                        if (!staged) {
+                            env_anymal_pd(&jm, d, target, kp, kd, tau_max, NULL);
+                            bad = sim_step(m, d, dt) != 0;
+                            continue;
+                        }
+                        uint64_t c0 = bench_now_ns();
+                        env_anymal_pd(&jm, d, target, kp, kd, tau_max, NULL);
+                        uint64_t c1 = bench_now_ns();
+                        sim_smooth(m, d);
+                        uint64_t c2 = bench_now_ns();
+                        sim_collide(m, d, m->opt.margin, dt, con, ncmax);
+                        uint64_t c3 = bench_now_ns();
+                        int nc = sim_step_prepare(m, d, dt);
+                        uint64_t c4 = bench_now_ns();
+                        for (int c = 0; c < nc; c++) sim_jacobian_sparse(m, d, d->con[c].body, d->con[c].pos, jp, cols);
+                        uint64_t c5 = bench_now_ns();
+                        sim_step_solve(m, d);
+                        uint64_t c6 = bench_now_ns();
+                        bad = sim_step_finish(m, d, dt) != 0;
+                        uint64_t c7 = bench_now_ns();
+                        ncon += nc;
+                        iters += d->stats.iterations;
+                        capped += nc > 0 && !d->stats.converged;
+                        nsteps++;
+                        if (c7 - c0 > PROFILE_DROP_NS) continue;
+                        kept++;
+                        ns[ST_PD] += (double)(c1 - c0);
+                        ns[ST_DYN] += (double)(c2 - c1);
+                        ns[ST_COLL] += (double)(c3 - c2);
+                        ns[ST_JAC] += (double)(c5 - c4);
+                        ns[ST_DELASSUS] += (double)(c4 - c3) - (double)(c2 - c1) - (double)(c3 - c2) - (double)(c5 - c4);
+                        ns[ST_SOLVE] += (double)(c6 - c5);
+                        ns[ST_FINISH] += (double)(c7 - c6);
+                    }
+                    profile_end(e, i, d, bad, walk, dt, obs);
                 }
-            }
+            if (!staged) plain_ns = (double)(bench_thread_cpu_ns() - t0);
+        }
         dropped += nsteps - kept;
         for (int k = 0; k < ST_ENV; k++) rep[k][q] = kept ? ns[k] / (double)kept : NAN;
         rep[ST_ENV][q] = (env_ns - plain_ns) / (double)nsteps;   /* signed: a difference of two timings */
