@@ -30,7 +30,7 @@
  * minus those three (free velocity, contact-frame Jacobians, L^-T J^T, G = S^T S, targets).  Worlds the task
  * would end (walk: base contact; failed physics) are reset through env_reset, as env_step's autoreset does.
  * Env overhead = the same steps through env_step (observation, reward, noise) minus PD + physics with those
- * resets, both in thread CPU time.
+ * resets, both in thread CPU time.  Reference in the same run: the solver bench's trot step (CPU time).
  */
 #include <math.h>
 #include <pthread.h>
@@ -116,7 +116,9 @@ static double run(env_t *e, int threads, int steps, float *act, float *obs, floa
     return (double)(t1 - t0) * 1e-9;
 }
 
-static double trot_single_world(int steps)
+/* The solver bench's trot scenario (1 ms, feet + base, one world): physics steps per second.  Wall clock without
+ * the scripted control (cpu == 0), or this thread's CPU time of control + step (cpu == 1; the control is ~1 %). */
+static double trot_single_world(int steps, int cpu)
 {
     char err[512];
     sim_model *m = sim_urdf_load_file("envs/models/anymal_c.urdf", NULL, err, sizeof err);
@@ -124,14 +126,14 @@ static double trot_single_world(int steps)
     sim_data *d = sim_data_new(m);
     env_scenario s;
     env_scenario_init(&s, m, d, ENV_SCN_TROT, 42, err, sizeof err);
-    uint64_t tc = 0, t0 = bench_now_ns();
+    uint64_t tc = 0, t0 = bench_now_ns(), c0 = bench_thread_cpu_ns();
     for (int i = 0; i < steps; i++) {
-        uint64_t a = bench_now_ns();
+        uint64_t a = cpu ? 0 : bench_now_ns();
         env_scenario_control(&s, m, d, 1e-3);
-        tc += bench_now_ns() - a;
+        if (!cpu) tc += bench_now_ns() - a;
         sim_step(m, d, 1e-3);
     }
-    double sec = (double)(bench_now_ns() - t0 - tc) * 1e-9;
+    double sec = cpu ? (double)(bench_thread_cpu_ns() - c0) * 1e-9 : (double)(bench_now_ns() - t0 - tc) * 1e-9;
     sim_data_destroy(&d);
     sim_model_destroy(&m);
     return steps / sec;
@@ -236,7 +238,7 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     sim_contact *con = malloc(sizeof(sim_contact) * (size_t)(ncmax > 0 ? ncmax : 1));
     double *jp = calloc((size_t)3 * m->nv, sizeof(double));
     int cols[SIM_MAX_DOF];
-    double rep[ST_N][64], tot[64], plain_rep[64], con_rep[64], it_rep[64], cap_rep[64];
+    double rep[ST_N][64], tot[64], plain_rep[64], con_rep[64], it_rep[64], cap_rep[64], trot_rep[64];
     int R = repeats < 64 ? repeats : 64;
     long dropped = 0;
     for (int q = 0; q < R; q++) {
@@ -307,6 +309,7 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
         con_rep[q] = (double)ncon / nsteps;
         it_rep[q] = (double)iters / nsteps;
         cap_rep[q] = (double)capped / nsteps;
+        trot_rep[q] = 1e9 / trot_single_world(20000, 1);     /* ns per trot physics step, CPU time */
     }
     double med[ST_N], sum = 0;
     for (int k = 0; k < ST_N; k++) {
@@ -325,8 +328,9 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
         for (int q = 0; q < R; q++) printf("%s%.4f", q ? "," : "", rep[k][q] * 1e-3);
         printf("]");
     }
-    double plain_med = bench_median(plain_rep, R);
-    printf("},\"env_step_us_per_physics_step\":%.4f,\"pd_and_sim_step_us\":%.4f,\"clock\":{\"stages\":\"monotonic\","
+    double plain_med = bench_median(plain_rep, R), trot_med = bench_median(trot_rep, R);
+    printf("},\"trot_us_per_physics_step\":%.4f,\"walk_over_trot\":%.3f", trot_med * 1e-3, plain_med / trot_med);
+    printf(",\"env_step_us_per_physics_step\":%.4f,\"pd_and_sim_step_us\":%.4f,\"clock\":{\"stages\":\"monotonic\","
            "\"env_step_and_plain\":\"thread_cpu\"},\"dropped_preempted_steps\":%ld,\"mean_contacts\":%.3f,"
            "\"mean_iterations\":%.3f,\"capped_fraction\":%.4f,\"cpu\":\"%s\"}\n", tot_med * 1e-3, plain_med * 1e-3, dropped,
            bench_median(con_rep, R), bench_median(it_rep, R), bench_median(cap_rep, R), bench_cpu());
@@ -341,6 +345,8 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
             (sum - med[ST_ENV]) * 1e-3, dropped);
     fprintf(stderr, "  per physics step: %.2f contacts, %.2f solver sweeps, %.2f %% capped\n", bench_median(con_rep, R),
             bench_median(it_rep, R), 100 * bench_median(cap_rep, R));
+    fprintf(stderr, "  the solver bench's trot (1 ms, feet + base, same run, CPU time): %.3f us per physics step; "
+                    "PD + sim_step here / trot = %.2f\n", trot_med * 1e-3, plain_med / trot_med);
     free(act); free(obs); free(rew); free(term); free(trunc); free(scratch_raw); free(con); free(jp);
     env_destroy(&e);
     (void)argc; (void)argv;
@@ -420,7 +426,7 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
                     ns[k], med[k], wmed);
         }
         double tmp[32];
-        memcpy(tmp, med, sizeof(double) * (size_t)np);
+        for (int k = 0; k < np; k++) tmp[k] = med[k];
         double mid = bench_median(tmp, np);
         /* the repeats differ in work (successive stretches of the trajectories) but not across N: each N's rate
          * relative to the first N's in the same repeat, median over the repeats, is the cleaner flatness figure */
@@ -498,7 +504,7 @@ int bench_env(int argc, char **argv)
                 env_step(one, 0, 1, &id, act + (size_t)(s & 7) * na + (size_t)i * sp->act_dim, obs, rew, term, trunc, NULL);
             }
         one_rep[k] = (double)nsingle * steps * sp->decimation / ((double)(bench_now_ns() - t0) * 1e-9);
-        trot_rep[k] = trot_single_world(20000);
+        trot_rep[k] = trot_single_world(20000, 0);
     }
     double single = bench_median(one_rep, R);
     double trot = bench_median(trot_rep, R);
