@@ -212,6 +212,42 @@ def main():
         for tag, cmd, why in r.skipped:
             md.append("- %s: `%s`: %s\n" % (tag, cmd, why))
 
+    # ---- headline figures (filled from the sections' results)
+    head = []
+    if prof:
+        d = prof[0]
+        head.append(("walk physics step (PD + sim_step, CPU time)", "%.2f us = %.2fx the trot step (%.2f us)"
+                     % (d["pd_and_sim_step_us"], d["walk_over_trot"], d["trot_us_per_physics_step"])))
+    fl_ = [d for d in sweep if d.get("bench") == "env_flatness"]
+    sw_ = [d for d in sweep if d.get("bench") == "env_sweep"]
+    if sw_:
+        head.append(("walk env steps/s per thread (CPU time), %s-%s worlds" % (fmt(sw_[0]["worlds"]), fmt(sw_[-1]["worlds"])),
+                     "%s-%s" % (fmt(min(d["cpu_env_steps_per_s_per_thread"] for d in sw_)),
+                                fmt(max(d["cpu_env_steps_per_s_per_thread"] for d in sw_)))))
+    if fl_:
+        head.append(("flatness over world counts (same-repeat ratios)", "within %.1f %%"
+                     % (100 * (1 - fl_[0]["relative_min_over_max"]))))
+    sc_ = [d for d in thr if d.get("bench") == "env_scaling"]
+    if sc_:
+        head.append(("1 -> 2 threads, walk, 4096 worlds", "%.2fx wall; per-thread CPU efficiency %.2f"
+                     % (sc_[0]["speedup_1_to_2_threads"], sc_[0]["cpu_efficiency_2_threads"])))
+    for d in mj_walk + mj_stand:
+        head.append(("herd / MuJoCo 2.2.2, %s (env steps/s per thread)" % d["env"],
+                     "%.2fx its fastest standing configuration (%s, %s, %d it.); %.2fx its defaults"
+                     % (d["ratio_vs_mujoco"], d["mujoco_fastest"]["solver"], d["mujoco_fastest"]["cone"],
+                        d["mujoco_fastest"]["iterations"], d["ratio_vs_mujoco_defaults"])))
+    if mem:
+        head.append(("herd-server memory per world", "%s B (%s worlds, all included)"
+                     % (fmt(mem[0]["bytes_per_world"]), fmt(max(p["worlds"] for p in mem[0]["points"])))))
+    for d in served:
+        head.append(("served (%s) / in-process, 1024 worlds" % d["transport"], "%.2f" % d["served_fraction"]))
+    for d in pyc:
+        head.append(("Python client / C client, 1024 worlds", "%.2f" % d["fraction"]))
+    if head:
+        md.append("\n## Headline figures\n\n| what | figure |\n|---|---|\n")
+        for k, v in head:
+            md.append("| %s | %s |\n" % (k, v))
+
     # ---- throughput vs worlds
     md.append("\n## Throughput per thread against world count (`anymal_c-walk`, 1 thread)\n")
     flat = [d for d in sweep if d.get("bench") == "env_flatness"]
@@ -324,6 +360,9 @@ def main():
                   "come out slightly negative).\n" % (d["mean_contacts"], d["mean_iterations"],
                                                       100 * d["capped_fraction"], d["env_step_us_per_physics_step"],
                                                       d["pd_and_sim_step_us"]))
+        md.append("\nReference in the same run: the solver bench's trot scenario (1 ms, feet + base, one world) costs "
+                  "%.3f us per physics step (CPU time), so a walk physics step (PD + sim_step) is **%.2fx** a trot step "
+                  "(issue 15's target: <= 1.5x).\n" % (d["trot_us_per_physics_step"], d["walk_over_trot"]))
     # ---- served
     md.append("\n## In-process vs served vs clients (`anymal_c-walk`, 1024 worlds, server threads = CPUs)\n")
     bars = []
