@@ -369,7 +369,7 @@ def main():
     for d in served:
         if not bars:
             pin, free_ = d["inproc_pinned_steps_per_s_reps"], d["inproc_unpinned_steps_per_s_reps"]
-            bars.append(("in-process", spread([max(a, b) for a, b in zip(pin, free_)])))
+            bars.append(("in-process\n(%d threads)" % d["threads"], spread([max(a, b) for a, b in zip(pin, free_)])))
         bars.append(("served %s\n(C client, pipelined)" % d["transport"], spread(d["steps_per_s_reps"])))
     for d in pyc:
         bars.append(("C client\n(bench.py, tcp)", spread(d["c_repeats"])))
@@ -489,7 +489,8 @@ def main():
                                                  fmt(p["bytes_per_world"])))
         md.append("\nAt the largest session: **%s bytes per world** all included (goal <= 4096); one more world "
                   "costs %s bytes (slope between the two largest sessions).  A fresh herd-server per point, %d "
-                  "threads, VmRSS after make + reset + one step of every world.\n"
+                  "threads, VmRSS after make + reset + one step of every world.  The 1-world row is the session's "
+                  "fixed cost (model, request and reply buffers, per-thread scratch), spread over one world.\n"
                   % (fmt(d["bytes_per_world"]), fmt(d["bytes_per_world_slope"]), d["threads"]))
     md.append("\n---\nReproduce: `make bench-report` (about %.0f s here; `--budget` bounds it).  Single benchmarks: "
               "`build/herd-bench SUB --help`.\n" % elapsed)
