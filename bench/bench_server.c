@@ -33,6 +33,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -469,6 +470,7 @@ static int memory_point(const char *bin, const char *env, int n, int threads, lo
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);   /* a bench killed on a timeout takes its server with it */
         execl(bin, bin, "--bind", ep, "--threads", thr, "--log-level", "error", "--stats-interval", "0",
               "--max-worlds-per-session", maxw, (char *)NULL);
         _exit(127);
