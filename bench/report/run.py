@@ -252,7 +252,7 @@ def main():
     if sw_:
         head.append(("walk env steps/s per thread (CPU time), %s-%s worlds (env steps %d-%d of the episodes)"
                      % (fmt(sw_[0]["worlds"]), fmt(sw_[-1]["worlds"]), sw_[0]["warmup"] + 1,
-                        sw_[0]["warmup"] + sw_[0]["steps"] * sw_[0]["repeats"]),
+                        sw_[0]["warmup"] + (sw_[0]["steps"] + 1) * sw_[0]["repeats"]),
                      "%s-%s" % (fmt(min(d["cpu_env_steps_per_s_per_thread"] for d in sw_)),
                                 fmt(max(d["cpu_env_steps_per_s_per_thread"] for d in sw_)))))
     if fl_:
@@ -321,13 +321,14 @@ def main():
         md.append("\nFlatness (CPU time): from %s to %s worlds the rate stays within **%.1f %%** (min / max of the "
                   "same-repeat ratios %.3f; of the medians %.3f; goal: within 10 %%).  One process holds every N; "
                   "each was reset (seeds 1000 + i %% 32, actions also periodic in 32 worlds, so every world of every N "
-                  "does exactly the same work) and warmed up %d steps, then %d repeats of %d steps visit the N in "
-                  "turn, continuing the trajectories.  (So these are env steps %d-%d of the episodes, partly the "
+                  "does exactly the same work) and warmed up %d steps, then %d repeats of 1 untimed step (to warm "
+                  "the caches the previous N evicted) + %d timed steps visit the N in turn, continuing the "
+                  "trajectories.  (So these are env steps %d-%d of the episodes, partly the "
                   "landing after the drop from 0.6 m: the absolute rate differs from the profile's and the thread "
                   "benchmark's later steps; the comparison across N is exact.)\n"
                   % (fmt(min(ns)), fmt(max(ns)), 100 * (1 - fl["relative_min_over_max"]), fl["relative_min_over_max"],
                      fl["min_over_max"], sweep[0]["warmup"], sweep[0]["repeats"], sweep[0]["steps"],
-                     sweep[0]["warmup"] + 1, sweep[0]["warmup"] + sweep[0]["steps"] * sweep[0]["repeats"]))
+                     sweep[0]["warmup"] + 1, sweep[0]["warmup"] + (sweep[0]["steps"] + 1) * sweep[0]["repeats"]))
     # ---- threads
     md.append("\n## 1 -> 2 threads (`anymal_c-walk`, 4096 worlds)\n")
     envs_t = [d for d in thr if d.get("bench") == "env"]
