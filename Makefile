@@ -4,6 +4,7 @@
 #   make sanitize   the whole C test suite under ASan + UBSan (build/san/)
 #   make bench      the benchmarks (JSON lines)
 #   make contact-models-report   every contact solver on the comparative paper's experiments (docs/contact-models/)
+#   make bench-report   docs/benchmarks.md with plots (<= 10 minutes)
 #   make run        the main job: herd-server on tcp://127.0.0.1:5555
 #   make demo       the physics demo (ANYmal C dropped and standing under PD)
 #   make deps       install the Debian packages (idempotent)
@@ -183,6 +184,10 @@ contact-models-report: $(BUILD)/herd-bench
 	mv $(BUILD)/contact-models.jsonl docs/contact-models/results.jsonl
 	mv $(BUILD)/contact-models.txt docs/contact-models/results.txt
 	/usr/bin/python3 docs/contact-models/plot.py docs/contact-models/results.jsonl docs/contact-models
+.PHONY: bench-report
+# The benchmark report: docs/benchmarks.md + docs/benchmarks/*.png (bench/report/run.py, bounded by --budget 600 s)
+bench-report: $(BUILD)/herd-bench $(BUILD)/herd-server $(BUILD)/herd-bench-c-client
+	/usr/bin/python3 bench/report/run.py --build $(BUILD) $(REPORT_ARGS)
 
 # The main job: the server on loopback with every registered env (ANYmal C walk by default in clients).
 # Settings come from HERD_* variables (HERD_BIND, HERD_THREADS, ...: herd-server --help), in the environment or

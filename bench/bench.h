@@ -2,11 +2,14 @@
 #ifndef HERD_BENCH_H
 #define HERD_BENCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 /* Monotonic clock in nanoseconds. */
 uint64_t bench_now_ns(void);
+/* CPU time consumed by the calling thread, in nanoseconds (robust to a loaded machine's time slicing). */
+uint64_t bench_thread_cpu_ns(void);
 /* Median of n doubles (the array is reordered). */
 double bench_median(double *x, int n);
 /* Percentile p in [0, 100] of n doubles (the array is sorted). */
@@ -18,6 +21,12 @@ int bench_flag(int argc, char **argv, const char *name);
 void bench_pin(int core);
 /* Name of this machine's CPU (from /proc/cpuinfo), for the JSON lines. */
 const char *bench_cpu(void);
+
+/* herd-bench env's workload, shared with its --vs-mujoco variant: n fixed pseudo-random actions in [-1, 1]
+ * (malloc'ed), and the reset (seeds 1000 + i % 32) plus `warmup` untimed steps of every world (env.h). */
+struct env;
+float *bench_env_actions(size_t n);
+void bench_env_prepare(struct env *e, int warmup, float *act, float *obs, float *rew, uint8_t *term, uint8_t *trunc);
 
 /* Subcommands.  Each prints JSON lines to stdout and a short table to stderr; returns an exit code. */
 typedef int (*bench_fn)(int argc, char **argv);

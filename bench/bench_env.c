@@ -1,14 +1,37 @@
 /* herd-bench env — batched environment stepping in-process.
  *
- *   herd-bench env [--env anymal_c-walk] [--worlds 4096] [--threads T] [--steps S] [--repeats R]
+ *   herd-bench env [--env anymal_c-walk] [--worlds 4096] [--threads T] [--steps S] [--repeats R] [--warmup W]
+ *   herd-bench env --profile [--env anymal_c-walk] [--worlds 256] [--steps S] [--repeats R] [--warmup W]
+ *   herd-bench env --sweep 64,256,...,65536 [--threads T] [--steps S] [--repeats R] [--warmup W]
+ *   herd-bench env --vs-mujoco ...   (bench_env_mujoco.c)
  *
  * T threads (pinned, one contiguous slice of worlds each, a barrier per step) step all worlds with
  * fixed pseudo-random actions in [-1, 1].  Every timed run starts from the same reset (fixed seeds) and
- * the same 25 warm-up steps (past the landing), so every configuration does exactly the same work
+ * the same W (25) warm-up steps (past the landing), so every configuration does exactly the same work
  * (the envs are deterministic).  Without --threads, runs T = 1 and T = 2 and reports the speedup.
  * Baselines measured in the same run, per thread: single worlds (32 worlds of the same env, stepped one
  * world per call over the same steps: no batching; the batch repeats exactly these 32 worlds, see
- * prepare), and the solver bench's single-world trot scenario (1 ms, feet + base).  One JSON line per configuration; medians over repeats. */
+ * prepare), and the solver bench's single-world trot scenario (1 ms, feet + base).  One JSON line per
+ * configuration; medians over repeats, with the per-repeat figures ("..._reps") for the spread.
+ * --sweep 64,256,...: throughput per thread against world count, every N in the same process, repeats
+ * interleaved across N (bench_env_sweep).
+ * --once: reset and warm up once per thread count, the repeats then continue the trajectories (cheaper for
+ * large N; repeat r still does the same work for every N and T, the worlds repeating with period 32).
+ * Two clocks: wall time (env_steps_per_s; what a trainer sees, but inflated by other processes on a
+ * loaded machine) and the worker threads' CPU time (cpu_env_steps_per_s_per_thread: worlds x steps per
+ * CPU-second of the stepping threads, which time slicing does not inflate; cache sharing still counts).
+ *
+ * --profile: where a physics step's time goes, per stage, on the task's own worlds and model (after the
+ * same reset and warm-up).  One thread steps every world through the same PD law as the task (target =
+ * action_scale a + default pose, the task's kp, kd and torque limit) and sim_step_prepare / _solve / _finish
+ * (bit-for-bit sim_step), timing each; to split prepare without timing code inside sim/, the same world's
+ * sim_smooth (kinematics, velocities, CRBA, LTDL, RNEA) and sim_collide are timed on their own just before
+ * it, and the contact Jacobians (sim_jacobian_sparse per contact) just after it; "delassus" is prepare
+ * minus those three (free velocity, contact-frame Jacobians, L^-T J^T, G = S^T S, targets).  Worlds the task
+ * would end (walk: base contact; failed physics) are reset through env_reset, as env_step's autoreset does.
+ * Env overhead = the same steps through env_step (observation, reward, noise) minus PD + physics with those
+ * resets, both in thread CPU time.  Reference in the same run: the solver bench's trot step (CPU time).
+ */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -16,7 +39,10 @@
 
 #include "bench.h"
 #include "env.h"
+#include "env_anymal_model.h"
+#include "env_internal.h"
 #include "env_scenario.h"
+#include "sim_dynamics.h"
 #include "sim_step.h"
 #include "sim_urdf.h"
 
@@ -27,6 +53,7 @@ typedef struct {
     uint8_t *term, *trunc;
     pthread_barrier_t *bar;
     double busy;                /* seconds spent stepping (the rest is waiting at the barrier) */
+    double cpu;                 /* CPU seconds of this thread over the run */
 } worker;
 
 static void *work(void *p)
@@ -34,6 +61,7 @@ static void *work(void *p)
     worker *w = p;
     bench_pin(w->core);
     w->busy = 0;
+    uint64_t c0 = bench_thread_cpu_ns();
     for (int s = 0; s < w->steps; s++) {
         const float *a = w->act + (size_t)(s & 7) * (size_t)env_num_worlds(w->e) * w->ad + (size_t)w->first * w->ad;
         uint64_t t0 = bench_now_ns();
@@ -42,13 +70,12 @@ static void *work(void *p)
         w->busy += (double)(bench_now_ns() - t0) * 1e-9;
         pthread_barrier_wait(w->bar);
     }
+    w->cpu = (double)(bench_thread_cpu_ns() - c0) * 1e-9;
     return NULL;
 }
 
-#define WARMUP 25
-
-/* Resets every world with fixed seeds and steps WARMUP times on one thread (untimed). */
-static void prepare(env_t *e, float *act, float *obs, float *rew, uint8_t *term, uint8_t *trunc)
+/* Resets every world with fixed seeds and steps `warmup` times on one thread (untimed). */
+static void prepare(env_t *e, int warmup, float *act, float *obs, float *rew, uint8_t *term, uint8_t *trunc)
 {
     const env_spec *sp = env_get_spec(e);
     int n = env_num_worlds(e);
@@ -59,12 +86,12 @@ static void prepare(env_t *e, float *act, float *obs, float *rew, uint8_t *term,
     for (int i = 0; i < n; i++) seeds[i] = 1000 + (uint64_t)(i % 32);
     env_reset(e, 0, n, NULL, seeds, obs);
     free(seeds);
-    for (int s = 0; s < WARMUP; s++)
+    for (int s = 0; s < warmup; s++)
         env_step(e, 0, n, NULL, act + (size_t)(s & 7) * (size_t)n * sp->act_dim, obs, rew, term, trunc, NULL);
 }
 
-/* Seconds to step all worlds `steps` times with `threads` threads. */
-static double g_busy[64];
+/* Seconds to step all worlds `steps` times with `threads` threads; per-thread busy and CPU seconds. */
+static double g_busy[64], g_cpu[64];
 
 static double run(env_t *e, int threads, int steps, float *act, float *obs, float *rew, uint8_t *term, uint8_t *trunc)
 {
@@ -77,19 +104,21 @@ static double run(env_t *e, int threads, int steps, float *act, float *obs, floa
     uint64_t t0 = bench_now_ns();
     for (int t = 0; t < threads; t++) {
         w[t] = (worker){e, (int)((long)n * t / threads), (int)((long)n * (t + 1) / threads - (long)n * t / threads), t,
-                        steps, sp->obs_dim, sp->act_dim, act, obs, rew, term, trunc, &bar, 0};
+                        steps, sp->obs_dim, sp->act_dim, act, obs, rew, term, trunc, &bar, 0, 0};
         if (t) pthread_create(&th[t], NULL, work, &w[t]);
     }
     work(&w[0]);
     for (int t = 1; t < threads; t++) pthread_join(th[t], NULL);
     uint64_t t1 = bench_now_ns();
-    for (int t = 0; t < threads; t++) g_busy[t] = w[t].busy;
+    for (int t = 0; t < threads; t++) g_busy[t] = w[t].busy, g_cpu[t] = w[t].cpu;
     pthread_barrier_destroy(&bar);
     bench_pin(0);
     return (double)(t1 - t0) * 1e-9;
 }
 
-static double trot_single_world(int steps)
+/* The solver bench's trot scenario (1 ms, feet + base, one world): physics steps per second.  Wall clock without
+ * the scripted control (cpu == 0), or this thread's CPU time of control + step (cpu == 1; the control is ~1 %). */
+static double trot_single_world(int steps, int cpu)
 {
     char err[512];
     sim_model *m = sim_urdf_load_file("envs/models/anymal_c.urdf", NULL, err, sizeof err);
@@ -97,49 +126,380 @@ static double trot_single_world(int steps)
     sim_data *d = sim_data_new(m);
     env_scenario s;
     env_scenario_init(&s, m, d, ENV_SCN_TROT, 42, err, sizeof err);
-    uint64_t tc = 0, t0 = bench_now_ns();
+    uint64_t tc = 0, t0 = bench_now_ns(), c0 = bench_thread_cpu_ns();
     for (int i = 0; i < steps; i++) {
-        uint64_t a = bench_now_ns();
+        uint64_t a = cpu ? 0 : bench_now_ns();
         env_scenario_control(&s, m, d, 1e-3);
-        tc += bench_now_ns() - a;
+        if (!cpu) tc += bench_now_ns() - a;
         sim_step(m, d, 1e-3);
     }
-    double sec = (double)(bench_now_ns() - t0 - tc) * 1e-9;
+    double sec = cpu ? (double)(bench_thread_cpu_ns() - c0) * 1e-9 : (double)(bench_now_ns() - t0 - tc) * 1e-9;
     sim_data_destroy(&d);
     sim_model_destroy(&m);
     return steps / sec;
 }
 
-int bench_env(int argc, char **argv)
+/* Fixed pseudo-random actions in [-1, 1] (xorshift64, the same in every herd-bench env run): n floats. */
+float *bench_env_actions(size_t n)
 {
-    const char *name = bench_arg(argc, argv, "--env", "anymal_c-walk");
-    int worlds = atoi(bench_arg(argc, argv, "--worlds", "4096"));
-    int tflag = atoi(bench_arg(argc, argv, "--threads", "0"));
-    int steps = atoi(bench_arg(argc, argv, "--steps", "50"));
-    int repeats = atoi(bench_arg(argc, argv, "--repeats", "5"));
-    if (worlds < 1 || tflag < 0 || tflag > 64 || steps < 1 || repeats < 1) {
-        fprintf(stderr, "herd-bench env: need --worlds >= 1, 0 <= --threads <= 64, --steps >= 1, --repeats >= 1\n");
+    float *act = malloc(sizeof(float) * n);
+    uint64_t r = 88172645463325252ull;
+    for (size_t i = 0; act && i < n; i++) {
+        r ^= r << 13; r ^= r >> 7; r ^= r << 17;
+        act[i] = (float)((r >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+    }
+    return act;
+}
+
+void bench_env_prepare(env_t *e, int warmup, float *act, float *obs, float *rew, uint8_t *term, uint8_t *trunc)
+{
+    prepare(e, warmup, act, obs, rew, term, trunc);
+}
+
+/* Prints "name":[x0,x1,...] (per-repeat figures). */
+static void print_reps(const char *name, const double *x, int n, double scale)
+{
+    printf(",\"%s\":[", name);
+    for (int i = 0; i < n; i++) printf("%s%.1f", i ? "," : "", x[i] * scale);
+    printf("]");
+}
+
+/* ---- --profile ---- */
+
+enum { ST_PD, ST_DYN, ST_COLL, ST_JAC, ST_DELASSUS, ST_SOLVE, ST_FINISH, ST_ENV, ST_N };
+static const char *const stage_name[ST_N] = {"pd", "dynamics", "collision", "jacobians", "delassus", "solve",
+                                             "finish", "env_overhead"};
+static const char *const stage_what[ST_N] = {
+    "PD law (12 joints)", "sim_smooth: kinematics, CRBA, LTDL, RNEA", "sim_collide (13 geometries vs ground)",
+    "contact Jacobians (sim_jacobian_sparse)", "rest of prepare: free velocity, L^-T J^T, Delassus, targets",
+    "contact solver (sim_step_solve)", "impulses, warm-start cache, position update",
+    "env_step minus PD and physics (obs, reward, noise)"};
+
+#define PROFILE_DROP_NS 300000u
+
+/* World i of e with the scratch bound, and its PD targets from action a: action_scale * clip(a) + default pose. */
+static sim_data *profile_world(env_t *e, int i, void *scratch, const env_anymal_joints *jm, const float *a, double scale,
+                               double clip, double *target)
+{
+    sim_data *d = e->worlds[i].d;
+    sim_data_bind_scratch(e->model, d, scratch);
+    for (int j = 0; j < ENV_ANYMAL_NJ; j++) {
+        double x = a[j];
+        target[j] = scale * (x > clip ? clip : x < -clip ? -clip : x) + jm->q_default[j];
+    }
+    return d;
+}
+
+/* After an env step of world i: reset it through the env (env_reset, seed 1000 + i % 32, as prepare) where the
+ * task would have: its physics failed, or (walk) a base contact carries over 1 N (the walk task's termination,
+ * from the last substep's impulses).  So the profile's worlds follow the same kind of episodes as env_step's. */
+static void profile_end(env_t *e, int i, const sim_data *d, int failed, int walk, double dt, float *obs)
+{
+    const sim_model *m = e->model;
+    for (int c = 0; walk && !failed && c < d->ncon; c++)
+        if (env_anymal_geom_kind(m, d->con[c].geom, NULL) == ENV_GEOM_BASE &&
+            sqrt(d->lambda[3 * c] * d->lambda[3 * c] + d->lambda[3 * c + 1] * d->lambda[3 * c + 1] +
+                 d->lambda[3 * c + 2] * d->lambda[3 * c + 2]) / dt > 1.0)
+            failed = 1;
+    if (!failed) return;
+    int32_t id = i;
+    uint64_t seed = 1000 + (uint64_t)(i % 32);
+    env_reset(e, 0, 1, &id, &seed, obs);
+}
+
+static int bench_env_profile(int argc, char **argv, const char *name, int worlds, int steps, int repeats, int warmup)
+{
+    char err[512];
+    env_t *e = env_new(name, worlds, NULL, 0, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
+    if (!e) { fprintf(stderr, "herd-bench env --profile: %s\n", err); return 2; }
+    const sim_model *m = e->model;
+    const int walk = strstr(name, "walk") != NULL;
+    env_anymal_joints jm;
+    if (env_anymal_joints_init(&jm, m, err, sizeof err)) {
+        fprintf(stderr, "herd-bench env --profile: %s (the profile needs an ANYmal task)\n", err);
+        env_destroy(&e);
         return 2;
     }
+    const env_spec *sp = env_get_spec(e);
+    double kp = env_config(e, "kp"), kd = env_config(e, "kd"), tau_max = env_config(e, "torque_limit");
+    double scale = env_config(e, "action_scale"), clip = env_config(e, "action_clip"), dt = sp->sim_dt;
+    if (!isfinite(kp) || !isfinite(kd) || !isfinite(tau_max) || !isfinite(scale) || !isfinite(clip)) {
+        fprintf(stderr, "herd-bench env --profile: %s lacks kp/kd/torque_limit/action_scale/action_clip\n", name);
+        env_destroy(&e);
+        return 2;
+    }
+    size_t na = (size_t)worlds * sp->act_dim;
+    float *act = bench_env_actions(na * 8), *obs = malloc(sizeof(float) * (size_t)worlds * sp->obs_dim);
+    float *rew = malloc(sizeof(float) * (size_t)worlds);
+    uint8_t *term = malloc((size_t)worlds), *trunc = malloc((size_t)worlds);
+    unsigned char *scratch_raw = malloc(e->scratch_size + 64);
+    void *scratch = (void *)(((uintptr_t)scratch_raw + 63) & ~(uintptr_t)63);
+    int ncmax = e->worlds[0].d->ncon_max;           /* as sim_step_prepare collides */
+    sim_contact *con = malloc(sizeof(sim_contact) * (size_t)(ncmax > 0 ? ncmax : 1));
+    double *jp = calloc((size_t)3 * m->nv, sizeof(double));
+    int cols[SIM_MAX_DOF];
+    double rep[ST_N][64], tot[64], plain_rep[64], con_rep[64], it_rep[64], cap_rep[64], trot_rep[64];
+    int R = repeats < 64 ? repeats : 64;
+    long dropped = 0;
+    for (int q = 0; q < R; q++) {
+        /* 1. env_step over the steps (the reference, and the env overhead); CPU time of this thread */
+        prepare(e, warmup, act, obs, rew, term, trunc);
+        uint64_t t0 = bench_thread_cpu_ns();
+        for (int s = 0; s < steps; s++)
+            env_step(e, 0, worlds, NULL, act + (size_t)(s & 7) * na, obs, rew, term, trunc, NULL);
+        double env_ns = (double)(bench_thread_cpu_ns() - t0);
+        /* 2. the same steps from the same states, PD + sim_step only (same CPU clock); 3. once more, stage by
+         * stage (monotonic clock around each stage; physics steps that took over PROFILE_DROP_NS, i.e. were
+         * preempted on a loaded machine, are left out of the stage means) */
+        double plain_ns = 0, ns[ST_N] = {0};
+        long ncon = 0, iters = 0, capped = 0, nsteps = 0, kept = 0;
+        for (int staged = 0; staged < 2; staged++) {
+            prepare(e, warmup, act, obs, rew, term, trunc);
+            t0 = bench_thread_cpu_ns();
+            for (int s = 0; s < steps; s++)
+                for (int i = 0; i < worlds; i++) {
+                    double target[ENV_ANYMAL_NJ];
+                    sim_data *d = profile_world(e, i, scratch, &jm, act + (size_t)(s & 7) * na + (size_t)i * sp->act_dim,
+                                                scale, clip, target);
+                    int bad = 0;
+                    for (int k = 0; k < sp->decimation && !bad; k++) {
+                        if (!staged) {
+                            env_anymal_pd(&jm, d, target, kp, kd, tau_max, NULL);
+                            bad = sim_step(m, d, dt) != 0;
+                            continue;
+                        }
+                        uint64_t c0 = bench_now_ns();
+                        env_anymal_pd(&jm, d, target, kp, kd, tau_max, NULL);
+                        uint64_t c1 = bench_now_ns();
+                        sim_smooth(m, d);
+                        uint64_t c2 = bench_now_ns();
+                        sim_collide(m, d, m->opt.margin, dt, con, ncmax);
+                        uint64_t c3 = bench_now_ns();
+                        int nc = sim_step_prepare(m, d, dt);
+                        uint64_t c4 = bench_now_ns();
+                        for (int c = 0; c < nc; c++) sim_jacobian_sparse(m, d, d->con[c].body, d->con[c].pos, jp, cols);
+                        uint64_t c5 = bench_now_ns();
+                        sim_step_solve(m, d);
+                        uint64_t c6 = bench_now_ns();
+                        bad = sim_step_finish(m, d, dt) != 0;
+                        uint64_t c7 = bench_now_ns();
+                        ncon += nc;
+                        iters += d->stats.iterations;
+                        capped += nc > 0 && !d->stats.converged;
+                        nsteps++;
+                        if (c7 - c0 > PROFILE_DROP_NS) continue;
+                        kept++;
+                        ns[ST_PD] += (double)(c1 - c0);
+                        ns[ST_DYN] += (double)(c2 - c1);
+                        ns[ST_COLL] += (double)(c3 - c2);
+                        ns[ST_JAC] += (double)(c5 - c4);
+                        ns[ST_DELASSUS] += (double)(c4 - c3) - (double)(c2 - c1) - (double)(c3 - c2) - (double)(c5 - c4);
+                        ns[ST_SOLVE] += (double)(c6 - c5);
+                        ns[ST_FINISH] += (double)(c7 - c6);
+                    }
+                    profile_end(e, i, d, bad, walk, dt, obs);
+                }
+            if (!staged) plain_ns = (double)(bench_thread_cpu_ns() - t0);
+        }
+        dropped += nsteps - kept;
+        for (int k = 0; k < ST_ENV; k++) rep[k][q] = kept ? ns[k] / (double)kept : NAN;
+        rep[ST_ENV][q] = (env_ns - plain_ns) / (double)nsteps;   /* signed: a difference of two timings */
+        tot[q] = env_ns / (double)nsteps;
+        plain_rep[q] = plain_ns / (double)nsteps;
+        con_rep[q] = (double)ncon / nsteps;
+        it_rep[q] = (double)iters / nsteps;
+        cap_rep[q] = (double)capped / nsteps;
+        trot_rep[q] = 1e9 / trot_single_world(20000, 1);     /* ns per trot physics step, CPU time */
+    }
+    double med[ST_N], sum = 0;
+    for (int k = 0; k < ST_N; k++) {
+        double tmp[64];
+        memcpy(tmp, rep[k], sizeof(double) * (size_t)R);
+        med[k] = bench_median(tmp, R);
+        sum += med[k];
+    }
+    double tot_med = bench_median(tot, R);
+    printf("{\"bench\":\"env_profile\",\"env\":\"%s\",\"worlds\":%d,\"threads\":1,\"steps\":%d,\"repeats\":%d,\"warmup\":%d,"
+           "\"solver\":%g,\"us_per_physics_step\":{", name, worlds, steps, R, warmup, env_config(e, "solver"));
+    for (int k = 0; k < ST_N; k++) printf("%s\"%s\":%.4f", k ? "," : "", stage_name[k], med[k] * 1e-3);
+    printf("},\"us_per_physics_step_reps\":{");
+    for (int k = 0; k < ST_N; k++) {
+        printf("%s\"%s\":[", k ? "," : "", stage_name[k]);
+        for (int q = 0; q < R; q++) printf("%s%.4f", q ? "," : "", rep[k][q] * 1e-3);
+        printf("]");
+    }
+    double plain_med = bench_median(plain_rep, R), trot_med = bench_median(trot_rep, R);
+    printf("},\"trot_us_per_physics_step\":%.4f,\"walk_over_trot\":%.3f", trot_med * 1e-3, plain_med / trot_med);
+    printf(",\"env_step_us_per_physics_step\":%.4f,\"pd_and_sim_step_us\":%.4f,\"clock\":{\"stages\":\"monotonic\","
+           "\"env_step_and_plain\":\"thread_cpu\"},\"dropped_preempted_steps\":%ld,\"mean_contacts\":%.3f,"
+           "\"mean_iterations\":%.3f,\"capped_fraction\":%.4f,\"cpu\":\"%s\"}\n", tot_med * 1e-3, plain_med * 1e-3, dropped,
+           bench_median(con_rep, R), bench_median(it_rep, R), bench_median(cap_rep, R), bench_cpu());
+    fflush(stdout);
+    fprintf(stderr, "env profile: %s, %d worlds, 1 thread, %d env steps x %d repeats after %d warm-up (cpu: %s)\n", name,
+            worlds, steps, R, warmup, bench_cpu());
+    fprintf(stderr, "  %-13s %9s %6s  %s\n", "stage", "us/step", "share", "what");
+    for (int k = 0; k < ST_N; k++)
+        fprintf(stderr, "  %-13s %9.3f %5.1f%%  %s\n", stage_name[k], med[k] * 1e-3, 100 * med[k] / sum, stage_what[k]);
+    fprintf(stderr, "  CPU time per physics step: env_step %.3f us, PD + sim_step alone %.3f us (stages sum to %.3f us "
+                    "without env_overhead; %ld preempted steps left out)\n", tot_med * 1e-3, plain_med * 1e-3,
+            (sum - med[ST_ENV]) * 1e-3, dropped);
+    fprintf(stderr, "  per physics step: %.2f contacts, %.2f solver sweeps, %.2f %% capped\n", bench_median(con_rep, R),
+            bench_median(it_rep, R), 100 * bench_median(cap_rep, R));
+    fprintf(stderr, "  the solver bench's trot (1 ms, feet + base, same run, CPU time): %.3f us per physics step; "
+                    "PD + sim_step here / trot = %.2f\n", trot_med * 1e-3, plain_med / trot_med);
+    free(act); free(obs); free(rew); free(term); free(trunc); free(scratch_raw); free(con); free(jp);
+    env_destroy(&e);
+    (void)argc; (void)argv;
+    return 0;
+}
+
+/* ---- --sweep ---- */
+
+typedef struct {
+    env_t *e;
+    float *act, *obs, *rew;
+    uint8_t *term, *trunc;
+    double wall[64], cpu[64];
+} sweep_point;
+
+/* Throughput per thread against world count: one env per N, all alive; each is reset and warmed up once, then
+ * the repeats visit every N in turn (so a drift of the machine's load is shared), each repeat continuing the
+ * trajectories with one untimed step (caches) and `steps` timed ones.  Actions repeat with period 32 in the world index like the seeds, so every world of every N
+ * is one of the same 32 and does exactly the same work at the same step whatever N. */
+static int bench_env_sweep(const char *name, const char *list, int threads, int steps, int repeats, int warmup)
+{
+    int ns[32] = {0}, np = 0;
+    for (const char *c = list; *c && np < 32;) {
+        if ((ns[np++] = atoi(c)) < 1) { fprintf(stderr, "herd-bench env: bad --sweep '%s'\n", list); return 2; }
+        if (!(c = strchr(c, ','))) break;
+        c++;
+    }
+    if (np == 0) { fprintf(stderr, "herd-bench env: empty --sweep\n"); return 2; }
+    sweep_point *pt = calloc((size_t)np, sizeof *pt);
+    char err[512];
+    int rc = 0, R = repeats < 64 ? repeats : 64, ad = 0;
+    float *base = NULL;
+    for (int k = 0; k < np && !rc; k++) {
+        pt[k].e = env_new(name, ns[k], NULL, 0, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
+        if (!pt[k].e) { fprintf(stderr, "herd-bench env: %s\n", err); rc = 2; break; }
+        const env_spec *sp = env_get_spec(pt[k].e);
+        ad = sp->act_dim;
+        if (!base) base = bench_env_actions((size_t)8 * 32 * ad);     /* 8 sets x 32 worlds */
+        size_t na = (size_t)ns[k] * ad;
+        pt[k].act = malloc(sizeof(float) * na * 8);
+        for (int s = 0; s < 8; s++)
+            for (int i = 0; i < ns[k]; i++)
+                memcpy(pt[k].act + (size_t)s * na + (size_t)i * ad, base + ((size_t)s * 32 + (size_t)(i % 32)) * ad,
+                       sizeof(float) * (size_t)ad);
+        pt[k].obs = malloc(sizeof(float) * (size_t)ns[k] * sp->obs_dim);
+        pt[k].rew = malloc(sizeof(float) * (size_t)ns[k]);
+        pt[k].term = malloc((size_t)ns[k]);
+        pt[k].trunc = malloc((size_t)ns[k]);
+        prepare(pt[k].e, warmup, pt[k].act, pt[k].obs, pt[k].rew, pt[k].term, pt[k].trunc);
+    }
+    for (int q = 0; q < R && !rc; q++)
+        for (int k = 0; k < np; k++) {
+            /* one untimed step first: the previous N evicted this one's worlds from the caches, which a session
+             * stepped over and over does not suffer (the same step for every N, so the work stays identical) */
+            run(pt[k].e, threads, 1, pt[k].act, pt[k].obs, pt[k].rew, pt[k].term, pt[k].trunc);
+            double sec = run(pt[k].e, threads, steps, pt[k].act, pt[k].obs, pt[k].rew, pt[k].term, pt[k].trunc);
+            double cpu = 0;
+            for (int t = 0; t < threads; t++) cpu += g_cpu[t];
+            pt[k].wall[q] = (double)ns[k] * steps / sec / threads;
+            pt[k].cpu[q] = (double)ns[k] * steps / cpu;
+        }
+    if (!rc) {
+        double med[32], lo = INFINITY, hi = 0;
+        fprintf(stderr, "env sweep: %s, %d thread(s), %d steps x %d repeats (interleaved) after %d warm-up (cpu: %s)\n",
+                name, threads, steps, R, warmup, bench_cpu());
+        for (int k = 0; k < np; k++) {
+            double a[64], b[64];
+            memcpy(a, pt[k].cpu, sizeof(double) * (size_t)R);
+            memcpy(b, pt[k].wall, sizeof(double) * (size_t)R);
+            med[k] = bench_median(a, R);
+            double wmed = bench_median(b, R);
+            lo = fmin(lo, med[k]), hi = fmax(hi, med[k]);
+            printf("{\"bench\":\"env_sweep\",\"env\":\"%s\",\"worlds\":%d,\"threads\":%d,\"steps\":%d,\"repeats\":%d,"
+                   "\"warmup\":%d,\"cpu_env_steps_per_s_per_thread\":%.0f,\"env_steps_per_s_per_thread\":%.0f",
+                   name, ns[k], threads, steps, R, warmup, med[k], wmed);
+            print_reps("cpu_env_steps_per_s_per_thread_reps", pt[k].cpu, R, 1.0);
+            print_reps("env_steps_per_s_per_thread_reps", pt[k].wall, R, 1.0);
+            printf(",\"cpu\":\"%s\"}\n", bench_cpu());
+            fprintf(stderr, "  %6d worlds: %9.0f env steps per CPU-second per thread, %9.0f per wall second per thread\n",
+                    ns[k], med[k], wmed);
+        }
+        double tmp[32];
+        for (int k = 0; k < np; k++) tmp[k] = med[k];
+        double mid = bench_median(tmp, np);
+        /* the repeats differ in work (successive stretches of the trajectories) but not across N: each N's rate
+         * relative to the first N's in the same repeat, median over the repeats, is the cleaner flatness figure */
+        double rel[32], rlo = INFINITY, rhi = 0;
+        for (int k = 0; k < np; k++) {
+            double r[64];
+            for (int q = 0; q < R; q++) r[q] = pt[k].cpu[q] / pt[0].cpu[q];
+            rel[k] = bench_median(r, R);
+            rlo = fmin(rlo, rel[k]), rhi = fmax(rhi, rel[k]);
+        }
+        printf("{\"bench\":\"env_flatness\",\"env\":\"%s\",\"threads\":%d,\"worlds_min\":%d,\"worlds_max\":%d,"
+               "\"spread_of_medians\":%.4f,\"min_over_max\":%.4f,\"relative_to_first\":[", name, threads, ns[0],
+               ns[np - 1], (hi - lo) / mid, lo / hi);
+        for (int k = 0; k < np; k++) printf("%s%.4f", k ? "," : "", rel[k]);
+        printf("],\"relative_min_over_max\":%.4f}\n", rlo / rhi);
+        fprintf(stderr, "  flatness: medians span %.1f %% of their median (min / max %.3f); same-repeat ratios to %d worlds:",
+                100 * (hi - lo) / mid, lo / hi, ns[0]);
+        for (int k = 0; k < np; k++) fprintf(stderr, " %.3f", rel[k]);
+        fprintf(stderr, "\n");
+        fflush(stdout);
+    }
+    for (int k = 0; k < np; k++) {
+        env_destroy(&pt[k].e);
+        free(pt[k].act), free(pt[k].obs), free(pt[k].rew), free(pt[k].term), free(pt[k].trunc);
+    }
+    free(pt);
+    free(base);
+    return rc;
+}
+
+int bench_env_vs_mujoco(int argc, char **argv);
+#pragma weak bench_env_vs_mujoco
+
+int bench_env(int argc, char **argv)
+{
+    if (bench_flag(argc, argv, "--vs-mujoco")) {
+        if (!bench_env_vs_mujoco) { fprintf(stderr, "herd-bench env: built without MuJoCo\n"); return 2; }
+        return bench_env_vs_mujoco(argc, argv);
+    }
+    int profile = bench_flag(argc, argv, "--profile");
+    const char *name = bench_arg(argc, argv, "--env", "anymal_c-walk");
+    int worlds = atoi(bench_arg(argc, argv, "--worlds", profile ? "256" : "4096"));
+    int tflag = atoi(bench_arg(argc, argv, "--threads", "0"));
+    int steps = atoi(bench_arg(argc, argv, "--steps", profile ? "20" : "50"));
+    int repeats = atoi(bench_arg(argc, argv, "--repeats", "5"));
+    int warmup = atoi(bench_arg(argc, argv, "--warmup", "25"));
+    int once = bench_flag(argc, argv, "--once");
+    if (worlds < 1 || tflag < 0 || tflag > 64 || steps < 1 || repeats < 1 || warmup < 0) {
+        fprintf(stderr, "herd-bench env: need --worlds >= 1, 0 <= --threads <= 64, --steps >= 1, --repeats >= 1, "
+                        "--warmup >= 0\n");
+        return 2;
+    }
+    if (profile) return bench_env_profile(argc, argv, name, worlds, steps, repeats, warmup);
+    const char *sweep = bench_arg(argc, argv, "--sweep", NULL);
+    if (sweep) return bench_env_sweep(name, sweep, tflag ? tflag : 1, steps, repeats, warmup);
     char err[512];
     env_t *e = env_new(name, worlds, NULL, 0, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
     if (!e) { fprintf(stderr, "herd-bench env: %s\n", err); return 2; }
     env_t *one = env_new(name, worlds < 32 ? worlds : 32, NULL, 0, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
     const env_spec *sp = env_get_spec(e);
     size_t na = (size_t)worlds * sp->act_dim;
-    float *act = malloc(sizeof(float) * na * 8), *obs = malloc(sizeof(float) * (size_t)worlds * sp->obs_dim);
+    float *act = bench_env_actions(na * 8), *obs = malloc(sizeof(float) * (size_t)worlds * sp->obs_dim);
     float *rew = malloc(sizeof(float) * (size_t)worlds);
     uint8_t *term = malloc((size_t)worlds), *trunc = malloc((size_t)worlds);
-    uint64_t r = 88172645463325252ull;
-    for (size_t i = 0; i < na * 8; i++) {
-        r ^= r << 13; r ^= r >> 7; r ^= r << 17;
-        act[i] = (float)((r >> 11) * (2.0 / 9007199254740992.0) - 1.0);
-    }
     /* baselines: single worlds of the same env (no batching), and the solver bench's trot */
     double one_rep[64], trot_rep[64];
     const int nsingle = worlds < 32 ? worlds : 32;
-    for (int k = 0; k < repeats && k < 64; k++) {
-        prepare(one, act, obs, rew, term, trunc);
+    const int R = repeats < 64 ? repeats : 64;
+    for (int k = 0; k < R; k++) {
+        prepare(one, warmup, act, obs, rew, term, trunc);
         uint64_t t0 = bench_now_ns();
         for (int s = 0; s < steps; s++)
             for (int i = 0; i < nsingle; i++) {
@@ -147,42 +507,55 @@ int bench_env(int argc, char **argv)
                 env_step(one, 0, 1, &id, act + (size_t)(s & 7) * na + (size_t)i * sp->act_dim, obs, rew, term, trunc, NULL);
             }
         one_rep[k] = (double)nsingle * steps * sp->decimation / ((double)(bench_now_ns() - t0) * 1e-9);
-        trot_rep[k] = trot_single_world(20000);
+        trot_rep[k] = trot_single_world(20000, 0);
     }
-    double single = bench_median(one_rep, repeats < 64 ? repeats : 64);
-    double trot = bench_median(trot_rep, repeats < 64 ? repeats : 64);
+    double single = bench_median(one_rep, R);
+    double trot = bench_median(trot_rep, R);
     int tlist[2] = {tflag ? tflag : 1, 2}, nt = tflag ? 1 : 2;
-    double eps_by_t[2] = {0, 0};
-    fprintf(stderr, "env bench: %s, %d worlds, %d steps x %d repeats (cpu: %s)\n", name, worlds, steps, repeats, bench_cpu());
+    double eps_by_t[2] = {0, 0}, cpu_by_t[2] = {0, 0};
+    fprintf(stderr, "env bench: %s, %d worlds, %d steps x %d repeats after %d warm-up (cpu: %s)\n", name, worlds, steps,
+            repeats, warmup, bench_cpu());
     fprintf(stderr, "  baselines per thread: same env, 1 world: %.0f physics steps/s; solver bench trot: %.0f\n", single, trot);
     for (int k = 0; k < nt; k++) {
         int T = tlist[k];
-        double rep[64];
+        double rep[64], eps_rep[64], cpu_rep[64];
         double util = 0;
-        for (int q = 0; q < repeats && q < 64; q++) {
-            prepare(e, act, obs, rew, term, trunc);
+        for (int q = 0; q < R; q++) {
+            if (!once || q == 0) prepare(e, warmup, act, obs, rew, term, trunc);
             rep[q] = run(e, T, steps, act, obs, rew, term, trunc);
-            for (int t = 0; t < T; t++) util += g_busy[t] / rep[q];
+            double cpu = 0;
+            for (int t = 0; t < T; t++) util += g_busy[t] / rep[q], cpu += g_cpu[t];
+            eps_rep[q] = (double)worlds * steps / rep[q];
+            cpu_rep[q] = (double)worlds * steps / cpu;    /* per CPU-second of the stepping threads */
         }
-        util /= (double)T * (repeats < 64 ? repeats : 64);
-        double sec = bench_median(rep, repeats < 64 ? repeats : 64);
+        util /= (double)T * R;
+        double sec = bench_median(rep, R);
         double eps = (double)worlds * steps / sec, pps = eps * sp->decimation;
+        double tmp[64];
+        memcpy(tmp, cpu_rep, sizeof(double) * (size_t)R);
+        double cpu_eps = bench_median(tmp, R);
         eps_by_t[k] = eps;
+        cpu_by_t[k] = cpu_eps;
         double per_thread = pps / T;
-        printf("{\"bench\":\"env\",\"env\":\"%s\",\"worlds\":%d,\"threads\":%d,\"steps\":%d,\"repeats\":%d,"
-               "\"env_steps_per_s\":%.0f,\"physics_steps_per_s\":%.0f,\"us_per_env_step\":%.3f,"
-               "\"physics_steps_per_s_per_thread\":%.0f,\"single_world_physics_steps_per_s\":%.0f,"
-               "\"batch_efficiency\":%.3f,\"solver_bench_trot_steps_per_s\":%.0f,\"fraction_of_solver_bench\":%.3f,\"thread_utilization\":%.3f,\"cpu\":\"%s\"}\n",
-               name, worlds, T, steps, repeats, eps, pps, 1e6 * T / eps, per_thread, single, per_thread / single, trot,
-               per_thread / trot, util, bench_cpu());
+        printf("{\"bench\":\"env\",\"env\":\"%s\",\"worlds\":%d,\"threads\":%d,\"steps\":%d,\"repeats\":%d,\"warmup\":%d,"
+               "\"once\":%s,\"env_steps_per_s\":%.0f,\"physics_steps_per_s\":%.0f,\"us_per_env_step\":%.3f,"
+               "\"physics_steps_per_s_per_thread\":%.0f,\"env_steps_per_s_per_thread\":%.0f,"
+               "\"cpu_env_steps_per_s_per_thread\":%.0f,\"single_world_physics_steps_per_s\":%.0f,"
+               "\"batch_efficiency\":%.3f,\"solver_bench_trot_steps_per_s\":%.0f,\"fraction_of_solver_bench\":%.3f,\"thread_utilization\":%.3f",
+               name, worlds, T, steps, R, warmup, once ? "true" : "false", eps, pps, 1e6 * T / eps, per_thread, eps / T, cpu_eps, single,
+               per_thread / single, trot, per_thread / trot, util);
+        print_reps("env_steps_per_s_reps", eps_rep, R, 1.0);
+        print_reps("cpu_env_steps_per_s_per_thread_reps", cpu_rep, R, 1.0);
+        printf(",\"cpu\":\"%s\"}\n", bench_cpu());
         fflush(stdout);
-        fprintf(stderr, "  %d thread(s): %9.0f env steps/s, %9.0f physics steps/s (%.0f per thread, %.2f of 1-world, %.2f of trot), %.2f us/env step/thread, busy %.0f %%\n",
-                T, eps, pps, per_thread, per_thread / single, per_thread / trot, 1e6 * T / eps, 100 * util);
+        fprintf(stderr, "  %d thread(s): %9.0f env steps/s, %9.0f physics steps/s (%.0f per thread, %.2f of 1-world, %.2f of trot), %.2f us/env step/thread, busy %.0f %%; %.0f env steps per CPU-second\n",
+                T, eps, pps, per_thread, per_thread / single, per_thread / trot, 1e6 * T / eps, 100 * util, cpu_eps);
     }
     if (nt == 2) {
-        printf("{\"bench\":\"env_scaling\",\"env\":\"%s\",\"worlds\":%d,\"speedup_1_to_2_threads\":%.3f}\n", name, worlds,
-               eps_by_t[1] / eps_by_t[0]);
-        fprintf(stderr, "  speedup 1 -> 2 threads: %.2fx\n", eps_by_t[1] / eps_by_t[0]);
+        printf("{\"bench\":\"env_scaling\",\"env\":\"%s\",\"worlds\":%d,\"speedup_1_to_2_threads\":%.3f,"
+               "\"cpu_efficiency_2_threads\":%.3f}\n", name, worlds, eps_by_t[1] / eps_by_t[0], cpu_by_t[1] / cpu_by_t[0]);
+        fprintf(stderr, "  speedup 1 -> 2 threads: %.2fx (wall); per-thread CPU efficiency at 2 threads: %.2f\n",
+                eps_by_t[1] / eps_by_t[0], cpu_by_t[1] / cpu_by_t[0]);
     }
     free(act); free(obs); free(rew); free(term); free(trunc);
     env_destroy(&e);

@@ -27,6 +27,13 @@ uint64_t bench_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t bench_thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -114,13 +121,20 @@ static const struct { const char *name; const char *what; const char *options; }
      "  --seed N          (default 1)\n"
      "  --repeats R       (default 15)\n"
      "  --core C          pin to this core (default 0)\n"},
-    {"env", "batched environment stepping (--env, --worlds, --threads)",
+    {"env", "batched environment stepping (--env, --worlds, --threads, --profile, --vs-mujoco)",
      "  --env NAME        a registered task (default anymal_c-walk)\n"
-     "  --worlds N        worlds (default 4096)\n"
+     "  --worlds N        worlds (default 4096; --profile 256; --vs-mujoco 32)\n"
      "  --threads T       worker threads; 0 runs 1 and 2 and reports the speedup (default 0)\n"
-     "  --steps S         env steps per repeat (default 50)\n"
-     "  --repeats R       (default 5)\n"},
-    {"server", "served vs in-process throughput over ZeroMQ",
+     "  --steps S         env steps per repeat (default 50; --profile 20)\n"
+     "  --repeats R       (default 5)\n"
+     "  --warmup W        untimed env steps after the reset (default 25)\n"
+     "  --once            reset and warm up once, the repeats continue the trajectories (large --worlds)\n"
+     "  --sweep N1,N2,..  throughput per thread for each world count, one process, repeats interleaved\n"
+     "  --profile         per-stage time of a physics step on one thread (PD, dynamics, collision, Jacobians,\n"
+     "                    Delassus, solve, finish, env overhead)\n"
+     "  --vs-mujoco       the same env steps in MuJoCo 2.2: its fastest configuration that stands under zero\n"
+     "                    actions (a grid; --grid full|quick, --stand-seconds S) and its defaults\n"},
+    {"server", "served vs in-process throughput and latency over ZeroMQ; --memory: server memory per world",
      "  --env NAME        (default anymal_c-walk)\n"
      "  --worlds N        (default 4096)\n"
      "  --threads T       server worker threads (default 0 = all cores)\n"
@@ -129,7 +143,9 @@ static const struct { const char *name; const char *what; const char *options; }
      "  --batch B         worlds per step request (default: all)\n"
      "  --repeats R       (default 3)\n"
      "  --rtt-iters N     1-world round trips timed (default 1000)\n"
-     "  --quantum N, --spin-us N   server settings (defaults 16, 250)\n"},
+     "  --quantum N, --spin-us N   server settings (defaults 16, 250)\n"
+     "  --memory          instead: herd-server's RSS per world (a fresh server per N, after make + reset + step)\n"
+     "  --memory-worlds L comma-separated N (default 1,1024,4096,16384,65536); --server-bin PATH\n"},
     {"poses", "a viewer's poses reads vs stepping, per worker (--env, --worlds, --watched, --hz)",
      "  --env NAME        (default anymal_c-walk)\n"
      "  --worlds N        worlds of the session (default 4096)\n"

@@ -19,9 +19,22 @@
  *     env_step in-process, and raw ZeroMQ (DEALER -> ROUTER echo thread replying with a message of
  *     the reply's size) for the 1-world and the B-world request / reply sizes.
  * Prints one JSON line (stdout) and a table (stderr); medians over repeats.
+ * Step latency against batch size: --worlds B (one batch, one request in flight) for several B.
+ *
+ *   herd-bench server --memory [--env anymal_c-walk] [--memory-worlds 1,1024,4096,16384,65536] [--threads T]
+ *                              [--server-bin PATH]
+ *
+ * Memory per world, all included: for each N, a fresh herd-server process (the binary next to herd-bench, or
+ * --server-bin) on an ipc:// endpoint; its VmRSS (/proc/PID/status) idle, then after make(N worlds) + reset +
+ * one step of every world (states, scratch, reply buffers and the I/O path all touched).  Reported per N:
+ * (RSS - idle RSS) / N; and the slope between the two largest N (the cost of one more world).
  */
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -419,8 +432,139 @@ static int available_cores(void)
     return n > 0 ? (int)n : 1;
 }
 
+/* ---- memory per world ---- */
+
+/* VmRSS (kB) of process pid, -1 if unreadable. */
+static long vm_rss_kb(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6)) kb = atol(line + 6);
+    fclose(f);
+    return kb;
+}
+
+/* herd-server next to this executable. */
+static void default_server_bin(char out[PATH_MAX])
+{
+    char self[PATH_MAX - 16];
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (k <= 0) { snprintf(out, PATH_MAX, "build/herd-server"); return; }
+    self[k] = 0;
+    char *slash = strrchr(self, '/');
+    if (slash) *slash = 0;
+    snprintf(out, PATH_MAX, "%s/herd-server", self);
+}
+
+/* One fresh server with a session of n worlds: idle RSS and RSS after make + reset + one step (kB). */
+static int memory_point(const char *bin, const char *env, int n, int threads, long *idle_kb, long *rss_kb)
+{
+    char ep[128], thr[16], maxw[16];
+    snprintf(ep, sizeof ep, "ipc:///tmp/herd-bench-mem-%d.sock", (int)getpid());
+    snprintf(thr, sizeof thr, "%d", threads);
+    snprintf(maxw, sizeof maxw, "%d", n > 65536 ? n : 65536);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);   /* a bench killed on a timeout takes its server with it */
+        execl(bin, bin, "--bind", ep, "--threads", thr, "--log-level", "error", "--stats-interval", "0",
+              "--max-worlds-per-session", maxw, (char *)NULL);
+        _exit(127);
+    }
+    int rc = -1;
+    herd_error e;
+    const char *eps = ep;
+    herd_client *c = herd_client_new(&eps, 1, 120000, &e);
+    herd_session s;
+    memset(&s, 0, sizeof s);
+    float *act = NULL, *obs = NULL, *rew = NULL;
+    uint8_t *term = NULL, *trunc = NULL;
+    int up = 0;
+    for (int k = 0; k < 200 && c && !up; k++) {   /* up to ~10 s for the server to bind */
+        herd_client_set_timeout(c, 50);
+        double t;
+        up = herd_client_ping(c, 0, &t, &e) == 0;
+    }
+    if (!up) { fprintf(stderr, "herd-bench server --memory: %s did not answer on %s\n", bin, ep); goto out; }
+    herd_client_set_timeout(c, 600000);
+    usleep(200000);
+    *idle_kb = vm_rss_kb(pid);
+    if (herd_client_make(c, 0, env, n, NULL, 0, 0, ENV_AUTORESET_NEXT_STEP, &s, &e)) {
+        fprintf(stderr, "herd-bench server --memory: %s\n", e.message);
+        goto out;
+    }
+    act = make_actions(n, s.act_dim);
+    obs = malloc(sizeof(float) * (size_t)n * s.obs_dim), rew = malloc(sizeof(float) * (size_t)n);
+    term = malloc((size_t)n), trunc = malloc((size_t)n);
+    uint64_t *seeds = bench_seeds(n);
+    herd_step_out out = {.obs = obs, .reward = rew, .terminated = term, .truncated = trunc};
+    int bad = herd_client_reset(c, &s, -1, NULL, seeds, obs, &e) || herd_client_step(c, &s, -1, NULL, act, 0, &out, &e);
+    free(seeds);
+    if (bad) { fprintf(stderr, "herd-bench server --memory: %s\n", e.message); goto out; }
+    *rss_kb = vm_rss_kb(pid);
+    rc = *idle_kb > 0 && *rss_kb > 0 ? 0 : -1;
+out:
+    if (c && s.id) herd_client_close(c, &s, &e);
+    herd_client_destroy(&c);
+    kill(pid, SIGTERM);
+    int st;
+    waitpid(pid, &st, 0);
+    unlink(ep + 6);
+    free(act), free(obs), free(rew), free(term), free(trunc);
+    return rc;
+}
+
+static int bench_server_memory(int argc, char **argv)
+{
+    const char *env = bench_arg(argc, argv, "--env", "anymal_c-walk");
+    const char *list = bench_arg(argc, argv, "--memory-worlds", "1,1024,4096,16384,65536");
+    int threads = atoi(bench_arg(argc, argv, "--threads", "0"));
+    if (threads <= 0) threads = available_cores();
+    char bin[PATH_MAX];
+    default_server_bin(bin);
+    const char *given = bench_arg(argc, argv, "--server-bin", NULL);
+    if (given) snprintf(bin, sizeof bin, "%s", given);
+    int ns[32], np = 0;
+    for (const char *c = list; *c && np < 32;) {
+        int n = atoi(c);
+        if (n < 1) { fprintf(stderr, "herd-bench server --memory: bad --memory-worlds '%s'\n", list); return 2; }
+        ns[np++] = n;
+        c = strchr(c, ',');
+        if (!c) break;
+        c++;
+    }
+    long idle[32], rss[32];
+    for (int k = 0; k < np; k++)
+        if (memory_point(bin, env, ns[k], threads, &idle[k], &rss[k])) return 1;
+    printf("{\"bench\":\"server_memory\",\"env\":\"%s\",\"threads\":%d,\"clock\":\"VmRSS\",\"points\":[", env, threads);
+    for (int k = 0; k < np; k++)
+        printf("%s{\"worlds\":%d,\"idle_rss_kb\":%ld,\"rss_kb\":%ld,\"bytes_per_world\":%.1f}", k ? "," : "", ns[k], idle[k],
+               rss[k], 1024.0 * (double)(rss[k] - idle[k]) / ns[k]);
+    double slope = NAN;
+    int a = -1, b = -1;                         /* the two largest N */
+    for (int k = 0; k < np; k++)
+        if (b < 0 || ns[k] > ns[b]) a = b, b = k;
+        else if (a < 0 || ns[k] > ns[a]) a = k;
+    if (a >= 0 && ns[a] != ns[b]) slope = 1024.0 * (double)(rss[b] - rss[a]) / (ns[b] - ns[a]);
+    printf("],\"bytes_per_world\":%.1f,\"bytes_per_world_slope\":%.1f,\"cpu\":\"%s\"}\n",
+           1024.0 * (double)(rss[b] - idle[b]) / ns[b], slope, bench_cpu());
+    fflush(stdout);
+    fprintf(stderr, "server memory: %s, %d threads, herd-server VmRSS idle and with one session after reset + 1 step\n", env,
+            threads);
+    for (int k = 0; k < np; k++)
+        fprintf(stderr, "  %6d worlds: idle %7ld kB, session %8ld kB, %8.0f B per world\n", ns[k], idle[k], rss[k],
+                1024.0 * (double)(rss[k] - idle[k]) / ns[k]);
+    if (a >= 0) fprintf(stderr, "  one more world (slope %d -> %d): %.0f B\n", ns[a], ns[b], slope);
+    return 0;
+}
+
 int bench_server(int argc, char **argv)
 {
+    if (bench_flag(argc, argv, "--memory")) return bench_server_memory(argc, argv);
     opts o;
     o.env = bench_arg(argc, argv, "--env", "anymal_c-walk");
     o.worlds = atoi(bench_arg(argc, argv, "--worlds", "4096"));
@@ -490,8 +634,10 @@ int bench_server(int argc, char **argv)
     double rtt1 = rc ? NAN : served_rtt_1world(&o, ep, act, o.rtt_iters);
     srv_thread_stop(&t);
     if (!strcmp(o.transport, "ipc")) unlink(cfg.bind + 6);
-    free(r_pin), free(r_free), free(r_sv);
-    if (rc) return 1;
+    if (rc) {
+        free(r_pin), free(r_free), free(r_sv);
+        return 1;
+    }
 
     size_t req1, rep1, reqb, repb;
     message_sizes(sp, 1, 1, &req1, &rep1);
@@ -505,10 +651,17 @@ int bench_server(int argc, char **argv)
            "\"inproc_pinned_steps_per_s\":%.1f,\"inproc_unpinned_steps_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"rtt_1world_us\":%.1f,\"sim_1world_us\":%.1f,"
            "\"raw_zmq_rtt_us\":{\"1world\":%.1f,\"batch\":%.1f},\"raw_zmq_rtt_us_1world\":%.1f,"
            "\"raw_zmq_rtt_us_batch\":%.1f,\"rtt_1world_ratio\":%.3f,\"rtt_1world_ratio_excl_sim\":%.3f,"
-           "\"msg_bytes\":{\"req_1world\":%zu,\"reply_1world\":%zu,\"req_batch\":%zu,\"reply_batch\":%zu},"
-           "\"cpu\":\"%s\"}\n",
+           "\"msg_bytes\":{\"req_1world\":%zu,\"reply_1world\":%zu,\"req_batch\":%zu,\"reply_batch\":%zu}",
            o.env, o.worlds, o.threads, o.batch, o.transport, o.steps, o.repeats, cfg.spin_us, cfg.quantum, rate, ip, rate / ip, ip_pin, ip_free_, p50, p99, rtt1, sim1,
-           raw1, rawb, raw1, rawb, rtt1 / raw1, (rtt1 - sim1) / raw1, req1, rep1, reqb, repb, bench_cpu());
+           raw1, rawb, raw1, rawb, rtt1 / raw1, (rtt1 - sim1) / raw1, req1, rep1, reqb, repb);
+    const double *reps[3] = {r_sv, r_pin, r_free};
+    const char *rn[3] = {"steps_per_s_reps", "inproc_pinned_steps_per_s_reps", "inproc_unpinned_steps_per_s_reps"};
+    for (int k = 0; k < 3; k++) {
+        printf(",\"%s\":[", rn[k]);
+        for (int r = 0; r < o.repeats; r++) printf("%s%.1f", r ? "," : "", reps[k][r]);
+        printf("]");
+    }
+    printf(",\"cpu\":\"%s\"}\n", bench_cpu());
     fflush(stdout);
     fprintf(stderr, "server bench: %s, %d worlds, %d threads, batch %d, %s (cpu: %s)\n", o.env, o.worlds, o.threads,
             o.batch, o.transport, bench_cpu());
@@ -517,6 +670,7 @@ int bench_server(int argc, char **argv)
     fprintf(stderr, "  1 world     round trip %.1f us = %.2f x raw ZeroMQ %.1f us (%zu / %zu B); env_step alone %.1f us; "
                     "without it %.2f x\n", rtt1, rtt1 / raw1, raw1, req1, rep1, sim1, (rtt1 - sim1) / raw1);
     fprintf(stderr, "  batch %-5d raw ZeroMQ round trip %.1f us (%zu / %zu B)\n", o.batch, rawb, reqb, repb);
+    free(r_pin), free(r_free), free(r_sv);
     free(act);
     return 0;
 }

@@ -95,7 +95,7 @@ hb=$BUILD/herd-bench
 if [ -x "$hb" ]; then
   bad=""
   for sub in dynamics solver contact1 contact-models env server poses; do
-    out=$(timeout 5 "$hb" $sub --help 2>&1); rc=$?
+    out=$(timeout 30 "$hb" $sub --help 2>&1); rc=$?
     { [ $rc -eq 0 ] && echo "$out" | grep -q "^usage: herd-bench $sub" && ! echo "$out" | grep -q '"bench"'; } || bad="$bad $sub"
   done
   warn=$(timeout 60 "$hb" env --threads 64 --worlds 64 --steps 1 --repeats 1 2>&1 >/dev/null | grep -c "exceeds the")
