@@ -295,6 +295,7 @@ static void kv_session(proto_buf *b, const proto_request *r)
 int proto_encode_request(proto_buf *b, const proto_request *r)
 {
     int writes_session = r->op == PROTO_OP_RESET || r->op == PROTO_OP_STEP || r->op == PROTO_OP_CLOSE ||
+                         r->op == PROTO_OP_MODEL || r->op == PROTO_OP_POSES ||
                          (r->op == PROTO_OP_STATS && r->has_session);
     uint32_t n = 3 + (writes_session && r->has_token);
     switch (r->op) {

@@ -73,7 +73,7 @@ static int replay_dir(target_fn fn, const char *dir, const char *prefix, const c
 
 /* ---- the regression cases: one directory per target ---- */
 
-Test(regressions, request) { replay_dir(herd_fuzz_request, "fuzz/regressions/request", NULL, NULL, -1); }
+Test(regressions, request) { cr_assert_geq(replay_dir(herd_fuzz_request, "fuzz/regressions/request", NULL, NULL, -1), 1); }
 Test(regressions, reply) { cr_assert_geq(replay_dir(herd_fuzz_reply, "fuzz/regressions/reply", NULL, NULL, -1), 2); }
 Test(regressions, urdf) { replay_dir(herd_fuzz_urdf, "fuzz/regressions/urdf", NULL, NULL, -1); }
 Test(regressions, config) { replay_dir(herd_fuzz_config, "fuzz/regressions/config", NULL, NULL, -1); }
