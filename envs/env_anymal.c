@@ -4,7 +4,10 @@
  *   observation with its scales, action = target joint angles 0.5 a + default pose, PD (Kp 80, Kd 2,
  *   80 N·m), 5 ms x 4 (50 Hz policy), 20 s episodes, commands U(-1, 1) resampled every 4 s and zeroed when
  *   |v_xy| <= 0.2, legged_gym's reward terms and scales (times the control dt, total clipped at 0),
- *   termination on base contact, truncation at the time limit, and its domain randomization.
+ *   termination on base contact, truncation at the time limit, and its domain randomization.  Friction:
+ *   legged_gym draws the foot's friction in [0, 1.5], but Isaac Gym averages it with the ground plane's 1.0,
+ *   so the foot-ground friction it simulates is in [0.5, 1.25]; here the pair friction is drawn directly,
+ *   hence the default range [0.5, 1.25] (below about 0.3 ANYmal's legs splay even at rest).
  * anymal_c-stand: stand up from a random crouched (or, with fallen_prob, fallen) pose and hold a target
  *   base height; 4 s episodes.
  *
@@ -549,8 +552,8 @@ const env_task env_task_anymal_walk = {
         .sim_dt = 0.005, .decimation = 4, .control_dt = 0.02, .episode_seconds = 20, .max_episode_steps = 1000,
         .nconfig = NCOMMON + 11,
         .config = {COMMON_KEYS,
-                   KEY("friction_min", 0.0, 0, 5, 0, "friction drawn per world and reset: lower bound"),
-                   KEY("friction_max", 1.5, 0, 5, 0, "friction drawn per world and reset: upper bound"),
+                   KEY("friction_min", 0.5, 0, 5, 0, "friction drawn per world and reset: lower bound"),
+                   KEY("friction_max", 1.25, 0, 5, 0, "friction drawn per world and reset: upper bound"),
                    KEY("added_mass_min", -5, -30, 0, 0, "added base mass drawn per world and reset: lower bound (kg)"),
                    KEY("added_mass_max", 5, 0, 30, 0, "added base mass drawn per world and reset: upper bound (kg)"),
                    KEY("push_interval_s", 15, 0, 3600, 0, "seconds between pushes (0 = never)"),
