@@ -80,8 +80,9 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TESTHELP_OBJ) $(BUILD)/libherd.a
 test-c: $(TEST_BIN)
 	@tests/run-c-tests.sh $(TEST_BIN)
 
-test-py: all
-	@if [ -d clients/python/tests ]; then tests/run-py-tests.sh; fi
+# The Python suite needs only the server (PYTHONPATH and the adapter libraries: tests/run-py-tests.sh).
+test-py: $(BUILD)/herd-server
+	@if [ -d clients/python/tests ]; then HERD_SERVER_BIN=$(abspath $(BUILD))/herd-server tests/run-py-tests.sh; fi
 
 test-jl:
 	@if [ -d clients/julia/test ]; then tests/run-jl-tests.sh; fi

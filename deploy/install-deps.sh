@@ -13,6 +13,9 @@ PKGS=(
   libcriterion-dev                         # C tests
   libmujoco-dev                            # test/bench peer only
   python3 python3-zmq python3-msgpack python3-numpy python3-pytest   # Python client + tests
+  python3-venv python3-pip python3-setuptools                        # test: pip install of clients/python
+  python3-torch python3-pandas python3-matplotlib                    # test: PPO examples, SB3 / rsl_rl adapters
+  python3-cloudpickle python3-typing-extensions                      # test: gymnasium + SB3 (sources on PYTHONPATH)
   valgrind                                 # leak checks of the server
 )
 

@@ -10,21 +10,19 @@ bounds are the env's +-100 clip, far outside what a policy outputs).  The loop i
 env.step(actions) and reading obs / rewards / dones / infos.  With --batches B > 1 the worlds are split
 into B groups that each keep one step in flight (EnvPool-style send / recv), so the client prepares a
 group's next actions while the server simulates the others.
+
+Needs the herd package: `pip install -e clients/python`, or PYTHONPATH=clients/python.
 """
 import argparse
 import json
-import os
 import signal
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "clients", "python"))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import herd  # noqa: E402
-from herd.local import LocalServer  # noqa: E402
+import herd
+from herd.local import LocalServer
 
 
 def main():
@@ -47,7 +45,8 @@ def main():
         address = server.address
     try:
         rng = np.random.default_rng(opt.seed)
-        with herd.make_vec(opt.env, opt.num_envs, address=address, seed=opt.seed, timeout=120) as env:
+        with herd.make_vec(opt.env, opt.num_envs, address=address, seed=opt.seed, timeout=120,
+                           episode_statistics=True) as env:
             n, ad = env.num_envs, env.act_dim
             env.reset()
             episodes, ret_sum = 0, 0.0

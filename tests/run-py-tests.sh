@@ -1,37 +1,62 @@
 #!/usr/bin/env bash
 # Runs the Python client's tests (clients/python/tests, pytest) against real herd-server processes that
-# the fixtures start (build/herd-server must be built: `make` does it), then the examples' quick modes.
+# the fixtures start (build/herd-server, or $HERD_SERVER_BIN: `make` builds it), then the examples' quick modes.
 # Prints pytest's summary line and one line per example; exits non-zero on any failure.
 # Called by `make test` (target test-py) from the repository root.
+#
+# The package is found through PYTHONPATH=clients/python (nothing is installed).  The trainer-adapter tests
+# need gymnasium, stable_baselines3, rsl_rl and torch: installed ones are used; when gymnasium is not
+# installed, the source copies of $HERD_THIRD_PARTY (default: a shared/third_party/python folder beside
+# the repository or its worktree parent) go on PYTHONPATH.  Tests whose library is missing are skipped
+# with the reason printed.
 set -u
 cd "$(dirname "$0")/.."
 PY=/usr/bin/python3                       # Debian's python3 sees python3-zmq / -msgpack / -numpy / -pytest
 [ -x "$PY" ] || PY=python3
-export PYTHONDONTWRITEBYTECODE=1          # no __pycache__ in the source tree
+export PYTHONDONTWRITEBYTECODE=1          # no __pycache__ in the source tree (nor in third_party)
+export PYTHONPATH="$PWD/clients/python${PYTHONPATH:+:$PYTHONPATH}"
 rc=0
 if ! "$PY" -c 'import zmq, msgpack, numpy, pytest' 2>/dev/null; then
   echo "py-tests: FAILED: $PY lacks pyzmq / msgpack / numpy / pytest (deploy/install-deps.sh installs them)"
   exit 1
 fi
+if ! "$PY" -c 'import gymnasium' 2>/dev/null; then
+  tp=${HERD_THIRD_PARTY:-}
+  if [ -z "$tp" ]; then
+    for d in ../shared/third_party/python ../../shared/third_party/python; do
+      [ -d "$d/gymnasium" ] && { tp=$(cd "$d" && pwd); break; }
+    done
+  fi
+  if [ -n "$tp" ] && [ -d "$tp" ]; then
+    export PYTHONPATH="$PYTHONPATH:$tp"
+    echo "py-tests: gymnasium / stable_baselines3 / rsl_rl from $tp"
+  fi
+fi
 "$PY" -m pytest -p no:cacheprovider -q -rs clients/python/tests || rc=1
 
-# examples: the random-policy script always, the PPO quick mode when PyTorch is installed
-out=$("$PY" examples/random_policy.py --num-envs 256 --steps 20 2>&1); r=$?
-if [ $r -eq 0 ]; then
-  echo "examples/random_policy.py: ok ($(printf '%s\n' "$out" | grep -Eo '[0-9]+ steps/s' | tail -n1))"
-else
-  printf '%s\n' "$out" | tail -n 20; echo "examples/random_policy.py: FAILED"; rc=1
-fi
-if "$PY" -c 'import torch' 2>/dev/null; then
-  out=$("$PY" examples/ppo_stand.py --quick --out "${TMPDIR:-/tmp}/herd-ppo-quick-$$" 2>&1); r=$?
-  rm -rf "${TMPDIR:-/tmp}/herd-ppo-quick-$$"
+example() { # name, command...: runs an example; prints "name: ok" (with its N steps/s, if it prints one)
+  local name=$1 out r rate; shift
+  out=$("$@" 2>&1); r=$?
   if [ $r -eq 0 ]; then
-    echo "examples/ppo_stand.py --quick: ok"
+    rate=$(printf '%s\n' "$out" | grep -Eo '[0-9]+ steps/s' | tail -n1)
+    echo "$name: ok${rate:+ ($rate)}"
   else
-    printf '%s\n' "$out" | tail -n 20; echo "examples/ppo_stand.py --quick: FAILED"; rc=1
+    printf '%s\n' "$out" | tail -n 20; echo "$name: FAILED"; rc=1
+  fi
+}
+# examples: the random-policy script always, the PPO quick modes when PyTorch (and gymnasium) are importable
+example "examples/random_policy.py" "$PY" examples/random_policy.py --num-envs 256 --steps 20
+if "$PY" -c 'import torch' 2>/dev/null; then
+  tmp="${TMPDIR:-/tmp}/herd-ppo-quick-$$"
+  example "examples/ppo_stand.py --quick" "$PY" examples/ppo_stand.py --quick --out "$tmp"
+  rm -rf "$tmp"
+  if "$PY" -c 'import gymnasium' 2>/dev/null; then
+    example "examples/cleanrl_ppo.py --quick" "$PY" examples/cleanrl_ppo.py --quick
+  else
+    echo "SKIPPED: examples/cleanrl_ppo.py --quick (gymnasium not installed)"
   fi
 else
-  echo "SKIPPED: examples/ppo_stand.py --quick (PyTorch not installed: apt-get install python3-torch)"
+  echo "SKIPPED: examples/ppo_stand.py --quick, examples/cleanrl_ppo.py --quick (PyTorch not installed: apt-get install python3-torch)"
 fi
 [ $rc -eq 0 ] && echo "py-tests: all passed" || echo "py-tests: FAILED"
 exit $rc

@@ -31,13 +31,12 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
+import herd     # clients/python, this script's directory, is sys.path[0]
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, HERE)
-
-import numpy as np  # noqa: E402
-
-import herd  # noqa: E402
 
 C_SOURCES = [os.path.join(HERE, "bench_c_client.c")]
 

@@ -9,19 +9,16 @@ in contiguous blocks over the servers; each server's worlds are seeded by their 
 do not depend on how many servers there are.  Exit status: 0; 3 when a server fails (the message names
 its endpoint); 2 on bad arguments.
 
-Needs the Python client (clients/python: pyzmq, msgpack, numpy; HERD_PYTHONPATH or PYTHONPATH pointing at
-clients/python if it is not installed).
+Needs the Python client (pyzmq, msgpack, numpy): `pip install clients/python`, or PYTHONPATH pointing at
+clients/python (herd.sbatch sets it: $HERD_PYTHONPATH, default the submit directory's clients/python).
 """
 import argparse
-import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.environ.get("HERD_PYTHONPATH", os.path.join(HERE, "..", "..", "clients", "python")))
+import numpy as np
 
-import numpy as np  # noqa: E402
-import herd  # noqa: E402
+import herd
 
 
 def main():
@@ -38,7 +35,8 @@ def main():
         ap.error("need --worlds >= 1, --steps >= 0, --timeout > 0")
 
     try:
-        with herd.make_vec(a.env, a.worlds, address=a.address, seed=a.seed, timeout=a.timeout) as envs:
+        with herd.make_vec(a.env, a.worlds, address=a.address, seed=a.seed, timeout=a.timeout,
+                           episode_statistics=True) as envs:
             for addr, session, first, count in envs.sessions:
                 print("trainer: worlds [%d, %d) on %s (session %d)" % (first, first + count, addr, session), flush=True)
             rng = np.random.default_rng(a.seed)

@@ -17,6 +17,7 @@ ZeroMQ frame (which they keep alive).  Not thread-safe: use one Client per threa
 """
 import ipaddress
 import itertools
+import os
 import socket
 import time
 import urllib.parse
@@ -48,10 +49,11 @@ def expand_addresses(address, resolve=True):
     address: one endpoint string, a comma-separated string, or a list of them.  With resolve=True, a
     ``tcp://NAME:PORT`` whose NAME resolves to several IPv4 addresses (a Kubernetes headless Service,
     a round-robin DNS name) becomes one endpoint per address, sorted, so worlds spread over all of them.
-    A name resolving to one address (``localhost``) is kept as it is.
+    A name resolving to one address (``localhost``) is kept as it is.  None: $HERD_ADDRESS, else
+    DEFAULT_ADDRESS.
     """
     if address is None:
-        address = DEFAULT_ADDRESS
+        address = os.environ.get("HERD_ADDRESS") or DEFAULT_ADDRESS
     if isinstance(address, str):
         items = [a.strip() for a in address.split(",") if a.strip()]
     else:
@@ -85,7 +87,7 @@ class Client:
     context: a zmq.Context (default: the process-wide instance).
     """
 
-    def __init__(self, address=DEFAULT_ADDRESS, timeout=30.0, context=None, resolve=True):
+    def __init__(self, address=None, timeout=30.0, context=None, resolve=True):
         if not timeout or timeout <= 0:
             raise ValueError("timeout must be > 0 seconds")
         self.addresses = expand_addresses(address, resolve)

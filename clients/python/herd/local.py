@@ -18,7 +18,7 @@ import time
 from .client import Client
 from .errors import HerdError
 
-__all__ = ["LocalServer", "find_server_binary"]
+__all__ = ["LocalServer", "find_server_binary", "free_port"]
 
 _REPO_BIN = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "build", "herd-server"))
 
@@ -30,7 +30,8 @@ def find_server_binary():
     raise FileNotFoundError("herd-server not found: build it with `make` or set HERD_SERVER_BIN")
 
 
-def _free_port():
+def free_port():
+    """A tcp port free on 127.0.0.1 right now (another process may take it before you bind it)."""
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -51,7 +52,7 @@ class LocalServer:
                 self._tmp = tempfile.mkdtemp(prefix="herd-")
                 bind = "ipc://" + os.path.join(self._tmp, "herd.sock")
             else:
-                bind = "tcp://127.0.0.1:%d" % _free_port()
+                bind = "tcp://127.0.0.1:%d" % free_port()
         self.address = bind
         args = [self.binary, "--bind", bind, "--log-level", log_level, "--stats-interval", "0"]
         if threads:

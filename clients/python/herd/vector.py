@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from . import spaces as _spaces
-from .client import DEFAULT_ADDRESS, Client
+from .client import Client
 from .errors import HerdError
 
 try:  # pragma: no cover - depends on the installation
@@ -20,8 +20,10 @@ except Exception:
 
 try:  # pragma: no cover
     from gymnasium.vector import VectorEnv as _VectorEnvBase
+    from gymnasium.utils import seeding as _gym_seeding
 except Exception:
     _VectorEnvBase = object
+    _gym_seeding = None
 
 __all__ = ["AutoresetMode", "HerdVectorEnv", "make_vec"]
 
@@ -53,6 +55,31 @@ def _autoreset(mode):
     return AutoresetMode[name]
 
 
+def _episode_key(episode_statistics):
+    """The infos key of the server's episode statistics: None (off), "episode" (True) or a given key."""
+    if episode_statistics is None or episode_statistics is False:
+        return None
+    if episode_statistics is True:
+        return "episode"
+    if isinstance(episode_statistics, str) and episode_statistics and not episode_statistics.startswith("_"):
+        return episode_statistics
+    raise ValueError("episode_statistics must be False, True or an infos key, not %r" % (episode_statistics,))
+
+
+def check_render_mode(render_mode):
+    """herd renders nothing yet: render_mode must be None."""
+    if render_mode is not None:
+        raise ValueError("render_mode=%r is not supported: herd envs render nothing yet (render_mode=None; "
+                         "\"rgb_array\" frames will come with the viewer)" % (render_mode,))
+
+
+def _seeded_rng(seed):
+    """(Generator, seed) as gymnasium.utils.seeding.np_random gives them (numpy's default_rng otherwise)."""
+    if _gym_seeding is not None:
+        return _gym_seeding.np_random(seed)
+    return np.random.default_rng(seed), seed
+
+
 class _Request:
     """A logical reset / step of the vector env, possibly split over several servers."""
     __slots__ = ("kind", "ids", "parts", "n", "t_sent", "reset_mask")
@@ -71,7 +98,12 @@ class HerdVectorEnv(_VectorEnvBase):
 
     Attributes: num_envs, single_observation_space, observation_space, single_action_space, action_space,
     metadata ({"autoreset_mode": AutoresetMode, "render_modes": []}), herd_spec (the server's spec of
-    the configured task), config (effective configuration), reward_term_names, addresses, closed.
+    the configured task), config (effective configuration), reward_term_names, max_episode_steps,
+    episode_statistics_key (None, or the infos key of the server's episode statistics), addresses,
+    closed, render_mode (None), spec (set by gymnasium.make_vec), np_random, np_random_seed.
+
+    The spaces are the session's real bounds (the spec's act / obs low and high: the clips the server
+    applies; see README.md "Spaces and action scaling").
 
     Observations, rewards and flags returned by reset / step are numpy views of the received message
     (zero copy) when the worlds addressed live on one server; with several servers the parts are
@@ -79,11 +111,13 @@ class HerdVectorEnv(_VectorEnvBase):
     are writable but writing to them changes nothing on the server.
     """
 
-    def __init__(self, env_id, num_envs, address=DEFAULT_ADDRESS, seed=None, autoreset_mode=None, timeout=30.0,
-                 reward_terms=False, config=None, resolve=True, context=None, **config_kwargs):
+    def __init__(self, env_id, num_envs, address=None, seed=None, autoreset_mode=None, timeout=30.0,
+                 reward_terms=False, config=None, resolve=True, context=None, episode_statistics=False,
+                 render_mode=None, max_episode_steps=None, **config_kwargs):
         self.closed = True      # until the sessions exist
         if int(num_envs) < 1:
             raise ValueError("num_envs must be >= 1")
+        check_render_mode(render_mode)
         self.num_envs = int(num_envs)
         self.env_id = env_id
         mode = _autoreset(autoreset_mode)
@@ -91,6 +125,7 @@ class HerdVectorEnv(_VectorEnvBase):
         self.render_mode = None
         self.spec = None
         self._reward_terms = bool(reward_terms)
+        self.episode_statistics_key = _episode_key(episode_statistics)
         cfg = dict(config or {})
         cfg.update(config_kwargs)
         self._client = Client(address, timeout=timeout, context=context, resolve=resolve)
@@ -142,6 +177,13 @@ class HerdVectorEnv(_VectorEnvBase):
         self.act_dim = int(spec["act_dim"])
         self.reward_term_names = list(spec.get("reward_terms", []))
         self.max_episode_steps = int(spec.get("max_episode_steps", 0))
+        if max_episode_steps is not None and int(max_episode_steps) != self.max_episode_steps:
+            want = int(max_episode_steps) * float(spec["control_dt"])
+            self.close()
+            raise ValueError("max_episode_steps=%s: the server's time limit of %s is %d steps; set it with "
+                             "episode_seconds=%g (steps x control_dt %g s)" % (max_episode_steps, env_id,
+                                                                              self.max_episode_steps, want,
+                                                                              spec["control_dt"]))
         self.single_observation_space = _spaces.make_box(*self._bounds(spec["obs"], self.obs_dim))
         self.single_action_space = _spaces.make_box(*self._bounds(spec["act"], self.act_dim))
         self.observation_space = _spaces.batch_box(self.single_observation_space, self.num_envs)
@@ -151,6 +193,7 @@ class HerdVectorEnv(_VectorEnvBase):
         self._last_obs = None           # the latest observation of every world (for reset_mask)
         self._obs_buf = None
         self._np_random = None
+        self._np_random_seed = None
 
     # ---- helpers ----------------------------------------------------------------------------------
 
@@ -170,10 +213,23 @@ class HerdVectorEnv(_VectorEnvBase):
 
     @property
     def np_random(self):
-        """A numpy Generator seeded from the env's seed (Gymnasium's VectorEnv.np_random)."""
+        """A numpy Generator for client-side randomness (Gymnasium's VectorEnv.np_random): seeded from the
+        env's seed, reseeded by reset(seed=int), settable.  The worlds' randomness is the server's."""
         if self._np_random is None:
-            self._np_random = np.random.default_rng(self._base_seed)
+            self._np_random, self._np_random_seed = _seeded_rng(self._base_seed)
         return self._np_random
+
+    @np_random.setter
+    def np_random(self, value):
+        self._np_random = value
+        self._np_random_seed = -1       # unknown, as Gymnasium reports it
+
+    @property
+    def np_random_seed(self):
+        """The seed of np_random (-1 when np_random was set directly)."""
+        if self._np_random is None:
+            self._np_random, self._np_random_seed = _seeded_rng(self._base_seed)
+        return self._np_random_seed
 
     @property
     def sessions(self):
@@ -261,6 +317,8 @@ class HerdVectorEnv(_VectorEnvBase):
             ids = np.flatnonzero(mask).astype(np.int64)
             if ids.size == 0:
                 raise ValueError("options['reset_mask'] selects no env")
+        if isinstance(seed, (int, np.integer)):
+            self._np_random, self._np_random_seed = _seeded_rng(int(seed))
         if seed is None and self._seed_pending:
             seed = self._base_seed
         seeds = None if seed is None else self._seeds_for(seed, ids)
@@ -437,9 +495,10 @@ class HerdVectorEnv(_VectorEnvBase):
             t = np.zeros(req.n, dtype=np.float64)
             t[done] = np.round(now - self._episode_start[ids], 6)
             self._episode_start[ids] = now
-            episode = {"r": info["episode_return"], "l": info["episode_length"], "t": t}
-            infos["episode"] = episode
-            infos["_episode"] = done
+            if self.episode_statistics_key is not None:
+                key = self.episode_statistics_key
+                infos[key] = {"r": info["episode_return"], "l": info["episode_length"], "t": t}
+                infos["_" + key] = done
             if "episode_terms" in info:
                 infos["episode_terms"] = info["episode_terms"]
                 infos["_episode_terms"] = done
@@ -451,22 +510,17 @@ class HerdVectorEnv(_VectorEnvBase):
         if ar is not None and ar.any():
             infos["autoreset"] = ar
             infos["_autoreset"] = ar
-        fmask = info.get("_final_obs")
-        if fmask is not None and fmask.any():
-            infos["final_obs"] = info["final_obs"]
-            infos["_final_obs"] = fmask
-            final_info = {}
-            if "episode" in infos:
-                final_info["episode"] = infos["episode"]
-                final_info["_episode"] = infos["_episode"]
-            if "physics_reset" in infos:
-                final_info["physics_reset"] = infos["physics_reset"]
-                final_info["_physics_reset"] = infos["_physics_reset"]
-            infos["final_info"] = final_info
-            infos["_final_info"] = fmask
         if "reward_terms" in info:
             infos["reward_terms"] = info["reward_terms"]
             infos["_reward_terms"] = np.ones(req.n, dtype=np.bool_)
+        fmask = info.get("_final_obs")
+        if fmask is not None and fmask.any():
+            # as Gymnasium's SAME_STEP: final_info is the info of the ended worlds' last step
+            final_info = {k: v for k, v in infos.items() if k not in ("autoreset", "_autoreset")}
+            infos["final_obs"] = info["final_obs"]
+            infos["_final_obs"] = fmask
+            infos["final_info"] = final_info
+            infos["_final_info"] = fmask
         if req.ids is not None:
             infos["env_id"] = req.ids
         self._track_obs(req.ids, obs)
@@ -529,15 +583,20 @@ class HerdVectorEnv(_VectorEnvBase):
             self.env_id, self.num_envs, self.addresses, self.metadata["autoreset_mode"].name)
 
 
-def make_vec(env_id, num_envs=1, address=DEFAULT_ADDRESS, seed=None, autoreset_mode=None, **kwargs):
+def make_vec(env_id, num_envs=1, address=None, seed=None, autoreset_mode=None, **kwargs):
     """Creates a HerdVectorEnv: ``num_envs`` worlds of task ``env_id`` served by herd-server(s).
 
     address: "tcp://host:port" / "ipc:///path", a list of them (worlds are spread over the servers in
-      contiguous blocks), or a DNS name resolving to several addresses.
+      contiguous blocks), or a DNS name resolving to several addresses; None: $HERD_ADDRESS, else
+      tcp://127.0.0.1:5555.
     seed: world i's first episode is seeded with seed + i (a random seed when None).
     autoreset_mode: AutoresetMode.NEXT_STEP (default), SAME_STEP or DISABLED (or their names).
     Client options: timeout (seconds, default 30), reward_terms (bool: per-term rewards in
-      infos["reward_terms"]), config (dict of overrides), resolve (bool), context (zmq.Context).
+      infos["reward_terms"]), config (dict of overrides), resolve (bool), context (zmq.Context),
+      episode_statistics (False: off, the default, so gymnasium's RecordEpisodeStatistics works unchanged;
+      True: the server's episode return / length in infos["episode"] with the "_episode" mask, in
+      RecordEpisodeStatistics's layout; a string: the same under that key), render_mode (None only),
+      max_episode_steps (None, or checked against the server's time limit: set that with episode_seconds).
     Any other keyword is a configuration override of the task (e.g. target_height=0.55, obs_noise=0).
     """
     return HerdVectorEnv(env_id, num_envs, address=address, seed=seed, autoreset_mode=autoreset_mode, **kwargs)

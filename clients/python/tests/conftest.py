@@ -1,84 +1,42 @@
-"""Fixtures: real herd-server processes (build/herd-server) on free loopback ports / ipc paths.
+"""Fixtures: real herd-server processes (herd.local.LocalServer: build/herd-server) on free loopback ports.
 
     server       a session-wide server on tcp://127.0.0.1:<free port>, 2 worker threads
     server2      a second one (multi-server tests)
     ipc_server   one on an ipc:// path
     dead_address a tcp endpoint where nothing listens
     start_server a factory for servers with extra options (stopped at the end of the test)
+
+herd must be importable: run-py-tests.sh sets PYTHONPATH, `pip install -e clients/python` installs it, and
+pytest's `pythonpath` setting in clients/python/pyproject.toml covers a plain `pytest clients/python/tests`.
 """
 import os
-import shutil
-import signal
-import socket
 import subprocess
-import sys
-import tempfile
-import time
 
 import pytest
 
+import herd.local
+from herd.local import LocalServer, free_port
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-PYROOT = os.path.dirname(HERE)
-ROOT = os.path.abspath(os.path.join(PYROOT, "..", ".."))
-sys.path.insert(0, PYROOT)
-
-import herd  # noqa: E402
-
-SERVER_BIN = os.environ.get("HERD_SERVER_BIN", os.path.join(ROOT, "build", "herd-server"))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 TESTDATA = os.path.join(ROOT, "protocol", "testdata")
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+__all__ = ["TESTDATA", "free_port", "local_server"]
 
 
-class Server:
-    """A herd-server child process."""
-
-    def __init__(self, endpoint, threads=2, extra=()):
-        if not os.path.exists(SERVER_BIN):
-            subprocess.check_call(["make", "-s", "-C", ROOT, "build/herd-server"])
-        self.endpoint = endpoint
-        self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([SERVER_BIN, "--bind", endpoint, "--threads", str(threads),
-                                      "--log-level", "warn", "--stats-interval", "0"] + list(extra),
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 20
-        while True:
-            if self.proc.poll() is not None:
-                self.log.seek(0)
-                raise RuntimeError("herd-server exited (%s): %s" % (self.proc.returncode,
-                                                                    self.log.read().decode(errors="replace")))
-            try:
-                with herd.Client(endpoint, timeout=0.3) as c:
-                    c.ping()
-                break
-            except herd.HerdError:
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError("herd-server did not answer on %s" % endpoint)
-                time.sleep(0.05)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        return self.proc.returncode
+def local_server(threads=2, **kw):
+    """A LocalServer with 2 worker threads (the binary is built first if it is missing)."""
+    try:
+        herd.local.find_server_binary()
+    except FileNotFoundError:
+        subprocess.check_call(["make", "-s", "-C", ROOT, "build/herd-server"])
+    return LocalServer(threads=threads, **kw)
 
 
 def _tcp_server(**kw):
     for _ in range(5):
         try:
-            return Server("tcp://127.0.0.1:%d" % free_port(), **kw)
+            return local_server(**kw)
         except RuntimeError:
             continue   # port taken in between: try another
     raise RuntimeError("could not start herd-server")
@@ -87,24 +45,22 @@ def _tcp_server(**kw):
 @pytest.fixture(scope="session")
 def server():
     s = _tcp_server()
-    yield s.endpoint
+    yield s.address
     assert s.stop() == 0, "herd-server did not exit 0 on SIGTERM"
 
 
 @pytest.fixture(scope="session")
 def server2():
     s = _tcp_server()
-    yield s.endpoint
+    yield s.address
     s.stop()
 
 
 @pytest.fixture(scope="session")
 def ipc_server():
-    d = tempfile.mkdtemp(prefix="herd-pytest-")
-    s = Server("ipc://" + os.path.join(d, "herd.sock"))
-    yield s.endpoint
+    s = local_server(transport="ipc")
+    yield s.address
     s.stop()
-    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture

@@ -77,7 +77,7 @@ def test_unknown_env_and_bad_config(server):
 
 def test_limit(start_server):
     s = start_server(extra=["--max-worlds-per-session", "8"])
-    expect("LIMIT", herd.make_vec, WALK, 9, address=s.endpoint)
+    expect("LIMIT", herd.make_vec, WALK, 9, address=s.address)
 
 
 def test_unknown_session(server):
@@ -107,7 +107,7 @@ def test_timeout_on_dead_address(dead_address):
 
 def test_timeout_when_server_dies_mid_run(start_server):
     s = start_server()
-    env = herd.make_vec(WALK, 4, address=s.endpoint, seed=1, timeout=0.5)
+    env = herd.make_vec(WALK, 4, address=s.address, seed=1, timeout=0.5)
     env.reset()
     env.step(np.zeros((4, 12), np.float32))
     s.proc.kill()
@@ -116,7 +116,7 @@ def test_timeout_when_server_dies_mid_run(start_server):
     with pytest.raises(herd.HerdTimeoutError) as e:
         env.step(np.zeros((4, 12), np.float32))
     assert time.monotonic() - t0 < 3.0
-    assert s.endpoint in e.value.message
+    assert s.address in e.value.message
     t0 = time.monotonic()
     env.close()                       # bounded, does not hang
     assert time.monotonic() - t0 < 3.0

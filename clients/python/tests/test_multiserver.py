@@ -17,7 +17,7 @@ def acts(n, k):
 
 @pytest.mark.parametrize("n", [7, 10])
 def test_spread_equals_single(server, server2, n):
-    kw = dict(seed=123, autoreset_mode="SAME_STEP", episode_seconds=0.16, obs_noise=1.0)
+    kw = dict(seed=123, autoreset_mode="SAME_STEP", episode_seconds=0.16, obs_noise=1.0, episode_statistics=True)
     with herd.make_vec(STAND, n, address=server, **kw) as one, \
             herd.make_vec(STAND, n, address=[server, server2], **kw) as two:
         sess = two.sessions
@@ -131,11 +131,12 @@ def test_address_forms(monkeypatch):
 def test_dns_name_spreads_worlds(server, monkeypatch):
     """A name resolving to several addresses (a headless Service) spreads the worlds over all of them:
     two servers on 127.0.0.1 and 127.0.0.2, same port, behind one (faked) DNS name."""
-    from conftest import Server, free_port
+    from conftest import free_port, local_server
     port = free_port()
     servers = []
     try:
-        servers = [Server("tcp://127.0.0.1:%d" % port), Server("tcp://127.0.0.2:%d" % port)]
+        for host in ("127.0.0.1", "127.0.0.2"):
+            servers.append(local_server(bind="tcp://%s:%d" % (host, port)))
     except RuntimeError as e:
         for s in servers:
             s.stop()

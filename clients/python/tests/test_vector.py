@@ -173,7 +173,8 @@ def test_reset_without_seed_continues(server):
 
 def short(server, mode, n=3, seed=11):
     # 5-step episodes (episode_seconds 0.1 at 50 Hz), no noise
-    return herd.make_vec(STAND, n, address=server, seed=seed, autoreset_mode=mode, episode_seconds=0.1, obs_noise=0)
+    return herd.make_vec(STAND, n, address=server, seed=seed, autoreset_mode=mode, episode_seconds=0.1, obs_noise=0,
+                         episode_statistics=True)
 
 
 def test_next_step_autoreset(server):
