@@ -12,6 +12,8 @@ Everything here is task-agnostic; the examples add their task's metrics through 
 `Rollout.collect` and their own evaluation.
 """
 import math
+import signal
+import sys
 import time
 
 import numpy as np
@@ -279,3 +281,36 @@ def parse_config(items):
         k, _, v = it.partition("=")
         out[k.strip()] = float(v)
     return out
+
+
+def add_ppo_args(ap, entropy=0.01, init_std=1.0):
+    """The PPO, seed and env-configuration options both examples take."""
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--desired-kl", type=float, default=0.01, help="KL-adaptive learning rate target (0: fixed lr)")
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--minibatches", type=int, default=4)
+    ap.add_argument("--gamma", type=float, default=0.99)
+    ap.add_argument("--lam", type=float, default=0.95)
+    ap.add_argument("--clip", type=float, default=0.2)
+    ap.add_argument("--entropy", type=float, default=entropy)
+    ap.add_argument("--init-std", type=float, default=init_std, help="initial action noise std")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--config", action="append", metavar="KEY=VALUE",
+                    help="env configuration override (repeatable), e.g. --config obs_noise=0")
+    ap.add_argument("--no-desync", action="store_true", help="do not spread the episode phases at the start")
+
+
+def with_server(address, server_threads, fn):
+    """fn(address) against `address`, or (address None) against a herd-server started here
+    (herd.local.LocalServer, `server_threads` threads, 0: all cores) and stopped afterwards, SIGTERM included."""
+    from herd.local import LocalServer
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # run the finally block: stop our server
+    server = None
+    if address is None:
+        server = LocalServer(threads=server_threads)
+        address = server.address
+    try:
+        return fn(address)
+    finally:
+        if server is not None:
+            server.stop()

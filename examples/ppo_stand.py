@@ -25,7 +25,6 @@ the observation's base_height_error is the exact height error; every other setti
 import argparse
 import csv
 import json
-import signal
 import os
 import sys
 import time
@@ -38,7 +37,6 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")   # the PPO update runs while
 import numpy as np  # noqa: E402
 
 import herd  # noqa: E402
-from herd.local import LocalServer  # noqa: E402
 
 try:
     import torch
@@ -160,20 +158,8 @@ def main():
     ap.add_argument("--minutes", type=float, default=10.0, help="training wall-time budget (minutes)")
     ap.add_argument("--max-iters", type=int, default=100000)
     ap.add_argument("--hidden", default="128,128")
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--desired-kl", type=float, default=0.01)
-    ap.add_argument("--epochs", type=int, default=5)
-    ap.add_argument("--minibatches", type=int, default=4)
-    ap.add_argument("--gamma", type=float, default=0.99)
-    ap.add_argument("--lam", type=float, default=0.95)
-    ap.add_argument("--clip", type=float, default=0.2)
-    ap.add_argument("--entropy", type=float, default=0.005)
-    ap.add_argument("--init-std", type=float, default=1.0)
+    herd_ppo.add_ppo_args(ap, entropy=0.005, init_std=1.0)
     ap.add_argument("--reward-scale", type=float, default=1.0)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--config", action="append", metavar="KEY=VALUE",
-                    help="env configuration override (repeatable), e.g. --config fallen_prob=0")
-    ap.add_argument("--no-desync", action="store_true", help="do not spread the episode phases at the start")
     ap.add_argument("--eval-episodes", type=int, default=1000)
     ap.add_argument("--eval-every", type=int, default=0, help="also evaluate every N iterations (0: only at the end)")
     ap.add_argument("--out", default=os.path.join(HERE, "out", "ppo_stand"))
@@ -190,17 +176,7 @@ def main():
     torch.set_num_threads(1)          # the server's workers use the other cores
     os.makedirs(opt.out, exist_ok=True)
 
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # run the finally blocks: stop our server
-    server = None
-    address = opt.address
-    if address is None:
-        server = LocalServer(threads=opt.server_threads)
-        address = server.address
-    try:
-        return run(opt, address, config, hidden)
-    finally:
-        if server is not None:
-            server.stop()
+    return herd_ppo.with_server(opt.address, opt.server_threads, lambda address: run(opt, address, config, hidden))
 
 
 def run(opt, address, config, hidden):

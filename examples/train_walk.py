@@ -39,7 +39,6 @@ import argparse
 import csv
 import json
 import os
-import signal
 import sys
 import time
 
@@ -52,7 +51,6 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import herd  # noqa: E402
-from herd.local import LocalServer  # noqa: E402
 
 try:
     import torch
@@ -466,20 +464,9 @@ def main():
     ap.add_argument("--minutes", type=float, default=56.0,
                     help="training wall-time budget (minutes; with setup and evaluation the run stays within 60)")
     ap.add_argument("--max-iters", type=int, default=100000)
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--desired-kl", type=float, default=0.01)
-    ap.add_argument("--epochs", type=int, default=5)
-    ap.add_argument("--minibatches", type=int, default=4)
-    ap.add_argument("--gamma", type=float, default=0.99)
-    ap.add_argument("--lam", type=float, default=0.95)
-    ap.add_argument("--clip", type=float, default=0.2)
-    ap.add_argument("--entropy", type=float, default=0.01)
-    ap.add_argument("--init-std", type=float, default=0.5)
+    herd_ppo.add_ppo_args(ap, entropy=0.01, init_std=0.5)
     ap.add_argument("--obs-norm", action="store_true", help="running observation normalization (legged_gym: none)")
     ap.add_argument("--update-threads", type=int, default=1, help="torch threads for the PPO update")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--config", action="append", metavar="KEY=VALUE", help="env configuration override (repeatable)")
-    ap.add_argument("--no-desync", action="store_true", help="do not spread the episode phases at the start")
     ap.add_argument("--eval-episodes", type=int, default=1000)
     ap.add_argument("--eval-every", type=int, default=0, help="also evaluate every N iterations (0: only at the end)")
     ap.add_argument("--eval-every-episodes", type=int, default=200)
@@ -496,17 +483,7 @@ def main():
     config = herd_ppo.parse_config(opt.config)
     torch.set_num_threads(1)          # rollouts: the server's workers use the cores; updates: see below
     os.makedirs(opt.out, exist_ok=True)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # run the finally blocks: stop our server
-    server = None
-    address = opt.address
-    if address is None:
-        server = LocalServer(threads=opt.server_threads)
-        address = server.address
-    try:
-        return run(opt, address, config)
-    finally:
-        if server is not None:
-            server.stop()
+    return herd_ppo.with_server(opt.address, opt.server_threads, lambda address: run(opt, address, config))
 
 
 def run(opt, address, config):
