@@ -12,6 +12,7 @@ Everything here is task-agnostic; the examples add their task's metrics through 
 `Rollout.collect` and their own evaluation.
 """
 import math
+import os
 import signal
 import sys
 import time
@@ -300,8 +301,27 @@ def add_ppo_args(ap, entropy=0.01, init_std=1.0):
     ap.add_argument("--no-desync", action="store_true", help="do not spread the episode phases at the start")
 
 
+class CpuClock:
+    """CPU seconds used by this process (all threads) and by a local server process (pid; None: remote),
+    to tell how much of the machine a run really had when other work shares it."""
+
+    def __init__(self, server_pid=None):
+        self.server_pid = server_pid
+
+    def read(self):
+        srv = 0.0
+        if self.server_pid is not None:
+            try:
+                with open("/proc/%d/stat" % self.server_pid) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                srv = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime + stime
+            except (OSError, ValueError, IndexError):
+                srv = float("nan")
+        return time.process_time(), srv
+
+
 def with_server(address, server_threads, fn):
-    """fn(address) against `address`, or (address None) against a herd-server started here
+    """fn(address, cpu_clock) against `address`, or (address None) against a herd-server started here
     (herd.local.LocalServer, `server_threads` threads, 0: all cores) and stopped afterwards, SIGTERM included."""
     from herd.local import LocalServer
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # run the finally block: stop our server
@@ -310,7 +330,7 @@ def with_server(address, server_threads, fn):
         server = LocalServer(threads=server_threads)
         address = server.address
     try:
-        return fn(address)
+        return fn(address, CpuClock(server.proc.pid if server is not None else None))
     finally:
         if server is not None:
             server.stop()

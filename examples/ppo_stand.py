@@ -176,7 +176,7 @@ def main():
     torch.set_num_threads(1)          # the server's workers use the other cores
     os.makedirs(opt.out, exist_ok=True)
 
-    return herd_ppo.with_server(opt.address, opt.server_threads, lambda address: run(opt, address, config, hidden))
+    return herd_ppo.with_server(opt.address, opt.server_threads, lambda address, cpu: run(opt, address, config, hidden))
 
 
 def run(opt, address, config, hidden):

@@ -483,10 +483,10 @@ def main():
     config = herd_ppo.parse_config(opt.config)
     torch.set_num_threads(1)          # rollouts: the server's workers use the cores; updates: see below
     os.makedirs(opt.out, exist_ok=True)
-    return herd_ppo.with_server(opt.address, opt.server_threads, lambda address: run(opt, address, config))
+    return herd_ppo.with_server(opt.address, opt.server_threads, lambda address, cpu: run(opt, address, config, cpu))
 
 
-def run(opt, address, config):
+def run(opt, address, config, cpu):
     t0 = time.perf_counter()
     eval_seed = opt.seed + 10**9          # training uses seeds opt.seed + world index (< 10**9)
     if opt.eval_only:
@@ -513,7 +513,12 @@ def run(opt, address, config):
         print("train_walk: --trainer rsl_rl: rsl_rl or herd.adapters.rsl_rl does not import", file=sys.stderr)
         return 2
     train = train_rsl_rl if trainer == "rsl_rl" else train_own
+    cpu0, t_cpu0 = cpu.read(), time.perf_counter()
     model, norm, rows, summary = train(opt, address, config, opt.out)
+    cpu1, t_cpu1 = cpu.read(), time.perf_counter()
+    summary["cpu_s_learner"] = round(cpu1[0] - cpu0[0], 1)
+    summary["cpu_s_server"] = round(cpu1[1] - cpu0[1], 1)       # nan with --address (remote server)
+    summary["machine_share"] = round((cpu1[0] - cpu0[0] + cpu1[1] - cpu0[1]) / ((t_cpu1 - t_cpu0) * os.cpu_count()), 3)
     od, ad = model.actor[0].in_features, model.log_std.numel()
     herd_ppo.save_policy(os.path.join(opt.out, "walk_policy.pt"), model, norm, hidden=HIDDEN, config=config,
                          iterations=summary["iterations"], env_steps=summary["env_steps"])
@@ -538,11 +543,13 @@ def run(opt, address, config):
     print(json.dumps(line), flush=True)
     print(json.dumps(line0), flush=True)
     print("train_walk: %d iterations, %.1f M steps, %.0f env steps/s; wall %.1f min (training %.1f, evaluation %.1f); "
-          "waiting on the server %.0f %%, policy inference %.0f %%, learning update %.0f %% of the training loop"
+          "waiting on the server %.0f %%, policy inference %.0f %%, learning update %.0f %% of the training loop; "
+          "CPU used while training: %.0f s learner + %.0f s server = %.0f %% of the machine"
           % (summary["iterations"], summary["env_steps"] / 1e6, summary["env_steps_per_s"],
              summary["total_wall_s"] / 60, summary["train_wall_s"] / 60, summary["eval_wall_s"] / 60,
              100 * summary["share_waiting_on_server"], 100 * summary["share_policy_inference"],
-             100 * summary["share_learning_update"]), flush=True)
+             100 * summary["share_learning_update"], summary["cpu_s_learner"], summary["cpu_s_server"],
+             100 * summary["machine_share"]), flush=True)
     if opt.quick:
         return 0
     return 0 if line["target_met"] else 1
