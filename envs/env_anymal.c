@@ -4,7 +4,10 @@
  *   observation with its scales, action = target joint angles 0.5 a + default pose, PD (Kp 80, Kd 2,
  *   80 N·m), 5 ms x 4 (50 Hz policy), 20 s episodes, commands U(-1, 1) resampled every 4 s and zeroed when
  *   |v_xy| <= 0.2, legged_gym's reward terms and scales (times the control dt, total clipped at 0),
- *   termination on base contact, truncation at the time limit, and its domain randomization.
+ *   termination on base contact, truncation at the time limit, and its domain randomization.  Friction:
+ *   legged_gym draws the foot's friction in [0, 1.5], but Isaac Gym averages it with the ground plane's 1.0,
+ *   so the foot-ground friction it simulates is in [0.5, 1.25]; here the pair friction is drawn directly,
+ *   hence the default range [0.5, 1.25] (below about 0.3 ANYmal's legs splay even at rest).
  * anymal_c-stand: stand up from a random crouched (or, with fallen_prob, fallen) pose and hold a target
  *   base height; 4 s episodes.
  *
@@ -580,7 +583,7 @@ static int stand_step(const struct env *e, env_world *w, const float *act, float
     }
 
 #define WALK_KEYS                                                                                            \
-    RANDOMIZATION_KEYS(0.0, 1.5, -5, 5, 15, 20),                                                            \
+    RANDOMIZATION_KEYS(0.5, 1.25, -5, 5, 15, 20),                                                            \
     KEY("cmd_vx_max", 1, 0, 5, 0, "forward velocity command drawn in U(-v, v) (m/s)"),                      \
     KEY("cmd_vy_max", 1, 0, 5, 0, "lateral velocity command drawn in U(-v, v) (m/s)"),                      \
     KEY("cmd_yaw_max", 1, 0, 5, 0, "yaw-rate command drawn in U(-w, w) (rad/s)"),                           \

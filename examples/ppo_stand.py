@@ -25,8 +25,6 @@ the observation's base_height_error is the exact height error; every other setti
 import argparse
 import csv
 import json
-import math
-import signal
 import os
 import sys
 import time
@@ -39,75 +37,17 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")   # the PPO update runs while
 import numpy as np  # noqa: E402
 
 import herd  # noqa: E402
-from herd.local import LocalServer  # noqa: E402
 
 try:
     import torch
-    import torch.nn as nn
 except ImportError:  # pragma: no cover
     print("SKIPPED: examples/ppo_stand.py needs PyTorch (Debian: apt-get install python3-torch)", file=sys.stderr)
     sys.exit(0 if "--quick" in sys.argv else 1)
 
+sys.path.insert(0, HERE)
+import herd_ppo  # noqa: E402  (the PPO shared with train_walk.py)
+
 ENV = "anymal_c-stand"
-
-
-# ---- model -------------------------------------------------------------------------------------------
-
-class RunningNorm:
-    """Running mean / variance of observations (parallel Welford), applied as (x - mean) / std, clipped."""
-
-    def __init__(self, dim, clip=5.0):
-        self.mean = np.zeros(dim, np.float64)
-        self.var = np.ones(dim, np.float64)
-        self.count = 1e-4
-        self.clip = clip
-
-    def update(self, x):
-        x = x.reshape(-1, x.shape[-1]).astype(np.float64)
-        bm, bv, bn = x.mean(0), x.var(0), x.shape[0]
-        delta, tot = bm - self.mean, self.count + bn
-        self.mean = self.mean + delta * bn / tot
-        self.var = (self.var * self.count + bv * bn + delta ** 2 * self.count * bn / tot) / tot
-        self.count = tot
-
-    def __call__(self, x):
-        m = torch.as_tensor(self.mean, dtype=torch.float32)
-        s = torch.as_tensor(np.sqrt(self.var + 1e-8), dtype=torch.float32)
-        return torch.clamp((x - m) / s, -self.clip, self.clip)
-
-    def state(self):
-        return {"mean": self.mean.tolist(), "var": self.var.tolist(), "count": self.count}
-
-    def load(self, st):
-        self.mean, self.var, self.count = np.array(st["mean"]), np.array(st["var"]), st["count"]
-
-
-def mlp(inp, hidden, out, gain_last):
-    layers, d = [], inp
-    for h in hidden:
-        lin = nn.Linear(d, h)
-        nn.init.orthogonal_(lin.weight, math.sqrt(2))
-        nn.init.zeros_(lin.bias)
-        layers += [lin, nn.ELU()]
-        d = h
-    last = nn.Linear(d, out)
-    nn.init.orthogonal_(last.weight, gain_last)
-    nn.init.zeros_(last.bias)
-    return nn.Sequential(*layers, last)
-
-
-class ActorCritic(nn.Module):
-    def __init__(self, obs_dim, act_dim, hidden, init_std):
-        super().__init__()
-        self.actor = mlp(obs_dim, hidden, act_dim, 0.01)
-        self.critic = mlp(obs_dim, hidden, 1, 1.0)
-        self.log_std = nn.Parameter(torch.full((act_dim,), math.log(init_std)))
-
-    def dist(self, x):
-        return torch.distributions.Normal(self.actor(x), self.log_std.exp().expand(x.shape[0], -1))
-
-    def value(self, x):
-        return self.critic(x).squeeze(-1)
 
 
 # ---- helpers ------------------------------------------------------------------------------------------
@@ -209,28 +149,6 @@ def write_png_plot(path, x, ys, w=640, h=360):
 
 # ---- training ------------------------------------------------------------------------------------------
 
-def desync(env, obs, seed):
-    """Spreads the worlds' episode phases (as legged_gym's random initial episode length): world i is
-    stepped k_i ~ U[0, max_episode_steps) times with zero actions, through subset steps (world_ids), so
-    that episodes do not all end in the same iteration.  Returns every world's current observation."""
-    rng = np.random.default_rng(seed + 12345)
-    k = rng.integers(0, env.max_episode_steps, size=env.num_envs)
-    cur = np.array(obs)
-    for t in range(int(k.max())):
-        ids = np.flatnonzero(k > t)
-        o, *_ = env.step_async(np.zeros((ids.size, env.act_dim), np.float32), world_ids=ids) and env.step_wait()
-        cur[ids] = o
-    return cur
-
-
-def parse_config(items):
-    out = {}
-    for it in items or []:
-        k, _, v = it.partition("=")
-        out[k.strip()] = float(v)
-    return out
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--address", default=None, help="herd server(s), comma-separated (default: start one)")
@@ -240,20 +158,8 @@ def main():
     ap.add_argument("--minutes", type=float, default=10.0, help="training wall-time budget (minutes)")
     ap.add_argument("--max-iters", type=int, default=100000)
     ap.add_argument("--hidden", default="128,128")
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--desired-kl", type=float, default=0.01)
-    ap.add_argument("--epochs", type=int, default=5)
-    ap.add_argument("--minibatches", type=int, default=4)
-    ap.add_argument("--gamma", type=float, default=0.99)
-    ap.add_argument("--lam", type=float, default=0.95)
-    ap.add_argument("--clip", type=float, default=0.2)
-    ap.add_argument("--entropy", type=float, default=0.005)
-    ap.add_argument("--init-std", type=float, default=1.0)
+    herd_ppo.add_ppo_args(ap, entropy=0.005, init_std=1.0)
     ap.add_argument("--reward-scale", type=float, default=1.0)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--config", action="append", metavar="KEY=VALUE",
-                    help="env configuration override (repeatable), e.g. --config fallen_prob=0")
-    ap.add_argument("--no-desync", action="store_true", help="do not spread the episode phases at the start")
     ap.add_argument("--eval-episodes", type=int, default=1000)
     ap.add_argument("--eval-every", type=int, default=0, help="also evaluate every N iterations (0: only at the end)")
     ap.add_argument("--out", default=os.path.join(HERE, "out", "ppo_stand"))
@@ -264,23 +170,13 @@ def main():
     if opt.quick:
         opt.num_envs, opt.rollout, opt.max_iters, opt.eval_episodes, opt.no_desync = 64, 16, 3, 32, True
         opt.out = opt.out if opt.out != os.path.join(HERE, "out", "ppo_stand") else os.path.join(HERE, "out", "ppo_stand_quick")
-    config = parse_config(opt.config)
+    config = herd_ppo.parse_config(opt.config)
     hidden = [int(h) for h in opt.hidden.split(",") if h]
     torch.manual_seed(opt.seed)
     torch.set_num_threads(1)          # the server's workers use the other cores
     os.makedirs(opt.out, exist_ok=True)
 
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # run the finally blocks: stop our server
-    server = None
-    address = opt.address
-    if address is None:
-        server = LocalServer(threads=opt.server_threads)
-        address = server.address
-    try:
-        return run(opt, address, config, hidden)
-    finally:
-        if server is not None:
-            server.stop()
+    return herd_ppo.with_server(opt.address, opt.server_threads, lambda address, cpu: run(opt, address, config, hidden))
 
 
 def run(opt, address, config, hidden):
@@ -290,12 +186,10 @@ def run(opt, address, config, hidden):
     od, ad, N, T = env.obs_dim, env.act_dim, opt.num_envs, opt.rollout
     print("ppo_stand: %s x %d worlds on %s, config %s; obs %d, act %d; episode %d steps"
           % (ENV, N, ",".join(env.addresses), config or "default", od, ad, env.max_episode_steps), flush=True)
-    model = ActorCritic(od, ad, hidden, opt.init_std)
-    norm = RunningNorm(od)
+    model = herd_ppo.ActorCritic(od, ad, hidden, opt.init_std)
+    norm = herd_ppo.RunningNorm(od)
     if opt.load:
-        ck = torch.load(opt.load)
-        model.load_state_dict(ck["model"])
-        norm.load(ck["norm"])
+        model, norm, ck = herd_ppo.load_policy(opt.load, od, ad, hidden)
         if not config and ck.get("config"):
             config = dict(ck["config"])      # evaluate on the configuration the policy was trained on
             print("ppo_stand: configuration from %s: %s" % (opt.load, config), flush=True)
@@ -304,19 +198,13 @@ def run(opt, address, config, hidden):
         res = evaluate(model, norm, address, opt.eval_episodes, opt.seed + 10**9, config)
         print(json.dumps(res))
         return 0 if res["success_rate"] >= 0.9 else 1
-    optim = torch.optim.Adam(model.parameters(), lr=opt.lr)
-    lr = opt.lr
-
-    obs_buf = np.zeros((T, N, od), np.float32)
-    act_buf = np.zeros((T, N, ad), np.float32)
-    logp_buf = np.zeros((T, N), np.float32)
-    val_buf = np.zeros((T, N), np.float32)
-    rew_buf = np.zeros((T, N), np.float32)
-    done_buf = np.zeros((T, N), np.float32)
+    ppo = herd_ppo.PPO(model, lr=opt.lr, desired_kl=opt.desired_kl, epochs=opt.epochs, minibatches=opt.minibatches,
+                       clip=opt.clip, entropy=opt.entropy, gamma=opt.gamma, lam=opt.lam)
+    ro = herd_ppo.Rollout(T, N, od, ad)
 
     obs, _ = env.reset()
     if not opt.no_desync:
-        obs = desync(env, obs, opt.seed)
+        obs = herd_ppo.desync(env, obs, opt.seed)
     rows = []
     csv_path = os.path.join(opt.out, "log.csv")
     fields = ["iter", "env_steps", "wall_s", "mean_return", "episodes", "train_success", "mean_abs_height_error",
@@ -331,95 +219,19 @@ def run(opt, address, config, hidden):
     while it < opt.max_iters and time.perf_counter() - t_start < budget:
         it += 1
         t0 = time.perf_counter()
-        ep_rets, ep_succ, ep_herr = [], [], []
-        for t in range(T):
-            obs_t = torch.as_tensor(obs)
-            with torch.no_grad():
-                x = norm(obs_t)
-                d = model.dist(x)
-                a = d.sample()
-                logp = d.log_prob(a).sum(-1)
-                v = model.value(x)
-            obs_buf[t] = obs
-            act_buf[t] = a.numpy()
-            logp_buf[t] = logp.numpy()
-            val_buf[t] = v.numpy()
-            obs, rew, term, trunc, info = env.step(act_buf[t])
-            r = rew.astype(np.float32) * opt.reward_scale
-            if "_final_obs" in info:
-                m = info["_final_obs"]
-                boot = m & trunc & ~term
-                if "physics_reset" in info:
-                    boot &= ~info["physics_reset"]
-                if boot.any():
-                    with torch.no_grad():
-                        vf = model.value(norm(torch.as_tensor(info["final_obs"][boot]))).numpy()
-                    r[boot] += opt.gamma * vf
-                ep_succ.append(standing(info["final_obs"][m]))
-                ep_herr.append(np.abs(info["final_obs"][m][:, 0]))
-            if "_episode" in info:
-                ep_rets.append(info["episode"]["r"][info["_episode"]])
-            rew_buf[t] = r
-            done_buf[t] = (term | trunc)
+        ep_succ, ep_herr = [], []
+
+        def on_final(final_obs, term, info, mask):
+            ep_succ.append(standing(final_obs))
+            ep_herr.append(np.abs(final_obs[:, 0]))
+
+        obs = ro.collect(env, model, norm, obs, opt.gamma, reward_scale=opt.reward_scale, on_final=on_final)
+        ep_rets = ro.episode_returns
         env_steps += N * T
         t_sim = time.perf_counter() - t0
-        norm.update(obs_buf)
-
-        # GAE
-        with torch.no_grad():
-            last_v = model.value(norm(torch.as_tensor(obs))).numpy()
-        adv = np.zeros((T, N), np.float32)
-        gae = np.zeros(N, np.float32)
-        for t in reversed(range(T)):
-            nv = last_v if t == T - 1 else val_buf[t + 1]
-            nonterm = 1.0 - done_buf[t]
-            delta = rew_buf[t] + opt.gamma * nv * nonterm - val_buf[t]
-            gae = delta + opt.gamma * opt.lam * nonterm * gae
-            adv[t] = gae
-        ret = adv + val_buf
-
-        # PPO update
+        norm.update(ro.obs)
         t1 = time.perf_counter()
-        B = T * N
-        b_obs = norm(torch.as_tensor(obs_buf.reshape(B, od)))
-        b_act = torch.as_tensor(act_buf.reshape(B, ad))
-        b_logp = torch.as_tensor(logp_buf.reshape(B))
-        b_val = torch.as_tensor(val_buf.reshape(B))
-        b_adv = torch.as_tensor(adv.reshape(B))
-        b_ret = torch.as_tensor(ret.reshape(B))
-        mb = B // opt.minibatches
-        kls, vls = [], []
-        for ep in range(opt.epochs):
-            perm = torch.randperm(B)
-            for k in range(opt.minibatches):
-                idx = perm[k * mb:(k + 1) * mb]
-                x = b_obs[idx]
-                d = model.dist(x)
-                logp = d.log_prob(b_act[idx]).sum(-1)
-                ratio = torch.exp(logp - b_logp[idx])
-                a_ = b_adv[idx]
-                a_ = (a_ - a_.mean()) / (a_.std() + 1e-8)
-                surr = torch.max(-a_ * ratio, -a_ * torch.clamp(ratio, 1 - opt.clip, 1 + opt.clip)).mean()
-                v = model.value(x)
-                v_clip = b_val[idx] + torch.clamp(v - b_val[idx], -opt.clip, opt.clip)
-                vl = torch.max((v - b_ret[idx]) ** 2, (v_clip - b_ret[idx]) ** 2).mean()
-                ent = d.entropy().sum(-1).mean()
-                loss = surr + 1.0 * vl - opt.entropy * ent
-                optim.zero_grad()
-                loss.backward()
-                nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optim.step()
-                with torch.no_grad():   # approximate KL(old || new), drives the adaptive lr (as rsl_rl)
-                    kl = float(((ratio - 1) - torch.log(ratio)).mean().item())
-                kls.append(kl)
-                vls.append(vl.item())
-                if opt.desired_kl > 0:
-                    if kl > 2.0 * opt.desired_kl:
-                        lr = max(1e-5, lr / 1.5)
-                    elif 0 < kl < opt.desired_kl / 2.0:
-                        lr = min(1e-2, lr * 1.5)
-                    for g in optim.param_groups:
-                        g["lr"] = lr
+        st = ppo.update(ro, norm)
         t_upd = time.perf_counter() - t1
 
         if ep_rets:
@@ -433,8 +245,7 @@ def run(opt, address, config, hidden):
                "train_success": float(np.mean(ep_succ_hist)) if len(ep_succ_hist) else float("nan"),
                "mean_abs_height_error": float(np.mean(ep_herr_hist)) if len(ep_herr_hist) else float("nan"),
                "steps_per_s": round(N * T / t_sim), "sim_s": round(t_sim, 2), "update_s": round(t_upd, 2),
-               "lr": lr, "kl": float(np.mean(kls)), "std": float(model.log_std.exp().mean().item()),
-               "value_loss": float(np.mean(vls)), "eval_success": ""}
+               "lr": st["lr"], "kl": st["kl"], "std": st["std"], "value_loss": st["value_loss"], "eval_success": ""}
         if opt.eval_every and it % opt.eval_every == 0:
             row["eval_success"] = evaluate(model, norm, address, min(opt.eval_episodes, 256), opt.seed + 10**9,
                                            config)["success_rate"]
@@ -445,14 +256,13 @@ def run(opt, address, config, hidden):
             print("iter %4d  steps %9d  wall %6.0fs  return %7.3f  standing %5.1f%%  |dz| %.3f  "
                   "%6.0f steps/s (sim %.1fs, update %.1fs)  std %.2f  lr %.1e%s"
                   % (it, env_steps, row["wall_s"], row["mean_return"], 100 * row["train_success"],
-                     row["mean_abs_height_error"], row["steps_per_s"], t_sim, t_upd, row["std"], lr,
+                     row["mean_abs_height_error"], row["steps_per_s"], t_sim, t_upd, row["std"], st["lr"],
                      "  eval %.1f%%" % (100 * row["eval_success"]) if row["eval_success"] != "" else ""),
                   flush=True)
     fcsv.close()
     env.close()
     train_s = time.perf_counter() - t_start
-    torch.save({"model": model.state_dict(), "norm": norm.state(), "hidden": hidden, "config": config},
-               os.path.join(opt.out, "policy.pt"))
+    herd_ppo.save_policy(os.path.join(opt.out, "policy.pt"), model, norm, hidden=hidden, config=config)
     title = "PPO on %s through herd (%d worlds, %s): %.1f M steps in %.1f min" % (
         ENV, N, ", ".join("%s=%g" % kv for kv in config.items()) or "default config", env_steps / 1e6, train_s / 60)
     save_curve(os.path.join(opt.out, "learning_curve.png"), rows, title)
