@@ -339,10 +339,41 @@ class Log:
                 "share_learning_update": round(self.tot["update"] / max(busy, 1e-9), 3)}
 
 
+def view(opt, env):
+    """--view: a live browser view of the first worlds of the training session (read-only, its own socket)."""
+    if not opt.view:
+        return None
+    import herd.view
+    viewer = herd.view.attach(env, world_ids=range(min(4, env.num_envs)), port=opt.view_port)
+    print("train_walk: watch the training at %s" % viewer.url, flush=True)
+    opt._viewer = viewer            # kept alive for the run
+    return viewer
+
+
+def record_policy(model, norm, address, config, html, seed, seconds=10.0, worlds=4):
+    """--record: a replay (HTML, plus MP4 and GIF when possible) of the policy mean on fresh worlds."""
+    with herd.make_vec(ENV, worlds, address=address, seed=seed, obs_noise=0.0,
+                       **{k: v for k, v in config.items() if k != "obs_noise"}) as env:
+        def pi(obs):
+            with torch.no_grad():
+                return model.actor(norm(torch.as_tensor(np.asarray(obs)))).numpy()
+        steps = int(round(seconds / float(env.herd_spec["control_dt"])))
+        base = os.path.splitext(html)[0]
+        os.makedirs(os.path.dirname(os.path.abspath(html)), exist_ok=True)
+        rec = herd.record(env, html, steps, policy=pi, world_ids=range(worlds), mp4=base + ".mp4", seed=seed,
+                          title="anymal_c-walk, trained policy")
+        try:
+            rec.write_gif(base + ".gif", 320, 240)
+        except Exception as e:              # noqa: BLE001 - Pillow missing: the HTML and MP4 stand
+            print("train_walk: no GIF (%s)" % e, file=sys.stderr)
+        print("train_walk: replay written to %s (%s)" % (html, rec.mp4_path or "no MP4: ffmpeg missing"), flush=True)
+
+
 def train_own(opt, address, config, out):
     """The examples' own PPO (herd_ppo); returns (model, norm, rows, summary)."""
     env = herd.make_vec(ENV, opt.num_envs, address=address, seed=opt.seed, autoreset_mode="SAME_STEP",
                         timeout=120.0, **config)
+    view(opt, env)
     log = Log(opt, address, config, out, env.reward_term_names, "herd_ppo")
     od, ad, N, T = env.obs_dim, env.act_dim, opt.num_envs, opt.rollout
     print("train_walk: %s x %d worlds on %s, config %s; obs %d, act %d; episode %d steps; trainer: herd_ppo "
@@ -399,6 +430,7 @@ def train_rsl_rl(opt, address, config, out):
     from rsl_rl.modules import ActorCritic
     from herd.adapters.rsl_rl import RslRlVecEnv
     env = RslRlVecEnv(ENV, opt.num_envs, address=address, seed=opt.seed, timeout=120.0, **config)
+    view(opt, env.env)
     names = env.reward_term_names
     log = Log(opt, address, config, out, names, "rsl_rl")
     od, ad, N, T = env.num_obs, env.num_actions, opt.num_envs, opt.rollout
@@ -475,6 +507,12 @@ def main():
     ap.add_argument("--policy", default=None, help="policy file to evaluate (--eval-only; default OUT/walk_policy.pt)")
     ap.add_argument("--quick", action="store_true", help="a few small iterations (CI smoke test)")
     ap.add_argument("--eval-only", action="store_true")
+    ap.add_argument("--view", action="store_true",
+                    help="serve a live 3-D view of the first training worlds (herd.view; the URL is printed)")
+    ap.add_argument("--view-port", type=int, default=8765, help="HTTP port of --view (loopback)")
+    ap.add_argument("--record", metavar="HTML",
+                    help="write a replay of the trained policy (4 worlds, 10 s) to HTML, and HTML's .mp4 and .gif "
+                         "beside it (ffmpeg / Pillow permitting)")
     opt = ap.parse_args()
     if opt.quick:
         opt.num_envs, opt.max_iters, opt.eval_episodes, opt.no_desync, opt.checkpoint_every = 128, 3, 16, True, 0
@@ -504,6 +542,8 @@ def run(opt, address, config, cpu):
         print(json.dumps(eval_line(res0, "untrained")), flush=True)
         print(json.dumps({"trained": res, "untrained": res0, "policy_file": path,
                           "wall_s": round(time.perf_counter() - t0, 1)}), flush=True)
+        if opt.record:
+            record_policy(model, norm, address, config, opt.record, eval_seed + 12345)
         return 0 if eval_line(res, "trained")["target_met"] else 1
 
     trainer = opt.trainer
