@@ -850,10 +850,14 @@ Test(cancel, sigterm_under_load_meets_the_drain_deadline, .timeout = 120)
     herd_client *c = herd_client_new(eps, 1, 60000, &e);
     cr_assert(c);
     herd_session s;
-    MUST(make_s(c, "anymal_c-walk", 64, HEAVY, 5, &s, &e_));
+    /* Work that lasts well past the 1 s deadline on any machine: 1024 worlds x 50 physics steps per env step
+     * (~50k world-physics-steps each, ~0.12 s per step on 2 threads here) x 64 steps: ~8 s of work.
+     * The solver cap stays low so that the request is under --max-request-work (worlds x decimation x cap). */
+    static const env_kv LONG[2] = {{"decimation", 50}, {"solver_max_iter", 100}};
+    MUST(make_s(c, "anymal_c-walk", 1024, LONG, 2, &s, &e_));
     MUST(herd_client_reset(c, &s, -1, NULL, NULL, NULL, &e_));
-    float *a = calloc((size_t)64 * s.act_dim, 4);
-    enum { N = 32 };   /* enough queued work that some is still waiting at the 1 s deadline, however fast a step runs */
+    float *a = calloc((size_t)1024 * s.act_dim, 4);
+    enum { N = 64 };
     uint64_t ids[N];
     for (int k = 0; k < N; k++) ids[k] = herd_client_step_send(c, &s, -1, NULL, a, 0, &e);
     MUST(herd_client_ping(c, 0, NULL, &e_));      /* every step was received */
