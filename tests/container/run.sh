@@ -285,10 +285,9 @@ else
   nok "drive: $(cat "$tmp/drive.err")"
 fi
 
-if /usr/bin/python3 -c "import sys; sys.path.insert(0, 'clients/python'); import herd, numpy; herd.make_vec" 2>/dev/null; then
-  if out=$(timeout 60 /usr/bin/python3 - "$EP" <<'EOF' 2>&1
+if PYTHONPATH="$PWD/clients/python${PYTHONPATH:+:$PYTHONPATH}" /usr/bin/python3 -c "import herd, numpy; herd.make_vec" 2>/dev/null; then
+  if out=$(PYTHONPATH="$PWD/clients/python${PYTHONPATH:+:$PYTHONPATH}" timeout 60 /usr/bin/python3 - "$EP" <<'EOF' 2>&1
 import sys
-sys.path.insert(0, "clients/python")
 import numpy as np
 import herd
 with herd.make_vec("anymal_c-walk", 64, address=sys.argv[1], seed=1, timeout=20) as envs:

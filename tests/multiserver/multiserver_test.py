@@ -262,7 +262,6 @@ def on_term(signum, frame):
 
 def main():
     signal.signal(signal.SIGTERM, on_term)
-    sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
     try:
         import numpy  # noqa: F401
         import herd   # noqa: F401

@@ -37,7 +37,7 @@ PY=python3
 
 # --kill-after: a test that ignores SIGTERM still ends
 rc=0
-timeout --kill-after=10 "$LIMIT" "$PY" tests/multiserver/multiserver_test.py --server "$BUILD/herd-server" \
+PYTHONPATH="$PWD/clients/python${PYTHONPATH:+:$PYTHONPATH}" timeout --kill-after=10 "$LIMIT" "$PY" tests/multiserver/multiserver_test.py --server "$BUILD/herd-server" \
   --ping "$PING" --c-trainer "$TRAINER" "$@" || rc=$?
 [ $rc -eq 124 ] && { echo "multi-server: timed out after $LIMIT s"; echo "0 passed, 1 failed"; }
 exit $rc
