@@ -585,6 +585,7 @@ typedef struct {
     double *G, *c, *vpre, *mu, *warm, *ref; /* vpre: pre-step J u; ref: tight PGS (Coulomb NCP) from cold */
     int slipping;                    /* the reference has a slipping closed contact */
     int ref_converged;               /* the reference reached its tolerance */
+    int ref_alternative;             /* 0: the reference is pgs-hwangbo's; 1: cond-vfpi's, 2: pgs's (cm_reference) */
 } cm_problem;
 
 typedef struct {
@@ -607,7 +608,11 @@ static sim_model *cm_anymal(int kind)
     return m;
 }
 
-/* Tight reference: Hwangbo's PGS to a sweep change below 1e-13 (or 20000 sweeps), from cold. */
+/* Tight reference: Hwangbo's PGS to a sweep change below 1e-13 (or 20000 sweeps), from cold.  Where it does not
+ * converge (strongly coupled contacts, kappa = mu |G_nT| / G_nn >~ 2.5 on hang: its projected steps cycle and leave
+ * a contact penetrating, v_n ~ -0.01 m/s with lambda = 0, which is no Coulomb solution), the other tight Coulomb
+ * NCP solvers independent of the per-contact bisection are tried, COND / V-FPI and NCP-PGS, and the candidate
+ * with the smallest NCP residual (eps_abs with De Saxce's Gamma, impulses) is kept; ref_converged is its flag. */
 static void cm_reference(cm_problem *p)
 {
     sim_solver_params tight;
@@ -618,7 +623,27 @@ static void cm_reference(cm_problem *p)
     memset(p->ref, 0, sizeof(double) * 3 * (size_t)p->n);
     sim_solve(cm_reference_solver(), p->n, p->G, p->c, p->mu, p->ref, &tight, &st);
     p->ref_converged = st.converged;
+    p->ref_alternative = 0;
     double v[3 * CM_MAXC];
+    if (!st.converged) {
+        sim_contact_velocity(p->n, p->G, p->c, p->ref, v);
+        double best = sim_contact_eps_abs(p->n, v, p->mu, p->ref, 1);
+        const int alt[2] = {sim_solver_index("cond-vfpi"), sim_solver_index("pgs")};
+        for (int a = 0; a < 2; a++) {
+            if (alt[a] < 0 || !cm_built(alt[a])) continue;
+            double lam[3 * CM_MAXC] = {0};
+            sim_solver_stats sa;
+            sim_solve(alt[a], p->n, p->G, p->c, p->mu, lam, &tight, &sa);
+            sim_contact_velocity(p->n, p->G, p->c, lam, v);
+            const double e = sim_contact_eps_abs(p->n, v, p->mu, lam, 1);
+            if (e < best) {
+                best = e;
+                memcpy(p->ref, lam, sizeof(double) * 3 * (size_t)p->n);
+                p->ref_converged = sa.converged;
+                p->ref_alternative = 1 + a;
+            }
+        }
+    }
     sim_contact_velocity(p->n, p->G, p->c, p->ref, v);
     p->slipping = 0;
     for (int i = 0; i < p->n; i++)
@@ -705,7 +730,7 @@ static void cm_fig6(int s, const cm_set *set)
 {
     sim_solver_params p;
     sim_solver_default_params(&p);
-    long n[2] = {0, 0}, ok[2] = {0, 0}, ref_unconverged = 0, impacts = 0;
+    long n[2] = {0, 0}, ok[2] = {0, 0}, ref_unconverged = 0, ref_alternative = 0, impacts = 0;
     double lam[3 * CM_MAXC];
     double *rd = malloc(sizeof(double) * (size_t)(set->np + 1));
     for (int i = 0; i < set->np; i++) {
@@ -717,6 +742,7 @@ static void cm_fig6(int s, const cm_set *set)
         double r = cm_rel_diff(pr->n, lam, pr->ref);
         rd[i] = r;
         ref_unconverged += !pr->ref_converged;
+        ref_alternative += pr->ref_alternative != 0;
         n[pr->slipping]++;
         ok[pr->slipping] += r < 0.01;
     }
@@ -730,7 +756,8 @@ static void cm_fig6(int s, const cm_set *set)
     cm_num("within_1pct_slip", n[1] ? (double)ok[1] / n[1] : NAN);
     cm_num("median_rel_diff", med);
     cm_num("impact_frac", all ? (double)impacts / all : NAN); /* steps resolved as set-valued impacts ("impacts") */
-    printf(",\"reference_unconverged\":%ld,\"paper_share\":0.996", ref_unconverged);
+    printf(",\"reference_unconverged\":%ld,\"reference_alternative\":%ld,\"paper_share\":0.996", ref_unconverged,
+           ref_alternative);
     cm_end();
     fprintf(stderr, "fig6 %-7s     %-18s within 1 %%: %6.2f %% (stick-only %6.2f %% of %ld, slipping %6.2f %% of %ld)\n",
             env_scenario_name(set->kind), cm_name(s), all ? 100.0 * okall / all : NAN, n[0] ? 100.0 * ok[0] / n[0] : NAN,
