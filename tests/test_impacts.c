@@ -253,6 +253,22 @@ Test(impacts, table_row_reads_the_seed)
     cr_assert(fabs(l3[2] / first[0][2] - 1.001) > 1e-3, "another problem should draw other rates");
 }
 
+/* st->impact is 1 only for a step the set-valued law resolved; every other solver of the table clears it (the
+ * stats struct may come in with garbage: sim_step and the benches count impact steps from it). */
+Test(impacts, other_solvers_clear_the_impact_flag)
+{
+    block_t k;
+    rocking_block(&k);
+    for (int s = 0; s < sim_solver_count(); s++) {
+        if (!sim_solver_at(s)->solve) continue;
+        sim_solver_stats st;
+        memset(&st, 0x5a, sizeof st);
+        double l[6] = {0};
+        sim_solve(s, 2, k.G, k.c, k.mu, l, NULL, &st);
+        cr_assert_eq(st.impact, s == SIM_SOLVER_IMPACTS, "%s: impact = %d", sim_solver_at(s)->name, st.impact);
+    }
+}
+
 Test(impacts, bad_input)
 {
     block_t k;
