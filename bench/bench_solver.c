@@ -5,6 +5,10 @@
  *   herd-bench solver --compare [--steps N]     Table II, Fig. 6 (paper model and Coulomb, split stick / slip),
  *                                               warm-start savings, box-slide gap
  *   herd-bench solver --walk [--steps N]        every solver at the walk task's physics (stall detector figures)
+ *   herd-bench solver --tol-floor [--steps N] [--scenario S] [--dt S] [--max-iter K]
+ *                                               the smallest termination tolerance each solver reaches on the walk
+ *                                               task's contact problems (random, 5 ms; or scenario S at --dt), with a
+ *                                               budget of K (1000) sweeps: the floor behind solver_tol's range
  *   herd-bench solver --vs-mujoco [--steps N]   standing PD scenario vs MuJoCo 2.2 in this process
  *
  * One JSON object per line on stdout; a table on stderr.  Timings are medians over repeats of the
@@ -338,6 +342,84 @@ static int walk(long steps, int repeats)
     return 0;
 }
 
+/* The tolerance floor: the walk task's contact problems (as walk(): random PD targets, dt 5 ms, <= 16 contacts, the
+ * default RL solver's trajectory, every 10th contact step), each solved by every solver from its warm start with a
+ * generous budget (1000 sweeps / iterations, the solver's own error measure) at tolerances 1e-6 .. 1e-14.  Per
+ * (solver, tol): the share of problems that converge (error < tol), the median final error, and for
+ * coulomb-stall-admm the share handed to ADMM.  A tolerance a solver cannot reach in double precision shows as a
+ * collapse of the converged share (and, for the stall detector, as every problem going to ADMM). */
+static int tol_floor(long steps, int kind, double dt, int max_iter)
+{
+    enum { NTOL = 9 };
+    static const double tols[NTOL] = {1e-6, 1e-8, 1e-9, 1e-10, 1e-11, 1e-12, 1e-13, 1e-14, 1e-15};
+    sim_model *m = load(kind, SIM_SOLVER_COULOMB_STALL_ADMM, 1);
+    if (!m) return 1;
+    m->opt.sp.max_iter = 50;
+    if (kind == ENV_SCN_RANDOM) m->opt.max_contacts = 16;
+    sim_data *d = sim_data_new(m);
+    env_scenario sc;
+    char err[256];
+    if (env_scenario_init(&sc, m, d, kind, 42, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+    const int cap = (int)(steps / 10) + 1;
+    int np = 0, *pn = calloc((size_t)cap, sizeof(int));
+    double **pb = calloc((size_t)cap, sizeof(double *));
+    long ncs = 0;
+    for (long i = 0; i < steps; i++) {
+        env_scenario_control(&sc, m, d, dt);
+        const int nc = sim_step_prepare(m, d, dt);
+        if (nc > 0 && ncs++ % 10 == 0 && np < cap) { /* G, c, mu, warm start */
+            const size_t N = 3 * (size_t)nc;
+            double *b = malloc(sizeof(double) * (N * N + 2 * N + (size_t)nc));
+            memcpy(b, d->G, sizeof(double) * N * N);
+            memcpy(b + N * N, d->cfree, sizeof(double) * N);
+            memcpy(b + N * N + N, d->lambda, sizeof(double) * N);
+            memcpy(b + N * N + 2 * N, d->mu, sizeof(double) * (size_t)nc);
+            pn[np] = nc, pb[np++] = b;
+        }
+        sim_step_solve(m, d);
+        sim_step_finish(m, d, dt);
+    }
+    sim_data_destroy(&d);
+    sim_model_destroy(&m);
+    double *errs = malloc(sizeof(double) * (size_t)(np + 1));
+    fprintf(stderr, "tol floor: %d %s problems (dt %g s, budget %d); converged share (median final error) at tol", np,
+            env_scenario_name(kind), dt, max_iter);
+    for (int t = 0; t < NTOL; t++) fprintf(stderr, " %.0e", tols[t]);
+    fprintf(stderr, "\n");
+    for (int sv = 0; sv < sim_solver_count(); sv++) {
+        if (!sim_solver_at(sv)->solve || sv == SIM_SOLVER_IMPACTS) continue; /* impacts: cond-vfpi on these problems */
+        fprintf(stderr, "  %-19s", solver_name(sv));
+        for (int t = 0; t < NTOL; t++) {
+            sim_solver_params p;
+            sim_solver_default_params(&p);
+            p.max_iter = p.admm_max_iter = max_iter;
+            p.tol = tols[t];
+            long conv = 0, fb = 0;
+            for (int k = 0; k < np; k++) {
+                const int n = pn[k];
+                const size_t N = 3 * (size_t)n;
+                double lam[3 * SIM_SOLVER_MAX_CONTACTS];
+                memcpy(lam, pb[k] + N * N + N, sizeof(double) * N);
+                sim_solver_stats st;
+                sim_solve(sv, n, pb[k], pb[k] + N * N, pb[k] + N * N + 2 * N, lam, &p, &st);
+                conv += st.converged;
+                fb += st.fallback;
+                errs[k] = st.error;
+            }
+            const double med = bench_median(errs, np);
+            printf("{\"bench\":\"solver_tol_floor\",\"scenario\":\"%s\",\"solver\":\"%s\",\"dt\":%g,\"max_iter\":%d,"
+                   "\"problems\":%d,\"tol\":%g,\"converged_frac\":%.5f,\"fallback_frac\":%.5f,\"median_error\":%.3g}\n",
+                   env_scenario_name(kind), solver_name(sv), dt, max_iter, np, tols[t], np ? (double)conv / np : 0, np ? (double)fb / np : 0, med);
+            fprintf(stderr, " %5.1f%%(%.0e)", np ? 100.0 * conv / np : 0, med);
+            if (sv == SIM_SOLVER_COULOMB_STALL_ADMM) fprintf(stderr, "[fb %.1f%%]", np ? 100.0 * fb / np : 0);
+        }
+        fprintf(stderr, "\n");
+    }
+    for (int k = 0; k < np; k++) free(pb[k]);
+    free(pb), free(pn), free(errs);
+    return 0;
+}
+
 int bench_solver_vs_mujoco(int argc, char **argv);
 #pragma weak bench_solver_vs_mujoco
 
@@ -376,6 +458,15 @@ int bench_solver(int argc, char **argv)
         return 0;
     }
     if (bench_flag(argc, argv, "--walk")) return walk(steps, repeats);
+    if (bench_flag(argc, argv, "--tol-floor")) {
+        const char *scn = bench_arg(argc, argv, "--scenario", "random");
+        const int kind = env_scenario_kind_from_name(scn);
+        const int mi = atoi(bench_arg(argc, argv, "--max-iter", "1000"));
+        if (kind < 0 || mi <= 0) { fprintf(stderr, "herd-bench solver: bad --scenario / --max-iter\n"); return 2; }
+        /* default: the walk task's physics step (5 ms) on the random scenario, else the --dt given */
+        const double fdt = bench_arg(argc, argv, "--dt", NULL) ? dt : (kind == ENV_SCN_RANDOM ? 0.005 : dt);
+        return tol_floor(steps, kind, fdt, mi);
+    }
     if (bench_flag(argc, argv, "--compare") || argc == 1) {
         const int kinds[4] = {ENV_SCN_TROT, ENV_SCN_HANG, ENV_SCN_DROP, ENV_SCN_RANDOM};
         double t100k[4][2];

@@ -549,7 +549,8 @@ static int stand_step(const struct env *e, env_world *w, const float *act, float
     ENV_SOLVER_KEY(SIM_SOLVER_COULOMB_STALL_ADMM),                                                               \
     KEY("erp", 0, 0, 1, 0, "contact position correction per physics step (0 = off)"),                     \
     KEY("solver_max_iter", 50, 1, 10000, 1, "contact solver sweeps per physics step at most"),                \
-    KEY("solver_tol", 1e-6, 1e-12, 1e-2, 0, "contact solver termination: exact violation (N s | m/s)"),      \
+    KEY("solver_tol", 1e-6, ENV_SOLVER_TOL_MIN, 1e-2, 0,                                                     \
+        "contact solver termination: exact violation (N s | m/s); >= 1e-11, above the solvers' rounding floor"), \
     KEY("max_contacts", 16, 4, 128, 1, "contacts per world at most (the deepest are kept)")
 /* The domain randomization and timing keys, with each task's defaults. */
 #define RANDOMIZATION_KEYS(fmin, fmax, mmin, mmax, push, episode)                                                 \

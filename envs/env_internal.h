@@ -88,6 +88,13 @@ int env_cfg_read(const struct env *e, const env_cfg_field *fields, int nf, void 
 #define ENV_SOLVER_KEY(def)                                                                                 \
     {"solver", def, 0, ENV_SOLVER_NCHOICES - 1, 1, "contact solver by name (sim_solver.h: the model each one solves)", \
      ENV_SOLVER_NCHOICES, ENV_SOLVER_CHOICES}
+/* The lower bound of every task's "solver_tol": the solvers' termination errors cannot go much below ~1e-13 in
+ * double precision.  Measured on the walk task's problems (`herd-bench solver --tol-floor`: random PD targets, dt
+ * 5 ms, 1000-sweep budget, each solver's own error measure): from 1e-10 to 1e-11 no solver's converged share drops
+ * by more than 0.2 points; at 1e-12 the exact-violation solvers (paper-/coulomb-bisection) lose 1.3-1.5 points to
+ * rounding and coulomb-stall-admm's hand-overs to ADMM double (0.5 % -> 1.4 %), at 1e-13 they converge on 83 % and
+ * it hands 17 % to ADMM, at 1e-14 47 % and 53 %.  So 1e-11: every allowed tolerance is one the solvers reach. */
+#define ENV_SOLVER_TOL_MIN 1e-11
 /* A plain numeric key (no named choices). */
 #define ENV_NUM_KEY(k, d, l, h, i, doc) {k, d, l, h, i, doc, 0, {""}}
 

@@ -126,7 +126,7 @@ static int paper_step(const struct env *e, env_world *w, const float *act, float
                        ENV_SOLVER_KEY(SIM_SOLVER_PAPER_BISECTION),                                           \
                        KEY("erp", 0, 0, 1, 0, "contact position correction per physics step (0 = off)"),   \
                        KEY("solver_max_iter", 150, 1, 10000, 1, "contact solver sweeps (iterations) per physics step at most"), \
-                       KEY("solver_tol", 1e-6, 1e-12, 1e-2, 0, "contact solver termination threshold (its own error measure)")}, \
+                       KEY("solver_tol", 1e-6, ENV_SOLVER_TOL_MIN, 1e-2, 0, "contact solver termination threshold (its own error measure); >= 1e-11, above the solvers' rounding floor")}, \
             .nterms = 0,                                                                                    \
         },                                                                                                  \
         .task_state_size = sizeof(env_scenario),                                                               \

@@ -126,7 +126,9 @@ int sim_impacts_solve(int n, const double *G, const double *c, const double *v_p
     double h = 0;
     for (int m = 0; m < n; m++) {
         const double cn = c[3 * m + 2], gnn = G[(size_t)(3 * m + 2) * N + 3 * m + 2];
-        if (!(vi[3 * m + 2] < -p->v_impact)) continue;
+        /* arriving fast (v_pre), and with more than v_impact of closing velocity left for this step to remove (c:
+           a contact the step's motion does not reach, or only grazes, is no impact) */
+        if (!(vi[3 * m + 2] < -p->v_impact) || !(cn < -p->v_impact)) continue;
         st->n_impacting++;
         if (gnn > 0 && cn < 0) h = fmax(h, -cn / gnn);
     }
@@ -144,8 +146,9 @@ int sim_impacts_solve(int n, const double *G, const double *c, const double *v_p
     return resolve_impact(n, G, c, mu, lambda, p, seed, p->step_frac * h, st);
 }
 
-int sim_solve_impacts(int n, const double *G, const double *c, const double *mu, double *lambda,
-                      const sim_solver_params *p, sim_solver_stats *st)
+/* The solver-table entries: the stream from p->seed and the problem, the base solver with p. */
+static int solve_impacts_row(int n, const double *G, const double *c, const double *v_pre, const double *mu,
+                             double *lambda, const sim_solver_params *p, sim_solver_stats *st)
 {
     sim_impacts_params ip;
     sim_impacts_stats is;
@@ -160,7 +163,7 @@ int sim_solve_impacts(int n, const double *G, const double *c, const double *mu,
         memcpy(&w, &c[r], sizeof w);
         seed = mix64(seed ^ w);
     }
-    int rc = sim_impacts_solve(n, G, c, NULL, mu, lambda, &ip, seed, &is);
+    int rc = sim_impacts_solve(n, G, c, v_pre, mu, lambda, &ip, seed, &is);
     if (st) {
         if (!is.impact) {
             *st = is.base_stats;
@@ -169,6 +172,7 @@ int sim_solve_impacts(int n, const double *G, const double *c, const double *mu,
             st->iterations = is.increments;
             st->converged = is.converged;
             st->guard_scale = 1.0;
+            st->impact = 1;
             int no = 0, ns = 0, nl = 0;
             for (int m = 0; m < n; m++) {
                 const double *l = lambda + 3 * m;
@@ -181,4 +185,16 @@ int sim_solve_impacts(int n, const double *G, const double *c, const double *mu,
         }
     }
     return rc;
+}
+
+int sim_solve_impacts(int n, const double *G, const double *c, const double *mu, double *lambda,
+                      const sim_solver_params *p, sim_solver_stats *st)
+{
+    return solve_impacts_row(n, G, c, NULL, mu, lambda, p, st);
+}
+
+int sim_solve_impacts_pre(int n, const double *G, const double *c, const double *v_pre, const double *mu,
+                          double *lambda, const sim_solver_params *p, sim_solver_stats *st)
+{
+    return solve_impacts_row(n, G, c, v_pre, mu, lambda, p, st);
 }

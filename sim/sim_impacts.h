@@ -8,13 +8,20 @@
  * The contact problem (G, c, mu, lambda) is the one of sim_solver.h (frames (t_x, t_y, n), G Delassus in 1/kg,
  * c free contact velocity in m/s, lambda impulses in N·s, v = G lambda + c).
  *
- * The model.  A contact m is impacting when its pre-step normal velocity v_pre_n,m < -v_impact (v_pre = J u at
- * the start of the step, before this step's forces; without it, the free velocity c, which also holds what the
- * step's forces add, e.g. stance-leg actuation pushing a light foot into the ground).  Measured on the ANYmal
- * scenarios (4000 steps, dt 2.5 ms, herd's scenario controllers): on c, 83 % of the trot steps and 100 % of the
- * drop steps count as simultaneous impacts; on v_pre = J u, 0 % (trot), 0.5 % (drop: the landings), 1.8 %
- * (hang), 2.8 % (random).  Callers that can should pass v_pre.
- * Cost there (v_pre, defaults): ~15-110 increments and 0.02-1 ms per impact, against 2-50 us for the
+ * The model.  A contact m is impacting when it arrives faster than v_impact, v_pre_n,m < -v_impact (v_pre = J u at
+ * the start of the step, before this step's forces), and the step has more than v_impact of closing velocity to
+ * remove, c_n,m < -v_impact (c holds the gap target: a contact inside the collision margin that the step's motion
+ * does not reach, or only grazes, is no impact; a body landing within a step may so count as impacting in the
+ * step that brings it to the ground and in the next, which stops it).  Without v_pre the test is c_n < -v_impact
+ * alone, and c also holds what the step's forces add, e.g. stance-leg actuation pushing a foot into the ground:
+ * a resting contact then counts as an impact once those forces exceed the mass times v_impact / dt.
+ * Measured on the ANYmal scenarios (`herd-bench contact-models --only fig6,table2 --solvers impacts`: 10000 steps
+ * at 1 ms, herd's scenario controllers): on c alone, 68 % of trot's and 100 % of drop's sampled contact steps
+ * have two contacts closing faster than v_impact (the robot standing under PD counts); with v_pre, the steps
+ * resolved as impacts are 0.04 % (trot), 0.75 % (hang), 0.14 % (drop: the landings after its resets) and 0.30 %
+ * (random) of the contact steps along the solver's own trajectories, 0.1 / 1.5 / 0.5 / 0.8 % of the Fig. 6
+ * problems (every 10th contact step of the paper-bisection trajectories).  sim_step passes v_pre.
+ * Cost there (defaults): ~15-110 increments and 0.02-1 ms per impact, against 2-50 us for the
  * deterministic solve, so an impact-heavy run is much slower.  With fewer than min_impacts impacting contacts
  * the problem goes to the deterministic base solver unchanged (default: COND / V-FPI with the strict operator,
  * i.e. the Coulomb NCP, sim_solver_cond.h), so a single impact gives exactly the deterministic result.
@@ -72,7 +79,7 @@ typedef struct sim_impacts_params {
 
 typedef struct sim_impacts_stats {
     int impact;             /* 1 if the set-valued law resolved the step, 0 if the base solver did */
-    int n_impacting;        /* contacts with c_n < -v_impact */
+    int n_impacting;        /* impacting contacts (above: on v_pre and c, or on c alone) */
     int increments;         /* increments taken (0 when the base solver ran) */
     long inner_iterations;  /* V-FPI iterations summed over the increments */
     int inner_failures;     /* increments whose inner solve did not reach its tolerance */
@@ -97,11 +104,15 @@ uint64_t sim_impacts_key(uint64_t seed, uint64_t world, uint64_t episode, uint64
 int sim_impacts_solve(int n, const double *G, const double *c, const double *v_pre, const double *mu,
                       double *lambda, const sim_impacts_params *p, uint64_t seed, sim_impacts_stats *st);
 
-/* The solver-table entry ("impacts"): sim_solve signature.  The stream is a hash of p->seed and the bits of c
- * (the shared parameters are per model, so p->seed alone would give every step of every world the same
+/* The solver-table entries ("impacts"): the sim_solver.h signatures.  The stream is a hash of p->seed and the bits
+ * of c (the shared parameters are per model, so p->seed alone would give every step of every world the same
  * rates; with c mixed in each problem draws its own, reproducibly: same seed and problem, same bits).  p goes
- * to the base solver (cond-vfpi) unchanged; impacts are detected on c (no v_pre in the signature). */
+ * to the base solver (cond-vfpi) unchanged; st->impact says whether the set-valued law resolved the step.
+ * sim_solve_impacts_pre (the row's solve_pre, what sim_step calls) detects impacts on v_pre = J u;
+ * sim_solve_impacts (solve, for callers with only the problem) on c. */
 int sim_solve_impacts(int n, const double *G, const double *c, const double *mu, double *lambda,
                       const sim_solver_params *p, sim_solver_stats *st);
+int sim_solve_impacts_pre(int n, const double *G, const double *c, const double *v_pre, const double *mu,
+                          double *lambda, const sim_solver_params *p, sim_solver_stats *st);
 
 #endif

@@ -209,6 +209,7 @@ static size_t layout_scratch(const sim_model *m, sim_data *d, unsigned char *mem
     PLACE(Bc, double, 3 * nc * nv);
     PLACE(G, double, 9 * nc * nc);
     PLACE(cfree, double, 3 * nc);
+    PLACE(vpre, double, 3 * nc);
     PLACE(mu, double, nc);
     PLACE(ufree, double, nv);
     PLACE(con, sim_contact, nc);

@@ -124,6 +124,7 @@ typedef struct {
     double error;                   /* solver's final error (its own termination measure) */
     int converged;
     int fallback;                   /* 1 if the solver's stall detector handed the problem to ADMM */
+    int impact;                     /* 1 if the "impacts" solver resolved the step as a set-valued impact */
     double penetration;             /* deepest penetration among the contacts at collision time (m) */
 } sim_step_stats;
 
@@ -168,6 +169,7 @@ typedef struct sim_data {
     double *Bc;           /* 3 ncon_max x nv: rows of D^-1/2 L^-T J^T, compact along each contact's root path */
     double *G;            /* (3 ncon)^2 used of (3 ncon_max)^2: Delassus matrix */
     double *cfree;        /* 3 ncon_max: free contact velocity (with gap / erp targets) */
+    double *vpre;         /* 3 ncon_max: pre-step contact velocity J u (filled only for solvers that read it) */
     double *mu;           /* ncon_max: friction of each contact */
     double *ufree;        /* nv: velocity without contact impulses */
     int *con_path;        /* ncon_max x nv: dofs on each contact body's root path */

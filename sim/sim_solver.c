@@ -535,6 +535,7 @@ static int solve_begin(int n, const double *G, const double *c, const double *mu
     st->fallback = 0;
     st->fallback_iterations = 0;
     st->no_root = 0;
+    st->impact = 0;
     st->rho = 0;
     if (!*p) {
         sim_solver_default_params(def);

@@ -113,6 +113,7 @@ typedef struct sim_solver_stats {
     long no_root;           /* per-contact solves that had no Coulomb slip root and took the documented rule
                                ("coulomb-bisection") */
     double rho;             /* ADMM's final proximal parameter (0 for other solvers) */
+    int impact;             /* "impacts": 1 if the step was resolved as a set-valued impact (0 for other solvers) */
 } sim_solver_stats;
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -150,10 +151,18 @@ typedef struct sim_solver_stats {
 typedef int (*sim_solver_fn)(int n, const double *G, const double *c, const double *mu, double *lambda,
                              const sim_solver_params *p, sim_solver_stats *st);
 
+/* The same with the pre-step contact velocity v_pre = J u (3n, m/s, contact frames; u the generalized velocity at
+ * the start of the step, before its forces are integrated), for models that need more than the problem (G, c):
+ * c = J u_free also holds what the step's forces add, v_pre only the motion the contacts arrive with. */
+typedef int (*sim_solver_pre_fn)(int n, const double *G, const double *c, const double *v_pre, const double *mu,
+                                 double *lambda, const sim_solver_params *p, sim_solver_stats *st);
+
 typedef struct sim_solver_desc {
     const char *name;       /* stable identifier: config values, bench and scenario options */
     const char *model_doc;  /* one paragraph: the model solved, where it departs from Coulomb, non-convergence */
     sim_solver_fn solve;    /* NULL for a reserved row not built yet */
+    sim_solver_pre_fn solve_pre; /* non-NULL for a model that reads v_pre ("impacts"); callers that can compute
+                                    v_pre call it (sim_solve_pre), the others call solve (the model's fallback) */
 } sim_solver_desc;
 
 /* Indices into the table (stable: the integer config key "solver" uses them). */
@@ -163,8 +172,8 @@ enum {
     SIM_SOLVER_COULOMB_BISECTION = 2, /* "coulomb-bisection" */
     SIM_SOLVER_ADMM = 3,              /* "admm" */
     SIM_SOLVER_COULOMB_STALL_ADMM = 4,/* "coulomb-stall-admm" */
-    SIM_SOLVER_COND_VFPI = 5,         /* "cond-vfpi" (reserved) */
-    SIM_SOLVER_IMPACTS = 6,           /* "impacts" (reserved) */
+    SIM_SOLVER_COND_VFPI = 5,         /* "cond-vfpi" */
+    SIM_SOLVER_IMPACTS = 6,           /* "impacts" */
     SIM_SOLVER_PGS_HWANGBO = 7,       /* "pgs-hwangbo" */
     SIM_SOLVER_BISECTION = SIM_SOLVER_PAPER_BISECTION /* old name, kept for existing callers */
 };
@@ -185,6 +194,15 @@ int sim_solver_index(const char *name);
  * row, else what that solver returns. */
 int sim_solve(int solver, int n, const double *G, const double *c, const double *mu, double *lambda,
               const sim_solver_params *p, sim_solver_stats *st);
+
+/* 1 if row `solver` reads the pre-step contact velocity (its solve_pre is set), else 0: a caller computes v_pre
+ * only then, so that the other solvers cost exactly what they cost without it. */
+int sim_solver_uses_pre_velocity(int solver);
+
+/* sim_solve with the pre-step contact velocity v_pre (3n, m/s; see sim_solver_pre_fn): a row with solve_pre gets
+ * it, the others ignore it (v_pre may be NULL: every row then runs its plain solve). */
+int sim_solve_pre(int solver, int n, const double *G, const double *c, const double *v_pre, const double *mu,
+                  double *lambda, const sim_solver_params *p, sim_solver_stats *st);
 
 /* Fills p with the paper's defaults listed in sim_solver_params. */
 void sim_solver_default_params(sim_solver_params *p);

@@ -52,13 +52,14 @@ static const sim_solver_desc TABLE[] = {
         sim_solve_cond},
     [SIM_SOLVER_IMPACTS] = {
         "impacts",
-        "Set-valued simultaneous impacts (Halm & Posa), a domain-randomization option: when two or more contacts close "
-        "faster than 0.05 m/s (free velocity) the step is one inelastic impact resolved by Routh's method with relative "
+        "Set-valued simultaneous impacts (Halm & Posa), a domain-randomization option: when two or more contacts arrive "
+        "faster than 0.05 m/s (pre-step velocity J u, which sim_step passes) and the step must remove more than that "
+        "(free velocity; a caller without J u: this test alone), the step is one inelastic impact resolved by Routh's method with relative "
         "impulse rates drawn from a hash of p->seed and the problem (bounded normal increments, exact Coulomb cones), "
         "else cond-vfpi.  Every outcome has v_n >= 0, impulses in the cones and no kinetic energy added, but "
         "complementarity does not hold (a contact may leave the impact separating with impulse, or sliding).  Not "
         "terminated within its increment cap: the accumulated (dissipative) impulses.",
-        sim_solve_impacts},
+        sim_solve_impacts, sim_solve_impacts_pre},
     [SIM_SOLVER_PGS_HWANGBO] = {
         "pgs-hwangbo",
         "Projected Gauss-Seidel as in Hwangbo et al. 2018, eqs. 17-18 (step alpha / G_zz normal, alpha / max(G_xx, "
@@ -96,4 +97,18 @@ int sim_solve(int solver, int n, const double *G, const double *c, const double 
         return SIM_SOLVER_EINVAL;
     }
     return d->solve(n, G, c, mu, lambda, p, st);
+}
+
+int sim_solver_uses_pre_velocity(int solver)
+{
+    const sim_solver_desc *d = sim_solver_at(solver);
+    return d && d->solve && d->solve_pre;
+}
+
+int sim_solve_pre(int solver, int n, const double *G, const double *c, const double *v_pre, const double *mu,
+                  double *lambda, const sim_solver_params *p, sim_solver_stats *st)
+{
+    const sim_solver_desc *d = sim_solver_at(solver);
+    if (v_pre && d && d->solve && d->solve_pre) return d->solve_pre(n, G, c, v_pre, mu, lambda, p, st);
+    return sim_solve(solver, n, G, c, mu, lambda, p, st);
 }

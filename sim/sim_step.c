@@ -197,6 +197,22 @@ static inline void stage_targets(const sim_model *m, sim_data *d, int nc, double
     }
 }
 
+/* v_pre = J u with the start-of-step velocity u (only for solvers that read it). */
+static inline void stage_pre_velocity(const sim_model *m, sim_data *d, int nc)
+{
+    const int nv = m->nv;
+    const double *u = d->u;
+    for (int i = 0; i < nc; i++) {
+        const int *pi = d->con_path + i * nv;
+        for (int a = 0; a < 3; a++) {
+            const double *J = d->Jc + (size_t)(3 * i + a) * nv;
+            double s = 0;
+            for (int t = 0; t < d->con_npath[i]; t++) s += J[pi[t]] * u[pi[t]];
+            d->vpre[3 * i + a] = s;
+        }
+    }
+}
+
 /* u = ufree + M^-1 J^T lambda = ufree + L^-1 D^-1 B lambda = ufree + L^-1 D^-1/2 (S lambda); counts the
  * contacts with a positive normal impulse. */
 static inline void stage_apply_impulses(const sim_model *m, sim_data *d, int nc)
@@ -244,6 +260,7 @@ int sim_step_prepare(const sim_model *m, sim_data *d, double dt)
     st->error = 0;
     st->converged = 1;
     st->fallback = 0;
+    st->impact = 0;
     st->penetration = 0;
     if (nc > 0) {
         stage_contact_jacobians(m, d, nc);
@@ -261,11 +278,24 @@ void sim_step_solve(const sim_model *m, sim_data *d)
     sim_solver_stats ss;
     /* an index without a solver (out of range, or a reserved row) acts as the default, never as "no contact" */
     const sim_solver_desc *sd = sim_solver_at(o->solver);
-    sim_solve(sd && sd->solve ? o->solver : SIM_SOLVER_PAPER_BISECTION, nc, d->G, d->cfree, d->mu, d->lambda, &o->sp, &ss);
+    const int solver = sd && sd->solve ? o->solver : SIM_SOLVER_PAPER_BISECTION;
+    if (sim_solver_uses_pre_velocity(solver)) {
+        stage_pre_velocity(m, d, nc);
+        sim_solve_pre(solver, nc, d->G, d->cfree, d->vpre, d->mu, d->lambda, &o->sp, &ss);
+    } else {
+        sim_solve(solver, nc, d->G, d->cfree, d->mu, d->lambda, &o->sp, &ss);
+    }
     d->stats.iterations = ss.iterations;
     d->stats.error = ss.error;
     d->stats.converged = ss.converged;
     d->stats.fallback = ss.fallback;
+    d->stats.impact = ss.impact;
+}
+
+const double *sim_step_pre_velocity(const sim_model *m, sim_data *d)
+{
+    if (d->ncon > 0) stage_pre_velocity(m, d, d->ncon);
+    return d->vpre;
 }
 
 int sim_step_finish(const sim_model *m, sim_data *d, double dt)

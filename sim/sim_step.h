@@ -29,11 +29,18 @@ int sim_step(const sim_model *m, sim_data *d, double dt);
  *   prepare: sim_smooth, free velocity d->ufree, collision (d->con, d->ncon), contact Jacobians d->Jc,
  *            Delassus matrix d->G, free contact velocities with targets d->cfree (m/s), friction d->mu and
  *            the warm starts in d->lambda (N·s; contact frames).  Resets d->stats.  Returns d->ncon.
- *   solve:   the model's contact solver on (d->G, d->cfree, d->mu) -> d->lambda; fills the solver stats.
+ *   solve:   the model's contact solver on (d->G, d->cfree, d->mu) -> d->lambda; fills the solver stats.  A
+ *            solver that reads the pre-step contact velocity (sim_solver_uses_pre_velocity: "impacts") also gets
+ *            v_pre = J u (sim_step_pre_velocity, before finish overwrites u); for the others nothing is computed.
  *   finish:  u = ufree + M^-1 J^T lambda, the warm-start cache, the position update; returns as sim_step. */
 int sim_step_prepare(const sim_model *m, sim_data *d, double dt);
 void sim_step_solve(const sim_model *m, sim_data *d);
 int sim_step_finish(const sim_model *m, sim_data *d, double dt);
+
+/* The pre-step contact velocities v_pre = J u of this step's contacts (3 ncon, m/s, contact frames; u the
+ * velocity at the start of the step, without this step's forces or impulses), written to d->vpre and returned.
+ * Valid between sim_step_prepare and sim_step_finish (finish overwrites u). */
+const double *sim_step_pre_velocity(const sim_model *m, sim_data *d);
 
 /* Contact-physics metrics of the last step's contact problem (sim_metrics.h; forces in N, dt in s). */
 void sim_step_metrics(const sim_model *m, const sim_data *d, double dt, sim_contact_metrics_t *out);

@@ -101,6 +101,31 @@ Test(env_config, bad_indices_name_the_choices)
     }
 }
 
+/* solver_tol is bounded below by the solvers' rounding floor (ENV_SOLVER_TOL_MIN, env_internal.h): in every task
+ * the spec lists [1e-11, 1e-2], a smaller tolerance is refused with a message naming the key and the range, and
+ * the bound itself is accepted and reaches the model. */
+Test(env_config, solver_tol_bounded_by_the_rounding_floor)
+{
+    cr_assert_eq(ENV_SOLVER_TOL_MIN, 1e-11);
+    for (int t = 0; t < env_registry_count(); t++) {
+        const env_spec *s = env_registry_spec(t);
+        const env_config_key *k = key_of(s, "solver_tol");
+        cr_assert_not_null(k, "%s", s->name);
+        cr_assert(k->lo == ENV_SOLVER_TOL_MIN && k->hi == 1e-2, "%s: solver_tol in [%g, %g]", s->name, k->lo, k->hi);
+        char err[512] = "";
+        env_kv below[] = {{"solver_tol", 1e-12}};
+        env_t *e = env_new(s->name, 1, below, 1, 0, ENV_AUTORESET_NEXT_STEP, err, sizeof err);
+        cr_assert_null(e, "%s accepted solver_tol 1e-12", s->name);
+        cr_assert(strstr(err, "'solver_tol' = 1e-12 is out of range") && strstr(err, "[1e-11, 0.01]"), "%s: %s", s->name,
+                  err);
+        env_kv at[] = {{"solver_tol", 1e-11}};
+        e = env_new(s->name, 1, at, 1, 0, ENV_AUTORESET_NEXT_STEP, err, sizeof err);
+        cr_assert_not_null(e, "%s: %s", s->name, err);
+        cr_assert_eq(e->model->opt.sp.tol, 1e-11, "%s", s->name);
+        env_destroy(&e);
+    }
+}
+
 Test(env_config, paper_tasks_take_the_solver_tolerances)
 {
     char err[512];

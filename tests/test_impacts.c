@@ -1,8 +1,9 @@
 /* test_impacts.c — set-valued simultaneous impacts (sim_impacts.h): reproducible for a seed, different seeds give
  * different valid outcomes (the rocking block of Halm & Posa's Fig. 1 lands at rest or rocks onto either
  * corner), every outcome satisfies the impact law's conditions (no penetration velocity, cones, no energy
- * added), Routh's analytic single-contact result, a single impact equals the deterministic solver, and the
- * solver-table row reads the seed from the shared parameters. */
+ * added), Routh's analytic single-contact result, a single impact equals the deterministic solver, the
+ * solver-table row reads the seed from the shared parameters, and sim_step hands the solver the pre-step contact
+ * velocity J u (a box detects an impact when it lands, not while it rests pressed onto the ground). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "sim_metrics.h"
 #include "sim_solver.h"
 #include "sim_solver_cond.h"
+#include "sim_step.h"
 
 /* The rocking block: a slender block (0.2 x 0.1 x 1.0 m, 1 kg) falling flat at 1 m/s onto its two bottom edges'
  * midpoints, mu = 0.5.  G (6 x 6), J (6 x 6), c, pre-impact u. */
@@ -251,6 +253,22 @@ Test(impacts, table_row_reads_the_seed)
     cr_assert(fabs(l3[2] / first[0][2] - 1.001) > 1e-3, "another problem should draw other rates");
 }
 
+/* st->impact is 1 only for a step the set-valued law resolved; every other solver of the table clears it (the
+ * stats struct may come in with garbage: sim_step and the benches count impact steps from it). */
+Test(impacts, other_solvers_clear_the_impact_flag)
+{
+    block_t k;
+    rocking_block(&k);
+    for (int s = 0; s < sim_solver_count(); s++) {
+        if (!sim_solver_at(s)->solve) continue;
+        sim_solver_stats st;
+        memset(&st, 0x5a, sizeof st);
+        double l[6] = {0};
+        sim_solve(s, 2, k.G, k.c, k.mu, l, NULL, &st);
+        cr_assert_eq(st.impact, s == SIM_SOLVER_IMPACTS, "%s: impact = %d", sim_solver_at(s)->name, st.impact);
+    }
+}
+
 Test(impacts, bad_input)
 {
     block_t k;
@@ -267,4 +285,128 @@ Test(impacts, bad_input)
     cr_assert_eq(sim_impacts_solve(2, k.G, k.c, NULL, k.mu, l, &p, 0, NULL), SIM_SOLVER_EINVAL);
     sim_impacts_stats st;
     cr_assert_eq(sim_impacts_solve(0, NULL, NULL, NULL, NULL, NULL, NULL, 0, &st), SIM_SOLVER_OK);
+}
+
+/* ---- through sim_step: the pre-step contact velocity ------------------------------------------------------ */
+
+/* A free box (half sizes 0.2 x 0.15 x 0.1 m, 5 kg, mu 0.8) resting on the plane, solved by "impacts" with seed. */
+static sim_model *impacts_box(unsigned long long seed)
+{
+    sim_model *m = sim_model_new();
+    const double hs[3] = {0.2, 0.15, 0.1}, mass = 5.0;
+    m->nbody = 1;
+    sim_body *b = &m->body[0];
+    strcpy(b->name, "box");
+    b->parent = -1;
+    b->joint_type = SIM_JOINT_FREE;
+    b->rot[0] = b->rot[4] = b->rot[8] = 1;
+    b->mass = mass;
+    b->inertia[0] = mass * 4 * (hs[1] * hs[1] + hs[2] * hs[2]) / 12;
+    b->inertia[4] = mass * 4 * (hs[0] * hs[0] + hs[2] * hs[2]) / 12;
+    b->inertia[8] = mass * 4 * (hs[0] * hs[0] + hs[1] * hs[1]) / 12;
+    m->ngeom = 1;
+    sim_geom *g = &m->geom[0];
+    strcpy(g->name, "box");
+    g->type = SIM_GEOM_BOX;
+    g->rot[0] = g->rot[4] = g->rot[8] = 1;
+    memcpy(g->size, hs, sizeof hs);
+    g->friction = 0.8;
+    char err[256];
+    cr_assert_eq(sim_model_finalize(m, err, sizeof err), 0, "%s", err);
+    m->opt.solver = SIM_SOLVER_IMPACTS;
+    m->opt.sp.seed = seed;
+    return m;
+}
+
+/* The box dropped flat from 5 cm (lands at ~1 m/s), then resting, at dt 5 ms (the walk task's physics step) while
+ * a downward force equal to its weight presses it onto the ground (as stance actuation presses a foot): the free
+ * contact velocity c_n = -2 g dt = -0.098 m/s of a resting corner is then faster than v_impact (0.05 m/s), its
+ * pre-step velocity J u is 0.  So impacts must be detected on landing alone: a solver judging by c (no v_pre)
+ * would resolve every resting step as an impact.  With gap-aware contacts the landing can take two steps: the
+ * one in which the box reaches the ground (its impulse only keeps it from passing the plane) and the next, which
+ * stops it (removes ~1 m/s: always an impact). */
+Test(impacts, sim_step_detects_the_landing_only)
+{
+    sim_model *m = impacts_box(7);
+    sim_data *d = sim_data_new(m);
+    const double dt = 5e-3, hz = 0.1;
+    d->q[2] = hz + 0.05;
+    int impacts = 0, first = -1, last = -1, stop = -1, contact_steps = 0;
+    for (int i = 0; i < 400; i++) { /* 2 s */
+        d->tau[2] = -5.0 * 9.81;
+        int nc = sim_step_prepare(m, d, dt);
+        sim_step_solve(m, d);
+        cr_assert_eq(sim_step_finish(m, d, dt), 0);
+        /* the step that stops the falling box */
+        if (stop < 0 && nc > 0 && fabs(d->u[2]) < 0.5) stop = i;
+        contact_steps += nc > 0;
+        if (d->stats.impact) {
+            impacts++;
+            if (first < 0) first = i;
+            last = i;
+            cr_assert_geq(d->stats.ncon, 2);
+            cr_assert(d->stats.converged, "impact at step %d did not terminate", i);
+        }
+    }
+    cr_log_info("box drop: stopped at step %d, impacts at steps %d..%d, %d impact steps of %d contact steps, rest "
+                "z %.6f m, v_z %.2e m/s", stop, first, last, impacts, contact_steps, d->q[2], d->u[2]);
+    cr_assert_geq(stop, 0, "the box never landed");
+    cr_assert_geq(impacts, 1, "no impact detected on landing");
+    cr_assert(first >= stop - 1 && last <= stop, "impacts at steps %d..%d, the landing is steps %d-%d", first, last,
+              stop - 1, stop);
+    cr_assert_eq(last, stop, "the step that stops the box (%d) should be an impact", stop);
+    cr_assert_gt(contact_steps, 300);
+    cr_assert_lt(fabs(d->u[2]), 1e-3, "the box does not rest: v_z %g", d->u[2]);
+    sim_data_destroy(&d);
+    sim_model_destroy(&m);
+}
+
+/* The box dropped onto one edge (rolled 30 degrees about x): the edge's two corners close in the same step.  The
+ * outcome is sampled from the seed: the same seed gives the same bits, different seeds different outcomes, each
+ * one without penetration velocity and without energy added. */
+static void edge_landing(unsigned long long seed, double out[13], int *impact_contacts)
+{
+    sim_model *m = impacts_box(seed);
+    sim_data *d = sim_data_new(m);
+    const double dt = 1e-3, a = 30 * M_PI / 180, hy = 0.15, hz = 0.1;
+    d->q[3] = cos(a / 2), d->q[4] = sin(a / 2), d->q[5] = d->q[6] = 0;
+    /* lowest edge: the corners (+-hx, -hy, -hz) rolled about x, at z = -(hy sin a + hz cos a) */
+    d->q[2] = hy * sin(a) + hz * cos(a) + 0.05;
+    *impact_contacts = 0;
+    int after = -1;
+    for (int i = 0; i < 300 && after < 1; i++) {
+        cr_assert_eq(sim_step(m, d, dt), 0);
+        if (after >= 0) after++;
+        if (d->stats.impact && after < 0) { /* the first impact: the edge's two corners */
+            after = 0;
+            *impact_contacts = d->ncon;
+            const double e = rc_energy_change(d->ncon, d->G, d->cfree, d->lambda);
+            cr_assert(e <= 1e-12, "the impact adds %g J", e);
+            double v[3 * SIM_SOLVER_MAX_CONTACTS];
+            sim_contact_velocity(d->ncon, d->G, d->cfree, d->lambda, v);
+            for (int k = 0; k < d->ncon; k++) cr_assert(v[3 * k + 2] >= -1e-6, "contact %d closing: %g", k, v[3 * k + 2]);
+        }
+    }
+    memcpy(out, d->q, 7 * sizeof(double)); /* the state after the landing (the impact step and the next) */
+    memcpy(out + 7, d->u, 6 * sizeof(double));
+    sim_data_destroy(&d);
+    sim_model_destroy(&m);
+}
+
+Test(impacts, sim_step_edge_landing_sampled_per_seed)
+{
+    double o[5][13], again[13];
+    for (int s = 0; s < 5; s++) {
+        int nc;
+        edge_landing((unsigned long long)s + 1, o[s], &nc);
+        cr_assert_eq(nc, 2, "seed %d: the landing impact has %d contacts, the edge two", s + 1, nc);
+        edge_landing((unsigned long long)s + 1, again, &nc);
+        cr_assert_eq(memcmp(o[s], again, sizeof again), 0, "seed %d is not reproducible", s + 1);
+    }
+    /* the rates decide which corner takes more of the impulse: the box's yaw rate after it differs by seed */
+    int differ = 0;
+    for (int s = 1; s < 5; s++) differ += fabs(o[s][12] - o[0][12]) > 1e-3 || fabs(o[s][11] - o[0][11]) > 1e-3;
+    cr_log_info("edge landing: omega_y, omega_z after it (rad/s) %.4f %.4f | %.4f %.4f | %.4f %.4f | %.4f %.4f | %.4f %.4f",
+                o[0][11], o[0][12], o[1][11], o[1][12], o[2][11], o[2][12], o[3][11], o[3][12], o[4][11], o[4][12]);
+    cr_assert_geq(differ, 3, "seeds should sample different outcomes (%d of 4 differ)", differ);
 }

@@ -1494,3 +1494,40 @@ Test(solver_pgs, ncp_pgs_converges_to_coulomb_on_stance)
     cr_assert_geq(conv, 90);
     cr_assert_geq(vel, conv * 98 / 100);
 }
+
+/* A strongly coupled contact harvested from the hang scenario (a foot sliding at ~2.4 m/s, kappa = mu |G_nT| / G_nn
+ * = 2.96, closing at 3.8 mm/s): Hwangbo's PGS (the Fig. 6 reference of herd-bench contact-models) cycles on it
+ * without converging and ends with no impulse while the contact still penetrates, which is no Coulomb solution.
+ * COND / V-FPI and coulomb-bisection both reach the Coulomb NCP (residual at rounding level, checked with
+ * sim_contact_coulomb_error and De Saxce's eps_abs) and agree within 1e-6: why the bench takes the NCP solver with
+ * the smallest residual where the PGS reference does not converge. */
+Test(solver_coulomb, strongly_coupled_contact_defeats_the_pgs_reference)
+{
+    const double G[9] = {0x1.11019c15a3657p+2, 0x1.75a313f2d78b4p+1, 0x1.895c221a8fc87p-1,
+                         0x1.75a313f2d78b4p+1, 0x1.286ffc93ecbcdp+1, 0x1.42110d2191f44p-1,
+                         0x1.895c221a8fc87p-1, 0x1.42110d2191f44p-1, 0x1.12d1db3731ed9p-2};
+    const double c[3] = {-0x1.317264428876cp+0, -0x1.fa16bdc5ee623p+0, -0x1.efea5d425c8cp-9};
+    const double mu[1] = {0x1.999999999999ap-1};
+    cr_assert_gt(mu[0] * hypot(G[6], G[7]) / G[8], 2.5);
+    sim_solver_params tight;
+    sim_solver_default_params(&tight);
+    tight.tol = 1e-13;
+    tight.max_iter = tight.admm_max_iter = 20000;
+    double lp[3] = {0}, lc[3] = {0}, lb[3] = {0}, v[3];
+    sim_solver_stats sp, sc, sb;
+    sim_solve(SIM_SOLVER_PGS_HWANGBO, 1, G, c, mu, lp, &tight, &sp);
+    sim_contact_velocity(1, G, c, lp, v);
+    const double ep = sim_contact_eps_abs(1, v, mu, lp, 1);
+    cr_log_info("pgs-hwangbo: converged %d after %d sweeps, lambda (%g %g %g), v_n %g, eps_abs %g", sp.converged,
+                sp.iterations, lp[0], lp[1], lp[2], v[2], ep);
+    cr_assert(!sp.converged && ep > 1e-3, "the PGS reference converges here (eps_abs %g)", ep);
+    sim_solve(SIM_SOLVER_COND_VFPI, 1, G, c, mu, lc, &tight, &sc);
+    sim_contact_velocity(1, G, c, lc, v);
+    const double ec = sim_contact_eps_abs(1, v, mu, lc, 1);
+    cr_assert(sc.converged && ec < 1e-10, "cond-vfpi: converged %d, eps_abs %g", sc.converged, ec);
+    cr_assert_lt(sim_contact_coulomb_error(1, G, c, mu, lc), 1e-10);
+    cr_assert(lc[2] > 0 && fabs(hypot(lc[0], lc[1]) - mu[0] * lc[2]) < 1e-9 * lc[2], "a slipping contact");
+    tight.tol = 1e-10; /* above the per-contact rounding floor */
+    cr_assert_eq(sim_solve(SIM_SOLVER_COULOMB_BISECTION, 1, G, c, mu, lb, &tight, &sb), SIM_SOLVER_OK);
+    for (int k = 0; k < 3; k++) cr_assert_float_eq(lb[k], lc[k], 1e-6 * lc[2], "component %d: %g vs %g", k, lb[k], lc[k]);
+}
