@@ -55,6 +55,38 @@
 #define SIM_SOLVER_MAX_CONTACTS 128
 /* Largest n accepted by ADMM (its dense factor of G + rho I lives on the stack: 8 (3n)^2 bytes, 74 kB). */
 #define SIM_SOLVER_ADMM_MAX_CONTACTS 32
+/* Largest nv of a sim_solver_tree (its packed factor lives on the stack: ~12 nv^2 bytes). */
+#define SIM_SOLVER_TREE_MAX_DOF 72
+
+/* The structure behind G, for the solvers that can exploit it (ADMM: sim_solve_admm_tree).  G = S^T S where S
+ * (nv x 3n) has, for each contact i, three columns supported on one root path of a kinematic tree (or forest) of
+ * nv dofs: with M = L^T D L the tree's LTDL factorization and J the contact Jacobian, S = D^-1/2 L^-T J^T (what
+ * sim_step builds), but any S with that support will do.  Contact i's path (stored at path + i * stride, npath[i]
+ * entries) is a dof followed by all its ancestors nearest first (path[t + 1] = parent[path[t]], the last one a
+ * root); its column a (0, 1, 2: t_x, t_y, n) has the value S[(3 i + a) * stride + t] at dof path[t].  Contacts
+ * between two moving bodies fit by ordering the dofs as a chain (every dof an ancestor of the next).  G must be
+ * S^T S (the solvers use both).  Read only; owned by the caller. */
+typedef struct sim_solver_tree {
+    int nv;                 /* dofs, <= SIM_SOLVER_TREE_MAX_DOF */
+    const int *parent;      /* nv: parent dof, -1 for a root; parent[k] < k */
+    const double *S;        /* 3 n rows of stride doubles */
+    const int *path;        /* n paths of stride ints */
+    const int *npath;       /* n: path lengths (<= nv) */
+    int stride;             /* >= max npath (sim_step: nv) */
+} sim_solver_tree;
+
+/* x := (S^T S + rho I)^-1 x (3n entries) for the contacts' S of tree, as ADMM's tree factorization does it (see
+ * sim_solve_admm_tree): a factor of rho I + S S^T along the tree, then Woodbury.  rho > 0.  Returns 0, or
+ * SIM_SOLVER_EINVAL (x untouched) for an unusable tree (sim_solver_tree's rules), n out of [1,
+ * SIM_SOLVER_MAX_CONTACTS] or a non-positive pivot. */
+int sim_solver_tree_shifted_solve(const sim_solver_tree *tree, int n, double rho, double *x);
+
+/* sim_solver_params.admm_factor. */
+enum {
+    SIM_ADMM_FACTOR_AUTO = 0,  /* the tree when one is given and it is the cheaper (see sim_solve_admm_tree), else dense */
+    SIM_ADMM_FACTOR_DENSE = 1, /* always the dense Cholesky of G + rho I */
+    SIM_ADMM_FACTOR_TREE = 2   /* the tree whenever one is given */
+};
 
 /* Friction coefficients below SIM_MU_FRICTIONLESS make a frictionless contact; above SIM_MU_MAX they act
  * as SIM_MU_MAX (keeps mu^2 finite). */
@@ -94,6 +126,7 @@ typedef struct sim_solver_params {
     double admm_rho;        /* initial proximal parameter rho (1/kg-scaled: 0 = automatic, 1e-2 x mean diag G) */
     double admm_ratio;      /* adapt rho when one residual exceeds the other by this ratio (10) */
     int admm_max_iter;      /* ADMM iterations at most (500) */
+    int admm_factor;        /* how ADMM solves with G + rho I: SIM_ADMM_FACTOR_AUTO (0, default), _DENSE, _TREE */
     /* the stall detector of "coulomb-stall-admm" */
     int stall_window;       /* hand the problem to ADMM when the error has not dropped below stall_drop times its
                                best value of stall_window sweeps earlier (8) */
@@ -113,6 +146,9 @@ typedef struct sim_solver_stats {
     long no_root;           /* per-contact solves that had no Coulomb slip root and took the documented rule
                                ("coulomb-bisection") */
     double rho;             /* ADMM's final proximal parameter (0 for other solvers) */
+    int admm_tree;          /* 1 if ADMM solved with G + rho I through the tree (sim_solver_tree), 0 if densely */
+    int admm_factors;       /* factorizations of G + rho I (or of rho I + S S^T) ADMM did, the lambda_min estimate's
+                               included */
 } sim_solver_stats;
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -186,6 +222,11 @@ int sim_solver_index(const char *name);
 int sim_solve(int solver, int n, const double *G, const double *c, const double *mu, double *lambda,
               const sim_solver_params *p, sim_solver_stats *st);
 
+/* As sim_solve, with the structure of G for the rows that use it ("admm", "coulomb-stall-admm": their *_tree
+ * functions); the other rows ignore tree, so passing it costs them nothing. */
+int sim_solve_tree(int solver, int n, const double *G, const double *c, const double *mu, double *lambda,
+                   const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree);
+
 /* Fills p with the paper's defaults listed in sim_solver_params. */
 void sim_solver_default_params(sim_solver_params *p);
 
@@ -257,6 +298,20 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
 int sim_solve_admm(int n, const double *G, const double *c, const double *mu, double *lambda,
                    const sim_solver_params *p, sim_solver_stats *st);
 
+/* "admm" with the structure of G (tree may be NULL: then as sim_solve_admm).  Solving with G + rho I the
+ * Featherstone way: by Woodbury, with G = S^T S,
+ *     (G + rho I)^-1 = (1/rho) (I - S^T (rho I + S S^T)^-1 S),
+ * and rho I + S S^T (nv x nv) has exactly the tree's sparsity (a contact's columns live on one root path, whose
+ * dofs are mutually ancestors), so it is factored in place by the packed LTDL of M's factorization (no fill-in),
+ * each time rho changes, and each solve costs two sweeps along the contact paths and one tree solve.  With
+ * S = D^-1/2 L^-T J^T this is rho M + J^T J = L^T D^1/2 (rho I + S S^T) D^1/2 L: the Schur complement of the
+ * augmented system [M J^T; J -rho I] with the contacts eliminated first as leaves of the tree, the sparse
+ * factorization Le Lidec et al. use (their ref. [54]), built on M's LTDL factor.  The lambda_min estimate of the
+ * spectral rule comes from inverse iteration on G + 1e-12 tr(G) I with that factor instead of a dense Cholesky.
+ * Which factorization runs is p->admm_factor's choice (st->admm_tree says which did); both solve the same CCP. */
+int sim_solve_admm_tree(int n, const double *G, const double *c, const double *mu, double *lambda,
+                        const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree);
+
 /* "coulomb-stall-admm": coulomb-bisection with a stall detector: when the Coulomb violation is not below
  * p->stall_drop times its value p->stall_window sweeps earlier (or max_iter sweeps end unconverged), the
  * problem is handed to ADMM (sim_solve_admm, warm-started from the last iterate; st->fallback = 1,
@@ -264,6 +319,9 @@ int sim_solve_admm(int n, const double *G, const double *c, const double *mu, do
  * sweeps converge, the CCP when they would cycle.  st->error is the final solver's own measure. */
 int sim_solve_coulomb_stall_admm(int n, const double *G, const double *c, const double *mu, double *lambda,
                                  const sim_solver_params *p, sim_solver_stats *st);
+/* The same, its ADMM fallback solving with G + rho I as sim_solve_admm_tree. */
+int sim_solve_coulomb_stall_admm_tree(int n, const double *G, const double *c, const double *mu, double *lambda,
+                                      const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree);
 
 /* "pgs-hwangbo": projected Gauss-Seidel as in Hwangbo et al. 2018 (their eqs. 17-18): per contact
  *   lambda_n <- max(0, lambda_n - r_z v_n),  then  lambda_T <- proj_{|.| <= mu lambda_n}(lambda_T - r_T v_T)

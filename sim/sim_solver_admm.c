@@ -129,6 +129,159 @@ static int factor_shifted(const double *G, int N, double rho, double *L)
     return chol_dense(L, N) > 0 ? 0 : -1;
 }
 
+/* ------------------------------------------------------------------------------------------------ */
+/* (G + rho I)^-1 the Featherstone way (sim_solve_admm_tree): G = S^T S, so by Woodbury
+ *     (G + rho I)^-1 = (1/rho) (I - S^T (rho I + S S^T)^-1 S),
+ * and P = S S^T = sum over contacts of the outer products of their three columns, each supported on one root path
+ * (a dof and its ancestors), only couples dofs that are ancestors of one another: P + rho I has the tree's
+ * sparsity and its LTDL factorization along the parent array (as M's: Featherstone RBDA 6.3) makes no fill-in.
+ * Packed as M's factor is (sim_model.h: row k = [A_kk, A_k,anc(k)...], ancestors nearest first), so that a
+ * contact path's entries past t are exactly row path[t]'s ancestors and P's rows are summed contiguously. */
+
+typedef struct admm_tree {
+    const sim_solver_tree *t;
+    int n, nv, nM;
+    int adr[SIM_SOLVER_TREE_MAX_DOF];   /* start of row k */
+    int nanc[SIM_SOLVER_TREE_MAX_DOF];  /* its strict ancestors */
+    int anc[SIM_SOLVER_TREE_MAX_DOF * (SIM_SOLVER_TREE_MAX_DOF + 1) / 2]; /* anc[adr[k] + 1 + u]: u-th ancestor */
+    double P[SIM_SOLVER_TREE_MAX_DOF * (SIM_SOLVER_TREE_MAX_DOF + 1) / 2]; /* S S^T, packed */
+    double A[SIM_SOLVER_TREE_MAX_DOF * (SIM_SOLVER_TREE_MAX_DOF + 1) / 2]; /* LTDL of P + rho I, packed */
+} admm_tree;
+
+/* Index tables and P = S S^T.  Returns 0, or -1 if the tree is not usable (too many dofs, a parent not before
+ * its child, a path that is not a dof followed by its ancestors up to a root). */
+static int tree_setup(admm_tree *at, const sim_solver_tree *t, int n)
+{
+    const int nv = t->nv;
+    if (nv <= 0 || nv > SIM_SOLVER_TREE_MAX_DOF || !t->parent || !t->S || !t->path || !t->npath) return -1;
+    at->t = t, at->n = n, at->nv = nv;
+    int nM = 0;
+    for (int k = 0; k < nv; k++) {
+        const int pk = t->parent[k];
+        if (pk >= k || pk < -1) return -1;
+        at->nanc[k] = pk < 0 ? 0 : at->nanc[pk] + 1;
+        at->adr[k] = nM;
+        int *a = at->anc + nM + 1;
+        for (int u = 0, j = pk; j >= 0; j = t->parent[j]) a[u++] = j;
+        nM += 1 + at->nanc[k];
+    }
+    at->nM = nM;
+    memset(at->P, 0, sizeof(double) * (size_t)nM);
+    for (int i = 0; i < n; i++) {
+        const int np = t->npath[i];
+        const int *path = t->path + (size_t)i * t->stride;
+        if (np < 1 || np > t->stride || path[0] < 0 || path[0] >= nv || at->nanc[path[0]] + 1 != np) return -1;
+        for (int q = 0; q + 1 < np; q++)
+            if (path[q + 1] != t->parent[path[q]]) return -1;
+        const double *s0 = t->S + (size_t)(3 * i) * t->stride, *s1 = s0 + t->stride, *s2 = s1 + t->stride;
+        for (int q = 0; q < np; q++) {
+            double *row = at->P + at->adr[path[q]] - q; /* row[u] pairs path[q] with path[u], u >= q */
+            const double a0 = s0[q], a1 = s1[q], a2 = s2[q];
+            for (int u = q; u < np; u++) row[u] += a0 * s0[u] + a1 * s1[u] + a2 * s2[u];
+        }
+    }
+    return 0;
+}
+
+/* A := LTDL factor of P + rho I (in place, along the parent array).  Returns 0, or -1 if a pivot is not
+ * positive (rho too small against rounding). */
+static int tree_factor(admm_tree *at, double rho)
+{
+    double *A = at->A;
+    memcpy(A, at->P, sizeof(double) * (size_t)at->nM);
+    for (int k = 0; k < at->nv; k++) A[at->adr[k]] += rho;
+    for (int k = at->nv - 1; k >= 0; k--) {
+        double *Lk = A + at->adr[k];
+        const int na = at->nanc[k];
+        const int *anc = at->anc + at->adr[k] + 1;
+        if (!(Lk[0] > 0)) return -1;
+        const double inv = 1.0 / Lk[0];
+        for (int t = 0; t < na; t++) {
+            /* row anc[t] is [D, L to anc[t+1..]]: its ancestors are the tail of row k's */
+            double *Li = A + at->adr[anc[t]];
+            const double *tail = Lk + 1 + t;
+            const double a = tail[0] * inv;
+            for (int u = 0; u < na - t; u++) Li[u] -= a * tail[u];
+            Lk[1 + t] = a;
+        }
+    }
+    return 0;
+}
+
+/* x := (G + rho I)^-1 x = (x - S^T (rho I + S S^T)^-1 S x) / rho with A the factor of rho I + S S^T. */
+static void tree_solve(const admm_tree *at, double rho, double *x)
+{
+    const sim_solver_tree *t = at->t;
+    const int nv = at->nv;
+    const double *A = at->A;
+    double y[SIM_SOLVER_TREE_MAX_DOF];
+    memset(y, 0, sizeof(double) * (size_t)nv);
+    for (int i = 0; i < at->n; i++) { /* y = S x */
+        const int *path = t->path + (size_t)i * t->stride;
+        const double *s0 = t->S + (size_t)(3 * i) * t->stride, *s1 = s0 + t->stride, *s2 = s1 + t->stride;
+        const double x0 = x[3 * i], x1 = x[3 * i + 1], x2 = x[3 * i + 2];
+        for (int q = 0; q < t->npath[i]; q++) y[path[q]] += s0[q] * x0 + s1[q] * x1 + s2[q] * x2;
+    }
+    for (int k = nv - 1; k >= 0; k--) { /* y := (L^T D L)^-1 y */
+        const double yk = y[k];
+        const int *anc = at->anc + at->adr[k] + 1;
+        const double *Lk = A + at->adr[k] + 1;
+        for (int u = 0; u < at->nanc[k]; u++) y[anc[u]] -= Lk[u] * yk;
+    }
+    for (int k = 0; k < nv; k++) y[k] /= A[at->adr[k]];
+    for (int k = 0; k < nv; k++) {
+        double yk = y[k];
+        const int *anc = at->anc + at->adr[k] + 1;
+        const double *Lk = A + at->adr[k] + 1;
+        for (int u = 0; u < at->nanc[k]; u++) yk -= Lk[u] * y[anc[u]];
+        y[k] = yk;
+    }
+    const double ir = 1.0 / rho;
+    for (int i = 0; i < at->n; i++) { /* x := (x - S^T y) / rho */
+        const int *path = t->path + (size_t)i * t->stride;
+        const double *s0 = t->S + (size_t)(3 * i) * t->stride, *s1 = s0 + t->stride, *s2 = s1 + t->stride;
+        double r0 = 0, r1 = 0, r2 = 0;
+        for (int q = 0; q < t->npath[i]; q++) {
+            const double yq = y[path[q]];
+            r0 += s0[q] * yq, r1 += s1[q] * yq, r2 += s2[q] * yq;
+        }
+        x[3 * i] = (x[3 * i] - r0) * ir;
+        x[3 * i + 1] = (x[3 * i + 1] - r1) * ir;
+        x[3 * i + 2] = (x[3 * i + 2] - r2) * ir;
+    }
+}
+
+int sim_solver_tree_shifted_solve(const sim_solver_tree *tree, int n, double rho, double *x)
+{
+    admm_tree at;
+    if (!tree || !x || n < 1 || n > SIM_SOLVER_MAX_CONTACTS || !(rho > 0) || tree_setup(&at, tree, n) != 0 ||
+        tree_factor(&at, rho) != 0)
+        return SIM_SOLVER_EINVAL;
+    tree_solve(&at, rho, x);
+    return 0;
+}
+
+/* The shifted system of one ADMM run: dense (L = chol(G + rho I)) or through the tree (at). */
+typedef struct admm_shift {
+    const double *G;
+    int N;
+    double *L;          /* dense factor, or NULL */
+    admm_tree *at;      /* tree, or NULL */
+    int factors;        /* factorizations done */
+} admm_shift;
+
+static int shift_factor(admm_shift *sh, double rho)
+{
+    sh->factors++;
+    return sh->at ? tree_factor(sh->at, rho) : factor_shifted(sh->G, sh->N, rho, sh->L);
+}
+
+static void shift_solve(const admm_shift *sh, double rho, double *x)
+{
+    if (sh->at) tree_solve(sh->at, rho, x);
+    else chol_solve(sh->L, sh->N, x);
+}
+
 /* Projection of each contact's x onto K_mu (dual = 0) or K*_mu = K_{1/mu} (dual = 1). */
 static void project_cones(int n, const double *mu, const double *x, double *out, int dual)
 {
@@ -139,13 +292,30 @@ static void project_cones(int n, const double *mu, const double *x, double *out,
     }
 }
 
+#ifndef ADMM_TREE_MIN_ROWS
+#define ADMM_TREE_MIN_ROWS 0 /* SIM_ADMM_FACTOR_AUTO: the tree from this many rows 3n on (measured, see below) */
+#endif
+
+/* Whether a run with a tree given factors through it (p->admm_factor). */
+static int admm_use_tree(const sim_solver_params *p, int N)
+{
+    if (p->admm_factor == SIM_ADMM_FACTOR_DENSE) return 0;
+    if (p->admm_factor == SIM_ADMM_FACTOR_TREE) return 1;
+    return N >= ADMM_TREE_MIN_ROWS;
+}
+
 /* ADMM from lambda (projected onto the cones) with v = G lambda + c; on return lambda = z (in the cones) and
  * v = G lambda + c.  Returns the iterations done; *err = the CCP eps_abs of the result. */
 static int admm_iterate(int n, const double *G, const double *c, const double *mu, double *lambda,
-                        const sim_solver_params *p, sim_solver_stats *st, double *v, double *err)
+                        const sim_solver_params *p, sim_solver_stats *st, double *v, double *err,
+                        const sim_solver_tree *tree)
 {
     const int N = 3 * n;
     double L[3 * SIM_SOLVER_ADMM_MAX_CONTACTS * 3 * SIM_SOLVER_ADMM_MAX_CONTACTS];
+    admm_tree at;
+    admm_shift sh = {G, N, L, NULL, 0};
+    if (tree && admm_use_tree(p, N) && tree_setup(&at, tree, n) == 0) sh.at = &at, sh.L = NULL;
+    st->admm_tree = sh.at != NULL;
     double z[3 * SIM_SOLVER_ADMM_MAX_CONTACTS], gam[3 * SIM_SOLVER_ADMM_MAX_CONTACTS];
     double x[3 * SIM_SOLVER_ADMM_MAX_CONTACTS], zp[3 * SIM_SOLVER_ADMM_MAX_CONTACTS];
     /* spectral estimates: lambda_max by a few power steps, lambda_min bounded by the smallest Cholesky pivot of
@@ -175,15 +345,36 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
         for (int r = 0; r < N; r++) x[r] = zp[r] / nn * sqrt((double)N);
     }
     lmax = fmax(lmax, tr / N);
-    memcpy(L, G, sizeof(double) * (size_t)N * N);
-    for (int i = 0; i < N; i++) L[(size_t)i * N + i] += 1e-12 * tr;
-    double lmin = chol_dense(L, N);
+    double lmin = 0;
+    if (!sh.at) {
+        memcpy(L, G, sizeof(double) * (size_t)N * N);
+        for (int i = 0; i < N; i++) L[(size_t)i * N + i] += 1e-12 * tr;
+        lmin = chol_dense(L, N);
+        sh.factors++;
+    } else if (shift_factor(&sh, 1e-12 * tr) == 0) {
+        /* inverse iteration with (G + delta I)^-1, delta = 1e-12 tr: |(G + delta I)^-1 x| / |x| tends to
+           1 / lambda_min(G + delta I) from below, so (like the dense pivot) this bounds lambda_min from above */
+        const double delta = 1e-12 * tr;
+        double inv = 0;
+        for (int i = 0; i < N; i++) x[i] = 1.0;
+        for (int k = 0; k < 8; k++) {
+            memcpy(zp, x, sizeof(double) * (size_t)N);
+            shift_solve(&sh, delta, zp);
+            double nn = 0;
+            for (int r = 0; r < N; r++) nn += zp[r] * zp[r];
+            nn = sqrt(nn);
+            if (!(nn > 0) || !isfinite(nn)) break;
+            inv = nn / sqrt((double)N);
+            for (int r = 0; r < N; r++) x[r] = zp[r] / nn * sqrt((double)N);
+        }
+        lmin = inv > 0 ? 1.0 / inv : 0;
+    }
     lmin = fmax(lmin, 1e-12 * lmax);
     const double kappa = lmax / lmin;
     double fac = pow(kappa, 0.05); /* the spectral rule of Le Lidec et al. (Sec. III-E) */
     fac = fmin(fmax(fac, 1.5), 10.0);
     double rho = p->admm_rho > 0 ? p->admm_rho : sqrt(lmax * lmin);
-    while (factor_shifted(G, N, rho, L) != 0) rho *= 10; /* only a rho far below G's scale can fail */
+    while (shift_factor(&sh, rho) != 0) rho *= 10; /* only a rho far below G's scale can fail */
 
     /* warm start: z = proj_K(lambda), gamma = -proj_K*(G z + c) (the dual of the CCP at a solution) */
     project_cones(n, mu, lambda, z, 0);
@@ -197,7 +388,7 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
     while (!(e < p->tol) && it < max_it) {
         it++;
         for (int r = 0; r < N; r++) x[r] = -(c[r] - rho * z[r] + gam[r]); /* line 3 */
-        chol_solve(L, N, x);
+        shift_solve(&sh, rho, x);
         memcpy(zp, z, sizeof(double) * (size_t)N);
         /* over-relaxation (Le Lidec et al. eq. 25, Boyd et al. 3.4.3): x <- a x + (1 - a) z, a = ADMM_RELAX */
         for (int r = 0; r < N; r++) x[r] = ADMM_RELAX * x[r] + (1.0 - ADMM_RELAX) * zp[r];
@@ -219,36 +410,44 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
         double nr = rho;
         if (rp > p->admm_ratio * rd) nr = rho * fac;
         else if (rd > p->admm_ratio * rp) nr = rho / fac;
-        if (nr != rho && factor_shifted(G, N, nr, L) == 0) rho = nr;
-        else if (nr != rho) factor_shifted(G, N, rho, L);
+        if (nr != rho && shift_factor(&sh, nr) == 0) rho = nr;
+        else if (nr != rho) shift_factor(&sh, rho);
     }
     memcpy(lambda, z, sizeof(double) * (size_t)N);
     st->rho = rho;
+    st->admm_factors = sh.factors;
     *err = e;
     return it;
 }
 
-static int admm_sweeps(int n, const double *G, const double *c, const double *mu, double *lambda,
-                       const sim_solver_params *p, sim_solver_stats *st, double *v)
+static int admm_sweeps_tree(int n, const double *G, const double *c, const double *mu, double *lambda,
+                            const sim_solver_params *p, sim_solver_stats *st, double *v, const sim_solver_tree *tree)
 {
     if (n > SIM_SOLVER_ADMM_MAX_CONTACTS) return SIM_SOLVER_EINVAL;
     double err;
-    const int it = admm_iterate(n, G, c, mu, lambda, p, st, v, &err);
+    const int it = admm_iterate(n, G, c, mu, lambda, p, st, v, &err, tree);
     sim_solver_count_modes(n, mu, lambda, st);
     return sim_solver_end(st, it, err, p->tol);
+}
+
+int sim_solve_admm_tree(int n, const double *G, const double *c, const double *mu, double *lambda,
+                        const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree)
+{
+    return sim_solver_run_tree(admm_sweeps_tree, n, G, c, mu, lambda, p, st, tree);
 }
 
 int sim_solve_admm(int n, const double *G, const double *c, const double *mu, double *lambda,
                    const sim_solver_params *p, sim_solver_stats *st)
 {
-    return sim_solver_run(admm_sweeps, n, G, c, mu, lambda, p, st);
+    return sim_solve_admm_tree(n, G, c, mu, lambda, p, st, NULL);
 }
 
 /* ------------------------------------------------------------------------------------------------ */
 /* The robust default: Coulomb per-contact sweeps, handed to ADMM when they stall.                   */
 
-static int stall_admm_sweeps(int n, const double *G, const double *c, const double *mu, double *lambda,
-                             const sim_solver_params *p, sim_solver_stats *st, double *v)
+static int stall_admm_sweeps_tree(int n, const double *G, const double *c, const double *mu, double *lambda,
+                                  const sim_solver_params *p, sim_solver_stats *st, double *v,
+                                  const sim_solver_tree *tree)
 {
     const int r = sim_solver_coulomb_sweeps_stall(n, G, c, mu, lambda, p, st, v);
     if (r != SIM_SOLVER_STALLED) return r;
@@ -262,14 +461,20 @@ static int stall_admm_sweeps(int n, const double *G, const double *c, const doub
     }
     const int sweeps = st->iterations;
     double err;
-    const int it = admm_iterate(n, G, c, mu, lambda, p, st, v, &err);
+    const int it = admm_iterate(n, G, c, mu, lambda, p, st, v, &err, tree);
     st->fallback = 1;
     st->fallback_iterations = it;
     return sim_solver_end(st, sweeps + it, err, p->tol);
 }
 
+int sim_solve_coulomb_stall_admm_tree(int n, const double *G, const double *c, const double *mu, double *lambda,
+                                      const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree)
+{
+    return sim_solver_run_tree(stall_admm_sweeps_tree, n, G, c, mu, lambda, p, st, tree);
+}
+
 int sim_solve_coulomb_stall_admm(int n, const double *G, const double *c, const double *mu, double *lambda,
                                  const sim_solver_params *p, sim_solver_stats *st)
 {
-    return sim_solver_run(stall_admm_sweeps, n, G, c, mu, lambda, p, st);
+    return sim_solve_coulomb_stall_admm_tree(n, G, c, mu, lambda, p, st, NULL);
 }

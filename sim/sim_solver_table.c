@@ -87,6 +87,17 @@ const sim_solver_desc *sim_solver_find(const char *name)
     return d && d->solve ? d : NULL;
 }
 
+int sim_solve_tree(int solver, int n, const double *G, const double *c, const double *mu, double *lambda,
+                   const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree)
+{
+    /* the rows that use the structure (kept out of the table's rows so that they stay three fields) */
+    switch (solver) {
+    case SIM_SOLVER_ADMM: return sim_solve_admm_tree(n, G, c, mu, lambda, p, st, tree);
+    case SIM_SOLVER_COULOMB_STALL_ADMM: return sim_solve_coulomb_stall_admm_tree(n, G, c, mu, lambda, p, st, tree);
+    default: return sim_solve(solver, n, G, c, mu, lambda, p, st);
+    }
+}
+
 int sim_solve(int solver, int n, const double *G, const double *c, const double *mu, double *lambda,
               const sim_solver_params *p, sim_solver_stats *st)
 {
