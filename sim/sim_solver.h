@@ -78,7 +78,7 @@ typedef struct sim_solver_tree {
 /* x := (S^T S + rho I)^-1 x (3n entries) for the contacts' S of tree, as ADMM's tree factorization does it (see
  * sim_solve_admm_tree): a factor of rho I + S S^T along the tree, then Woodbury.  rho > 0.  Returns 0, or
  * SIM_SOLVER_EINVAL (x untouched) for an unusable tree (sim_solver_tree's rules), n out of [1,
- * SIM_SOLVER_MAX_CONTACTS] or a non-positive pivot. */
+ * SIM_SOLVER_ADMM_MAX_CONTACTS] or a non-positive pivot. */
 int sim_solver_tree_shifted_solve(const sim_solver_tree *tree, int n, double rho, double *x);
 
 /* sim_solver_params.admm_factor. */

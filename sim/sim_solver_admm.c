@@ -138,49 +138,91 @@ static int factor_shifted(const double *G, int N, double rho, double *L)
  * Packed as M's factor is (sim_model.h: row k = [A_kk, A_k,anc(k)...], ancestors nearest first), so that a
  * contact path's entries past t are exactly row path[t]'s ancestors and P's rows are summed contiguously. */
 
+#define TREE_NM (SIM_SOLVER_TREE_MAX_DOF * (SIM_SOLVER_TREE_MAX_DOF + 1) / 2)
+
+/* The factorization works on the dofs of the contacts' paths only (an ancestor-closed subtree, renumbered in
+ * increasing order: a foot's 9 of ANYmal's 18 dofs): off it P vanishes and the system is rho I, which S x never
+ * reaches. */
 typedef struct admm_tree {
     const sim_solver_tree *t;
-    int n, nv, nM;
-    int adr[SIM_SOLVER_TREE_MAX_DOF];   /* start of row k */
-    int nanc[SIM_SOLVER_TREE_MAX_DOF];  /* its strict ancestors */
-    int anc[SIM_SOLVER_TREE_MAX_DOF * (SIM_SOLVER_TREE_MAX_DOF + 1) / 2]; /* anc[adr[k] + 1 + u]: u-th ancestor */
-    double P[SIM_SOLVER_TREE_MAX_DOF * (SIM_SOLVER_TREE_MAX_DOF + 1) / 2]; /* S S^T, packed */
-    double A[SIM_SOLVER_TREE_MAX_DOF * (SIM_SOLVER_TREE_MAX_DOF + 1) / 2]; /* LTDL of P + rho I, packed */
+    int n, nv, nM;                           /* contacts; dofs on their paths; packed size */
+    int adr[SIM_SOLVER_TREE_MAX_DOF];        /* start of (local) row k */
+    int nanc[SIM_SOLVER_TREE_MAX_DOF];       /* its strict ancestors */
+    int anc[TREE_NM];                        /* anc[adr[k] + 1 + u]: its u-th ancestor (local), nearest first */
+    int lpath[SIM_SOLVER_ADMM_MAX_CONTACTS * SIM_SOLVER_TREE_MAX_DOF]; /* contact paths in local numbering */
+    int loff[SIM_SOLVER_ADMM_MAX_CONTACTS];  /* contact i's local path at lpath + loff[i] */
+    int spath;                               /* sum of the path lengths */
+    double P[TREE_NM];                       /* S S^T, packed */
+    double A[TREE_NM];                       /* LTDL of P + rho I, packed */
 } admm_tree;
 
-/* Index tables and P = S S^T.  Returns 0, or -1 if the tree is not usable (too many dofs, a parent not before
- * its child, a path that is not a dof followed by its ancestors up to a root). */
-static int tree_setup(admm_tree *at, const sim_solver_tree *t, int n)
+/* Index tables (local numbering, ancestors, local paths).  Returns 0, or -1 if the tree is not usable (too many dofs or contacts, a parent
+ * not before its child, a path that is not a dof followed by its ancestors up to a root). */
+static int tree_index(admm_tree *at, const sim_solver_tree *t, int n)
 {
     const int nv = t->nv;
-    if (nv <= 0 || nv > SIM_SOLVER_TREE_MAX_DOF || !t->parent || !t->S || !t->path || !t->npath) return -1;
-    at->t = t, at->n = n, at->nv = nv;
-    int nM = 0;
+    if (nv <= 0 || nv > SIM_SOLVER_TREE_MAX_DOF || n > SIM_SOLVER_ADMM_MAX_CONTACTS || !t->parent || !t->S ||
+        !t->path || !t->npath || t->stride < 1)
+        return -1;
+    int loc[SIM_SOLVER_TREE_MAX_DOF];
     for (int k = 0; k < nv; k++) {
-        const int pk = t->parent[k];
-        if (pk >= k || pk < -1) return -1;
-        at->nanc[k] = pk < 0 ? 0 : at->nanc[pk] + 1;
-        at->adr[k] = nM;
-        int *a = at->anc + nM + 1;
-        for (int u = 0, j = pk; j >= 0; j = t->parent[j]) a[u++] = j;
-        nM += 1 + at->nanc[k];
+        loc[k] = -1;
+        if (t->parent[k] >= k || t->parent[k] < -1) return -1;
     }
-    at->nM = nM;
-    memset(at->P, 0, sizeof(double) * (size_t)nM);
     for (int i = 0; i < n; i++) {
         const int np = t->npath[i];
         const int *path = t->path + (size_t)i * t->stride;
-        if (np < 1 || np > t->stride || path[0] < 0 || path[0] >= nv || at->nanc[path[0]] + 1 != np) return -1;
+        if (np < 1 || np > t->stride || np > nv || path[0] < 0 || path[0] >= nv || t->parent[path[np - 1]] != -1)
+            return -1;
         for (int q = 0; q + 1 < np; q++)
             if (path[q + 1] != t->parent[path[q]]) return -1;
+        for (int q = 0; q < np; q++) loc[path[q]] = 0;
+    }
+    /* local numbering of the dofs on some path (increasing, so parents stay before children) */
+    int nl = 0, nM = 0;
+    for (int k = 0; k < nv; k++) {
+        if (loc[k] < 0) continue;
+        const int pk = t->parent[k] < 0 ? -1 : loc[t->parent[k]];
+        loc[k] = nl;
+        at->nanc[nl] = pk < 0 ? 0 : at->nanc[pk] + 1;
+        at->adr[nl] = nM;
+        int *a = at->anc + nM + 1;
+        if (pk >= 0) { /* nearest first: the parent, then the parent's ancestors */
+            a[0] = pk;
+            memcpy(a + 1, at->anc + at->adr[pk] + 1, sizeof(int) * (size_t)at->nanc[pk]);
+        }
+        nM += 1 + at->nanc[nl];
+        nl++;
+    }
+    at->t = t, at->n = n, at->nv = nl, at->nM = nM;
+    int off = 0;
+    for (int i = 0; i < n; i++) {
+        const int np = t->npath[i];
+        const int *path = t->path + (size_t)i * t->stride;
+        int *lp = at->lpath + off;
+        at->loff[i] = off;
+        off += np;
+        for (int q = 0; q < np; q++) lp[q] = loc[path[q]];
+    }
+    at->spath = off;
+    return 0;
+}
+
+/* P = S S^T (after tree_index). */
+static void tree_assemble(admm_tree *at)
+{
+    const sim_solver_tree *t = at->t;
+    memset(at->P, 0, sizeof(double) * (size_t)at->nM);
+    for (int i = 0; i < at->n; i++) {
+        const int np = t->npath[i];
+        const int *lp = at->lpath + at->loff[i];
         const double *s0 = t->S + (size_t)(3 * i) * t->stride, *s1 = s0 + t->stride, *s2 = s1 + t->stride;
         for (int q = 0; q < np; q++) {
-            double *row = at->P + at->adr[path[q]] - q; /* row[u] pairs path[q] with path[u], u >= q */
+            double *row = at->P + at->adr[lp[q]] - q; /* row[u] pairs path[q] with path[u], u >= q */
             const double a0 = s0[q], a1 = s1[q], a2 = s2[q];
             for (int u = q; u < np; u++) row[u] += a0 * s0[u] + a1 * s1[u] + a2 * s2[u];
         }
     }
-    return 0;
 }
 
 /* A := LTDL factor of P + rho I (in place, along the parent array).  Returns 0, or -1 if a pivot is not
@@ -217,10 +259,10 @@ static void tree_solve(const admm_tree *at, double rho, double *x)
     double y[SIM_SOLVER_TREE_MAX_DOF];
     memset(y, 0, sizeof(double) * (size_t)nv);
     for (int i = 0; i < at->n; i++) { /* y = S x */
-        const int *path = t->path + (size_t)i * t->stride;
+        const int *lp = at->lpath + at->loff[i];
         const double *s0 = t->S + (size_t)(3 * i) * t->stride, *s1 = s0 + t->stride, *s2 = s1 + t->stride;
         const double x0 = x[3 * i], x1 = x[3 * i + 1], x2 = x[3 * i + 2];
-        for (int q = 0; q < t->npath[i]; q++) y[path[q]] += s0[q] * x0 + s1[q] * x1 + s2[q] * x2;
+        for (int q = 0; q < t->npath[i]; q++) y[lp[q]] += s0[q] * x0 + s1[q] * x1 + s2[q] * x2;
     }
     for (int k = nv - 1; k >= 0; k--) { /* y := (L^T D L)^-1 y */
         const double yk = y[k];
@@ -228,9 +270,8 @@ static void tree_solve(const admm_tree *at, double rho, double *x)
         const double *Lk = A + at->adr[k] + 1;
         for (int u = 0; u < at->nanc[k]; u++) y[anc[u]] -= Lk[u] * yk;
     }
-    for (int k = 0; k < nv; k++) y[k] /= A[at->adr[k]];
     for (int k = 0; k < nv; k++) {
-        double yk = y[k];
+        double yk = y[k] / A[at->adr[k]];
         const int *anc = at->anc + at->adr[k] + 1;
         const double *Lk = A + at->adr[k] + 1;
         for (int u = 0; u < at->nanc[k]; u++) yk -= Lk[u] * y[anc[u]];
@@ -238,11 +279,11 @@ static void tree_solve(const admm_tree *at, double rho, double *x)
     }
     const double ir = 1.0 / rho;
     for (int i = 0; i < at->n; i++) { /* x := (x - S^T y) / rho */
-        const int *path = t->path + (size_t)i * t->stride;
+        const int *lp = at->lpath + at->loff[i];
         const double *s0 = t->S + (size_t)(3 * i) * t->stride, *s1 = s0 + t->stride, *s2 = s1 + t->stride;
         double r0 = 0, r1 = 0, r2 = 0;
         for (int q = 0; q < t->npath[i]; q++) {
-            const double yq = y[path[q]];
+            const double yq = y[lp[q]];
             r0 += s0[q] * yq, r1 += s1[q] * yq, r2 += s2[q] * yq;
         }
         x[3 * i] = (x[3 * i] - r0) * ir;
@@ -254,9 +295,10 @@ static void tree_solve(const admm_tree *at, double rho, double *x)
 int sim_solver_tree_shifted_solve(const sim_solver_tree *tree, int n, double rho, double *x)
 {
     admm_tree at;
-    if (!tree || !x || n < 1 || n > SIM_SOLVER_MAX_CONTACTS || !(rho > 0) || tree_setup(&at, tree, n) != 0 ||
-        tree_factor(&at, rho) != 0)
+    if (!tree || !x || n < 1 || n > SIM_SOLVER_ADMM_MAX_CONTACTS || !(rho > 0) || tree_index(&at, tree, n) != 0)
         return SIM_SOLVER_EINVAL;
+    tree_assemble(&at);
+    if (tree_factor(&at, rho) != 0) return SIM_SOLVER_EINVAL;
     tree_solve(&at, rho, x);
     return 0;
 }
@@ -292,16 +334,31 @@ static void project_cones(int n, const double *mu, const double *x, double *out,
     }
 }
 
-#ifndef ADMM_TREE_MIN_ROWS
-#define ADMM_TREE_MIN_ROWS 0 /* SIM_ADMM_FACTOR_AUTO: the tree from this many rows 3n on (measured, see below) */
-#endif
+/* SIM_ADMM_FACTOR_AUTO's choice.  Per ADMM iteration the dense solve costs ~2 N^2 multiply-adds (N = 3n, contiguous,
+ * vectorised), the tree solve ~6 sum(np) + 2 nM (indirect, along the paths and the packed factor); the
+ * factorizations (one per rho change, ~15 iterations apart) add less.  Measured with `herd-bench admm` (both
+ * modes on the same problems, interleaved): on ANYmal (18 dofs) the tree is slower up to 5 contacts (x1.3 - 2.3
+ * on the walk task's problems), even at 6, and faster from 7 (x0.88 at 7, x0.63 at 16); on the 12-dof chain of
+ * the heavy-on-light stack (8 contacts) x0.84.  The rule below, tree when 3 N^2 >= 12 sum(np) + 4 nM, puts the
+ * switch there (ANYmal: at 6-7 contacts; the stack: tree). */
+static int tree_cheaper(int N, int spath, int nM) { return 3 * N * N >= 12 * spath + 4 * nM; }
 
-/* Whether a run with a tree given factors through it (p->admm_factor). */
-static int admm_use_tree(const sim_solver_params *p, int N)
+/* Whether a run factors through tree (at indexed and assembled, 1) or densely (0). */
+static int admm_pick_tree(const sim_solver_params *p, const sim_solver_tree *tree, int n, admm_tree *at)
 {
-    if (p->admm_factor == SIM_ADMM_FACTOR_DENSE) return 0;
-    if (p->admm_factor == SIM_ADMM_FACTOR_TREE) return 1;
-    return N >= ADMM_TREE_MIN_ROWS;
+    const int N = 3 * n;
+    if (!tree || p->admm_factor == SIM_ADMM_FACTOR_DENSE || n > SIM_SOLVER_ADMM_MAX_CONTACTS) return 0;
+    const int automatic = p->admm_factor != SIM_ADMM_FACTOR_TREE;
+    if (automatic) { /* a first cut before any indexing: nM >= 0 */
+        if (!tree->npath) return 0;
+        int sp = 0;
+        for (int i = 0; i < n; i++) sp += tree->npath[i];
+        if (!tree_cheaper(N, sp, 0)) return 0;
+    }
+    if (tree_index(at, tree, n) != 0) return 0;
+    if (automatic && !tree_cheaper(N, at->spath, at->nM)) return 0;
+    tree_assemble(at);
+    return 1;
 }
 
 /* ADMM from lambda (projected onto the cones) with v = G lambda + c; on return lambda = z (in the cones) and
@@ -314,7 +371,7 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
     double L[3 * SIM_SOLVER_ADMM_MAX_CONTACTS * 3 * SIM_SOLVER_ADMM_MAX_CONTACTS];
     admm_tree at;
     admm_shift sh = {G, N, L, NULL, 0};
-    if (tree && admm_use_tree(p, N) && tree_setup(&at, tree, n) == 0) sh.at = &at, sh.L = NULL;
+    if (admm_pick_tree(p, tree, n, &at)) sh.at = &at, sh.L = NULL;
     st->admm_tree = sh.at != NULL;
     double z[3 * SIM_SOLVER_ADMM_MAX_CONTACTS], gam[3 * SIM_SOLVER_ADMM_MAX_CONTACTS];
     double x[3 * SIM_SOLVER_ADMM_MAX_CONTACTS], zp[3 * SIM_SOLVER_ADMM_MAX_CONTACTS];
