@@ -13,8 +13,9 @@
  *
  *   herd-bench admm [--steps N] [--repeats R] [--mode all|dense|tree|auto]
  * all (default): dense, tree and auto (SIM_ADMM_FACTOR_AUTO, the default); ratios are to dense.  --mode
- * dense|tree|auto times one mode only (for callgrind: the solves run inside bench_admm_solve, e.g.
- * valgrind --tool=callgrind --toggle-collect=bench_admm_solve build/herd-bench admm --mode tree --repeats 1). */
+ * dense|tree|auto times one mode only (for callgrind: each experiment's solves run inside its own function
+ * bench_admm_solve_<experiment>, e.g. valgrind --tool=callgrind build/herd-bench admm --mode tree --repeats 1, then
+ * callgrind_annotate --inclusive=yes: instructions / calls = per solve). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,14 +43,27 @@ static sim_solver_tree problem_tree(const problem *P)
     return (sim_solver_tree){P->nv, P->parent, P->S, P->path, P->npath, P->nv};
 }
 
-/* One solve (the callgrind toggle). */
-__attribute__((noinline)) int bench_admm_solve(int solver, const problem *P, const sim_solver_params *p, double *lambda,
-                                               sim_solver_stats *st)
-{
-    const sim_solver_tree t = problem_tree(P);
-    memcpy(lambda, P->lambda0, sizeof(double) * 3 * (size_t)P->n);
-    return sim_solve_tree(solver, P->n, P->G, P->c, P->mu, lambda, p, st, &t);
-}
+/* One solve, through one noinline function per experiment, so that callgrind's inclusive cost of each
+ * (callgrind_annotate --inclusive=yes) is that experiment's instructions and its call count the solves. */
+typedef int (*solve_fn)(int solver, const problem *P, const sim_solver_params *p, double *lambda, sim_solver_stats *st);
+#define SOLVE_FN(name)                                                                                              \
+    __attribute__((noinline)) int name(int solver, const problem *P, const sim_solver_params *p, double *lambda,   \
+                                       sim_solver_stats *st)                                                        \
+    {                                                                                                               \
+        const sim_solver_tree t = problem_tree(P);                                                                  \
+        memcpy(lambda, P->lambda0, sizeof(double) * 3 * (size_t)P->n);                                              \
+        return sim_solve_tree(solver, P->n, P->G, P->c, P->mu, lambda, p, st, &t);                                  \
+    }
+int bench_admm_solve_walk_fallback(int, const problem *, const sim_solver_params *, double *, sim_solver_stats *);
+int bench_admm_solve_walk_by_n(int, const problem *, const sim_solver_params *, double *, sim_solver_stats *);
+int bench_admm_solve_walk_fallback_admm(int, const problem *, const sim_solver_params *, double *, sim_solver_stats *);
+int bench_admm_solve_anymal_by_n(int, const problem *, const sim_solver_params *, double *, sim_solver_stats *);
+int bench_admm_solve_heavy_on_light(int, const problem *, const sim_solver_params *, double *, sim_solver_stats *);
+SOLVE_FN(bench_admm_solve_walk_fallback)
+SOLVE_FN(bench_admm_solve_walk_by_n)
+SOLVE_FN(bench_admm_solve_walk_fallback_admm)
+SOLVE_FN(bench_admm_solve_anymal_by_n)
+SOLVE_FN(bench_admm_solve_heavy_on_light)
 
 static void snapshot(const sim_model *m, const sim_data *d, problem *P)
 {
@@ -106,7 +120,7 @@ static int harvest(long steps, problem **fb, int *nfb, problem **all, int *nall)
  * per repeat); also the mean iterations and factorizations and the worst final error. */
 typedef struct { double ns, iters, factors, err_max, unconv; } mode_result;
 
-static void time_modes(int solver, const problem *probs, const int *idx, int np, const int *modes, int nmodes,
+static void time_modes(solve_fn solve, int solver, const problem *probs, const int *idx, int np, const int *modes, int nmodes,
                        int repeats, mode_result *out)
 {
     double *t = malloc(sizeof(double) * (size_t)repeats * nmodes);
@@ -123,7 +137,7 @@ static void time_modes(int solver, const problem *probs, const int *idx, int np,
             const uint64_t a = bench_thread_cpu_ns();
             for (int j = 0; j < np; j++) {
                 sim_solver_stats st;
-                bench_admm_solve(solver, &probs[idx ? idx[j] : j], &p, lam, &st);
+                solve(solver, &probs[idx ? idx[j] : j], &p, lam, &st);
                 it += st.iterations, fac += st.admm_factors, unc += !st.converged;
                 em = fmax(em, st.error);
             }
@@ -214,7 +228,7 @@ int bench_admm(int argc, char **argv)
     if (harvest(steps, &fb, &nfb, &all, &nall)) return 1;
     fprintf(stderr, "walk physics, %ld steps: %d fallback problems, %d sampled contact problems\n", steps, nfb, nall);
     mode_result r[3];
-    time_modes(SIM_SOLVER_COULOMB_STALL_ADMM, fb, NULL, nfb, modes, nmodes, repeats, r);
+    time_modes(bench_admm_solve_walk_fallback, SIM_SOLVER_COULOMB_STALL_ADMM, fb, NULL, nfb, modes, nmodes, repeats, r);
     report("walk_fallback", "", modes, nmodes, r, nfb);
     /* admm alone, by contact count */
     int *idx = malloc(sizeof(int) * (size_t)(nall + nfb));
@@ -223,13 +237,13 @@ int bench_admm(int argc, char **argv)
         for (int j = 0; j < nall; j++)
             if (all[j].n == n) idx[np++] = j;
         if (np < 20) continue;
-        time_modes(SIM_SOLVER_ADMM, all, idx, np, modes, nmodes, repeats, r);
+        time_modes(bench_admm_solve_walk_by_n, SIM_SOLVER_ADMM, all, idx, np, modes, nmodes, repeats, r);
         char extra[64];
         snprintf(extra, sizeof extra, "\"contacts\":%d,", n);
         report("walk_by_n", extra, modes, nmodes, r, np);
     }
     for (int j = 0; j < nfb; j++) idx[j] = j;
-    time_modes(SIM_SOLVER_ADMM, fb, idx, nfb, modes, nmodes, repeats, r);
+    time_modes(bench_admm_solve_walk_fallback_admm, SIM_SOLVER_ADMM, fb, idx, nfb, modes, nmodes, repeats, r);
     report("walk_fallback_admm", "", modes, nmodes, r, nfb);
     free(idx);
     /* ANYmal lying on or tumbling near the ground (random tilt, joint angles and velocities; feet, shanks,
@@ -263,7 +277,7 @@ int bench_admm(int argc, char **argv)
         }
         for (int n = 1; n <= MAXC; n++) {
             if (cnt[n] < 10) continue;
-            time_modes(SIM_SOLVER_ADMM, rs + (n - 1) * per, NULL, cnt[n], modes, nmodes, repeats, r);
+            time_modes(bench_admm_solve_anymal_by_n, SIM_SOLVER_ADMM, rs + (n - 1) * per, NULL, cnt[n], modes, nmodes, repeats, r);
             char extra[64];
             snprintf(extra, sizeof extra, "\"contacts\":%d,", n);
             report("anymal_by_n", extra, modes, nmodes, r, cnt[n]);
@@ -275,7 +289,7 @@ int bench_admm(int argc, char **argv)
     static problem H;
     for (int e = 0; e <= 6; e += 2) {
         heavy_on_light(pow(10.0, e), &H);
-        time_modes(SIM_SOLVER_ADMM, &H, NULL, 1, modes, nmodes, repeats * 20, r);
+        time_modes(bench_admm_solve_heavy_on_light, SIM_SOLVER_ADMM, &H, NULL, 1, modes, nmodes, repeats * 20, r);
         char extra[64];
         snprintf(extra, sizeof extra, "\"mass_ratio\":1e%d,", e);
         report("heavy_on_light", extra, modes, nmodes, r, 1);

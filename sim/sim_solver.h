@@ -175,9 +175,11 @@ typedef struct sim_solver_stats {
  *
  * Default.  The RL tasks (anymal_c-walk, anymal_c-stand: config key solver = 4) use coulomb-stall-admm: it
  * solves Coulomb's law (Fig. 6 at 100 %, the sliding box at mu g) at the paper model's per-contact cost, and no
- * problem cycles to the cap; the price is a few % of env throughput, almost all of it in the ADMM fallback (a
- * dense Cholesky of G + rho I per rho change: the tree-based factorization through M's LTDL factor is the next
- * step).  The paper-* tasks and sim_model's default keep paper-bisection (they reproduce the paper). */
+ * problem cycles to the cap; the price is a few % of env throughput, almost all of it in the ADMM fallback.  The
+ * fallback factors G + rho I through the kinematic tree (sim_solve_admm_tree) when that is cheaper, i.e. from ~7
+ * contacts on ANYmal (x0.63 - 0.86 of the dense time there, `herd-bench admm`); the walk task's fallback problems
+ * mostly have 1 - 5 contacts, where the dense Cholesky of the small 3n x 3n matrix is faster, so they stay dense.
+ * The paper-* tasks and sim_model's default keep paper-bisection (they reproduce the paper). */
 
 /* ------------------------------------------------------------------------------------------------ */
 /* The solver table: every multi-contact solver behind one signature, selected by name (or by its index,
@@ -289,8 +291,8 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
  * friction cones) by ADMM, Le Lidec et al. 2023 Alg. 3: lambda = -(G + rho I)^-1 (c - rho z + gamma),
  * z = proj_K(lambda + gamma / rho), gamma += rho (lambda - z); rho adapted by the spectral rule (times or over
  * kappa^0.05, kappa estimated from a power iteration and the smallest Cholesky pivot, clamped to [1.5, 10]) when
- * one residual exceeds the other by p->admm_ratio; G + rho I is factored densely (Cholesky, 3n x 3n) at each
- * change of rho.  Warm-started from lambda (projected on the cones).  Stops when the CCP eps_abs (sim_metrics.h,
+ * one residual exceeds the other by p->admm_ratio; G + rho I is factored at each change of rho, here densely
+ * (Cholesky, 3n x 3n; sim_solve_admm_tree can go through the kinematic tree instead).  Warm-started from lambda (projected on the cones).  Stops when the CCP eps_abs (sim_metrics.h,
  * no De Saxcé term, dt = 1) < p->tol or after p->admm_max_iter iterations; lambda is z, always in the cones.
  * The model differs from Coulomb on sliding contacts: the CCP lets a sliding contact separate at
  * v_n = mu |v_T| (Anitescu's relaxation); sticking and open contacts are exact.  Convergent for any PSD G
@@ -305,10 +307,17 @@ int sim_solve_admm(int n, const double *G, const double *c, const double *mu, do
  * dofs are mutually ancestors), so it is factored in place by the packed LTDL of M's factorization (no fill-in),
  * each time rho changes, and each solve costs two sweeps along the contact paths and one tree solve.  With
  * S = D^-1/2 L^-T J^T this is rho M + J^T J = L^T D^1/2 (rho I + S S^T) D^1/2 L: the Schur complement of the
- * augmented system [M J^T; J -rho I] with the contacts eliminated first as leaves of the tree, the sparse
- * factorization Le Lidec et al. use (their ref. [54]), built on M's LTDL factor.  The lambda_min estimate of the
- * spectral rule comes from inverse iteration on G + 1e-12 tr(G) I with that factor instead of a dense Cholesky.
- * Which factorization runs is p->admm_factor's choice (st->admm_tree says which did); both solve the same CCP. */
+ * augmented system [M J^T; J -rho I] with the contacts eliminated first as leaves of the tree (the kind of
+ * tree-sparse factorization Le Lidec et al. point to, their ref. [54]), built on M's LTDL factor.  Only the dofs on
+ * the contacts' paths enter (off them the system is rho I and S x is zero).  The lambda_min estimate of the
+ * spectral rule comes from inverse iteration on G + 1e-12 tr(G) I with that factor instead of the smallest pivot
+ * of a dense Cholesky (so rho's path, and the result within tol, differ slightly from the dense run's).
+ * Accuracy: Woodbury subtracts S^T (...) S x from x, so its relative error grows like eps lambda_max(G) / rho, as
+ * the dense Cholesky's does (its condition number is (lambda_max + rho) / rho).  p->admm_factor chooses:
+ * SIM_ADMM_FACTOR_AUTO (default) takes the tree when its estimated per-iteration cost 6 sum(path lengths) +
+ * 2 (packed factor size) is below ~3/4 of the dense 2 (3n)^2 (calibrated with `herd-bench admm`: ANYmal from
+ * ~7 contacts, the 12-dof heavy-on-light chain), _DENSE and _TREE force one; st->admm_tree says which ran.
+ * A tree that breaks sim_solver_tree's rules, or n > SIM_SOLVER_ADMM_MAX_CONTACTS, falls back to dense. */
 int sim_solve_admm_tree(int n, const double *G, const double *c, const double *mu, double *lambda,
                         const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree);
 

@@ -34,7 +34,8 @@ static const sim_solver_desc TABLE[] = {
     [SIM_SOLVER_ADMM] = {
         "admm",
         "ADMM on the cone complementarity problem (Anitescu's convex relaxation; Le Lidec et al. 2023, Alg. 3), "
-        "proximal with adaptive rho, dense Cholesky of G + rho I.  Differs from Coulomb on sliding contacts (they may "
+        "proximal with adaptive rho; G + rho I factored densely or, when cheaper, through the kinematic tree (Woodbury on "
+        "rho I + S S^T, M's LTDL sparsity).  Differs from Coulomb on sliding contacts (they may "
         "separate at v_n = mu |v_T|).  Convergent for any PSD G; not converged: the last z, in the cones.",
         sim_solve_admm},
     [SIM_SOLVER_COULOMB_STALL_ADMM] = {
