@@ -368,10 +368,13 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
                         const sim_solver_tree *tree)
 {
     const int N = 3 * n;
-    double L[3 * SIM_SOLVER_ADMM_MAX_CONTACTS * 3 * SIM_SOLVER_ADMM_MAX_CONTACTS];
-    admm_tree at;
+    union { /* one run uses one of the two factorizations: they share the stack */
+        double L[3 * SIM_SOLVER_ADMM_MAX_CONTACTS * 3 * SIM_SOLVER_ADMM_MAX_CONTACTS];
+        admm_tree at;
+    } f;
+    double *L = f.L;
     admm_shift sh = {G, N, L, NULL, 0};
-    if (admm_pick_tree(p, tree, n, &at)) sh.at = &at, sh.L = NULL;
+    if (admm_pick_tree(p, tree, n, &f.at)) sh.at = &f.at, sh.L = NULL;
     st->admm_tree = sh.at != NULL;
     double z[3 * SIM_SOLVER_ADMM_MAX_CONTACTS], gam[3 * SIM_SOLVER_ADMM_MAX_CONTACTS];
     double x[3 * SIM_SOLVER_ADMM_MAX_CONTACTS], zp[3 * SIM_SOLVER_ADMM_MAX_CONTACTS];
