@@ -37,5 +37,6 @@ int bench_contact_models(int argc, char **argv);
 int bench_env(int argc, char **argv);
 int bench_server(int argc, char **argv);
 int bench_poses(int argc, char **argv);
+int bench_admm(int argc, char **argv);
 
 #endif

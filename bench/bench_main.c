@@ -19,6 +19,7 @@
 #pragma weak bench_env
 #pragma weak bench_server
 #pragma weak bench_poses
+#pragma weak bench_admm
 
 uint64_t bench_now_ns(void)
 {
@@ -114,6 +115,10 @@ static const struct { const char *name; const char *what; const char *options; }
      "  --no-warmstart    cold starts\n"
      "  --vs-mujoco       the standing PD scenario in herd and in MuJoCo (--mj-cone, --mj-floor, --mj-impratio,\n"
      "                    --tol, --no-mj-defaults-ref)\n"},
+    {"admm", "ADMM's dense and tree factorizations of G + rho I on the walk task's problems and heavy-on-light",
+     "  --steps N         walk physics steps harvested (default 20000)\n"
+     "  --repeats R       (default 7)\n"
+     "  --mode M          all | dense | tree | auto (default all; one mode for callgrind)\n"},
     {"contact1", "single-contact bisection solve",
      "  --source S        scenarios (harvested from the paper's scenarios) | random (default scenarios)\n"
      "  --samples N       problems (default 4096)\n"
@@ -186,6 +191,7 @@ static bench_fn lookup(const char *name)
     if (!strcmp(name, "env")) return bench_env;
     if (!strcmp(name, "server")) return bench_server;
     if (!strcmp(name, "poses")) return bench_poses;
+    if (!strcmp(name, "admm")) return bench_admm;
     return NULL;
 }
 

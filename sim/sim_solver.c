@@ -51,6 +51,7 @@ void sim_solver_default_params(sim_solver_params *p)
     p->admm_rho = 0;
     p->admm_ratio = 10;
     p->admm_max_iter = 500;
+    p->admm_factor = SIM_ADMM_FACTOR_AUTO;
     p->stall_window = 8;
     p->stall_drop = 0.5;
     p->seed = 0;
@@ -537,6 +538,8 @@ static int solve_begin(int n, const double *G, const double *c, const double *mu
     st->no_root = 0;
     st->impact = 0;
     st->rho = 0;
+    st->admm_tree = 0;
+    st->admm_factors = 0;
     if (!*p) {
         sim_solver_default_params(def);
         *p = def;
@@ -761,6 +764,19 @@ int sim_solver_run(sim_solver_sweeps_fn sweeps, int n, const double *G, const do
     double v[3 * SIM_SOLVER_MAX_CONTACTS];
     sim_contact_velocity(n, G, c, lambda, v);
     return sweeps(n, G, c, mu, lambda, p, st, v);
+}
+
+int sim_solver_run_tree(sim_solver_sweeps_tree_fn sweeps, int n, const double *G, const double *c, const double *mu,
+                        double *lambda, const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree)
+{
+    sim_solver_params def;
+    sim_solver_stats st_local;
+    if (!st) st = &st_local;
+    int go = solve_begin(n, G, c, mu, lambda, &p, &def, st);
+    if (go != 1) return go;
+    double v[3 * SIM_SOLVER_MAX_CONTACTS];
+    sim_contact_velocity(n, G, c, lambda, v);
+    return sweeps(n, G, c, mu, lambda, p, st, v, tree);
 }
 
 int sim_solve_bisection(int n, const double *G, const double *c, const double *mu, double *lambda,

@@ -55,6 +55,38 @@
 #define SIM_SOLVER_MAX_CONTACTS 128
 /* Largest n accepted by ADMM (its dense factor of G + rho I lives on the stack: 8 (3n)^2 bytes, 74 kB). */
 #define SIM_SOLVER_ADMM_MAX_CONTACTS 32
+/* Largest nv of a sim_solver_tree (its packed factor lives on the stack: ~12 nv^2 bytes). */
+#define SIM_SOLVER_TREE_MAX_DOF 72
+
+/* The structure behind G, for the solvers that can exploit it (ADMM: sim_solve_admm_tree).  G = S^T S where S
+ * (nv x 3n) has, for each contact i, three columns supported on one root path of a kinematic tree (or forest) of
+ * nv dofs: with M = L^T D L the tree's LTDL factorization and J the contact Jacobian, S = D^-1/2 L^-T J^T (what
+ * sim_step builds), but any S with that support will do.  Contact i's path (stored at path + i * stride, npath[i]
+ * entries) is a dof followed by all its ancestors nearest first (path[t + 1] = parent[path[t]], the last one a
+ * root); its column a (0, 1, 2: t_x, t_y, n) has the value S[(3 i + a) * stride + t] at dof path[t].  Contacts
+ * between two moving bodies fit by ordering the dofs as a chain (every dof an ancestor of the next).  G must be
+ * S^T S (the solvers use both).  Read only; owned by the caller. */
+typedef struct sim_solver_tree {
+    int nv;                 /* dofs, <= SIM_SOLVER_TREE_MAX_DOF */
+    const int *parent;      /* nv: parent dof, -1 for a root; parent[k] < k */
+    const double *S;        /* 3 n rows of stride doubles */
+    const int *path;        /* n paths of stride ints */
+    const int *npath;       /* n: path lengths (<= nv) */
+    int stride;             /* >= max npath (sim_step: nv) */
+} sim_solver_tree;
+
+/* x := (S^T S + rho I)^-1 x (3n entries) for the contacts' S of tree, as ADMM's tree factorization does it (see
+ * sim_solve_admm_tree): a factor of rho I + S S^T along the tree, then Woodbury.  rho > 0.  Returns 0, or
+ * SIM_SOLVER_EINVAL (x untouched) for an unusable tree (sim_solver_tree's rules), n out of [1,
+ * SIM_SOLVER_ADMM_MAX_CONTACTS] or a non-positive pivot. */
+int sim_solver_tree_shifted_solve(const sim_solver_tree *tree, int n, double rho, double *x);
+
+/* sim_solver_params.admm_factor. */
+enum {
+    SIM_ADMM_FACTOR_AUTO = 0,  /* the tree when one is given and it is the cheaper (see sim_solve_admm_tree), else dense */
+    SIM_ADMM_FACTOR_DENSE = 1, /* always the dense Cholesky of G + rho I */
+    SIM_ADMM_FACTOR_TREE = 2   /* the tree whenever one is given */
+};
 
 /* Friction coefficients below SIM_MU_FRICTIONLESS make a frictionless contact; above SIM_MU_MAX they act
  * as SIM_MU_MAX (keeps mu^2 finite). */
@@ -94,6 +126,7 @@ typedef struct sim_solver_params {
     double admm_rho;        /* initial proximal parameter rho (1/kg-scaled: 0 = automatic, 1e-2 x mean diag G) */
     double admm_ratio;      /* adapt rho when one residual exceeds the other by this ratio (10) */
     int admm_max_iter;      /* ADMM iterations at most (500) */
+    int admm_factor;        /* how ADMM solves with G + rho I: SIM_ADMM_FACTOR_AUTO (0, default), _DENSE, _TREE */
     /* the stall detector of "coulomb-stall-admm" */
     int stall_window;       /* hand the problem to ADMM when the error has not dropped below stall_drop times its
                                best value of stall_window sweeps earlier (8) */
@@ -114,6 +147,9 @@ typedef struct sim_solver_stats {
                                ("coulomb-bisection") */
     double rho;             /* ADMM's final proximal parameter (0 for other solvers) */
     int impact;             /* "impacts": 1 if the step was resolved as a set-valued impact (0 for other solvers) */
+    int admm_tree;          /* 1 if ADMM solved with G + rho I through the tree (sim_solver_tree), 0 if densely */
+    int admm_factors;       /* factorizations of G + rho I (or of rho I + S S^T) ADMM did, the lambda_min estimate's
+                               included */
 } sim_solver_stats;
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -140,9 +176,11 @@ typedef struct sim_solver_stats {
  *
  * Default.  The RL tasks (anymal_c-walk, anymal_c-stand: config key solver = 4) use coulomb-stall-admm: it
  * solves Coulomb's law (Fig. 6 at 100 %, the sliding box at mu g) at the paper model's per-contact cost, and no
- * problem cycles to the cap; the price is a few % of env throughput, almost all of it in the ADMM fallback (a
- * dense Cholesky of G + rho I per rho change: the tree-based factorization through M's LTDL factor is the next
- * step).  The paper-* tasks and sim_model's default keep paper-bisection (they reproduce the paper). */
+ * problem cycles to the cap; the price is a few % of env throughput, almost all of it in the ADMM fallback.  The
+ * fallback factors G + rho I through the kinematic tree (sim_solve_admm_tree) when that is cheaper, i.e. from ~7
+ * contacts on ANYmal (x0.63 - 0.86 of the dense time there, `herd-bench admm`); the walk task's fallback problems
+ * mostly have 1 - 5 contacts, where the dense Cholesky of the small 3n x 3n matrix is faster, so they stay dense.
+ * The paper-* tasks and sim_model's default keep paper-bisection (they reproduce the paper). */
 
 /* ------------------------------------------------------------------------------------------------ */
 /* The solver table: every multi-contact solver behind one signature, selected by name (or by its index,
@@ -203,6 +241,11 @@ int sim_solver_uses_pre_velocity(int solver);
  * it, the others ignore it (v_pre may be NULL: every row then runs its plain solve). */
 int sim_solve_pre(int solver, int n, const double *G, const double *c, const double *v_pre, const double *mu,
                   double *lambda, const sim_solver_params *p, sim_solver_stats *st);
+
+/* As sim_solve, with the structure of G for the rows that use it ("admm", "coulomb-stall-admm": their *_tree
+ * functions); the other rows ignore tree, so passing it costs them nothing. */
+int sim_solve_tree(int solver, int n, const double *G, const double *c, const double *mu, double *lambda,
+                   const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree);
 
 /* Fills p with the paper's defaults listed in sim_solver_params. */
 void sim_solver_default_params(sim_solver_params *p);
@@ -266,14 +309,35 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
  * friction cones) by ADMM, Le Lidec et al. 2023 Alg. 3: lambda = -(G + rho I)^-1 (c - rho z + gamma),
  * z = proj_K(lambda + gamma / rho), gamma += rho (lambda - z); rho adapted by the spectral rule (times or over
  * kappa^0.05, kappa estimated from a power iteration and the smallest Cholesky pivot, clamped to [1.5, 10]) when
- * one residual exceeds the other by p->admm_ratio; G + rho I is factored densely (Cholesky, 3n x 3n) at each
- * change of rho.  Warm-started from lambda (projected on the cones).  Stops when the CCP eps_abs (sim_metrics.h,
+ * one residual exceeds the other by p->admm_ratio; G + rho I is factored at each change of rho, here densely
+ * (Cholesky, 3n x 3n; sim_solve_admm_tree can go through the kinematic tree instead).  Warm-started from lambda (projected on the cones).  Stops when the CCP eps_abs (sim_metrics.h,
  * no De Saxcé term, dt = 1) < p->tol or after p->admm_max_iter iterations; lambda is z, always in the cones.
  * The model differs from Coulomb on sliding contacts: the CCP lets a sliding contact separate at
  * v_n = mu |v_T| (Anitescu's relaxation); sticking and open contacts are exact.  Convergent for any PSD G
  * (proximal), hence robust on ill-conditioned problems.  n <= SIM_SOLVER_ADMM_MAX_CONTACTS, else EINVAL. */
 int sim_solve_admm(int n, const double *G, const double *c, const double *mu, double *lambda,
                    const sim_solver_params *p, sim_solver_stats *st);
+
+/* "admm" with the structure of G (tree may be NULL: then as sim_solve_admm).  Solving with G + rho I the
+ * Featherstone way: by Woodbury, with G = S^T S,
+ *     (G + rho I)^-1 = (1/rho) (I - S^T (rho I + S S^T)^-1 S),
+ * and rho I + S S^T (nv x nv) has exactly the tree's sparsity (a contact's columns live on one root path, whose
+ * dofs are mutually ancestors), so it is factored in place by the packed LTDL of M's factorization (no fill-in),
+ * each time rho changes, and each solve costs two sweeps along the contact paths and one tree solve.  With
+ * S = D^-1/2 L^-T J^T this is rho M + J^T J = L^T D^1/2 (rho I + S S^T) D^1/2 L: the Schur complement of the
+ * augmented system [M J^T; J -rho I] with the contacts eliminated first as leaves of the tree (the kind of
+ * tree-sparse factorization Le Lidec et al. point to, their ref. [54]), built on M's LTDL factor.  Only the dofs on
+ * the contacts' paths enter (off them the system is rho I and S x is zero).  The lambda_min estimate of the
+ * spectral rule comes from inverse iteration on G + 1e-12 tr(G) I with that factor instead of the smallest pivot
+ * of a dense Cholesky (so rho's path, and the result within tol, differ slightly from the dense run's).
+ * Accuracy: Woodbury subtracts S^T (...) S x from x, so its relative error grows like eps lambda_max(G) / rho, as
+ * the dense Cholesky's does (its condition number is (lambda_max + rho) / rho).  p->admm_factor chooses:
+ * SIM_ADMM_FACTOR_AUTO (default) takes the tree when its estimated per-iteration cost 6 sum(path lengths) +
+ * 2 (packed factor size) is below ~3/4 of the dense 2 (3n)^2 (calibrated with `herd-bench admm`: ANYmal from
+ * ~7 contacts, the 12-dof heavy-on-light chain), _DENSE and _TREE force one; st->admm_tree says which ran.
+ * A tree that breaks sim_solver_tree's rules, or n > SIM_SOLVER_ADMM_MAX_CONTACTS, falls back to dense. */
+int sim_solve_admm_tree(int n, const double *G, const double *c, const double *mu, double *lambda,
+                        const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree);
 
 /* "coulomb-stall-admm": coulomb-bisection with a stall detector: when the Coulomb violation is not below
  * p->stall_drop times its value p->stall_window sweeps earlier (or max_iter sweeps end unconverged), the
@@ -282,6 +346,9 @@ int sim_solve_admm(int n, const double *G, const double *c, const double *mu, do
  * sweeps converge, the CCP when they would cycle.  st->error is the final solver's own measure. */
 int sim_solve_coulomb_stall_admm(int n, const double *G, const double *c, const double *mu, double *lambda,
                                  const sim_solver_params *p, sim_solver_stats *st);
+/* The same, its ADMM fallback solving with G + rho I as sim_solve_admm_tree. */
+int sim_solve_coulomb_stall_admm_tree(int n, const double *G, const double *c, const double *mu, double *lambda,
+                                      const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree);
 
 /* "pgs-hwangbo": projected Gauss-Seidel as in Hwangbo et al. 2018 (their eqs. 17-18): per contact
  *   lambda_n <- max(0, lambda_n - r_z v_n),  then  lambda_T <- proj_{|.| <= mu lambda_n}(lambda_T - r_T v_T)

@@ -129,6 +129,201 @@ static int factor_shifted(const double *G, int N, double rho, double *L)
     return chol_dense(L, N) > 0 ? 0 : -1;
 }
 
+/* ------------------------------------------------------------------------------------------------ */
+/* (G + rho I)^-1 the Featherstone way (sim_solve_admm_tree): G = S^T S, so by Woodbury
+ *     (G + rho I)^-1 = (1/rho) (I - S^T (rho I + S S^T)^-1 S),
+ * and P = S S^T = sum over contacts of the outer products of their three columns, each supported on one root path
+ * (a dof and its ancestors), only couples dofs that are ancestors of one another: P + rho I has the tree's
+ * sparsity and its LTDL factorization along the parent array (as M's: Featherstone RBDA 6.3) makes no fill-in.
+ * Packed as M's factor is (sim_model.h: row k = [A_kk, A_k,anc(k)...], ancestors nearest first), so that a
+ * contact path's entries past t are exactly row path[t]'s ancestors and P's rows are summed contiguously. */
+
+#define TREE_NM (SIM_SOLVER_TREE_MAX_DOF * (SIM_SOLVER_TREE_MAX_DOF + 1) / 2)
+
+/* The factorization works on the dofs of the contacts' paths only (an ancestor-closed subtree, renumbered in
+ * increasing order: a foot's 9 of ANYmal's 18 dofs): off it P vanishes and the system is rho I, which S x never
+ * reaches. */
+typedef struct admm_tree {
+    const sim_solver_tree *t;
+    int n, nv, nM;                           /* contacts; dofs on their paths; packed size */
+    int adr[SIM_SOLVER_TREE_MAX_DOF];        /* start of (local) row k */
+    int nanc[SIM_SOLVER_TREE_MAX_DOF];       /* its strict ancestors */
+    int anc[TREE_NM];                        /* anc[adr[k] + 1 + u]: its u-th ancestor (local), nearest first */
+    int lpath[SIM_SOLVER_ADMM_MAX_CONTACTS * SIM_SOLVER_TREE_MAX_DOF]; /* contact paths in local numbering */
+    int loff[SIM_SOLVER_ADMM_MAX_CONTACTS];  /* contact i's local path at lpath + loff[i] */
+    int spath;                               /* sum of the path lengths */
+    double P[TREE_NM];                       /* S S^T, packed */
+    double A[TREE_NM];                       /* LTDL of P + rho I, packed */
+} admm_tree;
+
+/* Index tables (local numbering, ancestors, local paths).  Returns 0, or -1 if the tree is not usable (too many dofs or contacts, a parent
+ * not before its child, a path that is not a dof followed by its ancestors up to a root). */
+static int tree_index(admm_tree *at, const sim_solver_tree *t, int n)
+{
+    const int nv = t->nv;
+    if (nv <= 0 || nv > SIM_SOLVER_TREE_MAX_DOF || n > SIM_SOLVER_ADMM_MAX_CONTACTS || !t->parent || !t->S ||
+        !t->path || !t->npath || t->stride < 1)
+        return -1;
+    int loc[SIM_SOLVER_TREE_MAX_DOF];
+    for (int k = 0; k < nv; k++) {
+        loc[k] = -1;
+        if (t->parent[k] >= k || t->parent[k] < -1) return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        const int np = t->npath[i];
+        const int *path = t->path + (size_t)i * t->stride;
+        if (np < 1 || np > t->stride || np > nv || path[0] < 0 || path[0] >= nv || t->parent[path[np - 1]] != -1)
+            return -1;
+        for (int q = 0; q + 1 < np; q++)
+            if (path[q + 1] != t->parent[path[q]]) return -1;
+        for (int q = 0; q < np; q++) loc[path[q]] = 0;
+    }
+    /* local numbering of the dofs on some path (increasing, so parents stay before children) */
+    int nl = 0, nM = 0;
+    for (int k = 0; k < nv; k++) {
+        if (loc[k] < 0) continue;
+        const int pk = t->parent[k] < 0 ? -1 : loc[t->parent[k]];
+        loc[k] = nl;
+        at->nanc[nl] = pk < 0 ? 0 : at->nanc[pk] + 1;
+        at->adr[nl] = nM;
+        int *a = at->anc + nM + 1;
+        if (pk >= 0) { /* nearest first: the parent, then the parent's ancestors */
+            a[0] = pk;
+            memcpy(a + 1, at->anc + at->adr[pk] + 1, sizeof(int) * (size_t)at->nanc[pk]);
+        }
+        nM += 1 + at->nanc[nl];
+        nl++;
+    }
+    at->t = t, at->n = n, at->nv = nl, at->nM = nM;
+    int off = 0;
+    for (int i = 0; i < n; i++) {
+        const int np = t->npath[i];
+        const int *path = t->path + (size_t)i * t->stride;
+        int *lp = at->lpath + off;
+        at->loff[i] = off;
+        off += np;
+        for (int q = 0; q < np; q++) lp[q] = loc[path[q]];
+    }
+    at->spath = off;
+    return 0;
+}
+
+/* P = S S^T (after tree_index). */
+static void tree_assemble(admm_tree *at)
+{
+    const sim_solver_tree *t = at->t;
+    memset(at->P, 0, sizeof(double) * (size_t)at->nM);
+    for (int i = 0; i < at->n; i++) {
+        const int np = t->npath[i];
+        const int *lp = at->lpath + at->loff[i];
+        const double *s0 = t->S + (size_t)(3 * i) * t->stride, *s1 = s0 + t->stride, *s2 = s1 + t->stride;
+        for (int q = 0; q < np; q++) {
+            double *row = at->P + at->adr[lp[q]] - q; /* row[u] pairs path[q] with path[u], u >= q */
+            const double a0 = s0[q], a1 = s1[q], a2 = s2[q];
+            for (int u = q; u < np; u++) row[u] += a0 * s0[u] + a1 * s1[u] + a2 * s2[u];
+        }
+    }
+}
+
+/* A := LTDL factor of P + rho I (in place, along the parent array).  Returns 0, or -1 if a pivot is not
+ * positive (rho too small against rounding). */
+static int tree_factor(admm_tree *at, double rho)
+{
+    double *A = at->A;
+    memcpy(A, at->P, sizeof(double) * (size_t)at->nM);
+    for (int k = 0; k < at->nv; k++) A[at->adr[k]] += rho;
+    for (int k = at->nv - 1; k >= 0; k--) {
+        double *Lk = A + at->adr[k];
+        const int na = at->nanc[k];
+        const int *anc = at->anc + at->adr[k] + 1;
+        if (!(Lk[0] > 0)) return -1;
+        const double inv = 1.0 / Lk[0];
+        for (int t = 0; t < na; t++) {
+            /* row anc[t] is [D, L to anc[t+1..]]: its ancestors are the tail of row k's */
+            double *Li = A + at->adr[anc[t]];
+            const double *tail = Lk + 1 + t;
+            const double a = tail[0] * inv;
+            for (int u = 0; u < na - t; u++) Li[u] -= a * tail[u];
+            Lk[1 + t] = a;
+        }
+    }
+    return 0;
+}
+
+/* x := (G + rho I)^-1 x = (x - S^T (rho I + S S^T)^-1 S x) / rho with A the factor of rho I + S S^T. */
+static void tree_solve(const admm_tree *at, double rho, double *x)
+{
+    const sim_solver_tree *t = at->t;
+    const int nv = at->nv;
+    const double *A = at->A;
+    double y[SIM_SOLVER_TREE_MAX_DOF];
+    memset(y, 0, sizeof(double) * (size_t)nv);
+    for (int i = 0; i < at->n; i++) { /* y = S x */
+        const int *lp = at->lpath + at->loff[i];
+        const double *s0 = t->S + (size_t)(3 * i) * t->stride, *s1 = s0 + t->stride, *s2 = s1 + t->stride;
+        const double x0 = x[3 * i], x1 = x[3 * i + 1], x2 = x[3 * i + 2];
+        for (int q = 0; q < t->npath[i]; q++) y[lp[q]] += s0[q] * x0 + s1[q] * x1 + s2[q] * x2;
+    }
+    for (int k = nv - 1; k >= 0; k--) { /* y := (L^T D L)^-1 y */
+        const double yk = y[k];
+        const int *anc = at->anc + at->adr[k] + 1;
+        const double *Lk = A + at->adr[k] + 1;
+        for (int u = 0; u < at->nanc[k]; u++) y[anc[u]] -= Lk[u] * yk;
+    }
+    for (int k = 0; k < nv; k++) {
+        double yk = y[k] / A[at->adr[k]];
+        const int *anc = at->anc + at->adr[k] + 1;
+        const double *Lk = A + at->adr[k] + 1;
+        for (int u = 0; u < at->nanc[k]; u++) yk -= Lk[u] * y[anc[u]];
+        y[k] = yk;
+    }
+    const double ir = 1.0 / rho;
+    for (int i = 0; i < at->n; i++) { /* x := (x - S^T y) / rho */
+        const int *lp = at->lpath + at->loff[i];
+        const double *s0 = t->S + (size_t)(3 * i) * t->stride, *s1 = s0 + t->stride, *s2 = s1 + t->stride;
+        double r0 = 0, r1 = 0, r2 = 0;
+        for (int q = 0; q < t->npath[i]; q++) {
+            const double yq = y[lp[q]];
+            r0 += s0[q] * yq, r1 += s1[q] * yq, r2 += s2[q] * yq;
+        }
+        x[3 * i] = (x[3 * i] - r0) * ir;
+        x[3 * i + 1] = (x[3 * i + 1] - r1) * ir;
+        x[3 * i + 2] = (x[3 * i + 2] - r2) * ir;
+    }
+}
+
+int sim_solver_tree_shifted_solve(const sim_solver_tree *tree, int n, double rho, double *x)
+{
+    admm_tree at;
+    if (!tree || !x || n < 1 || n > SIM_SOLVER_ADMM_MAX_CONTACTS || !(rho > 0) || tree_index(&at, tree, n) != 0)
+        return SIM_SOLVER_EINVAL;
+    tree_assemble(&at);
+    if (tree_factor(&at, rho) != 0) return SIM_SOLVER_EINVAL;
+    tree_solve(&at, rho, x);
+    return 0;
+}
+
+/* The shifted system of one ADMM run: dense (L = chol(G + rho I)) or through the tree (at). */
+typedef struct admm_shift {
+    const double *G;
+    int N;
+    double *L;          /* dense factor, or NULL */
+    admm_tree *at;      /* tree, or NULL */
+    int factors;        /* factorizations done */
+} admm_shift;
+
+static int shift_factor(admm_shift *sh, double rho)
+{
+    sh->factors++;
+    return sh->at ? tree_factor(sh->at, rho) : factor_shifted(sh->G, sh->N, rho, sh->L);
+}
+
+static void shift_solve(const admm_shift *sh, double rho, double *x)
+{
+    if (sh->at) tree_solve(sh->at, rho, x);
+    else chol_solve(sh->L, sh->N, x);
+}
+
 /* Projection of each contact's x onto K_mu (dual = 0) or K*_mu = K_{1/mu} (dual = 1). */
 static void project_cones(int n, const double *mu, const double *x, double *out, int dual)
 {
@@ -139,13 +334,48 @@ static void project_cones(int n, const double *mu, const double *x, double *out,
     }
 }
 
+/* SIM_ADMM_FACTOR_AUTO's choice.  Per ADMM iteration the dense solve costs ~2 N^2 multiply-adds (N = 3n, contiguous,
+ * vectorised), the tree solve ~6 sum(np) + 2 nM (indirect, along the paths and the packed factor); the
+ * factorizations (one per rho change, ~15 iterations apart) add less.  Measured with `herd-bench admm` (both
+ * modes on the same problems, interleaved): on ANYmal (18 dofs) the tree is slower up to 5 contacts (x1.3 - 2.3
+ * on the walk task's problems), even at 6, and faster from 7 (x0.88 at 7, x0.63 at 16); on the 12-dof chain of
+ * the heavy-on-light stack (8 contacts) x0.84.  The rule below, tree when 3 N^2 >= 12 sum(np) + 4 nM, puts the
+ * switch there (ANYmal: at 6-7 contacts; the stack: tree). */
+static int tree_cheaper(int N, int spath, int nM) { return 3 * N * N >= 12 * spath + 4 * nM; }
+
+/* Whether a run factors through tree (at indexed and assembled, 1) or densely (0). */
+static int admm_pick_tree(const sim_solver_params *p, const sim_solver_tree *tree, int n, admm_tree *at)
+{
+    const int N = 3 * n;
+    if (!tree || p->admm_factor == SIM_ADMM_FACTOR_DENSE || n > SIM_SOLVER_ADMM_MAX_CONTACTS) return 0;
+    const int automatic = p->admm_factor != SIM_ADMM_FACTOR_TREE;
+    if (automatic) { /* a first cut before any indexing: nM >= 0 */
+        if (!tree->npath) return 0;
+        int sp = 0;
+        for (int i = 0; i < n; i++) sp += tree->npath[i];
+        if (!tree_cheaper(N, sp, 0)) return 0;
+    }
+    if (tree_index(at, tree, n) != 0) return 0;
+    if (automatic && !tree_cheaper(N, at->spath, at->nM)) return 0;
+    tree_assemble(at);
+    return 1;
+}
+
 /* ADMM from lambda (projected onto the cones) with v = G lambda + c; on return lambda = z (in the cones) and
  * v = G lambda + c.  Returns the iterations done; *err = the CCP eps_abs of the result. */
 static int admm_iterate(int n, const double *G, const double *c, const double *mu, double *lambda,
-                        const sim_solver_params *p, sim_solver_stats *st, double *v, double *err)
+                        const sim_solver_params *p, sim_solver_stats *st, double *v, double *err,
+                        const sim_solver_tree *tree)
 {
     const int N = 3 * n;
-    double L[3 * SIM_SOLVER_ADMM_MAX_CONTACTS * 3 * SIM_SOLVER_ADMM_MAX_CONTACTS];
+    union { /* one run uses one of the two factorizations: they share the stack */
+        double L[3 * SIM_SOLVER_ADMM_MAX_CONTACTS * 3 * SIM_SOLVER_ADMM_MAX_CONTACTS];
+        admm_tree at;
+    } f;
+    double *L = f.L;
+    admm_shift sh = {G, N, L, NULL, 0};
+    if (admm_pick_tree(p, tree, n, &f.at)) sh.at = &f.at, sh.L = NULL;
+    st->admm_tree = sh.at != NULL;
     double z[3 * SIM_SOLVER_ADMM_MAX_CONTACTS], gam[3 * SIM_SOLVER_ADMM_MAX_CONTACTS];
     double x[3 * SIM_SOLVER_ADMM_MAX_CONTACTS], zp[3 * SIM_SOLVER_ADMM_MAX_CONTACTS];
     /* spectral estimates: lambda_max by a few power steps, lambda_min bounded by the smallest Cholesky pivot of
@@ -175,15 +405,36 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
         for (int r = 0; r < N; r++) x[r] = zp[r] / nn * sqrt((double)N);
     }
     lmax = fmax(lmax, tr / N);
-    memcpy(L, G, sizeof(double) * (size_t)N * N);
-    for (int i = 0; i < N; i++) L[(size_t)i * N + i] += 1e-12 * tr;
-    double lmin = chol_dense(L, N);
+    double lmin = 0;
+    if (!sh.at) {
+        memcpy(L, G, sizeof(double) * (size_t)N * N);
+        for (int i = 0; i < N; i++) L[(size_t)i * N + i] += 1e-12 * tr;
+        lmin = chol_dense(L, N);
+        sh.factors++;
+    } else if (shift_factor(&sh, 1e-12 * tr) == 0) {
+        /* inverse iteration with (G + delta I)^-1, delta = 1e-12 tr: |(G + delta I)^-1 x| / |x| tends to
+           1 / lambda_min(G + delta I) from below, so (like the dense pivot) this bounds lambda_min from above */
+        const double delta = 1e-12 * tr;
+        double inv = 0;
+        for (int i = 0; i < N; i++) x[i] = 1.0;
+        for (int k = 0; k < 8; k++) {
+            memcpy(zp, x, sizeof(double) * (size_t)N);
+            shift_solve(&sh, delta, zp);
+            double nn = 0;
+            for (int r = 0; r < N; r++) nn += zp[r] * zp[r];
+            nn = sqrt(nn);
+            if (!(nn > 0) || !isfinite(nn)) break;
+            inv = nn / sqrt((double)N);
+            for (int r = 0; r < N; r++) x[r] = zp[r] / nn * sqrt((double)N);
+        }
+        lmin = inv > 0 ? 1.0 / inv : 0;
+    }
     lmin = fmax(lmin, 1e-12 * lmax);
     const double kappa = lmax / lmin;
     double fac = pow(kappa, 0.05); /* the spectral rule of Le Lidec et al. (Sec. III-E) */
     fac = fmin(fmax(fac, 1.5), 10.0);
     double rho = p->admm_rho > 0 ? p->admm_rho : sqrt(lmax * lmin);
-    while (factor_shifted(G, N, rho, L) != 0) rho *= 10; /* only a rho far below G's scale can fail */
+    while (shift_factor(&sh, rho) != 0) rho *= 10; /* only a rho far below G's scale can fail */
 
     /* warm start: z = proj_K(lambda), gamma = -proj_K*(G z + c) (the dual of the CCP at a solution) */
     project_cones(n, mu, lambda, z, 0);
@@ -197,7 +448,7 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
     while (!(e < p->tol) && it < max_it) {
         it++;
         for (int r = 0; r < N; r++) x[r] = -(c[r] - rho * z[r] + gam[r]); /* line 3 */
-        chol_solve(L, N, x);
+        shift_solve(&sh, rho, x);
         memcpy(zp, z, sizeof(double) * (size_t)N);
         /* over-relaxation (Le Lidec et al. eq. 25, Boyd et al. 3.4.3): x <- a x + (1 - a) z, a = ADMM_RELAX */
         for (int r = 0; r < N; r++) x[r] = ADMM_RELAX * x[r] + (1.0 - ADMM_RELAX) * zp[r];
@@ -219,36 +470,44 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
         double nr = rho;
         if (rp > p->admm_ratio * rd) nr = rho * fac;
         else if (rd > p->admm_ratio * rp) nr = rho / fac;
-        if (nr != rho && factor_shifted(G, N, nr, L) == 0) rho = nr;
-        else if (nr != rho) factor_shifted(G, N, rho, L);
+        if (nr != rho && shift_factor(&sh, nr) == 0) rho = nr;
+        else if (nr != rho) shift_factor(&sh, rho);
     }
     memcpy(lambda, z, sizeof(double) * (size_t)N);
     st->rho = rho;
+    st->admm_factors = sh.factors;
     *err = e;
     return it;
 }
 
-static int admm_sweeps(int n, const double *G, const double *c, const double *mu, double *lambda,
-                       const sim_solver_params *p, sim_solver_stats *st, double *v)
+static int admm_sweeps_tree(int n, const double *G, const double *c, const double *mu, double *lambda,
+                            const sim_solver_params *p, sim_solver_stats *st, double *v, const sim_solver_tree *tree)
 {
     if (n > SIM_SOLVER_ADMM_MAX_CONTACTS) return SIM_SOLVER_EINVAL;
     double err;
-    const int it = admm_iterate(n, G, c, mu, lambda, p, st, v, &err);
+    const int it = admm_iterate(n, G, c, mu, lambda, p, st, v, &err, tree);
     sim_solver_count_modes(n, mu, lambda, st);
     return sim_solver_end(st, it, err, p->tol);
+}
+
+int sim_solve_admm_tree(int n, const double *G, const double *c, const double *mu, double *lambda,
+                        const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree)
+{
+    return sim_solver_run_tree(admm_sweeps_tree, n, G, c, mu, lambda, p, st, tree);
 }
 
 int sim_solve_admm(int n, const double *G, const double *c, const double *mu, double *lambda,
                    const sim_solver_params *p, sim_solver_stats *st)
 {
-    return sim_solver_run(admm_sweeps, n, G, c, mu, lambda, p, st);
+    return sim_solve_admm_tree(n, G, c, mu, lambda, p, st, NULL);
 }
 
 /* ------------------------------------------------------------------------------------------------ */
 /* The robust default: Coulomb per-contact sweeps, handed to ADMM when they stall.                   */
 
-static int stall_admm_sweeps(int n, const double *G, const double *c, const double *mu, double *lambda,
-                             const sim_solver_params *p, sim_solver_stats *st, double *v)
+static int stall_admm_sweeps_tree(int n, const double *G, const double *c, const double *mu, double *lambda,
+                                  const sim_solver_params *p, sim_solver_stats *st, double *v,
+                                  const sim_solver_tree *tree)
 {
     const int r = sim_solver_coulomb_sweeps_stall(n, G, c, mu, lambda, p, st, v);
     if (r != SIM_SOLVER_STALLED) return r;
@@ -262,14 +521,20 @@ static int stall_admm_sweeps(int n, const double *G, const double *c, const doub
     }
     const int sweeps = st->iterations;
     double err;
-    const int it = admm_iterate(n, G, c, mu, lambda, p, st, v, &err);
+    const int it = admm_iterate(n, G, c, mu, lambda, p, st, v, &err, tree);
     st->fallback = 1;
     st->fallback_iterations = it;
     return sim_solver_end(st, sweeps + it, err, p->tol);
 }
 
+int sim_solve_coulomb_stall_admm_tree(int n, const double *G, const double *c, const double *mu, double *lambda,
+                                      const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree)
+{
+    return sim_solver_run_tree(stall_admm_sweeps_tree, n, G, c, mu, lambda, p, st, tree);
+}
+
 int sim_solve_coulomb_stall_admm(int n, const double *G, const double *c, const double *mu, double *lambda,
                                  const sim_solver_params *p, sim_solver_stats *st)
 {
-    return sim_solver_run(stall_admm_sweeps, n, G, c, mu, lambda, p, st);
+    return sim_solve_coulomb_stall_admm_tree(n, G, c, mu, lambda, p, st, NULL);
 }

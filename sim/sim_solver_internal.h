@@ -13,6 +13,13 @@ typedef int (*sim_solver_sweeps_fn)(int n, const double *G, const double *c, con
 int sim_solver_run(sim_solver_sweeps_fn sweeps, int n, const double *G, const double *c, const double *mu,
                    double *lambda, const sim_solver_params *p, sim_solver_stats *st);
 
+/* sim_solver_run for a solver that takes the structure of G (passed through to sweeps as is). */
+typedef int (*sim_solver_sweeps_tree_fn)(int n, const double *G, const double *c, const double *mu, double *lambda,
+                                         const sim_solver_params *p, sim_solver_stats *st, double *v,
+                                         const sim_solver_tree *tree);
+int sim_solver_run_tree(sim_solver_sweeps_tree_fn sweeps, int n, const double *G, const double *c, const double *mu,
+                        double *lambda, const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree);
+
 /* v += G[:, 3i..3i+2] delta (N = 3n, G symmetric). */
 void sim_solver_add_column_block(int N, const double *G, int i, const double delta[3], double *v);
 

@@ -34,7 +34,8 @@ static const sim_solver_desc TABLE[] = {
     [SIM_SOLVER_ADMM] = {
         "admm",
         "ADMM on the cone complementarity problem (Anitescu's convex relaxation; Le Lidec et al. 2023, Alg. 3), "
-        "proximal with adaptive rho, dense Cholesky of G + rho I.  Differs from Coulomb on sliding contacts (they may "
+        "proximal with adaptive rho; G + rho I factored densely or, when cheaper, through the kinematic tree (Woodbury on "
+        "rho I + S S^T, M's LTDL sparsity).  Differs from Coulomb on sliding contacts (they may "
         "separate at v_n = mu |v_T|).  Convergent for any PSD G; not converged: the last z, in the cones.",
         sim_solve_admm},
     [SIM_SOLVER_COULOMB_STALL_ADMM] = {
@@ -86,6 +87,17 @@ const sim_solver_desc *sim_solver_find(const char *name)
 {
     const sim_solver_desc *d = sim_solver_at(sim_solver_index(name));
     return d && d->solve ? d : NULL;
+}
+
+int sim_solve_tree(int solver, int n, const double *G, const double *c, const double *mu, double *lambda,
+                   const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree)
+{
+    /* the rows that use the structure (kept out of the table's rows so that they stay three fields) */
+    switch (solver) {
+    case SIM_SOLVER_ADMM: return sim_solve_admm_tree(n, G, c, mu, lambda, p, st, tree);
+    case SIM_SOLVER_COULOMB_STALL_ADMM: return sim_solve_coulomb_stall_admm_tree(n, G, c, mu, lambda, p, st, tree);
+    default: return sim_solve(solver, n, G, c, mu, lambda, p, st);
+    }
 }
 
 int sim_solve(int solver, int n, const double *G, const double *c, const double *mu, double *lambda,

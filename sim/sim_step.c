@@ -16,6 +16,8 @@
 
 #include <string.h>
 
+_Static_assert(SIM_MAX_DOF <= SIM_SOLVER_TREE_MAX_DOF, "a model's dof tree must fit sim_solver_tree");
+
 #define SCRATCH_JW(d, nv) ((d)->scratch)
 #define SCRATCH_BT(d, nv) ((d)->scratch + 3 * (nv))
 #define SCRATCH_INVD(d, nv) ((d)->scratch + 6 * (nv))
@@ -283,7 +285,10 @@ void sim_step_solve(const sim_model *m, sim_data *d)
         stage_pre_velocity(m, d, nc);
         sim_solve_pre(solver, nc, d->G, d->cfree, d->vpre, d->mu, d->lambda, &o->sp, &ss);
     } else {
-        sim_solve(solver, nc, d->G, d->cfree, d->mu, d->lambda, &o->sp, &ss);
+        /* G's structure (G = S^T S, S = d->Bc along the contact paths) for the solvers that factor G + rho I
+           through the tree (ADMM); the others ignore it */
+        const sim_solver_tree tree = {m->nv, m->dof_parent, d->Bc, d->con_path, d->con_npath, m->nv};
+        sim_solve_tree(solver, nc, d->G, d->cfree, d->mu, d->lambda, &o->sp, &ss, &tree);
     }
     d->stats.iterations = ss.iterations;
     d->stats.error = ss.error;
