@@ -290,24 +290,62 @@ void sim_factor(const sim_model *m, sim_data *d)
     }
 }
 
+/* x := L^-T x (the first stage of an LTDL solve).  For a floating base, a joint dof's row ends with the six base
+ * dofs 5, 4, ..., 0 (the layout sim_factor uses): that part runs as a fixed-size loop with no index loads; the
+ * terms are added in the same order as the generic loop, so the result is bit-identical to it. */
+static inline void ltdl_backward(const sim_model *m, const double *L, double *x)
+{
+    const int nv = m->nv, nb = m->floating ? 6 : 0;
+    for (int k = nv - 1; k >= nb; k--) {
+        const double xk = x[k];
+        const int *anc = m->dof_anc[k];
+        const int nj = m->dof_nanc[k] - nb;
+        const double *Lk = L + m->dof_adr[k] + 1;
+        for (int t = 0; t < nj; t++) x[anc[t]] -= Lk[t] * xk;
+        if (nb) {
+            const double *bt = Lk + nj;
+#pragma GCC unroll 6
+            for (int j = 0; j < 6; j++) x[5 - j] -= bt[j] * xk;
+        }
+    }
+    for (int k = nb - 1; k >= 0; k--) {
+        const double xk = x[k];
+        const double *Lk = L + BASE_ADR(k) + 1;
+        for (int t = 0; t < k; t++) x[k - 1 - t] -= Lk[t] * xk;
+    }
+}
+
+void sim_ltdl_forward(const sim_model *m, const double *L, double *x)
+{
+    const int nv = m->nv, nb = m->floating ? 6 : 0;
+    for (int k = 0; k < nb; k++) {
+        double xk = x[k];
+        const double *Lk = L + BASE_ADR(k) + 1;
+        for (int t = 0; t < k; t++) xk -= Lk[t] * x[k - 1 - t];
+        x[k] = xk;
+    }
+    for (int k = nb; k < nv; k++) {
+        double xk = x[k];
+        const int *anc = m->dof_anc[k];
+        const int nj = m->dof_nanc[k] - nb;
+        const double *Lk = L + m->dof_adr[k] + 1;
+        for (int t = 0; t < nj; t++) xk -= Lk[t] * x[anc[t]];
+        if (nb) {
+            const double *bt = Lk + nj;
+#pragma GCC unroll 6
+            for (int j = 0; j < 6; j++) xk -= bt[j] * x[5 - j];
+        }
+        x[k] = xk;
+    }
+}
+
 void sim_solve_m(const sim_model *m, const sim_data *d, double *x)
 {
     const int nv = m->nv;
     const double *L = d->LD;
-    for (int k = nv - 1; k >= 0; k--) {
-        double xk = x[k];
-        const int *anc = m->dof_anc[k];
-        const double *Lk = L + m->dof_adr[k] + 1;
-        for (int t = 0; t < m->dof_nanc[k]; t++) x[anc[t]] -= Lk[t] * xk;
-    }
+    ltdl_backward(m, L, x);
     for (int k = 0; k < nv; k++) x[k] /= L[m->dof_adr[k]];
-    for (int k = 0; k < nv; k++) {
-        double xk = x[k];
-        const int *anc = m->dof_anc[k];
-        const double *Lk = L + m->dof_adr[k] + 1;
-        for (int t = 0; t < m->dof_nanc[k]; t++) xk -= Lk[t] * x[anc[t]];
-        x[k] = xk;
-    }
+    sim_ltdl_forward(m, L, x);
 }
 
 void sim_solve_m_multi(const sim_model *m, const sim_data *d, double *X, int k)

@@ -33,6 +33,9 @@ void sim_smooth(const sim_model *m, sim_data *d);
 
 /* x := M^-1 x in place using the LTDL factor (no inverse is formed).  n = m->nv. */
 void sim_solve_m(const sim_model *m, const sim_data *d, double *x);
+/* x := L^-1 x, the last stage of sim_solve_m, with the unit lower factor L = d->LD (packed as sim_factor leaves
+ * it). */
+void sim_ltdl_forward(const sim_model *m, const double *L, double *x);
 /* X := M^-1 X for k column vectors stored contiguously (X[j*nv + i]). */
 void sim_solve_m_multi(const sim_model *m, const sim_data *d, double *X, int k);
 /* y := M x using the stored mass matrix. */

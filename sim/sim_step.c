@@ -22,18 +22,6 @@
 #define SCRATCH_SQRTD(d, nv) ((d)->scratch + 7 * (nv))
 #define SCRATCH_Y(d, nv) ((d)->scratch + 8 * (nv))
 
-/* x := L^-1 x (the last stage of an LTDL solve), dense. */
-static void ltdl_forward(const sim_model *m, const sim_data *d, double *x)
-{
-    for (int k = 0; k < m->nv; k++) {
-        double xk = x[k];
-        const int *anc = m->dof_anc[k];
-        const double *Lk = d->LD + m->dof_adr[k] + 1;
-        for (int u = 0; u < m->dof_nanc[k]; u++) xk -= Lk[u] * x[anc[u]];
-        x[k] = xk;
-    }
-}
-
 /* Finds the warm start of contact (geom, feature) in the previous step's cache. */
 static const double *warm_start(const sim_data *d, int geom, int feature)
 {
@@ -101,16 +89,29 @@ static inline void stage_contact_jacobians(const sim_model *m, sim_data *d, int 
             B1[k] = J1[k] = f[3] * x + f[4] * y + f[5] * z;
             B2[k] = J2[k] = f[6] * x + f[7] * y + f[8] * z;
         }
-        for (int t = 0; t < np; t++) {   /* path is in decreasing dof order: a valid L^T sweep */
+        /* path is in decreasing dof order: a valid L^T sweep.  For a floating base a joint dof's row ends with
+           the base dofs 5, ..., 0 (sim_factor's layout): a fixed-size loop, same terms in the same order */
+        const int nb = m->floating ? 6 : 0;
+        for (int t = 0; t < np; t++) {
             int k = path[t];
             const int *anc = m->dof_anc[k];
             const double *Lk = d->LD + m->dof_adr[k] + 1;
             double x0 = B0[k], x1 = B1[k], x2 = B2[k];
-            for (int u = 0; u < m->dof_nanc[k]; u++) {
+            const int nj = k < nb ? m->dof_nanc[k] : m->dof_nanc[k] - nb;
+            for (int u = 0; u < nj; u++) {
                 int j = anc[u];
                 B0[j] -= Lk[u] * x0;
                 B1[j] -= Lk[u] * x1;
                 B2[j] -= Lk[u] * x2;
+            }
+            if (k >= nb && nb) {
+                const double *bt = Lk + nj;
+#pragma GCC unroll 6
+                for (int u = 0; u < 6; u++) {
+                    B0[5 - u] -= bt[u] * x0;
+                    B1[5 - u] -= bt[u] * x1;
+                    B2[5 - u] -= bt[u] * x2;
+                }
             }
         }
         double *S = d->Bc + (size_t)(3 * i) * nv;
@@ -214,7 +215,7 @@ static inline void stage_apply_impulses(const sim_model *m, sim_data *d, int nc)
             y[pi[t]] += S[t] * lam[0] + S[nv + t] * lam[1] + S[2 * nv + t] * lam[2];
     }
     for (int k = 0; k < nv; k++) y[k] *= sD[k];
-    ltdl_forward(m, d, y);
+    sim_ltdl_forward(m, d->LD, y);
     for (int k = 0; k < nv; k++) d->u[k] = uf[k] + y[k];
 }
 
