@@ -63,7 +63,7 @@ void sim_kinematics(const sim_model *m, sim_data *d)
         /* R = Rj * Rot(axis, q); for a principal axis only two columns change */
         int k = b->axis_kind;
         if (k < 3) {
-            int c1 = (k + 1) % 3, c2 = (k + 2) % 3;
+            const int c1 = k == 2 ? 0 : k + 1, c2 = k == 0 ? 2 : k - 1; /* (k + 1) % 3, (k + 2) % 3 */
             for (int r = 0; r < 3; r++) {
                 double x1 = Rj[3 * r + c1], x2 = Rj[3 * r + c2];
                 R[3 * r + k] = Rj[3 * r + k];
@@ -154,8 +154,9 @@ void sim_velocity(const sim_model *m, sim_data *d)
     }
     for (int i = 1; i < m->nbody; i++) {
         const sim_body *b = &m->body[i];
-        const double *vp = d->cvel + 6 * b->parent, *s = d->cdof + 6 * b->dof;
-        double *v = d->cvel + 6 * i, ui = d->u[b->dof];
+        const double *restrict vp = d->cvel + 6 * b->parent, *restrict s = d->cdof + 6 * b->dof;
+        double *restrict v = d->cvel + 6 * i;
+        const double ui = d->u[b->dof];
         for (int j = 0; j < 6; j++) v[j] = vp[j] + s[j] * ui;
         sv_cross_motion(d->cdof_dot + 6 * b->dof, v, s);
     }
@@ -168,8 +169,8 @@ void sim_crba(const sim_model *m, sim_data *d)
     const int nv = m->nv;
     memcpy(d->crb, d->cinert, sizeof(double) * 10 * (size_t)m->nbody);
     for (int i = m->nbody - 1; i > 0; i--) {
-        double *cp = d->crb + 10 * m->body[i].parent;
-        const double *ci = d->crb + 10 * i;
+        double *restrict cp = d->crb + 10 * m->body[i].parent; /* a parent precedes its child: no overlap */
+        const double *restrict ci = d->crb + 10 * i;
         for (int k = 0; k < 10; k++) cp[k] += ci[k];
     }
     /* joint dofs: F = Ic s_k, then M_kj = s_j . F down the ancestors; the floating base's columns
@@ -380,8 +381,9 @@ void sim_rnea(const sim_model *m, sim_data *d)
         }
     for (int i = 1; i < m->nbody; i++) {
         const sim_body *b = &m->body[i];
-        const double *ap = d->cacc + 6 * b->parent, *sd = d->cdof_dot + 6 * b->dof;
-        double *a = d->cacc + 6 * i, ui = d->u[b->dof];
+        const double *restrict ap = d->cacc + 6 * b->parent, *restrict sd = d->cdof_dot + 6 * b->dof;
+        double *restrict a = d->cacc + 6 * i;
+        const double ui = d->u[b->dof];
         for (int j = 0; j < 6; j++) a[j] = ap[j] + sd[j] * ui;
     }
     for (int i = 0; i < m->nbody; i++) {
@@ -392,8 +394,8 @@ void sim_rnea(const sim_model *m, sim_data *d)
         sv_cross_force_add(f, v, Iv);
     }
     for (int i = m->nbody - 1; i > 0; i--) {
-        double *fp = d->cfrc + 6 * m->body[i].parent;
-        const double *f = d->cfrc + 6 * i;
+        double *restrict fp = d->cfrc + 6 * m->body[i].parent;
+        const double *restrict f = d->cfrc + 6 * i;
         for (int j = 0; j < 6; j++) fp[j] += f[j];
     }
     for (int k = 0; k < m->nv; k++) d->h[k] = sv_dot(d->cdof + 6 * k, d->cfrc + 6 * m->dof_body[k]);
