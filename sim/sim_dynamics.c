@@ -401,13 +401,18 @@ void sim_rnea(const sim_model *m, sim_data *d)
     for (int k = 0; k < m->nv; k++) d->h[k] = sv_dot(d->cdof + 6 * k, d->cfrc + 6 * m->dof_body[k]);
 }
 
-void sim_smooth(const sim_model *m, sim_data *d)
+void sim_smooth_dynamics(const sim_model *m, sim_data *d)
 {
-    sim_kinematics(m, d);
     sim_velocity(m, d);
     sim_crba(m, d);
     sim_factor(m, d);
     sim_rnea(m, d);
+}
+
+void sim_smooth(const sim_model *m, sim_data *d)
+{
+    sim_kinematics(m, d);
+    sim_smooth_dynamics(m, d);
 }
 
 void sim_passive(const sim_model *m, const sim_data *d, double *out)

@@ -30,6 +30,8 @@ void sim_factor(const sim_model *m, sim_data *d);
 void sim_rnea(const sim_model *m, sim_data *d);
 /* All of the above. */
 void sim_smooth(const sim_model *m, sim_data *d);
+/* sim_smooth without sim_kinematics (velocities, CRBA, LTDL, RNEA), for kinematics already current. */
+void sim_smooth_dynamics(const sim_model *m, sim_data *d);
 
 /* x := M^-1 x in place using the LTDL factor (no inverse is formed).  n = m->nv. */
 void sim_solve_m(const sim_model *m, const sim_data *d, double *x);

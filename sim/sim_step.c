@@ -232,10 +232,11 @@ static inline void stage_remember_contacts(sim_data *d, int nc)
 
 /* ---- the step ---------------------------------------------------------------------------------------- */
 
-int sim_step_prepare(const sim_model *m, sim_data *d, double dt)
+int sim_step_prepare_kin(const sim_model *m, sim_data *d, double dt, int kinematics_current)
 {
     sim_step_stats *st = &d->stats;
-    sim_smooth(m, d);
+    if (!kinematics_current) sim_kinematics(m, d);
+    sim_smooth_dynamics(m, d);
     stage_free_velocity(m, d, dt);
     int nc = sim_collide(m, d, m->opt.margin, dt, d->con, d->ncon_max);
     d->ncon = nc;
@@ -253,6 +254,8 @@ int sim_step_prepare(const sim_model *m, sim_data *d, double dt)
     }
     return nc;
 }
+
+int sim_step_prepare(const sim_model *m, sim_data *d, double dt) { return sim_step_prepare_kin(m, d, dt, 0); }
 
 void sim_step_solve(const sim_model *m, sim_data *d)
 {
@@ -279,12 +282,14 @@ int sim_step_finish(const sim_model *m, sim_data *d, double dt)
     return finite_state(m, d) ? 0 : -1;
 }
 
-int sim_step(const sim_model *m, sim_data *d, double dt)
+int sim_step_kin(const sim_model *m, sim_data *d, double dt, int kinematics_current)
 {
-    sim_step_prepare(m, d, dt);
+    sim_step_prepare_kin(m, d, dt, kinematics_current);
     sim_step_solve(m, d);
     return sim_step_finish(m, d, dt);
 }
+
+int sim_step(const sim_model *m, sim_data *d, double dt) { return sim_step_kin(m, d, dt, 0); }
 
 void sim_step_metrics(const sim_model *m, const sim_data *d, double dt, sim_contact_metrics_t *out)
 {
