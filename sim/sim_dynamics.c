@@ -465,6 +465,27 @@ int sim_jacobian_sparse(const sim_model *m, const sim_data *d, int b, const doub
     return n;
 }
 
+int sim_jacobian_sparse_vel(const sim_model *m, const sim_data *d, int b, const double pworld[3],
+                            double *jp, int *cols, double v[3])
+{
+    const int nv = m->nv;
+    double r[3];
+    v3_sub(r, pworld, d->ref);
+    double v0 = 0, v1 = 0, v2 = 0;
+    int n = 0;
+    for (int k = body_last_dof(m, b); k >= 0; k = m->dof_parent[k]) {
+        const double *s = d->cdof + 6 * k, uk = d->u[k];
+        const double j0 = s[3] + s[1] * r[2] - s[2] * r[1];
+        const double j1 = s[4] + s[2] * r[0] - s[0] * r[2];
+        const double j2 = s[5] + s[0] * r[1] - s[1] * r[0];
+        jp[k] = j0, jp[nv + k] = j1, jp[2 * nv + k] = j2;
+        v0 += j0 * uk, v1 += j1 * uk, v2 += j2 * uk;
+        cols[n++] = k;
+    }
+    v[0] = v0, v[1] = v1, v[2] = v2;
+    return n;
+}
+
 void sim_jacobian(const sim_model *m, const sim_data *d, int b, const double pworld[3], double *jp, double *jr)
 {
     const int nv = m->nv;

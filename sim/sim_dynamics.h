@@ -57,6 +57,10 @@ void sim_jacobian(const sim_model *m, const sim_data *d, int b, const double pwo
  * Entries in other columns are left untouched (callers zero them once). */
 int sim_jacobian_sparse(const sim_model *m, const sim_data *d, int b, const double pworld[3],
                         double *jp, int *cols);
+/* sim_jacobian_sparse that also returns the point's world velocity v = J d->u (m/s), summed along the path
+ * (body -> root) in the same pass. */
+int sim_jacobian_sparse_vel(const sim_model *m, const sim_data *d, int b, const double pworld[3],
+                            double *jp, int *cols, double v[3]);
 
 /* Semi-implicit Euler: u += dt * d->udot, then q += dt * u with the quaternion updated by the body
  * angular velocity on the manifold (q <- q ⊗ exp(dt w / 2)) and renormalized.  time += dt. */
