@@ -182,26 +182,20 @@ void sim_crba(const sim_model *m, sim_data *d)
         sinert_mul(F, d->crb + 10 * m->dof_body[k], d->cdof + 6 * k);
         double *row = d->Mp + m->dof_adr[k];
         double v = sv_dot(F, d->cdof + 6 * k);
-        d->M[k * nv + k] = row[0] = v;
+        row[0] = v;
         const int *anc = m->dof_anc[k];
         const int na = m->dof_nanc[k] - nb;   /* joint ancestors come first (nearest first) */
         for (int t = 0; t < na; t++) {
             int j = anc[t];
             v = sv_dot(F, d->cdof + 6 * j);
             row[1 + t] = v;
-            d->M[k * nv + j] = v;
-            d->M[j * nv + k] = v;
         }
         if (nb) {
             /* ancestors na .. na+5 are dofs 5, 4, ..., 0 */
             double base[6];
             base[0] = F[3]; base[1] = F[4]; base[2] = F[5];
             for (int c = 0; c < 3; c++) base[3 + c] = R0[c] * F[0] + R0[3 + c] * F[1] + R0[6 + c] * F[2];
-            for (int j = 5; j >= 0; j--) {
-                row[1 + na + (5 - j)] = base[j];
-                d->M[k * nv + j] = base[j];
-                d->M[j * nv + k] = base[j];
-            }
+            for (int j = 5; j >= 0; j--) row[1 + na + (5 - j)] = base[j];
         }
     }
     if (nb) {
@@ -230,10 +224,7 @@ void sim_crba(const sim_model *m, sim_data *d)
         }
         for (int k = 0; k < 6; k++) {
             double *row = d->Mp + m->dof_adr[k];
-            for (int j = 0; j <= k; j++) {
-                d->M[k * nv + j] = d->M[j * nv + k] = B[k * 6 + j];
-                row[j == k ? 0 : k - j] = B[k * 6 + j];
-            }
+            for (int j = 0; j <= k; j++) row[j == k ? 0 : k - j] = B[k * 6 + j];
         }
     }
 }
@@ -354,17 +345,32 @@ void sim_solve_m_multi(const sim_model *m, const sim_data *d, double *X, int k)
     for (int j = 0; j < k; j++) sim_solve_m(m, d, X + (size_t)j * m->nv);
 }
 
+void sim_full_m(const sim_model *m, sim_data *d)
+{
+    const int nv = m->nv;
+    for (int k = 0; k < nv; k++) {
+        const double *row = d->Mp + m->dof_adr[k];
+        d->M[k * nv + k] = row[0];
+        for (int t = 0; t < m->dof_nanc[k]; t++) {
+            const int j = m->dof_anc[k][t];
+            d->M[k * nv + j] = d->M[j * nv + k] = row[1 + t];
+        }
+    }
+}
+
 void sim_mul_m(const sim_model *m, const sim_data *d, const double *x, double *y)
 {
     const int nv = m->nv;
-    const int *par = m->dof_parent;
-    for (int k = 0; k < nv; k++) y[k] = d->M[k * nv + k] * x[k];
-    for (int k = 0; k < nv; k++)
-        for (int i = par[k]; i >= 0; i = par[i]) {
-            double mki = d->M[k * nv + i];
+    for (int k = 0; k < nv; k++) y[k] = d->Mp[m->dof_adr[k]] * x[k];
+    for (int k = 0; k < nv; k++) {
+        const double *row = d->Mp + m->dof_adr[k] + 1;
+        for (int t = 0; t < m->dof_nanc[k]; t++) { /* ancestors nearest first */
+            const int i = m->dof_anc[k][t];
+            const double mki = row[t];
             y[k] += mki * x[i];
             y[i] += mki * x[k];
         }
+    }
 }
 
 /* ---------------------------------------------------------------- RNEA */
