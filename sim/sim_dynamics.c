@@ -234,6 +234,26 @@ void sim_crba(const sim_model *m, sim_data *d)
 /* Row i of the packed base block (floating base: dofs 0..5 form a chain, packed first). */
 #define BASE_ADR(i) ((i) * ((i) + 1) / 2)
 
+/* LTDL of the packed 6-dof base chain in place (rows k = 5..0, row k at BASE_ADR(k)); constant trip counts, so
+ * the compiler unrolls it completely.  Same operations in the same order as the generic tree loop. */
+static inline void base_chain_factor(double *L)
+{
+#pragma GCC unroll 6
+    for (int k = 5; k >= 0; k--) {
+        double *Lk = L + BASE_ADR(k);
+        const double inv = 1.0 / Lk[0];
+#pragma GCC unroll 6
+        for (int t = 0; t < k; t++) {
+            double *Li = L + BASE_ADR(k - 1 - t);
+            const double *tail = Lk + 1 + t;
+            const double a = tail[0] * inv;
+#pragma GCC unroll 6
+            for (int u = 0; u < k - t; u++) Li[u] -= a * tail[u];
+            Lk[1 + t] = a;
+        }
+    }
+}
+
 void sim_factor(const sim_model *m, sim_data *d)
 {
     double *L = d->LD;
@@ -269,17 +289,7 @@ void sim_factor(const sim_model *m, sim_data *d)
             for (int j = 0; j < 6; j++) bt[5 - j] = a[j];
         }
     }
-    for (int k = nb - 1; k >= 0; k--) {          /* the base chain itself (generic, tiny) */
-        double *Lk = L + BASE_ADR(k);
-        double inv = 1.0 / Lk[0];
-        for (int t = 0; t < k; t++) {
-            double *Li = L + BASE_ADR(k - 1 - t);
-            const double *tail = Lk + 1 + t;
-            double a = tail[0] * inv;
-            for (int u = 0; u < k - t; u++) Li[u] -= a * tail[u];
-            Lk[1 + t] = a;
-        }
-    }
+    if (nb) base_chain_factor(L); /* the base chain itself: a dense 6 x 6, fully unrolled */
 }
 
 /* x := L^-T x (the first stage of an LTDL solve).  For a floating base, a joint dof's row ends with the six base
@@ -300,21 +310,29 @@ static inline void ltdl_backward(const sim_model *m, const double *L, double *x)
             for (int j = 0; j < 6; j++) x[5 - j] -= bt[j] * xk;
         }
     }
-    for (int k = nb - 1; k >= 0; k--) {
-        const double xk = x[k];
-        const double *Lk = L + BASE_ADR(k) + 1;
-        for (int t = 0; t < k; t++) x[k - 1 - t] -= Lk[t] * xk;
+    if (nb) {
+#pragma GCC unroll 6
+        for (int k = 5; k >= 0; k--) {
+            const double xk = x[k];
+            const double *Lk = L + BASE_ADR(k) + 1;
+#pragma GCC unroll 6
+            for (int t = 0; t < k; t++) x[k - 1 - t] -= Lk[t] * xk;
+        }
     }
 }
 
 void sim_ltdl_forward(const sim_model *m, const double *L, double *x)
 {
     const int nv = m->nv, nb = m->floating ? 6 : 0;
-    for (int k = 0; k < nb; k++) {
-        double xk = x[k];
-        const double *Lk = L + BASE_ADR(k) + 1;
-        for (int t = 0; t < k; t++) xk -= Lk[t] * x[k - 1 - t];
-        x[k] = xk;
+    if (nb) {
+#pragma GCC unroll 6
+        for (int k = 0; k < 6; k++) {
+            double xk = x[k];
+            const double *Lk = L + BASE_ADR(k) + 1;
+#pragma GCC unroll 6
+            for (int t = 0; t < k; t++) xk -= Lk[t] * x[k - 1 - t];
+            x[k] = xk;
+        }
     }
     for (int k = nb; k < nv; k++) {
         double xk = x[k];
