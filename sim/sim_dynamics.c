@@ -154,10 +154,9 @@ void sim_velocity(const sim_model *m, sim_data *d)
     }
     for (int i = 1; i < m->nbody; i++) {
         const sim_body *b = &m->body[i];
-        const double *restrict vp = d->cvel + 6 * b->parent, *restrict s = d->cdof + 6 * b->dof;
-        double *restrict v = d->cvel + 6 * i;
-        const double ui = d->u[b->dof];
-        for (int j = 0; j < 6; j++) v[j] = vp[j] + s[j] * ui;
+        const double *s = d->cdof + 6 * b->dof;
+        double *v = d->cvel + 6 * i;
+        sv6_addscl(v, d->cvel + 6 * b->parent, s, d->u[b->dof]);
         sv_cross_motion(d->cdof_dot + 6 * b->dof, v, s);
     }
 }
@@ -169,9 +168,7 @@ void sim_crba(const sim_model *m, sim_data *d)
     const int nv = m->nv;
     memcpy(d->crb, d->cinert, sizeof(double) * 10 * (size_t)m->nbody);
     for (int i = m->nbody - 1; i > 0; i--) {
-        double *restrict cp = d->crb + 10 * m->body[i].parent; /* a parent precedes its child: no overlap */
-        const double *restrict ci = d->crb + 10 * i;
-        for (int k = 0; k < 10; k++) cp[k] += ci[k];
+        si10_add(d->crb + 10 * m->body[i].parent, d->crb + 10 * i);
     }
     /* joint dofs: F = Ic s_k, then M_kj = s_j . F down the ancestors; the floating base's columns
      * are [0; e_j] (translation) and [R e_j; 0] (rotation), so those six dots are cheap */
@@ -405,10 +402,7 @@ void sim_rnea(const sim_model *m, sim_data *d)
         }
     for (int i = 1; i < m->nbody; i++) {
         const sim_body *b = &m->body[i];
-        const double *restrict ap = d->cacc + 6 * b->parent, *restrict sd = d->cdof_dot + 6 * b->dof;
-        double *restrict a = d->cacc + 6 * i;
-        const double ui = d->u[b->dof];
-        for (int j = 0; j < 6; j++) a[j] = ap[j] + sd[j] * ui;
+        sv6_addscl(d->cacc + 6 * i, d->cacc + 6 * b->parent, d->cdof_dot + 6 * b->dof, d->u[b->dof]);
     }
     for (int i = 0; i < m->nbody; i++) {
         const double *I = d->cinert + 10 * i, *v = d->cvel + 6 * i;
@@ -418,9 +412,7 @@ void sim_rnea(const sim_model *m, sim_data *d)
         sv_cross_force_add(f, v, Iv);
     }
     for (int i = m->nbody - 1; i > 0; i--) {
-        double *restrict fp = d->cfrc + 6 * m->body[i].parent;
-        const double *restrict f = d->cfrc + 6 * i;
-        for (int j = 0; j < 6; j++) fp[j] += f[j];
+        sv6_add(d->cfrc + 6 * m->body[i].parent, d->cfrc + 6 * i);
     }
     for (int k = 0; k < m->nv; k++) d->h[k] = sv_dot(d->cdof + 6 * k, d->cfrc + 6 * m->dof_body[k]);
 }
