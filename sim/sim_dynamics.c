@@ -63,13 +63,18 @@ void sim_kinematics(const sim_model *m, sim_data *d)
         /* R = Rj * Rot(axis, q); for a principal axis only two columns change */
         int k = b->axis_kind;
         if (k < 3) {
-            const int c1 = k == 2 ? 0 : k + 1, c2 = k == 0 ? 2 : k - 1; /* (k + 1) % 3, (k + 2) % 3 */
-            for (int r = 0; r < 3; r++) {
-                double x1 = Rj[3 * r + c1], x2 = Rj[3 * r + c2];
-                R[3 * r + k] = Rj[3 * r + k];
-                R[3 * r + c1] = cs * x1 + sn * x2;
-                R[3 * r + c2] = cs * x2 - sn * x1;
+            /* columns c1 = (k + 1) % 3, c2 = (k + 2) % 3 turn; one case per axis so the indices are constants */
+#define ROT_COLS(k_, c1_, c2_)                                      \
+            for (int r = 0; r < 3; r++) {                           \
+                const double x1 = Rj[3 * r + c1_], x2 = Rj[3 * r + c2_]; \
+                R[3 * r + k_] = Rj[3 * r + k_];                     \
+                R[3 * r + c1_] = cs * x1 + sn * x2;                 \
+                R[3 * r + c2_] = cs * x2 - sn * x1;                 \
             }
+            if (k == 0) { ROT_COLS(0, 1, 2) }
+            else if (k == 1) { ROT_COLS(1, 2, 0) }
+            else { ROT_COLS(2, 0, 1) }
+#undef ROT_COLS
         } else {
             double Ra[9];
             m3_axis_angle(Ra, b->axis, sn, cs);
