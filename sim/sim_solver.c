@@ -584,7 +584,7 @@ int sim_contact_single_coulomb(const double G[9], const double c[3], double mu, 
 
 
 /* v += G[:, 3i..3i+2] delta, using the symmetry of G (rows 3i..3i+2 are contiguous). */
-void sim_solver_add_column_block(int N, const double *G, int i, const double delta[3], double *v)
+void sim_solver_add_column_block(int N, const double *restrict G, int i, const double delta[3], double *restrict v)
 {
     const double *r0 = G + (size_t)(3 * i) * N, *r1 = r0 + N, *r2 = r1 + N;
     const double d0 = delta[0], d1 = delta[1], d2 = delta[2];
