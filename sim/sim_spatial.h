@@ -42,39 +42,42 @@ static inline void sim_sincos(double x, double *sp, double *cp)
     }
 }
 
-/* Short fixed-length vector updates written with GCC's vector extension (unaligned loads/stores through memcpy),
- * so that they compile to a few packed operations instead of a loop with alias checks.  Elementwise the same
- * arithmetic as the scalar loops. */
+/* Short fixed-length vector updates written with GCC's vector extension (unaligned loads/stores through memcpy;
+ * no vector-typed arguments or results, so the ABI does not depend on the target's vector width), so that they
+ * compile to a few packed operations instead of a loop with alias checks.  Elementwise the same arithmetic as the
+ * scalar loops. */
 typedef double sim_v4d_ __attribute__((vector_size(32)));
 typedef double sim_v2d_ __attribute__((vector_size(16)));
-static inline sim_v4d_ sim_ld4_(const double *p) { sim_v4d_ v; memcpy(&v, p, sizeof v); return v; }
-static inline sim_v2d_ sim_ld2_(const double *p) { sim_v2d_ v; memcpy(&v, p, sizeof v); return v; }
-static inline void sim_st4_(double *p, sim_v4d_ v) { memcpy(p, &v, sizeof v); }
-static inline void sim_st2_(double *p, sim_v2d_ v) { memcpy(p, &v, sizeof v); }
 /* a[0..5] += b[0..5] */
 static inline void sv6_add(double *a, const double *b)
 {
-    const sim_v4d_ x = sim_ld4_(a) + sim_ld4_(b);
-    const sim_v2d_ y = sim_ld2_(a + 4) + sim_ld2_(b + 4);
-    sim_st4_(a, x);
-    sim_st2_(a + 4, y);
+    sim_v4d_ x, bx;
+    sim_v2d_ y, by;
+    memcpy(&x, a, sizeof x), memcpy(&bx, b, sizeof bx);
+    memcpy(&y, a + 4, sizeof y), memcpy(&by, b + 4, sizeof by);
+    x += bx, y += by;
+    memcpy(a, &x, sizeof x), memcpy(a + 4, &y, sizeof y);
 }
 /* r[0..5] = a[0..5] + b[0..5] s */
 static inline void sv6_addscl(double *r, const double *a, const double *b, double s)
 {
-    const sim_v4d_ x = sim_ld4_(a) + sim_ld4_(b) * s;
-    const sim_v2d_ y = sim_ld2_(a + 4) + sim_ld2_(b + 4) * s;
-    sim_st4_(r, x);
-    sim_st2_(r + 4, y);
+    sim_v4d_ x, bx;
+    sim_v2d_ y, by;
+    memcpy(&x, a, sizeof x), memcpy(&bx, b, sizeof bx);
+    memcpy(&y, a + 4, sizeof y), memcpy(&by, b + 4, sizeof by);
+    x = x + bx * s, y = y + by * s;
+    memcpy(r, &x, sizeof x), memcpy(r + 4, &y, sizeof y);
 }
 /* a[0..9] += b[0..9] (spatial inertias) */
 static inline void si10_add(double *a, const double *b)
 {
-    const sim_v4d_ x = sim_ld4_(a) + sim_ld4_(b), y = sim_ld4_(a + 4) + sim_ld4_(b + 4);
-    const sim_v2d_ z = sim_ld2_(a + 8) + sim_ld2_(b + 8);
-    sim_st4_(a, x);
-    sim_st4_(a + 4, y);
-    sim_st2_(a + 8, z);
+    sim_v4d_ x, bx, y, by;
+    sim_v2d_ z, bz;
+    memcpy(&x, a, sizeof x), memcpy(&bx, b, sizeof bx);
+    memcpy(&y, a + 4, sizeof y), memcpy(&by, b + 4, sizeof by);
+    memcpy(&z, a + 8, sizeof z), memcpy(&bz, b + 8, sizeof bz);
+    x += bx, y += by, z += bz;
+    memcpy(a, &x, sizeof x), memcpy(a + 4, &y, sizeof y), memcpy(a + 8, &z, sizeof z);
 }
 
 /* Spatial helpers; motion and force vectors are [angular; linear]. */
