@@ -179,12 +179,16 @@ static inline int slip_close(v2d U, v2d UP, v2d D, double imu, double tol2)
  *   F(u) = G_nn d (u x v_T) = -c_n u x (B u) + (K + a . u)(u x cb)      (u x w = u_x w_y - u_y w_x)
  *   V(u) = G_nn d (u . v_T) = -c_n u . (B u) + (K + a . u)(u . cb)
  * are quadratic forms in u; a Coulomb slip direction is a root of F with V < 0 (v_T = -k u, k > 0) and d > 0.
- * The search is Algorithm 1's: the same stepping from lambda0's direction against the sign of F (F > 0:
- * v_T lies counter-clockwise of u, so -v_T clockwise, and theta decreases), V >= 0 or d <= 0 taking the place
- * of the line-of-sight test, then the same bisection.  When that stepping does not bracket a root (it turned
- * by more than pi, or shrank to nothing against V >= 0), 32 directions around the circle are scanned and the
- * valid bracket nearest lambda0's direction is bisected.  Returns -1 when no direction has a root (no Coulomb
- * slip solution for this block; the caller applies its rule), else the steps taken.
+ * The search follows Algorithm 1: stepping from lambda0's direction against the sign of F (F > 0: v_T lies
+ * counter-clockwise of u, so -v_T clockwise, and theta decreases), V >= 0 or d <= 0 taking the place of the
+ * line-of-sight test; but each step is aimed 25 % past Newton's root estimate -F / F' (Algorithm 1's growing
+ * step where that estimate lies behind), and the bracket is then closed by a safeguarded Newton iteration in
+ * s = tan(half the angle from theta^p) (a step leaving the bracket is replaced by its midpoint) until a step
+ * moves lambda by less than contact_tol; that step's point is kept (error ~ contact_tol^2).  About 4 steps per
+ * solve instead of ~22 for stepping + bisection.  When the stepping does not bracket a root (it turned by more
+ * than pi, or shrank to nothing against V >= 0), 32 directions around the circle are scanned and the valid
+ * bracket nearest lambda0's direction is closed the same way.  Returns -1 when no direction has a root (no
+ * Coulomb slip solution for this block; the caller applies its rule), else the steps taken.
  *
  * Where the compiler supports function multiversioning (GCC on x86-64 Linux), this function is also built
  * for x86-64-v3 with contracted multiply-adds (FMA) and picked at load time on CPUs that have it; the two
