@@ -383,9 +383,11 @@ int env_step(env_t *e, int first, int n, const int32_t *ids, const float *act, f
     return refused;
 }
 
-int env_world_physics(const sim_model *m, env_world *w, double dt)
+int env_world_physics(const sim_model *m, env_world *w, double dt) { return env_world_physics_kin(m, w, dt, 0); }
+
+int env_world_physics_kin(const sim_model *m, env_world *w, double dt, int kinematics_current)
 {
-    int rc = sim_step(m, w->d, dt);
+    int rc = sim_step_kin(m, w->d, dt, kinematics_current);
     w->solver_iterations += (uint64_t)w->d->stats.iterations;
     w->solver_capped += (uint64_t)(w->d->stats.ncon > 0 && !w->d->stats.converged);
     return rc;

@@ -30,6 +30,8 @@ typedef struct {
 
 /* One physics step of world w (sim_step) that also counts the solver's work; returns sim_step's value. */
 int env_world_physics(const sim_model *m, env_world *w, double dt);
+/* The same, for a caller that has just run sim_kinematics on this state (sim_step_kin). */
+int env_world_physics_kin(const sim_model *m, env_world *w, double dt, int kinematics_current);
 
 struct env;
 typedef struct {

@@ -56,6 +56,8 @@ typedef struct {
     double offset[ENV_ANYMAL_NJ];   /* added to the PD targets (the paper tasks' actions); 0 by default */
     env_rng rng;                    /* the random scenario's target draws */
     long resets;                    /* resets since env_scenario_init */
+    int kinematics_current;         /* set by env_scenario_control when it left sim_kinematics current for the
+                                       state it was given (trot): pass to sim_step_kin */
 } env_scenario;
 
 /* Name <-> kind ("trot", "hang", "drop", "random", "stand"); -1 / "?" if unknown. */

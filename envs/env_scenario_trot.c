@@ -70,14 +70,13 @@ static void foot_state(const env_scenario *s, const sim_model *m, const sim_data
                        double v[3])
 {
     double jp[3 * SIM_MAX_DOF];
+    int cols[SIM_MAX_DOF];
     const env_trot *t = &s->trot;
     sim_point_world(m, d, t->foot_body[l], t->foot_local[l], p);
-    sim_jacobian(m, d, t->foot_body[l], p, jp, NULL);
-    for (int r = 0; r < 3; r++) {
-        v[r] = 0;
-        for (int k = 0; k < m->nv; k++) v[r] += jp[r * m->nv + k] * d->u[k];
+    /* the Jacobian's nonzero columns only (the root path), and the foot velocity in the same pass */
+    sim_jacobian_sparse_vel(m, d, t->foot_body[l], p, jp, cols, v);
+    for (int r = 0; r < 3; r++)
         for (int c = 0; c < 3; c++) J[3 * r + c] = jp[r * m->nv + s->joints.dof[3 * l + c]];
-    }
 }
 
 int env_scenario_trot_init(env_scenario *s, const sim_model *m, char *err, size_t errlen)
@@ -214,9 +213,16 @@ void env_scenario_trot_control(env_scenario *s, const sim_model *m, sim_data *d,
             double r[3] = {p[l][0] - com[0], p[l][1] - com[1], p[l][2] - com[2]};
             double blk[18] = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, -r[2], r[1], r[2], 0, -r[0], -r[1], r[0], 0};
             memcpy(Ai[l], blk, sizeof blk);
-            for (int i = 0; i < 6; i++)
-                for (int j = 0; j < 6; j++)
-                    for (int k = 0; k < 3; k++) A[6 * i + j] += blk[3 * i + k] * blk[3 * j + k];
+            /* blk blk^T = [[I, X^T], [X, X X^T]] with X = [r]x (rows 3..5 of blk), X X^T = |r|^2 I - r r^T */
+            const double *X = blk + 9, rr = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+            for (int i = 0; i < 3; i++) {
+                A[7 * i] += 1;
+                for (int j = 0; j < 3; j++) {
+                    A[6 * i + 3 + j] += X[3 * j + i];
+                    A[6 * (3 + j) + i] += X[3 * j + i];
+                    A[6 * (3 + i) + 3 + j] += (i == j ? rr : 0) - r[i] * r[j];
+                }
+            }
         }
         for (int i = 0; i < 6; i++) A[7 * i] += 1e-3;
         spd_solve(6, A, b);

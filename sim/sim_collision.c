@@ -69,6 +69,8 @@ typedef struct {
     const sim_model *m;
     const sim_data *d;
     double margin, dt, g;
+    double reject; /* plane: a gap at or above this cannot make a contact for the current geometry (INFINITY: no
+                      bound); a point of it approaches at most as fast as its bounding sphere (see sim_collide) */
     sim_contact *out;
     int n, max;
 } ctx;
@@ -86,6 +88,7 @@ static void point_vel(const sim_data *d, int b, const double p[3], double v[3])
 /* Offers the surface point p (world) of geometry g with ground normal n and signed gap. */
 static void offer(ctx *c, int g, int feature, const double p[3], const double n[3], double gap)
 {
+    if (gap >= c->reject) return; /* before the point's velocity: the exact test below would reject it too */
     const sim_geom *G = &c->m->geom[g];
     double v[3];
     point_vel(c->d, G->body, p, v);
@@ -145,7 +148,7 @@ static double bound_radius(const sim_geom *G)
 
 int sim_collide(const sim_model *m, const sim_data *d, double margin, double dt, sim_contact *out, int max)
 {
-    ctx c = {m, d, margin, dt, fabs(m->gravity[2]), out, 0, max};
+    ctx c = {m, d, margin, dt, fabs(m->gravity[2]), INFINITY, out, 0, max};
     const int plane = m->terrain.type == SIM_TERRAIN_PLANE || !m->terrain.heights;
     for (int g = 0; g < m->ngeom; g++) {
         const sim_geom *G = &m->geom[g];
@@ -162,6 +165,9 @@ int sim_collide(const sim_model *m, const sim_data *d, double margin, double dt,
             double approach = -v[2] + v3_norm(w) * rb;
             double look = dt * ((approach > 0 ? approach : 0) + c.g * dt);
             if (ctr[2] - m->terrain.height - rb >= margin + look) continue;
+            /* every point of the geometry approaches at most at this bound: a point whose gap exceeds
+               margin + look (plus 1e-9 m against rounding) is rejected by offer's own test as well */
+            c.reject = margin + look + 1e-9;
         }
         m3_mul(R, Rb, G->rot);
         switch (G->type) {

@@ -63,13 +63,18 @@ void sim_kinematics(const sim_model *m, sim_data *d)
         /* R = Rj * Rot(axis, q); for a principal axis only two columns change */
         int k = b->axis_kind;
         if (k < 3) {
-            int c1 = (k + 1) % 3, c2 = (k + 2) % 3;
-            for (int r = 0; r < 3; r++) {
-                double x1 = Rj[3 * r + c1], x2 = Rj[3 * r + c2];
-                R[3 * r + k] = Rj[3 * r + k];
-                R[3 * r + c1] = cs * x1 + sn * x2;
-                R[3 * r + c2] = cs * x2 - sn * x1;
+            /* columns c1 = (k + 1) % 3, c2 = (k + 2) % 3 turn; one case per axis so the indices are constants */
+#define ROT_COLS(k_, c1_, c2_)                                      \
+            for (int r = 0; r < 3; r++) {                           \
+                const double x1 = Rj[3 * r + c1_], x2 = Rj[3 * r + c2_]; \
+                R[3 * r + k_] = Rj[3 * r + k_];                     \
+                R[3 * r + c1_] = cs * x1 + sn * x2;                 \
+                R[3 * r + c2_] = cs * x2 - sn * x1;                 \
             }
+            if (k == 0) { ROT_COLS(0, 1, 2) }
+            else if (k == 1) { ROT_COLS(1, 2, 0) }
+            else { ROT_COLS(2, 0, 1) }
+#undef ROT_COLS
         } else {
             double Ra[9];
             m3_axis_angle(Ra, b->axis, sn, cs);
@@ -154,9 +159,9 @@ void sim_velocity(const sim_model *m, sim_data *d)
     }
     for (int i = 1; i < m->nbody; i++) {
         const sim_body *b = &m->body[i];
-        const double *vp = d->cvel + 6 * b->parent, *s = d->cdof + 6 * b->dof;
-        double *v = d->cvel + 6 * i, ui = d->u[b->dof];
-        for (int j = 0; j < 6; j++) v[j] = vp[j] + s[j] * ui;
+        const double *s = d->cdof + 6 * b->dof;
+        double *v = d->cvel + 6 * i;
+        sv6_addscl(v, d->cvel + 6 * b->parent, s, d->u[b->dof]);
         sv_cross_motion(d->cdof_dot + 6 * b->dof, v, s);
     }
 }
@@ -168,9 +173,7 @@ void sim_crba(const sim_model *m, sim_data *d)
     const int nv = m->nv;
     memcpy(d->crb, d->cinert, sizeof(double) * 10 * (size_t)m->nbody);
     for (int i = m->nbody - 1; i > 0; i--) {
-        double *cp = d->crb + 10 * m->body[i].parent;
-        const double *ci = d->crb + 10 * i;
-        for (int k = 0; k < 10; k++) cp[k] += ci[k];
+        si10_add(d->crb + 10 * m->body[i].parent, d->crb + 10 * i);
     }
     /* joint dofs: F = Ic s_k, then M_kj = s_j . F down the ancestors; the floating base's columns
      * are [0; e_j] (translation) and [R e_j; 0] (rotation), so those six dots are cheap */
@@ -181,26 +184,20 @@ void sim_crba(const sim_model *m, sim_data *d)
         sinert_mul(F, d->crb + 10 * m->dof_body[k], d->cdof + 6 * k);
         double *row = d->Mp + m->dof_adr[k];
         double v = sv_dot(F, d->cdof + 6 * k);
-        d->M[k * nv + k] = row[0] = v;
+        row[0] = v;
         const int *anc = m->dof_anc[k];
         const int na = m->dof_nanc[k] - nb;   /* joint ancestors come first (nearest first) */
         for (int t = 0; t < na; t++) {
             int j = anc[t];
             v = sv_dot(F, d->cdof + 6 * j);
             row[1 + t] = v;
-            d->M[k * nv + j] = v;
-            d->M[j * nv + k] = v;
         }
         if (nb) {
             /* ancestors na .. na+5 are dofs 5, 4, ..., 0 */
             double base[6];
             base[0] = F[3]; base[1] = F[4]; base[2] = F[5];
             for (int c = 0; c < 3; c++) base[3 + c] = R0[c] * F[0] + R0[3 + c] * F[1] + R0[6 + c] * F[2];
-            for (int j = 5; j >= 0; j--) {
-                row[1 + na + (5 - j)] = base[j];
-                d->M[k * nv + j] = base[j];
-                d->M[j * nv + k] = base[j];
-            }
+            for (int j = 5; j >= 0; j--) row[1 + na + (5 - j)] = base[j];
         }
     }
     if (nb) {
@@ -229,10 +226,7 @@ void sim_crba(const sim_model *m, sim_data *d)
         }
         for (int k = 0; k < 6; k++) {
             double *row = d->Mp + m->dof_adr[k];
-            for (int j = 0; j <= k; j++) {
-                d->M[k * nv + j] = d->M[j * nv + k] = B[k * 6 + j];
-                row[j == k ? 0 : k - j] = B[k * 6 + j];
-            }
+            for (int j = 0; j <= k; j++) row[j == k ? 0 : k - j] = B[k * 6 + j];
         }
     }
 }
@@ -241,6 +235,26 @@ void sim_crba(const sim_model *m, sim_data *d)
 
 /* Row i of the packed base block (floating base: dofs 0..5 form a chain, packed first). */
 #define BASE_ADR(i) ((i) * ((i) + 1) / 2)
+
+/* LTDL of the packed 6-dof base chain in place (rows k = 5..0, row k at BASE_ADR(k)); constant trip counts, so
+ * the compiler unrolls it completely.  Same operations in the same order as the generic tree loop. */
+static inline void base_chain_factor(double *L)
+{
+#pragma GCC unroll 6
+    for (int k = 5; k >= 0; k--) {
+        double *Lk = L + BASE_ADR(k);
+        const double inv = 1.0 / Lk[0];
+#pragma GCC unroll 6
+        for (int t = 0; t < k; t++) {
+            double *Li = L + BASE_ADR(k - 1 - t);
+            const double *tail = Lk + 1 + t;
+            const double a = tail[0] * inv;
+#pragma GCC unroll 6
+            for (int u = 0; u < k - t; u++) Li[u] -= a * tail[u];
+            Lk[1 + t] = a;
+        }
+    }
+}
 
 void sim_factor(const sim_model *m, sim_data *d)
 {
@@ -277,16 +291,63 @@ void sim_factor(const sim_model *m, sim_data *d)
             for (int j = 0; j < 6; j++) bt[5 - j] = a[j];
         }
     }
-    for (int k = nb - 1; k >= 0; k--) {          /* the base chain itself (generic, tiny) */
-        double *Lk = L + BASE_ADR(k);
-        double inv = 1.0 / Lk[0];
-        for (int t = 0; t < k; t++) {
-            double *Li = L + BASE_ADR(k - 1 - t);
-            const double *tail = Lk + 1 + t;
-            double a = tail[0] * inv;
-            for (int u = 0; u < k - t; u++) Li[u] -= a * tail[u];
-            Lk[1 + t] = a;
+    if (nb) base_chain_factor(L); /* the base chain itself: a dense 6 x 6, fully unrolled */
+}
+
+/* x := L^-T x (the first stage of an LTDL solve).  For a floating base, a joint dof's row ends with the six base
+ * dofs 5, 4, ..., 0 (the layout sim_factor uses): that part runs as a fixed-size loop with no index loads; the
+ * terms are added in the same order as the generic loop, so the result is bit-identical to it. */
+static inline void ltdl_backward(const sim_model *m, const double *L, double *x)
+{
+    const int nv = m->nv, nb = m->floating ? 6 : 0;
+    for (int k = nv - 1; k >= nb; k--) {
+        const double xk = x[k];
+        const int *anc = m->dof_anc[k];
+        const int nj = m->dof_nanc[k] - nb;
+        const double *Lk = L + m->dof_adr[k] + 1;
+        for (int t = 0; t < nj; t++) x[anc[t]] -= Lk[t] * xk;
+        if (nb) {
+            const double *bt = Lk + nj;
+#pragma GCC unroll 6
+            for (int j = 0; j < 6; j++) x[5 - j] -= bt[j] * xk;
         }
+    }
+    if (nb) {
+#pragma GCC unroll 6
+        for (int k = 5; k >= 0; k--) {
+            const double xk = x[k];
+            const double *Lk = L + BASE_ADR(k) + 1;
+#pragma GCC unroll 6
+            for (int t = 0; t < k; t++) x[k - 1 - t] -= Lk[t] * xk;
+        }
+    }
+}
+
+void sim_ltdl_forward(const sim_model *m, const double *L, double *x)
+{
+    const int nv = m->nv, nb = m->floating ? 6 : 0;
+    if (nb) {
+#pragma GCC unroll 6
+        for (int k = 0; k < 6; k++) {
+            double xk = x[k];
+            const double *Lk = L + BASE_ADR(k) + 1;
+#pragma GCC unroll 6
+            for (int t = 0; t < k; t++) xk -= Lk[t] * x[k - 1 - t];
+            x[k] = xk;
+        }
+    }
+    for (int k = nb; k < nv; k++) {
+        double xk = x[k];
+        const int *anc = m->dof_anc[k];
+        const int nj = m->dof_nanc[k] - nb;
+        const double *Lk = L + m->dof_adr[k] + 1;
+        for (int t = 0; t < nj; t++) xk -= Lk[t] * x[anc[t]];
+        if (nb) {
+            const double *bt = Lk + nj;
+#pragma GCC unroll 6
+            for (int j = 0; j < 6; j++) xk -= bt[j] * x[5 - j];
+        }
+        x[k] = xk;
     }
 }
 
@@ -294,20 +355,9 @@ void sim_solve_m(const sim_model *m, const sim_data *d, double *x)
 {
     const int nv = m->nv;
     const double *L = d->LD;
-    for (int k = nv - 1; k >= 0; k--) {
-        double xk = x[k];
-        const int *anc = m->dof_anc[k];
-        const double *Lk = L + m->dof_adr[k] + 1;
-        for (int t = 0; t < m->dof_nanc[k]; t++) x[anc[t]] -= Lk[t] * xk;
-    }
+    ltdl_backward(m, L, x);
     for (int k = 0; k < nv; k++) x[k] /= L[m->dof_adr[k]];
-    for (int k = 0; k < nv; k++) {
-        double xk = x[k];
-        const int *anc = m->dof_anc[k];
-        const double *Lk = L + m->dof_adr[k] + 1;
-        for (int t = 0; t < m->dof_nanc[k]; t++) xk -= Lk[t] * x[anc[t]];
-        x[k] = xk;
-    }
+    sim_ltdl_forward(m, L, x);
 }
 
 void sim_solve_m_multi(const sim_model *m, const sim_data *d, double *X, int k)
@@ -315,17 +365,32 @@ void sim_solve_m_multi(const sim_model *m, const sim_data *d, double *X, int k)
     for (int j = 0; j < k; j++) sim_solve_m(m, d, X + (size_t)j * m->nv);
 }
 
+void sim_full_m(const sim_model *m, sim_data *d)
+{
+    const int nv = m->nv;
+    for (int k = 0; k < nv; k++) {
+        const double *row = d->Mp + m->dof_adr[k];
+        d->M[k * nv + k] = row[0];
+        for (int t = 0; t < m->dof_nanc[k]; t++) {
+            const int j = m->dof_anc[k][t];
+            d->M[k * nv + j] = d->M[j * nv + k] = row[1 + t];
+        }
+    }
+}
+
 void sim_mul_m(const sim_model *m, const sim_data *d, const double *x, double *y)
 {
     const int nv = m->nv;
-    const int *par = m->dof_parent;
-    for (int k = 0; k < nv; k++) y[k] = d->M[k * nv + k] * x[k];
-    for (int k = 0; k < nv; k++)
-        for (int i = par[k]; i >= 0; i = par[i]) {
-            double mki = d->M[k * nv + i];
+    for (int k = 0; k < nv; k++) y[k] = d->Mp[m->dof_adr[k]] * x[k];
+    for (int k = 0; k < nv; k++) {
+        const double *row = d->Mp + m->dof_adr[k] + 1;
+        for (int t = 0; t < m->dof_nanc[k]; t++) { /* ancestors nearest first */
+            const int i = m->dof_anc[k][t];
+            const double mki = row[t];
             y[k] += mki * x[i];
             y[i] += mki * x[k];
         }
+    }
 }
 
 /* ---------------------------------------------------------------- RNEA */
@@ -342,9 +407,7 @@ void sim_rnea(const sim_model *m, sim_data *d)
         }
     for (int i = 1; i < m->nbody; i++) {
         const sim_body *b = &m->body[i];
-        const double *ap = d->cacc + 6 * b->parent, *sd = d->cdof_dot + 6 * b->dof;
-        double *a = d->cacc + 6 * i, ui = d->u[b->dof];
-        for (int j = 0; j < 6; j++) a[j] = ap[j] + sd[j] * ui;
+        sv6_addscl(d->cacc + 6 * i, d->cacc + 6 * b->parent, d->cdof_dot + 6 * b->dof, d->u[b->dof]);
     }
     for (int i = 0; i < m->nbody; i++) {
         const double *I = d->cinert + 10 * i, *v = d->cvel + 6 * i;
@@ -354,20 +417,23 @@ void sim_rnea(const sim_model *m, sim_data *d)
         sv_cross_force_add(f, v, Iv);
     }
     for (int i = m->nbody - 1; i > 0; i--) {
-        double *fp = d->cfrc + 6 * m->body[i].parent;
-        const double *f = d->cfrc + 6 * i;
-        for (int j = 0; j < 6; j++) fp[j] += f[j];
+        sv6_add(d->cfrc + 6 * m->body[i].parent, d->cfrc + 6 * i);
     }
     for (int k = 0; k < m->nv; k++) d->h[k] = sv_dot(d->cdof + 6 * k, d->cfrc + 6 * m->dof_body[k]);
+}
+
+void sim_smooth_dynamics(const sim_model *m, sim_data *d)
+{
+    sim_velocity(m, d);
+    sim_crba(m, d);
+    sim_factor(m, d);
+    sim_rnea(m, d);
 }
 
 void sim_smooth(const sim_model *m, sim_data *d)
 {
     sim_kinematics(m, d);
-    sim_velocity(m, d);
-    sim_crba(m, d);
-    sim_factor(m, d);
-    sim_rnea(m, d);
+    sim_smooth_dynamics(m, d);
 }
 
 void sim_passive(const sim_model *m, const sim_data *d, double *out)
@@ -417,6 +483,27 @@ int sim_jacobian_sparse(const sim_model *m, const sim_data *d, int b, const doub
         if (cols) cols[n] = k;
         n++;
     }
+    return n;
+}
+
+int sim_jacobian_sparse_vel(const sim_model *m, const sim_data *d, int b, const double pworld[3],
+                            double *jp, int *cols, double v[3])
+{
+    const int nv = m->nv;
+    double r[3];
+    v3_sub(r, pworld, d->ref);
+    double v0 = 0, v1 = 0, v2 = 0;
+    int n = 0;
+    for (int k = body_last_dof(m, b); k >= 0; k = m->dof_parent[k]) {
+        const double *s = d->cdof + 6 * k, uk = d->u[k];
+        const double j0 = s[3] + s[1] * r[2] - s[2] * r[1];
+        const double j1 = s[4] + s[2] * r[0] - s[0] * r[2];
+        const double j2 = s[5] + s[0] * r[1] - s[1] * r[0];
+        jp[k] = j0, jp[nv + k] = j1, jp[2 * nv + k] = j2;
+        v0 += j0 * uk, v1 += j1 * uk, v2 += j2 * uk;
+        cols[n++] = k;
+    }
+    v[0] = v0, v[1] = v1, v[2] = v2;
     return n;
 }
 

@@ -21,8 +21,12 @@
 void sim_kinematics(const sim_model *m, sim_data *d);
 /* Body spatial velocities cvel and cdof_dot from d->u (needs kinematics). */
 void sim_velocity(const sim_model *m, sim_data *d);
-/* Composite-rigid-body algorithm: the joint-space mass matrix d->M (needs kinematics). */
+/* Composite-rigid-body algorithm: the joint-space mass matrix, packed along the tree in d->Mp (needs
+ * kinematics).  The dense d->M is filled only by sim_full_m (the step never needs it). */
 void sim_crba(const sim_model *m, sim_data *d);
+/* d->M (nv x nv, row-major) from the packed d->Mp of the last sim_crba / sim_smooth; entries of dofs that are not
+ * tree-coupled stay 0. */
+void sim_full_m(const sim_model *m, sim_data *d);
 /* LTDL factorization M = L^T D L into d->LD, exploiting the tree (Featherstone RBDA 6.3); rows are
  * packed along each dof's ancestors (sim_model.dof_adr), so the inner loops are contiguous. */
 void sim_factor(const sim_model *m, sim_data *d);
@@ -30,12 +34,17 @@ void sim_factor(const sim_model *m, sim_data *d);
 void sim_rnea(const sim_model *m, sim_data *d);
 /* All of the above. */
 void sim_smooth(const sim_model *m, sim_data *d);
+/* sim_smooth without sim_kinematics (velocities, CRBA, LTDL, RNEA), for kinematics already current. */
+void sim_smooth_dynamics(const sim_model *m, sim_data *d);
 
 /* x := M^-1 x in place using the LTDL factor (no inverse is formed).  n = m->nv. */
 void sim_solve_m(const sim_model *m, const sim_data *d, double *x);
+/* x := L^-1 x, the last stage of sim_solve_m, with the unit lower factor L = d->LD (packed as sim_factor leaves
+ * it). */
+void sim_ltdl_forward(const sim_model *m, const double *L, double *x);
 /* X := M^-1 X for k column vectors stored contiguously (X[j*nv + i]). */
 void sim_solve_m_multi(const sim_model *m, const sim_data *d, double *X, int k);
-/* y := M x using the stored mass matrix. */
+/* y := M x using the packed mass matrix d->Mp. */
 void sim_mul_m(const sim_model *m, const sim_data *d, const double *x, double *y);
 
 /* Generalized force of joint damping: out[i] = -damping * u[i] for joint dofs, 0 for the base. */
@@ -52,6 +61,10 @@ void sim_jacobian(const sim_model *m, const sim_data *d, int b, const double pwo
  * Entries in other columns are left untouched (callers zero them once). */
 int sim_jacobian_sparse(const sim_model *m, const sim_data *d, int b, const double pworld[3],
                         double *jp, int *cols);
+/* sim_jacobian_sparse that also returns the point's world velocity v = J d->u (m/s), summed along the path
+ * (body -> root) in the same pass. */
+int sim_jacobian_sparse_vel(const sim_model *m, const sim_data *d, int b, const double pworld[3],
+                            double *jp, int *cols, double v[3]);
 
 /* Semi-implicit Euler: u += dt * d->udot, then q += dt * u with the quaternion updated by the body
  * angular velocity on the manifold (q <- q ⊗ exp(dt w / 2)) and renormalized.  time += dt. */

@@ -37,6 +37,12 @@ int sim_contact_problem_valid(int n, const double *G, const double *c, const dou
 /* v = G lambda + c (3n, m/s). */
 void sim_contact_velocity(int n, const double *G, const double *c, const double *lambda, double *v);
 
+/* max(0, x) and fmin(a, b) as fmax / fmin compute them, NaN rules included (fmax(0, NaN) = 0; fmin returns the
+ * other argument when one is NaN), but inline: gcc calls libm for fmax / fmin unless math is finite-only, and the
+ * calls sit in the solvers' every-sweep termination test. */
+static inline double sim_max0_(double x) { return x > 0.0 ? x : 0.0; }
+static inline double sim_fmin_(double a, double b) { return (b < a || a != a) ? b : a; }
+
 /* The exact violation of sim_solver.h for one contact: Gi = its 3x3 diagonal block of G with leading
  * dimension ld (G + 3i (3n) + 3i), v its contact velocity (m/s), l its impulse (N·s), mu >= 0.  Inline
  * (with the sum below) because the bisection solver's termination test runs it every sweep. */
@@ -55,12 +61,12 @@ static inline double sim_contact_error_model(const double *Gi, int ld, const dou
     if (mu > SIM_MU_MAX) mu = SIM_MU_MAX;
     const double lt = sqrt(l[0] * l[0] + l[1] * l[1]);
     const double ln = l[2], vn = v[2];
-    double e = fmax(0.0, lt - mu * ln) + fmax(0.0, -ln);
-    e += fmax(0.0, -vn) + fmax(0.0, fmin(ln, vn));
+    double e = sim_max0_(lt - mu * ln) + sim_max0_(-ln);
+    e += sim_max0_(-vn) + sim_max0_(sim_fmin_(ln, vn));
     if (vn <= ln) {
         if (mu >= SIM_MU_FRICTIONLESS) {
             const double vt = sqrt(v[0] * v[0] + v[1] * v[1]);
-            const double gap = fmax(0.0, mu * ln - lt);
+            const double gap = sim_max0_(mu * ln - lt);
             const double gnn = Gi[2 * ld + 2];
             const double w = coulomb ? 0.0 : gnn > 0 ? mu * mu * ln / gnn : 0.0;
             const double sx = l[0] + w * Gi[2 * ld], sy = l[1] + w * Gi[2 * ld + 1];
@@ -72,8 +78,8 @@ static inline double sim_contact_error_model(const double *Gi, int ld, const dou
                 double along = -(v[0] * sx + v[1] * sy); /* |v_T| |s| cos */
                 if (along > 0) mis = fabs(v[0] * sy - v[1] * sx) / (vt * sn);
             }
-            mis *= fmin(vt, lt);
-            e += fmin(vt, gap + mis);
+            mis *= sim_fmin_(vt, lt);
+            e += sim_fmin_(vt, gap + mis);
         }
     } else {
         e += lt;

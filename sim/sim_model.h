@@ -151,7 +151,7 @@ typedef struct sim_data {
     double *cvel;         /* 6 nbody: spatial velocity of each body (world axes, about ref) */
     double *cdof_dot;     /* 6 nv: time derivative of cdof */
     /* dynamics */
-    double *M;            /* nv*nv: mass matrix; only tree-coupled entries are written (others are 0) */
+    double *M;            /* nv*nv: dense mass matrix, filled by sim_full_m only; tree-coupled entries (others 0) */
     double *Mp;           /* nM: M packed by rows, row k = [M_kk, M_k,anc(k)...] at dof_adr[k] (see sim_model) */
     double *LD;           /* nM: LTDL factor of M in the same packing: [D_k, L_k,anc(k)...] */
     double *h;            /* nv: bias forces (Coriolis, centrifugal, gravity); damping excluded */

@@ -27,7 +27,10 @@
  * The Coulomb per-contact model ("coulomb-bisection", sim_contact_single_coulomb): the same stick / open
  * tests and the same ellipse, but the slip solution is the point of the ellipse whose sliding velocity is
  * anti-parallel to lambda_T (Coulomb's law, the disjunctive form of Le Lidec et al. eq. 13), found as a root
- * of F(u) = -c_n u x (Gbar u) + d (u x cbar) with u . v_T < 0 by the same stepping and bisection.  With a
+ * of F(u) = -c_n u x (Gbar u) + d (u x cbar) with u . v_T < 0: Algorithm 1's stepping from lambda0's direction,
+ * with each step aimed 25 % past Newton's root estimate, then a safeguarded Newton in the bracket (bisection when
+ * a Newton step leaves it) to contact_tol, whose last step leaves an error of order contact_tol^2 (~4 steps per
+ * solve instead of ~22; contact_refine does not apply).  With a
  * strong coupling (large kappa) a block can have no such root; it then takes the paper model's slip solution
  * (dissipative, on the ellipse) and the solve is counted in sim_solver_stats.no_root.
  *

@@ -20,7 +20,7 @@ typedef int (*sim_solver_sweeps_tree_fn)(int n, const double *G, const double *c
 int sim_solver_run_tree(sim_solver_sweeps_tree_fn sweeps, int n, const double *G, const double *c, const double *mu,
                         double *lambda, const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree);
 
-/* v += G[:, 3i..3i+2] delta (N = 3n, G symmetric). */
+/* v += G[:, 3i..3i+2] delta (N = 3n, G symmetric); v must not overlap G (restrict in the definition). */
 void sim_solver_add_column_block(int N, const double *G, int i, const double delta[3], double *v);
 
 /* If the kinetic-energy change c.lambda + 1/2 lambda.G lambda is positive, scales lambda (and v = G lambda + c) by

@@ -12,6 +12,7 @@
 #include "sim_math.h"
 
 #include <math.h>
+#include <string.h>
 
 /* sin and cos of x together, to about 1 ulp for |x| < 1e5 (joint angles), faster than libm's generic
  * reduction: x = n pi/2 + r with a two-part Cody-Waite split of pi/2, then minimax polynomials on
@@ -39,6 +40,44 @@ static inline void sim_sincos(double x, double *sp, double *cp)
     case 2: *sp = -sr; *cp = -cr; break;
     default: *sp = -cr; *cp = sr; break;
     }
+}
+
+/* Short fixed-length vector updates written with GCC's vector extension (unaligned loads/stores through memcpy;
+ * no vector-typed arguments or results, so the ABI does not depend on the target's vector width), so that they
+ * compile to a few packed operations instead of a loop with alias checks.  Elementwise the same arithmetic as the
+ * scalar loops. */
+typedef double sim_v4d_ __attribute__((vector_size(32)));
+typedef double sim_v2d_ __attribute__((vector_size(16)));
+/* a[0..5] += b[0..5] */
+static inline void sv6_add(double *a, const double *b)
+{
+    sim_v4d_ x, bx;
+    sim_v2d_ y, by;
+    memcpy(&x, a, sizeof x), memcpy(&bx, b, sizeof bx);
+    memcpy(&y, a + 4, sizeof y), memcpy(&by, b + 4, sizeof by);
+    x += bx, y += by;
+    memcpy(a, &x, sizeof x), memcpy(a + 4, &y, sizeof y);
+}
+/* r[0..5] = a[0..5] + b[0..5] s */
+static inline void sv6_addscl(double *r, const double *a, const double *b, double s)
+{
+    sim_v4d_ x, bx;
+    sim_v2d_ y, by;
+    memcpy(&x, a, sizeof x), memcpy(&bx, b, sizeof bx);
+    memcpy(&y, a + 4, sizeof y), memcpy(&by, b + 4, sizeof by);
+    x = x + bx * s, y = y + by * s;
+    memcpy(r, &x, sizeof x), memcpy(r + 4, &y, sizeof y);
+}
+/* a[0..9] += b[0..9] (spatial inertias) */
+static inline void si10_add(double *a, const double *b)
+{
+    sim_v4d_ x, bx, y, by;
+    sim_v2d_ z, bz;
+    memcpy(&x, a, sizeof x), memcpy(&bx, b, sizeof bx);
+    memcpy(&y, a + 4, sizeof y), memcpy(&by, b + 4, sizeof by);
+    memcpy(&z, a + 8, sizeof z), memcpy(&bz, b + 8, sizeof bz);
+    x += bx, y += by, z += bz;
+    memcpy(a, &x, sizeof x), memcpy(a + 4, &y, sizeof y), memcpy(a + 8, &z, sizeof z);
 }
 
 /* Spatial helpers; motion and force vectors are [angular; linear]. */

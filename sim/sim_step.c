@@ -24,18 +24,6 @@ _Static_assert(SIM_MAX_DOF <= SIM_SOLVER_TREE_MAX_DOF, "a model's dof tree must 
 #define SCRATCH_SQRTD(d, nv) ((d)->scratch + 7 * (nv))
 #define SCRATCH_Y(d, nv) ((d)->scratch + 8 * (nv))
 
-/* x := L^-1 x (the last stage of an LTDL solve), dense. */
-static void ltdl_forward(const sim_model *m, const sim_data *d, double *x)
-{
-    for (int k = 0; k < m->nv; k++) {
-        double xk = x[k];
-        const int *anc = m->dof_anc[k];
-        const double *Lk = d->LD + m->dof_adr[k] + 1;
-        for (int u = 0; u < m->dof_nanc[k]; u++) xk -= Lk[u] * x[anc[u]];
-        x[k] = xk;
-    }
-}
-
 /* Finds the warm start of contact (geom, feature) in the previous step's cache. */
 static const double *warm_start(const sim_data *d, int geom, int feature)
 {
@@ -94,25 +82,58 @@ static inline void stage_contact_jacobians(const sim_model *m, sim_data *d, int 
         memcpy(d->con_path + i * nv, path, sizeof(int) * (size_t)np);
         double *J0 = d->Jc + (size_t)(3 * i) * nv, *J1 = J0 + nv, *J2 = J1 + nv;
         double *B0 = Bt, *B1 = Bt + nv, *B2 = Bt + 2 * nv;
-        const double *f = c->frame;
+        const double *f = c->frame, *uf = d->ufree;
         memset(J0, 0, sizeof(double) * 3 * (size_t)nv);
+        double c0 = 0, c1 = 0, c2 = 0; /* the free contact velocity J ufree, summed along the path */
         for (int t = 0; t < np; t++) {
             int k = path[t];
             double x = Jw[k], y = Jw[nv + k], z = Jw[2 * nv + k];
-            B0[k] = J0[k] = f[0] * x + f[1] * y + f[2] * z;
-            B1[k] = J1[k] = f[3] * x + f[4] * y + f[5] * z;
-            B2[k] = J2[k] = f[6] * x + f[7] * y + f[8] * z;
+            const double j0 = f[0] * x + f[1] * y + f[2] * z;
+            const double j1 = f[3] * x + f[4] * y + f[5] * z;
+            const double j2 = f[6] * x + f[7] * y + f[8] * z;
+            B0[k] = J0[k] = j0;
+            B1[k] = J1[k] = j1;
+            B2[k] = J2[k] = j2;
+            c0 += j0 * uf[k], c1 += j1 * uf[k], c2 += j2 * uf[k];
         }
-        for (int t = 0; t < np; t++) {   /* path is in decreasing dof order: a valid L^T sweep */
+        d->cfree[3 * i] = c0, d->cfree[3 * i + 1] = c1, d->cfree[3 * i + 2] = c2;
+        /* path is in decreasing dof order: a valid L^T sweep.  For a floating base a joint dof's row ends with
+           the base dofs 5, ..., 0 (sim_factor's layout): a fixed-size loop, same terms in the same order */
+        const int nb = m->floating ? 6 : 0;
+        const int npj = nb ? np - 6 : np; /* a floating base's path ends with the base dofs 5, ..., 0 */
+        for (int t = 0; t < npj; t++) {
             int k = path[t];
             const int *anc = m->dof_anc[k];
             const double *Lk = d->LD + m->dof_adr[k] + 1;
             double x0 = B0[k], x1 = B1[k], x2 = B2[k];
-            for (int u = 0; u < m->dof_nanc[k]; u++) {
+            const int nj = m->dof_nanc[k] - nb;
+            for (int u = 0; u < nj; u++) {
                 int j = anc[u];
                 B0[j] -= Lk[u] * x0;
                 B1[j] -= Lk[u] * x1;
                 B2[j] -= Lk[u] * x2;
+            }
+            if (nb) {
+                const double *bt = Lk + nj;
+#pragma GCC unroll 6
+                for (int u = 0; u < 6; u++) {
+                    B0[5 - u] -= bt[u] * x0;
+                    B1[5 - u] -= bt[u] * x1;
+                    B2[5 - u] -= bt[u] * x2;
+                }
+            }
+        }
+        if (nb) { /* the base chain (packed 6 x 6 triangle), fully unrolled */
+#pragma GCC unroll 6
+            for (int k = 5; k >= 0; k--) {
+                const double *Lk = d->LD + k * (k + 1) / 2 + 1;
+                const double x0 = B0[k], x1 = B1[k], x2 = B2[k];
+#pragma GCC unroll 6
+                for (int u = 0; u < k; u++) {
+                    B0[k - 1 - u] -= Lk[u] * x0;
+                    B1[k - 1 - u] -= Lk[u] * x1;
+                    B2[k - 1 - u] -= Lk[u] * x2;
+                }
             }
         }
         double *S = d->Bc + (size_t)(3 * i) * nv;
@@ -169,24 +190,14 @@ static inline void stage_delassus(const sim_model *m, sim_data *d, int nc)
     }
 }
 
-/* Free contact velocities J ufree with the gap-aware / erp normal targets, friction coefficients, and the
- * solver's starting impulses (warm start from the cache, else zero). */
+/* The free contact velocities (J ufree, from the Jacobian stage) get the gap-aware / erp normal targets; then
+ * the friction coefficients and the solver's starting impulses (warm start from the cache, else zero). */
 static inline void stage_targets(const sim_model *m, sim_data *d, int nc, double dt)
 {
-    const int nv = m->nv;
     const sim_step_opt *o = &m->opt;
-    const double *uf = d->ufree;
     for (int i = 0; i < nc; i++) {
         const sim_contact *c = &d->con[i];
-        for (int a = 0; a < 3; a++) {
-            const double *J = d->Jc + (size_t)(3 * i + a) * nv;
-            double s = 0;
-            for (int t = 0; t < d->con_npath[i]; t++) {
-                int k = d->con_path[i * nv + t];
-                s += J[k] * uf[k];
-            }
-            d->cfree[3 * i + a] = s;
-        }
+        /* d->cfree[3i..3i+2] = J ufree: computed with the Jacobian (stage_contact_jacobians) */
         double shift = 0;
         if (c->gap > 0 && o->gap_target) shift = c->gap / dt;
         else if (c->gap < 0 && o->erp > 0) shift = o->erp * c->gap / dt;
@@ -232,7 +243,7 @@ static inline void stage_apply_impulses(const sim_model *m, sim_data *d, int nc)
             y[pi[t]] += S[t] * lam[0] + S[nv + t] * lam[1] + S[2 * nv + t] * lam[2];
     }
     for (int k = 0; k < nv; k++) y[k] *= sD[k];
-    ltdl_forward(m, d, y);
+    sim_ltdl_forward(m, d->LD, y);
     for (int k = 0; k < nv; k++) d->u[k] = uf[k] + y[k];
 }
 
@@ -249,10 +260,11 @@ static inline void stage_remember_contacts(sim_data *d, int nc)
 
 /* ---- the step ---------------------------------------------------------------------------------------- */
 
-int sim_step_prepare(const sim_model *m, sim_data *d, double dt)
+int sim_step_prepare_kin(const sim_model *m, sim_data *d, double dt, int kinematics_current)
 {
     sim_step_stats *st = &d->stats;
-    sim_smooth(m, d);
+    if (!kinematics_current) sim_kinematics(m, d);
+    sim_smooth_dynamics(m, d);
     stage_free_velocity(m, d, dt);
     int nc = sim_collide(m, d, m->opt.margin, dt, d->con, d->ncon_max);
     d->ncon = nc;
@@ -271,6 +283,8 @@ int sim_step_prepare(const sim_model *m, sim_data *d, double dt)
     }
     return nc;
 }
+
+int sim_step_prepare(const sim_model *m, sim_data *d, double dt) { return sim_step_prepare_kin(m, d, dt, 0); }
 
 void sim_step_solve(const sim_model *m, sim_data *d)
 {
@@ -313,12 +327,14 @@ int sim_step_finish(const sim_model *m, sim_data *d, double dt)
     return finite_state(m, d) ? 0 : -1;
 }
 
-int sim_step(const sim_model *m, sim_data *d, double dt)
+int sim_step_kin(const sim_model *m, sim_data *d, double dt, int kinematics_current)
 {
-    sim_step_prepare(m, d, dt);
+    sim_step_prepare_kin(m, d, dt, kinematics_current);
     sim_step_solve(m, d);
     return sim_step_finish(m, d, dt);
 }
+
+int sim_step(const sim_model *m, sim_data *d, double dt) { return sim_step_kin(m, d, dt, 0); }
 
 void sim_step_metrics(const sim_model *m, const sim_data *d, double dt, sim_contact_metrics_t *out)
 {

@@ -34,6 +34,12 @@ int sim_step(const sim_model *m, sim_data *d, double dt);
  *            v_pre = J u (sim_step_pre_velocity, before finish overwrites u); for the others nothing is computed.
  *   finish:  u = ufree + M^-1 J^T lambda, the warm-start cache, the position update; returns as sim_step. */
 int sim_step_prepare(const sim_model *m, sim_data *d, double dt);
+/* sim_step / sim_step_prepare for a caller that has just run sim_kinematics on this very state (neither d->q nor
+ * d->root_added_mass changed since; the model never does): kinematics_current = 1 skips that stage, bit-for-bit
+ * the same result; 0 is sim_step / sim_step_prepare.  A controller that needs the kinematics anyway (the trot
+ * scenario's) saves computing them twice per step. */
+int sim_step_kin(const sim_model *m, sim_data *d, double dt, int kinematics_current);
+int sim_step_prepare_kin(const sim_model *m, sim_data *d, double dt, int kinematics_current);
 void sim_step_solve(const sim_model *m, sim_data *d);
 int sim_step_finish(const sim_model *m, sim_data *d, double dt);
 

@@ -495,3 +495,34 @@ Test(contact, phases_are_the_step)
     sim_data_destroy(&b);
     sim_model_destroy(&m);
 }
+
+/* sim_step_kin with kinematics already current (the trot controller's path) is bit-for-bit sim_step: two worlds
+ * from the same state, one stepped plainly, the other after its own sim_kinematics call, through a drop with
+ * contacts, joint torques and a nonzero root_added_mass. */
+Test(contact, step_with_current_kinematics_is_bitwise_sim_step, .timeout = 60)
+{
+    sim_model *m = anymal();
+    sim_data *a = sim_data_new(m), *b = sim_data_new(m);
+    sim_data *w[2] = {a, b};
+    for (int k = 0; k < 2; k++) {
+        w[k]->q[2] = 0.62;
+        w[k]->u[0] = 0.3, w[k]->u[4] = -0.4;
+        w[k]->root_added_mass = 2.5;
+    }
+    int contact_steps = 0;
+    for (int i = 0; i < 600; i++) {
+        for (int k = 0; k < 2; k++)
+            for (int j = 6; j < m->nv; j++) w[k]->tau[j] = 8.0 * sin(0.01 * i + j);
+        cr_assert_eq(sim_step(m, a, 1e-3), 0);
+        sim_kinematics(m, b);
+        cr_assert_eq(sim_step_kin(m, b, 1e-3, 1), 0);
+        contact_steps += a->ncon > 0;
+        cr_assert_eq(a->ncon, b->ncon);
+        cr_assert(memcmp(a->q, b->q, sizeof(double) * (size_t)m->nq) == 0, "q differs at step %d", i);
+        cr_assert(memcmp(a->u, b->u, sizeof(double) * (size_t)m->nv) == 0, "u differs at step %d", i);
+    }
+    cr_assert_gt(contact_steps, 300);
+    sim_data_destroy(&a);
+    sim_data_destroy(&b);
+    sim_model_destroy(&m);
+}

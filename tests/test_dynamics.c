@@ -57,6 +57,7 @@ Test(dynamics, double_pendulum_closed_form)
         d->q[0] = q1; d->q[1] = q2; d->u[0] = w1; d->u[1] = w2;
         d->tau[0] = urand(-10, 10); d->tau[1] = urand(-10, 10);
         sim_smooth(m, d);
+        sim_full_m(m, d);
         sim_forward(m, d);
         double c2 = cos(q2), s2 = sin(q2);
         double M11 = I1 + I2 + M1 * LC1 * LC1 + M2 * (L1 * L1 + LC2 * LC2 + 2 * L1 * LC2 * c2);
@@ -149,6 +150,7 @@ Test(dynamics, ltdl_solve_matches_mass_matrix)
     for (int t = 0; t < 200; t++) {
         random_state(m, d, 2);
         sim_smooth(m, d);
+        sim_full_m(m, d);
         double x[64], b[64], y[64];
         for (int k = 0; k < m->nv; k++) b[k] = x[k] = urand(-1, 1);
         sim_solve_m(m, d, x);         /* x = M^-1 b */

@@ -130,6 +130,7 @@ static void random_state(rng_t *r)
 static void run_both(void)
 {
     sim_smooth(hm, hd);
+    sim_full_m(hm, hd);
     sim_forward(hm, hd);
     mj_peer_set_state(peer, hd->q, hd->u);
     mj_peer_set_force(peer, hd->tau);
