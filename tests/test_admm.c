@@ -93,10 +93,11 @@ static sim_solver_tree step_tree(const sim_model *m, const sim_data *d)
 }
 
 /* Brute force: G = J M^-1 J^T from the dense mass matrix and the contact Jacobians (N = 3 ncon rows). */
-static void dense_delassus(const sim_model *m, const sim_data *d, int n, double *G)
+static void dense_delassus(const sim_model *m, sim_data *d, int n, double *G)
 {
     const int nv = m->nv, N = 3 * n;
     static double L[64 * 64], X[3 * NMAX * 64];
+    sim_full_m(m, d);      /* the dense M from the packed one (the step fills only the packed) */
     memcpy(L, d->M, sizeof(double) * (size_t)nv * nv);
     cr_assert_eq(chol(L, nv), 0);
     for (int a = 0; a < N; a++) {
