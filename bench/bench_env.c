@@ -43,6 +43,7 @@
 #include "env_internal.h"
 #include "env_scenario.h"
 #include "sim_dynamics.h"
+#include "sim_solver.h"
 #include "sim_step.h"
 #include "sim_urdf.h"
 
@@ -366,21 +367,35 @@ typedef struct {
  * the repeats visit every N in turn (so a drift of the machine's load is shared), each repeat continuing the
  * trajectories with one untimed step (caches) and `steps` timed ones.  Actions repeat with period 32 in the world index like the seeds, so every world of every N
  * is one of the same 32 and does exactly the same work at the same step whatever N. */
-static int bench_env_sweep(const char *name, const char *list, int threads, int steps, int repeats, int warmup)
+/* solvers (not NULL): the points are instead these contact solvers (names, comma-separated) on `worlds` worlds
+ * each, the same trajectories' actions and seeds: a paired comparison, ratios to the first solver. */
+static int bench_env_sweep(const char *name, const char *list, int threads, int steps, int repeats, int warmup,
+                           const char *solvers, int worlds)
 {
-    int ns[32] = {0}, np = 0;
-    for (const char *c = list; *c && np < 32;) {
-        if ((ns[np++] = atoi(c)) < 1) { fprintf(stderr, "herd-bench env: bad --sweep '%s'\n", list); return 2; }
+    int ns[32] = {0}, np = 0, sid[32] = {0};
+    char sname[32][40];
+    for (const char *c = solvers ? solvers : list; *c && np < 32;) {
+        if (solvers) {
+            size_t len = strcspn(c, ",");
+            snprintf(sname[np], sizeof sname[np], "%.*s", (int)(len < 39 ? len : 39), c);
+            if ((sid[np] = sim_solver_index(sname[np])) < 0) {
+                fprintf(stderr, "herd-bench env: unknown solver '%s' in --solvers\n", sname[np]);
+                return 2;
+            }
+            ns[np++] = worlds;
+        } else if ((ns[np++] = atoi(c)) < 1) { fprintf(stderr, "herd-bench env: bad --sweep '%s'\n", list); return 2; }
         if (!(c = strchr(c, ','))) break;
         c++;
     }
-    if (np == 0) { fprintf(stderr, "herd-bench env: empty --sweep\n"); return 2; }
+    if (np == 0) { fprintf(stderr, "herd-bench env: empty --sweep / --solvers\n"); return 2; }
     sweep_point *pt = calloc((size_t)np, sizeof *pt);
     char err[512];
     int rc = 0, R = repeats < 64 ? repeats : 64, ad = 0;
     float *base = NULL;
     for (int k = 0; k < np && !rc; k++) {
-        pt[k].e = env_new(name, ns[k], NULL, 0, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
+        const env_kv solver_kv = {"solver", (double)sid[k]};
+        pt[k].e = env_new(name, ns[k], solvers ? &solver_kv : NULL, solvers ? 1 : 0, 7, ENV_AUTORESET_SAME_STEP, err,
+                          sizeof err);
         if (!pt[k].e) { fprintf(stderr, "herd-bench env: %s\n", err); rc = 2; break; }
         const env_spec *sp = env_get_spec(pt[k].e);
         ad = sp->act_dim;
@@ -408,7 +423,26 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
             pt[k].wall[q] = (double)ns[k] * steps / sec / threads;
             pt[k].cpu[q] = (double)ns[k] * steps / cpu;
         }
-    if (!rc) {
+    if (!rc && solvers) {
+        fprintf(stderr, "env solvers: %s, %d worlds, %d thread(s), %d steps x %d repeats (interleaved) after %d warm-up "
+                "(cpu: %s)\n", name, worlds, threads, steps, R, warmup, bench_cpu());
+        for (int k = 0; k < np; k++) {
+            double a[64], b[64], r[64];
+            memcpy(a, pt[k].cpu, sizeof(double) * (size_t)R);
+            memcpy(b, pt[k].wall, sizeof(double) * (size_t)R);
+            for (int q = 0; q < R; q++) r[q] = pt[k].cpu[q] / pt[0].cpu[q];
+            double med = bench_median(a, R), wmed = bench_median(b, R), rel = bench_median(r, R);
+            printf("{\"bench\":\"env_solvers\",\"env\":\"%s\",\"solver\":\"%s\",\"baseline_solver\":\"%s\",\"worlds\":%d,"
+                   "\"threads\":%d,\"steps\":%d,\"repeats\":%d,\"warmup\":%d,\"cpu_env_steps_per_s_per_thread\":%.0f,"
+                   "\"env_steps_per_s_per_thread\":%.0f,\"ratio_to_baseline\":%.4f",
+                   name, sname[k], sname[0], worlds, threads, steps, R, warmup, med, wmed, rel);
+            print_reps("cpu_env_steps_per_s_per_thread_reps", pt[k].cpu, R, 1.0);
+            printf(",\"cpu\":\"%s\"}\n", bench_cpu());
+            fprintf(stderr, "  %-20s %9.0f env steps per CPU-second per thread (same-repeat ratio to %s %.3f)\n", sname[k],
+                    med, sname[0], rel);
+        }
+        fflush(stdout);
+    } else if (!rc) {
         double med[32], lo = INFINITY, hi = 0;
         fprintf(stderr, "env sweep: %s, %d thread(s), %d steps x %d repeats (interleaved) after %d warm-up (cpu: %s)\n",
                 name, threads, steps, R, warmup, bench_cpu());
@@ -484,7 +518,9 @@ int bench_env(int argc, char **argv)
     }
     if (profile) return bench_env_profile(argc, argv, name, worlds, steps, repeats, warmup);
     const char *sweep = bench_arg(argc, argv, "--sweep", NULL);
-    if (sweep) return bench_env_sweep(name, sweep, tflag ? tflag : 1, steps, repeats, warmup);
+    if (sweep) return bench_env_sweep(name, sweep, tflag ? tflag : 1, steps, repeats, warmup, NULL, 0);
+    const char *solvers = bench_arg(argc, argv, "--solvers", NULL);
+    if (solvers) return bench_env_sweep(name, NULL, tflag ? tflag : 1, steps, repeats, warmup, solvers, worlds);
     char err[512];
     env_t *e = env_new(name, worlds, NULL, 0, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
     if (!e) { fprintf(stderr, "herd-bench env: %s\n", err); return 2; }

@@ -135,6 +135,8 @@ static const struct { const char *name; const char *what; const char *options; }
      "  --warmup W        untimed env steps after the reset (default 25)\n"
      "  --once            reset and warm up once, the repeats continue the trajectories (large --worlds)\n"
      "  --sweep N1,N2,..  throughput per thread for each world count, one process, repeats interleaved\n"
+     "  --solvers A,B,..  the same worlds and actions under each contact solver (names as in `herd-bench solver`),\n"
+     "                    one process, repeats interleaved, ratios to the first solver (paired)\n"
      "  --profile         per-stage time of a physics step on one thread (PD, dynamics, collision, Jacobians,\n"
      "                    Delassus, solve, finish, env overhead)\n"
      "  --vs-mujoco       the same env steps in MuJoCo 2.2: its fastest configuration that stands under zero\n"
