@@ -261,6 +261,23 @@ void sim_factor(const sim_model *m, sim_data *d)
     double *L = d->LD;
     memcpy(L, d->Mp, sizeof(double) * (size_t)m->nM);
     const int nb = m->floating ? 6 : 0;
+    /* Floating base: every joint dof's row ends with the six base dofs (bt[c] belongs to base dof 5 - c), and its
+     * rank-1 update of the packed base triangle touches nothing else.  So the base block is updated in a padded
+     * dense copy: row i holds base dof i's packed row Li[0..i] in columns 5 - i .. 5 (column c <-> base dof 5 - c),
+     * so that the update Li[u] -= a_i bt[5 - i + u] is row_i -= a_i bt, a whole-vector operation (four + two lanes,
+     * the rows kept in registers across the joint rows); written back once.  Each element gets the same fused
+     * updates in the same order as the packed loop: bit-identical. */
+    sim_v4d_ B4[6];
+    sim_v2d_ B2[6];
+    memset(B4, 0, sizeof B4), memset(B2, 0, sizeof B2); /* (a fixed base leaves them unused) */
+    if (nb) {
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; i++) {
+            double row[6] = {0, 0, 0, 0, 0, 0};
+            memcpy(row + 5 - i, L + BASE_ADR(i), sizeof(double) * (size_t)(i + 1));
+            memcpy(&B4[i], row, sizeof B4[i]), memcpy(&B2[i], row + 4, sizeof B2[i]);
+        }
+    }
     for (int k = m->nv - 1; k >= nb; k--) {
         const int *anc = m->dof_anc[k];
         const int na = m->dof_nanc[k], nj = na - nb;
@@ -275,23 +292,31 @@ void sim_factor(const sim_model *m, sim_data *d)
             Lk[1 + t] = a;
         }
         if (nb) {
-            /* the base part of row k: bt[5 - j] belongs to base dof j; a fixed-size rank-1 update of
-             * the packed 6x6 base triangle, fully unrolled */
+            /* the base part of row k */
             double *bt = Lk + 1 + nj;
-            double a[6];
+            sim_v4d_ b4;
+            sim_v2d_ b2;
+            memcpy(&b4, bt, sizeof b4), memcpy(&b2, bt + 4, sizeof b2);
+            const sim_v4d_ a4 = b4 * inv;
+            const sim_v2d_ a2 = b2 * inv;
+            const double a[6] = {a2[1], a2[0], a4[3], a4[2], a4[1], a4[0]}; /* a[i] belongs to base dof i */
 #pragma GCC unroll 6
-            for (int j = 0; j < 6; j++) a[j] = bt[5 - j] * inv;
-#pragma GCC unroll 6
-            for (int i = 5; i >= 0; i--) {
-                double *Li = L + BASE_ADR(i);
-#pragma GCC unroll 6
-                for (int u = 0; u <= i; u++) Li[u] -= a[i] * bt[5 - i + u];
+            for (int i = 0; i < 6; i++) {
+                if (i >= 2) B4[i] -= a[i] * b4;
+                B2[i] -= a[i] * b2;
             }
-#pragma GCC unroll 6
-            for (int j = 0; j < 6; j++) bt[5 - j] = a[j];
+            memcpy(bt, &a4, sizeof a4), memcpy(bt + 4, &a2, sizeof a2);
         }
     }
-    if (nb) base_chain_factor(L); /* the base chain itself: a dense 6 x 6, fully unrolled */
+    if (nb) {
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; i++) {
+            double row[6];
+            memcpy(row, &B4[i], sizeof B4[i]), memcpy(row + 4, &B2[i], sizeof B2[i]);
+            memcpy(L + BASE_ADR(i), row + 5 - i, sizeof(double) * (size_t)(i + 1));
+        }
+        base_chain_factor(L); /* the base chain itself: a dense 6 x 6, fully unrolled */
+    }
 }
 
 /* x := L^-T x (the first stage of an LTDL solve).  For a floating base, a joint dof's row ends with the six base
