@@ -6,20 +6,20 @@
  *   sim_step_solve:    the per-contact solver chosen by the model
  *   sim_step_finish:   apply the impulses -> remember the contacts (warm-start cache) -> integrate positions
  *
- * Scratch (d->scratch, 12 nv): [0, 3nv) world Jacobian of a point, [3nv, 6nv) B rows, [6nv, 7nv) D^-1,
+ * Scratch (d->scratch, 12 nv): [0, 4nv) the three B rows as 4-lane vectors (one per dof), [6nv, 7nv) D^-1,
  * [7nv, 8nv) D^-1/2 (kept from the Jacobian stage to the impulse stage), [8nv, 9nv) the velocity change y.
  */
 #include "sim_step.h"
 
 #include "sim_dynamics.h"
 #include "sim_math.h"
+#include "sim_spatial.h"
 
 #include <string.h>
 
 _Static_assert(SIM_MAX_DOF <= SIM_SOLVER_TREE_MAX_DOF, "a model's dof tree must fit sim_solver_tree");
 
-#define SCRATCH_JW(d, nv) ((d)->scratch)
-#define SCRATCH_BT(d, nv) ((d)->scratch + 3 * (nv))
+#define SCRATCH_B4(d, nv) ((d)->scratch)
 #define SCRATCH_INVD(d, nv) ((d)->scratch + 6 * (nv))
 #define SCRATCH_SQRTD(d, nv) ((d)->scratch + 7 * (nv))
 #define SCRATCH_Y(d, nv) ((d)->scratch + 8 * (nv))
@@ -62,86 +62,98 @@ static inline void stage_free_velocity(const sim_model *m, sim_data *d, double d
 
 /* Per contact: J in the contact frame (d->Jc), B = L^-T J^T (three rows at once; the support stays the root
  * path), and the compact rows S = D^-1/2 B laid out along the path (body -> root), stored in d->Bc, so that
- * G = J M^-1 J^T = B^T D^-1 B = S^T S.  Also records the deepest penetration. */
+ * G = J M^-1 J^T = B^T D^-1 B = S^T S.  Also records the deepest penetration.
+ *
+ * The three rows run as the lanes of one 4-wide vector per dof (B4[k] = (B0[k], B1[k], B2[k], 0) in scratch), so
+ * the rotation into the contact frame, the free velocity J ufree and the L^-T sweep are one vector operation per
+ * term instead of three scalar ones.  Each lane computes the same expression as the scalar row code (the world
+ * Jacobian of sim_jacobian_sparse, then f_a . (x, y, z), then the sweep in the same order), so the results are
+ * bit-identical to it. */
 static inline void stage_contact_jacobians(const sim_model *m, sim_data *d, int nc)
 {
     const int nv = m->nv;
-    double *Jw = SCRATCH_JW(d, nv), *Bt = SCRATCH_BT(d, nv);
+    double *B4 = SCRATCH_B4(d, nv);
     double *invD = SCRATCH_INVD(d, nv), *sD = SCRATCH_SQRTD(d, nv);
     sim_step_stats *st = &d->stats;
     for (int k = 0; k < nv; k++) {
         invD[k] = 1.0 / d->LD[m->dof_adr[k]];
         sD[k] = sqrt(invD[k]);
     }
-    int path[SIM_MAX_DOF];
+    const int nb = m->floating ? 6 : 0;
     for (int i = 0; i < nc; i++) {
         const sim_contact *c = &d->con[i];
         if (-c->gap > st->penetration) st->penetration = -c->gap;
-        int np = sim_jacobian_sparse(m, d, c->body, c->pos, Jw, path);
-        d->con_npath[i] = np;
-        memcpy(d->con_path + i * nv, path, sizeof(int) * (size_t)np);
+        int *path = d->con_path + i * nv;
         double *J0 = d->Jc + (size_t)(3 * i) * nv, *J1 = J0 + nv, *J2 = J1 + nv;
-        double *B0 = Bt, *B1 = Bt + nv, *B2 = Bt + 2 * nv;
         const double *f = c->frame, *uf = d->ufree;
+        const sim_v4d_ F0 = {f[0], f[3], f[6], 0}, F1 = {f[1], f[4], f[7], 0}, F2 = {f[2], f[5], f[8], 0};
+        double r[3];
+        v3_sub(r, c->pos, d->ref);
         memset(J0, 0, sizeof(double) * 3 * (size_t)nv);
-        double c0 = 0, c1 = 0, c2 = 0; /* the free contact velocity J ufree, summed along the path */
-        for (int t = 0; t < np; t++) {
-            int k = path[t];
-            double x = Jw[k], y = Jw[nv + k], z = Jw[2 * nv + k];
-            const double j0 = f[0] * x + f[1] * y + f[2] * z;
-            const double j1 = f[3] * x + f[4] * y + f[5] * z;
-            const double j2 = f[6] * x + f[7] * y + f[8] * z;
-            B0[k] = J0[k] = j0;
-            B1[k] = J1[k] = j1;
-            B2[k] = J2[k] = j2;
-            c0 += j0 * uf[k], c1 += j1 * uf[k], c2 += j2 * uf[k];
+        sim_v4d_ cf = {0, 0, 0, 0}; /* the free contact velocity J ufree, summed along the path */
+        int np = 0;
+        const int last = c->body > 0 ? m->body[c->body].dof : (m->floating ? 5 : -1);
+        for (int k = last; k >= 0; k = m->dof_parent[k]) {
+            const double *s = d->cdof + 6 * k;
+            /* the world Jacobian of the point (v_point = v_lin + w x r, as sim_jacobian_sparse) */
+            const double x = s[3] + s[1] * r[2] - s[2] * r[1];
+            const double y = s[4] + s[2] * r[0] - s[0] * r[2];
+            const double z = s[5] + s[0] * r[1] - s[1] * r[0];
+            const sim_v4d_ j = F0 * x + F1 * y + F2 * z;
+            memcpy(B4 + 4 * k, &j, sizeof j);
+            J0[k] = j[0], J1[k] = j[1], J2[k] = j[2];
+            cf += j * uf[k];
+            path[np++] = k;
         }
-        d->cfree[3 * i] = c0, d->cfree[3 * i + 1] = c1, d->cfree[3 * i + 2] = c2;
+        d->con_npath[i] = np;
+        d->cfree[3 * i] = cf[0], d->cfree[3 * i + 1] = cf[1], d->cfree[3 * i + 2] = cf[2];
         /* path is in decreasing dof order: a valid L^T sweep.  For a floating base a joint dof's row ends with
            the base dofs 5, ..., 0 (sim_factor's layout): a fixed-size loop, same terms in the same order */
-        const int nb = m->floating ? 6 : 0;
         const int npj = nb ? np - 6 : np; /* a floating base's path ends with the base dofs 5, ..., 0 */
         for (int t = 0; t < npj; t++) {
             int k = path[t];
             const int *anc = m->dof_anc[k];
             const double *Lk = d->LD + m->dof_adr[k] + 1;
-            double x0 = B0[k], x1 = B1[k], x2 = B2[k];
+            sim_v4d_ xk;
+            memcpy(&xk, B4 + 4 * k, sizeof xk);
             const int nj = m->dof_nanc[k] - nb;
             for (int u = 0; u < nj; u++) {
-                int j = anc[u];
-                B0[j] -= Lk[u] * x0;
-                B1[j] -= Lk[u] * x1;
-                B2[j] -= Lk[u] * x2;
+                double *Bj = B4 + 4 * anc[u];
+                sim_v4d_ bj;
+                memcpy(&bj, Bj, sizeof bj);
+                bj -= Lk[u] * xk;
+                memcpy(Bj, &bj, sizeof bj);
             }
             if (nb) {
                 const double *bt = Lk + nj;
 #pragma GCC unroll 6
                 for (int u = 0; u < 6; u++) {
-                    B0[5 - u] -= bt[u] * x0;
-                    B1[5 - u] -= bt[u] * x1;
-                    B2[5 - u] -= bt[u] * x2;
+                    double *Bj = B4 + 4 * (5 - u);
+                    sim_v4d_ bj;
+                    memcpy(&bj, Bj, sizeof bj);
+                    bj -= bt[u] * xk;
+                    memcpy(Bj, &bj, sizeof bj);
                 }
             }
         }
-        if (nb) { /* the base chain (packed 6 x 6 triangle), fully unrolled */
+        if (nb) { /* the base chain (packed 6 x 6 triangle), fully unrolled, the six rows in registers */
+            sim_v4d_ bb[6];
+            memcpy(bb, B4, sizeof bb);
 #pragma GCC unroll 6
             for (int k = 5; k >= 0; k--) {
                 const double *Lk = d->LD + k * (k + 1) / 2 + 1;
-                const double x0 = B0[k], x1 = B1[k], x2 = B2[k];
 #pragma GCC unroll 6
-                for (int u = 0; u < k; u++) {
-                    B0[k - 1 - u] -= Lk[u] * x0;
-                    B1[k - 1 - u] -= Lk[u] * x1;
-                    B2[k - 1 - u] -= Lk[u] * x2;
-                }
+                for (int u = 0; u < k; u++) bb[k - 1 - u] -= Lk[u] * bb[k];
             }
+            memcpy(B4, bb, sizeof bb);
         }
         double *S = d->Bc + (size_t)(3 * i) * nv;
         for (int t = 0; t < np; t++) {
             int k = path[t];
-            S[t] = B0[k] * sD[k];
-            S[nv + t] = B1[k] * sD[k];
-            S[2 * nv + t] = B2[k] * sD[k];
+            sim_v4d_ bk;
+            memcpy(&bk, B4 + 4 * k, sizeof bk);
+            bk *= sD[k];
+            S[t] = bk[0], S[nv + t] = bk[1], S[2 * nv + t] = bk[2];
         }
     }
 }
