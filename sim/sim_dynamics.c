@@ -437,8 +437,7 @@ void sim_rnea(const sim_model *m, sim_data *d)
     for (int i = 0; i < m->nbody; i++) {
         const double *I = d->cinert + 10 * i, *v = d->cvel + 6 * i;
         double *f = d->cfrc + 6 * i, Iv[6];
-        sinert_mul(f, I, d->cacc + 6 * i);
-        sinert_mul(Iv, I, v);
+        sinert_mul2(f, Iv, I, d->cacc + 6 * i, v);
         sv_cross_force_add(f, v, Iv);
     }
     for (int i = m->nbody - 1; i > 0; i--) {
