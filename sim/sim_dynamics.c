@@ -45,7 +45,7 @@ void sim_kinematics(const sim_model *m, sim_data *d)
         double Rbuf[9], t[3];
         const double *Rj = Rp;                 /* joint frame orientation at q = 0 */
         if (!b->rot_identity) {
-            m3_mul(Rbuf, Rp, b->rot);
+            m3_mul_v(Rbuf, Rp, b->rot);
             Rj = Rbuf;
         }
         m3_mulv(t, Rp, b->pos);
@@ -94,7 +94,7 @@ void sim_kinematics(const sim_model *m, sim_data *d)
         double mass = i == 0 ? b->mass + d->root_added_mass : b->mass;
         /* I_ref = R Ic R^T + m (|r|^2 1 - r r^T)  (an added point mass at the COM leaves Ic unchanged) */
         double RI[9];
-        m3_mul(RI, R, b->inertia);
+        m3_mul_v(RI, R, b->inertia);
         const double *C = RI;
         double xx = C[0] * R[0] + C[1] * R[1] + C[2] * R[2];
         double yy = C[3] * R[3] + C[4] * R[4] + C[5] * R[5];
@@ -150,10 +150,7 @@ void sim_velocity(const sim_model *m, sim_data *d)
     double *v0 = d->cvel;
     memset(v0, 0, sizeof(double) * 6);
     if (m->floating) {
-        for (int k = 0; k < 6; k++) {
-            const double *s = d->cdof + 6 * k;
-            for (int j = 0; j < 6; j++) v0[j] += s[j] * d->u[k];
-        }
+        for (int k = 0; k < 6; k++) sv6_addscl(v0, v0, d->cdof + 6 * k, d->u[k]); /* v0 += s_k u_k */
         for (int k = 0; k < 3; k++) memset(d->cdof_dot + 6 * k, 0, sizeof(double) * 6);
         for (int k = 3; k < 6; k++) sv_cross_motion(d->cdof_dot + 6 * k, v0, d->cdof + 6 * k);
     }
@@ -205,7 +202,7 @@ void sim_crba(const sim_model *m, sim_data *d)
          * M_tt = m I, M_rt(j,k) = r_j . (h x e_k), M_rr = R^T J R */
         const double *I = d->crb, *h = I + 1, *J = I + 4;
         double Jm[9] = {J[0], J[3], J[4], J[3], J[1], J[5], J[4], J[5], J[2]}, JR[9], B[36];
-        m3_mul(JR, Jm, R0);
+        m3_mul_v(JR, Jm, R0);
         for (int j = 0; j < 3; j++)
             for (int k = 0; k < 3; k++) {
                 B[j * 6 + k] = j == k ? I[0] : 0;
@@ -426,10 +423,7 @@ void sim_rnea(const sim_model *m, sim_data *d)
     a0[0] = a0[1] = a0[2] = 0;
     a0[3] = -m->gravity[0]; a0[4] = -m->gravity[1]; a0[5] = -m->gravity[2];
     if (m->floating)
-        for (int k = 3; k < 6; k++) {
-            const double *sd = d->cdof_dot + 6 * k;
-            for (int j = 0; j < 6; j++) a0[j] += sd[j] * d->u[k];
-        }
+        for (int k = 3; k < 6; k++) sv6_addscl(a0, a0, d->cdof_dot + 6 * k, d->u[k]);
     for (int i = 1; i < m->nbody; i++) {
         const sim_body *b = &m->body[i];
         sv6_addscl(d->cacc + 6 * i, d->cacc + 6 * b->parent, d->cdof_dot + 6 * b->dof, d->u[b->dof]);

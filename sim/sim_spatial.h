@@ -111,6 +111,18 @@ static inline void sinert_mul(double *f, const double *I, const double *v)
     f[4] = I[0] * v[4] - (h[2] * v[0] - h[0] * v[2]);
     f[5] = I[0] * v[5] - (h[0] * v[1] - h[1] * v[0]);
 }
+/* r = A B for 3 x 3 row-major matrices (r must not alias A or B), a row at a time as one 4-lane vector: the same
+ * expression per element as m3_mul, so bit-identical to it. */
+static inline void m3_mul_v(double *restrict r, const double *A, const double *B)
+{
+    /* lane 3 is unused (filled with a copy rather than zero: gcc then avoids a vmovq form valgrind cannot decode) */
+    const sim_v4d_ b0 = {B[0], B[1], B[2], B[2]}, b1 = {B[3], B[4], B[5], B[5]}, b2 = {B[6], B[7], B[8], B[8]};
+    for (int i = 0; i < 3; i++) {
+        const sim_v4d_ x = A[3 * i] * b0 + A[3 * i + 1] * b1 + A[3 * i + 2] * b2;
+        r[3 * i] = x[0], r[3 * i + 1] = x[1], r[3 * i + 2] = x[2];
+    }
+}
+
 /* sinert_mul of two vectors at once (f = I a, g = I b), as the two lanes of 2-wide vectors: the same expression
  * per lane as sinert_mul, so bit-identical to two calls. */
 static inline void sinert_mul2(double *f, double *g, const double *I, const double *a, const double *b)
