@@ -73,7 +73,11 @@ typedef struct {
                       bound); a point of it approaches at most as fast as its bounding sphere (see sim_collide) */
     sim_contact *out;
     int n, max;
+    int plane; /* flat ground (no height field): height c->h0 and normal +z everywhere, without a terrain query */
+    double h0;
 } ctx;
+
+static const double up[3] = {0, 0, 1};
 
 /* Velocity of a world point moving with body b, from the body's spatial velocity about d->ref. */
 static void point_vel(const sim_data *d, int b, const double p[3], double v[3])
@@ -118,8 +122,15 @@ static void offer(ctx *c, int g, int feature, const double p[3], const double n[
 /* Sphere of radius r centred at world point ctr. */
 static void sphere(ctx *c, int g, int feature, const double ctr[3], double r)
 {
-    double h, n[3];
-    sim_terrain_query(&c->m->terrain, ctr[0], ctr[1], &h, n);
+    double h, nq[3];
+    const double *n = nq;
+    if (c->plane) {
+        /* the same gap as below with n = +z ((z - h) * 1 = z - h); rejected here before the point is built */
+        h = c->h0, n = up;
+        if ((ctr[2] - h) * n[2] - r >= c->reject) return;
+    } else {
+        sim_terrain_query(&c->m->terrain, ctr[0], ctr[1], &h, nq);
+    }
     /* distance of the centre to the local tangent plane of the ground */
     double dist = (ctr[2] - h) * n[2];
     double p[3];
@@ -129,6 +140,10 @@ static void sphere(ctx *c, int g, int feature, const double ctr[3], double r)
 
 static void point(ctx *c, int g, int feature, const double p[3])
 {
+    if (c->plane) {
+        offer(c, g, feature, p, up, (p[2] - c->h0) * up[2]);
+        return;
+    }
     double h, n[3];
     sim_terrain_query(&c->m->terrain, p[0], p[1], &h, n);
     offer(c, g, feature, p, n, (p[2] - h) * n[2]);
@@ -148,8 +163,11 @@ static double bound_radius(const sim_geom *G)
 
 int sim_collide(const sim_model *m, const sim_data *d, double margin, double dt, sim_contact *out, int max)
 {
-    ctx c = {m, d, margin, dt, fabs(m->gravity[2]), INFINITY, out, 0, max};
     const int plane = m->terrain.type == SIM_TERRAIN_PLANE || !m->terrain.heights;
+    /* (sim_terrain_query answers height and +z for every terrain that is not a usable height field) */
+    const sim_terrain *tr = &m->terrain;
+    const int flat = tr->type != SIM_TERRAIN_HFIELD || !tr->heights || tr->nx < 2 || tr->ny < 2;
+    ctx c = {m, d, margin, dt, fabs(m->gravity[2]), INFINITY, out, 0, max, flat, tr->height};
     for (int g = 0; g < m->ngeom; g++) {
         const sim_geom *G = &m->geom[g];
         if (G->nocollide) continue;
@@ -186,6 +204,10 @@ int sim_collide(const sim_model *m, const sim_data *d, double margin, double dt,
                 double l[3] = {(corner & 1) ? G->size[0] : -G->size[0], (corner & 2) ? G->size[1] : -G->size[1],
                                (corner & 4) ? G->size[2] : -G->size[2]};
                 double p[3];
+                if (c.plane) { /* the corner's height first (same expression as below): most corners stop here */
+                    const double z = R[6] * l[0] + R[7] * l[1] + R[8] * l[2];
+                    if ((z + ctr[2] - c.h0) * up[2] >= c.reject) continue;
+                }
                 m3_mulv(p, R, l);
                 v3_add(p, p, ctr);
                 point(&c, g, corner, p);
