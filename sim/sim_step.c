@@ -161,19 +161,23 @@ static inline void stage_contact_jacobians(const sim_model *m, sim_data *d, int 
 /* G_ij = S_i . S_j over the shared tail of the two root paths (their common ancestors); G is symmetric.
  * Root paths are ancestor-closed, so the shared tail of path j starts at its first dof that lies on path i
  * (found with a per-i mark, not by comparing the paths from their ends).  The nine sums of a block run in one
- * pass over the tail (nine independent accumulators instead of nine passes); each sum still adds its terms in
- * path order, so G is bit-identical to nine separate dot products. */
+ * pass over the tail, as three 4-lane accumulators (one per column of the block, lane a = row a of contact i);
+ * each sum still adds its terms in path order, so G is bit-identical to nine separate dot products. */
 static inline void stage_delassus(const sim_model *m, sim_data *d, int nc)
 {
     const int nv = m->nv, n3 = 3 * nc;
     double *G = d->G;
     unsigned char mark[SIM_MAX_DOF];
+    sim_v4d_ xi[SIM_MAX_DOF]; /* contact i's three rows interleaved: xi[t] = (S0[t], S1[t], S2[t], 0) */
     for (int i = 0; i < nc; i++) {
         const int *pi = d->con_path + i * nv;
         const int npi = d->con_npath[i];
         const double *Si = d->Bc + (size_t)(3 * i) * nv;
         memset(mark, 0, (size_t)nv);
-        for (int t = 0; t < npi; t++) mark[pi[t]] = 1;
+        for (int t = 0; t < npi; t++) {
+            mark[pi[t]] = 1;
+            xi[t] = (sim_v4d_){Si[t], Si[nv + t], Si[2 * nv + t], 0};
+        }
         for (int j = i; j < nc; j++) {
             const int *pj = d->con_path + j * nv;
             const int npj = d->con_npath[j];
@@ -181,21 +185,21 @@ static inline void stage_delassus(const sim_model *m, sim_data *d, int nc)
             while (first < npj && !mark[pj[first]]) first++;
             const int ncom = npj - first;
             const double *Sj = d->Bc + (size_t)(3 * j) * nv;
-            const double *x0 = Si + (npi - ncom), *x1 = x0 + nv, *x2 = x1 + nv;
+            const sim_v4d_ *x = xi + (npi - ncom);
             const double *y0 = Sj + (npj - ncom), *y1 = y0 + nv, *y2 = y1 + nv;
-            double s00 = 0, s01 = 0, s02 = 0, s10 = 0, s11 = 0, s12 = 0, s20 = 0, s21 = 0, s22 = 0;
+            /* column b of the block: lane a accumulates S_i,a . S_j,b */
+            sim_v4d_ s0 = {0, 0, 0, 0}, s1 = s0, s2 = s0;
             for (int t = 0; t < ncom; t++) {
-                const double a0 = x0[t], a1 = x1[t], a2 = x2[t], b0 = y0[t], b1 = y1[t], b2 = y2[t];
-                s00 += a0 * b0, s01 += a0 * b1, s02 += a0 * b2;
-                s10 += a1 * b0, s11 += a1 * b1, s12 += a1 * b2;
-                s20 += a2 * b0, s21 += a2 * b1, s22 += a2 * b2;
+                s0 += x[t] * y0[t];
+                s1 += x[t] * y1[t];
+                s2 += x[t] * y2[t];
             }
-            const double sum[3][3] = {{s00, s01, s02}, {s10, s11, s12}, {s20, s21, s22}};
+            const sim_v4d_ col[3] = {s0, s1, s2};
             for (int a = 0; a < 3; a++) {
                 double *Gr = G + (size_t)(3 * i + a) * n3 + 3 * j;
                 for (int bb = 0; bb < 3; bb++) {
-                    Gr[bb] = sum[a][bb];
-                    G[(size_t)(3 * j + bb) * n3 + 3 * i + a] = sum[a][bb];
+                    Gr[bb] = col[bb][a];
+                    G[(size_t)(3 * j + bb) * n3 + 3 * i + a] = col[bb][a];
                 }
             }
         }
