@@ -3,6 +3,7 @@
  * whole-geometry rejection and the velocity look-ahead; the contact capacity cap. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "sim_collision.h"
@@ -394,4 +395,51 @@ Test(collision, max_contacts_counts_features)
     sim_contact c[8];
     cr_assert_eq(sim_collide(m, d, 1.0, 0.0, c, 8), 0, "a nocollide geometry makes no contact");
     destroy(&wm);
+}
+
+/* The flat-ground path (no terrain query, each point's gap tested against the look-ahead bound before the point
+ * is built) against the generic terrain path on a height field that is flat at the same height: for every
+ * geometry type in random poses and velocities, the same contacts in the same order, with the same points, gaps
+ * and frames (to rounding). */
+Test(collision, plane_fast_path_matches_flat_heightfield)
+{
+    static const float FLAT[4] = {0, 0, 0, 0};
+    const int types[4] = {SIM_GEOM_SPHERE, SIM_GEOM_CAPSULE, SIM_GEOM_BOX, SIM_GEOM_CYLINDER};
+    const double sizes[4][3] = {{0.03, 0, 0}, {0.04, 0.2, 0}, {0.1, 0.06, 0.04}, {0.05, 0.1, 0}};
+    uint64_t s = 12345;
+#define RND() ((s = s * 6364136223846793005ull + 1442695040888963407ull), (double)(s >> 11) / 9007199254740992.0)
+    int total = 0;
+    for (int ty = 0; ty < 4; ty++) {
+        world wp = one_geom(types[ty], sizes[ty][0], sizes[ty][1], sizes[ty][2]);
+        world wh = one_geom(types[ty], sizes[ty][0], sizes[ty][1], sizes[ty][2]);
+        wp.m->terrain.height = 0.1;
+        wh.m->terrain = (sim_terrain){SIM_TERRAIN_HFIELD, 0.1, 2, 2, -10.0, -10.0, 20.0, 20.0, FLAT};
+        for (int trial = 0; trial < 400; trial++) {
+            double q[4] = {RND() - 0.5, RND() - 0.5, RND() - 0.5, RND() - 0.5}, qn = 0;
+            for (int k = 0; k < 4; k++) qn += q[k] * q[k];
+            for (int k = 0; k < 4; k++) q[k] /= sqrt(qn);
+            const double pos[3] = {RND() - 0.5, RND() - 0.5, 0.1 + 0.35 * RND() - 0.05};
+            const double v[3] = {4 * (RND() - 0.5), 4 * (RND() - 0.5), 6 * (RND() - 0.7)};
+            const double w[3] = {20 * (RND() - 0.5), 20 * (RND() - 0.5), 20 * (RND() - 0.5)};
+            place(wp.m, wp.d, pos, q, v, w);
+            place(wh.m, wh.d, pos, q, v, w);
+            sim_contact cp[16], ch[16];
+            const int np = sim_collide(wp.m, wp.d, 1e-3, 0.01, cp, 16);
+            const int nh = sim_collide(wh.m, wh.d, 1e-3, 0.01, ch, 16);
+            cr_assert_eq(np, nh, "type %d trial %d: %d contacts on the plane, %d on the flat height field", types[ty],
+                         trial, np, nh);
+            for (int i = 0; i < np; i++) {
+                cr_assert(cp[i].geom == ch[i].geom && cp[i].feature == ch[i].feature && cp[i].body == ch[i].body);
+                cr_assert(fabs(cp[i].gap - ch[i].gap) < 1e-14, "gap %.17g vs %.17g", cp[i].gap, ch[i].gap);
+                assert_vec(cp[i].pos, ch[i].pos[0], ch[i].pos[1], ch[i].pos[2], 1e-14, "point");
+                for (int k = 0; k < 9; k++) cr_assert(fabs(cp[i].frame[k] - ch[i].frame[k]) < 1e-14, "frame");
+                cr_assert_eq(cp[i].mu, ch[i].mu);
+            }
+            total += np;
+        }
+        destroy(&wh);
+        destroy(&wp);
+    }
+#undef RND
+    cr_assert(total > 200, "the poses must produce contacts to compare (%d)", total);
 }
