@@ -127,7 +127,7 @@ typedef struct sim_solver_params {
     /* ADMM ("admm", and the fallback of "coulomb-stall-admm"); its iterations are capped by max_iter and it stops
        when eps_abs (CCP form, sim_metrics.h, dt = 1) < tol */
     double admm_rho;        /* initial proximal parameter rho (1/kg-scaled: 0 = automatic, 1e-2 x mean diag G) */
-    double admm_ratio;      /* adapt rho when one residual exceeds the other by this ratio (10) */
+    double admm_ratio;      /* adapt rho when one residual exceeds the other by this ratio (5) */
     int admm_max_iter;      /* ADMM iterations at most (500) */
     int admm_factor;        /* how ADMM solves with G + rho I: SIM_ADMM_FACTOR_AUTO (0, default), _DENSE, _TREE */
     /* the stall detector of "coulomb-stall-admm" */

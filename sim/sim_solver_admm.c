@@ -66,6 +66,9 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
 #ifndef ADMM_RELAX
 #define ADMM_RELAX 1.6       /* over-relaxation factor in ]0, 2[ */
 #endif
+#ifndef ADMM_RHO_FLOOR
+#define ADMM_RHO_FLOOR 1e-4  /* lambda_min floor (times lambda_max) in the initial rho */
+#endif
 #ifndef ADMM_ADAPT_EVERY
 #define ADMM_ADAPT_EVERY 5   /* stopping test and rho reconsidered every this many iterations */
 #endif
@@ -433,7 +436,12 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
     const double kappa = lmax / lmin;
     double fac = pow(kappa, 0.05); /* the spectral rule of Le Lidec et al. (Sec. III-E) */
     fac = fmin(fmax(fac, 1.5), 10.0);
-    double rho = p->admm_rho > 0 ? p->admm_rho : sqrt(lmax * lmin);
+    /* initial rho: the geometric mean of the extreme eigenvalues, with lambda_min floored at ADMM_RHO_FLOOR
+       lambda_max.  A G with more contact rows than dofs (the walk task's 5 - 8 foot contacts on 18 dofs) is
+       singular, lambda_min ~1e-10 lambda_max, and the plain rule starts rho ~1e-5 of where the adaptation ends
+       (~0.1 - 1 lambda_max): about 9 adaptations (45 iterations) were spent climbing there.  The floor caps that
+       climb at ~3 adaptations (`herd-bench admm`, walk_fallback: iterations and factorizations per problem). */
+    double rho = p->admm_rho > 0 ? p->admm_rho : sqrt(lmax * fmax(lmin, ADMM_RHO_FLOOR * lmax));
     while (shift_factor(&sh, rho) != 0) rho *= 10; /* only a rho far below G's scale can fail */
 
     /* warm start: z = proj_K(lambda), gamma = -proj_K*(G z + c) (the dual of the CCP at a solution) */

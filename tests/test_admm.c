@@ -477,3 +477,43 @@ Test(admm_tree, auto_choice_follows_the_contact_count, .timeout = 120)
     sim_data_destroy(&d);
     sim_model_destroy(&m);
 }
+
+/* A singular G (more contact rows than dofs, as the walk task's 5 - 8 foot contacts on 18 dofs): G = J J^T with J
+ * 3n x nd, nd < 3n.  ADMM's initial rho floors lambda_min at 1e-4 lambda_max (sim_solver_admm.c: ADMM_RHO_FLOOR),
+ * so rho starts within a factor 100 of lambda_max instead of ~1e-5 of it.  With admm_max_iter = 1 the run stops
+ * after one iteration and at most one adaptation (a factor <= 10), so st.rho is the initial rho within 10x:
+ * >= 1e-3 lambda_max >= 1e-3 tr(G) / N.  Without the floor it is ~1e-6 of that.  The full run converges (eps_abs
+ * below tol, checked independently with sim_contact_eps_abs) and agrees with the CCP reference. */
+Test(admm, initial_rho_on_a_singular_delassus_is_near_its_scale)
+{
+    enum { n = 6, N = 3 * n, nd = 12 };
+    rng_t r = {2024};
+    double J[N * nd], G[N * N], c[N], mu[n], l[N], lref[N], v[N];
+    for (int a = 0; a < N * nd; a++) J[a] = urand(&r, -1, 1);
+    for (int a = 0; a < N; a++)
+        for (int b = 0; b < N; b++) {
+            double s = 0;
+            for (int k = 0; k < nd; k++) s += J[a * nd + k] * J[b * nd + k];
+            G[a * N + b] = s;
+        }
+    double tr = 0;
+    for (int a = 0; a < N; a++) tr += G[a * N + a];
+    for (int i = 0; i < n; i++) {
+        mu[i] = urand(&r, 0.3, 1.0);
+        c[3 * i] = urand(&r, -0.5, 0.5), c[3 * i + 1] = urand(&r, -0.5, 0.5), c[3 * i + 2] = urand(&r, -1.0, -0.1);
+    }
+    sim_solver_params p;
+    sim_solver_default_params(&p);
+    sim_solver_stats st;
+    p.admm_max_iter = 1;
+    memset(l, 0, sizeof l);
+    sim_solve_admm(n, G, c, mu, l, &p, &st);
+    cr_assert_geq(st.rho, 1e-3 * tr / N, "initial rho %g against tr/N %g", st.rho, tr / N);
+    p.admm_max_iter = 2000;
+    memset(l, 0, sizeof l);
+    cr_assert_eq(sim_solve_admm(n, G, c, mu, l, &p, &st), SIM_SOLVER_OK);
+    sim_contact_velocity(n, G, c, l, v);
+    cr_assert_lt(sim_contact_eps_abs(n, v, mu, l, 0), p.tol);
+    ccp_reference(n, G, c, mu, lref, 200000);
+    cr_assert_lt(velocity_gap(n, G, l, lref), 1e-4, "velocity gap %g", velocity_gap(n, G, l, lref));
+}
