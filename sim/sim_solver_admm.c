@@ -69,6 +69,11 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
 #ifndef ADMM_AA
 #define ADMM_AA 4            /* Anderson acceleration memory (0: plain ADMM) */
 #endif
+#ifndef ADMM_MAX_RHO_CHANGES
+#define ADMM_MAX_RHO_CHANGES 12 /* rho is frozen after this many changes: on 8 of the walk task's 3918 fallback
+                                   problems it flipped up and down at every test (60 factorizations) and, each
+                                   change restarting the Anderson history, ran to admm_max_iter */
+#endif
 #ifndef ADMM_RHO_FLOOR
 #define ADMM_RHO_FLOOR 1e-4  /* lambda_min floor (times lambda_max) in the initial rho */
 #endif
@@ -520,7 +525,7 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
     for (int r = 0; r < N; r++) gam[r] = -gam[r];
     sim_contact_velocity(n, G, c, z, v);
     double e = sim_contact_eps_abs(n, v, mu, z, 0);
-    int it = 0;
+    int it = 0, rho_changes = 0;
     const int max_it = p->admm_max_iter;
 #if ADMM_AA
     anderson aa;
@@ -573,8 +578,10 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
 #if ADMM_AA
         const double rho_before = rho;
 #endif
-        if (rp > p->admm_ratio * rd) nr = rho * fac;
+        if (rho_changes >= ADMM_MAX_RHO_CHANGES) {} /* frozen: ADMM converges for any fixed rho > 0 */
+        else if (rp > p->admm_ratio * rd) nr = rho * fac;
         else if (rd > p->admm_ratio * rp) nr = rho / fac;
+        rho_changes += nr != rho;
         if (nr != rho && shift_factor(&sh, nr) == 0) rho = nr;
         else if (nr != rho) shift_factor(&sh, rho);
 #if ADMM_AA

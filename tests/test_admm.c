@@ -549,6 +549,8 @@ Test(admm, anderson_acceleration_converges_in_the_cones_in_fewer_iterations, .ti
         memset(l, 0, sizeof l);
         cr_assert_eq(sim_solve_admm(n, G, c, mu, l, &p, &st), SIM_SOLVER_OK, "run %d: %d iterations", run, st.iterations);
         iters += st.iterations;
+        /* rho changes at most 12 times (then frozen): with the lambda_min estimate and the first factor, 14 */
+        cr_assert_leq(st.admm_factors, 14, "run %d: %d factorizations", run, st.admm_factors);
         sim_contact_velocity(n, G, c, l, v);
         cr_assert_lt(sim_contact_eps_abs(n, v, mu, l, 0), p.tol, "run %d", run);
         for (int i = 0; i < n; i++) {
@@ -562,4 +564,37 @@ Test(admm, anderson_acceleration_converges_in_the_cones_in_fewer_iterations, .ti
     }
     fprintf(stderr, "anderson: %ld ADMM iterations over %d runs\n", iters, RUNS);
     cr_assert_lt(iters, 3200, "%ld iterations over %d runs", iters, RUNS);
+}
+
+/* A contact problem harvested from the anymal_c-walk env (1024 worlds, random actions; G, free velocity, mu and the
+ * step's warm start in tests/testdata/admm_rho_flip_walk.txt, 4 contacts) on which coulomb-stall-admm's sweeps
+ * stall and ADMM's residual balance flips at every test: rho went up and down ~50 times and ADMM ran to
+ * admm_max_iter (500) unconverged.  With rho frozen after 12 changes (sim_solver_admm.c: ADMM_MAX_RHO_CHANGES) it
+ * converges, to eps_abs < tol (recomputed here) with at most 14 factorizations. */
+Test(admm, walk_problem_whose_rho_flips_converges_below_the_cap)
+{
+    FILE *f = fopen("tests/testdata/admm_rho_flip_walk.txt", "r");
+    cr_assert_not_null(f);
+    int n = 0;
+    cr_assert_eq(fscanf(f, "%d", &n), 1);
+    cr_assert(n >= 1 && n <= 8);
+    const int N = 3 * n;
+    double G[24 * 24], c[24], mu[8], l[24], v[24];
+    for (int a = 0; a < N * N; a++) cr_assert_eq(fscanf(f, "%lf", &G[a]), 1);
+    for (int a = 0; a < N; a++) cr_assert_eq(fscanf(f, "%lf", &c[a]), 1);
+    for (int a = 0; a < n; a++) cr_assert_eq(fscanf(f, "%lf", &mu[a]), 1);
+    for (int a = 0; a < N; a++) cr_assert_eq(fscanf(f, "%lf", &l[a]), 1);
+    fclose(f);
+    sim_solver_params p;
+    sim_solver_default_params(&p);
+    p.max_iter = 50; /* the walk task's solver_max_iter */
+    sim_solver_stats st;
+    const int rc = sim_solve_coulomb_stall_admm(n, G, c, mu, l, &p, &st);
+    cr_assert_eq(st.fallback, 1, "the sweeps no longer stall on this problem: it tests nothing");
+    cr_assert_eq(rc, SIM_SOLVER_OK, "ADMM: %d iterations, %d factorizations, error %g", st.fallback_iterations,
+                 st.admm_factors, st.error);
+    cr_assert_lt(st.fallback_iterations, p.admm_max_iter);
+    cr_assert_leq(st.admm_factors, 14);
+    sim_contact_velocity(n, G, c, l, v);
+    cr_assert_lt(sim_contact_eps_abs(n, v, mu, l, 0), p.tol);
 }
