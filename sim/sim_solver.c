@@ -49,7 +49,7 @@ void sim_solver_default_params(sim_solver_params *p)
     p->contact_refine = 1;
     p->pgs_alpha = 0.6;
     p->admm_rho = 0;
-    p->admm_ratio = 10;
+    p->admm_ratio = 5;
     p->admm_max_iter = 500;
     p->admm_factor = SIM_ADMM_FACTOR_AUTO;
     p->stall_window = 8;

@@ -477,3 +477,124 @@ Test(admm_tree, auto_choice_follows_the_contact_count, .timeout = 120)
     sim_data_destroy(&d);
     sim_model_destroy(&m);
 }
+
+/* A singular G (more contact rows than dofs, as the walk task's 5 - 8 foot contacts on 18 dofs): G = J J^T with J
+ * 3n x nd, nd < 3n.  ADMM's initial rho floors lambda_min at 1e-4 lambda_max (sim_solver_admm.c: ADMM_RHO_FLOOR),
+ * so rho starts within a factor 100 of lambda_max instead of ~1e-5 of it.  With admm_max_iter = 1 the run stops
+ * after one iteration and at most one adaptation (a factor <= 10), so st.rho is the initial rho within 10x:
+ * >= 1e-3 lambda_max >= 1e-3 tr(G) / N.  Without the floor it is ~1e-6 of that.  The full run converges (eps_abs
+ * below tol, checked independently with sim_contact_eps_abs) and agrees with the CCP reference. */
+Test(admm, initial_rho_on_a_singular_delassus_is_near_its_scale)
+{
+    enum { n = 6, N = 3 * n, nd = 12 };
+    rng_t r = {2024};
+    double J[N * nd], G[N * N], c[N], mu[n], l[N], lref[N], v[N];
+    for (int a = 0; a < N * nd; a++) J[a] = urand(&r, -1, 1);
+    for (int a = 0; a < N; a++)
+        for (int b = 0; b < N; b++) {
+            double s = 0;
+            for (int k = 0; k < nd; k++) s += J[a * nd + k] * J[b * nd + k];
+            G[a * N + b] = s;
+        }
+    double tr = 0;
+    for (int a = 0; a < N; a++) tr += G[a * N + a];
+    for (int i = 0; i < n; i++) {
+        mu[i] = urand(&r, 0.3, 1.0);
+        c[3 * i] = urand(&r, -0.5, 0.5), c[3 * i + 1] = urand(&r, -0.5, 0.5), c[3 * i + 2] = urand(&r, -1.0, -0.1);
+    }
+    sim_solver_params p;
+    sim_solver_default_params(&p);
+    sim_solver_stats st;
+    p.admm_max_iter = 1;
+    memset(l, 0, sizeof l);
+    sim_solve_admm(n, G, c, mu, l, &p, &st);
+    cr_assert_geq(st.rho, 1e-3 * tr / N, "initial rho %g against tr/N %g", st.rho, tr / N);
+    p.admm_max_iter = 2000;
+    memset(l, 0, sizeof l);
+    cr_assert_eq(sim_solve_admm(n, G, c, mu, l, &p, &st), SIM_SOLVER_OK);
+    sim_contact_velocity(n, G, c, l, v);
+    cr_assert_lt(sim_contact_eps_abs(n, v, mu, l, 0), p.tol);
+    ccp_reference(n, G, c, mu, lref, 200000);
+    cr_assert_lt(velocity_gap(n, G, l, lref), 1e-4, "velocity gap %g", velocity_gap(n, G, l, lref));
+}
+
+/* Anderson acceleration of ADMM (sim_solver_admm.c, ADMM_AA): 40 random singular problems shaped like the walk
+ * task's fallbacks (G = J J^T, 6 contacts on 12 dofs, closing contacts, mu 0.3 - 1).  Every run converges
+ * (eps_abs < tol recomputed here), returns impulses in the cones (to rounding) (the accelerated points, which may leave
+ * them, are never returned), and agrees with the CCP reference; the iterations over the 40 runs stay below 2/3 of
+ * what un-accelerated ADMM needs on them (admm_max_iter raised to 5000 so that it converges: measured with
+ * -DADMM_AA=0, 4850 iterations, one run past the default cap of 500; accelerated, 2410). */
+Test(admm, anderson_acceleration_converges_in_the_cones_in_fewer_iterations, .timeout = 120)
+{
+    enum { n = 6, N = 3 * n, nd = 12, RUNS = 40 };
+    rng_t r = {77};
+    long iters = 0;
+    for (int run = 0; run < RUNS; run++) {
+        double J[N * nd], G[N * N], c[N], mu[n], l[N], lref[N], v[N];
+        for (int a = 0; a < N * nd; a++) J[a] = urand(&r, -1, 1);
+        for (int a = 0; a < N; a++)
+            for (int b = 0; b < N; b++) {
+                double s = 0;
+                for (int k = 0; k < nd; k++) s += J[a * nd + k] * J[b * nd + k];
+                G[a * N + b] = s;
+            }
+        for (int i = 0; i < n; i++) {
+            mu[i] = urand(&r, 0.3, 1.0);
+            c[3 * i] = urand(&r, -0.5, 0.5), c[3 * i + 1] = urand(&r, -0.5, 0.5), c[3 * i + 2] = urand(&r, -1.0, -0.1);
+        }
+        sim_solver_params p;
+        sim_solver_default_params(&p);
+        p.admm_max_iter = 5000;
+        sim_solver_stats st;
+        memset(l, 0, sizeof l);
+        cr_assert_eq(sim_solve_admm(n, G, c, mu, l, &p, &st), SIM_SOLVER_OK, "run %d: %d iterations", run, st.iterations);
+        iters += st.iterations;
+        /* rho changes at most 12 times (then frozen): with the lambda_min estimate and the first factor, 14 */
+        cr_assert_leq(st.admm_factors, 14, "run %d: %d factorizations", run, st.admm_factors);
+        sim_contact_velocity(n, G, c, l, v);
+        cr_assert_lt(sim_contact_eps_abs(n, v, mu, l, 0), p.tol, "run %d", run);
+        for (int i = 0; i < n; i++) {
+            double proj[3];
+            const double *li = l + 3 * i, d = sim_cone_project(li, mu[i], proj);
+            cr_assert_leq(d, 1e-12 * (1 + sqrt(li[0] * li[0] + li[1] * li[1] + li[2] * li[2])),
+                          "run %d contact %d outside its cone by %g", run, i, d);
+        }
+        ccp_reference(n, G, c, mu, lref, 100000);
+        cr_assert_lt(velocity_gap(n, G, l, lref), 1e-4, "run %d: velocity gap %g", run, velocity_gap(n, G, l, lref));
+    }
+    fprintf(stderr, "anderson: %ld ADMM iterations over %d runs\n", iters, RUNS);
+    cr_assert_lt(iters, 3200, "%ld iterations over %d runs", iters, RUNS);
+}
+
+/* A contact problem harvested from the anymal_c-walk env (1024 worlds, random actions; G, free velocity, mu and the
+ * step's warm start in tests/testdata/admm_rho_flip_walk.txt, 4 contacts) on which coulomb-stall-admm's sweeps
+ * stall and ADMM's residual balance flips at every test: rho went up and down ~50 times and ADMM ran to
+ * admm_max_iter (500) unconverged.  With rho frozen after 12 changes (sim_solver_admm.c: ADMM_MAX_RHO_CHANGES) it
+ * converges, to eps_abs < tol (recomputed here) with at most 14 factorizations. */
+Test(admm, walk_problem_whose_rho_flips_converges_below_the_cap)
+{
+    FILE *f = fopen("tests/testdata/admm_rho_flip_walk.txt", "r");
+    cr_assert_not_null(f);
+    int n = 0;
+    cr_assert_eq(fscanf(f, "%d", &n), 1);
+    cr_assert(n >= 1 && n <= 8);
+    const int N = 3 * n;
+    double G[24 * 24], c[24], mu[8], l[24], v[24];
+    for (int a = 0; a < N * N; a++) cr_assert_eq(fscanf(f, "%lf", &G[a]), 1);
+    for (int a = 0; a < N; a++) cr_assert_eq(fscanf(f, "%lf", &c[a]), 1);
+    for (int a = 0; a < n; a++) cr_assert_eq(fscanf(f, "%lf", &mu[a]), 1);
+    for (int a = 0; a < N; a++) cr_assert_eq(fscanf(f, "%lf", &l[a]), 1);
+    fclose(f);
+    sim_solver_params p;
+    sim_solver_default_params(&p);
+    p.max_iter = 50; /* the walk task's solver_max_iter */
+    sim_solver_stats st;
+    const int rc = sim_solve_coulomb_stall_admm(n, G, c, mu, l, &p, &st);
+    cr_assert_eq(st.fallback, 1, "the sweeps no longer stall on this problem: it tests nothing");
+    cr_assert_eq(rc, SIM_SOLVER_OK, "ADMM: %d iterations, %d factorizations, error %g", st.fallback_iterations,
+                 st.admm_factors, st.error);
+    cr_assert_lt(st.fallback_iterations, p.admm_max_iter);
+    cr_assert_leq(st.admm_factors, 14);
+    sim_contact_velocity(n, G, c, l, v);
+    cr_assert_lt(sim_contact_eps_abs(n, v, mu, l, 0), p.tol);
+}
