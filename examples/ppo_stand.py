@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """PPO (PyTorch, CPU) trains ANYmal C to stand up and hold a target height, through herd-server.
 
-    /usr/bin/python3 examples/ppo_stand.py                   # starts build/herd-server, trains 19.5 min, evaluates
-    /usr/bin/python3 examples/ppo_stand.py --quick           # a few iterations (CI smoke test)
-    /usr/bin/python3 examples/ppo_stand.py --address tcp://host:5555 --num-envs 4096
-    /usr/bin/python3 examples/ppo_stand.py --eval-only --load examples/out/ppo_stand/policy.pt
+    PYTHONPATH=clients/python /usr/bin/python3 examples/ppo_stand.py                   # starts build/herd-server, trains 19.5 min, evaluates
+    PYTHONPATH=clients/python /usr/bin/python3 examples/ppo_stand.py --quick           # a few iterations (CI smoke test)
+    PYTHONPATH=clients/python /usr/bin/python3 examples/ppo_stand.py --address tcp://host:5555 --num-envs 4096
+    PYTHONPATH=clients/python /usr/bin/python3 examples/ppo_stand.py --eval-only --load examples/out/ppo_stand/policy.pt
 
 Everything goes through the Python client (herd.make_vec): the env is ``anymal_c-stand`` (46 observations,
 12 joint-target actions, 50 Hz, 4 s episodes), same-step autoreset so that no transition is lost and
@@ -34,7 +34,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")   # the PPO update runs while the server is idle
 import numpy as np  # noqa: E402
 
-import herd  # noqa: E402
+try:
+    import herd  # noqa: E402
+except ImportError:  # pragma: no cover
+    sys.exit("examples/%s: the herd package is not importable: run with PYTHONPATH=clients/python, or "
+             "pip install -e clients/python" % os.path.basename(__file__))
 
 try:
     import torch
