@@ -463,7 +463,7 @@ static int walk_step(const struct env *e, env_world *w, const float *act, float 
  *   lin_vel, ang_vel, pose (sum of (q - q_default)^2), torques (mean sum of tau^2), action_rate:
  *             the usual penalties, times u, so that a fallen robot is free to swing its legs to roll over. */
 enum { S_HEIGHT, S_UPRIGHT, S_STANDING, S_LINVEL, S_ANGVEL, S_POSE, S_TORQUES, S_ACTRATE, S_NTERMS };
-static const double stand_scales[S_NTERMS] = {2.0, 1.0, 2.0, -0.1, -0.05, -0.1, -2.5e-5, -0.01};
+static const double stand_scales[S_NTERMS] = {2.0, 3.0, 2.0, -0.1, -0.05, -0.05, -1e-5, -0.005};
 
 /* Lowers (or raises) the base so that the lowest foot sphere touches the ground. */
 static void place_on_ground(const struct env *e, sim_data *d, const anymal_shared *s)
@@ -517,21 +517,21 @@ static double stand_rewards(const struct env *e, env_world *w, const double v[3]
     const anymal_state *st = w->task;
     const sim_data *d = w->d;
     double c = fmin(fmax(-g[2], -1.0), 1.0);
-    double up = c > 0 ? c : 0;
+    double up = c > 0 ? c : 0, gate = up * up * up * up;
     double dz = d->q[2] - s->cfg.target_height;
     double r[S_NTERMS], pose = 0;
     r[S_HEIGHT] = exp(-(dz / 0.1) * (dz / 0.1)) * up;
     r[S_UPRIGHT] = 1.0 - acos(c) / M_PI;
     r[S_STANDING] = fabs(dz) <= 0.05 && c >= 0.9;
-    r[S_LINVEL] = v3_dot(v, v) * up;
-    r[S_ANGVEL] = v3_dot(om, om) * up;
+    r[S_LINVEL] = v3_dot(v, v) * gate;
+    r[S_ANGVEL] = v3_dot(om, om) * gate;
     for (int i = 0; i < NJ; i++) {
         double e_q = d->q[s->j.qadr[i]] - s->j.q_default[i];
         pose += e_q * e_q;
     }
-    r[S_POSE] = pose * up;
-    r[S_TORQUES] = st->tau_sq * up;
-    r[S_ACTRATE] = action_rate(st) * up;
+    r[S_POSE] = pose * gate;
+    r[S_TORQUES] = st->tau_sq * gate;
+    r[S_ACTRATE] = action_rate(st) * gate;
     return scale_terms(stand_scales, r, S_NTERMS, s->control_dt, terms);
 }
 

@@ -168,7 +168,11 @@ def main():
     ap.add_argument("--minutes", type=float, default=19.5, help="training wall-time budget (minutes)")
     ap.add_argument("--max-iters", type=int, default=100000)
     ap.add_argument("--hidden", default="128,128")
-    herd_ppo.add_ppo_args(ap, entropy=0.005, init_std=1.0)
+    herd_ppo.add_ppo_args(ap, entropy=0.01, init_std=1.0)
+    ap.add_argument("--init-std-haa", type=float, default=2.0,
+                    help="initial action noise std of the four hip abduction (HAA) joints, the ones that roll the body")
+    ap.add_argument("--no-state-std", dest="state_std", action="store_false",
+                    help="one action std per joint (default: a state-dependent std, see herd_ppo.ActorCritic)")
     ap.add_argument("--reward-scale", type=float, default=1.0)
     ap.add_argument("--eval-episodes", type=int, default=1000)
     ap.add_argument("--eval-every", type=int, default=0, help="also evaluate every N iterations (0: only at the end)")
@@ -196,7 +200,8 @@ def run(opt, address, config, hidden):
     od, ad, N, T = env.obs_dim, env.act_dim, opt.num_envs, opt.rollout
     print("ppo_stand: %s x %d worlds on %s, config %s; obs %d, act %d; episode %d steps"
           % (ENV, N, ",".join(env.addresses), config or "default", od, ad, env.max_episode_steps), flush=True)
-    model = herd_ppo.ActorCritic(od, ad, hidden, opt.init_std)
+    init_std = [opt.init_std_haa if i % 3 == 0 else opt.init_std for i in range(ad)]   # joints: HAA, HFE, KFE x 4
+    model = herd_ppo.ActorCritic(od, ad, hidden, init_std, state_std=opt.state_std)
     norm = herd_ppo.RunningNorm(od)
     if opt.load:
         model, norm, ck = herd_ppo.load_policy(opt.load, od, ad, hidden)
@@ -272,7 +277,8 @@ def run(opt, address, config, hidden):
     fcsv.close()
     env.close()
     train_s = time.perf_counter() - t_start
-    herd_ppo.save_policy(os.path.join(opt.out, "policy.pt"), model, norm, hidden=hidden, config=config)
+    herd_ppo.save_policy(os.path.join(opt.out, "policy.pt"), model, norm, hidden=hidden, config=config,
+                          state_std=opt.state_std)
     title = "PPO on %s through herd (%d worlds, %s): %.1f M steps in %.1f min" % (
         ENV, N, ", ".join("%s=%g" % kv for kv in config.items()) or "default config", env_steps / 1e6, train_s / 60)
     save_curve(os.path.join(opt.out, "learning_curve.png"), rows, title)
