@@ -9,7 +9,7 @@
  *   so the foot-ground friction it simulates is in [0.5, 1.25]; here the pair friction is drawn directly,
  *   hence the default range [0.5, 1.25] (below about 0.3 ANYmal's legs splay even at rest).
  * anymal_c-stand: stand up from a random crouched (or, with fallen_prob, fallen) pose and hold a target
- *   base height; 4 s episodes.
+ *   base height; 4 s episodes; a reward that pays for rolling toward upright at any tilt (see stand_rewards).
  *
  * The robot (joint map, default pose, gains, foot detection) is env_anymal_model.h's.  Each env reads
  * its configuration once, at env_new, into the typed anymal_cfg; observation scales and noise come
@@ -458,10 +458,12 @@ static int walk_step(const struct env *e, env_world *w, const float *act, float 
  * cosine of the base's tilt), u = max(c, 0) and tilt = acos(c) in [0, pi]:
  *   height    exp(-(dz / 0.1)^2) u          dz = base height - target_height: counts only when upright
  *   upright   1 - tilt / pi                   linear in the tilt angle, so rolling toward upright pays the
- *                                             same everywhere, on the back (tilt pi) as near upright
+ *                                             same everywhere, on the back (tilt pi) as near upright: the
+ *                                             signal that teaches fall recovery
  *   standing  1 when |dz| <= 0.05 m and c >= 0.9 (the success criterion of examples/ppo_stand.py)
  *   lin_vel, ang_vel, pose (sum of (q - q_default)^2), torques (mean sum of tau^2), action_rate:
- *             the usual penalties, times u, so that a fallen robot is free to swing its legs to roll over. */
+ *             the usual penalties, times u^4, so that a robot that is down (u^4 < 0.07 past 60 degrees of
+ *             tilt) is free to swing its legs to roll over, and one that is up is asked to stand still. */
 enum { S_HEIGHT, S_UPRIGHT, S_STANDING, S_LINVEL, S_ANGVEL, S_POSE, S_TORQUES, S_ACTRATE, S_NTERMS };
 static const double stand_scales[S_NTERMS] = {2.0, 3.0, 2.0, -0.1, -0.05, -0.05, -1e-5, -0.005};
 

@@ -402,7 +402,7 @@ Test(env, walk_rewards_match_hand_computation, .timeout = 60)
 
 /* The stand task's reward terms, written out from their documented definitions (env_anymal.c) from the
  * world's state before and after the step: c = cos(tilt) of the base's z axis, from the quaternion as
- * cos(2 asin |(x, y)|); u = max(c, 0); each term is scale * control dt * value.  One physics substep per
+ * cos(2 asin |(x, y)|); u = max(c, 0); the penalties are gated by u^4; each term is scale * control dt * value.  One physics substep per
  * env step, so the torques are exactly the PD law applied to the state before the step. */
 static void ref_stand_terms(const env_t *e, const sim_data *d, const double *q0, const double *u0, const float *act,
                             const float *prev_act, double out[8])
@@ -417,7 +417,7 @@ static void ref_stand_terms(const env_t *e, const sim_data *d, const double *q0,
     }
     double qn = sqrt(d->q[3] * d->q[3] + d->q[4] * d->q[4] + d->q[5] * d->q[5] + d->q[6] * d->q[6]);
     double tilt = 2 * asin(fmin(1.0, hypot(d->q[4], d->q[5]) / qn));   /* angle between base z and world z */
-    double c = cos(tilt), u = c > 0 ? c : 0, dz = d->q[2] - target;
+    double c = cos(tilt), u = c > 0 ? c : 0, dz = d->q[2] - target, g4 = u * u * u * u;
     double torques = 0, pose = 0, rate = 0;
     for (int l = 0; l < 4; l++)
         for (int j = 0; j < 3; j++) {
@@ -430,13 +430,13 @@ static void ref_stand_terms(const env_t *e, const sim_data *d, const double *q0,
             rate += ((double)act[k] - prev_act[k]) * ((double)act[k] - prev_act[k]);
         }
     out[0] = 2.0 * dt * exp(-(dz / 0.1) * (dz / 0.1)) * u;                 /* height, counts when upright */
-    out[1] = 1.0 * dt * (1 - tilt / M_PI);                                 /* upright, linear in the tilt */
+    out[1] = 3.0 * dt * (1 - tilt / M_PI);                                 /* upright, linear in the tilt */
     out[2] = 2.0 * dt * (fabs(dz) <= 0.05 && c >= 0.9);                   /* standing */
-    out[3] = -0.1 * dt * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) * u;    /* lin_vel */
-    out[4] = -0.05 * dt * (w[0] * w[0] + w[1] * w[1] + w[2] * w[2]) * u;   /* ang_vel */
-    out[5] = -0.1 * dt * pose * u;                                         /* pose */
-    out[6] = -2.5e-5 * dt * torques * u;                                   /* torques */
-    out[7] = -0.01 * dt * rate * u;                                        /* action_rate */
+    out[3] = -0.1 * dt * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) * g4;   /* lin_vel */
+    out[4] = -0.05 * dt * (w[0] * w[0] + w[1] * w[1] + w[2] * w[2]) * g4;  /* ang_vel */
+    out[5] = -0.05 * dt * pose * g4;                                        /* pose */
+    out[6] = -1e-5 * dt * torques * g4;                                     /* torques */
+    out[7] = -0.005 * dt * rate * g4;                                       /* action_rate */
 }
 Test(env, stand_rewards_match_hand_computation, .timeout = 60)
 {
@@ -482,7 +482,7 @@ Test(env, stand_rewards_match_hand_computation, .timeout = 60)
             }
             cr_assert_float_eq(b.rew[i], sum, 1e-6, "reward is the sum of its terms");
             gated += want[6] == 0;                  /* tilted past 90 degrees: no penalties */
-            on_back += want[1] < 0.25 * 0.005;      /* tilted more than 135 degrees: upright still pays */
+            on_back += want[1] < 3.0 * 0.25 * 0.005;  /* tilted more than 135 degrees: upright still pays */
             cr_assert_gt(want[1], 0, "upright pays something at every tilt short of 180 degrees");
             compared++;
         }
