@@ -163,7 +163,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--address", default=None, help="herd server(s), comma-separated (default: start one)")
     ap.add_argument("--server-threads", type=int, default=0, help="threads of the started server (0: all cores)")
-    ap.add_argument("--num-envs", type=int, default=2048)
+    ap.add_argument("--num-envs", type=int, default=1024)
     ap.add_argument("--rollout", type=int, default=24, help="steps per env per iteration")
     ap.add_argument("--minutes", type=float, default=19.5, help="training wall-time budget (minutes)")
     ap.add_argument("--max-iters", type=int, default=100000)
@@ -171,8 +171,8 @@ def main():
     herd_ppo.add_ppo_args(ap, entropy=0.01, init_std=1.0)
     ap.add_argument("--init-std-haa", type=float, default=2.0,
                     help="initial action noise std of the four hip abduction (HAA) joints, the ones that roll the body")
-    ap.add_argument("--no-state-std", dest="state_std", action="store_false",
-                    help="one action std per joint (default: a state-dependent std, see herd_ppo.ActorCritic)")
+    ap.add_argument("--state-std", action="store_true",
+                    help="a state-dependent action std (herd_ppo.ActorCritic); default: one std per joint")
     ap.add_argument("--reward-scale", type=float, default=1.0)
     ap.add_argument("--eval-episodes", type=int, default=1000)
     ap.add_argument("--eval-every", type=int, default=0, help="also evaluate every N iterations (0: only at the end)")
