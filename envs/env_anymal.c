@@ -9,7 +9,7 @@
  *   so the foot-ground friction it simulates is in [0.5, 1.25]; here the pair friction is drawn directly,
  *   hence the default range [0.5, 1.25] (below about 0.3 ANYmal's legs splay even at rest).
  * anymal_c-stand: stand up from a random crouched (or, with fallen_prob, fallen) pose and hold a target
- *   base height; 4 s episodes.
+ *   base height; 4 s episodes; a reward that pays for rolling toward upright at any tilt (see stand_rewards).
  *
  * The robot (joint map, default pose, gains, foot detection) is env_anymal_model.h's.  Each env reads
  * its configuration once, at env_new, into the typed anymal_cfg; observation scales and noise come
@@ -454,8 +454,18 @@ static int walk_step(const struct env *e, env_world *w, const float *act, float 
 
 /* ---- anymal_c-stand ---- */
 
-enum { S_HEIGHT, S_UPRIGHT, S_LINVEL, S_ANGVEL, S_POSE, S_TORQUES, S_ACTRATE, S_NTERMS };
-static const double stand_scales[S_NTERMS] = {2.0, 1.0, -0.1, -0.05, -0.1, -2.5e-5, -0.01};
+/* Stand's reward terms (each times the control dt and its scale).  With c = -projected gravity z (the
+ * cosine of the base's tilt), u = max(c, 0) and tilt = acos(c) in [0, pi]:
+ *   height    exp(-(dz / 0.1)^2) u          dz = base height - target_height: counts only when upright
+ *   upright   1 - tilt / pi                   linear in the tilt angle, so rolling toward upright pays the
+ *                                             same everywhere, on the back (tilt pi) as near upright: the
+ *                                             signal that teaches fall recovery
+ *   standing  1 when |dz| <= 0.05 m and c >= 0.9 (the success criterion of examples/ppo_stand.py)
+ *   lin_vel, ang_vel, pose (sum of (q - q_default)^2), torques (mean sum of tau^2), action_rate:
+ *             the usual penalties, times u^4, so that a robot that is down (u^4 < 0.07 past 60 degrees of
+ *             tilt) is free to swing its legs to roll over, and one that is up is asked to stand still. */
+enum { S_HEIGHT, S_UPRIGHT, S_STANDING, S_LINVEL, S_ANGVEL, S_POSE, S_TORQUES, S_ACTRATE, S_NTERMS };
+static const double stand_scales[S_NTERMS] = {2.0, 3.0, 2.0, -0.1, -0.05, -0.05, -1e-5, -0.005};
 
 /* Lowers (or raises) the base so that the lowest foot sphere touches the ground. */
 static void place_on_ground(const struct env *e, sim_data *d, const anymal_shared *s)
@@ -508,20 +518,22 @@ static double stand_rewards(const struct env *e, env_world *w, const double v[3]
     const anymal_shared *s = shared(e);
     const anymal_state *st = w->task;
     const sim_data *d = w->d;
-    double up = -g[2] > 0 ? -g[2] : 0;
+    double c = fmin(fmax(-g[2], -1.0), 1.0);
+    double up = c > 0 ? c : 0, gate = up * up * up * up;
     double dz = d->q[2] - s->cfg.target_height;
     double r[S_NTERMS], pose = 0;
     r[S_HEIGHT] = exp(-(dz / 0.1) * (dz / 0.1)) * up;
-    r[S_UPRIGHT] = up;
-    r[S_LINVEL] = v3_dot(v, v);
-    r[S_ANGVEL] = v3_dot(om, om);
+    r[S_UPRIGHT] = 1.0 - acos(c) / M_PI;
+    r[S_STANDING] = fabs(dz) <= 0.05 && c >= 0.9;
+    r[S_LINVEL] = v3_dot(v, v) * gate;
+    r[S_ANGVEL] = v3_dot(om, om) * gate;
     for (int i = 0; i < NJ; i++) {
         double e_q = d->q[s->j.qadr[i]] - s->j.q_default[i];
         pose += e_q * e_q;
     }
-    r[S_POSE] = pose;
-    r[S_TORQUES] = st->tau_sq;
-    r[S_ACTRATE] = action_rate(st);
+    r[S_POSE] = pose * gate;
+    r[S_TORQUES] = st->tau_sq * gate;
+    r[S_ACTRATE] = action_rate(st) * gate;
     return scale_terms(stand_scales, r, S_NTERMS, s->control_dt, terms);
 }
 
@@ -602,7 +614,7 @@ ANYMAL_TASK(env_task_anymal_walk, walk, "anymal_c-walk",
     RANDOMIZATION_KEYS(0.5, 1.25, -2, 2, 0, 4),                                                             \
     KEY("target_height", 0.5, 0.3, 0.65, 0, "base height to reach and hold (m)"),                           \
     KEY("fallen_prob", 0.25, 0, 1, 0, "probability that an episode starts fallen on its side or back")
-#define STAND_TERMS "height", "upright", "lin_vel", "ang_vel", "pose", "torques", "action_rate"
+#define STAND_TERMS "height", "upright", "standing", "lin_vel", "ang_vel", "pose", "torques", "action_rate"
 ANYMAL_TASK(env_task_anymal_stand, stand, "anymal_c-stand",
             "ANYmal C stands up from a random crouched or fallen pose and holds a target base height; "
             "46 observations, 12 joint-target actions, 50 Hz policy, 4 s episodes",

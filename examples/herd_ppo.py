@@ -80,16 +80,26 @@ def mlp(inp, hidden, out, gain_last, activation=nn.ELU):
 
 
 class ActorCritic(nn.Module):
-    """Gaussian policy with a state-independent std (one per action) and a separate value network."""
+    """Gaussian policy and a separate value network.  The action std is one parameter per action
+    (init_std: a number or one per action) or, with state_std, that parameter times exp(h(obs)) where h is
+    a small MLP initialized to about 0, so that the policy can explore in some states (a fallen robot)
+    while it acts precisely in others (a standing one); its log is clamped to [log 0.02, log 5]."""
 
-    def __init__(self, obs_dim, act_dim, hidden, init_std, critic_hidden=None):
+    def __init__(self, obs_dim, act_dim, hidden, init_std, critic_hidden=None, state_std=False):
         super().__init__()
         self.actor = mlp(obs_dim, hidden, act_dim, 0.01)
         self.critic = mlp(obs_dim, critic_hidden or hidden, 1, 1.0)
-        self.log_std = nn.Parameter(torch.full((act_dim,), math.log(init_std)))
+        init = torch.as_tensor(init_std, dtype=torch.float32).expand(act_dim).clone()
+        self.log_std = nn.Parameter(torch.log(init))
+        self.std_head = mlp(obs_dim, [64], act_dim, 0.01) if state_std else None
+
+    def std(self, x):
+        if self.std_head is None:
+            return self.log_std.exp().expand(x.shape[0], -1)
+        return torch.clamp(self.log_std + self.std_head(x), math.log(0.02), math.log(5.0)).exp()
 
     def dist(self, x):
-        return torch.distributions.Normal(self.actor(x), self.log_std.exp().expand(x.shape[0], -1))
+        return torch.distributions.Normal(self.actor(x), self.std(x))
 
     def value(self, x):
         return self.critic(x).squeeze(-1)
@@ -104,7 +114,7 @@ def load_policy(path, obs_dim, act_dim, default_hidden):
     """Returns (model, norm, checkpoint dict) from a save_policy file."""
     ck = torch.load(path)
     hidden = ck.get("hidden", default_hidden)
-    model = ActorCritic(obs_dim, act_dim, hidden, 1.0, ck.get("critic_hidden"))
+    model = ActorCritic(obs_dim, act_dim, hidden, 1.0, ck.get("critic_hidden"), state_std=ck.get("state_std", False))
     model.load_state_dict(ck["model"])
     norm = RunningNorm(obs_dim)
     norm.load(ck["norm"])
@@ -209,7 +219,7 @@ class PPO:
         with torch.no_grad():
             b_obs = norm(torch.as_tensor(ro.obs.reshape(B, od)))
             b_mu_old = model.actor(b_obs)
-            b_std_old = model.log_std.exp().detach().clone()
+            b_std_old = model.std(b_obs)
         b_act = torch.as_tensor(ro.act.reshape(B, ad))
         b_logp = torch.as_tensor(ro.logp.reshape(B))
         b_val = torch.as_tensor(ro.val.reshape(B))
@@ -224,12 +234,12 @@ class PPO:
                 idx = perm[k * mb:(k + 1) * mb]
                 x = b_obs[idx]
                 mu = model.actor(x)
-                std = model.log_std.exp()
-                d = torch.distributions.Normal(mu, std.expand_as(mu))
+                std = model.std(x)
+                d = torch.distributions.Normal(mu, std)
                 if self.desired_kl > 0:
                     # exact KL(old || new) of the Gaussians, before the step (as rsl_rl)
                     with torch.no_grad():
-                        so = b_std_old.expand_as(mu)
+                        so = b_std_old[idx]
                         kl = (torch.log(std / so) + (so ** 2 + (b_mu_old[idx] - mu) ** 2) / (2.0 * std ** 2)
                               - 0.5).sum(-1).mean().item()
                     kls.append(kl)
@@ -256,7 +266,7 @@ class PPO:
                 sls.append(surr.item())
             # rsl_rl recomputes the old distribution only once per iteration; so do we (b_mu_old above)
         return {"lr": self.lr, "kl": float(np.mean(kls)) if kls else float("nan"), "value_loss": float(np.mean(vls)),
-                "surrogate": float(np.mean(sls)), "std": float(model.log_std.exp().mean().item())}
+                "surrogate": float(np.mean(sls)), "std": float(model.std(b_obs).mean().item())}
 
 
 def desync(env, obs, seed, steps=None):

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """PPO trains ANYmal C to walk (anymal_c-walk: legged_gym's flat ANYmal C task) through herd-server.
 
-    /usr/bin/python3 examples/train_walk.py                  # starts build/herd-server, trains, evaluates
-    /usr/bin/python3 examples/train_walk.py --eval-only      # evaluates examples/walk_policy.pt (and untrained)
-    /usr/bin/python3 examples/train_walk.py --quick          # a few small iterations (CI smoke test, < 60 s)
-    /usr/bin/python3 examples/train_walk.py --address tcp://host:5555 --num-envs 4096
+    PYTHONPATH=clients/python /usr/bin/python3 examples/train_walk.py                  # starts build/herd-server, trains, evaluates
+    PYTHONPATH=clients/python /usr/bin/python3 examples/train_walk.py --eval-only      # evaluates examples/walk_policy.pt (and untrained)
+    PYTHONPATH=clients/python /usr/bin/python3 examples/train_walk.py --quick          # a few small iterations (CI smoke test, < 60 s)
+    PYTHONPATH=clients/python /usr/bin/python3 examples/train_walk.py --address tcp://host:5555 --num-envs 4096
 
 Training settings are legged_gym's for the flat ANYmal C (AnymalCFlatCfgPPO): actor and critic MLPs
 [128, 64, 32] with ELU, 24 steps per world per iteration, 5 epochs x 4 minibatches, clip 0.2, gamma 0.99,
@@ -43,14 +43,15 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, ".."))
-sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
-sys.path.insert(0, HERE)
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
-import herd  # noqa: E402
+try:
+    import herd  # noqa: E402
+except ImportError:  # pragma: no cover
+    sys.exit("examples/%s: the herd package is not importable: run with PYTHONPATH=clients/python, or "
+             "pip install -e clients/python" % os.path.basename(__file__))
 
 try:
     import torch

@@ -400,6 +400,101 @@ Test(env, walk_rewards_match_hand_computation, .timeout = 60)
     env_destroy(&e);
 }
 
+/* The stand task's reward terms, written out from their documented definitions (env_anymal.c) from the
+ * world's state before and after the step: c = cos(tilt) of the base's z axis, from the quaternion as
+ * cos(2 asin |(x, y)|); u = max(c, 0); the penalties are gated by u^4; each term is scale * control dt * value.  One physics substep per
+ * env step, so the torques are exactly the PD law applied to the state before the step. */
+static void ref_stand_terms(const env_t *e, const sim_data *d, const double *q0, const double *u0, const float *act,
+                            const float *prev_act, double out[8])
+{
+    const sim_model *m = e->model;
+    const double dt = 0.005, kp = 80, kd = 2, tau_max = 80, action_scale = 0.5, target = 0.5;
+    double R[3][3], v[3] = {0}, w[3];
+    ref_rot(d->q, R);
+    for (int r = 0; r < 3; r++) {
+        for (int c = 0; c < 3; c++) v[r] += R[c][r] * d->u[c];
+        w[r] = d->u[3 + r];
+    }
+    double qn = sqrt(d->q[3] * d->q[3] + d->q[4] * d->q[4] + d->q[5] * d->q[5] + d->q[6] * d->q[6]);
+    double tilt = 2 * asin(fmin(1.0, hypot(d->q[4], d->q[5]) / qn));   /* angle between base z and world z */
+    double c = cos(tilt), u = c > 0 ? c : 0, dz = d->q[2] - target, g4 = u * u * u * u;
+    double torques = 0, pose = 0, rate = 0;
+    for (int l = 0; l < 4; l++)
+        for (int j = 0; j < 3; j++) {
+            int k = 3 * l + j, b = joint_index(m, l, j), qa = m->body[b].qadr, dof = m->body[b].dof;
+            double def = j == 0 ? 0 : j == 1 ? (l < 2 ? 0.4 : -0.4) : (l < 2 ? -0.8 : 0.8);
+            double tau = kp * (action_scale * act[k] + def - q0[qa]) - kd * u0[dof];
+            tau = fmax(-tau_max, fmin(tau_max, tau));
+            torques += tau * tau;
+            pose += (d->q[qa] - def) * (d->q[qa] - def);
+            rate += ((double)act[k] - prev_act[k]) * ((double)act[k] - prev_act[k]);
+        }
+    out[0] = 2.0 * dt * exp(-(dz / 0.1) * (dz / 0.1)) * u;                 /* height, counts when upright */
+    out[1] = 3.0 * dt * (1 - tilt / M_PI);                                 /* upright, linear in the tilt */
+    out[2] = 2.0 * dt * (fabs(dz) <= 0.05 && c >= 0.9);                   /* standing */
+    out[3] = -0.1 * dt * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) * g4;   /* lin_vel */
+    out[4] = -0.05 * dt * (w[0] * w[0] + w[1] * w[1] + w[2] * w[2]) * g4;  /* ang_vel */
+    out[5] = -0.05 * dt * pose * g4;                                        /* pose */
+    out[6] = -1e-5 * dt * torques * g4;                                     /* torques */
+    out[7] = -0.005 * dt * rate * g4;                                       /* action_rate */
+}
+Test(env, stand_rewards_match_hand_computation, .timeout = 60)
+{
+    /* half the worlds start fallen: every tilt from upright to on the back is visited */
+    env_kv kv[] = {{"obs_noise", 0}, {"decimation", 1}, {"fallen_prob", 0.5}};
+    enum { N = 8, STEPS = 300, NT = 8 };
+    env_t *e = mk("anymal_c-stand", N, kv, 3, ENV_AUTORESET_NEXT_STEP);
+    cr_assert_eq(env_get_spec(e)->nterms, NT);
+    bufs b = mkbufs(e);
+    uint8_t ar[N], pr[N];
+    env_info info = {0};
+    info.reward_terms = b.terms;
+    info.autoreset = ar;
+    info.physics_reset = pr;
+    env_reset(e, 0, N, NULL, NULL, b.obs);
+    const int nq = e->model->nq, nv = e->model->nv;
+    double q0[N][64], u0[N][64];
+    float prev[N][12];
+    memset(prev, 0, sizeof prev);
+    int nonzero[NT] = {0}, compared = 0, gated = 0, on_back = 0;
+    for (int s = 0; s < STEPS; s++) {
+        for (int i = 0; i < N; i++) {
+            memcpy(q0[i], e->worlds[i].d->q, sizeof(double) * (size_t)nq);
+            memcpy(u0[i], e->worlds[i].d->u, sizeof(double) * (size_t)nv);
+        }
+        actions(b.act, N, 12, s);
+        for (int i = 0; i < N * 12; i++) b.act[i] *= (float)(0.2 + 0.8 * ((s / 50) % 2));   /* calm and lively phases */
+        env_step(e, 0, N, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info);
+        for (int i = 0; i < N; i++) {
+            if (ar[i] || pr[i]) {
+                memset(prev[i], 0, sizeof prev[i]);
+                continue;
+            }
+            double want[NT], sum = 0;
+            ref_stand_terms(e, e->worlds[i].d, q0[i], u0[i], b.act + 12 * i, prev[i], want);
+            memcpy(prev[i], b.act + 12 * i, sizeof prev[i]);
+            const float *t = b.terms + NT * i;
+            for (int k = 0; k < NT; k++) {
+                cr_assert(fabs(t[k] - want[k]) <= 1e-7 + 1e-5 * fabs(want[k]), "step %d world %d term %s: %.9g, by hand %.9g",
+                          s, i, env_get_spec(e)->terms[k], t[k], want[k]);
+                nonzero[k] += want[k] != 0;
+                sum += t[k];
+            }
+            cr_assert_float_eq(b.rew[i], sum, 1e-6, "reward is the sum of its terms");
+            gated += want[6] == 0;                  /* tilted past 90 degrees: no penalties */
+            on_back += want[1] < 3.0 * 0.25 * 0.005;  /* tilted more than 135 degrees: upright still pays */
+            cr_assert_gt(want[1], 0, "upright pays something at every tilt short of 180 degrees");
+            compared++;
+        }
+    }
+    for (int k = 0; k < NT; k++) cr_assert_gt(nonzero[k], 0, "term %s was never exercised", env_get_spec(e)->terms[k]);
+    cr_assert_gt(gated, 0, "no step tilted past 90 degrees");
+    cr_assert_gt(on_back, 0, "no step tilted past 135 degrees");
+    cr_assert_gt(compared, N * STEPS / 2);
+    freebufs(&b);
+    env_destroy(&e);
+}
+
 /* ---------------------------------------------------------------- standing, termination, truncation */
 
 Test(env, pd_stand_upright_20s_at_5ms, .timeout = 120)
