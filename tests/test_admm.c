@@ -412,7 +412,9 @@ Test(admm_tree, step_same_with_either_factorization, .timeout = 120)
     sim_model *m = anymal();
     m->opt.solver = SIM_SOLVER_ADMM;
     m->opt.sp.tol = 1e-10;
-    m->opt.sp.admm_max_iter = 5000;
+    /* a generous budget: the comparison needs both runs converged to 1e-10, and one of these problems (step 278)
+     * converges slowly, ~5,000-10,000 iterations at this tolerance (ADMM's known tail; sim_solver.h) */
+    m->opt.sp.admm_max_iter = 50000;
     sim_data *d = sim_data_new(m);
     d->q[2] = 0.6;
     for (int k = 7; k < m->nq; k++) d->q[k] = 0.3 * sin(k);
