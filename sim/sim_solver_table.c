@@ -17,32 +17,32 @@ static const sim_solver_desc TABLE[] = {
         "contact's velocity opposes the ellipse normal lambda_T + (mu^2 lambda_n / G_nn) G_nT, not lambda_T (they agree "
         "only when G_nT = 0), and the model does not maximize dissipation.  Not converged after max_iter sweeps: the "
         "last iterate, scaled by the dissipation guard.",
-        sim_solve_bisection},
+        sim_solve_bisection, NULL},
     [SIM_SOLVER_PGS] = {
         "pgs",
         "Projected Gauss-Seidel on the Coulomb NCP (Le Lidec et al. 2023, Alg. 6), stopping on the NCP eps_abs with "
         "De Saxce's correction.  At convergence Signorini, the cone and Coulomb's sliding law hold.  No convergence "
         "guarantee; not converged: the last iterate, scaled by the dissipation guard.",
-        sim_solve_pgs},
+        sim_solve_pgs, NULL},
     [SIM_SOLVER_COULOMB_BISECTION] = {
         "coulomb-bisection",
         "Algorithm 2's per-contact sweeps with each contact solved exactly for Coulomb's law on the paper's ellipse "
         "(sliding velocity anti-parallel to lambda_T).  A block with no Coulomb slip root takes the paper model's slip "
         "solution (counted).  Can cycle on ill-conditioned problems; not converged: the last iterate, scaled by the "
         "dissipation guard.",
-        sim_solve_coulomb_bisection},
+        sim_solve_coulomb_bisection, NULL},
     [SIM_SOLVER_ADMM] = {
         "admm",
         "ADMM on the cone complementarity problem (Anitescu's convex relaxation; Le Lidec et al. 2023, Alg. 3), "
         "proximal with adaptive rho; G + rho I factored densely or, when cheaper, through the kinematic tree (Woodbury on "
         "rho I + S S^T, M's LTDL sparsity).  Differs from Coulomb on sliding contacts (they may "
         "separate at v_n = mu |v_T|).  Convergent for any PSD G; not converged: the last z, in the cones.",
-        sim_solve_admm},
+        sim_solve_admm, NULL},
     [SIM_SOLVER_COULOMB_STALL_ADMM] = {
         "coulomb-stall-admm",
         "coulomb-bisection with a stall detector that hands a non-converging problem to admm (then the CCP "
         "solution is returned).  Coulomb per contact where the sweeps converge, the CCP where they would cycle.",
-        sim_solve_coulomb_stall_admm},
+        sim_solve_coulomb_stall_admm, NULL},
     [SIM_SOLVER_COND_VFPI] = {
         "cond-vfpi",
         "COND / V-FPI (Lee, Lee & Lee 2023): velocity fixed-point iteration on the surrogate W = diag(w_m I) (Gershgorin "
@@ -50,7 +50,7 @@ static const sim_solver_desc TABLE[] = {
         "acceleration; stops on the fixed-point residual (N s).  A fixed point is the Coulomb NCP (Signorini, cone, "
         "sliding velocity opposite to lambda_T), as PGS.  No convergence guarantee: after max_iter iterations the last "
         "one-shot output (in the cones), scaled by the dissipation guard.",
-        sim_solve_cond},
+        sim_solve_cond, NULL},
     [SIM_SOLVER_IMPACTS] = {
         "impacts",
         "Set-valued simultaneous impacts (Halm & Posa), a domain-randomization option: when two or more contacts arrive "
@@ -66,7 +66,7 @@ static const sim_solver_desc TABLE[] = {
         "Projected Gauss-Seidel as in Hwangbo et al. 2018, eqs. 17-18 (step alpha / G_zz normal, alpha / max(G_xx, "
         "G_yy) tangential, then projection on the disc mu lambda_n); a fixed point is a Coulomb NCP solution; stops on "
         "the impulse change per sweep.  Not converged: the last iterate, scaled by the dissipation guard.",
-        sim_solve_pgs_hwangbo},
+        sim_solve_pgs_hwangbo, NULL},
 };
 
 #define NROWS ((int)(sizeof TABLE / sizeof TABLE[0]))
