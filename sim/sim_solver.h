@@ -321,11 +321,11 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
  * kappa^0.05, kappa estimated from a power iteration and the smallest Cholesky pivot, clamped to [1.5, 10]) when
  * one residual exceeds the other by p->admm_ratio, at most 12 times (then rho stays); the initial rho is
  * sqrt(lambda_max max(lambda_min, 1e-4 lambda_max)) (the floor matters for a singular G: more contact rows than
- * dofs); between rho changes the iteration is Anderson-accelerated (memory 4, on (z, gamma / rho); the accelerated
- * points are never tested or returned; known limitation: on the heavy-on-light stack at mass ratios 1e5 - 1e6,
- * runs of thousands of iterations to a tight tol can diverge, eps_abs ~20 - 80 after 5000 iterations where plain
- * ADMM stalls at 1e-4 - 8e-2, `herd-bench contact-models --only heavy_on_light`, "tight" column; the default-tol
- * runs are better than before).  G + rho I is factored at each change of rho, here densely
+ * dofs); between rho changes, in the first 1,000 iterations, the iteration is Anderson-accelerated (memory 4, on
+ * (z, gamma / rho); the accelerated points are never tested or returned).  Past 1,000 iterations plain ADMM
+ * finishes: accelerated for 5,000 iterations, tight runs on the heavy-on-light stack at mass ratios 1e5 - 1e6
+ * drifted to eps_abs ~20 - 80 (`herd-bench contact-models --only heavy_on_light`, 5,000-iteration column); with
+ * the limit they end at 1.1e-2 - 1.5e-2 (1e6), 1e-9 of the weight.  G + rho I is factored at each change of rho, here densely
  * (Cholesky, 3n x 3n; sim_solve_admm_tree can go through the kinematic tree instead).  Warm-started from lambda (projected on the cones).  Stops when the CCP eps_abs (sim_metrics.h,
  * no De Saxcé term, dt = 1) < p->tol or after p->admm_max_iter iterations; lambda is z, always in the cones.
  * The model differs from Coulomb on sliding contacts: the CCP lets a sliding contact separate at
