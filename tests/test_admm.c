@@ -16,6 +16,7 @@
 #include "sim_solver.h"
 #include "sim_step.h"
 #include "sim_urdf.h"
+#include "helpers/rigid_contact.h"
 
 #define NMAX 32 /* contacts at most in these tests (SIM_SOLVER_ADMM_MAX_CONTACTS) */
 
@@ -288,28 +289,8 @@ Test(admm_tree, same_solution_as_dense_admm_and_a_ccp_reference, .timeout = 240)
 static void heavy_on_light_tree(double mass_ratio, double *G, double *c, double *mu, double *S, int *path,
                                 int *npath, int *parent)
 {
-    const double h = 0.05, ml = 1e-3, mh = ml * mass_ratio, g = 9.81, dt = 1e-3;
-    const double minv[12] = {1 / ml, 1 / ml, 1 / ml, 6 / (ml * 4 * h * h), 6 / (ml * 4 * h * h), 6 / (ml * 4 * h * h),
-                             1 / mh, 1 / mh, 1 / mh, 6 / (mh * 4 * h * h), 6 / (mh * 4 * h * h), 6 / (mh * 4 * h * h)};
-    double J[24 * 12] = {0}, uf[12] = {0};
-    uf[2] = uf[8] = -g * dt;
-    const double sx[4] = {1, 1, -1, -1}, sy[4] = {1, -1, 1, -1};
-    for (int k = 0; k < 8; k++) {
-        const int top = k >= 4;
-        for (int a = 0; a < 3; a++) {
-            double e[3] = {0, 0, 0};
-            e[a] = 1;
-            double *row = J + (3 * k + a) * 12;
-            const double rl[3] = {sx[k % 4] * h, sy[k % 4] * h, top ? h : -h};
-            const double rxe[3] = {rl[1] * e[2] - rl[2] * e[1], rl[2] * e[0] - rl[0] * e[2], rl[0] * e[1] - rl[1] * e[0]};
-            for (int q = 0; q < 3; q++) row[q] = (top ? -1 : 1) * e[q], row[3 + q] = (top ? -1 : 1) * rxe[q];
-            if (top) {
-                const double rh[3] = {sx[k % 4] * h, sy[k % 4] * h, -h};
-                const double hxe[3] = {rh[1] * e[2] - rh[2] * e[1], rh[2] * e[0] - rh[0] * e[2], rh[0] * e[1] - rh[1] * e[0]};
-                for (int q = 0; q < 3; q++) row[6 + q] = e[q], row[9 + q] = hxe[q];
-            }
-        }
-    }
+    double J[24 * 12], minv[12];
+    rc_heavy_on_light(mass_ratio, J, minv, G, c, mu);
     for (int k = 0; k < 12; k++) parent[k] = k - 1;
     for (int k = 0; k < 8; k++) {
         npath[k] = k >= 4 ? 12 : 6;
@@ -320,17 +301,6 @@ static void heavy_on_light_tree(double mass_ratio, double *G, double *c, double 
                 S[(3 * k + a) * 12 + t] = J[(3 * k + a) * 12 + q] * sqrt(minv[q]);
             }
     }
-    for (int a = 0; a < 24; a++) {
-        double s = 0;
-        for (int q = 0; q < 12; q++) s += J[a * 12 + q] * uf[q];
-        c[a] = s;
-        for (int b = 0; b < 24; b++) {
-            double t = 0;
-            for (int q = 0; q < 12; q++) t += J[a * 12 + q] * minv[q] * J[b * 12 + q];
-            G[a * 24 + b] = t;
-        }
-    }
-    for (int k = 0; k < 8; k++) mu[k] = 0.5;
 }
 
 Test(admm_tree, heavy_on_light_1e6_converges_through_the_tree, .timeout = 120)

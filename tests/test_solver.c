@@ -9,6 +9,7 @@
 
 #include "sim_metrics.h"
 #include "sim_solver.h"
+#include "helpers/rigid_contact.h"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Helpers: a deterministic RNG, small dense linear algebra, the energy.                            */
@@ -1364,40 +1365,8 @@ Test(solver_admm, matches_reference_ccp_solution, .timeout = 120)
 /* Two cubes stacked on the ground (8 contacts, 12 dofs: hyperstatic), the upper one mass_ratio times heavier. */
 static void heavy_on_light(double mass_ratio, double *G, double *c, double *mu)
 {
-    const double h = 0.05, ml = 1e-3 * 1, mh = ml * mass_ratio, g = 9.81, dt = 1e-3;
-    const double minv[12] = {1 / ml, 1 / ml, 1 / ml, 6 / (ml * 4 * h * h), 6 / (ml * 4 * h * h), 6 / (ml * 4 * h * h),
-                             1 / mh, 1 / mh, 1 / mh, 6 / (mh * 4 * h * h), 6 / (mh * 4 * h * h), 6 / (mh * 4 * h * h)};
-    double J[24 * 12] = {0}, uf[12] = {0};
-    uf[2] = uf[8] = -g * dt;
-    const double sx[4] = {1, 1, -1, -1}, sy[4] = {1, -1, 1, -1};
-    for (int k = 0; k < 8; k++) {
-        const int top = k >= 4;
-        for (int a = 0; a < 3; a++) {
-            double e[3] = {0, 0, 0}, rxe[3];
-            e[a] = 1;
-            double *row = J + (3 * k + a) * 12;
-            /* ground - light at the light cube's bottom corners; light - heavy at its top corners (heavy minus light) */
-            const double rl[3] = {sx[k % 4] * h, sy[k % 4] * h, top ? h : -h};
-            cross3(rl, e, rxe);
-            for (int q = 0; q < 3; q++) row[q] = (top ? -1 : 1) * e[q], row[3 + q] = (top ? -1 : 1) * rxe[q];
-            if (top) {
-                const double rh[3] = {sx[k % 4] * h, sy[k % 4] * h, -h};
-                cross3(rh, e, rxe);
-                for (int q = 0; q < 3; q++) row[6 + q] = e[q], row[9 + q] = rxe[q];
-            }
-        }
-    }
-    for (int a = 0; a < 24; a++) {
-        double s = 0;
-        for (int q = 0; q < 12; q++) s += J[a * 12 + q] * uf[q];
-        c[a] = s;
-        for (int b = 0; b < 24; b++) {
-            double t = 0;
-            for (int q = 0; q < 12; q++) t += J[a * 12 + q] * minv[q] * J[b * 12 + q];
-            G[a * 24 + b] = t;
-        }
-    }
-    for (int k = 0; k < 8; k++) mu[k] = 0.5;
+    double J[24 * 12], minv[12];
+    rc_heavy_on_light(mass_ratio, J, minv, G, c, mu);
 }
 
 static double ncp_eps_abs(int n, const double *G, const double *c, const double *mu, const double *l)

@@ -139,3 +139,43 @@ double rc_energy_change(int n, const double *G, const double *c, const double *l
     }
     return e;
 }
+
+void rc_heavy_on_light(double mass_ratio, double *J, double *minv, double *G, double *c, double *mu)
+{
+    const double h = 0.05, ml = 1e-3, mh = ml * mass_ratio, g = 9.81, dt = 1e-3;
+    for (int q = 0; q < 3; q++) {
+        minv[q] = 1 / ml, minv[3 + q] = 6 / (ml * 4 * h * h);
+        minv[6 + q] = 1 / mh, minv[9 + q] = 6 / (mh * 4 * h * h);
+    }
+    double uf[12] = {0};
+    uf[2] = uf[8] = -g * dt;
+    memset(J, 0, sizeof(double) * 24 * 12);
+    const double sx[4] = {1, 1, -1, -1}, sy[4] = {1, -1, 1, -1};
+    for (int k = 0; k < 8; k++) {
+        const int top = k >= 4;
+        for (int a = 0; a < 3; a++) {
+            double e[3] = {0, 0, 0};
+            e[a] = 1;
+            double *row = J + (3 * k + a) * 12;
+            const double rl[3] = {sx[k % 4] * h, sy[k % 4] * h, top ? h : -h};
+            const double rxe[3] = {rl[1] * e[2] - rl[2] * e[1], rl[2] * e[0] - rl[0] * e[2], rl[0] * e[1] - rl[1] * e[0]};
+            for (int q = 0; q < 3; q++) row[q] = (top ? -1 : 1) * e[q], row[3 + q] = (top ? -1 : 1) * rxe[q];
+            if (top) {
+                const double rh[3] = {sx[k % 4] * h, sy[k % 4] * h, -h};
+                const double hxe[3] = {rh[1] * e[2] - rh[2] * e[1], rh[2] * e[0] - rh[0] * e[2], rh[0] * e[1] - rh[1] * e[0]};
+                for (int q = 0; q < 3; q++) row[6 + q] = e[q], row[9 + q] = hxe[q];
+            }
+        }
+    }
+    for (int a = 0; a < 24; a++) {
+        double s = 0;
+        for (int q = 0; q < 12; q++) s += J[a * 12 + q] * uf[q];
+        c[a] = s;
+        for (int b = 0; b < 24; b++) {
+            double t = 0;
+            for (int q = 0; q < 12; q++) t += J[a * 12 + q] * minv[q] * J[b * 12 + q];
+            G[a * 24 + b] = t;
+        }
+    }
+    for (int k = 0; k < 8; k++) mu[k] = 0.5;
+}

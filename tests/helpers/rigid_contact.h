@@ -32,6 +32,12 @@ void rc_random_frame(rc_rng *r, double R[9]);
  * random SPD matrix, scaled so that the mean diagonal is ~ 1/kg; a random closing free velocity c. */
 void rc_random_problem(rc_rng *r, int n, int nv, double *G, double *c);
 
+/* Two cubes (half side 5 cm) stacked on the ground, the lower 1 g, the upper mass_ratio times heavier: 8 corner
+ * contacts (0-3 ground-light, 4-7 light-heavy, world-axis frames), 12 dofs (light then heavy, (v, omega) each),
+ * the first step's problem at dt 1 ms from rest under gravity: J (24 x 12), the diagonal M^-1 (12),
+ * G = J M^-1 J^T (24 x 24), c = J u_free (24), mu = 0.5.  Hyperstatic: G is singular. */
+void rc_heavy_on_light(double mass_ratio, double *J, double *minv, double *G, double *c, double *mu);
+
 /* E(lambda) = c.lambda + 1/2 lambda.G lambda: the kinetic energy the impulses add (J). */
 double rc_energy_change(int n, const double *G, const double *c, const double *lambda);
 
