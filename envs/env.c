@@ -337,7 +337,7 @@ int env_step(env_t *e, int first, int n, const int32_t *ids, const float *act, f
         }
         float r = 0;
         uint8_t term = 0, trunc = 0;
-        uint64_t it0 = w->solver_iterations, cap0 = w->solver_capped;
+        uint64_t it0 = w->solver_iterations, cap0 = w->solver_capped, fb0 = w->solver_fallbacks;
         int physics = e->task->step_world(e, w, act + (size_t)i * ad, o, &r, terms, &term, &trunc);
         if (!physics && !step_finite(o, od, r, terms, nt)) {
             /* finite physics state, but an output overflowed float32 (or a term is NaN): no non-finite
@@ -353,6 +353,7 @@ int env_step(env_t *e, int first, int n, const int32_t *ids, const float *act, f
             info->counters->physics_resets += (uint64_t)physics;
             info->counters->solver_iterations += w->solver_iterations - it0;
             info->counters->solver_capped += w->solver_capped - cap0;
+            info->counters->solver_fallbacks += w->solver_fallbacks - fb0;
         }
         w->steps++;
         if (!term && w->steps >= e->spec.max_episode_steps) trunc = 1;
@@ -390,5 +391,6 @@ int env_world_physics_kin(const sim_model *m, env_world *w, double dt, int kinem
     int rc = sim_step_kin(m, w->d, dt, kinematics_current);
     w->solver_iterations += (uint64_t)w->d->stats.iterations;
     w->solver_capped += (uint64_t)(w->d->stats.ncon > 0 && !w->d->stats.converged);
+    w->solver_fallbacks += (uint64_t)(w->d->stats.fallback != 0);
     return rc;
 }

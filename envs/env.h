@@ -35,6 +35,8 @@ typedef struct {
     uint64_t physics_resets;    /* worlds reset because their physics failed */
     uint64_t solver_iterations; /* contact-solver sweeps over all physics steps */
     uint64_t solver_capped;     /* physics steps whose solver stopped at its iteration cap, not converged */
+    uint64_t solver_fallbacks;  /* physics steps whose solver handed the problem to its ADMM fallback
+                                 * (coulomb-stall-admm's stall detector; sim_step_stats.fallback) */
 } env_counters;
 
 /* Per-step extras.  Every pointer may be NULL (not wanted); arrays have one row per stepped world. */

@@ -26,6 +26,7 @@ typedef struct {
     float ep_terms[ENV_MAX_TERMS];
     uint64_t solver_iterations; /* contact-solver sweeps over the world's life (for env_counters) */
     uint64_t solver_capped;     /* physics steps whose solver hit its iteration cap */
+    uint64_t solver_fallbacks;  /* physics steps handed to the solver's ADMM fallback */
 } env_world;
 
 /* One physics step of world w (sim_step) that also counts the solver's work; returns sim_step's value. */

@@ -154,7 +154,8 @@ static void job_rows(srv_job *j, int worker, int r, int k)
     int refused = env_step(s->env, first, k, ids, act, obs, (float *)(void *)(R + L->reward) + r, term, trunc, &info);
     if (refused) atomic_fetch_add(&j->nrefused, refused);
     if (met) {
-        srv_metrics_env_steps(met, work.world_steps, work.physics_resets, work.solver_iterations, work.solver_capped);
+        srv_metrics_env_steps(met, work.world_steps, work.physics_resets, work.solver_iterations, work.solver_capped,
+                              work.solver_fallbacks);
         srv_metrics_worker_busy(met, worker, srv_now_s() - t0);
     }
     if (L->final_mask)

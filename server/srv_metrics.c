@@ -32,7 +32,8 @@ struct srv_metrics {
     atomic_uint_fast64_t requests[SRV_METRICS_OPS];
     atomic_uint_fast64_t errors[SRV_METRICS_OPS][SRV_METRICS_CODES];
     hist latency[SRV_METRICS_OPS];
-    atomic_uint_fast64_t bytes_in, bytes_out, env_steps, physics_resets, solver_iterations, solver_capped;
+    atomic_uint_fast64_t bytes_in, bytes_out, env_steps, physics_resets, solver_iterations, solver_capped,
+        solver_fallbacks;
     atomic_uint_fast64_t *busy_ns;      /* nworkers */
     atomic_long sessions, worlds, worlds_limit, queue_depth;
     atomic_uint_fast64_t dropped[SRV_DROP_COUNT];
@@ -109,13 +110,14 @@ void srv_metrics_sent(srv_metrics *m, size_t bytes_out)
 }
 
 void srv_metrics_env_steps(srv_metrics *m, uint64_t world_steps, uint64_t physics_resets, uint64_t solver_iterations,
-                           uint64_t solver_capped)
+                           uint64_t solver_capped, uint64_t solver_fallbacks)
 {
     if (!m) return;
     ADD(m->env_steps, world_steps);
     ADD(m->physics_resets, physics_resets);
     ADD(m->solver_iterations, solver_iterations);
     ADD(m->solver_capped, solver_capped);
+    ADD(m->solver_fallbacks, solver_fallbacks);
 }
 
 void srv_metrics_worker_busy(srv_metrics *m, int worker, double seconds)
@@ -254,13 +256,17 @@ size_t srv_metrics_render(const srv_metrics *m, char *buf, size_t cap)
             GET(m->solver_iterations));
     counter(&o, "herd_solver_capped_total", "Physics steps whose contact solver stopped at its iteration cap.",
             GET(m->solver_capped));
+    counter(&o, "herd_solver_fallbacks_total",
+            "Physics steps whose contact solver handed the problem to its ADMM fallback (stall detector).",
+            GET(m->solver_fallbacks));
 
     head(&o, "herd_worker_busy_seconds_total", "counter", "Time each worker thread spent running jobs.");
     for (int w = 0; w < m->nworkers; w++)
         put(&o, "herd_worker_busy_seconds_total{worker=\"%d\"} %.9f\n", w, (double)GET(m->busy_ns[w]) * 1e-9);
     gauge(&o, "herd_worker_utilization_ratio", "Busy share of all worker threads over the last rate window (0-1).",
           atomic_load_explicit(&m->utilization, memory_order_relaxed));
-    gauge(&o, "herd_queue_depth", "Jobs waiting for a worker thread.", (double)GET(m->queue_depth));
+    gauge(&o, "herd_queue_depth", "Requests handed to the worker threads and not answered yet (queued, running or deferred).",
+          (double)GET(m->queue_depth));
     static const char *const drop_names[SRV_DROP_COUNT] = {"message", "reply", "cancelled"};
     head(&o, "herd_dropped_total", "counter",
          "Messages dropped without a reply: malformed messages, replies over a client's queued-bytes budget, "

@@ -14,9 +14,13 @@
  *   herd_physics_resets_total                     worlds reset because their physics failed
  *   herd_solver_iterations_total                  contact-solver sweeps, summed over physics steps
  *   herd_solver_capped_total                      physics steps whose solver stopped at its iteration cap
+ *   herd_solver_fallbacks_total                   physics steps handed to the solver's ADMM fallback
+ *                                                 (coulomb-stall-admm, the walk/stand default)
  *   herd_worker_busy_seconds_total{worker}        time each worker spent running jobs
  *   herd_worker_utilization_ratio                 busy share of all workers over the last rate window
- *   herd_queue_depth                              jobs waiting for a worker
+ *   herd_queue_depth                              requests handed to the workers and not answered yet
+ *                                                 (queued, running, or deferred behind their session's
+ *                                                 earlier request)
  *   herd_sessions, herd_worlds                    in use; herd_worlds_limit the configured maximum
  *   herd_dropped_total{what}                      messages dropped without a reply (message: malformed
  *                                                 envelope; reply: a client over its queued-bytes budget;
@@ -52,7 +56,7 @@ void srv_metrics_request(srv_metrics *m, int op, size_t bytes_in);
 void srv_metrics_reply(srv_metrics *m, int op, int code, double seconds, size_t bytes_out); /* code 0 = ok */
 void srv_metrics_sent(srv_metrics *m, size_t bytes_out);      /* bytes sent outside srv_metrics_reply */
 void srv_metrics_env_steps(srv_metrics *m, uint64_t world_steps, uint64_t physics_resets, uint64_t solver_iterations,
-                           uint64_t solver_capped);
+                           uint64_t solver_capped, uint64_t solver_fallbacks);
 void srv_metrics_worker_busy(srv_metrics *m, int worker, double seconds);
 void srv_metrics_gauges(srv_metrics *m, int sessions, long worlds, long worlds_limit, long queue_depth);
 typedef enum { SRV_DROP_MESSAGE = 0, SRV_DROP_REPLY, SRV_DROP_CANCELLED, SRV_DROP_COUNT } srv_drop_kind;
