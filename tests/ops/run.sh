@@ -10,8 +10,11 @@
 #   idle-stats      an idle server writes no periodic stats line; one that steps does
 #   herd-stats      python3 -m herd.stats prints a live summary from the stats op
 #   bench-help      herd-bench SUB --help prints help and runs nothing; --threads above the CPUs is warned about
-#   prometheus      Debian's real Prometheus scrapes --metrics; queries return the request, latency, env-step
-#                   and solver series (skipped with a message when prometheus is not installed)
+#   prometheus      Debian's real Prometheus scrapes --metrics while a client steps; a PromQL query for every
+#                   series of srv_metrics.h returns the value this workload implies (requests and errors by op and
+#                   code, latency histogram and its median, sessions and worlds in use, steps/s, worker
+#                   utilisation, queue depth, bytes in/out, physics resets, solver iterations, caps and
+#                   fallbacks); skipped with a message when prometheus is not installed
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -103,15 +106,16 @@ if [ -x "$hb" ]; then
   else nok "bench-help:${bad:- (help ok)}; threads warning lines: $warn"; fi
 fi
 
-# 7. Prometheus scrapes /metrics
+# 7. Prometheus scrapes /metrics.  One client keeps a 32-world session open and steps it while the queries run,
+# so the in-use gauges and the rate-window gauges have something to show; one `make` of an unknown env is an
+# error reply (UNKNOWN_ENV).  Every series srv_metrics.h lists is queried through Prometheus's HTTP API.
 if ! command -v prometheus >/dev/null 2>&1; then
   echo "SKIPPED prometheus: the prometheus package is not installed (deploy/install-deps.sh installs it)"
 else
   mport=$(free_port); pport=$(free_port); port3=$(free_port)
-  "$BUILD/herd-server" --bind "tcp://127.0.0.1:$port3" --metrics "127.0.0.1:$mport" --log-level warn >"$tmp/s3.log" 2>&1 &
+  "$BUILD/herd-server" --bind "tcp://127.0.0.1:$port3" --threads 2 --metrics "127.0.0.1:$mport" --log-level warn \
+    >"$tmp/s3.log" 2>&1 &
   pids+=($!)
-  sleep 0.5
-  steps "tcp://127.0.0.1:$port3" 32 40
   cat >"$tmp/prom.yml" <<YML
 global: {scrape_interval: 1s, evaluation_interval: 1s}
 scrape_configs:
@@ -121,33 +125,66 @@ YML
   prometheus --config.file="$tmp/prom.yml" --storage.tsdb.path="$tmp/tsdb" --web.listen-address="127.0.0.1:$pport" \
     --log.level=warn >"$tmp/prom.log" 2>&1 &
   pids+=($!)
-  res=$("$PY" - "$pport" <<'PYEOF'
+  sleep 0.5
+  res=$("$PY" - "$pport" "tcp://127.0.0.1:$port3" <<'PYEOF'
 import json, sys, time, urllib.parse, urllib.request
-port = sys.argv[1]
+import numpy as np, herd
+port, addr = sys.argv[1], sys.argv[2]
+N = 32
+obs_bytes = N * 48 * 4          # one step reply carries at least the float32 observations
+# query -> (check on the value, what it shows).  Counters are checked against what this client did.
 want = {
-    'herd_requests_total{op="step"}': lambda v: v >= 40,
-    'herd_env_steps_total': lambda v: v >= 32 * 40,
-    'herd_request_duration_seconds_count{op="step"}': lambda v: v >= 40,
-    'herd_solver_iterations_total': lambda v: v > 0,
-    'herd_worlds_limit': lambda v: v > 0,
     'up{job="herd"}': lambda v: v == 1,
+    'herd_build_info': lambda v: v == 1,
+    'herd_requests_total{op="step"}': lambda v: v >= 40,
+    'herd_requests_total{op="make"}': lambda v: v >= 2,
+    'herd_request_errors_total{op="make",code="UNKNOWN_ENV"}': lambda v: v == 1,
+    'sum(herd_request_errors_total{op="step"}) or vector(0)': lambda v: v == 0,
+    'herd_request_duration_seconds_count{op="step"}': lambda v: v >= 40,
+    'herd_request_duration_seconds_bucket{op="step",le="+Inf"}': lambda v: v >= 40,
+    'histogram_quantile(0.5, herd_request_duration_seconds_bucket{op="step"})': lambda v: 0 < v < 10,
+    'herd_sessions': lambda v: v == 1,
+    'herd_worlds': lambda v: v == N,
+    'herd_worlds_limit': lambda v: v > 0,
+    'herd_env_steps_total': lambda v: v >= N * 40,
+    'herd_env_steps_per_second': lambda v: v > 0,
+    'herd_worker_utilization_ratio': lambda v: 0 < v <= 1,
+    'count(herd_worker_busy_seconds_total)': lambda v: v == 2,
+    'herd_queue_depth': lambda v: v >= 0,
+    'herd_received_bytes_total': lambda v: v > 0,
+    'herd_sent_bytes_total': lambda v: v >= 40 * obs_bytes,
+    'herd_physics_resets_total': lambda v: v >= 0,
+    'herd_solver_iterations_total': lambda v: v > 0,
+    'herd_solver_capped_total': lambda v: v >= 0,
+    'herd_solver_fallbacks_total': lambda v: v >= 0,
+    'herd_memory_bytes': lambda v: v > 0,
+    'rate(herd_env_steps_total[5s])': lambda v: v > 0,
 }
-got, deadline = {}, time.time() + 40
-while time.time() < deadline and len(got) < len(want):
-    for q, good in want.items():
-        if q in got:
-            continue
-        try:
-            url = "http://127.0.0.1:%s/api/v1/query?query=%s" % (port, urllib.parse.quote(q))
-            r = json.load(urllib.request.urlopen(url, timeout=2))
-            res = r["data"]["result"]
-            if res and good(float(res[0]["value"][1])):
-                got[q] = float(res[0]["value"][1])
-        except Exception:
-            pass
-    time.sleep(0.5)
+try:
+    herd.make_vec("no-such-env", 1, address=addr)
+except Exception:
+    pass
+got, deadline = {}, time.time() + 45
+with herd.make_vec("anymal_c-walk", N, address=addr, seed=0) as e:
+    e.reset()
+    act = np.zeros((N, e.act_dim), np.float32)
+    while time.time() < deadline and len(got) < len(want):
+        t_end = time.time() + 0.5
+        while time.time() < t_end:
+            e.step(act)
+        for q, good in want.items():
+            if q in got:
+                continue
+            try:
+                url = "http://127.0.0.1:%s/api/v1/query?query=%s" % (port, urllib.parse.quote(q))
+                r = json.load(urllib.request.urlopen(url, timeout=2))
+                res = r["data"]["result"]
+                if res and good(float(res[0]["value"][1])):
+                    got[q] = float(res[0]["value"][1])
+            except Exception:
+                pass
 missing = [q for q in want if q not in got]
-print("; ".join("%s = %g" % kv for kv in got.items()) + (" | MISSING: " + ", ".join(missing) if missing else ""))
+print("; ".join("%s = %.6g" % kv for kv in got.items()) + (" | MISSING or wrong: " + ", ".join(missing) if missing else ""))
 sys.exit(1 if missing else 0)
 PYEOF
 ); rc=$?
