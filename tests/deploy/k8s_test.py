@@ -6,6 +6,8 @@
 The manifests are rendered with `kubectl kustomize deploy/k8s` when kubectl is on PATH, else kustomization.yaml's
 resources, images and replicas are applied here.  Checks ("ok - ..." / "not ok - ...", then "N passed, M failed"):
   image          a pinned version equal to herd-server's, never :latest
+  make-image     `make -n image` tags herd:<version> and herd:<git sha> and passes both (and the build time) to the
+                 Dockerfile, whose OCI labels (version, revision, created) are those build arguments
   rollout        updateStrategy OnDelete (a pod's sessions die with it) and a PodDisruptionBudget selecting the pods
   selectors      Service, PDB and NetworkPolicy select the StatefulSet's pod labels; Service target ports exist
   threads        HERD_THREADS comes from the container's own CPU limit (Downward API); requests == limits
@@ -106,6 +108,23 @@ def measure_per_world(server, worlds=16384):
     return idle * 1024, (loaded - idle) * 1024 / worlds
 
 
+def make_image_dry_run(version):
+    """The commands `make image` would run (make -n), and what they tag and pass."""
+    sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=30).stdout.strip()
+    out = subprocess.run(["make", "-n", "--no-print-directory", "image", "IMAGE=herd"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60).stdout
+    tags = set(re.findall(r"-t (\S+)", out))
+    args = dict(re.findall(r"--build-arg (\w+)=(\S+)", out))
+    docker = open(os.path.join(ROOT, "Dockerfile")).read()
+    labels = dict(re.findall(r'org\.opencontainers\.image\.(\w+)="\$\{(\w+)\}"', docker))
+    good = (bool(sha) and tags == {"herd:%s" % version, "herd:%s" % sha} and args.get("VERSION") == version
+            and args.get("REVISION") == sha and "CREATED" in args
+            and labels.get("version") == "VERSION" and labels.get("revision") == "REVISION"
+            and labels.get("created") == "CREATED")
+    return good, "tags %s, build args %s, OCI labels from %s" % (sorted(tags), sorted(args), labels)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(ROOT, "build", "herd-server"))
@@ -125,6 +144,9 @@ def main():
     version = server_version()
     check("image", c["image"].endswith(":" + str(version)) and not c["image"].endswith(":latest"),
           "%s, herd-server %s" % (c["image"], version))
+
+    good, detail = make_image_dry_run(version)
+    check("make-image", good, detail)
 
     check("rollout: OnDelete", sts["spec"].get("updateStrategy", {}).get("type") == "OnDelete")
     pdbs = by_kind.get("PodDisruptionBudget", [])
