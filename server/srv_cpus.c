@@ -34,24 +34,31 @@ double srv_cpus_parse_cpu_max(const char *text)
     return (double)quota / (double)period;
 }
 
-/* The process's cgroup v2 path ("0::/kubepods/...") from /proc/self/cgroup, or "" (root). */
-static void own_cgroup_v2(char *out, size_t cap)
+/* Copies a cgroup path ("/" means the root: "") into out. */
+static void set_path(char *out, size_t cap, const char *p)
 {
-    out[0] = 0;
-    FILE *f = fopen("/proc/self/cgroup", "r");
-    if (!f) return;
-    char line[256];
+    if (!strcmp(p, "/")) p = "";
+    size_t n = strlen(p) < cap - 1 ? strlen(p) : cap - 1;
+    memcpy(out, p, n);
+    out[n] = 0;
+}
+
+void srv_cpus_parse_proc_cgroup(FILE *f, char *v2, char *v1, size_t cap)
+{
+    v2[0] = v1[0] = 0;
+    char line[512];
     while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "0::", 3) == 0) {
-            line[strcspn(line, "\n")] = 0;
-            const char *p = strcmp(line + 3, "/") ? line + 3 : "";
-            size_t n = strlen(p) < cap - 1 ? strlen(p) : cap - 1;
-            memcpy(out, p, n);
-            out[n] = 0;
-            break;
+        line[strcspn(line, "\n")] = 0;
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2) continue;
+        *c1 = *c2 = 0;
+        if (!strcmp(line, "0") && c1[1] == 0) {
+            set_path(v2, cap, c2 + 1);
+            continue;
         }
+        for (char *tok = strtok(c1 + 1, ","); tok; tok = strtok(NULL, ","))
+            if (!strcmp(tok, "cpu")) set_path(v1, cap, c2 + 1);
     }
-    fclose(f);
 }
 
 static int affinity_count(void)
@@ -92,32 +99,52 @@ static double v2_quota(const char *root, const char *rel, int *found, char *wher
 srv_cpus srv_cpus_detect(const char *cgroup_root)
 {
     const char *root = cgroup_root ? cgroup_root : CGROUP_MOUNT;
-    char rel[256] = "";
-    if (!strcmp(root, CGROUP_MOUNT)) own_cgroup_v2(rel, sizeof rel);
-    return srv_cpus_detect_in(root, rel);
+    char rel[256] = "", rel1[256] = "";
+    FILE *f = strcmp(root, CGROUP_MOUNT) ? NULL : fopen("/proc/self/cgroup", "r");
+    if (f) {
+        srv_cpus_parse_proc_cgroup(f, rel, rel1, sizeof rel);
+        fclose(f);
+    }
+    return srv_cpus_detect_in(root, rel, rel1);
 }
 
-srv_cpus srv_cpus_detect_in(const char *root, const char *rel)
+/* The quota (CPUs, 0 = none) of the cgroup v1 cpu hierarchy: root/cpu/rel/cpu.cfs_quota_us and
+ * cpu.cfs_period_us, walking up to root/cpu (a container's own cgroup is often mounted as that root, so the
+ * process's path is absent under it); the smallest wins.  Sets *found when a pair of files was read. */
+static double v1_quota(const char *root, const char *rel, int *found, char *where, size_t wcap)
+{
+    char dir[256], qp[600], pp[600], qt[64], pt[64];
+    snprintf(dir, sizeof dir, "%s", rel);
+    double best = 0;
+    for (;;) {
+        snprintf(qp, sizeof qp, "%s/cpu%s/cpu.cfs_quota_us", root, dir);
+        snprintf(pp, sizeof pp, "%s/cpu%s/cpu.cfs_period_us", root, dir);
+        if (read_text(qp, qt, sizeof qt) == 0 && read_text(pp, pt, sizeof pt) == 0) {
+            *found = 1;
+            long quota = strtol(qt, NULL, 10), period = strtol(pt, NULL, 10);
+            if (quota > 0 && period > 0) {
+                double q = (double)quota / (double)period;
+                if (best == 0 || q < best) {
+                    best = q;
+                    snprintf(where, wcap, "%s", qp);
+                }
+            }
+        }
+        char *slash = strrchr(dir, '/');
+        if (!slash || dir[0] == 0) break;
+        *slash = 0;
+    }
+    return best;
+}
+
+srv_cpus srv_cpus_detect_in(const char *root, const char *rel, const char *rel_v1)
 {
     srv_cpus r = {.cpus = 1, .affinity = affinity_count(), .quota = 0};
-    char where[640] = "", text[64];
+    char where[640] = "";
 
     int found = 0;
     double q = v2_quota(root, rel ? rel : "", &found, where, sizeof where);
-    if (!found) {
-        /* cgroup v1: the cpu controller's own hierarchy */
-        char qp[600], pp[600], qt[64];
-        snprintf(qp, sizeof qp, "%s/cpu/cpu.cfs_quota_us", root);
-        snprintf(pp, sizeof pp, "%s/cpu/cpu.cfs_period_us", root);
-        if (read_text(qp, qt, sizeof qt) == 0 && read_text(pp, text, sizeof text) == 0) {
-            long quota = strtol(qt, NULL, 10), period = strtol(text, NULL, 10);
-            found = 1;
-            if (quota > 0 && period > 0) {
-                q = (double)quota / (double)period;
-                snprintf(where, sizeof where, "%s", qp);
-            }
-        }
-    }
+    if (!found) q = v1_quota(root, rel_v1 ? rel_v1 : "", &found, where, sizeof where);
     if (q > 0) {
         r.quota = q;
         int n = (int)ceil(q - 1e-9);
