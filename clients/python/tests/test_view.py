@@ -170,3 +170,21 @@ def test_a_viewer_of_another_process_needs_the_sessions_token(server):
             src.close()
         with pytest.raises(ValueError):
             herd.Client(addr).use_token(session, b"short")
+
+
+def test_bench_poses_reads_a_trainers_session(server):
+    """clients/python/bench_poses.py (the `poses` cost figure) on a small session: its poller, a client of
+    its own, reads the trainer's owned session (with the token) and the run reports its polls.  No speed is
+    asserted: the figure is measured by running the script, not by the test suite."""
+    import json
+    import os
+    import subprocess
+    import sys
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+    r = subprocess.run([sys.executable, os.path.join(root, "bench_poses.py"), "--address", server, "--worlds", "64",
+                        "--watched", "4", "--hz", "50", "--repeats", "1", "--seconds", "0.5"],
+                       capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=root))
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["bench"] == "poses_cost" and res["worlds"] == 64 and res["polls"] > 0
+    assert res["steps_per_s_off"] > 0 and res["steps_per_s_on"] > 0 and res["poll_rtt_ms_median"] > 0
