@@ -370,7 +370,8 @@ def view_policy(opt, model, norm, address, config, seed, worlds=4):
 
 
 def record_policy(model, norm, address, config, html, seed, seconds=10.0, worlds=4):
-    """--record: a replay (HTML, plus MP4 and GIF when possible) of the policy mean on fresh worlds."""
+    """--record: a replay (HTML, plus MP4, GIF and a PNG still of world 0 at mid-rollout when possible) of the
+    policy mean on fresh worlds (`make docs-walk` copies the MP4 and PNG to docs/)."""
     with herd.make_vec(ENV, worlds, address=address, seed=seed, obs_noise=0.0,
                        **{k: v for k, v in config.items() if k != "obs_noise"}) as env:
         def pi(obs):
@@ -383,8 +384,13 @@ def record_policy(model, norm, address, config, html, seed, seconds=10.0, worlds
                           title="anymal_c-walk, trained policy")
         try:
             rec.write_gif(base + ".gif", 320, 240)
+            from PIL import Image
+            for i, frame in enumerate(rec.frames(320, 240)):
+                if i == rec.nframes // 2:
+                    Image.fromarray(frame).save(base + ".png")
+                    break
         except Exception as e:              # noqa: BLE001 - Pillow missing: the HTML and MP4 stand
-            print("train_walk: no GIF (%s)" % e, file=sys.stderr)
+            print("train_walk: no GIF / PNG (%s)" % e, file=sys.stderr)
         print("train_walk: replay written to %s (%s)" % (html, rec.mp4_path or "no MP4: ffmpeg missing"), flush=True)
 
 
@@ -539,8 +545,8 @@ def main():
     ap.add_argument("--view-seconds", type=float, default=0,
                     help="--eval-only --view: stop serving this many seconds after the evaluation (0: at Ctrl-C)")
     ap.add_argument("--record", metavar="HTML",
-                    help="write a replay of the trained policy (4 worlds, 10 s) to HTML, and HTML's .mp4 and .gif "
-                         "beside it (ffmpeg / Pillow permitting)")
+                    help="write a replay of the trained policy (4 worlds, 10 s) to HTML, and HTML's .mp4, .gif and "
+                         ".png (a still) beside it (ffmpeg / Pillow permitting)")
     opt = ap.parse_args()
     if opt.quick:
         opt.num_envs, opt.max_iters, opt.eval_episodes, opt.no_desync, opt.checkpoint_every = 128, 3, 16, True, 0
