@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -165,3 +166,41 @@ def test_eval_only_view_shows_the_trained_policy_walking(tmp_path):
             assert b.console_errors == []
     finally:
         s.stop()
+
+
+def test_train_walk_record_writes_a_replay_of_the_trained_policy(tmp_path):
+    """examples/train_walk.py --eval-only --record: the replay page opens offline (file://) in Chromium with
+    the robot drawn and no console error; the recorded base of some world travels > 2 m in the 10 s (the
+    committed policy walks); the MP4 (when ffmpeg is there), GIF and PNG still are written beside it."""
+    html = tmp_path / "walk.html"
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "clients", "python"))
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "train_walk.py"), "--eval-only",
+                        "--eval-episodes", "16", "--out", str(tmp_path), "--record", str(html),
+                        "--policy", os.path.join(ROOT, "examples", "walk_policy.pt")],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert "replay written to" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+    text = html.read_text(encoding="utf-8")
+    assert 'src="' not in text                       # self-contained: nothing loaded from elsewhere
+    with Browser(800, 600) as b:
+        b.goto("file://" + str(html))
+        b.wait_for("window.herdViewer && herdViewer.ready && herdViewer.mode === 'replay'")
+        n = b.evaluate("herdViewer.replay.nframes")
+        assert n == 501, n
+        b.evaluate("herdViewer.setPaused(true)")
+        travel = []
+        for w in range(4):
+            b.evaluate("document.getElementById('focus').value = '%d'; "
+                       "document.getElementById('focus').dispatchEvent(new Event('change'))" % w)
+            b.evaluate("herdViewer.replay.seek(0)")
+            time.sleep(0.15)
+            p0 = b.evaluate("herdViewer.info()")["base"]
+            b.evaluate("herdViewer.replay.seek(%d)" % (n - 1))
+            time.sleep(0.15)
+            frac, info, _ = robot_at_base(b, base_rgb(b.evaluate("window.HERD_REPLAY.scene")))
+            assert frac > 0.6 and info["world"] == w
+            travel.append(math.hypot(info["base"][0] - p0[0], info["base"][1] - p0[1]))
+        assert max(travel) > 2.0, "recorded travel per world in 10 s: %s" % travel
+        assert b.console_errors == []
+    for ext in (".gif", ".png") + ((".mp4",) if shutil.which("ffmpeg") else ()):
+        p = tmp_path / ("walk" + ext)
+        assert p.exists() and p.stat().st_size > 0, p
