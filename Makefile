@@ -106,14 +106,21 @@ test-jl:
 	@if [ -d clients/julia/test ]; then tests/run-jl-tests.sh; fi
 
 # The browser viewer (viewer/): three.js into viewer/node_modules from its lock (deploy/install-deps.sh does it too);
-# its tests in headless Chromium against a real server; docs/ replays and screenshots of the drop scenario.
-.PHONY: viewer-deps test-viewer docs-viewer
+# its tests in headless Chromium against a real server; docs/ replays and screenshots of the drop scenario;
+# docs-walk: docs/replay_walk.mp4 and .png, a 10-s rollout of the committed walk policy, and its replay page in
+# Chromium (docs/viewer_replay_walk.png); needs PyTorch; the replay HTML, which inlines three.js, stays in build/docs/.
+.PHONY: viewer-deps test-viewer docs-viewer docs-walk
 viewer-deps:
 	@cd viewer && npm ci --no-audit --no-fund --loglevel=error
 test-viewer: $(BUILD)/herd-server
 	@HERD_SERVER_BIN=$(abspath $(BUILD))/herd-server tests/viewer/run.sh
 docs-viewer: $(BUILD)/herd-server
 	HERD_SERVER_BIN=$(abspath $(BUILD))/herd-server PYTHONPATH=clients/python:tests/viewer /usr/bin/python3 tests/viewer/make_docs.py docs
+docs-walk: $(BUILD)/herd-server
+	HERD_SERVER_BIN=$(abspath $(BUILD))/herd-server PYTHONPATH=clients/python /usr/bin/python3 examples/train_walk.py \
+	    --eval-only --eval-episodes 100 --record $(BUILD)/docs/replay_walk.html
+	cp $(BUILD)/docs/replay_walk.mp4 $(BUILD)/docs/replay_walk.png docs/
+	PYTHONPATH=clients/python:tests/viewer /usr/bin/python3 tests/viewer/make_docs.py --walk-replay $(BUILD)/docs/replay_walk.html docs
 
 test: deps-check
 	@$(MAKE) --no-print-directory all

@@ -40,6 +40,7 @@ import csv
 import json
 import os
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -341,7 +342,8 @@ class Log:
 
 
 def view(opt, env):
-    """--view: a live browser view of the first worlds of the training session (read-only, its own socket)."""
+    """--view: a live browser view of the first worlds of the training session (read-only, its own socket;
+    the env is made with reward_terms=True so that the page's table shows each step's reward terms)."""
     if not opt.view:
         return None
     import herd.view
@@ -351,9 +353,26 @@ def view(opt, env):
     return viewer
 
 
+def view_policy(opt, model, norm, address, config, seed, worlds=4):
+    """--eval-only --view: the policy mean walking live (in real time) on `worlds` fresh worlds of a session
+    of its own, commands from the task's ranges; the viewer steps them, the evaluation runs beside it."""
+    import herd.view
+
+    def pi(obs):
+        with torch.no_grad():
+            return model.actor(norm(torch.as_tensor(np.asarray(obs)))).numpy()
+    src = herd.view.EnvSource(ENV, worlds, address=address, policy=pi, seed=seed, obs_noise=0.0,
+                              **{k: v for k, v in config.items() if k != "obs_noise"})
+    src.title = "%s · trained policy (%s)" % (ENV, os.path.basename(opt.policy or "walk_policy.pt"))
+    viewer = herd.view.Viewer(src, port=opt.view_port).start()
+    print("train_walk: watch the trained policy walk at %s" % viewer.url, flush=True)
+    return viewer, src
+
+
 def record_policy(model, norm, address, config, html, seed, seconds=10.0, worlds=4):
-    """--record: a replay (HTML, plus MP4 and GIF when possible) of the policy mean on fresh worlds."""
-    with herd.make_vec(ENV, worlds, address=address, seed=seed, obs_noise=0.0,
+    """--record: a replay (HTML, plus MP4, GIF and a PNG still of world 0 at mid-rollout when possible) of the
+    policy mean on fresh worlds (`make docs-walk` copies the MP4 and PNG to docs/)."""
+    with herd.make_vec(ENV, worlds, address=address, seed=seed, obs_noise=0.0, reward_terms=True,
                        **{k: v for k, v in config.items() if k != "obs_noise"}) as env:
         def pi(obs):
             with torch.no_grad():
@@ -365,16 +384,21 @@ def record_policy(model, norm, address, config, html, seed, seconds=10.0, worlds
                           title="anymal_c-walk, trained policy")
         try:
             rec.write_gif(base + ".gif", 320, 240)
+            from PIL import Image
+            for i, frame in enumerate(rec.frames(320, 240)):
+                if i == rec.nframes // 2:
+                    Image.fromarray(frame).save(base + ".png")
+                    break
         except Exception as e:              # noqa: BLE001 - Pillow missing: the HTML and MP4 stand
-            print("train_walk: no GIF (%s)" % e, file=sys.stderr)
+            print("train_walk: no GIF / PNG (%s)" % e, file=sys.stderr)
         print("train_walk: replay written to %s (%s)" % (html, rec.mp4_path or "no MP4: ffmpeg missing"), flush=True)
 
 
 def train_own(opt, address, config, out):
     """The examples' own PPO (herd_ppo); returns (model, norm, rows, summary)."""
     env = herd.make_vec(ENV, opt.num_envs, address=address, seed=opt.seed, autoreset_mode="SAME_STEP",
-                        timeout=120.0, **config)
-    view(opt, env)
+                        timeout=120.0, reward_terms=bool(opt.view), **config)
+    viewer = view(opt, env)
     log = Log(opt, address, config, out, env.reward_term_names, "herd_ppo")
     od, ad, N, T = env.obs_dim, env.act_dim, opt.num_envs, opt.rollout
     print("train_walk: %s x %d worlds on %s, config %s; obs %d, act %d; episode %d steps; trainer: herd_ppo "
@@ -399,6 +423,8 @@ def train_own(opt, address, config, out):
         def on_step(t, ob, nob, rew, term, trunc, info):
             terms = info["episode_terms"][info["_episode_terms"]] if "episode_terms" in info else None
             tracker.step(ob, nob, rew, term | trunc, term, terms)
+            if viewer is not None:
+                viewer.publish(rew, info)           # the page's reward-term table
 
         t0 = time.perf_counter()
         obs = ro.collect(env, model, norm, obs, opt.gamma, on_step=on_step)
@@ -430,8 +456,9 @@ def train_rsl_rl(opt, address, config, out):
     from rsl_rl.algorithms import PPO
     from rsl_rl.modules import ActorCritic
     from herd.adapters.rsl_rl import RslRlVecEnv
-    env = RslRlVecEnv(ENV, opt.num_envs, address=address, seed=opt.seed, timeout=120.0, **config)
-    view(opt, env.env)
+    env = RslRlVecEnv(ENV, opt.num_envs, address=address, seed=opt.seed, timeout=120.0,
+                      reward_terms=bool(opt.view), **config)
+    viewer = view(opt, env.env)
     names = env.reward_term_names
     log = Log(opt, address, config, out, names, "rsl_rl")
     od, ad, N, T = env.num_obs, env.num_actions, opt.num_envs, opt.rollout
@@ -466,6 +493,8 @@ def train_rsl_rl(opt, address, config, out):
                 t1 = time.perf_counter()
                 nobs, _, rew, dones, extras = env.step(actions)
                 wait += time.perf_counter() - t1
+                if viewer is not None:
+                    viewer.publish(rew.numpy(), env.infos)     # the page's reward-term table
                 alg.process_env_step(rew, dones, extras)
                 d = dones.numpy()
                 terms = None
@@ -509,11 +538,15 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a few small iterations (CI smoke test)")
     ap.add_argument("--eval-only", action="store_true")
     ap.add_argument("--view", action="store_true",
-                    help="serve a live 3-D view of the first training worlds (herd.view; the URL is printed)")
-    ap.add_argument("--view-port", type=int, default=8765, help="HTTP port of --view (loopback)")
+                    help="serve a live 3-D view of the first training worlds with their reward terms (herd.view; "
+                         "the URL is printed); with --eval-only, 4 worlds of the trained policy walking in real time "
+                         "(kept up after the evaluation until Ctrl-C or --view-seconds)")
+    ap.add_argument("--view-port", type=int, default=8765, help="HTTP port of --view (loopback; 0: any free one)")
+    ap.add_argument("--view-seconds", type=float, default=0,
+                    help="--eval-only --view: stop serving this many seconds after the evaluation (0: at Ctrl-C)")
     ap.add_argument("--record", metavar="HTML",
-                    help="write a replay of the trained policy (4 worlds, 10 s) to HTML, and HTML's .mp4 and .gif "
-                         "beside it (ffmpeg / Pillow permitting)")
+                    help="write a replay of the trained policy (4 worlds, 10 s) to HTML, and HTML's .mp4, .gif and "
+                         ".png (a still) beside it (ffmpeg / Pillow permitting)")
     opt = ap.parse_args()
     if opt.quick:
         opt.num_envs, opt.max_iters, opt.eval_episodes, opt.no_desync, opt.checkpoint_every = 128, 3, 16, True, 0
@@ -534,6 +567,7 @@ def run(opt, address, config, cpu):
             od, ad = probe.obs_dim, probe.act_dim
         model, norm, ck = herd_ppo.load_policy(path, od, ad, HIDDEN)
         config = config or dict(ck.get("config") or {})
+        watch = view_policy(opt, model, norm, address, config, eval_seed + 777) if opt.view else None
         res = evaluate(model, norm, address, opt.eval_episodes, eval_seed, config)
         print(json.dumps(eval_line(res, "trained")), flush=True)
         torch.manual_seed(opt.seed)
@@ -545,6 +579,15 @@ def run(opt, address, config, cpu):
                           "wall_s": round(time.perf_counter() - t0, 1)}), flush=True)
         if opt.record:
             record_policy(model, norm, address, config, opt.record, eval_seed + 12345)
+        if watch is not None:
+            print("train_walk: evaluation done; the trained policy walks on at %s (Ctrl-C stops)" % watch[0].url,
+                  flush=True)
+            try:
+                threading.Event().wait(opt.view_seconds or None)
+            except KeyboardInterrupt:
+                pass
+            watch[0].stop()
+            watch[1].close()
         return 0 if eval_line(res, "trained")["target_met"] else 1
 
     trainer = opt.trainer

@@ -27,7 +27,7 @@ static const char *const PATHS[] = {
     "session.age_s", "session.idle_s", "session.requests", "session.errors", "unix_time", "obs", "reward",
     "terminated", "truncated", "info", "info.physics_reset", "info.episode_done", "info.episode_return",
     "info.episode_length", "info.episode_terms", "info.autoreset", "info.final_obs", "info._final_obs",
-    "info.reward_terms", "protocol_minor", "auth", "token", "a.b.c.d.e.f",
+    "info.reward_terms", "protocol_minor", "auth", "token", "view_token", "a.b.c.d.e.f",
 };
 
 static void check_err(const proto_error *e)

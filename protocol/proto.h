@@ -31,8 +31,9 @@
 #define PROTO_VERSION 1
 /* Backwards-compatible additions within version 1 (PROTOCOL.md section 13); the hello reply carries it.
  * 1: config keys with named choices (spec "choices"; make accepts the name as a string value); session
- *    tokens (make returns one, later requests carry it); "auth" in hello; the model and poses ops. */
-#define PROTO_VERSION_MINOR 1
+ *    tokens (make returns one, later requests carry it); "auth" in hello; the model and poses ops.
+ * 2: the session's view token in the make reply (a read-only right: model, poses, stats). */
+#define PROTO_VERSION_MINOR 2
 #define PROTO_TOKEN_BYTES 16            /* a session token: 128 random bits (PROTOCOL.md section 9) */
 #define PROTO_NAME_MAX ENV_NAME_MAX     /* env names and config keys, with the terminating 0 */
 #define PROTO_MAX_CONFIG 64             /* config overrides per make request */
@@ -234,9 +235,10 @@ typedef struct {
 int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *info, const env_spec *const *specs,
                              int nspecs);
 
-/* config: the effective value of every key of the spec, in spec order; token: PROTO_TOKEN_BYTES bytes
- * (the session's token, minor 1). */
-int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, const uint8_t *token, int64_t num_worlds,
+/* config: the effective value of every key of the spec, in spec order; token and view_token:
+ * PROTO_TOKEN_BYTES bytes each (the session's token, minor 1, and its read-only view token, minor 2). */
+int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, const uint8_t *token,
+                            const uint8_t *view_token, int64_t num_worlds,
                             env_autoreset ar, uint64_t seed, const env_spec *spec, const double *config);
 int proto_encode_close_reply(proto_buf *b, uint64_t id, uint64_t session, uint64_t steps);
 int proto_encode_ping_reply(proto_buf *b, uint64_t id, double unix_time);

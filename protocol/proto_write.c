@@ -453,13 +453,16 @@ int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *
     return b->oom ? -1 : 0;
 }
 
-int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, const uint8_t *token, int64_t num_worlds,
-                            env_autoreset ar, uint64_t seed, const env_spec *spec, const double *config)
+int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, const uint8_t *token,
+                            const uint8_t *view_token, int64_t num_worlds, env_autoreset ar, uint64_t seed,
+                            const env_spec *spec, const double *config)
 {
-    proto_w_reply_head(b, id, 8);
+    proto_w_reply_head(b, id, 9);
     kv_uint(b, "session", session);
     proto_w_str(b, "token");
     proto_w_bin(b, token, PROTO_TOKEN_BYTES);
+    proto_w_str(b, "view_token");
+    proto_w_bin(b, view_token, PROTO_TOKEN_BYTES);
     kv_str(b, "env", spec->name);
     kv_int(b, "num_worlds", num_worlds);
     kv_str(b, "autoreset", proto_autoreset_name(ar));

@@ -592,7 +592,7 @@ static void complete_make(srv_server *S, pending *p)
     s->mem_bytes = (size_t)n * j->world_bytes;
     S->mem_worlds += s->mem_bytes;
     proto_buf_reset(&S->out);
-    proto_encode_make_reply(&S->out, p->id, s->id, s->token, n, s->autoreset, s->seed, s->spec, j->config);
+    proto_encode_make_reply(&S->out, p->id, s->id, s->token, s->view_token, n, s->autoreset, s->seed, s->spec, j->config);
     send_small(S, p->frames, p->nframes);
     p->nframes = 0;
     LOG(S, SRV_LOG_INFO, "session %" PRIu64 ": %s, %d worlds, autoreset %s, seed %" PRIu64 " (%d sessions, %ld worlds)",
@@ -993,14 +993,17 @@ static srv_client *client_of(srv_server *S, zmq_msg_t *frames, zmq_msg_t *payloa
     return c;
 }
 
-/* The session a request names if its sender may act on it (srv_session_owned_by), else NULL: to
- * anyone else a session they do not own looks exactly like one that does not exist. */
+/* The session a request names if its sender may act on it (srv_session_owned_by), or, for the ops that
+ * only read (model, poses, stats), if it carries the session's view token; else NULL: to anyone else a
+ * session they may not use looks exactly like one that does not exist. */
 static srv_session *find_owned(srv_server *S, const proto_request *req, const srv_client *c)
 {
     srv_session *s = srv_session_table_find(&S->sessions, req->session);
     if (!s) return NULL;
     const uint8_t *token = req->has_token ? req->token : NULL;
-    return srv_session_owned_by(s, c ? c->id : NULL, c ? c->idlen : 0, token) ? s : NULL;
+    if (srv_session_owned_by(s, c ? c->id : NULL, c ? c->idlen : 0, token)) return s;
+    int reads = req->op == PROTO_OP_MODEL || req->op == PROTO_OP_POSES || req->op == PROTO_OP_STATS;
+    return reads && srv_session_viewable_by(s, token) ? s : NULL;
 }
 
 /* Decodes one request and hands it to its op's handler.  Takes the envelope frames (moved into a

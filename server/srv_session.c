@@ -60,6 +60,7 @@ static int random_bytes(void *p, size_t n)
 int srv_session_table_add(srv_session_table *t, srv_session *s)
 {
     if (random_bytes(s->token, sizeof s->token)) return -1;
+    if (random_bytes(s->view_token, sizeof s->view_token)) return -1;
     do {
         if (random_bytes(&s->id, sizeof s->id)) return -1;
     } while (!s->id || srv_session_table_find(t, s->id));
@@ -84,6 +85,11 @@ int srv_session_owned_by(const srv_session *s, const uint8_t *id, size_t idlen, 
     if (!s->owner_len) return token_ok;
     if (token && !token_ok) return 0;
     return idlen == s->owner_len && same_bytes(id, s->owner, idlen);
+}
+
+int srv_session_viewable_by(const srv_session *s, const uint8_t *token)
+{
+    return token && same_bytes(token, s->view_token, sizeof s->view_token);
 }
 
 void srv_session_set_owner(srv_session *s, const uint8_t *id, size_t idlen)

@@ -35,6 +35,8 @@ typedef struct srv_session srv_session;
 struct srv_session {
     uint64_t id;                /* unique on this server, random, never 0 */
     uint8_t token[PROTO_TOKEN_BYTES];   /* random, set by srv_session_table_add */
+    uint8_t view_token[PROTO_TOKEN_BYTES];  /* random too: lets its holder read the session (model, poses,
+                                             * stats), never act on it (srv_session_viewable_by) */
     uint8_t owner[SRV_CLIENT_ID_MAX];   /* the maker's identity (srv_client.h) when it is a CURVE key */
     size_t owner_len;                   /* 0: owned by the token alone */
     env_t *env;                 /* see Ownership above */
@@ -80,7 +82,7 @@ typedef struct {
 
 /* Empties the table. */
 void srv_session_table_init(srv_session_table *t);
-/* Gives s a fresh random id and a random token (getrandom) and links it in.  0, or -1 when the system
+/* Gives s a fresh random id, a random token and a random view token (getrandom) and links it in.  0, or -1 when the system
  * gave no randomness (s is not linked). */
 int srv_session_table_add(srv_session_table *t, srv_session *s);
 /* NULL if no open session has this id. */
@@ -91,6 +93,10 @@ void srv_session_table_remove(srv_session_table *t, srv_session *s);
  * (PROTO_TOKEN_BYTES, or NULL when the request has none) may act on s: the maker's key when s has an
  * owner (a token sent along must then match too), else the token.  Compares in constant time. */
 int srv_session_owned_by(const srv_session *s, const uint8_t *id, size_t idlen, const uint8_t *token);
+/* Nonzero when token (PROTO_TOKEN_BYTES, or NULL) is s's view token: the read-only right a viewer needs.
+ * It admits only the ops that change nothing (model, poses, stats; srv_server.c decides), whoever sends
+ * it, plain or CURVE-authenticated.  Compares in constant time. */
+int srv_session_viewable_by(const srv_session *s, const uint8_t *token);
 /* Makes the client identity id the owner of s when it is a CURVE key (kind SRV_CLIENT_KEY). */
 void srv_session_set_owner(srv_session *s, const uint8_t *id, size_t idlen);
 

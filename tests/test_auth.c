@@ -275,6 +275,25 @@ Test(auth, curve_admits_authorized_keys_only, .init = make_keys, .fini = remove_
     uint8_t wrong[PROTO_TOKEN_BYTES] = {0};
     cr_assert_eq(request_code(c3, &q, s.id, wrong, msg, sizeof msg), PROTO_E_UNKNOWN_SESSION, "a wrong token sent "
                  "along is refused even from the owner's key");
+    /* the view token (minor 2): another authorized key may read the session (stats, model, poses), never
+     * act on it; the full token does not give it that right (above) */
+    cr_assert(s.has_view_token && memcmp(s.view_token, s.token, PROTO_TOKEN_BYTES), "a view token of its own");
+    const proto_op reads[3] = {PROTO_OP_STATS, PROTO_OP_MODEL, PROTO_OP_POSES};
+    for (int k = 0; k < 3; k++) {
+        proto_request_init(&q);
+        q.op = reads[k];
+        cr_assert_eq(request_code(c2, &q, s.id, s.view_token, msg, sizeof msg), PROTO_OK, "%s with the view token: %s",
+                     proto_op_name(reads[k]), msg);
+    }
+    for (int op = 0; op < NOPS; op++) {
+        if (op == OP_STATS) continue;
+        fill_attack(&q, (attack)op, act, 2, 12);
+        cr_assert_eq(request_code(c2, &q, s.id, s.view_token, msg, sizeof msg), PROTO_E_UNKNOWN_SESSION,
+                     "op %d with the view token: %s", op, msg);
+    }
+    herd_stats st;
+    cr_assert_eq(herd_client_stats(c, 0, s.id, &st, &e), 0, "%s", e.message);
+    cr_assert(st.has_session && st.session_steps == 2, "only the owner's step of its 2 worlds ran: %" PRIu64, st.session_steps);
     cr_assert_eq(herd_client_close(c, &s, &e), 0, "%s", e.message);
     herd_client_destroy(&c);
     herd_client_destroy(&c2);

@@ -598,7 +598,9 @@ Test(golden, hello_and_make_replies_encode_to_the_bytes)
     double cfg[3] = {60, 2, 2};
     static const uint8_t token[PROTO_TOKEN_BYTES] = {0x5e, 0x1f, 0x0a, 0x9c, 0x33, 0xd2, 0xb7, 0x48,
                                                      0x6e, 0x01, 0xf4, 0xc2, 0x9a, 0x7d, 0x5b, 0x10};
-    proto_encode_make_reply(&b, 3, 7, token, 4, ENV_AUTORESET_SAME_STEP, 42, &spec, cfg);
+    static const uint8_t view_token[PROTO_TOKEN_BYTES] = {0xa7, 0x40, 0x19, 0xe2, 0x6b, 0x05, 0xc8, 0x3d,
+                                                          0x91, 0xfe, 0x27, 0x54, 0x0c, 0xb3, 0x68, 0xdf};
+    proto_encode_make_reply(&b, 3, 7, token, view_token, 4, ENV_AUTORESET_SAME_STEP, 42, &spec, cfg);
     expect_bytes(&b, "rep_make");
     proto_buf_free(&b);
 }
@@ -790,6 +792,8 @@ Test(golden, replies_decode_through_the_client_decoder)
     uint8_t token[PROTO_TOKEN_BYTES];
     cr_assert_eq(proto_get_bin(r.root, "token", token, sizeof token, &err), PROTO_OK, "%s", err.message);
     cr_assert(token[0] == 0x5e && token[15] == 0x10);
+    cr_assert_eq(proto_get_bin(r.root, "view_token", token, sizeof token, &err), PROTO_OK, "%s", err.message);
+    cr_assert(token[0] == 0xa7 && token[15] == 0xdf, "minor 2: the read-only view token");
     cr_assert_eq(proto_get_bin(r.root, "token", token, 8, &err), PROTO_E_BAD_REPLY, "the length is checked");
     cr_assert_eq(proto_get_bin(r.root, "env", token, sizeof token, &err), PROTO_E_BAD_REPLY, "a str is not a bin");
     proto_reply_clear(&r);

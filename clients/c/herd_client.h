@@ -63,6 +63,8 @@ typedef struct {
     double config[ENV_MAX_CONFIG];  /* effective configuration values, in spec.config order */
     uint8_t token[PROTO_TOKEN_BYTES];   /* the session's token (sent with every request naming it) */
     int has_token;              /* 0 with a server older than protocol minor 1 */
+    uint8_t view_token[PROTO_TOKEN_BYTES];  /* its read-only right (model, poses, stats), to give a viewer */
+    int has_view_token;         /* 0 with a server older than protocol minor 2 */
 } herd_session;
 
 /* CURVE settings of a client: Z85 text keys (40 characters). */

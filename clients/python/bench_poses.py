@@ -28,9 +28,12 @@ from herd.local import LocalServer
 class Poller(threading.Thread):
     """Polls poses of `ids` of a session at `hz` while `on` is set; records round-trip times."""
 
-    def __init__(self, address, session, ids, hz, latest):
+    def __init__(self, address, session, ids, hz, latest, token=None):
         super().__init__(daemon=True)
         self.client = Client(address, timeout=30)
+        if token is not None:           # sessions are owned (PROTOCOL.md section 9): the viewer holds a token
+            self.client.use_token(session, token)
+        self.error = None
         self.session, self.ids, self.period, self.latest = session, np.asarray(ids, np.int32), 1.0 / hz, latest
         self.on = threading.Event()
         self.stop = threading.Event()
@@ -38,6 +41,14 @@ class Poller(threading.Thread):
         self.polls = 0
 
     def run(self):
+        try:
+            self._poll()
+        except Exception as e:          # noqa: BLE001 - reported by main: a benchmark without reads is void
+            self.error = e
+        finally:
+            self.client.close()
+
+    def _poll(self):
         nxt = time.perf_counter()
         while not self.stop.is_set():
             if not self.on.wait(0.05):
@@ -50,7 +61,6 @@ class Poller(threading.Thread):
             assert rep["body_pos"].shape[0] == len(self.ids)
             nxt += self.period
             time.sleep(max(0.0, nxt - time.perf_counter()))
-        self.client.close()
 
 
 def main(argv=None):
@@ -74,8 +84,9 @@ def main(argv=None):
         acts = [np.random.default_rng(k).uniform(-1, 1, (a.worlds, env.act_dim)).astype(np.float32) for k in range(8)]
         for k in range(20):
             env.step(acts[k % 8])
-        poller = Poller(address, env.sessions[0][1], np.linspace(0, a.worlds - 1, a.watched).astype(int), a.hz,
-                        not a.ordered)
+        session = env.sessions[0][1]
+        poller = Poller(address, session, np.linspace(0, a.worlds - 1, a.watched).astype(int), a.hz,
+                        not a.ordered, token=env._client.token(session))
         poller.start()
         rates = {False: [], True: []}
         for _ in range(a.repeats):
@@ -91,6 +102,10 @@ def main(argv=None):
         poller.stop.set()
         poller.join()
         env.close()
+        if poller.error is not None or poller.polls == 0:
+            print("bench_poses: FAILED: the poses poller %s" % ("failed: %s" % poller.error if poller.error
+                                                                else "read nothing"), file=sys.stderr)
+            return 1
     finally:
         if srv:
             srv.stop()

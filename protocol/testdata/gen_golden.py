@@ -209,6 +209,7 @@ add("req_stats_session", "request", "stats", req(13, "stats", session=7), desc="
 add("req_big_id", "request", "ping", req(2**64 - 1, "ping"), desc="ids are full uint64")
 # minor 1: the session token from the make reply, carried after "session"
 TOKEN = bytes.fromhex("5e1f0a9c33d2b7486e01f4c29a7d5b10")
+VIEW_TOKEN = bytes.fromhex("a74019e26b05c83d91fe27540cb368df")   # minor 2: the session's read-only token
 add("req_step_token", "request", "step",
     req(14, "step", session=7, token=TOKEN, world_ids=Tensor("int32", [1], [3]),
         actions=Tensor("float32", [1, 3], [0.0, 0.5, -0.5])),
@@ -256,11 +257,11 @@ add("rep_error", "reply", None,
     desc="every error reply has this form")
 add("rep_ping", "reply", "ping", ok(2, pong=True, time=1700000000.25))
 add("rep_hello", "reply", "hello",
-    ok(1, protocol=1, protocol_minor=1, server="herd 0.1.0", threads=8, auth="none",
+    ok(1, protocol=1, protocol_minor=2, server="herd 0.1.0", threads=8, auth="none",
        limits={"max_message_bytes": 16777216, "max_worlds_per_session": 16384, "max_worlds": 65536},
        envs=[TOY_SPEC]), desc="hello reply listing one (toy) env spec")
 add("rep_make", "reply", "make",
-    ok(3, session=7, token=TOKEN, env="toy-v0", num_worlds=4, autoreset="same_step", seed=42,
+    ok(3, session=7, token=TOKEN, view_token=VIEW_TOKEN, env="toy-v0", num_worlds=4, autoreset="same_step", seed=42,
        config={"kp": 60.0, "decimation": 2.0, "solver": 2.0}, spec=TOY_SPEC))
 add("rep_reset", "reply", "reset",
     ok(6, obs=Tensor("float32", [N, OD], f32(N * OD, 0.5, 0.125)), info={}))

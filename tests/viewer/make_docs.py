@@ -5,6 +5,10 @@ and the live page of an anymal_c-walk session with reward terms.  The replay HTM
 written to build/docs/, not to docs/.
 
     python3 tests/viewer/make_docs.py docs        # PYTHONPATH=clients/python:tests/viewer
+    python3 tests/viewer/make_docs.py --walk-replay build/docs/replay_walk.html docs   # (make docs-walk)
+
+--walk-replay HTML: only a Chromium screenshot of that replay of the trained walk policy (written by
+`examples/train_walk.py --eval-only --record HTML`), 5 s in, as docs/viewer_replay_walk.png.
 """
 import os
 import sys
@@ -47,5 +51,21 @@ def main(out):
         print("%-26s %8.0f kB" % (p, os.path.getsize(p) / 1024))
 
 
+def walk_replay_screenshot(html, out):
+    with Browser(960, 600) as b:
+        b.goto("file://" + os.path.abspath(html))
+        b.wait_for("window.herdViewer && herdViewer.ready && herdViewer.mode === 'replay'")
+        b.evaluate("herdViewer.setPaused(true); herdViewer.replay.seek(Math.min(250, herdViewer.replay.nframes - 1))")
+        time.sleep(0.5)
+        p = os.path.join(out, "viewer_replay_walk.png")
+        with open(p, "wb") as f:
+            f.write(b.screenshot())
+        assert not b.console_errors, b.console_errors
+    print("%-26s %8.0f kB" % (p, os.path.getsize(p) / 1024))
+
+
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "docs")
+    if len(sys.argv) > 1 and sys.argv[1] == "--walk-replay":
+        walk_replay_screenshot(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "docs")
+    else:
+        main(sys.argv[1] if len(sys.argv) > 1 else "docs")

@@ -166,6 +166,7 @@ class Client:
         self._replies = {}       # request id -> decoded reply (arrived, not yet collected)
         self._abandoned = set()  # ids given up after a timeout: their late replies are dropped
         self._tokens = {}        # (server, session) -> the session's token (from its make reply)
+        self._view_tokens = {}   # (server, session) -> its read-only view token (make reply, minor 2)
         self._closing = {}       # close request id -> (server, session): its token is dropped on success
         self.closed = False
         if server_key is None:
@@ -300,17 +301,29 @@ class Client:
         if rep["_op"] == "make" and isinstance(token, (bytes, memoryview)) and isinstance(rep.get("session"), int):
             rep["token"] = bytes(token)          # a small value: no view into the frame
             self._tokens[(server, rep["session"])] = rep["token"]
+            vt = rep.get("view_token")
+            if isinstance(vt, (bytes, memoryview)):
+                rep["view_token"] = bytes(vt)
+                self._view_tokens[(server, rep["session"])] = rep["view_token"]
         elif closing is not None:
             self._tokens.pop(closing, None)
+            self._view_tokens.pop(closing, None)
 
     def token(self, session, server=0):
         """The token of a session this client made (bytes), or None."""
         return self._tokens.get((server, int(session)))
 
+    def view_token(self, session, server=0):
+        """The read-only view token of a session this client made (bytes; None from a server older than
+        protocol minor 2): whoever holds it may read the session (model, poses, stats), never step, reset
+        or close it (PROTOCOL.md section 9).  Give this, not token(), to a viewer."""
+        return self._view_tokens.get((server, int(session)))
+
     def use_token(self, session, token, server=0):
         """Acts on a session another client made: its token (bytes, or 32 hex digits) is then sent with every
-        request naming it (PROTOCOL.md section 9).  A viewer attaching to a trainer's session needs this in plain
-        mode; under CURVE a session belongs to a key, and the same key pair is what gives access."""
+        request naming it (PROTOCOL.md section 9).  A viewer attaching to a trainer's session needs only the
+        session's view token (view_token(): read-only, in plain and CURVE mode alike); the full token, or under
+        CURVE the maker's key pair, gives every right."""
         if isinstance(token, str):
             token = bytes.fromhex(token)
         token = bytes(token)

@@ -248,6 +248,17 @@ class HerdVectorEnv(_VectorEnvBase):
         return [(self.addresses[k], s, int(a), int(c))
                 for k, s, a, c in zip(self._servers, self._sessions, self._starts, self._counts)]
 
+    @property
+    def view_tokens(self):
+        """[hex string or None] per entry of `sessions`: each session's read-only view token (protocol
+        minor 2), what `python3 -m herd.view --session ID --token HEX` needs to watch these worlds from
+        another process; it lets the viewer read them, never step, reset or close them."""
+        out = []
+        for k, s in zip(self._servers, self._sessions):
+            t = self._client.view_token(s, server=k)
+            out.append(None if t is None else t.hex())
+        return out
+
     def _check_open(self):
         if self.closed:
             raise HerdError("TRANSPORT", "the vector env is closed")

@@ -4,7 +4,8 @@ by Server-Sent Events.
 
     python3 -m herd.view --local --task paper-drop              # its own herd-server and session
     python3 -m herd.view --address tcp://127.0.0.1:5555 --task anymal_c-walk --worlds 16
-    python3 -m herd.view --address tcp://127.0.0.1:5555 --session 1234567 --token 5e1f...   # a trainer's session
+    python3 -m herd.view --address tcp://127.0.0.1:5555 --session 1234567 --token a740...   # a trainer's session
+                                                                    # (its read-only view token)
 
 Then open the printed URL (loopback by default: --host 0.0.0.0 exposes it).  From a training script, in
 process (the viewer uses its own socket; the trainer's steps are not touched):
@@ -190,8 +191,8 @@ class SessionSource:
 
     @classmethod
     def from_session(cls, address, session, token=None, **kw):
-        """One session on one server: its number of worlds from the `stats` op.  token: the session's token
-        (bytes or hex; plain mode), given by its owner (e.g. envs.sessions' client .token(session))."""
+        """One session on one server: its number of worlds from the `stats` op.  token: the session's view
+        token (bytes or hex), given by its owner (client.view_token(session)); its full token works too."""
         with Client(address, timeout=kw.get("timeout", 10.0), **(kw.get("client_options") or {})) as c:
             if token is not None:
                 c.use_token(session, token)
@@ -393,9 +394,10 @@ class Viewer:
 def attach(envs, world_ids=None, host="127.0.0.1", port=0, hz=50.0, client_options=None):
     """A started Viewer of a HerdVectorEnv's worlds (read-only, its own socket); viewer.url is the page.
     Call viewer.publish(rewards, infos) after steps to show reward terms (make the env with reward_terms=True)."""
-    # the trainer's session tokens (plain mode: a session belongs to its token; under CURVE pass the trainer's
-    # key pair in client_options)
-    tokens = [envs._client.token(session, server=k) for k, (_, session, _, _) in enumerate(envs.sessions)]
+    # the sessions' read-only view tokens (PROTOCOL.md section 9): the viewer can read the trainer's worlds,
+    # never step, reset or close them; a server older than protocol minor 2 has none: the full token then
+    tokens = [vt if vt is not None else envs._client.token(session, server=k)
+              for vt, k, (_, session, _, _) in zip(envs.view_tokens, envs._servers, envs.sessions)]
     src = SessionSource(envs.sessions, world_ids=world_ids, title="%s · training" % envs.env_id,
                         reward_term_names=envs.reward_term_names, client_options=client_options, tokens=tokens)
     return Viewer(src, host=host, port=port, period=1.0 / hz).start()
@@ -418,8 +420,8 @@ def main(argv=None):
     ap.add_argument("--address", help="herd-server endpoint ($HERD_ADDRESS, else tcp://127.0.0.1:5555)")
     ap.add_argument("--local", action="store_true", help="start a herd-server of our own (build/herd-server)")
     ap.add_argument("--session", type=int, help="attach read-only to this session (a trainer's) instead of making one")
-    ap.add_argument("--token", help="that session's token (32 hex digits; plain mode: sessions are owned by their "
-                                    "token; under CURVE use the owner's key pair through HERD_CURVE_* instead)")
+    ap.add_argument("--token", help="that session's view token (32 hex digits, the owner's "
+                                    "client.view_token(session): read-only), or its full token")
     ap.add_argument("--task", default="anymal_c-walk", help="task of our own session (default anymal_c-walk)")
     ap.add_argument("--worlds", type=int, default=4, help="worlds of our own session (default 4)")
     ap.add_argument("--world-ids", help="comma-separated worlds to draw (at most 16; default the first ones)")

@@ -1,4 +1,6 @@
 """herd.render: the rasterizer against known projections (no server needed)."""
+import os
+
 import numpy as np
 import pytest
 
@@ -148,9 +150,12 @@ def test_primitive_meshes_are_closed_and_outward(kind, size, volume):
     assert 0.93 * volume < v <= 1.0001 * volume
 
 
+@pytest.mark.skipif(not os.environ.get("HERD_TIMED_TESTS"),
+                    reason="a speed check (tests must not depend on the machine's speed): HERD_TIMED_TESTS=1 runs it; "
+                           "the figure comes from python3 -m herd.render")
 def test_frames_per_second_on_one_core():
     """>= 200 frames/s of 320x240 for the ANYmal-sized scene, by process CPU time (the best of 7 repeats: on
-    a shared machine the others measure the neighbours too)."""
+    a shared machine the others measure the neighbours too).  Opt-in (HERD_TIMED_TESTS=1)."""
     import time
     geoms = [{"name": "base", "body": 0, "type": "box", "size": [0.29, 0.07, 0.09], "pos": [0, 0, 0],
               "quat": [1, 0, 0, 0], "rgba": [0.9, 0.4, 0.1, 1], "collides": True}]

@@ -170,3 +170,64 @@ def test_a_viewer_of_another_process_needs_the_sessions_token(server):
             src.close()
         with pytest.raises(ValueError):
             herd.Client(addr).use_token(session, b"short")
+
+
+def test_bench_poses_reads_a_trainers_session(server):
+    """clients/python/bench_poses.py (the `poses` cost figure) on a small session: its poller, a client of
+    its own, reads the trainer's owned session (with the token) and the run reports its polls.  No speed is
+    asserted: the figure is measured by running the script, not by the test suite."""
+    import json
+    import os
+    import subprocess
+    import sys
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+    r = subprocess.run([sys.executable, os.path.join(root, "bench_poses.py"), "--address", server, "--worlds", "64",
+                        "--watched", "4", "--hz", "50", "--repeats", "1", "--seconds", "0.5"],
+                       capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=root))
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["bench"] == "poses_cost" and res["worlds"] == 64 and res["polls"] > 0
+    assert res["steps_per_s_off"] > 0 and res["steps_per_s_on"] > 0 and res["poll_rtt_ms_median"] > 0
+
+
+def test_a_view_token_reads_a_session_but_never_acts_on_it(server):
+    """Protocol minor 2: the make reply's view token is a read-only right.  Another client holding only it
+    may use model, poses and stats on the session; reset, step and close get UNKNOWN_SESSION and change
+    nothing; herd.view.attach gives its viewer this token, not the session's full token."""
+    import herd.view
+    with herd.make_vec("paper-drop", 3, address=server, seed=1) as envs:
+        envs.reset()
+        (addr, session, _, _), = envs.sessions
+        vt = envs.view_tokens[0]
+        full = envs._client.token(session)
+        assert isinstance(vt, str) and len(bytes.fromhex(vt)) == 16 and bytes.fromhex(vt) != full
+        with herd.Client(addr) as c:
+            assert c.hello()["protocol_minor"] >= 2
+            c.use_token(session, vt)
+            assert len(c.model(session)["scene"]["bodies"]) == 13
+            mine = c.poses(session, world_ids=[1], contacts=True)
+            np.testing.assert_array_equal(mine["body_pos"], envs.poses([1])["body_pos"])
+            assert c.stats(session=session)["session"]["num_worlds"] == 3
+            before = envs.poses()["body_pos"].copy()
+            acts = np.ones((3, envs.act_dim), np.float32)
+            for call in (lambda: c.reset(session), lambda: c.step(session, acts),
+                         lambda: c.close_session(session)):
+                with pytest.raises(HerdError) as e:
+                    call()
+                assert e.value.code == "UNKNOWN_SESSION"
+            np.testing.assert_array_equal(envs.poses()["body_pos"], before)     # nothing moved
+            # a token that is neither the full nor the view token reads nothing
+            c.use_token(session, bytes(16))
+            with pytest.raises(HerdError) as e:
+                c.poses(session, world_ids=[0])
+            assert e.value.code == "UNKNOWN_SESSION"
+        viewer = herd.view.attach(envs, world_ids=[0, 2])
+        try:
+            held = viewer.source._client.token(session)
+            assert held == bytes.fromhex(vt)
+            f = viewer.source.advance()
+            assert len(f["body_pos"]) == 2 * 13 * 3
+        finally:
+            viewer.stop()
+            viewer.source.close()
+        envs.step(np.zeros((3, envs.act_dim), np.float32))        # the owner's session is still open

@@ -73,6 +73,7 @@ class RslRlVecEnv(_VecEnvBase):
         self.reset_buf = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         self._episode_length = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
         self.extras = {}
+        self.infos = {}
         self._warned_length = False
 
     def _tensor(self, a):
@@ -125,6 +126,7 @@ class RslRlVecEnv(_VecEnvBase):
             extras["episode"] = {"rew_" + name: self._tensor(sums[:, j])
                                  for j, name in enumerate(self.reward_term_names)}
         self.extras = extras
+        self.infos = info           # the last step's infos as HerdVectorEnv gives them (e.g. reward_terms)
         return self.obs_buf, None, self.rew_buf, self.reset_buf, extras
 
     def get_observations(self):
