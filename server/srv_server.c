@@ -63,8 +63,8 @@ enum {
 #define RATE_SAMPLE_S 1.0       /* steps/s samples */
 #define RATE_WINDOW_S 10.0      /* steps/s in stats replies: over this window */
 #define DROP_LOG_S 1.0          /* at most one "replies dropped" line per client this often (warn level) */
-#define DRAIN_GRACE_S 5.0
-#define REF_STEP_WORK 200.0     /* decimation x solver_max_iter of anymal_c-walk's default configuration */       /* after the drain deadline: how long cancelled work may take to come back */
+#define DRAIN_GRACE_S 5.0       /* after the drain deadline: how long cancelled work may take to come back */
+#define REF_STEP_WORK 200.0     /* decimation x solver_max_iter of anymal_c-walk's default configuration */
 #define DEFAULT_WORLD_BYTES 2300    /* a world's memory before one of its task was made (anymal_c-walk: ~2.2 KB) */
 
 /* A request waiting for its job.  Ownership: the envelope frames, the request message (step actions

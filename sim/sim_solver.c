@@ -476,22 +476,22 @@ static inline __attribute__((always_inline)) int slip_search(const contact_prep 
 #define SIM_SOLVER_CLONES 1
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=fast")
-__attribute__((target_clones("default", "arch=x86-64-v3")))
+#define SLIP_CLONES __attribute__((target_clones("default", "arch=x86-64-v3")))
+#else
+#define SLIP_CLONES
 #endif
-static int contact_slip(const contact_prep *k, const double c[3], const double l0[3], double lam[3],
-                        const sim_solver_params *p)
-{
-    return slip_search(k, c, l0, lam, p, 0);
-}
-
-#ifdef SIM_SOLVER_CLONES
-__attribute__((target_clones("default", "arch=x86-64-v3")))
-#endif
-static int contact_slip_coulomb(const contact_prep *k, const double c[3], const double l0[3], double lam[3],
-                                const sim_solver_params *p)
-{
-    return slip_search(k, c, l0, lam, p, 1);
-}
+/* The slip search of each model as its own function (coulomb a constant, so each is specialized), cloned for
+ * FMA hardware when the build does not target it. */
+#define SLIP_SEARCH_MODEL(name, coulomb)                                                                        \
+    SLIP_CLONES static int name(const contact_prep *k, const double c[3], const double l0[3], double lam[3],    \
+                                const sim_solver_params *p)                                                     \
+    {                                                                                                           \
+        return slip_search(k, c, l0, lam, p, coulomb);                                                          \
+    }
+SLIP_SEARCH_MODEL(contact_slip, 0)
+SLIP_SEARCH_MODEL(contact_slip_coulomb, 1)
+#undef SLIP_SEARCH_MODEL
+#undef SLIP_CLONES
 
 #ifdef SIM_SOLVER_CLONES
 #pragma GCC pop_options
@@ -602,19 +602,7 @@ void sim_solver_add_column_block(int N, const double *restrict G, int i, const d
 static int solve_begin(int n, const double *G, const double *c, const double *mu, const double *lambda,
                        const sim_solver_params **p, sim_solver_params *def, sim_solver_stats *st)
 {
-    st->iterations = 0;
-    st->error = 0;
-    st->converged = 0;
-    st->n_open = st->n_stick = st->n_slip = 0;
-    st->bisection_steps = 0;
-    st->guard_scale = 1.0;
-    st->fallback = 0;
-    st->fallback_iterations = 0;
-    st->no_root = 0;
-    st->impact = 0;
-    st->rho = 0;
-    st->admm_tree = 0;
-    st->admm_factors = 0;
+    *st = (sim_solver_stats){.guard_scale = 1.0}; /* every other field 0 */
     if (!*p) {
         sim_solver_default_params(def);
         *p = def;
@@ -831,9 +819,10 @@ static __attribute__((noinline)) int pgs_sweeps(int n, const double *G, const do
 }
 
 /* The entry shared by the multi-contact solvers (sim_solver_internal.h): defaults, validation, the initial
- * contact velocity, then the solver's iterations. */
-int sim_solver_run(sim_solver_sweeps_fn sweeps, int n, const double *G, const double *c, const double *mu,
-                   double *lambda, const sim_solver_params *p, sim_solver_stats *st)
+ * contact velocity, then the solver's iterations: sweeps_tree(..., tree) when it is given, else sweeps(...). */
+static inline int solver_run(sim_solver_sweeps_fn sweeps, sim_solver_sweeps_tree_fn sweeps_tree, int n,
+                             const double *G, const double *c, const double *mu, double *lambda,
+                             const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree)
 {
     sim_solver_params def;
     sim_solver_stats st_local;
@@ -842,20 +831,19 @@ int sim_solver_run(sim_solver_sweeps_fn sweeps, int n, const double *G, const do
     if (go != 1) return go;
     double v[3 * SIM_SOLVER_MAX_CONTACTS];
     sim_contact_velocity(n, G, c, lambda, v);
-    return sweeps(n, G, c, mu, lambda, p, st, v);
+    return sweeps_tree ? sweeps_tree(n, G, c, mu, lambda, p, st, v, tree) : sweeps(n, G, c, mu, lambda, p, st, v);
+}
+
+int sim_solver_run(sim_solver_sweeps_fn sweeps, int n, const double *G, const double *c, const double *mu,
+                   double *lambda, const sim_solver_params *p, sim_solver_stats *st)
+{
+    return solver_run(sweeps, NULL, n, G, c, mu, lambda, p, st, NULL);
 }
 
 int sim_solver_run_tree(sim_solver_sweeps_tree_fn sweeps, int n, const double *G, const double *c, const double *mu,
                         double *lambda, const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree)
 {
-    sim_solver_params def;
-    sim_solver_stats st_local;
-    if (!st) st = &st_local;
-    int go = solve_begin(n, G, c, mu, lambda, &p, &def, st);
-    if (go != 1) return go;
-    double v[3 * SIM_SOLVER_MAX_CONTACTS];
-    sim_contact_velocity(n, G, c, lambda, v);
-    return sweeps(n, G, c, mu, lambda, p, st, v, tree);
+    return solver_run(NULL, sweeps, n, G, c, mu, lambda, p, st, tree);
 }
 
 int sim_solve_bisection(int n, const double *G, const double *c, const double *mu, double *lambda,

@@ -611,17 +611,22 @@ static int admm_sweeps_tree(int n, const double *G, const double *c, const doubl
     return sim_solver_end(st, it, err, p->tol);
 }
 
-int sim_solve_admm_tree(int n, const double *G, const double *c, const double *mu, double *lambda,
-                        const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree)
-{
-    return sim_solver_run_tree(admm_sweeps_tree, n, G, c, mu, lambda, p, st, tree);
-}
+/* The two entry points of a solver that can use G's structure: name_tree (sim_solver_run_tree with tree, which
+ * may be NULL) and name, the dense form (tree = NULL). */
+#define TREE_SOLVER_ENTRY_POINTS(name, sweeps)                                                                  \
+    int name##_tree(int n, const double *G, const double *c, const double *mu, double *lambda,                 \
+                    const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree)             \
+    {                                                                                                           \
+        return sim_solver_run_tree(sweeps, n, G, c, mu, lambda, p, st, tree);                                   \
+    }                                                                                                           \
+    int name(int n, const double *G, const double *c, const double *mu, double *lambda,                        \
+             const sim_solver_params *p, sim_solver_stats *st)                                                  \
+    {                                                                                                           \
+        return name##_tree(n, G, c, mu, lambda, p, st, NULL);                                                   \
+    }
 
-int sim_solve_admm(int n, const double *G, const double *c, const double *mu, double *lambda,
-                   const sim_solver_params *p, sim_solver_stats *st)
-{
-    return sim_solve_admm_tree(n, G, c, mu, lambda, p, st, NULL);
-}
+/* sim_solve_admm_tree and sim_solve_admm */
+TREE_SOLVER_ENTRY_POINTS(sim_solve_admm, admm_sweeps_tree)
 
 /* ------------------------------------------------------------------------------------------------ */
 /* The robust default: Coulomb per-contact sweeps, handed to ADMM when they stall.                   */
@@ -648,14 +653,5 @@ static int stall_admm_sweeps_tree(int n, const double *G, const double *c, const
     return sim_solver_end(st, sweeps + it, err, p->tol);
 }
 
-int sim_solve_coulomb_stall_admm_tree(int n, const double *G, const double *c, const double *mu, double *lambda,
-                                      const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree)
-{
-    return sim_solver_run_tree(stall_admm_sweeps_tree, n, G, c, mu, lambda, p, st, tree);
-}
-
-int sim_solve_coulomb_stall_admm(int n, const double *G, const double *c, const double *mu, double *lambda,
-                                 const sim_solver_params *p, sim_solver_stats *st)
-{
-    return sim_solve_coulomb_stall_admm_tree(n, G, c, mu, lambda, p, st, NULL);
-}
+/* sim_solve_coulomb_stall_admm_tree and sim_solve_coulomb_stall_admm */
+TREE_SOLVER_ENTRY_POINTS(sim_solve_coulomb_stall_admm, stall_admm_sweeps_tree)

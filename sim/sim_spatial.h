@@ -99,18 +99,21 @@ static inline void sv_cross_force_add(double *r, const double *v, const double *
     v3_cross_add(r, v + 3, f + 3);
     v3_cross_add(r + 3, v, f + 3);
 }
+/* The six rows of f = I v, written once for sinert_mul (doubles) and sinert_mul2 (2-lane vectors, so the same
+ * expression per lane). */
+#define SINERT_MUL_ROWS(f, I, v)                                                                                \
+    do {                                                                                                        \
+        const double *h_ = (I) + 1, *J_ = (I) + 4;                                                              \
+        (f)[0] = J_[0] * (v)[0] + J_[3] * (v)[1] + J_[4] * (v)[2] + h_[1] * (v)[5] - h_[2] * (v)[4];            \
+        (f)[1] = J_[3] * (v)[0] + J_[1] * (v)[1] + J_[5] * (v)[2] + h_[2] * (v)[3] - h_[0] * (v)[5];            \
+        (f)[2] = J_[4] * (v)[0] + J_[5] * (v)[1] + J_[2] * (v)[2] + h_[0] * (v)[4] - h_[1] * (v)[3];            \
+        (f)[3] = (I)[0] * (v)[3] - (h_[1] * (v)[2] - h_[2] * (v)[1]);                                           \
+        (f)[4] = (I)[0] * (v)[4] - (h_[2] * (v)[0] - h_[0] * (v)[2]);                                           \
+        (f)[5] = (I)[0] * (v)[5] - (h_[0] * (v)[1] - h_[1] * (v)[0]);                                           \
+    } while (0)
 /* f = I v for a spatial inertia I = (m, h[3], Ixx Iyy Izz Ixy Ixz Iyz) about the common point:
  * f_ang = I w + h x v_lin,  f_lin = m v_lin - h x w. */
-static inline void sinert_mul(double *f, const double *I, const double *v)
-{
-    const double *h = I + 1, *J = I + 4;
-    f[0] = J[0] * v[0] + J[3] * v[1] + J[4] * v[2] + h[1] * v[5] - h[2] * v[4];
-    f[1] = J[3] * v[0] + J[1] * v[1] + J[5] * v[2] + h[2] * v[3] - h[0] * v[5];
-    f[2] = J[4] * v[0] + J[5] * v[1] + J[2] * v[2] + h[0] * v[4] - h[1] * v[3];
-    f[3] = I[0] * v[3] - (h[1] * v[2] - h[2] * v[1]);
-    f[4] = I[0] * v[4] - (h[2] * v[0] - h[0] * v[2]);
-    f[5] = I[0] * v[5] - (h[0] * v[1] - h[1] * v[0]);
-}
+static inline void sinert_mul(double *f, const double *I, const double *v) { SINERT_MUL_ROWS(f, I, v); }
 /* r = A B for 3 x 3 row-major matrices (r must not alias A or B), a row at a time as one 4-lane vector: the same
  * expression per element as m3_mul, so bit-identical to it. */
 static inline void m3_mul_v(double *restrict r, const double *A, const double *B)
@@ -129,14 +132,8 @@ static inline void sinert_mul2(double *f, double *g, const double *I, const doub
 {
     sim_v2d_ v[6];
     for (int j = 0; j < 6; j++) v[j] = (sim_v2d_){a[j], b[j]};
-    const double *h = I + 1, *J = I + 4;
     sim_v2d_ r[6];
-    r[0] = J[0] * v[0] + J[3] * v[1] + J[4] * v[2] + h[1] * v[5] - h[2] * v[4];
-    r[1] = J[3] * v[0] + J[1] * v[1] + J[5] * v[2] + h[2] * v[3] - h[0] * v[5];
-    r[2] = J[4] * v[0] + J[5] * v[1] + J[2] * v[2] + h[0] * v[4] - h[1] * v[3];
-    r[3] = I[0] * v[3] - (h[1] * v[2] - h[2] * v[1]);
-    r[4] = I[0] * v[4] - (h[2] * v[0] - h[0] * v[2]);
-    r[5] = I[0] * v[5] - (h[0] * v[1] - h[1] * v[0]);
+    SINERT_MUL_ROWS(r, I, v);
     for (int k = 0; k < 6; k++) f[k] = r[k][0], g[k] = r[k][1];
 }
 

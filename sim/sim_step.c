@@ -284,14 +284,7 @@ int sim_step_prepare_kin(const sim_model *m, sim_data *d, double dt, int kinemat
     stage_free_velocity(m, d, dt);
     int nc = sim_collide(m, d, m->opt.margin, dt, d->con, d->ncon_max);
     d->ncon = nc;
-    st->ncon = nc;
-    st->nactive = 0;
-    st->iterations = 0;
-    st->error = 0;
-    st->converged = 1;
-    st->fallback = 0;
-    st->impact = 0;
-    st->penetration = 0;
+    *st = (sim_step_stats){.ncon = nc, .converged = 1}; /* the later stages fill the rest when nc > 0 */
     if (nc > 0) {
         stage_contact_jacobians(m, d, nc);
         stage_delassus(m, d, nc);

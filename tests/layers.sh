@@ -7,7 +7,8 @@
 #   clients/c/  herd_client*.h, proto.h, env_spec.h
 #   server/     srv_*.h, proto.h, env.h, env_spec.h (never sim/)
 #   (env_scene.h is data only like env_spec.h: the scene the `model` op encodes)
-# Prints one line per violation and "N passed, M failed" (one check per layer).
+#   within a layer: no two modules include each other's headers (a.c -> b.h and b.c -> a.h)
+# Prints one line per violation and "N passed, M failed" (one check per layer, plus the two below).
 set -u
 cd "$(dirname "$0")/.."
 passed=0; failed=0
@@ -25,13 +26,37 @@ check() { # layer dir, allowed-herd-header regex, forbidden-system regex
   done
   if [ -z "$bad" ]; then passed=$((passed + 1)); echo "ok - $dir"; else failed=$((failed + 1)); echo "not ok - $dir"; printf '%s' "$bad"; fi
 }
-check sim '^sim_[a-z_]+\.h$' 'pthread\.h|zmq\.h|msgpack\.h|time\.h|sys/socket\.h'
+check sim '^sim_[a-z_]+\.h$' 'pthread\.h|threads\.h|zmq\.h|msgpack\.h|time\.h|sys/time\.h|sys/socket\.h'
 check envs '^(env[a-z_]*\.h|sim_(model|math|step|dynamics|collision|solver|metrics|urdf)\.h)$' 'zmq\.h|msgpack\.h|sys/socket\.h'
 check protocol '^(proto[a-z_]*\.h|env_(spec|scene)\.h)$' 'zmq\.h|pthread\.h'
 check clients/c '^(herd_client[a-z_]*\.h|proto\.h|env_(spec|scene)\.h)$' ''
 check server '^(srv_[a-z_]+\.h|proto\.h|env\.h|env_(spec|scene)\.h)$' ''
-# protocol's public header exposes no msgpack-c types
-if grep -E '^[^/*]*\bmsgpack_[a-z]+' protocol/proto.h >/dev/null; then failed=$((failed + 1)); echo "not ok - protocol/proto.h exposes msgpack types"
+# protocol's public header exposes no msgpack-c types (neither named nor through msgpack.h)
+if grep -E '^[^/*]*\bmsgpack_[a-z]+|^[[:space:]]*#[[:space:]]*include[[:space:]]+<msgpack' protocol/proto.h >/dev/null; then
+    failed=$((failed + 1)); echo "not ok - protocol/proto.h exposes msgpack types"
 else passed=$((passed + 1)); echo "ok - protocol/proto.h is free of msgpack types"; fi
+# no two modules of a layer lean on each other: a.c includes b.h while b.c or b.h includes a.h (as srv_config.c
+# and srv_server.c once did).  Data-only headers (env_spec.h, env_scene.h) are no module.  Known loops, listed
+# so that no new one can come in unseen (each is a header of types one way and a call the other way):
+#   sim_model.c -> sim_collision.h -> sim_model.h   (sim_data_new sizes the contact array by sim_collision_max_contacts)
+#   sim_solver.c -> sim_metrics.h -> sim_solver.h   (the solvers stop on the metrics; the metrics use the solver limits)
+known_loops=" sim/sim_collision.c:sim/sim_model.c sim/sim_metrics.c:sim/sim_solver.c "
+incs() { grep -ohE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[^"]+"' "$@" 2>/dev/null | sed -E 's/.*"([^"]+)"/\1/' | sort -u; }
+loops=""
+for a in sim/*.c envs/*.c protocol/*.c server/*.c clients/c/*.c; do
+    ha=$(basename "${a%.c}").h
+    case "$ha" in env_spec.h | env_scene.h) continue ;; esac
+    while IFS= read -r hb; do
+        case "$hb" in "$ha" | env_spec.h | env_scene.h) continue ;; esac
+        b=$(dirname "$a")/${hb%.h}.c
+        [ -e "$b" ] || continue
+        incs "$b" "${b%.c}.h" | grep -qxF "$ha" || continue
+        pair=$a:$b; [[ "$b" < "$a" ]] && pair=$b:$a
+        [[ "$known_loops" == *" $pair "* ]] && continue
+        loops+="  $a includes $hb, and $b or its header includes $ha"$'\n'
+    done < <(incs "$a")
+done
+if [ -z "$loops" ]; then passed=$((passed + 1)); echo "ok - no two modules include each other's headers"
+else failed=$((failed + 1)); echo "not ok - modules include each other's headers"; printf '%s' "$loops"; fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
