@@ -241,7 +241,7 @@ static int raw_recv(void *d, int timeout_ms, msgpack_unpacked *u, int *nframes, 
             if (bytes) *bytes = zmq_msg_size(&m);
             if (u) {
                 /* the unpacked strings point into the bytes: keep a copy until the next call */
-                static char copy[1 << 16];
+                static char copy[1 << 20];
                 cr_assert_lt(zmq_msg_size(&m), sizeof copy);
                 memcpy(copy, zmq_msg_data(&m), zmq_msg_size(&m));
                 msgpack_unpacked_init(u);
@@ -549,6 +549,37 @@ Test(drift, echoed_strings_are_valid_utf8_and_bounded, .timeout = 30)
         cr_assert_lt(msg->via.str.size, 400, "bounded (%u bytes)", msg->via.str.size);
         msgpack_unpacked_destroy(&u);
     }
+    /* config keys (and a named choice's value) are echoed too: an unknown key that is not UTF-8, a long one,
+     * and a choice name that is not UTF-8 */
+    for (int k = 0; k < 3; k++) {
+        mp m;
+        mp_request(&m, 3, 40 + (uint64_t)k, "make");
+        mp_kv_str(&m, "env", "anymal_c-walk");
+        mp_kv_uint(&m, "num_worlds", 1);
+        mp_key(&m, "config");
+        msgpack_pack_map(&m.pk, 1);
+        if (k == 2) {
+            mp_kv_str(&m, "solver", "\xf0\x28\x8c\xbc" "admm\xc0\xaf");
+        } else {
+            mp_key(&m, k == 0 ? "\xff\xfe" "kp\xc3" : longname);
+            msgpack_pack_double(&m.pk, 1.0);
+        }
+        zmq_send(d, m.sb.data, m.sb.size, 0);
+        msgpack_sbuffer_destroy(&m.sb);
+        msgpack_unpacked u;
+        cr_assert_eq(raw_recv(d, 10000, &u, NULL, NULL), 0);
+        char code[32];
+        uint64_t id;
+        const msgpack_object *msg;
+        reply_error(&u.data, code, sizeof code, &id, &msg);
+        cr_assert_str_eq(code, "BAD_CONFIG", "config case %d", k);
+        cr_assert_eq(id, 40 + (uint64_t)k);
+        cr_assert(msg && msg->type == MSGPACK_OBJECT_STR);
+        cr_assert(valid_utf8((const unsigned char *)msg->via.str.ptr, msg->via.str.size), "config message %d: %.*s", k,
+                  (int)msg->via.str.size, msg->via.str.ptr);
+        cr_assert_lt(msg->via.str.size, 400, "bounded (%u bytes)", msg->via.str.size);
+        msgpack_unpacked_destroy(&u);
+    }
     raw_stop(&fx);
 }
 
@@ -661,6 +692,62 @@ Test(quota, sessions_and_worlds_per_client, .timeout = 60)
     herd_client_destroy(&a);
     herd_client_destroy(&b);
     cr_assert_eq(srv_thread_stop(&t), 0);
+}
+
+/* Item 3: the bounds are documented in `hello` (PROTOCOL.md sections 6.1 and 9): every one of them under
+ * "limits", with the value the server runs with; client_max_worlds 0 (the default) is reported as
+ * max_worlds, the whole server, and the memory ceiling as the bytes it resolved to. */
+Test(quota, hello_reports_every_bound, .timeout = 30)
+{
+    static const char *const keys[] = {"max_message_bytes", "max_worlds_per_session", "max_worlds",
+                                       "max_request_work", "max_memory_bytes", "client_max_worlds",
+                                       "client_max_sessions", "client_max_inflight", "client_max_queued_bytes",
+                                       "drain_timeout_ms"};
+    for (int defaults = 0; defaults < 2; defaults++) {
+        srv_config cfg;
+        base_config(&cfg, 1);
+        if (!defaults) {
+            cfg.max_message_bytes = 3u << 20;
+            cfg.max_worlds_per_session = 1000;
+            cfg.max_worlds = 5000;
+            cfg.max_request_work = 123456;
+            cfg.max_memory_bytes = (size_t)300 << 20;
+            cfg.client_max_worlds = 2000;
+            cfg.client_max_sessions = 7;
+            cfg.client_max_inflight = 11;
+            cfg.client_max_queued_bytes = (size_t)5 << 20;
+            cfg.drain_timeout_s = 2.5;
+        }
+        const int64_t want[] = {(int64_t)cfg.max_message_bytes, cfg.max_worlds_per_session, cfg.max_worlds,
+                                cfg.max_request_work, (int64_t)srv_config_memory_ceiling(&cfg),
+                                cfg.client_max_worlds ? cfg.client_max_worlds : cfg.max_worlds,
+                                cfg.client_max_sessions, cfg.client_max_inflight,
+                                (int64_t)cfg.client_max_queued_bytes, (int64_t)(cfg.drain_timeout_s * 1000)};
+        rawfx fx = raw_start(&cfg);
+        mp m;
+        mp_request(&m, 0, 5, "hello");
+        zmq_send(fx.d, m.sb.data, m.sb.size, 0);
+        msgpack_sbuffer_destroy(&m.sb);
+        msgpack_unpacked u;
+        cr_assert_eq(raw_recv(fx.d, 10000, &u, NULL, NULL), 0);
+        const msgpack_object *lim = map_get(&u.data, "limits");
+        cr_assert(lim && lim->type == MSGPACK_OBJECT_MAP, "hello has a limits map");
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            const msgpack_object *v = map_get(lim, keys[k]);
+            cr_assert(v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER, "%s: limits.%s is reported as an int",
+                      defaults ? "defaults" : "set", keys[k]);
+            cr_assert_eq((int64_t)v->via.u64, want[k], "%s: limits.%s = %" PRIu64 ", the server runs with %" PRId64,
+                         defaults ? "defaults" : "set", keys[k], v->via.u64, want[k]);
+        }
+        if (defaults) {
+            /* the defaults let one trainer use the whole server (section 9) */
+            cr_assert_eq(map_get(lim, "client_max_worlds")->via.u64, map_get(lim, "max_worlds")->via.u64);
+            cr_assert_geq(map_get(lim, "client_max_sessions")->via.u64, 256);
+            cr_assert_geq(map_get(lim, "client_max_queued_bytes")->via.u64, (uint64_t)1 << 30);
+        }
+        msgpack_unpacked_destroy(&u);
+        raw_stop(&fx);
+    }
 }
 
 /* 1,000 pipelined steps added 233 MiB.  With client_max_inflight 8, requests past 8 in flight get LIMIT

@@ -247,6 +247,9 @@ bad = [
     ("bad_poses_contacts", req(35, "poses", session=7, contacts=1), "BAD_FIELD", 35),
     ("bad_step_contacts", req(36, "step", session=7, actions=Tensor("float32", [1, 1], [0.0]), contacts=True),
      "BAD_FIELD", 36),
+    # a duplicated key fails before "id" is decoded, but the id is readable (section 4.2): the reply carries it
+    ("bad_duplicate_key", Raw(b"\x84" + b"".join(bytes(enc(x, bytearray())) for x in
+                                                 ("v", 1, "op", "ping", "op", "ping", "id", 37))), "BAD_MESSAGE", 37),
 ]
 for name, content, code, id_ in bad:
     add(name, "bad_request", None, (content, code, id_), canonical=False, desc="rejected with " + code)
