@@ -600,6 +600,18 @@ Test(golden, hello_and_make_replies_encode_to_the_bytes)
     proto_encode_hello_reply(&b, 1, &info, specs, 1);
     expect_bytes(&b, "rep_hello");
     proto_buf_reset(&b);
+    /* a server with resource bounds (PROTOCOL.md sections 6.1 and 9) adds them after the three */
+    static const char *const bound_names[] = {"max_request_work", "max_memory_bytes", "client_max_worlds",
+                                              "client_max_sessions", "client_max_inflight",
+                                              "client_max_queued_bytes", "drain_timeout_ms"};
+    static const int64_t bound_values[] = {67108864, 12884901888, 65536, 256, 256, 1073741824, 25000};
+    info.auth = "curve";
+    info.nextra = 7;
+    info.extra_names = bound_names;
+    info.extra_values = bound_values;
+    proto_encode_hello_reply(&b, 1, &info, specs, 1);
+    expect_bytes(&b, "rep_hello_bounds");
+    proto_buf_reset(&b);
     double cfg[3] = {60, 2, 2};
     static const uint8_t token[PROTO_TOKEN_BYTES] = {0x5e, 0x1f, 0x0a, 0x9c, 0x33, 0xd2, 0xb7, 0x48,
                                                      0x6e, 0x01, 0xf4, 0xc2, 0x9a, 0x7d, 0x5b, 0x10};
