@@ -359,11 +359,15 @@ Test(cpu, a_step_over_the_work_bound_is_refused_before_it_runs, .timeout = 120)
 
 /* A CPU-heavy neighbour (the issue's config, pipelined steps of 64 worlds) alongside a latency-sensitive
  * session stepping 1 world: the small session's p99 stays within a stated bound.  Before, its steps
- * waited behind whole quanta of 16 heavy world-steps (9 s in the issue). */
+ * waited behind whole quanta of 16 heavy world-steps (9 s in the issue).  Since the per-contact sweeps
+ * converge on a standing robot, zero actions no longer make that config costly (~0.1 ms per world-step):
+ * the neighbour sends large random actions (uniform in [-50, 50], a fixed sequence), which keep the legs
+ * flailing, sliding and hitting the ground, so that its solves run long (~100 ms per world-step here). */
 typedef struct {
     const char *ep;
     volatile int stop;
     int steps;
+    double world_step_s;        /* the neighbour's mean wall time per world-step, times the 2 workers */
 } heavy_arg;
 
 static void *heavy_neighbour(void *arg)
@@ -373,19 +377,32 @@ static void *heavy_neighbour(void *arg)
     herd_client *c = herd_client_new(&h->ep, 1, 120000, &e);
     herd_session s;
     if (!c || make_s(c, "anymal_c-walk", 64, HEAVY, 5, &s, &e)) return NULL;
-    float *a = calloc((size_t)64 * s.act_dim, 4), *o = calloc((size_t)64 * s.obs_dim, 4);
+    enum { NA = 8 };
+    float *a[NA], *o = calloc((size_t)64 * s.obs_dim, 4);
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (int k = 0; k < NA; k++) {
+        a[k] = calloc((size_t)64 * s.act_dim, 4);
+        for (int i = 0; i < 64 * s.act_dim; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;        /* xorshift64 */
+            a[k][i] = (float)((double)(x >> 11) / 9007199254740992.0 * 100.0 - 50.0);
+        }
+    }
     herd_client_reset(c, &s, -1, NULL, NULL, o, &e);
     uint64_t ids[2];
-    for (int k = 0; k < 2; k++) ids[k] = herd_client_step_send(c, &s, -1, NULL, a, 0, &e);
+    int sent = 0;
+    double t0 = now_s();
+    for (int k = 0; k < 2; k++) ids[k] = herd_client_step_send(c, &s, -1, NULL, a[sent++ % NA], 0, &e);
     for (int k = 0; !h->stop; k++) {
         herd_reply *r = NULL;
         if (herd_client_wait(c, ids[k % 2], 120000, &r, &e)) break;
         herd_reply_destroy(&r);
         h->steps++;
-        ids[k % 2] = herd_client_step_send(c, &s, -1, NULL, a, 0, &e);
+        h->world_step_s = (now_s() - t0) * 2 / (64.0 * h->steps);
+        ids[k % 2] = herd_client_step_send(c, &s, -1, NULL, a[sent++ % NA], 0, &e);
     }
     herd_client_destroy(&c);       /* its queued steps are cancelled with the connection */
-    free(a), free(o);
+    for (int k = 0; k < NA; k++) free(a[k]);
+    free(o);
     return NULL;
 }
 
@@ -396,16 +413,20 @@ static int cmp_double(const void *a, const void *b)
 }
 
 #define SMALL_STEPS 100
-/* A turn cannot be shorter than one world-step, and one world-step of the issue's config takes up to ~1.3 s
- * (mean 50 ms) on this 2-core machine under a load of 10: the bound is about two of those. */
+/* A turn cannot be shorter than one world-step, and one world-step of the neighbour takes up to ~1.4 s (mean
+ * 95-190 ms) on this 2-core machine under a load of 6-10: the bound is about three of the longest.  Measured
+ * p99 0.33-1.36 s (5 runs); a scheduler running 16 heavy worlds per turn (before 6c2b280) measured 1.24 s: the
+ * bound catches starvation, not that difference (PROTOCOL.md section 9).  HEAVY_MIN_S: the neighbour must be
+ * heavy, or the test proves nothing. */
 #define P99_BOUND_S 4.0
+#define HEAVY_MIN_S 0.02
 
 Test(cpu, a_heavy_neighbour_keeps_a_small_sessions_p99_bounded, .timeout = 240)
 {
     srv_config cfg;
     base_config(&cfg, 2);
     srv_thread *t = start_cfg(&cfg);
-    heavy_arg h = {srv_thread_endpoint(t), 0, 0};
+    heavy_arg h = {srv_thread_endpoint(t), 0, 0, 0};
     pthread_t th;
     pthread_create(&th, NULL, heavy_neighbour, &h);
     herd_client *c = client_of(t, 60000);
@@ -422,12 +443,16 @@ Test(cpu, a_heavy_neighbour_keeps_a_small_sessions_p99_bounded, .timeout = 240)
         MUST(herd_client_step(c, &s, -1, NULL, a, 0, &out, &e_));
         lat[k] = now_s() - t0;
     }
+    /* the neighbour's cost is measured over at least one of its steps */
+    for (int w = 0; w < 1200 && h.steps < 1; w++) usleep(100000);
     h.stop = 1;
     qsort(lat, SMALL_STEPS, sizeof lat[0], cmp_double);
     double p50 = lat[SMALL_STEPS / 2], p99 = lat[SMALL_STEPS * 99 / 100 - 1], mx = lat[SMALL_STEPS - 1];
     fprintf(stderr, "cpu-heavy neighbour: small session 1-world step latency p50 %.1f ms, p99 %.1f ms, max %.1f ms "
-            "(bound %.0f ms); neighbour completed %d steps of 64 worlds\n", 1e3 * p50, 1e3 * p99, 1e3 * mx,
-            1e3 * P99_BOUND_S, h.steps);
+            "(bound %.0f ms); neighbour completed %d steps of 64 worlds, %.1f ms per world-step\n", 1e3 * p50,
+            1e3 * p99, 1e3 * mx, 1e3 * P99_BOUND_S, h.steps, 1e3 * h.world_step_s);
+    cr_assert_geq(h.world_step_s, SLOW * HEAVY_MIN_S, "the neighbour was not CPU-heavy (%.1f ms per world-step): the "
+                  "test proved nothing", 1e3 * h.world_step_s);
     cr_assert_lt(p99, SLOW * P99_BOUND_S, "p99 %.3f s", p99);
     MUST(herd_client_close(c, &s, &e_));
     herd_client_destroy(&c);
