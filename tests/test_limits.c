@@ -680,6 +680,26 @@ Test(drift, decode_errors_count_against_the_named_session, .timeout = 30)
     herd_stats st;
     MUST(herd_client_stats(c, 0, s.id, &st, &e_));
     cr_assert_eq(st.session_errors, 1);
+    /* another client naming the session (no token, then a wrong one) cannot add to the owner's counts */
+    herd_client *other = client_of(t, 5000);
+    for (int w = 0; w < 2; w++) {
+        herd_session fake = s;
+        fake.token[3] ^= 0x40;
+        mp_request(&m, w ? 4 : 3, 6 + (uint64_t)w, "step");
+        if (w) mp_kv_session(&m, &fake);
+        else mp_kv_uint(&m, "session", s.id);
+        mp_kv_str(&m, "world_ids", "not ids");
+        mp_kv_str(&m, "actions", "x");
+        cr_assert_eq(herd_client_send_raw(other, 0, m.sb.data, m.sb.size, &e), 0);
+        msgpack_sbuffer_destroy(&m.sb);
+        cr_assert_eq(herd_client_recv(other, 5000, &r, &e), 0);
+        cr_assert(!r->ok && r->error.code == PROTO_E_BAD_FIELD, "%s", r->error.message);
+        herd_reply_destroy(&r);
+    }
+    herd_client_destroy(&other);
+    MUST(herd_client_stats(c, 0, s.id, &st, &e_));
+    cr_assert_eq(st.session_errors, 1, "a non-owner's failed requests counted against the session (%" PRIu64 ")",
+                 st.session_errors);
     finish(&c, &s, &t);
 }
 
