@@ -363,6 +363,16 @@ Test(cpu, a_step_over_the_work_bound_is_refused_before_it_runs, .timeout = 120)
  * converge on a standing robot, zero actions no longer make that config costly (~0.1 ms per world-step):
  * the neighbour sends large random actions (uniform in [-50, 50], a fixed sequence), which keep the legs
  * flailing, sliding and hitting the ground, so that its solves run long (~100 ms per world-step here). */
+/* Large random actions (uniform in [-50, 50], xorshift64 from *x): with them the HEAVY config costs
+ * ~100 ms per world-step here; with zero actions its sweeps converge and a world-step costs ~0.1 ms. */
+static void heavy_actions(float *a, int n, uint64_t *x)
+{
+    for (int i = 0; i < n; i++) {
+        *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+        a[i] = (float)((double)(*x >> 11) / 9007199254740992.0 * 100.0 - 50.0);
+    }
+}
+
 typedef struct {
     const char *ep;
     volatile int stop;
@@ -382,10 +392,7 @@ static void *heavy_neighbour(void *arg)
     uint64_t x = 0x9E3779B97F4A7C15ull;
     for (int k = 0; k < NA; k++) {
         a[k] = calloc((size_t)64 * s.act_dim, 4);
-        for (int i = 0; i < 64 * s.act_dim; i++) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;        /* xorshift64 */
-            a[k][i] = (float)((double)(x >> 11) / 9007199254740992.0 * 100.0 - 50.0);
-        }
+        heavy_actions(a[k], 64 * s.act_dim, &x);
     }
     herd_client_reset(c, &s, -1, NULL, NULL, o, &e);
     uint64_t ids[2];
@@ -415,7 +422,7 @@ static int cmp_double(const void *a, const void *b)
 #define SMALL_STEPS 100
 /* A turn cannot be shorter than one world-step, and one world-step of the neighbour takes up to ~1.4 s (mean
  * 95-190 ms) on this 2-core machine under a load of 6-10: the bound is about three of the longest.  Measured
- * p99 0.33-1.36 s (5 runs); a scheduler running 16 heavy worlds per turn (before 6c2b280) measured 1.24 s: the
+ * p99 0.33-1.36 s (6 runs); a scheduler running 16 heavy worlds per turn (before 6c2b280) measured 1.24 s: the
  * bound catches starvation, not that difference (PROTOCOL.md section 9).  HEAVY_MIN_S: the neighbour must be
  * heavy, or the test proves nothing. */
 #define P99_BOUND_S 4.0
@@ -907,7 +914,7 @@ Test(quota, a_slow_reader_has_its_replies_dropped, .timeout = 400)
 /* ================================================================================================ */
 /* 4. cancellation and the drain deadline */
 
-/* close cancels what the session still has queued: 10 pipelined heavy steps (~16 s of work) then close:
+/* close cancels what the session still has queued: 10 pipelined heavy steps (~30 s of work) then close:
  * the close is answered within a few world-steps, the steps not run are answered UNKNOWN_SESSION. */
 Test(cancel, close_cancels_the_sessions_queued_work, .timeout = 120)
 {
@@ -919,6 +926,8 @@ Test(cancel, close_cancels_the_sessions_queued_work, .timeout = 120)
     herd_error e;
     MUST(make_s(c, "anymal_c-walk", 64, HEAVY, 5, &s, &e_));
     float *a = calloc((size_t)64 * s.act_dim, 4);
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    heavy_actions(a, 64 * s.act_dim, &x);
     MUST(herd_client_reset(c, &s, -1, NULL, NULL, NULL, &e_));
     enum { N = 10 };
     uint64_t ids[N];
