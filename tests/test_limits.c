@@ -852,6 +852,46 @@ Test(quota, memory_ceiling_refuses_make_before_allocating, .timeout = 60)
     finish(&c, &s, &t);
 }
 
+/* The ceiling counts reply buffers too (1,000 pipelined steps added 233 MiB): with 1000 worlds made under
+ * an 8 MiB ceiling, pipelined steps whose replies (~0.26 MB each) would cross it get LIMIT before their
+ * buffer is allocated, the others are served, and the memory comes back once they are answered. */
+Test(quota, memory_ceiling_counts_reply_buffers, .timeout = 120)
+{
+    srv_config cfg;
+    base_config(&cfg, 2);
+    cfg.max_memory_bytes = 8u << 20;
+    srv_thread *t = start_cfg(&cfg);
+    herd_client *c = client_of(t, 60000);
+    herd_session s;
+    herd_error e;
+    enum { W = 1000, N = 40 };
+    /* steps of ~0.1 s (decimation 20), so that the pipelined ones queue up whatever the machine's speed */
+    static const env_kv SLOWER[1] = {{"decimation", 20}};
+    MUST(make_s(c, "anymal_c-walk", W, SLOWER, 1, &s, &e_));
+    float *a = calloc((size_t)W * s.act_dim, 4), *o = calloc((size_t)W * s.obs_dim, 4);
+    MUST(herd_client_reset(c, &s, -1, NULL, NULL, o, &e_));
+    uint64_t ids[N];
+    for (int k = 0; k < N; k++) ids[k] = herd_client_step_send(c, &s, -1, NULL, a, 0, &e);
+    int ok = 0, limit = 0;
+    for (int k = 0; k < N; k++) {
+        herd_reply *r = NULL;
+        cr_assert_eq(herd_client_wait(c, ids[k], 60000, &r, &e), 0, "%s", e.message);
+        if (r->ok) ok++;
+        else {
+            cr_assert(r->error.code == PROTO_E_LIMIT && strstr(r->error.message, "memory ceiling"), "%s: %s",
+                      proto_code_name(r->error.code), r->error.message);
+            limit++;
+        }
+        herd_reply_destroy(&r);
+    }
+    fprintf(stderr, "memory ceiling 8 MiB, %d worlds: %d of %d pipelined steps served, %d LIMIT\n", W, ok, N, limit);
+    cr_assert(ok >= 1 && limit >= 1 && ok + limit == N, "ok %d, LIMIT %d", ok, limit);
+    herd_step_out out = {.obs = o};
+    MUST(herd_client_step(c, &s, -1, NULL, a, 0, &out, &e_));     /* released once answered */
+    free(a), free(o);
+    finish(&c, &s, &t);
+}
+
 /* A client that never reads its replies pinned 1.46 GB.  Over its byte budget (1 MiB here), its replies
  * are dropped: it gets far fewer replies than it asked for, and a reading client is served meanwhile. */
 Test(quota, a_slow_reader_has_its_replies_dropped, .timeout = 400)
