@@ -899,6 +899,13 @@ Test(quota, a_slow_reader_has_its_replies_dropped, .timeout = 400)
     srv_config cfg;
     base_config(&cfg, 2);
     cfg.client_max_queued_bytes = 1u << 20;
+    cfg.log_level = SRV_LOG_WARN;
+    /* the server's log (stderr) into a file: dropping a slow reader's replies is logged */
+    char logpath[] = "/tmp/herd-limits-log-XXXXXX";
+    int logfd = mkstemp(logpath), saved_stderr = dup(2);
+    cr_assert(logfd >= 0 && saved_stderr >= 0);
+    fflush(stderr);
+    dup2(logfd, 2);
     srv_thread *t = start_cfg(&cfg);
     herd_client *maker = client_of(t, 300000);
     herd_session s, small;
@@ -942,7 +949,17 @@ Test(quota, a_slow_reader_has_its_replies_dropped, .timeout = 400)
     MUST(herd_client_reset(maker, &s, -1, NULL, NULL, o, &e_));
     int got = 0;
     while (raw_recv(d, 1000, NULL, NULL, NULL) == 0) got++;
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    static char log[1 << 16];
+    ssize_t nlog = pread(logfd, log, sizeof log - 1, 0);
+    log[nlog > 0 ? nlog : 0] = 0;
+    close(logfd);
+    unlink(logpath);
     fprintf(stderr, "slow reader: %d of %d replies delivered (budget 1 MiB of ~200 KB replies)\n", got, N);
+    cr_assert(strstr(log, "warn:") && strstr(log, "dropped") && strstr(log, "--client-max-queued-bytes"),
+              "the dropped replies are logged; the log was:\n%s", log);
     cr_assert_lt(got, N / 2, "replies over the budget are dropped (%d of %d delivered)", got, N);
     zmq_close(d);
     zmq_ctx_term(ctx);
