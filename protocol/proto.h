@@ -159,8 +159,8 @@ void proto_request_init(proto_request *r);          /* zeroes; nids = nseeds = -
 void proto_request_clear(proto_request *r);         /* frees owned arrays, then init */
 
 /* Decodes and validates one request payload (see PROTOCOL.md, "Validation order").  On failure returns
- * the error code (and fills err); r->id / r->has_id (and r->session / r->has_session) are still set when
- * they could be read.  On
+ * the error code (and fills err); r->id / r->has_id (and r->session / r->has_session, r->token / r->has_token)
+ * are still set when they could be read.  On
  * success returns PROTO_OK: fields are type- and range-checked, but not against a session (see the
  * proto_check_* functions).  r must be initialized; it is cleared first. */
 int proto_decode_request(const void *buf, size_t len, const proto_limits *lim, proto_request *r, proto_error *err);

@@ -458,12 +458,17 @@ int proto_decode_request(const void *buf, size_t len, const proto_limits *lim, p
     msgpack_zone_destroy(&z);
     if (rc != PROTO_OK) {
         uint64_t id = r->id, session = r->session;
-        int has = r->has_id, has_session = r->has_session;
+        int has = r->has_id, has_session = r->has_session, has_token = r->has_token;
+        uint8_t token[PROTO_TOKEN_BYTES];
+        memcpy(token, r->token, sizeof token);
         proto_request_clear(r);
         r->id = id;
         r->has_id = has;
-        r->session = session;       /* kept too, so that the server counts the error against the session */
+        /* kept too, so that the server counts the error against the session when the sender owns it */
+        r->session = session;
         r->has_session = has_session;
+        memcpy(r->token, token, sizeof token);
+        r->has_token = has_token;
     }
     return rc;
 }

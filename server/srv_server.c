@@ -1046,8 +1046,9 @@ static void handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *
                                   * made from it counts once more and may be freed meanwhile) */
     }
     if (rc || !h) {
-        /* counted against the session it names, when that could be read */
-        srv_session *named = req.has_session ? srv_session_table_find(&S->sessions, req.session) : NULL;
+        /* counted against the session it names, when that and its owner could be read: a client that does
+         * not own the session (section 9) cannot add to its counts */
+        srv_session *named = req.has_session ? find_owned(S, &req, in.client) : NULL;
         send_error(S, frames, nf, req.has_id ? req.id : 0, named, rc ? (proto_code)rc : PROTO_E_INTERNAL,
                    rc ? e.message : "unhandled op");
     } else if (S->draining) {

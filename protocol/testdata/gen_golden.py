@@ -248,6 +248,9 @@ bad = [
     ("bad_poses_contacts", req(35, "poses", session=7, contacts=1), "BAD_FIELD", 35),
     ("bad_step_contacts", req(36, "step", session=7, actions=Tensor("float32", [1, 1], [0.0]), contacts=True),
      "BAD_FIELD", 36),
+    # a duplicated key fails before "id" is decoded, but the id is readable (section 4.2): the reply carries it
+    ("bad_duplicate_key", Raw(b"\x84" + b"".join(bytes(enc(x, bytearray())) for x in
+                                                 ("v", 1, "op", "ping", "op", "ping", "id", 37))), "BAD_MESSAGE", 37),
 ]
 for name, content, code, id_ in bad:
     add(name, "bad_request", None, (content, code, id_), canonical=False, desc="rejected with " + code)
@@ -260,6 +263,14 @@ add("rep_hello", "reply", "hello",
     ok(1, protocol=1, protocol_minor=2, server="herd 0.1.0", threads=8, auth="none",
        limits={"max_message_bytes": 16777216, "max_worlds_per_session": 16384, "max_worlds": 65536},
        envs=[TOY_SPEC]), desc="hello reply listing one (toy) env spec")
+add("rep_hello_bounds", "reply", "hello",
+    ok(1, protocol=1, protocol_minor=2, server="herd 0.1.0", threads=8, auth="curve",
+       limits={"max_message_bytes": 16777216, "max_worlds_per_session": 16384, "max_worlds": 65536,
+               "max_request_work": 67108864, "max_memory_bytes": 12884901888, "client_max_worlds": 65536,
+               "client_max_sessions": 256, "client_max_inflight": 256, "client_max_queued_bytes": 1073741824,
+               "drain_timeout_ms": 25000},
+       envs=[TOY_SPEC]),
+    desc="hello reply of a CURVE server with resource bounds (minor 1): limits has the bounds of section 9")
 add("rep_make", "reply", "make",
     ok(3, session=7, token=TOKEN, view_token=VIEW_TOKEN, env="toy-v0", num_worlds=4, autoreset="same_step", seed=42,
        config={"kp": 60.0, "decimation": 2.0, "solver": 2.0}, spec=TOY_SPEC))
