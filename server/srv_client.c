@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "srv_buckets.h"
+
 #define BUCKETS 1024
 
 struct srv_clients {
@@ -88,13 +90,7 @@ int srv_clients_count(const srv_clients *cs) { return cs->count; }
 
 void srv_clients_each(srv_clients *cs, void (*fn)(srv_client *c, void *arg), void *arg)
 {
-    for (int b = 0; b < BUCKETS; b++) {
-        srv_client *next;
-        for (srv_client *c = cs->buckets[b]; c; c = next) {
-            next = c->hnext;
-            fn(c, arg);
-        }
-    }
+    SRV_BUCKETS_EACH(srv_client, cs->buckets, BUCKETS, fn, arg);
 }
 
 size_t srv_client_identity(uint8_t *out, const char *key, const void *rid, size_t ridlen)

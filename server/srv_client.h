@@ -6,7 +6,7 @@
  * (a reconnect is a new client there; its sessions stay reachable through their tokens, srv_session.h).
  * srv_client_identity builds it from those two; it is prefixed with its kind so the two never collide.
  *
- * The counters are kept by the server (srv_server.c) and read by whoever enforces quotas: worlds and
+ * The counters are kept by the server (srv_ops.c, srv_pending.c) and read by whoever enforces quotas: worlds and
  * sessions the client made and has not closed (including makes in flight), requests in flight, and
  * bytes of replies queued for it but not yet sent.
  *

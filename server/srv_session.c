@@ -8,6 +8,8 @@
 #include <sys/random.h>
 #include <sys/types.h>
 
+#include "srv_buckets.h"
+
 srv_session *srv_session_new(int nworlds, int nthreads, int rot)
 {
     srv_session *s = calloc(1, sizeof *s);
@@ -119,11 +121,5 @@ void srv_session_table_remove(srv_session_table *t, srv_session *s)
 
 void srv_session_table_each(srv_session_table *t, void (*fn)(srv_session *s, void *arg), void *arg)
 {
-    for (int b = 0; b < SRV_SESSION_BUCKETS; b++) {
-        srv_session *next;
-        for (srv_session *s = t->buckets[b]; s; s = next) {
-            next = s->hnext;
-            fn(s, arg);
-        }
-    }
+    SRV_BUCKETS_EACH(srv_session, t->buckets, SRV_SESSION_BUCKETS, fn, arg);
 }

@@ -8,13 +8,13 @@
  * sizes, rot) of the sessions of the jobs they run and touch the env only for their slice.
  * Ownership: a session owns its lanes and scratch; `env` is created by a make job and destroyed by a
  * close job (srv_job.h), and must be gone (NULL) by srv_session_destroy.  The deferred jobs and the
- * close job are the server's (srv_server.c): it empties them before destroying the session.  The table
+ * close job are the server's (srv_pending.c): it empties them before destroying the session.  The table
  * does not own its sessions: it links them (hnext).
  *
  * Owners: a session belongs to whoever made it.  Made by a CURVE-authenticated client, it belongs to that
  * key (owner); made in plain mode, to whoever holds its token, 128 random bits the make reply carries
  * and every later request must repeat.  srv_session_owned_by decides; a request that fails it must get
- * the same UNKNOWN_SESSION reply as a request naming no session (srv_server.c).  Ids are random too (so
+ * the same UNKNOWN_SESSION reply as a request naming no session (srv_ops.c).  Ids are random too (so
  * knowing one's own id tells nothing of the others'), but they are names, not secrets.
  */
 #ifndef HERD_SRV_SESSION_H
@@ -50,7 +50,7 @@ struct srv_session {
                                  * with the ordered lane instead of waiting behind it */
     uint8_t *idbits;            /* nworlds bits of scratch for proto_check_world_ids */
     int inflight;               /* jobs of this session queued on workers */
-    srv_job *deferred, *deferred_tail;  /* jobs waiting for this session's jobs in flight (srv_server.c) */
+    srv_job *deferred, *deferred_tail;  /* jobs waiting for this session's jobs in flight (srv_pending.c) */
     int closing, destroying;    /* close requested / its job queued */
     srv_job *close_job;         /* the close request's job, until the session is idle (NULL: expiry) */
     double created, last_active;        /* srv_now_s(); last_active: the last request's arrival or reply */
@@ -94,7 +94,7 @@ void srv_session_table_remove(srv_session_table *t, srv_session *s);
  * owner (a token sent along must then match too), else the token.  Compares in constant time. */
 int srv_session_owned_by(const srv_session *s, const uint8_t *id, size_t idlen, const uint8_t *token);
 /* Nonzero when token (PROTO_TOKEN_BYTES, or NULL) is s's view token: the read-only right a viewer needs.
- * It admits only the ops that change nothing (model, poses, stats; srv_server.c decides), whoever sends
+ * It admits only the ops that change nothing (model, poses, stats; srv_ops.c decides), whoever sends
  * it, plain or CURVE-authenticated.  Compares in constant time. */
 int srv_session_viewable_by(const srv_session *s, const uint8_t *token);
 /* Makes the client identity id the owner of s when it is a CURVE key (kind SRV_CLIENT_KEY). */
