@@ -419,6 +419,72 @@ else
             end
         end
 
+        @testset "CURVE" begin
+            # issue 13 item 1 (PROTOCOL.md section 1): a server with a key pair answers the authorized client
+            # keys only; the keys may be given as key files (herd-server --keygen) or as Z85 strings
+            keys = joinpath(mktempdir(), "k")
+            run(pipeline(Cmd([SERVER_BIN, "--keygen", keys]); stdout = devnull))
+            pub, sec = joinpath(keys, "server.pub"), joinpath(keys, "client.key")
+            cep = "tcp://127.0.0.1:$(free_port())"
+            cproc = run(pipeline(Cmd([SERVER_BIN, "--bind", cep, "--threads", "1", "--log-level", "warn",
+                                      "--stats-interval", "0",
+                                      "--curve-secret-key-file", joinpath(keys, "server.key"),
+                                      "--authorized-keys", joinpath(keys, "authorized_keys")]);
+                                 stdout = devnull, stderr = devnull); wait = false)
+            try
+                up = false
+                deadline = time() + 20
+                while !up && time() < deadline && process_running(cproc)
+                    c = Client(cep; timeout = 0.3, server_key = pub, secret_key = sec)
+                    try
+                        Herd.ping(c)
+                        up = true
+                    catch err
+                        err isa HerdError || rethrow()
+                        sleep(0.05)
+                    finally
+                        close(c)
+                    end
+                end
+                @test up
+                c = Client(cep; timeout = 10, server_key = pub, secret_key = sec)
+                try
+                    @test Herd.hello(c)["auth"] == "curve"
+                    r = Herd.call(c, 1, "make", OrderedMap("env" => "anymal_c-stand", "num_worlds" => 2))
+                    sid = UInt64(r["session"])
+                    Herd.call(c, 1, "reset", OrderedMap("session" => sid))
+                    @test Herd.call(c, 1, "stats", OrderedMap("session" => sid))["session"]["num_worlds"] == 2
+                    Herd.call(c, 1, "close", OrderedMap("session" => sid))
+                finally
+                    close(c)
+                end
+                c2 = Client(cep; timeout = 10, server_key = Herd.read_key(pub, false),
+                            secret_key = Herd.read_key(sec, true))
+                try
+                    @test Herd.ping(c2)["pong"] == true
+                finally
+                    close(c2)
+                end
+                # a key pair the server does not know, or plain mode, gets no reply
+                _, other_sec = Herd.curve_keypair()
+                for kw in ((server_key = pub, secret_key = other_sec), NamedTuple())
+                    x = Client(cep; timeout = 0.5, kw...)
+                    e = try
+                        Herd.ping(x)
+                        nothing
+                    catch err
+                        err
+                    finally
+                        close(x)
+                    end
+                    @test e isa HerdError && e.code == "TIMEOUT"
+                end
+            finally
+                kill(cproc)
+                wait(cproc)
+            end
+        end
+
         @testset "errors" begin
             VecEnv("anymal_c-walk", 4; address = ep, seed = 1) do env
                 reset!(env)
