@@ -95,7 +95,7 @@ void env_scene(const env_t *e, env_scene_t *out)
         out->terrain.dy = t->dy;
         out->terrain.heights = t->heights;
     }
-    out->max_contacts = e->worlds ? e->worlds[0].d->ncon_max : sim_collision_max_contacts(m);
+    out->max_contacts = e->worlds ? e->worlds[0].d->ncon_max : sim_model_max_contacts(m);
 }
 
 /* The normal impulse world d's last physics step gave contact (geom, feature), 0 if it had none. */

@@ -33,22 +33,6 @@ void sim_terrain_query(const sim_terrain *t, double x, double y, double *height,
     normal[0] = -gx * n; normal[1] = -gy * n; normal[2] = n;
 }
 
-int sim_collision_max_contacts(const sim_model *m)
-{
-    int n = 0;
-    for (int g = 0; g < m->ngeom; g++) {
-        if (m->geom[g].nocollide) continue;
-        switch (m->geom[g].type) {
-        case SIM_GEOM_SPHERE: n += 1; break;
-        case SIM_GEOM_CAPSULE: n += 2; break;
-        case SIM_GEOM_BOX: n += 8; break;
-        case SIM_GEOM_CYLINDER: n += 8; break;
-        default: break;
-        }
-    }
-    return n;
-}
-
 /* A frame with n as third row; t1 is the projection of world x (or y) on the tangent plane so that a
  * flat ground gives the world axes and frames stay consistent from step to step. */
 static void contact_frame(double F[9], const double n[3])

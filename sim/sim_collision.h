@@ -21,19 +21,8 @@
 
 #include "sim_model.h"
 
-typedef struct sim_contact {
-    int geom, body, feature;
-    double pos[3];      /* contact point on the geometry surface (deepest point), world */
-    double frame[9];    /* rows: t1, t2, n (world) */
-    double gap;         /* signed distance from the ground along n, m (negative: penetration) */
-    double mu;          /* friction coefficient of the pair */
-} sim_contact;
-
 /* Height of the ground (m, world z) under the world point (x, y) and its unit upward normal (world). */
 void sim_terrain_query(const sim_terrain *t, double x, double y, double *height, double normal[3]);
-
-/* Number of contact features the model's colliding geometries can produce (upper bound on contacts). */
-int sim_collision_max_contacts(const sim_model *m);
 
 /* Finds the contacts whose gap is below margin + lookahead, where lookahead = dt * (approach speed of
  * the point, from d->cvel, plus g dt) so that fast-approaching points are caught one step early.

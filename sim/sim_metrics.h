@@ -8,7 +8,7 @@
 #ifndef HERD_SIM_METRICS_H
 #define HERD_SIM_METRICS_H
 
-#include "sim_solver.h"
+#include "sim_limits.h"
 
 #include <math.h>
 #include <stddef.h>

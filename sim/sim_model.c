@@ -1,8 +1,6 @@
 /* sim_model.c — model allocation, validation/finalization, and per-world data allocation. */
 #include "sim_model.h"
 
-#include "sim_collision.h"
-
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -153,6 +151,24 @@ int sim_model_joint(const sim_model *m, const char *joint_name)
 /* ---- data: one allocation, 64-byte aligned blocks ---- */
 
 
+/* The contact points sim_collide (sim_collision.c) generates at most per colliding geometry: a sphere 1, a
+ * capsule 2 (its end caps), a box 8 (its corners), a cylinder 8 (up to four rim points per end cap). */
+int sim_model_max_contacts(const sim_model *m)
+{
+    int n = 0;
+    for (int g = 0; g < m->ngeom; g++) {
+        if (m->geom[g].nocollide) continue;
+        switch (m->geom[g].type) {
+        case SIM_GEOM_SPHERE: n += 1; break;
+        case SIM_GEOM_CAPSULE: n += 2; break;
+        case SIM_GEOM_BOX: n += 8; break;
+        case SIM_GEOM_CYLINDER: n += 8; break;
+        default: break;
+        }
+    }
+    return n;
+}
+
 /* The per-world allocation is split in two parts.  The state persists from step to step (q, u, tau,
  * the warm-start cache); the scratch holds everything a step recomputes from the state (kinematics,
  * mass matrix and factor, contacts, Jacobians, Delassus).  sim_data_new gives a world its own scratch;
@@ -160,7 +176,7 @@ int sim_model_joint(const sim_model *m, const char *joint_name)
  * (sim_data_bind_scratch) so that a batch of thousands of worlds keeps only their states in memory. */
 static size_t max_contacts(const sim_model *m)
 {
-    size_t nc = (size_t)sim_collision_max_contacts(m);
+    size_t nc = (size_t)sim_model_max_contacts(m);
     if (m->opt.max_contacts > 0 && nc > (size_t)m->opt.max_contacts) nc = (size_t)m->opt.max_contacts;
     if (nc > SIM_SOLVER_MAX_CONTACTS) nc = SIM_SOLVER_MAX_CONTACTS;
     return nc;

@@ -128,7 +128,14 @@ typedef struct {
     double penetration;             /* deepest penetration among the contacts at collision time (m) */
 } sim_step_stats;
 
-struct sim_contact;
+/* One contact found by sim_collide (sim_collision.h): a point of a geometry and the ground. */
+typedef struct sim_contact {
+    int geom, body, feature;
+    double pos[3];      /* contact point on the geometry surface (deepest point), world */
+    double frame[9];    /* rows: t1, t2, n (world) */
+    double gap;         /* signed distance from the ground along n, m (negative: penetration) */
+    double mu;          /* friction coefficient of the pair */
+} sim_contact;
 
 /* Per-world state and scratch.  State arrays (q, u, tau, prev_*) point into the world's single
  * allocation; scratch arrays (everything else) point into it too (sim_data_new) or into a scratch
@@ -161,9 +168,9 @@ typedef struct sim_data {
     double *cacc;         /* 6 nbody */
     double *cfrc;         /* 6 nbody */
     double *scratch;      /* 12 nv: general-purpose vectors (the step's Jacobian and solve scratch) */
-    /* contacts (sim_step); arrays sized for ncon_max = sim_collision_max_contacts(model) */
+    /* contacts (sim_step); arrays sized for ncon_max = sim_model_max_contacts(model) */
     int ncon_max, ncon;
-    struct sim_contact *con;  /* ncon_max: this step's contacts */
+    sim_contact *con;  /* ncon_max: this step's contacts */
     double *lambda;       /* 3 ncon_max: their impulses, contact frames (t1, t2, n), N·s */
     double *Jc;           /* 3 ncon_max x nv: contact Jacobians in contact frames */
     double *Bc;           /* 3 ncon_max x nv: rows of D^-1/2 L^-T J^T, compact along each contact's root path */
@@ -198,6 +205,9 @@ int sim_model_finalize(sim_model *m, char *err, size_t errlen);
  * uses SIM_INERTIA_TOL, the URDF loader 1e-9 for the rounding of printed figures). */
 #define SIM_INERTIA_TOL 1e-12
 int sim_inertia_valid(const double I[9], double rel_tol);
+
+/* Number of contact points the model's colliding geometries can produce (upper bound on contacts). */
+int sim_model_max_contacts(const sim_model *m);
 
 /* Allocates a world's data for model m in one allocation, zeroed, in the model's reference pose
  * (identity orientation, zero joint angles), with its own scratch.  Returns NULL if out of memory.

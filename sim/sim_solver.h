@@ -54,8 +54,7 @@
 #ifndef HERD_SIM_SOLVER_H
 #define HERD_SIM_SOLVER_H
 
-/* Largest n accepted by the multi-contact functions (their scratch lives on the stack: ~20 kB). */
-#define SIM_SOLVER_MAX_CONTACTS 128
+#include "sim_limits.h" /* SIM_SOLVER_MAX_CONTACTS, SIM_MU_FRICTIONLESS, SIM_MU_MAX */
 /* Largest n accepted by ADMM (its dense factor of G + rho I lives on the stack: 8 (3n)^2 bytes, 74 kB). */
 #define SIM_SOLVER_ADMM_MAX_CONTACTS 32
 /* Largest nv of a sim_solver_tree (its packed factor lives on the stack: ~12 nv^2 bytes). */
@@ -91,10 +90,6 @@ enum {
     SIM_ADMM_FACTOR_TREE = 2   /* the tree whenever one is given */
 };
 
-/* Friction coefficients below SIM_MU_FRICTIONLESS make a frictionless contact; above SIM_MU_MAX they act
- * as SIM_MU_MAX (keeps mu^2 finite). */
-#define SIM_MU_FRICTIONLESS 1e-9
-#define SIM_MU_MAX 1e12
 
 /* Modes returned by sim_contact_single and counted in sim_solver_stats. */
 enum { SIM_CONTACT_OPEN = 0, SIM_CONTACT_STICK = 1, SIM_CONTACT_SLIP = 2 };

@@ -386,10 +386,10 @@ Test(collision, max_contacts_counts_features)
     const int want[4] = {1, 2, 8, 8};
     for (int i = 0; i < 4; i++) {
         m->geom[0].type = types[i];
-        cr_assert_eq(sim_collision_max_contacts(m), want[i], "type %d", types[i]);
+        cr_assert_eq(sim_model_max_contacts(m), want[i], "type %d", types[i]);
     }
     m->geom[0].nocollide = 1;
-    cr_assert_eq(sim_collision_max_contacts(m), 0);
+    cr_assert_eq(sim_model_max_contacts(m), 0);
     sim_data *d = wm.d;
     place(m, d, (double[]){0, 0, 0.0}, QID, NULL, NULL);
     sim_contact c[8];
