@@ -50,19 +50,18 @@ static void xf_identity(xform *t)
     t->R[0] = t->R[4] = t->R[8] = 1.0;
 }
 
-/* C = A B and out = A v, aliasing allowed.  These two stay here rather than using sim_math's m3_mul /
- * m3_mulv, on purpose: the build fuses multiply-adds (-ffp-contract=fast) and which product of a sum gets
- * fused follows the shape of the code, so the sim_math versions round the loaded inertias differently in
- * the last bit (measured on ANYmal C: two tensors change, and trajectories part after ~200 steps). */
+/* C = A B, aliasing allowed: sim_math's m3_mul through a temporary. */
 static void mat_mul(const double A[9], const double B[9], double C[9])
 {
     double T[9];
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            T[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
+    m3_mul(T, A, B);
     memcpy(C, T, sizeof T);
 }
 
+/* out = A v, aliasing allowed.  Written out rather than through sim_math's m3_mulv, on purpose: the build fuses
+ * multiply-adds (-ffp-contract=fast) and which product of a sum gets fused follows the shape of the code; with
+ * m3_mulv (also through a temporary, inlined or not) the loaded ANYmal C model differs in the last bit and
+ * test_golden_steps fails, and this loader's output is pinned bit for bit. */
 static void mat_vec(const double A[9], const double v[3], double out[3])
 {
     double t[3];
