@@ -585,12 +585,12 @@ int hc_make_parse(herd_client *c, const herd_reply *rep, int server, herd_sessio
     if (proto_value_get(root, "token")) {       /* protocol minor 1 */
         if (proto_get_bin(root, "token", s->token, sizeof s->token, &pe)) goto bad;
         s->has_token = 1;
-        remember_token(c, s);
     }
     if (proto_value_get(root, "view_token")) {  /* protocol minor 2 */
         if (proto_get_bin(root, "view_token", s->view_token, sizeof s->view_token, &pe)) goto bad;
         s->has_view_token = 1;
     }
+    if (s->has_token) remember_token(c, s);     /* only once the whole reply is read: a refused one keeps none */
     return 0;
 bad:
     return hc_fail(err, PROTO_E_BAD_REPLY, "bad make reply: %s", pe.message);
