@@ -8,7 +8,8 @@
 #   5. the container test (buildah) and the multi-server test, when present
 #   6. operations (make run, metrics scraped by Prometheus, herd.stats), Slurm scripts with a fake srun,
 #      Kubernetes manifests (with kubectl kustomize when present)
-#   7. a short fuzzing pass (fuzz/run.sh --short: every libFuzzer target for FUZZ_SECONDS, default 45 s,
+#   7. the server under valgrind (server/tools/valgrind_check.sh: every op, expiry, SIGTERM; no error, no leak)
+#   8. a short fuzzing pass (fuzz/run.sh --short: every libFuzzer target for FUZZ_SECONDS, default 45 s,
 #      after replaying its regression cases; skipped with a visible message where clang-14 is absent)
 # Prints one line per stage and a final "tests: N passed, N failed" line; exits non-zero on any failure.
 set -u
@@ -45,6 +46,7 @@ run "layers" tests/layers.sh
 [ -x tests/ops/run.sh ] && run "ops" tests/ops/run.sh
 [ -x tests/slurm/run.sh ] && run "slurm" tests/slurm/run.sh
 run "k8s-manifests" env PYTHONPATH="$PWD/clients/python${PYTHONPATH:+:$PYTHONPATH}" /usr/bin/python3 tests/deploy/k8s_test.py
+run "valgrind" server/tools/valgrind_check.sh
 [ -x fuzz/run.sh ] && run "fuzz" fuzz/run.sh --short --time "${FUZZ_SECONDS:-45}"
 
 echo

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Exercises a running herd-server through every operation, the three autoreset modes, subsets, seeds,
-pipelining, ~25 malformed or invalid requests, session expiry and a shutdown with a step in flight.
+"""Exercises a running herd-server through every operation (hello, ping, make, reset, step, stats, model,
+poses, close), the three autoreset modes, subsets, seeds, pipelining, owned sessions (a second client, the
+read-only view token), ~25 malformed or invalid requests, session expiry and a shutdown with a step in flight.
 Used by server/tools/valgrind_check.sh; also a quick smoke test:
 
     /usr/bin/python3 server/tools/drive.py ENDPOINT [--expire-wait SECONDS] [--no-term PID]
@@ -23,11 +24,17 @@ sock.setsockopt(zmq.LINGER, 0)
 sock.connect(ep)
 ids = itertools.count(1)
 pending = {}
+tokens = {}     # session -> the token its make reply gave (PROTOCOL.md section 9): sent with every request
 
 
 def send(op, **kw):
     rid = next(ids)
-    sock.send(msgpack.packb({"v": 1, "id": rid, "op": op, **kw}))
+    msg = {"v": 1, "id": rid, "op": op}
+    for k, v in kw.items():
+        msg[k] = v
+        if k == "session" and v in tokens and "token" not in kw:
+            msg["token"] = tokens[v]
+    sock.send(msgpack.packb(msg))
     return rid
 
 
@@ -53,6 +60,8 @@ def expect(code, raw=None, version=1, **req):
         rid = 0
     else:
         rid = next(ids)
+        if "session" in req and req["session"] in tokens and "token" not in req:
+            req = dict(req, token=tokens[req["session"]])
         sock.send(msgpack.packb({"v": version, "id": rid, **req}))
     r = recv(rid)
     if r["ok"] or r["error"]["code"] != code:
@@ -68,6 +77,7 @@ def A(t):
     return np.frombuffer(t["data"], dtype=t["dtype"]).reshape(t["shape"])
 
 
+views = {}
 hello = call("hello")
 assert hello["protocol"] == 1 and len(hello["envs"]) >= 2
 call("ping")
@@ -75,6 +85,8 @@ sessions = {}
 for mode, n in (("next_step", 7), ("same_step", 5), ("disabled", 3)):
     s = call("make", env="anymal_c-walk", num_worlds=n, seed=3, autoreset=mode, config={"episode_seconds": 0.1})
     sessions[mode] = (s["session"], n)
+    tokens[s["session"]] = s["token"]
+    views[s["session"]] = s.get("view_token")
 rng = np.random.default_rng(0)
 for mode, (sid, n) in sessions.items():
     call("reset", session=sid)
@@ -94,8 +106,34 @@ for mode, (sid, n) in sessions.items():
             assert "final_obs" in r["info"]
         sub = np.array([n - 1, 1], np.int32)
         call("step", session=sid, world_ids=T(sub), actions=T(a[:2]))
-# pipelining on one session
+# scene and poses (ordered and latest, with contacts)
 sid, n = sessions["next_step"]
+model = call("model", session=sid)
+assert model["scene"]["bodies"], model.keys()
+r = call("poses", session=sid, world_ids=[0, n - 1], contacts=True)
+assert A(r["body_pos"]).shape[:2] == (2, len(model["scene"]["bodies"])) and "count" in r["contacts"], r.keys()
+call("poses", session=sid, latest=True)
+# owned sessions: another client gets UNKNOWN_SESSION without the token, and the view token reads only
+other = ctx.socket(zmq.DEALER)
+other.setsockopt(zmq.LINGER, 0)
+other.connect(ep)
+view = views.get(sid)
+for op, extra, code in (("step", {"actions": T(np.zeros((n, 12), np.float32))}, "UNKNOWN_SESSION"),
+                        ("stats", {}, "UNKNOWN_SESSION"),
+                        ("poses", {"token": view}, None),
+                        ("step", {"token": view, "actions": T(np.zeros((n, 12), np.float32))}, "UNKNOWN_SESSION")):
+    if op == "poses" and view is None:
+        continue
+    other.send(msgpack.packb({"v": 1, "id": 1, "op": op, "session": sid, **extra}))
+    if not other.poll(60000):
+        sys.exit("timeout waiting for the second client's %s" % op)
+    r = msgpack.unpackb(other.recv())
+    if code is None:
+        assert r["ok"], r
+    else:
+        assert not r["ok"] and r["error"]["code"] == code, r
+other.close()
+# pipelining on one session
 rids = [send("step", session=sid, world_ids=[i], actions=T(np.zeros((1, 12), np.float32))) for i in range(n)]
 for rid in reversed(rids):
     assert recv(rid)["ok"]
@@ -136,6 +174,7 @@ if expire_wait:
     expect("UNKNOWN_SESSION", op="stats", session=sid)
 # shutdown with a step in flight
 s = call("make", env="anymal_c-stand", num_worlds=64, seed=1)
+tokens[s["session"]] = s["token"]
 call("reset", session=s["session"])
 rid = send("step", session=s["session"], actions=T(np.zeros((64, 12), np.float32)))
 call("ping")
