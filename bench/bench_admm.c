@@ -27,6 +27,7 @@
 #include "sim_metrics.h"
 #include "sim_step.h"
 #include "sim_urdf.h"
+#include "tests/helpers/rigid_contact.h"
 
 #define MAXC 16
 #define MAXV 24
@@ -164,33 +165,14 @@ static void report(const char *exp, const char *extra, const int *modes, int nmo
     }
 }
 
-/* Heavy-on-light as a chain tree (see tests/test_admm.c): dofs 0..5 the light cube, 6..11 the heavy one. */
+/* Heavy-on-light as a chain tree (the problem of tests/helpers/rigid_contact.h, as tests/test_admm.c uses it): dofs
+ * 0..5 the light cube, 6..11 the heavy one. */
 static void heavy_on_light(double ratio, problem *P)
 {
-    const double h = 0.05, ml = 1e-3, mh = ml * ratio, g = 9.81, dt = 1e-3;
-    const double minv[12] = {1 / ml, 1 / ml, 1 / ml, 6 / (ml * 4 * h * h), 6 / (ml * 4 * h * h), 6 / (ml * 4 * h * h),
-                             1 / mh, 1 / mh, 1 / mh, 6 / (mh * 4 * h * h), 6 / (mh * 4 * h * h), 6 / (mh * 4 * h * h)};
-    double J[24 * 12] = {0}, uf[12] = {0};
-    uf[2] = uf[8] = -g * dt;
-    const double sx[4] = {1, 1, -1, -1}, sy[4] = {1, -1, 1, -1};
+    double J[24 * 12], minv[12];
     memset(P, 0, sizeof *P);
     P->n = 8, P->nv = 12;
-    for (int k = 0; k < 8; k++) {
-        const int top = k >= 4;
-        for (int a = 0; a < 3; a++) {
-            double e[3] = {0, 0, 0};
-            e[a] = 1;
-            double *row = J + (3 * k + a) * 12;
-            const double rl[3] = {sx[k % 4] * h, sy[k % 4] * h, top ? h : -h};
-            const double rxe[3] = {rl[1] * e[2] - rl[2] * e[1], rl[2] * e[0] - rl[0] * e[2], rl[0] * e[1] - rl[1] * e[0]};
-            for (int q = 0; q < 3; q++) row[q] = (top ? -1 : 1) * e[q], row[3 + q] = (top ? -1 : 1) * rxe[q];
-            if (top) {
-                const double rh[3] = {sx[k % 4] * h, sy[k % 4] * h, -h};
-                const double hxe[3] = {rh[1] * e[2] - rh[2] * e[1], rh[2] * e[0] - rh[0] * e[2], rh[0] * e[1] - rh[1] * e[0]};
-                for (int q = 0; q < 3; q++) row[6 + q] = e[q], row[9 + q] = hxe[q];
-            }
-        }
-    }
+    rc_heavy_on_light(ratio, J, minv, P->G, P->c, P->mu);
     for (int k = 0; k < 12; k++) P->parent[k] = k - 1;
     for (int k = 0; k < 8; k++) {
         P->npath[k] = k >= 4 ? 12 : 6;
@@ -200,17 +182,6 @@ static void heavy_on_light(double ratio, problem *P)
                 const int q = P->path[k * 12 + t];
                 P->S[(3 * k + a) * 12 + t] = J[(3 * k + a) * 12 + q] * sqrt(minv[q]);
             }
-        P->mu[k] = 0.5;
-    }
-    for (int a = 0; a < 24; a++) {
-        double s = 0;
-        for (int q = 0; q < 12; q++) s += J[a * 12 + q] * uf[q];
-        P->c[a] = s;
-        for (int b = 0; b < 24; b++) {
-            double t = 0;
-            for (int q = 0; q < 12; q++) t += J[a * 12 + q] * minv[q] * J[b * 12 + q];
-            P->G[a * 24 + b] = t;
-        }
     }
 }
 
