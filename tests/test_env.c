@@ -281,12 +281,24 @@ static int joint_index(const sim_model *m, int l, int j)
     return sim_model_joint(m, nm);
 }
 
+/* The default angle of joint j (HAA, HFE, KFE) of leg l (LF, RF, LH, RH): HAA 0, HFE 0.4 front / -0.4 hind, KFE -0.8
+ * front / 0.8 hind (rad); and the PD torque the task applies there (kp 80, kd 2, action scale 0.5, clamped to
+ * 80 N m) from the action and the state before the physics substep. */
+static double ref_default_angle(int l, int j) { return j == 0 ? 0 : j == 1 ? (l < 2 ? 0.4 : -0.4) : (l < 2 ? -0.8 : 0.8); }
+
+static double ref_pd_torque(const sim_model *m, int l, int j, const float *act, const double *q0, const double *u0)
+{
+    const double kp = 80, kd = 2, tau_max = 80, action_scale = 0.5;
+    const int b = joint_index(m, l, j), qa = m->body[b].qadr, dof = m->body[b].dof;
+    double tau = kp * (action_scale * act[3 * l + j] + ref_default_angle(l, j) - q0[qa]) - kd * u0[dof];
+    return fmax(-tau_max, fmin(tau_max, tau));
+}
+
 static void ref_walk_terms(const env_t *e, const sim_data *d, const double *q0, const double *u0, const float *act,
                            walk_ref *ref, double out[10])
 {
     const sim_model *m = e->model;
     const double dt = 0.005, sim_dt = 0.005;
-    const double kp = 80, kd = 2, tau_max = 80, action_scale = 0.5;
     double R[3][3], v[3] = {0}, w[3], g[3];
     ref_rot(d->q, R);
     for (int r = 0; r < 3; r++) {
@@ -299,10 +311,8 @@ static void ref_walk_terms(const env_t *e, const sim_data *d, const double *q0, 
     double torques = 0, dof_acc = 0, rate = 0;
     for (int l = 0; l < 4; l++)
         for (int j = 0; j < 3; j++) {
-            int k = 3 * l + j, b = joint_index(m, l, j), qa = m->body[b].qadr, dof = m->body[b].dof;
-            double def = j == 0 ? 0 : j == 1 ? (l < 2 ? 0.4 : -0.4) : (l < 2 ? -0.8 : 0.8);
-            double tau = kp * (action_scale * act[k] + def - q0[qa]) - kd * u0[dof];
-            tau = fmax(-tau_max, fmin(tau_max, tau));
+            int k = 3 * l + j, dof = m->body[joint_index(m, l, j)].dof;
+            double tau = ref_pd_torque(m, l, j, act, q0, u0);
             torques += tau * tau;
             dof_acc += ((d->u[dof] - u0[dof]) / dt) * ((d->u[dof] - u0[dof]) / dt);
             rate += ((double)act[k] - ref->prev_act[k]) * ((double)act[k] - ref->prev_act[k]);
@@ -408,7 +418,7 @@ static void ref_stand_terms(const env_t *e, const sim_data *d, const double *q0,
                             const float *prev_act, double out[8])
 {
     const sim_model *m = e->model;
-    const double dt = 0.005, kp = 80, kd = 2, tau_max = 80, action_scale = 0.5, target = 0.5;
+    const double dt = 0.005, target = 0.5;
     double R[3][3], v[3] = {0}, w[3];
     ref_rot(d->q, R);
     for (int r = 0; r < 3; r++) {
@@ -421,10 +431,8 @@ static void ref_stand_terms(const env_t *e, const sim_data *d, const double *q0,
     double torques = 0, pose = 0, rate = 0;
     for (int l = 0; l < 4; l++)
         for (int j = 0; j < 3; j++) {
-            int k = 3 * l + j, b = joint_index(m, l, j), qa = m->body[b].qadr, dof = m->body[b].dof;
-            double def = j == 0 ? 0 : j == 1 ? (l < 2 ? 0.4 : -0.4) : (l < 2 ? -0.8 : 0.8);
-            double tau = kp * (action_scale * act[k] + def - q0[qa]) - kd * u0[dof];
-            tau = fmax(-tau_max, fmin(tau_max, tau));
+            int k = 3 * l + j, qa = m->body[joint_index(m, l, j)].qadr;
+            double tau = ref_pd_torque(m, l, j, act, q0, u0), def = ref_default_angle(l, j);
             torques += tau * tau;
             pose += (d->q[qa] - def) * (d->q[qa] - def);
             rate += ((double)act[k] - prev_act[k]) * ((double)act[k] - prev_act[k]);
