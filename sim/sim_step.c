@@ -75,10 +75,11 @@ static inline void stage_contact_jacobians(const sim_model *m, sim_data *d, int 
     double *B4 = SCRATCH_B4(d, nv);
     double *invD = SCRATCH_INVD(d, nv), *sD = SCRATCH_SQRTD(d, nv);
     sim_step_stats *st = &d->stats;
-    for (int k = 0; k < nv; k++) {
-        invD[k] = 1.0 / d->LD[m->dof_adr[k]];
-        sD[k] = sqrt(invD[k]);
-    }
+    /* the pivots gathered first, so that the divisions and square roots run as vector instructions (correctly
+       rounded either way: the same numbers as one element at a time) */
+    for (int k = 0; k < nv; k++) invD[k] = d->LD[m->dof_adr[k]];
+    for (int k = 0; k < nv; k++) invD[k] = 1.0 / invD[k];
+    for (int k = 0; k < nv; k++) sD[k] = sqrt(invD[k]);
     const int nb = m->floating ? 6 : 0;
     for (int i = 0; i < nc; i++) {
         const sim_contact *c = &d->con[i];

@@ -863,6 +863,42 @@ Test(solver_multi, pgs_and_bisection_single_contact_stick_agree)
     }
 }
 
+/* sim_contact_problem_valid: a non-finite number anywhere (each position of G, c, lambda and mu in turn, so every
+ * lane and the tail of the blocked test) makes the problem invalid; large finite entries whose plain sum overflows
+ * do not. */
+Test(solver_multi, problem_valid_checks_every_number)
+{
+    enum { n = 5, N = 3 * n };
+    double G[N * N], c[N], l[N], mu[n];
+    for (int i = 0; i < N * N; i++) G[i] = 1e308;
+    for (int i = 0; i < N; i++) c[i] = -1e308, l[i] = 1e308;
+    for (int i = 0; i < n; i++) mu[i] = 0.5;
+    cr_assert(sim_contact_problem_valid(n, G, c, mu, l), "finite entries summing past DBL_MAX are valid");
+    const double bad[3] = {INFINITY, -INFINITY, NAN};
+    for (int b = 0; b < 3; b++) {
+        for (int i = 0; i < N * N; i++) {
+            const double keep = G[i];
+            G[i] = bad[b];
+            cr_assert(!sim_contact_problem_valid(n, G, c, mu, l), "G[%d] = %g", i, bad[b]);
+            G[i] = keep;
+        }
+        for (int i = 0; i < N; i++) {
+            double kc = c[i], kl = l[i];
+            c[i] = bad[b];
+            cr_assert(!sim_contact_problem_valid(n, G, c, mu, l), "c[%d] = %g", i, bad[b]);
+            c[i] = kc, l[i] = bad[b];
+            cr_assert(!sim_contact_problem_valid(n, G, c, mu, l), "lambda[%d] = %g", i, bad[b]);
+            l[i] = kl;
+        }
+        for (int i = 0; i < n; i++) {
+            mu[i] = bad[b];
+            cr_assert(!sim_contact_problem_valid(n, G, c, mu, l), "mu[%d] = %g", i, bad[b]);
+            mu[i] = 0.5;
+        }
+    }
+    cr_assert(sim_contact_problem_valid(n, G, c, mu, l));
+}
+
 Test(solver_multi, bad_input_leaves_lambda)
 {
     double G[9] = {0.2, 0, 0, 0, 0.2, 0, 0, 0, 0.2}, c[3] = {0, 0, -1}, mu = 0.5, l[3] = {1, 2, 3};
