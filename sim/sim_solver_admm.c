@@ -89,6 +89,23 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
 /* ------------------------------------------------------------------------------------------------ */
 /* ADMM (Alg. 3) on the CCP: min 1/2 l.G l + c.l over the cones.                                      */
 
+/* a . b over L entries as four interleaved partial sums.  One running sum is a chain of L dependent adds (the build
+ * does not reassociate), and these products sit on ADMM's critical path: the Cholesky factor's inner products, the
+ * power iteration's rows, and Anderson acceleration's Gram matrix and right-hand side, every iteration. */
+static inline double dot4(const double *a, const double *b, int L)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int r = 0;
+    for (; r + 4 <= L; r += 4) {
+        s0 += a[r] * b[r];
+        s1 += a[r + 1] * b[r + 1];
+        s2 += a[r + 2] * b[r + 2];
+        s3 += a[r + 3] * b[r + 3];
+    }
+    for (; r < L; r++) s0 += a[r] * b[r];
+    return (s0 + s1) + (s2 + s3);
+}
+
 /* In-place Cholesky A = L L^T of an N x N SPD matrix (row-major).  On return the strict lower triangle holds L,
  * the strict upper triangle its mirror (row j of the upper part = column j of L) and the diagonal the
  * reciprocals 1 / L_jj (what chol_solve multiplies by).  Returns the smallest pivot L_jj^2, or 0 if A is not
@@ -98,17 +115,14 @@ static double chol_dense(double *A, int N)
     double pmin = INFINITY;
     for (int j = 0; j < N; j++) {
         double *Aj = A + (size_t)j * N;
-        double s = Aj[j];
-        for (int k = 0; k < j; k++) s -= Aj[k] * Aj[k];
+        const double s = Aj[j] - dot4(Aj, Aj, j);
         if (!(s > 0)) return 0.0;
         pmin = fmin(pmin, s);
         const double id = 1.0 / sqrt(s);
         Aj[j] = id;
         for (int i = j + 1; i < N; i++) {
             double *Ai = A + (size_t)i * N;
-            double t = Ai[j];
-            for (int k = 0; k < j; k++) t -= Ai[k] * Aj[k];
-            Ai[j] = t * id;
+            Ai[j] = (Ai[j] - dot4(Ai, Aj, j)) * id;
         }
     }
     for (int i = 1; i < N; i++)
@@ -397,11 +411,7 @@ static int aa_push(anderson *aa, int L)
         for (int r = 0; r < L; r++) df[r] = aa->f[r] - aa->fprev[r], dg[r] = aa->g[r] - aa->gprev[r];
         aa->next = (s + 1) % AA_M;
         if (aa->nh < AA_M) aa->nh++;
-        for (int q = 0; q < aa->nh; q++) {
-            double t = 0;
-            for (int r = 0; r < L; r++) t += df[r] * aa->dF[q][r];
-            aa->gram[s][q] = aa->gram[q][s] = t;
-        }
+        for (int q = 0; q < aa->nh; q++) aa->gram[s][q] = aa->gram[q][s] = dot4(df, aa->dF[q], L);
     }
     memcpy(aa->fprev, aa->f, sizeof(double) * (size_t)L);
     memcpy(aa->gprev, aa->g, sizeof(double) * (size_t)L);
@@ -414,9 +424,7 @@ static int aa_extrapolate(anderson *aa, int L)
     const int m = aa->nh;
     double A[AA_M][AA_M], b[AA_M], y[AA_M], tr = 0;
     for (int a = 0; a < m; a++) {
-        double t = 0;
-        for (int r = 0; r < L; r++) t += aa->dF[a][r] * aa->f[r];
-        b[a] = t;
+        b[a] = dot4(aa->dF[a], aa->f, L);
         for (int q = 0; q < m; q++) A[a][q] = aa->gram[a][q];
         tr += A[a][a];
     }
@@ -475,9 +483,7 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
     for (int k = 0; k < 8; k++) {
         double nn = 0;
         for (int r = 0; r < N; r++) {
-            const double *row = G + (size_t)r * N;
-            double s = 0;
-            for (int q = 0; q < N; q++) s += row[q] * x[q];
+            const double s = dot4(G + (size_t)r * N, x, N);
             zp[r] = s;
             nn += s * s;
         }
