@@ -107,16 +107,8 @@ double sim_cone_project(const double x[3], double mu, double out[3])
 {
     double a, b, k;
     cone_primal(mu, &a, &b);
-    double t = sqrt(x[0] * x[0] + x[1] * x[1]), s = x[2];
-    double dist = cone_ab(t, s, a, b, &k);
-    if (dist == 0.0) {
-        out[0] = x[0], out[1] = x[1], out[2] = x[2];
-        return 0.0;
-    }
-    double ex = t > 0 ? x[0] / t : 0.0, ey = t > 0 ? x[1] / t : 0.0;
-    out[0] = k * b * ex;
-    out[1] = k * b * ey;
-    out[2] = k * a;
+    const double dist = cone_ab(sqrt(x[0] * x[0] + x[1] * x[1]), x[2], a, b, &k);
+    sim_cone_project_point(x, mu, out); /* (after the distance: out may alias x) */
     return dist;
 }
 
