@@ -185,6 +185,7 @@ class SessionSource:
         self.paused = False
         self.step = None            # the owner's step count, once it publishes
         self._lock = threading.Lock()
+        self._io = threading.Lock()  # one read at a time on the socket: the viewer's thread and a caller may both advance
         self._reward = None
         self._terms = None
         self._last = None
@@ -235,13 +236,16 @@ class SessionSource:
         return out
 
     def advance(self):
-        if not self.paused or self._last is None:
-            self._last = self._read()
+        with self._io:
+            if not self.paused or self._last is None:
+                self._last = self._read()
+            last = self._last
         with self._lock:
-            return frame_dict(self.step, self._last, self._reward, self._terms, self.paused)
+            return frame_dict(self.step, last, self._reward, self._terms, self.paused)
 
     def close(self):
-        self._client.close()
+        with self._io:
+            self._client.close()
 
 
 class Viewer:

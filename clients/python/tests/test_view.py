@@ -172,6 +172,40 @@ def test_a_viewer_of_another_process_needs_the_sessions_token(server):
             herd.Client(addr).use_token(session, b"short")
 
 
+def test_a_session_source_is_read_from_several_threads_at_once(server):
+    """A Viewer's thread advances its source while the caller may too (as the view-token test does): reads on
+    the source's one socket take turns, so every advance gets its own reply (before, two threads' requests and
+    replies crossed on the socket and one waited out its timeout)."""
+    import threading
+    from herd.view import SessionSource
+    with herd.make_vec("paper-drop", 4, address=server, seed=1) as envs:
+        envs.reset()
+        (addr, session, _, _), = envs.sessions
+        src = SessionSource.from_session(addr, session, token=envs.view_tokens[0], timeout=5.0)
+        errors, frames = [], []
+
+        def reader():
+            try:
+                for _ in range(40):
+                    f = src.advance()
+                    assert len(f["body_pos"]) == 4 * 13 * 3
+                    frames.append(1)
+            except Exception as e:      # noqa: BLE001 (reported below)
+                errors.append(repr(e))
+        try:
+            threads = [threading.Thread(target=reader) for _ in range(4)]
+            for t in threads:
+                t.start()
+            for _ in range(20):
+                envs.step(np.zeros((4, envs.act_dim), np.float32))
+            for t in threads:
+                t.join(60)
+        finally:
+            src.close()
+        assert not errors, errors[:3]
+        assert len(frames) == 4 * 40
+
+
 def test_bench_poses_reads_a_trainers_session(server):
     """clients/python/bench_poses.py (the `poses` cost figure) on a small session: its poller, a client of
     its own, reads the trainer's owned session (with the token) and the run reports its polls.  No speed is
