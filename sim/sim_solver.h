@@ -321,7 +321,8 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
  * finishes: accelerated for 5,000 iterations, tight runs on the heavy-on-light stack at mass ratios 1e5 - 1e6
  * drifted to eps_abs ~20 - 80 (`herd-bench contact-models --only heavy_on_light`, 5,000-iteration column); with
  * the limit they end at 1.1e-2 - 1.5e-2 (1e6), 1e-9 of the weight.  G + rho I is factored at each change of rho, here densely
- * (Cholesky, 3n x 3n; sim_solve_admm_tree can go through the kinematic tree instead).  Warm-started from lambda (projected on the cones).  Stops when the CCP eps_abs (sim_metrics.h,
+ * (3n x 3n: up to 12 contacts its explicit inverse by Gauss-Jordan elimination while cond(G + rho I) <= ~1e3, else
+ * the Cholesky factor; sim_solve_admm_tree can go through the kinematic tree instead).  Warm-started from lambda (projected on the cones).  Stops when the CCP eps_abs (sim_metrics.h,
  * no De Saxcé term, dt = 1) < p->tol or after p->admm_max_iter iterations; lambda is z, always in the cones.
  * The model differs from Coulomb on sliding contacts: the CCP lets a sliding contact separate at
  * v_n = mu |v_T| (Anitescu's relaxation); sticking and open contacts are exact.  Convergent for any PSD G
@@ -343,9 +344,11 @@ int sim_solve_admm(int n, const double *G, const double *c, const double *mu, do
  * of a dense Cholesky (so rho's path, and the result within tol, differ slightly from the dense run's).
  * Accuracy: Woodbury subtracts S^T (...) S x from x, so its relative error grows like eps lambda_max(G) / rho, as
  * the dense Cholesky's does (its condition number is (lambda_max + rho) / rho).  p->admm_factor chooses:
- * SIM_ADMM_FACTOR_AUTO (default) takes the tree when its estimated per-iteration cost 6 sum(path lengths) +
- * 2 (packed factor size) is below ~3/4 of the dense 2 (3n)^2 (calibrated with `herd-bench admm`: ANYmal from
- * ~7 contacts, the 12-dof heavy-on-light chain), _DENSE and _TREE force one; st->admm_tree says which ran.
+ * SIM_ADMM_FACTOR_AUTO (default) stays dense up to 12 contacts (the explicit inverse is the cheaper there:
+ * `herd-bench admm`, ANYmal, the tree x1.2 - 1.4 from 6 to 9 contacts, the same at 10 - 12), and past that takes
+ * the tree when its estimated per-iteration cost 6 sum(path lengths) + 2 (packed factor size) is below ~3/4 of
+ * the dense Cholesky's 2 (3n)^2 (ANYmal: always; x0.73 at 13 contacts), _DENSE and _TREE force one;
+ * st->admm_tree says which ran.
  * A tree that breaks sim_solver_tree's rules, or n > SIM_SOLVER_ADMM_MAX_CONTACTS, falls back to dense. */
 int sim_solve_admm_tree(int n, const double *G, const double *c, const double *mu, double *lambda,
                         const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree);

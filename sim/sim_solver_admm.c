@@ -342,7 +342,7 @@ int sim_solver_tree_shifted_solve(const sim_solver_tree *tree, int n, double rho
  * definite, and then the pivots are those of its LDL^T factorization (the squares of the Cholesky pivots), all
  * positive; a pivot that is not means the matrix is not numerically positive definite, as for chol_dense.
  * It is used only while G + rho I is well conditioned (INV_RHO_MIN below). */
-enum { INV_N = 24, INV_V = INV_N / 4 };
+enum { INV_N = 36, INV_V = INV_N / 4 };
 typedef double inv_v4 __attribute__((vector_size(32)));
 
 /* A := (G + shift I)^-1 (N <= INV_N; row i = A[i], padded with zeros).  Returns the smallest pivot, or 0 if one was
@@ -454,13 +454,15 @@ static void project_cones(int n, const double *mu, const double *x, double *out,
     }
 }
 
-/* SIM_ADMM_FACTOR_AUTO's choice.  Per ADMM iteration the dense solve costs ~2 N^2 multiply-adds (N = 3n, contiguous,
- * vectorised), the tree solve ~6 sum(np) + 2 nM (indirect, along the paths and the packed factor); the
- * factorizations (one per rho change, ~15 iterations apart) add less.  Measured with `herd-bench admm` (both
- * modes on the same problems, interleaved): on ANYmal (18 dofs) the tree is slower up to 5 contacts (x1.3 - 2.3
- * on the walk task's problems), even at 6, and faster from 7 (x0.88 at 7, x0.63 at 16); on the 12-dof chain of
- * the heavy-on-light stack (8 contacts) x0.84.  The rule below, tree when 3 N^2 >= 12 sum(np) + 4 nM, puts the
- * switch there (ANYmal: at 6-7 contacts; the stack: tree). */
+/* SIM_ADMM_FACTOR_AUTO's choice.  Up to INV_N rows (12 contacts) dense, with the explicit inverse: measured with
+ * `herd-bench admm` (both modes on the same problems, interleaved), on ANYmal the tree then costs x1.2 - 1.4 of it
+ * from 6 to 9 contacts and the same at 10 - 12.  Past INV_N the dense solve is the Cholesky factor's two sweeps,
+ * ~2 N^2 dependent multiply-adds per iteration, against the tree solve's ~6 sum(np) + 2 nM (indirect, along the
+ * paths and the packed factor); the factorizations (one per rho change, ~15 iterations apart) add less.  Measured
+ * before the inverse, the tree was faster from 7 contacts on ANYmal (x0.88 at 7, x0.63 at 16) and on the
+ * heavy-on-light stack's 12-dof chain at 8 (x0.84); it still is at 13 (x0.73).  The rule below, tree when
+ * 3 N^2 >= 12 sum(np) + 4 nM, puts that switch at 6-7 contacts on ANYmal, so past INV_N it always picks the tree
+ * there. */
 static int tree_cheaper(int N, int spath, int nM) { return 3 * N * N >= 12 * spath + 4 * nM; }
 
 /* Whether a run factors through tree (at indexed and assembled, 1) or densely (0). */
@@ -470,7 +472,7 @@ static int admm_pick_tree(const sim_solver_params *p, const sim_solver_tree *tre
     if (!tree || p->admm_factor == SIM_ADMM_FACTOR_DENSE || n > SIM_SOLVER_ADMM_MAX_CONTACTS) return 0;
     const int automatic = p->admm_factor != SIM_ADMM_FACTOR_TREE;
     if (automatic) { /* a first cut before any indexing: nM >= 0 */
-        if (!tree->npath) return 0;
+        if (!tree->npath || N <= INV_N) return 0; /* the dense inverse is cheaper than the tree there */
         int sp = 0;
         for (int i = 0; i < n; i++) sp += tree->npath[i];
         if (!tree_cheaper(N, sp, 0)) return 0;

@@ -420,8 +420,8 @@ Test(admm_tree, step_same_with_either_factorization, .timeout = 120)
     sim_model_destroy(&m);
 }
 
-/* SIM_ADMM_FACTOR_AUTO (the default) as documented: dense for a few contacts (one or two feet: the 3n x 3n
- * Cholesky is the cheaper), the tree for many (the robot lying on the ground: 10 or more contacts). */
+/* SIM_ADMM_FACTOR_AUTO (the default) as documented: dense for up to 12 contacts (the explicit inverse of the
+ * 3n x 3n system is the cheaper there), the tree for more (the robot lying on the ground: 13 or more contacts). */
 Test(admm_tree, auto_choice_follows_the_contact_count, .timeout = 120)
 {
     sim_model *m = anymal();
@@ -435,13 +435,13 @@ Test(admm_tree, auto_choice_follows_the_contact_count, .timeout = 120)
     for (int t = 0; t < 2000 && (few < 5 || many < 5); t++) {
         m->opt.margin = t % 2 ? 0.3 : 0.0;
         const int n = random_state(m, d, &r);
-        if (n < 1 || n > NMAX || (n > 2 && n < 10)) continue;
+        if (n < 1 || n > NMAX || (n > 2 && n < 13)) continue;
         const sim_solver_tree tree = step_tree(m, d);
         double l[3 * NMAX] = {0};
         sim_solver_stats st;
         sim_solve_admm_tree(n, d->G, d->cfree, d->mu, l, &p, &st, &tree);
-        cr_assert_eq(st.admm_tree, n >= 10, "%d contacts: admm_tree %d", n, st.admm_tree);
-        few += n <= 2, many += n >= 10;
+        cr_assert_eq(st.admm_tree, n >= 13, "%d contacts: admm_tree %d", n, st.admm_tree);
+        few += n <= 2, many += n >= 13;
         sim_solve_admm(n, d->G, d->cfree, d->mu, l, &p, &st); /* no tree: dense */
         cr_assert_eq(st.admm_tree, 0);
     }
