@@ -67,6 +67,11 @@ static inline double sim_contact_error_model(const double *Gi, int ld, const dou
         if (mu >= SIM_MU_FRICTIONLESS) {
             const double vt = sqrt(v[0] * v[0] + v[1] * v[1]);
             const double gap = sim_max0_(mu * ln - lt);
+            if (gap >= vt) { /* min(vt, gap + mis) = vt, as mis >= 0: a sticking contact's usual case, without the
+                                misdirection's root and division (the same value as below) */
+                e += vt;
+                return e;
+            }
             const double gnn = Gi[2 * ld + 2];
             const double w = coulomb ? 0.0 : gnn > 0 ? mu * mu * ln / gnn : 0.0;
             const double sx = l[0] + w * Gi[2 * ld], sy = l[1] + w * Gi[2 * ld + 1];
