@@ -187,7 +187,7 @@ def main():
 
     # ---- the runs, cheapest and most important first; each gets a share of the time left
     worlds_list = [64, 256, 1024, 4096] if q else [64, 256, 1024, 4096, 16384, 65536]
-    prof = r.run("profile", [hb, "env", "--profile", "--worlds", "256", "--steps", "10", "--repeats", "5"], share=0.2)
+    prof = r.run("profile", [hb, "env", "--profile", "--worlds", "256", "--steps", "20", "--repeats", "9"], share=0.2)
     mj_walk = r.run("mujoco", [hb, "env", "--vs-mujoco", "--env", "anymal_c-walk", "--grid", "quick" if q else "full",
                                "--steps", "30", "--repeats", "5"], need=20, share=0.25)
     mj_stand = r.run("mujoco", [hb, "env", "--vs-mujoco", "--env", "anymal_c-stand", "--grid", "quick",
@@ -195,13 +195,13 @@ def main():
     mem = r.run("memory", [hb, "server", "--memory", "--memory-worlds",
                            "1,1024,4096" if q else "1,1024,4096,16384,65536"], share=0.2)
     sweep = r.run("worlds", [hb, "env", "--sweep", ",".join(str(n) for n in worlds_list), "--threads", "1",
-                             "--steps", "2", "--warmup", "10", "--repeats", "5"], need=30, share=0.35)
-    thr = r.run("threads", [hb, "env", "--worlds", "4096", "--steps", "5", "--warmup", "15", "--once",
-                            "--repeats", "5"], need=20, share=0.3)
+                             "--steps", "2", "--warmup", "10", "--repeats", "7"], need=30, share=0.35)
+    thr = r.run("threads", [hb, "env", "--worlds", "4096", "--steps", "10", "--warmup", "15", "--once",
+                            "--repeats", "11"], need=20, share=0.3)
     served = []
     for tr in ("tcp", "ipc"):
         served += r.run("served", [hb, "server", "--worlds", "1024", "--transport", tr, "--steps", "10",
-                                   "--repeats", "3", "--rtt-iters", "100"], need=20, share=0.3)
+                                   "--repeats", "7", "--rtt-iters", "100"], need=20, share=0.3)
     pyc = r.run("python", ["/usr/bin/python3", "clients/python/bench.py", "--worlds", "1024", "--steps", "10",
                            "--warmup", "5", "--repeats", "3", "--build", opt.build, "--target", "0"], need=20, share=0.4)
     lat = []
