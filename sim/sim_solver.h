@@ -320,7 +320,7 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
  * (z, gamma / rho); the accelerated points are never tested or returned).  Past 1,000 iterations plain ADMM
  * finishes: accelerated for 5,000 iterations, tight runs on the heavy-on-light stack at mass ratios 1e5 - 1e6
  * drifted to eps_abs ~20 - 80 (`herd-bench contact-models --only heavy_on_light`, 5,000-iteration column); with
- * the limit they end at 1.1e-2 - 1.5e-2 (1e6), 1e-9 of the weight.  G + rho I is factored at each change of rho, here densely
+ * the limit they end at 1.5e-2 - 1.7e-2 (1e6), 1.5e-9 - 1.7e-9 of the weight.  G + rho I is factored at each change of rho, here densely
  * (3n x 3n: up to 12 contacts its explicit inverse by Gauss-Jordan elimination while cond(G + rho I) <= ~1e3, else
  * the Cholesky factor; sim_solve_admm_tree can go through the kinematic tree instead).  Warm-started from lambda (projected on the cones).  Stops when the CCP eps_abs (sim_metrics.h,
  * no De Saxcé term, dt = 1) < p->tol or after p->admm_max_iter iterations; lambda is z, always in the cones.
