@@ -343,6 +343,7 @@ int sim_solver_tree_shifted_solve(const sim_solver_tree *tree, int n, double rho
  * positive; a pivot that is not means the matrix is not numerically positive definite, as for chol_dense.
  * It is used only while G + rho I is well conditioned (INV_RHO_MIN below). */
 enum { INV_N = 36, INV_V = INV_N / 4 };
+_Static_assert(INV_V == 9, "inv_apply has one case per vector count up to INV_V");
 typedef double inv_v4 __attribute__((vector_size(32)));
 
 /* A := (G + shift I)^-1 (N <= INV_N; row i = A[i], padded with zeros).  Returns the smallest pivot, or 0 if one was
@@ -403,7 +404,10 @@ static void inv_apply(const inv_v4 (*A)[INV_V], int N, double *x)
     case 3: inv_apply_v(A, N, x, 3); break;
     case 4: inv_apply_v(A, N, x, 4); break;
     case 5: inv_apply_v(A, N, x, 5); break;
-    default: inv_apply_v(A, N, x, INV_V); break;
+    case 6: inv_apply_v(A, N, x, 6); break;
+    case 7: inv_apply_v(A, N, x, 7); break;
+    case 8: inv_apply_v(A, N, x, 8); break;
+    default: inv_apply_v(A, N, x, INV_V); break; /* 9: N <= INV_N; only the ceil(N / 4) vectors gj_inverse wrote */
     }
 }
 
