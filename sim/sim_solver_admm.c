@@ -333,7 +333,7 @@ int sim_solver_tree_shifted_solve(const sim_solver_tree *tree, int n, double rho
     return 0;
 }
 
-/* Small dense systems (N <= INV_N, up to 8 contacts) are solved with the explicit inverse (G + rho I)^-1: a product
+/* Small dense systems (N <= INV_N, up to 12 contacts) are solved with the explicit inverse (G + rho I)^-1: a product
  * by it is independent vector multiply-adds, where the two triangular sweeps of chol_solve are 2N dependent steps
  * (with ~40 iterations per ~4 factorizations on the walk task's fallback problems those sweeps were a quarter of the
  * fallback's time).  The inverse comes from Gauss-Jordan elimination on whole rows, padded to INV_N entries as
@@ -411,12 +411,12 @@ static void inv_apply(const inv_v4 (*A)[INV_V], int N, double *x)
     }
 }
 
-/* The shifted system of one ADMM run: dense (the inverse of G + rho I when N <= INV_N, else L = chol(G + rho I)) or
- * through the tree (at). */
+/* The shifted system of one ADMM run: dense (the inverse of G + rho I when N <= INV_N and it is well conditioned,
+ * else L = chol(G + rho I)) or through the tree (at). */
 typedef struct admm_shift {
     const double *G;
     int N;
-    double *L;          /* dense factor (N > INV_N), or NULL */
+    double *L;          /* room for the dense Cholesky factor (used when the inverse is not), or NULL (tree) */
     admm_tree *at;      /* tree, or NULL */
     int factors;        /* factorizations done */
     inv_v4 (*inv)[INV_V]; /* room for the dense inverse (N <= INV_N), or NULL */
