@@ -347,8 +347,9 @@ _Static_assert(INV_V == 9, "inv_apply has one case per vector count up to INV_V"
 typedef double inv_v4 __attribute__((vector_size(32)));
 
 /* A := (G + shift I)^-1 (N <= INV_N; row i = A[i], padded with zeros).  Returns the smallest pivot, or 0 if one was
- * not positive (A is then unusable). */
-static double gj_inverse(const double *G, int N, double shift, inv_v4 (*A)[INV_V])
+ * not positive (A is then unusable).  pivots_only: only the elimination below each pivot (the pivots are the same,
+ * A is not the inverse), for the lambda_min estimate. */
+static double gj_inverse(const double *G, int N, double shift, inv_v4 (*A)[INV_V], const int pivots_only)
 {
     const int V = (N + 3) / 4;
     for (int i = 0; i < N; i++) { /* row i of G + shift I, zero-padded, built in registers */
@@ -373,7 +374,7 @@ static double gj_inverse(const double *G, int N, double shift, inv_v4 (*A)[INV_V
         inv_v4 r[INV_V];
         for (int v = 0; v < V; v++) r[v] = A[k][v] * ip;
         r[k / 4][k % 4] = 1.0 + ip;
-        for (int i = 0; i < N; i++) {
+        for (int i = pivots_only ? k + 1 : 0; i < N; i++) {
             if (i == k) continue;
             const double f = A[i][k / 4][k % 4];
             for (int v = 0; v < V; v++) A[i][v] -= f * r[v];
@@ -437,7 +438,7 @@ static int shift_factor(admm_shift *sh, double rho)
     sh->factors++;
     if (sh->at) return tree_factor(sh->at, rho);
     sh->use_inv = sh->inv && rho >= INV_RHO_MIN * sh->lmax;
-    if (sh->use_inv) return gj_inverse(sh->G, sh->N, rho, sh->inv) > 0 ? 0 : -1;
+    if (sh->use_inv) return gj_inverse(sh->G, sh->N, rho, sh->inv, 0) > 0 ? 0 : -1;
     return factor_shifted(sh->G, sh->N, rho, sh->L);
 }
 
@@ -600,7 +601,7 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
     sh.lmax = lmax;
     double lmin = 0;
     if (sh.inv) { /* Gauss-Jordan's pivots are chol_dense's */
-        lmin = gj_inverse(G, N, 1e-12 * tr, sh.inv);
+        lmin = gj_inverse(G, N, 1e-12 * tr, sh.inv, 1);
         sh.factors++;
     } else if (!sh.at) {
         memcpy(L, G, sizeof(double) * (size_t)N * N);
