@@ -27,7 +27,7 @@ void sim_cond_default_params(sim_cond_params *p)
 static void project_fc(const double x[3], double mu, double cap, int proximal, double out[3])
 {
     if (proximal) {
-        sim_cone_project(x, mu, out);
+        sim_cone_project_point(x, mu, out); /* (the distance is not needed) */
         return;
     }
     double ln = x[2] > 0 ? x[2] : 0.0; /* strict: the normal first ... */
