@@ -18,17 +18,20 @@
 /* make: worlds created per chunk (a world takes microseconds) */
 #define MAKE_CHUNK 256
 
-/* Rows [row0, row1) of a job, all on one worker. */
+/* Rows [row0, row1) of a job, all on one worker; `at`: the unit's rows before this run. */
 typedef struct srv_job_run {
-    int row0, row1;
+    int row0, row1, at;
 } run_t;
 
+/* A unit's rows, its runs in order, are taken in pieces through one cursor (`next`, counting the unit's rows
+ * taken so far) by its worker (unit_run) and by idle workers helping (unit_steal, srv_pool.h). */
 struct srv_job_unit {
     srv_unit u;                 /* first: the pool hands this pointer back */
     srv_job *j;
     int worker;
     int r_begin, r_end;         /* this worker's runs in j->runs */
-    int ri, off;                /* cursor: run, rows done in it */
+    int rows;                   /* their rows */
+    atomic_int next;            /* rows taken so far */
     int chunk;                  /* rows per env call: grows from 1 while a call takes under half a slice */
 };
 
@@ -162,37 +165,83 @@ static void job_rows(srv_job *j, int worker, int r, int k)
         for (int i = 0; i < k; i++) R[L->final_mask + r + i] = (uint8_t)(term[i] | trunc[i]);
 }
 
+/* Runs the unit's rows [a, b) (taken from its cursor) on `worker`, run by run. */
+static void unit_rows(srv_job_unit *ju, int worker, int a, int b)
+{
+    srv_job *j = ju->j;
+    int lo = ju->r_begin, hi = ju->r_end - 1;     /* the run holding row a: the last with at <= a */
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (j->runs[mid].at <= a) lo = mid;
+        else hi = mid - 1;
+    }
+    for (int ri = lo; a < b; ri++) {
+        const run_t *run = &j->runs[ri];
+        const int r = run->row0 + (a - run->at);
+        const int k = run->row1 - r < b - a ? run->row1 - r : b - a;
+        job_rows(j, worker, r, k);
+        a += k;
+    }
+}
+
+/* Takes up to `want` of the unit's rows: [*a, return value), empty when none are left.  While others may be
+ * helping, a piece is at most 1 / (2 T) of what is left, so the workers finish together within about a row. */
+static int unit_take(srv_job_unit *ju, int want, int *a)
+{
+    const int left = ju->rows - atomic_load_explicit(&ju->next, memory_order_relaxed);
+    if (left <= 0) return *a = ju->rows;
+    const int T = ju->j->jobs->nthreads, fair = T > 1 ? (left + 2 * T - 1) / (2 * T) : left;
+    const int k = want < fair ? want : fair;
+    *a = atomic_fetch_add_explicit(&ju->next, k, memory_order_relaxed);
+    return *a + k < ju->rows ? *a + k : ju->rows;
+}
+
 static int unit_run(srv_unit *u, int worker, int budget)
 {
     srv_job_unit *ju = (srv_job_unit *)u;
     srv_job *j = ju->j;
     if (atomic_load_explicit(&j->cancel, memory_order_relaxed)) {
-        if (ju->ri < ju->r_end) atomic_fetch_add(&j->skipped, 1);
-        ju->ri = ju->r_end;     /* cancelled: the rest is not run (the reply says so, or there is none) */
+        /* cancelled: the rest is not run (the reply says so, or there is none) */
+        if (atomic_exchange_explicit(&ju->next, ju->rows, memory_order_relaxed) < ju->rows)
+            atomic_fetch_add(&j->skipped, 1);
         return 1;
     }
     const double t0 = srv_now_s();
     if (ju->chunk < 1) ju->chunk = 1;
     const int cap = j->max_chunk > 0 ? j->max_chunk : budget;
-    while (budget > 0 && ju->ri < ju->r_end) {
-        const run_t *run = &j->runs[ju->ri];
-        int r = run->row0 + ju->off;
-        int k = run->row1 - r < budget ? run->row1 - r : budget;
-        if (k > ju->chunk) k = ju->chunk;
+    /* plenty left for another worker: wake one that sleeps (srv_pool.h, helping) */
+    if (ju->rows - atomic_load_explicit(&ju->next, memory_order_relaxed) > 4 * budget)
+        srv_pool_help_wanted(j->jobs->pool);
+    while (budget > 0) {
+        int a;
+        const int b = unit_take(ju, ju->chunk < budget ? ju->chunk : budget, &a);
+        if (b <= a) break;
+        const int k = b - a;
         double t1 = srv_now_s();
-        job_rows(j, worker, r, k);
+        unit_rows(ju, worker, a, b);
         double t2 = srv_now_s();
         budget -= k;
-        ju->off += k;
-        if (r + k == run->row1) {
-            ju->ri++;
-            ju->off = 0;
-        }
         if (k == ju->chunk && t2 - t1 < 0.5 * SLICE_S && ju->chunk < cap) ju->chunk *= 2;
         else if (t2 - t1 > SLICE_S && ju->chunk > 1) ju->chunk /= 2;
         if (t2 - t0 >= SLICE_S) break;
     }
-    return ju->ri >= ju->r_end;
+    /* complete once every row is taken: rows taken by helpers are done when the pool lets the unit finish */
+    return atomic_load_explicit(&ju->next, memory_order_relaxed) >= ju->rows;
+}
+
+/* A helper's piece of the unit (srv_unit.steal): at most budget rows, or the session's max_chunk. */
+static int unit_steal(srv_unit *u, int helper, int budget)
+{
+    srv_job_unit *ju = (srv_job_unit *)u;
+    srv_job *j = ju->j;
+    if (atomic_load_explicit(&j->cancel, memory_order_relaxed)) return 0;
+    const int want = j->max_chunk > 0 && j->max_chunk < budget ? j->max_chunk : budget;
+    int a;
+    const int b = unit_take(ju, want, &a);
+    if (b <= a) return 0;
+    unit_rows(ju, helper, a, b);
+    srv_metrics_worker_helped(j->jobs->metrics, helper, (uint64_t)(b - a));
+    return b - a;
 }
 
 static void unit_finish(srv_unit *u, int worker)
@@ -335,6 +384,13 @@ void srv_jobs_destroy(srv_jobs **pd)
 }
 
 int srv_jobs_threads(const srv_jobs *d) { return d->nthreads; }
+
+unsigned long srv_jobs_helped(const srv_jobs *d)
+{
+    unsigned long n = 0;
+    for (int w = 0; d->pool && w < d->nthreads; w++) n += srv_pool_helped(d->pool, w);
+    return n;
+}
 int srv_jobs_fd(const srv_jobs *d) { return d->efd; }
 int srv_jobs_pending(srv_jobs *d) { return atomic_load_explicit(&d->done_pending, memory_order_acquire); }
 
@@ -372,7 +428,7 @@ int srv_jobs_submit(srv_jobs *d, srv_job *j, int *most_rows)
     if (!j->ids) {
         for (int t = 0; t < T; t++) {
             int b = srv_session_slice_begin(s, T, t), e = srv_session_slice_begin(s, T, t + 1);
-            if (e > b) tmp[nr] = (run_t){b, e}, tmpw[nr++] = (t + s->rot) % T;
+            if (e > b) tmp[nr] = (run_t){b, e, 0}, tmpw[nr++] = (t + s->rot) % T;
         }
     } else {
         for (int i = 0; i < j->n; i++) {
@@ -380,7 +436,7 @@ int srv_jobs_submit(srv_jobs *d, srv_job *j, int *most_rows)
             if (nr && tmpw[nr - 1] == w) {
                 tmp[nr - 1].row1 = i + 1;
             } else {
-                tmp[nr] = (run_t){i, i + 1};
+                tmp[nr] = (run_t){i, i + 1, 0};
                 tmpw[nr++] = w;
             }
         }
@@ -393,13 +449,20 @@ int srv_jobs_submit(srv_jobs *d, srv_job *j, int *most_rows)
         srv_job_unit *ju = &j->units[j->nunits++];
         ju->u.run = unit_run;
         ju->u.finish = unit_finish;
+        ju->u.steal = unit_steal;
         ju->j = j;
         ju->worker = w;
-        ju->r_begin = ju->ri = pos;
+        ju->r_begin = pos;
         int rows = 0;
         for (int i = 0; i < nr; i++)
-            if (tmpw[i] == w) j->runs[pos++] = tmp[i], rows += tmp[i].row1 - tmp[i].row0;
+            if (tmpw[i] == w) {
+                j->runs[pos] = tmp[i];
+                j->runs[pos++].at = rows;
+                rows += tmp[i].row1 - tmp[i].row0;
+            }
         ju->r_end = pos;
+        ju->rows = rows;
+        atomic_init(&ju->next, 0);
         if (rows > most) most = rows;
     }
     *most_rows = most;

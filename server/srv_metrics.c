@@ -35,6 +35,7 @@ struct srv_metrics {
     atomic_uint_fast64_t bytes_in, bytes_out, env_steps, physics_resets, solver_iterations, solver_capped,
         solver_fallbacks;
     atomic_uint_fast64_t *busy_ns;      /* nworkers */
+    atomic_uint_fast64_t *helped;       /* nworkers: world-steps run for another worker */
     atomic_long sessions, worlds, worlds_limit, queue_depth;
     atomic_uint_fast64_t dropped[SRV_DROP_COUNT];
     atomic_size_t memory, memory_limit;
@@ -54,7 +55,10 @@ srv_metrics *srv_metrics_new(const char *const *op_names, int nops, const char *
     srv_metrics *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     m->busy_ns = calloc((size_t)(nworkers > 0 ? nworkers : 1), sizeof *m->busy_ns);
-    if (!m->busy_ns) {
+    m->helped = calloc((size_t)(nworkers > 0 ? nworkers : 1), sizeof *m->helped);
+    if (!m->busy_ns || !m->helped) {
+        free(m->busy_ns);
+        free(m->helped);
         free(m);
         return NULL;
     }
@@ -75,6 +79,7 @@ void srv_metrics_destroy(srv_metrics **pm)
     srv_metrics *m = *pm;
     if (m->httpd) MHD_stop_daemon(m->httpd);
     free(m->busy_ns);
+    free(m->helped);
     free(m);
     *pm = NULL;
 }
@@ -124,6 +129,11 @@ void srv_metrics_worker_busy(srv_metrics *m, int worker, double seconds)
 {
     if (m && worker >= 0 && worker < m->nworkers && seconds > 0)
         ADD(m->busy_ns[worker], (uint_fast64_t)(seconds * 1e9 + 0.5));
+}
+
+void srv_metrics_worker_helped(srv_metrics *m, int worker, uint64_t worlds)
+{
+    if (m && worker >= 0 && worker < m->nworkers) ADD(m->helped[worker], worlds);
 }
 
 void srv_metrics_dropped(srv_metrics *m, srv_drop_kind what)
@@ -263,6 +273,10 @@ size_t srv_metrics_render(const srv_metrics *m, char *buf, size_t cap)
     head(&o, "herd_worker_busy_seconds_total", "counter", "Time each worker thread spent running jobs.");
     for (int w = 0; w < m->nworkers; w++)
         put(&o, "herd_worker_busy_seconds_total{worker=\"%d\"} %.9f\n", w, (double)GET(m->busy_ns[w]) * 1e-9);
+    head(&o, "herd_worker_helped_worlds_total", "counter",
+         "Worlds each worker ran from another worker's share of a request while it had none of its own.");
+    for (int w = 0; w < m->nworkers; w++)
+        put(&o, "herd_worker_helped_worlds_total{worker=\"%d\"} %llu\n", w, (unsigned long long)GET(m->helped[w]));
     gauge(&o, "herd_worker_utilization_ratio", "Busy share of all worker threads over the last rate window (0-1).",
           atomic_load_explicit(&m->utilization, memory_order_relaxed));
     gauge(&o, "herd_queue_depth", "Requests handed to the worker threads and not answered yet (queued, running or deferred).",

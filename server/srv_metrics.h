@@ -17,6 +17,8 @@
  *   herd_solver_fallbacks_total                   physics steps handed to the solver's ADMM fallback
  *                                                 (coulomb-stall-admm, the walk/stand default)
  *   herd_worker_busy_seconds_total{worker}        time each worker spent running jobs
+ *   herd_worker_helped_worlds_total{worker}       worlds a worker ran from another worker's share of a
+ *                                                 request while idle (srv_pool.h, helping)
  *   herd_worker_utilization_ratio                 busy share of all workers over the last rate window
  *   herd_queue_depth                              requests handed to the workers and not answered yet
  *                                                 (queued, running, or deferred behind their session's
@@ -58,6 +60,7 @@ void srv_metrics_sent(srv_metrics *m, size_t bytes_out);      /* bytes sent outs
 void srv_metrics_env_steps(srv_metrics *m, uint64_t world_steps, uint64_t physics_resets, uint64_t solver_iterations,
                            uint64_t solver_capped, uint64_t solver_fallbacks);
 void srv_metrics_worker_busy(srv_metrics *m, int worker, double seconds);
+void srv_metrics_worker_helped(srv_metrics *m, int worker, uint64_t worlds);
 void srv_metrics_gauges(srv_metrics *m, int sessions, long worlds, long worlds_limit, long queue_depth);
 typedef enum { SRV_DROP_MESSAGE = 0, SRV_DROP_REPLY, SRV_DROP_CANCELLED, SRV_DROP_COUNT } srv_drop_kind;
 void srv_metrics_dropped(srv_metrics *m, srv_drop_kind what);

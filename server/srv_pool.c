@@ -1,4 +1,13 @@
-/* srv_pool.c — worker threads, one ring of lanes each, round-robin quanta.  See srv_pool.h. */
+/* srv_pool.c — worker threads, one ring of lanes each, round-robin quanta, idle workers helping.  See srv_pool.h.
+ *
+ * Helping without locks: the owner publishes the unit it runs in `running` (seq_cst) before run and clears it
+ * after, then waits for `helpers` to drop to 0; a helper increments the victim's `helpers` (seq_cst) before it
+ * reads `running`, and decrements it after its steal call.  In the single total order of these operations
+ * either the helper's increment comes before the owner's clearing read of `helpers` (the owner waits for it),
+ * or the helper reads `running` after the clearing and finds NULL or a later unit, whose own end waits for it:
+ * a unit is never used by a helper after its worker has moved past it.  The increment and decrement also carry
+ * the world data across: what a helper wrote is visible to the owner after its wait, and what the owner wrote
+ * before publishing a unit is visible to the unit's helpers. */
 #include "srv_pool.h"
 
 #include <pthread.h>
@@ -14,7 +23,11 @@ typedef struct {
     srv_lane *ring;              /* head of the circular doubly linked ring, NULL when idle */
     atomic_uint pushes;          /* units pushed so far (read without the lock while spinning) */
     int stop;
+    int sleeping;                /* waiting on cv with nothing to do (under mu) */
     unsigned long turns;
+    _Atomic(srv_unit *) running; /* the shareable unit this worker is running, or NULL (see the file comment) */
+    atomic_int helpers;          /* other workers inside running's steal */
+    atomic_ulong helped;         /* worlds this worker ran for others */
     pthread_t th;
     struct srv_pool *pool;
     int index;
@@ -22,6 +35,7 @@ typedef struct {
 
 struct srv_pool {
     int n, quantum, spin_us;
+    atomic_int sleepers;         /* workers asleep with nothing to do */
     worker *w;
 };
 
@@ -53,42 +67,93 @@ static void ring_remove(worker *w, srv_lane *l)
     l->in_ring = 0;
 }
 
+/* One steal call on the first other worker whose running unit has work left; worlds run (0: none found). */
+static int help_once(worker *w)
+{
+    srv_pool *p = w->pool;
+    for (int d = 1; d < p->n; d++) {
+        worker *v = &p->w[(w->index + d) % p->n];
+        if (!atomic_load_explicit(&v->running, memory_order_relaxed)) continue; /* a hint; checked below */
+        atomic_fetch_add(&v->helpers, 1);
+        srv_unit *u = atomic_load(&v->running);
+        const int got = u ? u->steal(u, w->index, p->quantum) : 0;
+        atomic_fetch_sub(&v->helpers, 1);
+        if (got > 0) {
+            atomic_fetch_add_explicit(&w->helped, (unsigned long)got, memory_order_relaxed);
+            return got;
+        }
+    }
+    return 0;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
-    const int quantum = w->pool->quantum;
+    srv_pool *p = w->pool;
+    const int quantum = p->quantum, share = p->n > 1;
     /* Workers are throughput threads: SCHED_BATCH lets the I/O thread (and ZeroMQ's) preempt them at
      * once when a message arrives, even when the workers keep every core busy.  Best effort. */
     struct sched_param sp = {0};
     pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        if (!w->ring && !w->stop && w->pool->spin_us > 0) {
-            /* Idle: poll a while before sleeping.  A sleeping thread's core may halt, and waking it
-             * costs tens of microseconds on a VM; requests that come back to back (a client stepping
-             * a few worlds at a time) find the worker awake.  sched_yield lets any other runnable
+        if (!w->ring && !w->stop) {
+            /* Idle: help the others one steal call at a time while they have work to share and none of our
+             * own arrives; then poll a while (spin_us) before sleeping.  A sleeping thread's core may halt,
+             * and waking it costs tens of microseconds on a VM; requests that come back to back (a client
+             * stepping a few worlds at a time) find the worker awake.  sched_yield lets any other runnable
              * thread of this core go first. */
-            unsigned seen = atomic_load_explicit(&w->pushes, memory_order_relaxed);
+            const unsigned seen = atomic_load_explicit(&w->pushes, memory_order_relaxed);
             pthread_mutex_unlock(&w->mu);
-            struct timespec t0, t;
-            clock_gettime(CLOCK_MONOTONIC, &t0);
-            long budget_ns = 1000L * w->pool->spin_us;
-            for (;;) {
-                if (atomic_load_explicit(&w->pushes, memory_order_acquire) != seen) break;
-                clock_gettime(CLOCK_MONOTONIC, &t);
-                if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > budget_ns) break;
-                sched_yield();
+            int helped = 0;
+            while (share && atomic_load_explicit(&w->pushes, memory_order_acquire) == seen && help_once(w) > 0)
+                helped = 1;
+            if (!helped && p->spin_us > 0) {
+                struct timespec t0;
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                while (atomic_load_explicit(&w->pushes, memory_order_acquire) == seen) {
+                    if (share && help_once(w) > 0) {
+                        helped = 1;
+                        break;
+                    }
+                    if (seconds_since(&t0) * 1e6 > p->spin_us) break;
+                    sched_yield();
+                }
             }
             pthread_mutex_lock(&w->mu);
+            if (helped) continue; /* our own queue first, then help again */
+            if (!w->ring && !w->stop) {
+                /* woken by a push, by srv_pool_help_wanted, or spuriously: look again either way */
+                w->sleeping = 1;
+                atomic_fetch_add(&p->sleepers, 1);
+                pthread_cond_wait(&w->cv, &w->mu);
+                atomic_fetch_sub(&p->sleepers, 1);
+                w->sleeping = 0;
+                continue;
+            }
         }
-        while (!w->ring && !w->stop) pthread_cond_wait(&w->cv, &w->mu);
         if (!w->ring) break;                          /* stop and nothing left */
         srv_lane *l = w->ring;
         srv_unit *u = l->head;
         w->turns++;
         pthread_mutex_unlock(&w->mu);
 
+        const int shared = share && u->steal;
+        if (shared) atomic_store(&w->running, u);
         int done = u->run(u, w->index, quantum);
+        if (shared) {
+            /* no helper may start on u from here; wait for those inside its steal (each runs at most a
+             * quantum of worlds) */
+            atomic_store(&w->running, NULL);
+            while (atomic_load(&w->helpers) > 0) sched_yield();
+        }
 
         pthread_mutex_lock(&w->mu);
         if (done) {
@@ -116,6 +181,7 @@ srv_pool *srv_pool_new(int nthreads, int quantum, int spin_us)
     p->n = nthreads;
     p->quantum = quantum > 0 ? quantum : 32;
     p->spin_us = spin_us > 0 ? spin_us : 0;
+    atomic_init(&p->sleepers, 0);
     p->w = calloc((size_t)nthreads, sizeof *p->w);
     if (!p->w) {
         free(p);
@@ -130,6 +196,9 @@ srv_pool *srv_pool_new(int nthreads, int quantum, int spin_us)
         worker *w = &p->w[i];
         pthread_mutex_init(&w->mu, NULL);
         pthread_cond_init(&w->cv, NULL);
+        atomic_init(&w->running, NULL);
+        atomic_init(&w->helpers, 0);
+        atomic_init(&w->helped, 0);
         w->pool = p;
         w->index = i;
         if (pthread_create(&w->th, &attr, worker_main, w)) {
@@ -186,4 +255,22 @@ unsigned long srv_pool_turns(srv_pool *p, int wi)
     unsigned long t = p->w[wi].turns;
     pthread_mutex_unlock(&p->w[wi].mu);
     return t;
+}
+
+unsigned long srv_pool_helped(const srv_pool *p, int wi) { return atomic_load(&p->w[wi].helped); }
+
+void srv_pool_help_wanted(srv_pool *p)
+{
+    if (!atomic_load_explicit(&p->sleepers, memory_order_relaxed)) return;
+    for (int i = 0; i < p->n; i++) {
+        worker *v = &p->w[i];
+        pthread_mutex_lock(&v->mu);
+        const int asleep = v->sleeping && !v->ring;
+        if (asleep) {
+            v->sleeping = 0; /* one wake-up per sleep */
+            pthread_cond_signal(&v->cv);
+        }
+        pthread_mutex_unlock(&v->mu);
+        if (asleep) return;
+    }
 }

@@ -9,6 +9,14 @@
  * turn early (srv_job.c ends a turn after ~2 ms, or after one world of a costly session), so a turn
  * is at most about max(2 ms, one world-step).
  *
+ * Helping (work stealing): a worker with nothing queued of its own helps the others.  A unit that can share its
+ * work sets `steal`; while its own worker runs it (and only then), an idle worker may call steal to run a few of
+ * its rows.  Before its worker moves on (to the unit's next turn, another lane, or its finish) it waits for the
+ * helpers inside steal to return, so everything done on a unit's rows still happens between that unit's start
+ * and its finish: a lane's order, and which worker's units may touch which worlds, are as without helping.  A
+ * helper takes one steal call at a time and looks at its own queue between calls, so its own owners wait at
+ * most one steal call for it.
+ *
  * Ownership: the pool never frees units or lanes.  A unit is handed back through its finish callback
  * after it has left its lane; lanes belong to their owner, which must not free one while it still
  * holds units (the server frees a session's lanes only when none of its jobs is in flight).
@@ -23,6 +31,11 @@ struct srv_unit {
     int (*run)(srv_unit *u, int worker, int budget);
     /* Called once, on the worker, after a complete unit has left its lane (may free u). */
     void (*finish)(srv_unit *u, int worker);
+    /* Optional (NULL: the unit is not shared): runs at most budget worlds of the unit's work that no one has
+     * taken yet on `helper`, an idle worker other than the unit's own; returns how many it ran (0: nothing
+     * left to take).  Called only while the unit's worker is inside run, possibly by several helpers at once
+     * and concurrently with run, which must therefore take its work through the same shared cursor. */
+    int (*steal)(srv_unit *u, int helper, int budget);
 };
 
 typedef struct srv_lane {
@@ -43,5 +56,9 @@ int srv_pool_threads(const srv_pool *p);
 void srv_pool_push(srv_pool *p, int worker, srv_lane *lane, srv_unit *u);
 /* Units run so far (for tests). */
 unsigned long srv_pool_turns(srv_pool *p, int worker);
+/* Worlds `worker` ran as a helper (the sum of its steal calls' results). */
+unsigned long srv_pool_helped(const srv_pool *p, int worker);
+/* Called by a running unit that has much work left: wakes one sleeping idle worker, if any, to help. */
+void srv_pool_help_wanted(srv_pool *p);
 
 #endif

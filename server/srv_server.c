@@ -465,6 +465,7 @@ fail:
 
 const char *srv_server_endpoint(const srv_server *S) { return S->endpoint; }
 int srv_server_threads(const srv_server *S) { return S->nthreads; }
+unsigned long srv_server_helped_worlds(const srv_server *S) { return srv_jobs_helped(S->jobs); }
 
 void srv_server_banner(const srv_server *S)
 {

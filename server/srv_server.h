@@ -6,7 +6,8 @@
  * always stepped by the same worker, which writes observations, rewards and flags straight into the
  * reply buffer.  A reset or step request becomes one work unit per worker that owns some of its worlds;
  * the reply leaves as soon as the last of them is done.  Workers take turns over sessions
- * (srv_pool.h), so sessions share the pool fairly.  make and close run on a worker too (creating
+ * (srv_pool.h), so sessions share the pool fairly, and a worker with nothing of its own helps with the unit
+ * another is running (srv_pool.h, helping), so a request's slices finish together however unequal their cost.  make and close run on a worker too (creating
  * 65536 worlds takes ~0.1 s).
  *
  * Layers: srv_server (I/O loop, request handlers) -> srv_session (table) and srv_job (the only caller
@@ -32,6 +33,8 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen);
 /* The bound endpoint (with the port chosen for tcp://...:*). */
 const char *srv_server_endpoint(const srv_server *s);
 int srv_server_threads(const srv_server *s);
+/* Worlds the workers ran from each other's shares while idle (srv_pool.h, helping), all workers, so far. */
+unsigned long srv_server_helped_worlds(const srv_server *s);
 /* Prints the startup banner (version, endpoint, threads, limits, envs) at info level. */
 void srv_server_banner(const srv_server *s);
 /* Serves until srv_server_stop; then answers new requests with SHUTTING_DOWN while the requests in

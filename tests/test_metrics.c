@@ -89,6 +89,9 @@ Test(metrics, rate_window_gives_steps_per_second_and_utilization)
     srv_metrics_env_steps(m, 30000, 0, 0, 0, 0);
     srv_metrics_worker_busy(m, 0, 1.0);
     srv_metrics_worker_busy(m, 1, 0.5);
+    srv_metrics_worker_helped(m, 1, 48);
+    srv_metrics_worker_helped(m, 1, 16);
+    srv_metrics_worker_helped(m, 7, 16);        /* no such worker: ignored */
     srv_metrics_tick(m, 100.5);                 /* too short: no update */
     char *t = render(m);
     has(t, "herd_env_steps_per_second 0\n");
@@ -99,6 +102,8 @@ Test(metrics, rate_window_gives_steps_per_second_and_utilization)
     has(t, "herd_worker_utilization_ratio 0.375\n");
     has(t, "herd_worker_busy_seconds_total{worker=\"0\"} 1.000000000\n");
     has(t, "herd_worker_busy_seconds_total{worker=\"1\"} 0.500000000\n");
+    has(t, "herd_worker_helped_worlds_total{worker=\"0\"} 0\n");
+    has(t, "herd_worker_helped_worlds_total{worker=\"1\"} 64\n");
     free(t);
     srv_metrics_destroy(&m);
 }

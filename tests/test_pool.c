@@ -207,6 +207,151 @@ Test(pool, the_workers_run_concurrently_on_their_own_threads, .timeout = 20)
     pthread_barrier_destroy(&barrier);
 }
 
+/* ---- idle workers help with a shareable unit ---- */
+
+enum { HROWS = 400 };
+typedef struct {
+    srv_unit u;
+    srv_pool *pool;
+    int first;                  /* sequence numbers of this unit's rows are recorded at seq[first + row] */
+    atomic_int next;            /* rows taken */
+    atomic_int done;            /* rows run */
+    atomic_int done_at_finish;
+    atomic_int *clock;          /* global sequence: order of row completions */
+    int *seq, *by;              /* per row: completion order, worker that ran it */
+    atomic_int *finished;
+} hunit;
+
+static void hrows(hunit *h, int worker, int a, int b)
+{
+    for (int r = a; r < b; r++) {
+        volatile double x = 0;
+        for (int i = 0; i < 20000; i++) x += i * 1e-9;   /* ~10-20 us of work per row */
+        h->by[h->first + r] = worker;
+        h->seq[h->first + r] = atomic_fetch_add(h->clock, 1);
+        atomic_fetch_add(&h->done, 1);
+    }
+}
+
+static int hrun(srv_unit *u, int worker, int budget)
+{
+    hunit *h = (hunit *)u;
+    srv_pool_help_wanted(h->pool);
+    while (budget > 0) {
+        int a = atomic_fetch_add(&h->next, 1);
+        if (a >= HROWS) break;
+        hrows(h, worker, a, a + 1);
+        budget--;
+    }
+    return atomic_load(&h->next) >= HROWS;
+}
+
+static int hsteal(srv_unit *u, int helper, int budget)
+{
+    hunit *h = (hunit *)u;
+    int a = atomic_fetch_add(&h->next, 2);
+    if (a >= HROWS) return 0;
+    int b = a + 2 < HROWS ? a + 2 : HROWS;
+    hrows(h, helper, a, b);
+    return b - a;
+}
+
+static void hfinish(srv_unit *u, int worker)
+{
+    hunit *h = (hunit *)u;
+    atomic_store(&h->done_at_finish, atomic_load(&h->done));
+    atomic_fetch_add(h->finished, 1);
+}
+
+/* Two shareable units on one lane of worker 0, with spin_us as given: the other workers (idle, asleep
+ * when spin_us = 0) help; every row runs once; the first unit's rows all complete before any of the second's
+ * (the lane's order) and before its finish. */
+static void run_helped(int threads, int spin_us)
+{
+    srv_pool *p = srv_pool_new(threads, 4, spin_us);
+    usleep(20000);                               /* let the idle workers settle (asleep when spin_us = 0) */
+    srv_lane lane = {0};
+    static int seq[2 * HROWS], by[2 * HROWS];
+    memset(seq, -1, sizeof seq);
+    memset(by, -1, sizeof by);
+    atomic_int clock = 0, finished = 0;
+    hunit h[2];
+    for (int k = 0; k < 2; k++) {
+        memset(&h[k], 0, sizeof h[k]);
+        h[k].pool = p;
+        h[k].first = k * HROWS;
+        atomic_init(&h[k].next, 0);
+        atomic_init(&h[k].done, 0);
+        atomic_init(&h[k].done_at_finish, -1);
+        h[k].clock = &clock;
+        h[k].seq = seq;
+        h[k].by = by;
+        h[k].finished = &finished;
+        h[k].u.run = hrun;
+        h[k].u.steal = hsteal;
+        h[k].u.finish = hfinish;
+    }
+    srv_pool_push(p, 0, &lane, &h[0].u);
+    srv_pool_push(p, 0, &lane, &h[1].u);
+    while (atomic_load(&finished) < 2) usleep(500);
+    int first_max = -1, second_min = 1 << 30, helped = 0;
+    for (int r = 0; r < 2 * HROWS; r++) {
+        cr_assert_geq(seq[r], 0, "row %d ran", r);
+        if (r < HROWS && seq[r] > first_max) first_max = seq[r];
+        if (r >= HROWS && seq[r] < second_min) second_min = seq[r];
+        helped += by[r] != 0;
+    }
+    cr_assert_eq(atomic_load(&clock), 2 * HROWS, "every row ran exactly once");
+    for (int k = 0; k < 2; k++) cr_assert_eq(atomic_load(&h[k].done_at_finish), HROWS, "unit %d: all rows before finish", k);
+    cr_assert_lt(first_max, second_min, "the lane's order holds with helpers");
+    unsigned long sum = 0;
+    for (int t = 1; t < threads; t++) sum += srv_pool_helped(p, t);
+    cr_assert_eq(srv_pool_helped(p, 0), 0);
+    cr_assert_eq(sum, (unsigned long)helped, "srv_pool_helped counts the rows the helpers ran");
+    cr_assert_gt(helped, 0, "the idle workers helped (threads %d, spin %d us)", threads, spin_us);
+    srv_pool_destroy(&p);
+}
+
+Test(pool, idle_workers_help_and_a_lane_keeps_its_order, .timeout = 30) { run_helped(2, 250); }
+
+Test(pool, sleeping_workers_are_woken_to_help, .timeout = 30) { run_helped(3, 0); }
+
+/* A helper turns to its own work between steal calls: a unit pushed to the helper's own lane finishes while
+ * the shared unit still has most of its rows left. */
+Test(pool, a_helper_serves_its_own_lanes_first, .timeout = 30)
+{
+    srv_pool *p = srv_pool_new(2, 4, 250);
+    srv_lane lane0 = {0}, lane1 = {0};
+    static int seq[HROWS], by[HROWS];
+    atomic_int clock = 0, finished = 0, small_finished = 0;
+    hunit h;
+    memset(&h, 0, sizeof h);
+    h.pool = p;
+    atomic_init(&h.next, 0);
+    atomic_init(&h.done, 0);
+    h.clock = &clock;
+    h.seq = seq;
+    h.by = by;
+    h.finished = &finished;
+    h.u.run = hrun;
+    h.u.steal = hsteal;
+    h.u.finish = hfinish;
+    srv_pool_push(p, 0, &lane0, &h.u);
+    while (srv_pool_helped(p, 1) == 0) usleep(100);   /* worker 1 is helping */
+    tunit small;
+    int log[4];
+    atomic_int pos = 0;
+    small = (tunit){{0}, 7, 1, log, &pos, &small_finished};
+    small.u.run = trun;
+    small.u.finish = tfinish;
+    srv_pool_push(p, 1, &lane1, &small.u);
+    while (!atomic_load(&small_finished)) usleep(50);
+    int taken = atomic_load(&h.next);
+    cr_assert_lt(taken, HROWS / 2, "the helper's own unit waited for %d of %d shared rows", taken, HROWS);
+    while (!atomic_load(&finished)) usleep(500);
+    srv_pool_destroy(&p);
+}
+
 Test(pool, zero_threads_means_one)
 {
     srv_pool *p = srv_pool_new(0, 0, 0);

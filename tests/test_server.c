@@ -282,9 +282,14 @@ Test(server, make_reset_step_close_and_stats)
 
 /* ---- bit-for-bit equality with in-process stepping ---- */
 
+/* subsets: 0 all worlds every step; 1 a random subset in random order on two steps of three; 2 (a 2-thread
+ * server) the first half of the worlds, in order, every step: one worker's slice, which the other helps with */
 static void run_equal(env_autoreset ar, int nworlds, int steps, int subsets, const char *env, int terms)
 {
-    srv_thread *t = start();
+    srv_config cfg;
+    test_config(&cfg);
+    if (subsets == 2) cfg.threads = 2;
+    srv_thread *t = start_with(&cfg);
     herd_client *c = connect_to(t);
     env_kv kv[1] = {{"episode_seconds", 0.16}};     /* 8 steps: many autoresets */
     herd_session s;
@@ -306,7 +311,11 @@ static void run_equal(env_autoreset ar, int nworlds, int steps, int subsets, con
     for (int k = 0; k < steps; k++) {
         int n = nworlds;
         const int32_t *sel = NULL;
-        if (subsets && k % 3 != 0) {
+        if (subsets == 2) {
+            n = nworlds / 2;
+            for (int i = 0; i < n; i++) ids[i] = i;
+            sel = ids;
+        } else if (subsets && k % 3 != 0) {
             /* a random subset in random order */
             for (int i = 0; i < nworlds; i++) ids[i] = i;
             for (int i = nworlds - 1; i > 0; i--) {
@@ -331,6 +340,8 @@ static void run_equal(env_autoreset ar, int nworlds, int steps, int subsets, con
             if (a.o.final_mask) finals += a.o.final_mask[i];
         }
     }
+    if (subsets == 2)
+        cr_assert_gt(srv_server_helped_worlds(srv_thread_server(t)), 0, "the idle worker helped with the other's slice");
     if (ar == ENV_AUTORESET_NEXT_STEP) cr_assert_gt(autoresets, 0, "episodes ended and were autoreset");
     if (ar == ENV_AUTORESET_SAME_STEP) cr_assert_gt(finals, 0, "episodes ended with a final observation");
     ob_free(&a), ob_free(&b);
@@ -345,6 +356,10 @@ Test(equal, next_step_all_worlds, .timeout = 120) { run_equal(ENV_AUTORESET_NEXT
 Test(equal, next_step_subsets, .timeout = 120) { run_equal(ENV_AUTORESET_NEXT_STEP, 29, 40, 1, "anymal_c-walk", 1); }
 Test(equal, same_step_all_worlds, .timeout = 120) { run_equal(ENV_AUTORESET_SAME_STEP, 23, 30, 0, "anymal_c-stand", 1); }
 Test(equal, same_step_subsets, .timeout = 120) { run_equal(ENV_AUTORESET_SAME_STEP, 31, 40, 1, "anymal_c-walk", 0); }
+Test(equal, one_slice_helped_by_the_idle_worker, .timeout = 120)
+{
+    run_equal(ENV_AUTORESET_NEXT_STEP, 512, 24, 2, "anymal_c-walk", 1);
+}
 Test(equal, fewer_worlds_than_threads, .timeout = 60) { run_equal(ENV_AUTORESET_NEXT_STEP, 2, 20, 1, "anymal_c-walk", 0); }
 
 Test(equal, reset_with_seeds, .timeout = 60)
