@@ -5,7 +5,8 @@
  *   herd-bench env --sweep 64,256,...,65536 [--threads T] [--steps S] [--repeats R] [--warmup W]
  *   herd-bench env --vs-mujoco ...   (bench_env_mujoco.c)
  *
- * T threads (pinned, one contiguous slice of worlds each, a barrier per step) step all worlds with
+ * T threads (pinned, one contiguous slice of worlds each, taken in pieces of at most 16 worlds, a thread done
+ * with its slice helping with the others' as the server's workers do; a barrier per step) step all worlds with
  * fixed pseudo-random actions in [-1, 1].  Every timed run starts from the same reset (fixed seeds) and
  * the same W (25) warm-up steps (past the landing), so every configuration does exactly the same work
  * (the envs are deterministic).  Without --threads, runs T = 1 and T = 2 and reports the speedup.
@@ -34,6 +35,7 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,28 +49,63 @@
 #include "sim_step.h"
 #include "sim_urdf.h"
 
+/* Each thread owns one contiguous slice of the worlds and takes it in pieces of at most QUANTUM worlds (the
+ * server's default quantum) through the slice's cursor; a thread done with its own slice helps with the
+ * others' through their cursors, as the server's idle workers do (srv_pool.h, helping); pieces are at most
+ * 1 / (2 T) of what is left of a slice, so the threads reach the per-step barrier together. */
+#define QUANTUM 16
 typedef struct {
+    _Alignas(64) atomic_int next;  /* worlds of the slice taken this step */
+} cursor;
+
+typedef struct worker {
     env_t *e;
-    int first, n, core, steps, od, ad;
+    int first, n, core, steps, od, ad, threads;
     float *act, *obs, *rew;
     uint8_t *term, *trunc;
     pthread_barrier_t *bar;
+    struct worker *all;         /* every thread's worker, for helping */
+    cursor *cur;                /* every slice's cursor */
     double busy;                /* seconds spent stepping (the rest is waiting at the barrier) */
     double cpu;                 /* CPU seconds of this thread over the run */
+    long helped;                /* worlds stepped from other threads' slices */
 } worker;
+
+/* Steps one piece of slice v's worlds for step s; 0 when the slice is all taken. */
+static int take_piece(worker *w, const worker *v, cursor *c, int s)
+{
+    const int left = v->n - atomic_load_explicit(&c->next, memory_order_relaxed);
+    if (left <= 0) return 0;
+    const int fair = w->threads > 1 ? (left + 2 * w->threads - 1) / (2 * w->threads) : left;
+    const int k = fair < QUANTUM ? fair : QUANTUM;
+    const int a = atomic_fetch_add_explicit(&c->next, k, memory_order_relaxed);
+    if (a >= v->n) return 0;
+    const int m = a + k < v->n ? k : v->n - a, f = v->first + a;
+    const float *act = w->act + (size_t)(s & 7) * (size_t)env_num_worlds(w->e) * w->ad + (size_t)f * w->ad;
+    env_step(w->e, f, m, NULL, act, w->obs + (size_t)f * w->od, w->rew + f, w->term + f, w->trunc + f, NULL);
+    return m;
+}
 
 static void *work(void *p)
 {
     worker *w = p;
+    const int me = (int)(w - w->all);
     bench_pin(w->core);
     w->busy = 0;
+    w->helped = 0;
     uint64_t c0 = bench_thread_cpu_ns();
     for (int s = 0; s < w->steps; s++) {
-        const float *a = w->act + (size_t)(s & 7) * (size_t)env_num_worlds(w->e) * w->ad + (size_t)w->first * w->ad;
         uint64_t t0 = bench_now_ns();
-        env_step(w->e, w->first, w->n, NULL, a, w->obs + (size_t)w->first * w->od, w->rew + w->first,
-                 w->term + w->first, w->trunc + w->first, NULL);
+        while (take_piece(w, w, &w->cur[me], s) > 0) {}
+        for (int d = 1; d < w->threads; d++) {
+            const int v = (me + d) % w->threads;
+            int got;
+            while ((got = take_piece(w, &w->all[v], &w->cur[v], s)) > 0) w->helped += got;
+        }
         w->busy += (double)(bench_now_ns() - t0) * 1e-9;
+        /* the last thread through resets the cursors for the next step (before anyone can start it) */
+        if (pthread_barrier_wait(w->bar) == PTHREAD_BARRIER_SERIAL_THREAD)
+            for (int t = 0; t < w->threads; t++) atomic_store_explicit(&w->cur[t].next, 0, memory_order_relaxed);
         pthread_barrier_wait(w->bar);
     }
     w->cpu = (double)(bench_thread_cpu_ns() - c0) * 1e-9;
@@ -91,8 +128,9 @@ static void prepare(env_t *e, int warmup, float *act, float *obs, float *rew, ui
         env_step(e, 0, n, NULL, act + (size_t)(s & 7) * (size_t)n * sp->act_dim, obs, rew, term, trunc, NULL);
 }
 
-/* Seconds to step all worlds `steps` times with `threads` threads; per-thread busy and CPU seconds. */
-static double g_busy[64], g_cpu[64];
+/* Seconds to step all worlds `steps` times with `threads` threads; per-thread busy and CPU seconds, and the
+ * share of world-steps taken by helping threads. */
+static double g_busy[64], g_cpu[64], g_helped;
 
 static double run(env_t *e, int threads, int steps, float *act, float *obs, float *rew, uint8_t *term, uint8_t *trunc)
 {
@@ -101,17 +139,23 @@ static double run(env_t *e, int threads, int steps, float *act, float *obs, floa
     pthread_barrier_t bar;
     pthread_barrier_init(&bar, NULL, (unsigned)threads);
     worker w[64];
+    cursor cur[64];
     pthread_t th[64];
+    for (int t = 0; t < threads; t++) atomic_init(&cur[t].next, 0);
     uint64_t t0 = bench_now_ns();
     for (int t = 0; t < threads; t++) {
-        w[t] = (worker){e, (int)((long)n * t / threads), (int)((long)n * (t + 1) / threads - (long)n * t / threads), t,
-                        steps, sp->obs_dim, sp->act_dim, act, obs, rew, term, trunc, &bar, 0, 0};
+        w[t] = (worker){.e = e, .first = (int)((long)n * t / threads),
+                        .n = (int)((long)n * (t + 1) / threads - (long)n * t / threads), .core = t, .steps = steps,
+                        .od = sp->obs_dim, .ad = sp->act_dim, .threads = threads, .act = act, .obs = obs, .rew = rew,
+                        .term = term, .trunc = trunc, .bar = &bar, .all = w, .cur = cur};
         if (t) pthread_create(&th[t], NULL, work, &w[t]);
     }
     work(&w[0]);
     for (int t = 1; t < threads; t++) pthread_join(th[t], NULL);
     uint64_t t1 = bench_now_ns();
-    for (int t = 0; t < threads; t++) g_busy[t] = w[t].busy, g_cpu[t] = w[t].cpu;
+    long helped = 0;
+    for (int t = 0; t < threads; t++) g_busy[t] = w[t].busy, g_cpu[t] = w[t].cpu, helped += w[t].helped;
+    g_helped = (double)helped / ((double)n * steps);
     pthread_barrier_destroy(&bar);
     bench_pin(0);
     return (double)(t1 - t0) * 1e-9;
@@ -555,12 +599,13 @@ int bench_env(int argc, char **argv)
     for (int k = 0; k < nt; k++) {
         int T = tlist[k];
         double rep[64], eps_rep[64], cpu_rep[64];
-        double util = 0;
+        double util = 0, helped = 0;
         for (int q = 0; q < R; q++) {
             if (!once || q == 0) prepare(e, warmup, act, obs, rew, term, trunc);
             rep[q] = run(e, T, steps, act, obs, rew, term, trunc);
             double cpu = 0;
             for (int t = 0; t < T; t++) util += g_busy[t] / rep[q], cpu += g_cpu[t];
+            helped += g_helped / R;
             eps_rep[q] = (double)worlds * steps / rep[q];
             cpu_rep[q] = (double)worlds * steps / cpu;    /* per CPU-second of the stepping threads */
         }
@@ -577,15 +622,16 @@ int bench_env(int argc, char **argv)
                "\"once\":%s,\"env_steps_per_s\":%.0f,\"physics_steps_per_s\":%.0f,\"us_per_env_step\":%.3f,"
                "\"physics_steps_per_s_per_thread\":%.0f,\"env_steps_per_s_per_thread\":%.0f,"
                "\"cpu_env_steps_per_s_per_thread\":%.0f,\"single_world_physics_steps_per_s\":%.0f,"
-               "\"batch_efficiency\":%.3f,\"solver_bench_trot_steps_per_s\":%.0f,\"fraction_of_solver_bench\":%.3f,\"thread_utilization\":%.3f",
+               "\"batch_efficiency\":%.3f,\"solver_bench_trot_steps_per_s\":%.0f,\"fraction_of_solver_bench\":%.3f,\"thread_utilization\":%.3f,\"helped_share\":%.4f",
                name, worlds, T, steps, R, warmup, once ? "true" : "false", eps, pps, 1e6 * T / eps, per_thread, eps / T, cpu_eps, single,
-               per_thread / single, trot, per_thread / trot, util);
+               per_thread / single, trot, per_thread / trot, util, helped);
         print_reps("env_steps_per_s_reps", eps_rep, R, 1.0);
         print_reps("cpu_env_steps_per_s_per_thread_reps", cpu_rep, R, 1.0);
         printf(",\"cpu\":\"%s\"}\n", bench_cpu());
         fflush(stdout);
-        fprintf(stderr, "  %d thread(s): %9.0f env steps/s, %9.0f physics steps/s (%.0f per thread, %.2f of 1-world, %.2f of trot), %.2f us/env step/thread, busy %.0f %%; %.0f env steps per CPU-second\n",
-                T, eps, pps, per_thread, per_thread / single, per_thread / trot, 1e6 * T / eps, 100 * util, cpu_eps);
+        fprintf(stderr, "  %d thread(s): %9.0f env steps/s, %9.0f physics steps/s (%.0f per thread, %.2f of 1-world, %.2f of trot), %.2f us/env step/thread, busy %.0f %% (%.1f %% of worlds stepped by a helping thread); %.0f env steps per CPU-second\n",
+                T, eps, pps, per_thread, per_thread / single, per_thread / trot, 1e6 * T / eps, 100 * util, 100 * helped,
+                cpu_eps);
     }
     if (nt == 2) {
         printf("{\"bench\":\"env_scaling\",\"env\":\"%s\",\"worlds\":%d,\"speedup_1_to_2_threads\":%.3f,"
