@@ -5,8 +5,8 @@
  *   herd-bench env --sweep 64,256,...,65536 [--threads T] [--steps S] [--repeats R] [--warmup W]
  *   herd-bench env --vs-mujoco ...   (bench_env_mujoco.c)
  *
- * T threads (pinned, one contiguous slice of worlds each, taken in pieces of at most 16 worlds, a thread done
- * with its slice helping with the others' as the server's workers do; a barrier per step) step all worlds with
+ * T threads (pinned, one contiguous slice of worlds each, taken in pieces, a thread done with its slice helping
+ * with the others' as the server's workers do: bench_share; a barrier per step) step all worlds with
  * fixed pseudo-random actions in [-1, 1].  Every timed run starts from the same reset (fixed seeds) and
  * the same W (25) warm-up steps (past the landing), so every configuration does exactly the same work
  * (the envs are deterministic).  Without --threads, runs T = 1 and T = 2 and reports the speedup.
@@ -35,7 +35,6 @@
  */
 #include <math.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,63 +48,40 @@
 #include "sim_step.h"
 #include "sim_urdf.h"
 
-/* Each thread owns one contiguous slice of the worlds and takes it in pieces of at most QUANTUM worlds (the
- * server's default quantum) through the slice's cursor; a thread done with its own slice helps with the
- * others' through their cursors, as the server's idle workers do (srv_pool.h, helping); pieces are at most
- * 1 / (2 T) of what is left of a slice, so the threads reach the per-step barrier together. */
-#define QUANTUM 16
-typedef struct {
-    _Alignas(64) atomic_int next;  /* worlds of the slice taken this step */
-} cursor;
-
 typedef struct worker {
     env_t *e;
-    int first, n, core, steps, od, ad, threads;
+    int core, steps, od, ad;
     float *act, *obs, *rew;
     uint8_t *term, *trunc;
     pthread_barrier_t *bar;
-    struct worker *all;         /* every thread's worker, for helping */
-    cursor *cur;                /* every slice's cursor */
+    bench_share *share;         /* the slices, taken in pieces as the server's workers do (bench.h) */
+    int step;                   /* the step being taken */
     double busy;                /* seconds spent stepping (the rest is waiting at the barrier) */
     double cpu;                 /* CPU seconds of this thread over the run */
     long helped;                /* worlds stepped from other threads' slices */
 } worker;
 
-/* Steps one piece of slice v's worlds for step s; 0 when the slice is all taken. */
-static int take_piece(worker *w, const worker *v, cursor *c, int s)
+static void step_piece(int f, int m, void *ctx)
 {
-    const int left = v->n - atomic_load_explicit(&c->next, memory_order_relaxed);
-    if (left <= 0) return 0;
-    const int fair = w->threads > 1 ? (left + 2 * w->threads - 1) / (2 * w->threads) : left;
-    const int k = fair < QUANTUM ? fair : QUANTUM;
-    const int a = atomic_fetch_add_explicit(&c->next, k, memory_order_relaxed);
-    if (a >= v->n) return 0;
-    const int m = a + k < v->n ? k : v->n - a, f = v->first + a;
-    const float *act = w->act + (size_t)(s & 7) * (size_t)env_num_worlds(w->e) * w->ad + (size_t)f * w->ad;
+    const worker *w = ctx;
+    const float *act = w->act + (size_t)(w->step & 7) * (size_t)env_num_worlds(w->e) * w->ad + (size_t)f * w->ad;
     env_step(w->e, f, m, NULL, act, w->obs + (size_t)f * w->od, w->rew + f, w->term + f, w->trunc + f, NULL);
-    return m;
 }
 
 static void *work(void *p)
 {
     worker *w = p;
-    const int me = (int)(w - w->all);
     bench_pin(w->core);
     w->busy = 0;
     w->helped = 0;
     uint64_t c0 = bench_thread_cpu_ns();
     for (int s = 0; s < w->steps; s++) {
         uint64_t t0 = bench_now_ns();
-        while (take_piece(w, w, &w->cur[me], s) > 0) {}
-        for (int d = 1; d < w->threads; d++) {
-            const int v = (me + d) % w->threads;
-            int got;
-            while ((got = take_piece(w, &w->all[v], &w->cur[v], s)) > 0) w->helped += got;
-        }
+        w->step = s;
+        w->helped += bench_share_step(w->share, w->core, step_piece, w);
         w->busy += (double)(bench_now_ns() - t0) * 1e-9;
-        /* the last thread through resets the cursors for the next step (before anyone can start it) */
-        if (pthread_barrier_wait(w->bar) == PTHREAD_BARRIER_SERIAL_THREAD)
-            for (int t = 0; t < w->threads; t++) atomic_store_explicit(&w->cur[t].next, 0, memory_order_relaxed);
+        /* one thread rewinds the cursors for the next step, before anyone can start it */
+        if (pthread_barrier_wait(w->bar) == PTHREAD_BARRIER_SERIAL_THREAD) bench_share_rewind(w->share);
         pthread_barrier_wait(w->bar);
     }
     w->cpu = (double)(bench_thread_cpu_ns() - c0) * 1e-9;
@@ -138,16 +114,14 @@ static double run(env_t *e, int threads, int steps, float *act, float *obs, floa
     int n = env_num_worlds(e);
     pthread_barrier_t bar;
     pthread_barrier_init(&bar, NULL, (unsigned)threads);
-    worker w[64];
-    cursor cur[64];
-    pthread_t th[64];
-    for (int t = 0; t < threads; t++) atomic_init(&cur[t].next, 0);
+    worker w[BENCH_MAX_THREADS];
+    pthread_t th[BENCH_MAX_THREADS];
+    static bench_share share;
+    bench_share_init(&share, n, threads);
     uint64_t t0 = bench_now_ns();
     for (int t = 0; t < threads; t++) {
-        w[t] = (worker){.e = e, .first = (int)((long)n * t / threads),
-                        .n = (int)((long)n * (t + 1) / threads - (long)n * t / threads), .core = t, .steps = steps,
-                        .od = sp->obs_dim, .ad = sp->act_dim, .threads = threads, .act = act, .obs = obs, .rew = rew,
-                        .term = term, .trunc = trunc, .bar = &bar, .all = w, .cur = cur};
+        w[t] = (worker){.e = e, .core = t, .steps = steps, .od = sp->obs_dim, .ad = sp->act_dim, .act = act,
+                        .obs = obs, .rew = rew, .term = term, .trunc = trunc, .bar = &bar, .share = &share};
         if (t) pthread_create(&th[t], NULL, work, &w[t]);
     }
     work(&w[0]);

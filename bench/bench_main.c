@@ -11,6 +11,49 @@
 #include <time.h>
 #include <unistd.h>
 
+void bench_share_init(bench_share *s, int n, int threads)
+{
+    s->n = n;
+    s->threads = threads < 1 ? 1 : threads > BENCH_MAX_THREADS ? BENCH_MAX_THREADS : threads;
+    bench_share_rewind(s);
+}
+
+void bench_share_rewind(bench_share *s)
+{
+    for (int t = 0; t < s->threads; t++) __atomic_store_n(&s->cur[t].next, 0, __ATOMIC_RELAXED);
+}
+
+int bench_share_first(const bench_share *s, int t) { return (int)((long)s->n * t / s->threads); }
+int bench_share_len(const bench_share *s, int t) { return bench_share_first(s, t + 1) - bench_share_first(s, t); }
+
+/* One piece of slice t: *first and the count (0: the slice is all taken). */
+static int share_take(bench_share *s, int t, int *first)
+{
+    const int len = bench_share_len(s, t);
+    const int left = len - __atomic_load_n(&s->cur[t].next, __ATOMIC_RELAXED);
+    if (left <= 0) return 0;
+    const int fair = s->threads > 1 ? (left + 2 * s->threads - 1) / (2 * s->threads) : left;
+    const int k = fair < BENCH_QUANTUM ? fair : BENCH_QUANTUM;
+    const int a = __atomic_fetch_add(&s->cur[t].next, k, __ATOMIC_RELAXED);
+    if (a >= len) return 0;
+    *first = bench_share_first(s, t) + a;
+    return a + k < len ? k : len - a;
+}
+
+long bench_share_step(bench_share *s, int me, void (*step)(int first, int count, void *ctx), void *ctx)
+{
+    long helped = 0;
+    int f, k;
+    for (int d = 0; d < s->threads; d++) {
+        const int t = (me + d) % s->threads;
+        while ((k = share_take(s, t, &f)) > 0) {
+            step(f, k, ctx);
+            if (d) helped += k;
+        }
+    }
+    return helped;
+}
+
 /* Weak references: a subcommand whose file is absent resolves to NULL. */
 #pragma weak bench_dynamics
 #pragma weak bench_solver

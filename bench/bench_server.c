@@ -4,8 +4,9 @@
  *                     [--steps S] [--repeats R] [--rtt-iters K] [--spin-us U] [--quantum Q]
  *
  * In the same run:
- *  1. in-process: env_new(worlds), T threads with one contiguous slice each and a barrier per step (as
- *     herd-bench env does), S steps per repeat, pinned to cores and unpinned in turn: the baseline
+ *  1. in-process: env_new(worlds), T threads with one contiguous slice each, taken in pieces with idle
+ *     threads helping as the server's workers do, and a barrier per step (bench_share, as herd-bench env
+ *     does), S steps per repeat, pinned to cores and unpinned in turn: the baseline
  *     (inproc_steps_per_s) is the better median of the two;
  *  2. served: a herd server on a thread of this process (T workers, bound to tcp://127.0.0.1:* or an
  *     ipc:// path), one C client: make(worlds), the worlds split into batches of B consecutive worlds,
@@ -78,26 +79,35 @@ static uint64_t *bench_seeds(int n)
 
 typedef struct {
     env_t *e;
-    int first, n, core, steps, od, ad, nt, step0;   /* core < 0: not pinned */
+    int core, steps, od, ad, nt, step0, step;   /* core < 0: not pinned */
     const float *act;
     float *obs, *rew, *ret, *terms;
     uint8_t *term, *trunc, *pr, *done;
     int32_t *len;
     pthread_barrier_t *bar;
+    bench_share *share;
+    int me;
 } ip_worker;
+
+static void ip_piece(int f, int k, void *ctx)
+{
+    const ip_worker *w = ctx;
+    const int N = env_num_worlds(w->e);
+    const float *a = w->act + (size_t)((w->step0 + w->step) % NSETS) * (size_t)N * w->ad + (size_t)f * w->ad;
+    /* the same info the server asks for */
+    env_info info = {.physics_reset = w->pr + f, .episode_done = w->done + f, .episode_return = w->ret + f,
+                     .episode_length = w->len + f, .episode_terms = w->terms + (size_t)f * w->nt};
+    env_step(w->e, f, k, NULL, a, w->obs + (size_t)f * w->od, w->rew + f, w->term + f, w->trunc + f, &info);
+}
 
 static void *ip_work(void *p)
 {
     ip_worker *w = p;
     if (w->core >= 0) bench_pin(w->core);
-    int N = env_num_worlds(w->e);
     for (int s = 0; s < w->steps; s++) {
-        const float *a = w->act + (size_t)((w->step0 + s) % NSETS) * (size_t)N * w->ad + (size_t)w->first * w->ad;
-        int f = w->first;
-        /* the same info the server asks for */
-        env_info info = {.physics_reset = w->pr + f, .episode_done = w->done + f, .episode_return = w->ret + f,
-                         .episode_length = w->len + f, .episode_terms = w->terms + (size_t)f * w->nt};
-        env_step(w->e, f, w->n, NULL, a, w->obs + (size_t)f * w->od, w->rew + f, w->term + f, w->trunc + f, &info);
+        w->step = s;
+        bench_share_step(w->share, w->me, ip_piece, w);
+        if (pthread_barrier_wait(w->bar) == PTHREAD_BARRIER_SERIAL_THREAD) bench_share_rewind(w->share);
         pthread_barrier_wait(w->bar);
     }
     return NULL;
@@ -151,12 +161,13 @@ static double ip_run(ip_ctx *c, const opts *o, const float *act, int pin)
         pthread_barrier_init(&bar, NULL, (unsigned)T);
         ip_worker *w = calloc((size_t)T, sizeof *w);
         pthread_t *th = calloc((size_t)T, sizeof *th);
-        for (int t = 0; t < T; t++) {
-            int b = (int)((int64_t)t * N / T), en = (int)((int64_t)(t + 1) * N / T);
-            w[t] = (ip_worker){c->e, b, en - b, pin ? t : -1, phase ? o->steps : WARMUP, c->od, c->ad, c->nt,
-                               phase ? WARMUP : 0, act, c->obs, c->rew, c->ret, c->terms, c->term, c->trunc, c->pr,
-                               c->done, c->len, &bar};
-        }
+        static bench_share share;
+        bench_share_init(&share, N, T);
+        for (int t = 0; t < T; t++)
+            w[t] = (ip_worker){.e = c->e, .core = pin ? t : -1, .steps = phase ? o->steps : WARMUP, .od = c->od,
+                               .ad = c->ad, .nt = c->nt, .step0 = phase ? WARMUP : 0, .act = act, .obs = c->obs,
+                               .rew = c->rew, .ret = c->ret, .terms = c->terms, .term = c->term, .trunc = c->trunc,
+                               .pr = c->pr, .done = c->done, .len = c->len, .bar = &bar, .share = &share, .me = t};
         uint64_t t0 = bench_now_ns();
         for (int t = 0; t < T; t++) pthread_create(&th[t], NULL, ip_work, &w[t]);
         for (int t = 0; t < T; t++) pthread_join(th[t], NULL);
@@ -578,10 +589,10 @@ int bench_server(int argc, char **argv)
     if (o.batch <= 0 || o.batch > o.worlds) o.batch = o.worlds;
     if (o.steps <= 0) o.steps = o.worlds >= 2048 ? 20 : o.worlds >= 256 ? 100 : 400;
     int idx = env_registry_find(o.env);
-    if (o.worlds < 1 || o.repeats < 1 || o.rtt_iters < 10 || idx < 0 ||
+    if (o.worlds < 1 || o.repeats < 1 || o.rtt_iters < 10 || idx < 0 || o.threads > BENCH_MAX_THREADS ||
         (strcmp(o.transport, "tcp") && strcmp(o.transport, "ipc"))) {
-        fprintf(stderr, "herd-bench server: need a registered --env, --worlds >= 1, --repeats >= 1, --rtt-iters >= 10, "
-                        "--transport tcp|ipc\n");
+        fprintf(stderr, "herd-bench server: need a registered --env, --worlds >= 1, --threads <= %d, --repeats >= 1, "
+                        "--rtt-iters >= 10, --transport tcp|ipc\n", BENCH_MAX_THREADS);
         return 2;
     }
     const env_spec *sp = env_registry_spec(idx);
