@@ -148,12 +148,6 @@ static void *worker_main(void *arg)
         const int shared = share && u->steal;
         if (shared) atomic_store(&w->running, u);
         int done = u->run(u, w->index, quantum);
-        if (shared) {
-            /* no helper may start on u from here; wait for those inside its steal (each runs at most a
-             * quantum of worlds) */
-            atomic_store(&w->running, NULL);
-            while (atomic_load(&w->helpers) > 0) sched_yield();
-        }
 
         pthread_mutex_lock(&w->mu);
         if (done) {
@@ -163,6 +157,15 @@ static void *worker_main(void *arg)
         /* round-robin: the lane goes to the back of the ring (or leaves it when empty) */
         if (!l->head) ring_remove(w, l);
         else if (w->ring == l) w->ring = l->rnext;
+        if (shared && (done || w->ring != l)) {
+            /* moving past u: no helper may start on it from here; wait for those inside its steal (each runs
+             * at most a quantum of worlds).  When u's lane is alone in the ring, u's next turn follows at once
+             * (the lock is held until it is taken) and its helpers carry on. */
+            pthread_mutex_unlock(&w->mu);
+            atomic_store(&w->running, NULL);
+            while (atomic_load(&w->helpers) > 0) sched_yield();
+            pthread_mutex_lock(&w->mu);
+        }
         if (done) {
             pthread_mutex_unlock(&w->mu);
             u->finish(u, w->index);                   /* may free u; the lane is not touched after */

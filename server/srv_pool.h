@@ -11,8 +11,8 @@
  *
  * Helping (work stealing): a worker with nothing queued of its own helps the others.  A unit that can share its
  * work sets `steal`; while its own worker runs it (and only then), an idle worker may call steal to run a few of
- * its rows.  Before its worker moves on (to the unit's next turn, another lane, or its finish) it waits for the
- * helpers inside steal to return, so everything done on a unit's rows still happens between that unit's start
+ * its rows.  Before its worker moves on to another unit (another lane's turn, or the unit's finish) it waits for
+ * the helpers inside steal to return, so everything done on a unit's rows still happens between that unit's start
  * and its finish: a lane's order, and which worker's units may touch which worlds, are as without helping.  A
  * helper takes one steal call at a time and looks at its own queue between calls, so its own owners wait at
  * most one steal call for it.

@@ -316,8 +316,17 @@ Test(pool, idle_workers_help_and_a_lane_keeps_its_order, .timeout = 30) { run_he
 
 Test(pool, sleeping_workers_are_woken_to_help, .timeout = 30) { run_helped(3, 0); }
 
-/* A helper turns to its own work between steal calls: a unit pushed to the helper's own lane finishes while
- * the shared unit still has most of its rows left. */
+/* A helper turns to its own work between steal calls: a unit pushed to the helper's own lane finishes before
+ * half of the shared unit's rows left at that time are taken (its progress is read in the small unit's finish, on the
+ * helper, so the test thread's own scheduling does not count). */
+static atomic_int *g_shared_next, g_taken_at_small_finish;
+
+static void small_finish(srv_unit *u, int worker)
+{
+    atomic_store(&g_taken_at_small_finish, atomic_load(g_shared_next));
+    tfinish(u, worker);
+}
+
 Test(pool, a_helper_serves_its_own_lanes_first, .timeout = 30)
 {
     srv_pool *p = srv_pool_new(2, 4, 250);
@@ -336,20 +345,23 @@ Test(pool, a_helper_serves_its_own_lanes_first, .timeout = 30)
     h.u.run = hrun;
     h.u.steal = hsteal;
     h.u.finish = hfinish;
+    g_shared_next = &h.next;
+    atomic_store(&g_taken_at_small_finish, -1);
     srv_pool_push(p, 0, &lane0, &h.u);
-    while (srv_pool_helped(p, 1) == 0) usleep(100);   /* worker 1 is helping */
-    tunit small;
+    while (srv_pool_helped(p, 1) == 0) {}         /* worker 1 is helping */
+    const int taken_at_push = atomic_load(&h.next);
     int log[4];
     atomic_int pos = 0;
-    small = (tunit){{0}, 7, 1, log, &pos, &small_finished};
-    small.u.run = trun;
-    small.u.finish = tfinish;
+    tunit small = {{0}, 7, 1, log, &pos, &small_finished};
+    small.u.run = trun;                           /* one turn, sleeping 200 us */
+    small.u.finish = small_finish;
     srv_pool_push(p, 1, &lane1, &small.u);
-    while (!atomic_load(&small_finished)) usleep(50);
-    int taken = atomic_load(&h.next);
-    cr_assert_lt(taken, HROWS / 2, "the helper's own unit waited for %d of %d shared rows", taken, HROWS);
-    while (!atomic_load(&finished)) usleep(500);
+    while (!atomic_load(&small_finished) || !atomic_load(&finished)) usleep(200);
     srv_pool_destroy(&p);
+    const int taken = atomic_load(&g_taken_at_small_finish);
+    cr_assert_lt(taken - taken_at_push, (HROWS - taken_at_push) / 2,
+                 "the helper's own unit waited for %d of the %d shared rows left", taken - taken_at_push,
+                 HROWS - taken_at_push);
 }
 
 Test(pool, zero_threads_means_one)
