@@ -16,6 +16,9 @@
  *     Every timed run, in-process or served, starts from the same reset (seeds 1000 + i % 32) and the
  *     same 25 untimed warm-up steps, and uses the same 8 sets of pseudo-random actions in [-1, 1] in
  *     turn: all do exactly the same physics (the envs are deterministic);
+ *     And a one-slice run (threads > 1): after the same reset and warm-up, only worlds [0, worlds / T) (the first
+ *     worker's slice) are stepped, one request in flight: its rate against the full session's in the same
+ *     repeat (one_slice_fraction) is ~1 / T if that worker steps its slice alone, ~1 when idle workers help;
  *  3. round trips, median over K sync requests (one in flight): a 1-world session's step, the same
  *     env_step in-process, and raw ZeroMQ (DEALER -> ROUTER echo thread replying with a message of
  *     the reply's size) for the 1-world and the B-world request / reply sizes.
@@ -246,13 +249,16 @@ static int sv_init(sv_ctx *v, const opts *o, const char *ep)
 }
 
 /* One timed served run, as ip_run: reset (seeds), WARMUP untimed steps, then every batch does o->steps
- * steps with one request in flight each.  Returns steps/s (0 on error); request latencies are appended. */
-static double sv_run(sv_ctx *v, const opts *o, const float *act)
+ * steps with one request in flight each.  Returns steps/s (0 on error); request latencies are appended.
+ * sub > 0: after the same reset and warm-up, only worlds [0, sub) are stepped, as one request in flight (the
+ * one-slice run: sub = worlds / threads is exactly the first worker's slice); no latencies. */
+static double sv_run(sv_ctx *v, const opts *o, const float *act, int sub)
 {
     herd_error e;
     herd_client *c = v->c;
     herd_session *s = &v->s;
-    const int N = o->worlds, od = s->obs_dim, ad = s->act_dim, B = o->batch, nb = v->nb;
+    const int N = o->worlds, od = s->obs_dim, ad = s->act_dim, B = sub > 0 ? sub : o->batch, nb = sub > 0 ? 1 : v->nb;
+    const int subset = sub > 0 || nb > 1; /* name the worlds (ids) */
     batch_t *bt = v->bt;
     if (herd_client_reset(c, s, -1, NULL, v->seeds, NULL, &e)) goto fail;
     for (int k = 0; k < WARMUP; k++)
@@ -262,7 +268,7 @@ static double sv_run(sv_ctx *v, const opts *o, const float *act)
         bt[b] = (batch_t){b * B, (b + 1) * B <= N ? B : N - b * B, 0, 0, 0};
         const float *a = act + (size_t)(WARMUP % NSETS) * N * ad + (size_t)bt[b].first * ad;
         bt[b].t_send = bench_now_ns();
-        bt[b].id = herd_client_step_send(c, s, bt[b].n, nb > 1 ? v->ids + bt[b].first : NULL, a, 0, &e);
+        bt[b].id = herd_client_step_send(c, s, bt[b].n, subset ? v->ids + bt[b].first : NULL, a, 0, &e);
         if (!bt[b].id) goto fail;
     }
     int active = nb;
@@ -276,7 +282,7 @@ static double sv_run(sv_ctx *v, const opts *o, const float *act)
             herd_reply_destroy(&rep);
             continue;
         }
-        if (v->kl < v->nlat) v->lat[v->kl++] = (double)(now - bt[b].t_send) * 1e-6;
+        if (sub <= 0 && v->kl < v->nlat) v->lat[v->kl++] = (double)(now - bt[b].t_send) * 1e-6;
         /* what a trainer does with a reply: copy observations, rewards and flags out */
         herd_step_out out = {.obs = v->obs + (size_t)bt[b].first * od, .reward = v->rew + bt[b].first,
                              .terminated = v->term + bt[b].first, .truncated = v->trunc + bt[b].first};
@@ -289,10 +295,10 @@ static double sv_run(sv_ctx *v, const opts *o, const float *act)
         }
         const float *a = act + (size_t)((WARMUP + bt[b].done) % NSETS) * N * ad + (size_t)bt[b].first * ad;
         bt[b].t_send = bench_now_ns();
-        bt[b].id = herd_client_step_send(c, s, bt[b].n, nb > 1 ? v->ids + bt[b].first : NULL, a, 0, &e);
+        bt[b].id = herd_client_step_send(c, s, bt[b].n, subset ? v->ids + bt[b].first : NULL, a, 0, &e);
         if (!bt[b].id) goto fail;
     }
-    return (double)N * o->steps / ((double)(bench_now_ns() - t0) * 1e-9);
+    return (double)(sub > 0 ? sub : N) * o->steps / ((double)(bench_now_ns() - t0) * 1e-9);
 fail:
     fprintf(stderr, "herd-bench server: %s\n", e.message);
     return 0;
@@ -626,15 +632,21 @@ int bench_server(int argc, char **argv)
     /* in-process pinned, in-process unpinned and served runs alternate (in rotating order), so that a
      * drift of the machine's load does not favour one of them; medians over the repeats */
     double *r_pin = calloc((size_t)o.repeats, sizeof(double)), *r_free = calloc((size_t)o.repeats, sizeof(double));
-    double *r_sv = calloc((size_t)o.repeats, sizeof(double));
+    double *r_sv = calloc((size_t)o.repeats, sizeof(double)), *r_one = calloc((size_t)o.repeats, sizeof(double));
+    const int one = o.threads > 1 && o.worlds >= o.threads; /* the one-slice run (see sv_run) */
     for (int r = 0; r < o.repeats && !rc; r++) {
-        for (int k = 0; k < 3 && !rc; k++) {
-            int which = (r + k) % 3;
+        for (int k = 0; k < 4 && !rc; k++) {
+            int which = (r + k) % 4;
             if (which == 0) r_pin[r] = ip_run(&ipc, &o, act, 1);
             else if (which == 1) r_free[r] = ip_run(&ipc, &o, act, 0);
-            else if ((r_sv[r] = sv_run(&svc, &o, act)) <= 0) rc = -1;
+            else if (which == 2) rc = (r_sv[r] = sv_run(&svc, &o, act, 0)) <= 0 ? -1 : 0;
+            else if (one) rc = (r_one[r] = sv_run(&svc, &o, act, o.worlds / o.threads)) <= 0 ? -1 : 0;
         }
     }
+    /* one-slice rate / full-session rate, per repeat (both served, same repeat) */
+    double *r_onefrac = calloc((size_t)o.repeats, sizeof(double));
+    for (int r = 0; r < o.repeats; r++) r_onefrac[r] = r_sv[r] > 0 ? r_one[r] / r_sv[r] : 0;
+    double one_rate = one ? bench_median(r_one, o.repeats) : NAN, one_frac = one ? bench_median(r_onefrac, o.repeats) : NAN;
     double ip_pin = bench_median(r_pin, o.repeats), ip_free_ = bench_median(r_free, o.repeats);
     double ip = ip_pin > ip_free_ ? ip_pin : ip_free_;
     double rate = bench_median(r_sv, o.repeats);
@@ -646,7 +658,7 @@ int bench_server(int argc, char **argv)
     srv_thread_stop(&t);
     if (!strcmp(o.transport, "ipc")) unlink(cfg.bind + 6);
     if (rc) {
-        free(r_pin), free(r_free), free(r_sv);
+        free(r_pin), free(r_free), free(r_sv), free(r_one), free(r_onefrac);
         return 1;
     }
 
@@ -672,6 +684,14 @@ int bench_server(int argc, char **argv)
         for (int r = 0; r < o.repeats; r++) printf("%s%.1f", r ? "," : "", reps[k][r]);
         printf("]");
     }
+    if (one) {
+        /* the one-slice run: worlds [0, worlds / threads), the first worker's slice, stepped alone; ~1 / threads
+         * of the full rate if that worker stepped them alone, ~1 when the others help (srv_pool.h) */
+        printf(",\"one_slice_worlds\":%d,\"one_slice_steps_per_s\":%.1f,\"one_slice_fraction\":%.4f,"
+               "\"one_slice_fraction_reps\":[", o.worlds / o.threads, one_rate, one_frac);
+        for (int r = 0; r < o.repeats; r++) printf("%s%.4f", r ? "," : "", r_onefrac[r]);
+        printf("]");
+    }
     printf(",\"cpu\":\"%s\"}\n", bench_cpu());
     fflush(stdout);
     fprintf(stderr, "server bench: %s, %d worlds, %d threads, batch %d, %s (cpu: %s)\n", o.env, o.worlds, o.threads,
@@ -681,7 +701,10 @@ int bench_server(int argc, char **argv)
     fprintf(stderr, "  1 world     round trip %.1f us = %.2f x raw ZeroMQ %.1f us (%zu / %zu B); env_step alone %.1f us; "
                     "without it %.2f x\n", rtt1, rtt1 / raw1, raw1, req1, rep1, sim1, (rtt1 - sim1) / raw1);
     fprintf(stderr, "  batch %-5d raw ZeroMQ round trip %.1f us (%zu / %zu B)\n", o.batch, rawb, reqb, repb);
-    free(r_pin), free(r_free), free(r_sv);
+    if (one)
+        fprintf(stderr, "  one slice   %10.0f steps/s stepping worlds 0-%d alone (one worker's slice): %.2f of the full "
+                        "session's rate\n", one_rate, o.worlds / o.threads - 1, one_frac);
+    free(r_pin), free(r_free), free(r_sv), free(r_one), free(r_onefrac);
     free(act);
     return 0;
 }

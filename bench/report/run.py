@@ -272,6 +272,11 @@ def main():
                      % (fmt(mem[0]["bytes_per_world"]), fmt(max(p["worlds"] for p in mem[0]["points"])))))
     for d in served:
         head.append(("served (%s) / in-process, 1024 worlds" % d["transport"], "%.2f" % d["served_fraction"]))
+    for d in served[:1]:
+        if "one_slice_fraction" in d:
+            head.append(("served, one worker's slice stepped alone / the whole session, %d threads" % d["threads"],
+                         "%.2f (other workers help; %.2f if its worker stepped it alone)"
+                         % (d["one_slice_fraction"], 1.0 / d["threads"])))
     for d in pyc:
         head.append(("Python client / C client, 1024 worlds", "%.2f" % d["fraction"]))
     if head:
@@ -360,6 +365,13 @@ def main():
                   "this one the wall-time speedup measures mostly the share of the two CPUs the benchmark got; the CPU "
                   "efficiency is the part herd controls (barriers, false sharing, memory bandwidth).\n"
                   % (sc[0]["speedup_1_to_2_threads"], sc[0]["cpu_efficiency_2_threads"]))
+        two = [d for d in envs_t if d["threads"] == 2 and "helped_share" in d]
+        if two:
+            md.append("\nAs in herd-server, each thread takes its slice of the worlds in pieces (at most 16 worlds, and at "
+                      "most 1/4 of what is left of the slice) and a thread done with its own slice helps with the other's "
+                      "(srv_pool.h, helping): at 2 threads **%.1f %%** of the world-steps were taken by a helping thread, "
+                      "and the threads were busy **%.1f %%** of the time (the rest is the wait at the per-step barrier).\n"
+                      % (100 * two[0]["helped_share"], 100 * two[0]["thread_utilization"]))
     # ---- profile
     md.append("\n## Where a walk physics step goes (`herd-bench env --profile`)\n")
     if prof:
@@ -427,6 +439,14 @@ def main():
             md.append("\n%s: served = %.1f %% of in-process; 1-world round trip %.0f us (raw ZeroMQ %.0f us, env_step "
                       "alone %.0f us)." % (d["transport"], 100 * d["served_fraction"], d["rtt_1world_us"],
                                            d["raw_zmq_rtt_us_1world"], d["sim_1world_us"]))
+        for d in served[:1]:
+            if "one_slice_fraction" in d:
+                lo_, hi_ = min(d["one_slice_fraction_reps"]), max(d["one_slice_fraction_reps"])
+                md.append("\nOne slice: a client stepping only worlds 0-%d (the first worker's slice of the %d) gets "
+                          "%s env steps/s, **%.2f** (%.2f-%.2f) of the whole session's served rate in the same repeats: "
+                          "idle workers help with the busy worker's slice (srv_pool.h, helping); without helping it "
+                          "would be about %.2f." % (d["one_slice_worlds"] - 1, d["worlds"], fmt(d["one_slice_steps_per_s"]),
+                                                   d["one_slice_fraction"], lo_, hi_, 1.0 / d["threads"]))
         for d in pyc:
             md.append("\nPython client = %.1f %% of the C client (same server, same run)." % (100 * d["fraction"]))
         md.append("\nIn-process: herd-bench server's own threads stepping the env (the better of pinned and "
