@@ -391,6 +391,7 @@ unsigned long srv_jobs_helped(const srv_jobs *d)
     for (int w = 0; d->pool && w < d->nthreads; w++) n += srv_pool_helped(d->pool, w);
     return n;
 }
+
 int srv_jobs_fd(const srv_jobs *d) { return d->efd; }
 int srv_jobs_pending(srv_jobs *d) { return atomic_load_explicit(&d->done_pending, memory_order_acquire); }
 

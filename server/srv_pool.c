@@ -1,7 +1,8 @@
 /* srv_pool.c — worker threads, one ring of lanes each, round-robin quanta, idle workers helping.  See srv_pool.h.
  *
- * Helping without locks: the owner publishes the unit it runs in `running` (seq_cst) before run and clears it
- * after, then waits for `helpers` to drop to 0; a helper increments the victim's `helpers` (seq_cst) before it
+ * Helping without locks: the owner publishes the unit it runs in `running` (seq_cst) before run, and clears it
+ * when it moves past the unit (to the unit's finish or another lane's turn), then waits for `helpers` to drop
+ * to 0; a helper increments the victim's `helpers` (seq_cst) before it
  * reads `running`, and decrements it after its steal call.  In the single total order of these operations
  * either the helper's increment comes before the owner's clearing read of `helpers` (the owner waits for it),
  * or the helper reads `running` after the clearing and finds NULL or a later unit, whose own end waits for it:
