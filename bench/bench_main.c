@@ -184,7 +184,8 @@ static const struct { const char *name; const char *what; const char *options; }
      "                    Delassus, solve, finish, env overhead)\n"
      "  --vs-mujoco       the same env steps in MuJoCo 2.2: its fastest configuration that stands under zero\n"
      "                    actions (a grid; --grid full|quick, --stand-seconds S) and its defaults\n"},
-    {"server", "served vs in-process throughput and latency over ZeroMQ; --memory: server memory per world",
+    {"server", "served vs in-process throughput and latency over ZeroMQ, and one worker's slice stepped alone "
+               "against the whole session; --memory: server memory per world",
      "  --env NAME        (default anymal_c-walk)\n"
      "  --worlds N        (default 4096)\n"
      "  --threads T       server worker threads (default 0 = all cores)\n"
