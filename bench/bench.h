@@ -31,8 +31,8 @@ void bench_env_prepare(struct env *e, int warmup, float *act, float *obs, float 
 /* Stepping one env on T threads as herd-server's workers do (srv_pool.h, helping): thread t owns the contiguous
  * slice t of the n worlds and takes it in pieces of at most BENCH_QUANTUM worlds (the server's default
  * quantum) through the slice's cursor; a thread done with its own slice helps with the others' through theirs.
- * While others may help, a piece is at most 1 / (2 T) of what is left of its slice, so the threads finish a
- * step together within about one world.  Usage per step: bench_share_step (every thread; returns the worlds it
+ * Pieces are sized as the server's (srv_pool_piece), so the threads finish a step together within about one
+ * world.  Usage per step: bench_share_step (every thread; returns the worlds it
  * took from other slices), then the caller's barrier, bench_share_rewind by one thread, barrier again. */
 #define BENCH_QUANTUM 16
 #define BENCH_MAX_THREADS 64
@@ -44,9 +44,6 @@ typedef struct {
 } bench_share;
 void bench_share_init(bench_share *s, int n, int threads);
 void bench_share_rewind(bench_share *s);
-/* The first world of slice t, and its length. */
-int bench_share_first(const bench_share *s, int t);
-int bench_share_len(const bench_share *s, int t);
 /* Thread `me` steps worlds until every slice is taken: step(first, count, ctx) per piece.  Returns the worlds
  * it took from other threads' slices. */
 long bench_share_step(bench_share *s, int me, void (*step)(int first, int count, void *ctx), void *ctx);

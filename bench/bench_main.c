@@ -2,6 +2,7 @@
  *   herd-bench dynamics | solver | contact1 | contact-models | env | server | all   [options]
  * Subcommands live in their own files; one that is not linked in is reported as such. */
 #include "bench.h"
+#include "srv_pool.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -23,20 +24,18 @@ void bench_share_rewind(bench_share *s)
     for (int t = 0; t < s->threads; t++) __atomic_store_n(&s->cur[t].next, 0, __ATOMIC_RELAXED);
 }
 
-int bench_share_first(const bench_share *s, int t) { return (int)((long)s->n * t / s->threads); }
-int bench_share_len(const bench_share *s, int t) { return bench_share_first(s, t + 1) - bench_share_first(s, t); }
+static int share_first(const bench_share *s, int t) { return (int)((long)s->n * t / s->threads); }
 
 /* One piece of slice t: *first and the count (0: the slice is all taken). */
 static int share_take(bench_share *s, int t, int *first)
 {
-    const int len = bench_share_len(s, t);
+    const int len = share_first(s, t + 1) - share_first(s, t);
     const int left = len - __atomic_load_n(&s->cur[t].next, __ATOMIC_RELAXED);
     if (left <= 0) return 0;
-    const int fair = s->threads > 1 ? (left + 2 * s->threads - 1) / (2 * s->threads) : left;
-    const int k = fair < BENCH_QUANTUM ? fair : BENCH_QUANTUM;
+    const int k = srv_pool_piece(left, BENCH_QUANTUM, s->threads);
     const int a = __atomic_fetch_add(&s->cur[t].next, k, __ATOMIC_RELAXED);
     if (a >= len) return 0;
-    *first = bench_share_first(s, t) + a;
+    *first = share_first(s, t) + a;
     return a + k < len ? k : len - a;
 }
 

@@ -184,14 +184,13 @@ static void unit_rows(srv_job_unit *ju, int worker, int a, int b)
     }
 }
 
-/* Takes up to `want` of the unit's rows: [*a, return value), empty when none are left.  While others may be
- * helping, a piece is at most 1 / (2 T) of what is left, so the workers finish together within about a row. */
+/* Takes a piece of the unit's rows (srv_pool_piece, at most `want`): [*a, return value), empty when none are
+ * left. */
 static int unit_take(srv_job_unit *ju, int want, int *a)
 {
     const int left = ju->rows - atomic_load_explicit(&ju->next, memory_order_relaxed);
     if (left <= 0) return *a = ju->rows;
-    const int T = ju->j->jobs->nthreads, fair = T > 1 ? (left + 2 * T - 1) / (2 * T) : left;
-    const int k = want < fair ? want : fair;
+    const int k = srv_pool_piece(left, want, ju->j->jobs->nthreads);
     *a = atomic_fetch_add_explicit(&ju->next, k, memory_order_relaxed);
     return *a + k < ju->rows ? *a + k : ju->rows;
 }

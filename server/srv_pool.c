@@ -261,6 +261,12 @@ unsigned long srv_pool_turns(srv_pool *p, int wi)
     return t;
 }
 
+int srv_pool_piece(int left, int want, int threads)
+{
+    const int fair = threads > 1 ? (left + 2 * threads - 1) / (2 * threads) : left;
+    return want < fair ? want : fair;
+}
+
 unsigned long srv_pool_helped(const srv_pool *p, int wi) { return atomic_load(&p->w[wi].helped); }
 
 void srv_pool_help_wanted(srv_pool *p)

@@ -56,6 +56,10 @@ int srv_pool_threads(const srv_pool *p);
 void srv_pool_push(srv_pool *p, int worker, srv_lane *lane, srv_unit *u);
 /* Units run so far (for tests). */
 unsigned long srv_pool_turns(srv_pool *p, int worker);
+/* The size of the next piece of shared work with `left` worlds left, at most `want`, on a pool of `threads`
+ * workers: at most 1 / (2 T) of what is left (rounded up) while others may help, so that the workers finish
+ * within about one world of each other; `want` alone on one thread. */
+int srv_pool_piece(int left, int want, int threads);
 /* Worlds `worker` ran as a helper (the sum of its steal calls' results). */
 unsigned long srv_pool_helped(const srv_pool *p, int worker);
 /* Called by a running unit that has much work left: wakes one sleeping idle worker, if any, to help. */
