@@ -52,6 +52,10 @@ $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
+# The tree recursions for one world and for a batch of worlds (sim/sim_tree_impl.h) fuse only the multiply-adds
+# they spell out, so that each lane of a batch gives the one-world numbers bit for bit: no contraction there.
+$(BUILD)/obj/sim/sim_tree.o $(BUILD)/obj/sim/sim_batch.o: ALL_CFLAGS += -ffp-contract=off
+
 # The ANYmal C model is embedded in the library (no model files needed at run time; HERD_MODEL_DIR
 # overrides it with a directory holding anymal_c.urdf).
 $(BUILD)/gen/model_anymal_c.c: envs/models/anymal_c.urdf

@@ -23,12 +23,13 @@
  * CPU-second of the stepping threads, which time slicing does not inflate; cache sharing still counts).
  *
  * --profile: where a physics step's time goes, per stage, on the task's own worlds and model (after the
- * same reset and warm-up).  One thread steps every world through the same PD law as the task (target =
- * action_scale a + default pose, the task's kp, kd and torque limit) and sim_step_prepare / _solve / _finish
+ * same reset and warm-up).  One thread steps every world as env_step does, SIM_BATCH_LANES consecutive worlds at
+ * a time: their PD laws (the task's: target = action_scale a + default pose, its kp, kd and torque limit), one
+ * sim_batch_smooth (kinematics, velocities, CRBA, LTDL, RNEA, free velocity; its time shared equally by the
+ * batch's worlds), then per world sim_batch_load, sim_step_prepare_contacts, sim_step_solve and sim_step_finish
  * (bit-for-bit sim_step), timing each; to split prepare without timing code inside sim/, the same world's
- * sim_smooth (kinematics, velocities, CRBA, LTDL, RNEA) and sim_collide are timed on their own just before
- * it, and the contact Jacobians (sim_jacobian_sparse per contact) just after it; "delassus" is prepare
- * minus those three (free velocity, contact-frame Jacobians, L^-T J^T, G = S^T S, targets).  Worlds the task
+ * sim_collide is timed on its own just before it, and the contact Jacobians (sim_jacobian_sparse per contact)
+ * just after it; "delassus" is prepare minus those two (contact-frame Jacobians, L^-T J^T, G = S^T S, targets).  Worlds the task
  * would end (walk: base contact; failed physics) are reset through env_reset, as env_step's autoreset does.
  * Env overhead = the same steps through env_step (observation, reward, noise) minus PD + physics with those
  * resets, both in thread CPU time.  Reference in the same run: the solver bench's trot step (CPU time).
@@ -43,6 +44,7 @@
 #include "env_anymal_model.h"
 #include "env_internal.h"
 #include "env_scenario.h"
+#include "sim_batch.h"
 #include "sim_dynamics.h"
 #include "sim_solver.h"
 #include "sim_step.h"
@@ -185,12 +187,13 @@ static void print_reps(const char *name, const double *x, int n, double scale)
 
 /* ---- --profile ---- */
 
-enum { ST_PD, ST_DYN, ST_COLL, ST_JAC, ST_DELASSUS, ST_SOLVE, ST_FINISH, ST_ENV, ST_N };
-static const char *const stage_name[ST_N] = {"pd", "dynamics", "collision", "jacobians", "delassus", "solve",
+enum { ST_PD, ST_DYN, ST_LOAD, ST_COLL, ST_JAC, ST_DELASSUS, ST_SOLVE, ST_FINISH, ST_ENV, ST_N };
+static const char *const stage_name[ST_N] = {"pd", "dynamics", "load", "collision", "jacobians", "delassus", "solve",
                                              "finish", "env_overhead"};
 static const char *const stage_what[ST_N] = {
-    "PD law (12 joints)", "sim_smooth: kinematics, CRBA, LTDL, RNEA", "sim_collide (13 geometries vs ground)",
-    "contact Jacobians (sim_jacobian_sparse)", "rest of prepare: free velocity, L^-T J^T, Delassus, targets",
+    "PD law (12 joints)", "sim_batch_smooth (4 worlds a call), per world: kinematics, CRBA, LTDL, RNEA, free velocity",
+    "sim_batch_load: a world's smooth results out of the batch", "sim_collide (13 geometries vs ground)",
+    "contact Jacobians (sim_jacobian_sparse)", "rest of prepare: contact-frame Jacobians, L^-T J^T, Delassus, targets",
     "contact solver (sim_step_solve)", "impulses, warm-start cache, position update",
     "env_step minus PD and physics (obs, reward, noise)"};
 
@@ -257,6 +260,8 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     sim_contact *con = malloc(sizeof(sim_contact) * (size_t)(ncmax > 0 ? ncmax : 1));
     double *jp = calloc((size_t)3 * m->nv, sizeof(double));
     int cols[SIM_MAX_DOF];
+    void *batch_mem = aligned_alloc(64, sim_batch_size(m));
+    sim_batch *batch = sim_batch_init(m, batch_mem);
     double rep[ST_N][64], tot[64], plain_rep[64], con_rep[64], it_rep[64], cap_rep[64], trot_rep[64];
     int R = repeats < 64 ? repeats : 64;
     long dropped = 0;
@@ -276,47 +281,73 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
             prepare(e, warmup, act, obs, rew, term, trunc);
             t0 = bench_thread_cpu_ns();
             for (int s = 0; s < steps; s++)
-                for (int i = 0; i < worlds; i++) {
-                    double target[ENV_ANYMAL_NJ];
-                    sim_data *d = profile_world(e, i, scratch, &jm, act + (size_t)(s & 7) * na + (size_t)i * sp->act_dim,
-                                                scale, clip, target);
-                    int bad = 0;
-                    for (int k = 0; k < sp->decimation && !bad; k++) {
-                        if (!staged) {
-                            env_anymal_pd(&jm, d, target, kp, kd, tau_max, NULL);
-                            bad = sim_step(m, d, dt) != 0;
-                            continue;
-                        }
-                        uint64_t c0 = bench_now_ns();
-                        env_anymal_pd(&jm, d, target, kp, kd, tau_max, NULL);
-                        uint64_t c1 = bench_now_ns();
-                        sim_smooth(m, d);
-                        uint64_t c2 = bench_now_ns();
-                        sim_collide(m, d, m->opt.margin, dt, con, ncmax);
-                        uint64_t c3 = bench_now_ns();
-                        int nc = sim_step_prepare(m, d, dt);
-                        uint64_t c4 = bench_now_ns();
-                        for (int c = 0; c < nc; c++) sim_jacobian_sparse(m, d, d->con[c].body, d->con[c].pos, jp, cols);
-                        uint64_t c5 = bench_now_ns();
-                        sim_step_solve(m, d);
-                        uint64_t c6 = bench_now_ns();
-                        bad = sim_step_finish(m, d, dt) != 0;
-                        uint64_t c7 = bench_now_ns();
-                        ncon += nc;
-                        iters += d->stats.iterations;
-                        capped += nc > 0 && !d->stats.converged;
-                        nsteps++;
-                        if (c7 - c0 > PROFILE_DROP_NS) continue;
-                        kept++;
-                        ns[ST_PD] += (double)(c1 - c0);
-                        ns[ST_DYN] += (double)(c2 - c1);
-                        ns[ST_COLL] += (double)(c3 - c2);
-                        ns[ST_JAC] += (double)(c5 - c4);
-                        ns[ST_DELASSUS] += (double)(c4 - c3) - (double)(c2 - c1) - (double)(c3 - c2) - (double)(c5 - c4);
-                        ns[ST_SOLVE] += (double)(c6 - c5);
-                        ns[ST_FINISH] += (double)(c7 - c6);
+                for (int g = 0; g < worlds; g += SIM_BATCH_LANES) {
+                    /* as env_step: SIM_BATCH_LANES consecutive worlds at a time, each substep their PD laws, one
+                       sim_batch_smooth, then world by world the rest of the step */
+                    const int n = worlds - g < SIM_BATCH_LANES ? worlds - g : SIM_BATCH_LANES;
+                    sim_data *dw[SIM_BATCH_LANES];
+                    double target[SIM_BATCH_LANES][ENV_ANYMAL_NJ];
+                    int bad[SIM_BATCH_LANES];
+                    for (int j = 0; j < n; j++) {
+                        dw[j] = profile_world(e, g + j, scratch, &jm, act + (size_t)(s & 7) * na + (size_t)(g + j) * sp->act_dim,
+                                              scale, clip, target[j]);
+                        bad[j] = 0;
                     }
-                    profile_end(e, i, d, bad, walk, dt, obs);
+                    for (int k = 0; k < sp->decimation; k++) {
+                        sim_data *live[SIM_BATCH_LANES];
+                        int row[SIM_BATCH_LANES], nl = 0;
+                        uint64_t c0 = bench_now_ns();
+                        for (int j = 0; j < n; j++) {
+                            if (bad[j]) continue;
+                            env_anymal_pd(&jm, dw[j], target[j], kp, kd, tau_max, NULL);
+                            live[nl] = dw[j], row[nl++] = j;
+                        }
+                        if (!nl) break;
+                        uint64_t c1 = bench_now_ns();
+                        sim_batch_smooth(m, batch, live, nl, dt);
+                        uint64_t c2 = bench_now_ns();
+                        /* the PD laws' and the batch's time, shared equally by its worlds */
+                        const double pd_share = (double)(c1 - c0) / nl, dyn_share = (double)(c2 - c1) / nl;
+                        for (int l = 0; l < nl; l++) {
+                            sim_data *d = live[l];
+                            int *b = &bad[row[l]];
+                            if (!staged) {
+                                *b = sim_batch_step(m, batch, l, d, dt) != 0;
+                            } else {
+                                uint64_t c3 = bench_now_ns();
+                                sim_batch_load(m, batch, l, d);
+                                uint64_t c4 = bench_now_ns();
+                                sim_collide(m, d, m->opt.margin, dt, con, ncmax);
+                                uint64_t c5 = bench_now_ns();
+                                int nc = sim_step_prepare_contacts(m, d, dt);
+                                uint64_t c6 = bench_now_ns();
+                                for (int c = 0; c < nc; c++) sim_jacobian_sparse(m, d, d->con[c].body, d->con[c].pos, jp, cols);
+                                uint64_t c7 = bench_now_ns();
+                                sim_step_solve(m, d);
+                                uint64_t c8 = bench_now_ns();
+                                *b = sim_step_finish(m, d, dt) != 0;
+                                uint64_t c9 = bench_now_ns();
+                                ncon += nc;
+                                iters += d->stats.iterations;
+                                capped += nc > 0 && !d->stats.converged;
+                                nsteps++;
+                                if (pd_share + dyn_share + (double)(c9 - c3) <= PROFILE_DROP_NS) {
+                                    kept++;
+                                    ns[ST_PD] += pd_share;
+                                    ns[ST_DYN] += dyn_share;
+                                    ns[ST_LOAD] += (double)(c4 - c3);
+                                    ns[ST_COLL] += (double)(c5 - c4);
+                                    ns[ST_JAC] += (double)(c7 - c6);
+                                    ns[ST_DELASSUS] += (double)(c6 - c5) - (double)(c5 - c4) - (double)(c7 - c6);
+                                    ns[ST_SOLVE] += (double)(c8 - c7);
+                                    ns[ST_FINISH] += (double)(c9 - c8);
+                                }
+                            }
+                            /* the world's env step ends here (failed, or its last substep): read its contacts while
+                               they are in the scratch, reset it where the task would */
+                            if (*b || k == sp->decimation - 1) profile_end(e, g + row[l], d, *b, walk, dt, obs);
+                        }
+                    }
                 }
             if (!staged) plain_ns = (double)(bench_thread_cpu_ns() - t0);
         }
@@ -366,7 +397,7 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
             bench_median(it_rep, R), 100 * bench_median(cap_rep, R));
     fprintf(stderr, "  the solver bench's trot (1 ms, feet + base, same run, CPU time): %.3f us per physics step; "
                     "PD + sim_step here / trot = %.2f\n", trot_med * 1e-3, plain_med / trot_med);
-    free(act); free(obs); free(rew); free(term); free(trunc); free(scratch_raw); free(con); free(jp);
+    free(act); free(obs); free(rew); free(term); free(trunc); free(scratch_raw); free(con); free(jp); free(batch_mem);
     env_destroy(&e);
     (void)argc; (void)argv;
     return 0;

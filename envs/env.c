@@ -183,6 +183,7 @@ env_t *env_new_begin(const char *name, int nworlds, const env_kv *ov, int nov, u
     }
     /* the task's configure built e->model */
     e->scratch_size = sim_scratch_size(e->model);
+    e->batch_size = task->step_worlds ? sim_batch_size(e->model) : 0;
     if (e->scratch_size > 1u << 20) {
         snprintf(err, errlen, "%s: per-step scratch of %zu bytes is too large (lower max_contacts)", name, e->scratch_size);
         env_destroy(&e);
@@ -249,6 +250,10 @@ static void reset_one(env_t *e, env_world *w, float *obs)
 #define SCRATCH(e, name)                                                                            \
     unsigned char name##_raw[(e)->scratch_size + 64];                                               \
     void *name = (void *)(((uintptr_t)name##_raw + 63) & ~(uintptr_t)63)
+/* The same for the call's batch (sim_batch.h; tasks with step_worlds), initialized for the env's model. */
+#define BATCH(e, name)                                                                              \
+    unsigned char name##_raw[(e)->batch_size + 64];                                                 \
+    sim_batch *name = (e)->batch_size ? sim_batch_init((e)->model, (void *)(((uintptr_t)name##_raw + 63) & ~(uintptr_t)63)) : NULL
 
 void env_reset(env_t *e, int first, int n, const int32_t *ids, const uint64_t *seeds, float *obs)
 {
@@ -294,16 +299,106 @@ static int step_finite(const float *o, int od, float r, const float *terms, int 
     return acc == 0;
 }
 
+/* The outputs of one env_step call (rows indexed by the call's position i). */
+typedef struct {
+    const int32_t *ids;
+    int first;
+    const float *act;
+    float *obs, *reward;
+    uint8_t *terminated, *truncated;
+    env_info *info;
+    void *scratch;
+    sim_batch *batch;
+} step_call;
+
+static env_world *call_world(env_t *e, const step_call *c, int i) { return &e->worlds[c->ids ? c->ids[i] : c->first + i]; }
+
+/* Steps the worlds at rows rows[0..n-1] (n <= ENV_BATCH) of the call, none of them due for a reset: the task's
+ * env step (all n at once when it has step_worlds), then per world the checks, counters, flags, episode statistics
+ * and autoreset. */
+static void step_rows(env_t *e, const step_call *c, const int *rows, int n)
+{
+    const int od = e->spec.obs_dim, ad = e->spec.act_dim, nt = e->spec.nterms;
+    env_world *ws[ENV_BATCH];
+    const float *act[ENV_BATCH];
+    float *obs[ENV_BATCH], rew[ENV_BATCH], terms[ENV_BATCH * ENV_MAX_TERMS];
+    uint8_t term[ENV_BATCH], trunc[ENV_BATCH];
+    int failed[ENV_BATCH];
+    uint64_t it0[ENV_BATCH], cap0[ENV_BATCH], fb0[ENV_BATCH];
+    for (int j = 0; j < n; j++) {
+        ws[j] = call_world(e, c, rows[j]);
+        act[j] = c->act + (size_t)rows[j] * ad;
+        obs[j] = c->obs + (size_t)rows[j] * od;
+        it0[j] = ws[j]->solver_iterations, cap0[j] = ws[j]->solver_capped, fb0[j] = ws[j]->solver_fallbacks;
+    }
+    if (e->task->step_worlds) {
+        e->task->step_worlds(e, ws, n, act, obs, rew, terms, term, trunc, failed, c->batch);
+    } else {
+        for (int j = 0; j < n; j++)
+            failed[j] = e->task->step_world(e, ws[j], act[j], obs[j], &rew[j], terms + (size_t)j * nt, &term[j], &trunc[j]);
+    }
+    env_info *info = c->info;
+    for (int j = 0; j < n; j++) {
+        const int i = rows[j];
+        env_world *w = ws[j];
+        float *o = obs[j], *tj = terms + (size_t)j * nt;
+        float r = rew[j];
+        int physics = failed[j];
+        if (!physics && !step_finite(o, od, r, tj, nt)) {
+            /* finite physics state, but an output overflowed float32 (or a term is NaN): no non-finite
+             * value may leave the env, so this is a physics failure like any other, reported now */
+            e->task->reset_world(e, w, o);
+            r = 0;
+            memset(tj, 0, sizeof(float) * (size_t)nt);
+            term[j] = trunc[j] = 0;
+            physics = 1;
+        }
+        if (info && info->counters) {
+            info->counters->world_steps++;
+            info->counters->physics_resets += (uint64_t)physics;
+            info->counters->solver_iterations += w->solver_iterations - it0[j];
+            info->counters->solver_capped += w->solver_capped - cap0[j];
+            info->counters->solver_fallbacks += w->solver_fallbacks - fb0[j];
+        }
+        w->steps++;
+        if (!term[j] && w->steps >= e->spec.max_episode_steps) trunc[j] = 1;
+        if (physics) trunc[j] = 1;     /* the world was reset: its episode ends here, truncated */
+        c->reward[i] = r;
+        c->terminated[i] = term[j];
+        c->truncated[i] = trunc[j];
+        w->ep_return += r;
+        for (int k = 0; k < nt; k++) w->ep_terms[k] += tj[k];
+        if (info && info->reward_terms) memcpy(info->reward_terms + (size_t)i * nt, tj, sizeof(float) * (size_t)nt);
+        if (info && info->physics_reset) info->physics_reset[i] = (uint8_t)physics;
+        if (term[j] || trunc[j]) {
+            if (info) {
+                if (info->episode_done) info->episode_done[i] = 1;
+                if (info->episode_return) info->episode_return[i] = w->ep_return;
+                if (info->episode_length) info->episode_length[i] = w->steps;
+                if (info->episode_terms) memcpy(info->episode_terms + (size_t)i * nt, w->ep_terms, sizeof(float) * (size_t)nt);
+            }
+            if (e->autoreset == ENV_AUTORESET_SAME_STEP) {
+                if (info && info->final_obs) memcpy(info->final_obs + (size_t)i * od, o, sizeof(float) * (size_t)od);
+                w->episode++;
+                reset_one(e, w, o);
+            } else {
+                w->needs_reset = 1;
+            }
+        }
+    }
+}
+
 int env_step(env_t *e, int first, int n, const int32_t *ids, const float *act, float *obs, float *reward,
              uint8_t *terminated, uint8_t *truncated, env_info *info)
 {
-    const int od = e->spec.obs_dim, ad = e->spec.act_dim, nt = e->spec.nterms;
+    const int od = e->spec.obs_dim, nt = e->spec.nterms;
     int refused = 0;
-    float terms[ENV_MAX_TERMS];
     SCRATCH(e, scratch);
+    BATCH(e, batch);
+    const step_call call = {ids, first, act, obs, reward, terminated, truncated, info, scratch, batch};
+    int rows[ENV_BATCH], pending = 0; /* worlds to step, stepped ENV_BATCH at a time */
     for (int i = 0; i < n; i++) {
-        int idx = ids ? ids[i] : first + i;
-        env_world *w = &e->worlds[idx];
+        env_world *w = call_world(e, &call, i);
         sim_data_bind_scratch(e->model, w->d, scratch);
         float *o = obs + (size_t)i * od;
         if (info) {
@@ -335,62 +430,30 @@ int env_step(env_t *e, int first, int n, const int32_t *ids, const float *act, f
             terminated[i] = truncated[i] = 0;
             continue;
         }
-        float r = 0;
-        uint8_t term = 0, trunc = 0;
-        uint64_t it0 = w->solver_iterations, cap0 = w->solver_capped, fb0 = w->solver_fallbacks;
-        int physics = e->task->step_world(e, w, act + (size_t)i * ad, o, &r, terms, &term, &trunc);
-        if (!physics && !step_finite(o, od, r, terms, nt)) {
-            /* finite physics state, but an output overflowed float32 (or a term is NaN): no non-finite
-             * value may leave the env, so this is a physics failure like any other, reported now */
-            e->task->reset_world(e, w, o);
-            r = 0;
-            memset(terms, 0, sizeof(float) * (size_t)nt);
-            term = trunc = 0;
-            physics = 1;
-        }
-        if (info && info->counters) {
-            info->counters->world_steps++;
-            info->counters->physics_resets += (uint64_t)physics;
-            info->counters->solver_iterations += w->solver_iterations - it0;
-            info->counters->solver_capped += w->solver_capped - cap0;
-            info->counters->solver_fallbacks += w->solver_fallbacks - fb0;
-        }
-        w->steps++;
-        if (!term && w->steps >= e->spec.max_episode_steps) trunc = 1;
-        if (physics) trunc = 1;     /* the world was reset: its episode ends here, truncated */
-        reward[i] = r;
-        terminated[i] = term;
-        truncated[i] = trunc;
-        w->ep_return += r;
-        for (int k = 0; k < nt; k++) w->ep_terms[k] += terms[k];
-        if (info && info->reward_terms) memcpy(info->reward_terms + (size_t)i * nt, terms, sizeof(float) * (size_t)nt);
-        if (info && info->physics_reset) info->physics_reset[i] = (uint8_t)physics;
-        if (term || trunc) {
-            if (info) {
-                if (info->episode_done) info->episode_done[i] = 1;
-                if (info->episode_return) info->episode_return[i] = w->ep_return;
-                if (info->episode_length) info->episode_length[i] = w->steps;
-                if (info->episode_terms) memcpy(info->episode_terms + (size_t)i * nt, w->ep_terms, sizeof(float) * (size_t)nt);
-            }
-            if (e->autoreset == ENV_AUTORESET_SAME_STEP) {
-                if (info && info->final_obs) memcpy(info->final_obs + (size_t)i * od, o, sizeof(float) * (size_t)od);
-                w->episode++;
-                reset_one(e, w, o);
-            } else {
-                w->needs_reset = 1;
-            }
-        }
+        rows[pending++] = i;
+        if (pending == ENV_BATCH) step_rows(e, &call, rows, pending), pending = 0;
     }
+    if (pending) step_rows(e, &call, rows, pending);
     return refused;
 }
 
 int env_world_physics(const sim_model *m, env_world *w, double dt) { return env_world_physics_kin(m, w, dt, 0); }
 
-int env_world_physics_kin(const sim_model *m, env_world *w, double dt, int kinematics_current)
+/* Adds the solver's work in w's last physics step to its counters. */
+static int counted(env_world *w, int rc)
 {
-    int rc = sim_step_kin(m, w->d, dt, kinematics_current);
     w->solver_iterations += (uint64_t)w->d->stats.iterations;
     w->solver_capped += (uint64_t)(w->d->stats.ncon > 0 && !w->d->stats.converged);
     w->solver_fallbacks += (uint64_t)(w->d->stats.fallback != 0);
     return rc;
+}
+
+int env_world_physics_kin(const sim_model *m, env_world *w, double dt, int kinematics_current)
+{
+    return counted(w, sim_step_kin(m, w->d, dt, kinematics_current));
+}
+
+int env_world_batch_physics(const sim_model *m, const sim_batch *b, int lane, env_world *w, double dt)
+{
+    return counted(w, sim_batch_step(m, b, lane, w->d, dt));
 }

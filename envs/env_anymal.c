@@ -196,32 +196,62 @@ static void base_frame(const sim_data *d, double v_b[3], double w_b[3], double g
     g_b[0] = -R[6]; g_b[1] = -R[7]; g_b[2] = -R[8];
 }
 
-/* The decimation physics substeps under PD.  Returns 1 if the physics failed. */
-static int pd_step(const struct env *e, env_world *w, anymal_state *st)
+/* The decimation physics substeps of an env step under PD, for n worlds at once: each substep computes every
+ * live world's PD torques, their smooth stages together (sim_batch_smooth: one world per lane) and the rest of each
+ * world's step in turn; a world whose physics fails leaves the remaining substeps with failed[i] = 1.  A world's
+ * contact forces of the last substep are read right after its step, while its contacts are in the scratch the
+ * worlds share.  Then the mean squared torque, and the runaway check (failed[i] = 1 as well). */
+static void pd_steps(const struct env *e, env_world *const *ws, int n, sim_batch *batch, int *failed)
 {
     const anymal_shared *s = shared(e);
     const sim_model *m = e->model;
-    sim_data *d = w->d;
-    st->tau_sq = 0;
-    st->base_contact = st->leg_contacts = 0;
-    for (int f = 0; f < 4; f++) st->foot_force[f] = 0;
-    for (int k = 0; k < s->decimation; k++) {
-        env_anymal_pd(&s->j, d, st->targets, s->cfg.kp, s->cfg.kd, s->cfg.torque_limit, &st->tau_sq);
-        if (env_world_physics(m, w, s->cfg.sim_dt)) return 1;
+    const int last = (int)s->decimation - 1;
+    for (int i = 0; i < n; i++) {
+        anymal_state *st = ws[i]->task;
+        st->tau_sq = 0;
+        st->base_contact = st->leg_contacts = 0;
+        for (int f = 0; f < 4; f++) st->foot_force[f] = 0;
+        failed[i] = 0;
     }
-    st->tau_sq /= s->decimation;
-    /* contact forces of the last substep (N), as legged_gym reads its contact sensors */
-    for (int c = 0; c < d->ncon; c++) {
-        double fn = d->lambda[3 * c + 2] / s->cfg.sim_dt;
-        double ft = hypot(d->lambda[3 * c], d->lambda[3 * c + 1]) / s->cfg.sim_dt;
-        int g = d->con[c].geom;
-        if (s->geom_kind[g] == ENV_GEOM_FOOT) st->foot_force[s->geom_foot[g]] += fn;
-        else if (s->geom_kind[g] == ENV_GEOM_BASE && hypot(fn, ft) > 1.0) st->base_contact = 1;
-        else if (s->geom_kind[g] == ENV_GEOM_LEG && hypot(fn, ft) > 0.1) st->leg_contacts++;
+    for (int k = 0; k <= last; k++) {
+        sim_data *d[ENV_BATCH];
+        int row[ENV_BATCH], live = 0;
+        for (int i = 0; i < n; i++) {
+            if (failed[i]) continue;
+            anymal_state *st = ws[i]->task;
+            env_anymal_pd(&s->j, ws[i]->d, st->targets, s->cfg.kp, s->cfg.kd, s->cfg.torque_limit, &st->tau_sq);
+            d[live] = ws[i]->d, row[live++] = i;
+        }
+        if (!live) break;
+        sim_batch_smooth(m, batch, d, live, s->cfg.sim_dt);
+        for (int l = 0; l < live; l++) {
+            env_world *w = ws[row[l]];
+            if (env_world_batch_physics(m, batch, l, w, s->cfg.sim_dt)) {
+                failed[row[l]] = 1;
+                continue;
+            }
+            if (k < last) continue;
+            /* contact forces of the last substep (N), as legged_gym reads its contact sensors */
+            anymal_state *st = w->task;
+            for (int c = 0; c < w->d->ncon; c++) {
+                double fn = w->d->lambda[3 * c + 2] / s->cfg.sim_dt;
+                double ft = hypot(w->d->lambda[3 * c], w->d->lambda[3 * c + 1]) / s->cfg.sim_dt;
+                int g = w->d->con[c].geom;
+                if (s->geom_kind[g] == ENV_GEOM_FOOT) st->foot_force[s->geom_foot[g]] += fn;
+                else if (s->geom_kind[g] == ENV_GEOM_BASE && hypot(fn, ft) > 1.0) st->base_contact = 1;
+                else if (s->geom_kind[g] == ENV_GEOM_LEG && hypot(fn, ft) > 0.1) st->leg_contacts++;
+            }
+        }
     }
-    double mx = 0;
-    for (int k = 0; k < m->nv; k++) mx = fmax(mx, fabs(d->u[k]));
-    return !(mx < 1e3) || !(fabs(d->q[2]) < 1e3);
+    for (int i = 0; i < n; i++) {
+        if (failed[i]) continue;
+        anymal_state *st = ws[i]->task;
+        const sim_data *d = ws[i]->d;
+        st->tau_sq /= s->decimation;
+        double mx = 0;
+        for (int k = 0; k < m->nv; k++) mx = fmax(mx, fabs(d->u[k]));
+        failed[i] = !(mx < 1e3) || !(fabs(d->q[2]) < 1e3);
+    }
 }
 
 static float clipf(double x, double c) { return (float)(x > c ? c : x < -c ? -c : x); }
@@ -310,26 +340,6 @@ static void maybe_push(const struct env *e, env_world *w, anymal_state *st)
     st->next_push += c->push_interval_s;
 }
 
-/* The part of an env step both tasks share: actions, push, the PD-controlled physics substeps.
- * Returns 1 if the physics failed, in which case the world has been reset and the outputs written
- * (reward 0, terms 0, no flags). */
-static int common_step(const struct env *e, env_world *w, const float *act, float *obs, float *reward, float *terms,
-                       uint8_t *terminated, uint8_t *truncated)
-{
-    anymal_state *st = w->task;
-    apply_actions(e, st, act);
-    maybe_push(e, w, st);
-    int failed = pd_step(e, w, st);
-    st->t += shared(e)->control_dt;
-    if (!failed) return 0;
-    e->task->reset_world(e, w, obs);
-    memset(terms, 0, sizeof(float) * (size_t)e->spec.nterms);
-    *reward = 0;
-    *terminated = 0;
-    *truncated = 0;
-    return 1;
-}
-
 /* Scaled terms (times the control dt) into terms; returns their sum. */
 static double scale_terms(const double *scales, const double *r, int n, double dt, float *terms)
 {
@@ -353,19 +363,36 @@ static double action_rate(const anymal_state *st)
 typedef double (*reward_fn)(const struct env *e, env_world *w, const double v[3], const double om[3], const double g[3],
                             float *terms, uint8_t *terminated);
 
-/* One env step of either task: the shared physics, the task's reward, the observation. */
-static int anymal_step(const struct env *e, env_world *w, const float *act, float *obs, float *reward, float *terms,
-                       uint8_t *terminated, uint8_t *truncated, reward_fn rewards)
+/* One env step of n worlds of either task: actions and pushes, the PD-controlled physics substeps (batched), then
+ * per world the task's reward and the observation, or, where the physics failed, a reset (reward 0, terms 0, no
+ * flags, failed[i] = 1). */
+static void anymal_step(const struct env *e, env_world *const *ws, int n, const float *const *act, float *const *obs,
+                        float *reward, float *terms, uint8_t *terminated, uint8_t *truncated, int *failed,
+                        sim_batch *batch, reward_fn rewards)
 {
-    if (common_step(e, w, act, obs, reward, terms, terminated, truncated)) return 1;
-    double v[3], om[3], g[3];
-    base_frame(w->d, v, om, g);
-    *terminated = 0;
-    *truncated = 0;
-    *reward = (float)rewards(e, w, v, om, g, terms, terminated);
-    observe(e, w, obs);
-    add_noise(e, w, obs);
-    return 0;
+    for (int i = 0; i < n; i++) {
+        apply_actions(e, ws[i]->task, act[i]);
+        maybe_push(e, ws[i], ws[i]->task);
+    }
+    pd_steps(e, ws, n, batch, failed);
+    for (int i = 0; i < n; i++) {
+        env_world *w = ws[i];
+        anymal_state *st = w->task;
+        float *ti = terms + (size_t)i * e->spec.nterms;
+        st->t += shared(e)->control_dt;
+        terminated[i] = truncated[i] = 0;
+        if (failed[i]) {
+            e->task->reset_world(e, w, obs[i]);
+            memset(ti, 0, sizeof(float) * (size_t)e->spec.nterms);
+            reward[i] = 0;
+            continue;
+        }
+        double v[3], om[3], g[3];
+        base_frame(w->d, v, om, g);
+        reward[i] = (float)rewards(e, w, v, om, g, ti, &terminated[i]);
+        observe(e, w, obs[i]);
+        add_noise(e, w, obs[i]);
+    }
 }
 
 /* ---- anymal_c-walk ---- */
@@ -446,10 +473,10 @@ static double walk_rewards(const struct env *e, env_world *w, const double v[3],
     return total;
 }
 
-static int walk_step(const struct env *e, env_world *w, const float *act, float *obs, float *reward, float *terms,
-                     uint8_t *terminated, uint8_t *truncated)
+static void walk_step(const struct env *e, env_world *const *ws, int n, const float *const *act, float *const *obs,
+                      float *reward, float *terms, uint8_t *terminated, uint8_t *truncated, int *failed, sim_batch *b)
 {
-    return anymal_step(e, w, act, obs, reward, terms, terminated, truncated, walk_rewards);
+    anymal_step(e, ws, n, act, obs, reward, terms, terminated, truncated, failed, b, walk_rewards);
 }
 
 /* ---- anymal_c-stand ---- */
@@ -537,10 +564,10 @@ static double stand_rewards(const struct env *e, env_world *w, const double v[3]
     return scale_terms(stand_scales, r, S_NTERMS, s->control_dt, terms);
 }
 
-static int stand_step(const struct env *e, env_world *w, const float *act, float *obs, float *reward, float *terms,
-                      uint8_t *terminated, uint8_t *truncated)
+static void stand_step(const struct env *e, env_world *const *ws, int n, const float *const *act, float *const *obs,
+                       float *reward, float *terms, uint8_t *terminated, uint8_t *truncated, int *failed, sim_batch *b)
 {
-    return anymal_step(e, w, act, obs, reward, terms, terminated, truncated, stand_rewards);
+    anymal_step(e, ws, n, act, obs, reward, terms, terminated, truncated, failed, b, stand_rewards);
 }
 
 /* ---- specs ---- */
@@ -583,7 +610,7 @@ static int stand_step(const struct env *e, env_world *w, const float *act, float
     .control_dt = 0.02, .episode_seconds = episode_s, .max_episode_steps = steps
 #define ANYMAL_FUNCTIONS(task)                                                                               \
     .task_state_size = sizeof(anymal_state), .configure = task##_configure, .reset_world = task##_reset,     \
-    .observe = observe, .step_world = task##_step
+    .observe = observe, .step_worlds = task##_step
 
 /* One ANYmal task: name and doc, observation size and tables, episode (s, steps), the task's own keys
  * (a macro of KEY entries, and their count) and its reward term names (a macro). */

@@ -8,6 +8,7 @@
 
 #include "env.h"
 #include "env_rng.h"
+#include "sim_batch.h"
 #include "sim_model.h"
 
 /* One world: physics plus the task's state (task_state_size bytes, aligned, zeroed at creation). */
@@ -33,6 +34,11 @@ typedef struct {
 int env_world_physics(const sim_model *m, env_world *w, double dt);
 /* The same, for a caller that has just run sim_kinematics on this state (sim_step_kin). */
 int env_world_physics_kin(const sim_model *m, env_world *w, double dt, int kinematics_current);
+/* The same for world w in lane `lane` of the batch b after sim_batch_smooth (sim_batch_step). */
+int env_world_batch_physics(const sim_model *m, const sim_batch *b, int lane, env_world *w, double dt);
+
+/* Worlds an env steps together (env_step groups the worlds of a call in runs of this many for step_worlds). */
+#define ENV_BATCH SIM_BATCH_LANES
 
 struct env;
 typedef struct {
@@ -49,6 +55,14 @@ typedef struct {
      * new episode's first, reward and terms are 0.  Else 0. */
     int (*step_world)(const struct env *e, env_world *w, const float *act, float *obs, float *reward, float *terms,
                       uint8_t *terminated, uint8_t *truncated);
+    /* Or, for a task whose physics can be batched (sim_batch.h; then step_world may be NULL): step_world for n
+     * worlds at once, 1 <= n <= ENV_BATCH: world ws[i] gets act[i], writes obs[i], reward[i], the terms at
+     * terms + i nterms, terminated[i] and truncated[i], and failed[i] is step_world's return.  A world's results
+     * do not depend on the other worlds of the call.  The worlds' scratch is bound (one scratch, shared: the task
+     * uses a world's contacts before it steps the next); batch is initialized for e->model. */
+    void (*step_worlds)(const struct env *e, env_world *const *ws, int n, const float *const *act, float *const *obs,
+                        float *reward, float *terms, uint8_t *terminated, uint8_t *truncated, int *failed,
+                        sim_batch *batch);
 } env_task;
 
 struct env {
@@ -62,6 +76,7 @@ struct env {
     uint64_t seed;
     env_autoreset autoreset;
     size_t scratch_size;            /* sim_scratch_size(model): bound per call to the worlds stepped */
+    size_t batch_size;              /* sim_batch_size(model): one batch per env_step call (tasks with step_worlds) */
     _Alignas(64) unsigned char task_env[4096];  /* the task's per-env shared data (read-only after configure) */
 };
 

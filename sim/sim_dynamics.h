@@ -4,7 +4,9 @@
  * root origin at the time of the kinematics call (as a fixed point of space), which keeps every
  * recursion free of coordinate transforms.  Call order for one step:
  *   sim_kinematics -> sim_velocity -> sim_crba -> sim_factor -> sim_rnea (any order after velocity)
- * sim_smooth() does all five.  None of these allocate.
+ * sim_smooth() does all five.  None of these allocate.  The tree recursions (kinematics to RNEA, the LTDL solves,
+ * the free velocity) are in sim_tree.c, written once (sim_tree_impl.h) for one world and for a batch of worlds
+ * stepped together (sim_batch.h), which gives each world the same numbers bit for bit.
  *
  * Units: SI (m, kg, s, rad; forces N, torques N·m; generalized forces per dof are N for linear dofs and
  * N·m for angular ones).  Frames as in sim_model.h: q, u in generalized coordinates (floating base:
@@ -46,6 +48,10 @@ void sim_ltdl_forward(const sim_model *m, const double *L, double *x);
 void sim_solve_m_multi(const sim_model *m, const sim_data *d, double *X, int k);
 /* y := M x using the packed mass matrix d->Mp. */
 void sim_mul_m(const sim_model *m, const sim_data *d, const double *x, double *y);
+
+/* The free velocity d->ufree = u + dt M^-1 (tau + passive - h): the velocity a step of dt seconds reaches without
+ * contact impulses (needs sim_smooth). */
+void sim_free_velocity(const sim_model *m, sim_data *d, double dt);
 
 /* Generalized force of joint damping: out[i] = -damping * u[i] for joint dofs, 0 for the base. */
 void sim_passive(const sim_model *m, const sim_data *d, double *out);

@@ -49,17 +49,6 @@ static int finite_state(const sim_model *m, const sim_data *d)
 
 /* ---- stages ---------------------------------------------------------------------------------------- */
 
-/* ufree = u + dt M^-1 (tau + passive - h) (needs sim_smooth). */
-static inline void stage_free_velocity(const sim_model *m, sim_data *d, double dt)
-{
-    const int nv = m->nv;
-    double *uf = d->ufree;
-    sim_passive(m, d, uf);
-    for (int k = 0; k < nv; k++) uf[k] = dt * (uf[k] + d->tau[k] - d->h[k]);
-    sim_solve_m(m, d, uf);
-    for (int k = 0; k < nv; k++) uf[k] += d->u[k];
-}
-
 /* Per contact: J in the contact frame (d->Jc), B = L^-T J^T (three rows at once; the support stays the root
  * path), and the compact rows S = D^-1/2 B laid out along the path (body -> root), stored in d->Bc, so that
  * G = J M^-1 J^T = B^T D^-1 B = S^T S.  Also records the deepest penetration.
@@ -277,12 +266,9 @@ static inline void stage_remember_contacts(sim_data *d, int nc)
 
 /* ---- the step ---------------------------------------------------------------------------------------- */
 
-int sim_step_prepare_kin(const sim_model *m, sim_data *d, double dt, int kinematics_current)
+int sim_step_prepare_contacts(const sim_model *m, sim_data *d, double dt)
 {
     sim_step_stats *st = &d->stats;
-    if (!kinematics_current) sim_kinematics(m, d);
-    sim_smooth_dynamics(m, d);
-    stage_free_velocity(m, d, dt);
     int nc = sim_collide(m, d, m->opt.margin, dt, d->con, d->ncon_max);
     d->ncon = nc;
     *st = (sim_step_stats){.ncon = nc, .converged = 1}; /* the later stages fill the rest when nc > 0 */
@@ -292,6 +278,14 @@ int sim_step_prepare_kin(const sim_model *m, sim_data *d, double dt, int kinemat
         stage_targets(m, d, nc, dt);
     }
     return nc;
+}
+
+int sim_step_prepare_kin(const sim_model *m, sim_data *d, double dt, int kinematics_current)
+{
+    if (!kinematics_current) sim_kinematics(m, d);
+    sim_smooth_dynamics(m, d);
+    sim_free_velocity(m, d, dt);
+    return sim_step_prepare_contacts(m, d, dt);
 }
 
 int sim_step_prepare(const sim_model *m, sim_data *d, double dt) { return sim_step_prepare_kin(m, d, dt, 0); }
@@ -345,6 +339,13 @@ int sim_step_kin(const sim_model *m, sim_data *d, double dt, int kinematics_curr
 }
 
 int sim_step(const sim_model *m, sim_data *d, double dt) { return sim_step_kin(m, d, dt, 0); }
+
+int sim_step_from_smooth(const sim_model *m, sim_data *d, double dt)
+{
+    sim_step_prepare_contacts(m, d, dt);
+    sim_step_solve(m, d);
+    return sim_step_finish(m, d, dt);
+}
 
 void sim_step_metrics(const sim_model *m, const sim_data *d, double dt, sim_contact_metrics_t *out)
 {

@@ -41,6 +41,13 @@ int sim_step_prepare(const sim_model *m, sim_data *d, double dt);
 int sim_step_kin(const sim_model *m, sim_data *d, double dt, int kinematics_current);
 int sim_step_prepare_kin(const sim_model *m, sim_data *d, double dt, int kinematics_current);
 void sim_step_solve(const sim_model *m, sim_data *d);
+/* The rest of sim_step for a world whose smooth stages are current (sim_smooth and sim_free_velocity ran on this
+ * very state, or sim_batch_load copied them in): sim_step_prepare_contacts, sim_step_solve, sim_step_finish.
+ * Bit-for-bit sim_step then; returns as sim_step. */
+int sim_step_from_smooth(const sim_model *m, sim_data *d, double dt);
+/* prepare without its smooth stages (for a world whose smooth stages are current, as above): collision, contact
+ * Jacobians, Delassus matrix, free contact velocities with targets, friction and warm starts.  Returns d->ncon. */
+int sim_step_prepare_contacts(const sim_model *m, sim_data *d, double dt);
 int sim_step_finish(const sim_model *m, sim_data *d, double dt);
 
 /* The pre-step contact velocities v_pre = J u of this step's contacts (3 ncon, m/s, contact frames; u the

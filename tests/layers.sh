@@ -27,7 +27,7 @@ check() { # layer dir, allowed-herd-header regex, forbidden-system regex
   if [ -z "$bad" ]; then passed=$((passed + 1)); echo "ok - $dir"; else failed=$((failed + 1)); echo "not ok - $dir"; printf '%s' "$bad"; fi
 }
 check sim '^sim_[a-z_]+\.h$' 'pthread\.h|threads\.h|zmq\.h|msgpack\.h|time\.h|sys/time\.h|sys/socket\.h'
-check envs '^(env[a-z_]*\.h|sim_(model|math|step|dynamics|collision|solver|metrics|urdf)\.h)$' 'zmq\.h|msgpack\.h|sys/socket\.h'
+check envs '^(env[a-z_]*\.h|sim_(model|math|step|dynamics|collision|solver|metrics|urdf|batch)\.h)$' 'zmq\.h|msgpack\.h|sys/socket\.h'
 check protocol '^(proto[a-z_]*\.h|env_(spec|scene)\.h)$' 'zmq\.h|pthread\.h'
 check clients/c '^(herd_client[a-z_]*\.h|proto\.h|env_(spec|scene)\.h)$' ''
 check server '^(srv_[a-z_]+\.h|proto\.h|env\.h|env_(spec|scene)\.h)$' ''

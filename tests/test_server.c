@@ -778,20 +778,22 @@ Test(server, subset_replies_come_back_as_soon_as_their_worlds_are_done, .timeout
     srv_thread *t = start_with(&cfg);
     herd_client *c = connect_to(t);
     herd_session s;
-    const int N = 1200;
+    /* big: worlds 0..B-1 (the first slice: one worker's, the other helping); small: world N-1 (the other worker's
+     * slice).  The big step takes ~20 ms of CPU, so that a few ms of preemption on a loaded 2-core machine cannot
+     * let it finish first (with 600 worlds, ~4 ms, it did in 3-6 of 20 runs beside a busy process) */
+    const int N = 4800, B = N / 2;
     make(c, "anymal_c-walk", N, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, &s);
     OK(herd_client_reset(c, &s, -1, NULL, NULL, NULL, &e_));
     float *act = calloc((size_t)N * 12, 4);
-    /* big: worlds 0..599 (the first slice: one worker); small: world 1199 (the other worker's slice) */
-    int32_t *big = malloc(600 * 4), small[1] = {N - 1};
-    for (int i = 0; i < 600; i++) big[i] = i;
+    int32_t *big = malloc((size_t)B * 4), small[1] = {N - 1};
+    for (int i = 0; i < B; i++) big[i] = i;
     herd_error e;
-    uint64_t ib = herd_client_step_send(c, &s, 600, big, act, 0, &e);
+    uint64_t ib = herd_client_step_send(c, &s, B, big, act, 0, &e);
     uint64_t is = herd_client_step_send(c, &s, 1, small, act, 0, &e);
     herd_reply *r1, *r2;
     OK(herd_client_recv(c, -1, &r1, &e_));
     OK(herd_client_recv(c, -1, &r2, &e_));
-    cr_assert_eq(r1->id, is, "the 1-world step overtakes the 600-world step");
+    cr_assert_eq(r1->id, is, "the 1-world step overtakes the %d-world step", B);
     cr_assert_eq(r2->id, ib);
     cr_assert(r1->ok && r2->ok);
     herd_reply_destroy(&r1), herd_reply_destroy(&r2);

@@ -1,0 +1,55 @@
+/* sim_batch.h — several worlds of one model stepped together: the stages of a step that do the same work for every
+ * world (forward kinematics, velocities, CRBA, the LTDL factorization, RNEA and the free velocity, about a quarter
+ * of an ANYmal walk step) run once for up to SIM_BATCH_LANES worlds, one world per lane of a vector of doubles;
+ * the contact stages, whose work depends on each world's contacts, then run world by world as in sim_step.
+ *
+ * Bit for bit sim_step: a lane computes exactly the operations the one-world code computes (both are
+ * sim_tree_impl.h; see there why), so sim_batch_step leaves a world exactly as sim_step would, whatever the batch
+ * it was stepped in, its lane, or the other worlds of the batch (tests/test_batch.c).  Batching is a matter of
+ * speed only: results do not depend on how worlds are grouped.
+ *
+ * Use, per physics step of a group of n <= SIM_BATCH_LANES worlds d[0..n-1] of model m:
+ *     sim_batch_smooth(m, b, d, n, dt);                              reads each world's q, u, tau, root_added_mass
+ *     for (i = 0; i < n; i++) rc[i] = sim_batch_step(m, b, i, d[i], dt);   = sim_step(m, d[i], dt)
+ * Between the two calls a world's state must not change.  sim_batch_step writes the world's scratch (which may be
+ * one scratch shared by the worlds in turn, as sim_data_bind_scratch allows) and steps it.
+ *
+ * Ownership: the batch lives in memory the caller provides (sim_batch_size bytes, 64-byte aligned, e.g. on a
+ * worker's stack); it holds no pointer to a world after the call that used it, and needs no destructor.
+ * Allocation-free.  A batch serves one model (the one it was initialized for) and one thread at a time.
+ */
+#ifndef HERD_SIM_BATCH_H
+#define HERD_SIM_BATCH_H
+
+#include <stddef.h>
+
+#include "sim_model.h"
+
+/* Worlds per batch: the lanes of the vectors the batch computes in (four doubles: one AVX2 register). */
+#define SIM_BATCH_LANES 4
+
+typedef struct sim_batch sim_batch;
+
+/* Bytes of memory a batch for model m needs (for ANYmal C 39,680). */
+size_t sim_batch_size(const sim_model *m);
+
+/* A batch for model m in mem (64-byte aligned, sim_batch_size(m) bytes); returns mem as a sim_batch. */
+sim_batch *sim_batch_init(const sim_model *m, void *mem);
+
+/* The smooth stages of a step for worlds d[0..n-1] (1 <= n <= SIM_BATCH_LANES), dt in s: sim_kinematics,
+ * sim_velocity, sim_crba, sim_factor, sim_rnea and sim_free_velocity of each world, into the batch (the worlds
+ * are only read). */
+void sim_batch_smooth(const sim_model *m, sim_batch *b, sim_data *const *d, int n, double dt);
+
+/* World `lane` of the last sim_batch_smooth (d must be that world, unchanged since): copies into d's scratch what
+ * the rest of the step reads (ref, xpos, xrot, cvel, cdof, LD and ufree, as sim_step computes them) and runs it
+ * (sim_step_from_smooth).  Returns what sim_step returns: 0, or -1 if the state became non-finite.  d's scratch
+ * then holds what sim_step leaves there, except the arrays the rest of the step does not read (xcom, cinert,
+ * cdof_dot, Mp, h and the CRBA / RNEA internals), which are not written. */
+int sim_batch_step(const sim_model *m, const sim_batch *b, int lane, sim_data *d, double dt);
+
+/* The copy sim_batch_step starts with, alone (for a caller that times or inspects the stages: sim_batch_load, then
+ * sim_step_prepare_contacts, sim_step_solve and sim_step_finish is bit-for-bit sim_batch_step). */
+void sim_batch_load(const sim_model *m, const sim_batch *b, int lane, sim_data *d);
+
+#endif
