@@ -223,10 +223,13 @@ static void pd_steps(const struct env *e, env_world *const *ws, int n, sim_batch
             d[live] = ws[i]->d, row[live++] = i;
         }
         if (!live) break;
-        sim_batch_smooth(m, batch, d, live, s->cfg.sim_dt);
+        /* a world alone steps on its own (a batch would compute three idle lanes; the numbers are the same) */
+        if (live > 1) sim_batch_smooth(m, batch, d, live, s->cfg.sim_dt);
         for (int l = 0; l < live; l++) {
             env_world *w = ws[row[l]];
-            if (env_world_batch_physics(m, batch, l, w, s->cfg.sim_dt)) {
+            const int rc = live > 1 ? env_world_batch_physics(m, batch, l, w, s->cfg.sim_dt)
+                                    : env_world_physics(m, w, s->cfg.sim_dt);
+            if (rc) {
                 failed[row[l]] = 1;
                 continue;
             }
