@@ -11,10 +11,6 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Vectors of four doubles pass between this file's static functions only, so the warning that their passing
- * convention differs with and without AVX concerns no interface. */
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 #if defined(__AVX__) && SIM_BATCH_LANES == 4
 #include <immintrin.h>
 #define LANES_AVX 1

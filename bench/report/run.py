@@ -398,18 +398,22 @@ def main():
             md.append("| %s | %.3f (%.3f-%.3f) | %s |\n" % (k, m, min(rr), max(rr),
                                                          "%.1f %%" % (100 * m / tot) if k != "env_overhead" else "-"))
         md.append("\nPer physics step: %.2f contacts, %.2f solver sweeps, %.2f %% of solves stopped at the iteration "
-                  "cap; the env step costs %.3f us of CPU per physics step, PD + sim_step alone %.3f us.  How: stages "
-                  "are timed around sim_step_prepare / sim_step_solve / sim_step_finish (bit-for-bit sim_step) with "
-                  "the monotonic clock, preempted steps (> 300 us) left out; prepare is split by timing sim_smooth, "
-                  "sim_collide and the contact Jacobians (sim_jacobian_sparse) on the same state beside it "
-                  "(\"delassus\" = prepare minus those: free velocity, L^-T J^T, G, targets); env overhead = env_step "
-                  "minus PD + sim_step on the same steps, in thread CPU time (a difference of two timings: it can "
-                  "come out slightly negative).\n" % (d["mean_contacts"], d["mean_iterations"],
+                  "cap; the env step costs %.3f us of CPU per physics step, PD + sim_step alone %.3f us.  How: the "
+                  "worlds are stepped as env_step steps them, four at a time: their PD laws, one sim_batch_smooth "
+                  "(kinematics, velocities, CRBA, LTDL, RNEA and free velocity of the four worlds in vector lanes; "
+                  "\"dynamics\" is its time shared by its worlds), then per world sim_batch_load (\"load\": the "
+                  "world's results out of the batch), sim_step_prepare_contacts, sim_step_solve and sim_step_finish "
+                  "(bit-for-bit sim_step), each timed with the monotonic clock, preempted steps (> 300 us) left out; "
+                  "prepare is split by timing sim_collide and the contact Jacobians (sim_jacobian_sparse) on the same "
+                  "state beside it (\"delassus\" = prepare minus those: contact-frame Jacobians, L^-T J^T, G, targets); "
+                  "env overhead = env_step minus PD + physics on the same steps, in thread CPU time (a difference of two "
+                  "timings: it can come out slightly negative).\n" % (d["mean_contacts"], d["mean_iterations"],
                                                       100 * d["capped_fraction"], d["env_step_us_per_physics_step"],
                                                       d["pd_and_sim_step_us"]))
-        md.append("\nReference in the same run: the solver bench's trot scenario (1 ms, feet + base, one world) costs "
-                  "%.3f us per physics step (CPU time), so a walk physics step (PD + sim_step) is **%.2fx** a trot step "
-                  "(issue 15's target: <= 1.5x).\n" % (d["trot_us_per_physics_step"], d["walk_over_trot"]))
+        md.append("\nReference in the same run: the solver bench's trot scenario (1 ms, feet + base, one world, stepped "
+                  "alone by sim_step) costs %.3f us per physics step (CPU time), so a walk physics step (PD + sim_step, "
+                  "in batches of four as env_step runs it) is **%.2fx** a trot step (issue 15's target: <= 1.5x).\n"
+                  % (d["trot_us_per_physics_step"], d["walk_over_trot"]))
     # ---- served
     md.append("\n## In-process vs served vs clients (`anymal_c-walk`, 1024 worlds, server threads = CPUs)\n")
     bars = []
