@@ -170,7 +170,11 @@ typedef struct sim_solver_stats {
  *     the anymal_c-walk env itself (1024 worlds x 50 env steps, random actions, the wt-fallback measurement):
  *     2.07 % of the contact solves are handed over, 11.8 sweeps before the stall, then 39.6 ADMM iterations
  *     (103.7 before) and 4.8 factorizations (10.0); none reaches admm_max_iter (97 of 3941 did) and no sweep
- *     reaches the cap.]  On two stacked cubes with a 1e6 mass
+ *     reaches the cap.  On 20,000 hand-overs harvested later from the same env (1024 worlds, 2026-11-26, after
+ *     the batched dynamics moved the trajectories): 2.5 % of the contact solves handed over, 13.7 sweeps before
+ *     the stall, 41.3 ADMM iterations, 5.1 factorizations, 22 us each (28 % of the solver time); 5 of the 20,000
+ *     ran to admm_max_iter (eps_abs ~4e-4 there): about 1 physics step in 10^5 ends unconverged.]  On two
+ *     stacked cubes with a 1e6 mass
  *     ratio the per-contact methods stall at eps_abs ~9e-3 while ADMM reaches 2.5e-7 in 7 iterations.
  *   - Throughput: the anymal_c-walk env (`herd-bench solver --paired paper-bisection,coulomb-stall-admm`, one
  *     thread, 256 worlds, interleaved, 21 pairs) runs coulomb-stall-admm at 0.945-0.95 of paper-bisection's env
@@ -181,7 +185,8 @@ typedef struct sim_solver_stats {
  *
  * Default.  The RL tasks (anymal_c-walk, anymal_c-stand: config key solver = 4) use coulomb-stall-admm: it
  * solves Coulomb's law (Fig. 6 at 100 %, the sliding box at mu g) at the paper model's per-contact cost, and no
- * problem cycles to the cap; the price is a few % of env throughput, almost all of it in the ADMM fallback.  The
+ * problem cycles to the sweep cap (ADMM's own cap of 500 iterations ends about 1 physics step in 10^5 unconverged,
+ * above); the price is a few % of env throughput, almost all of it in the ADMM fallback.  The
  * fallback factors G + rho I through the kinematic tree (sim_solve_admm_tree) when that is cheaper, i.e. from ~7
  * contacts on ANYmal (x0.63 - 0.86 of the dense time there, `herd-bench admm`); the walk task's fallback problems
  * mostly have 1 - 5 contacts, where the dense Cholesky of the small 3n x 3n matrix is faster, so they stay dense.
