@@ -5,10 +5,10 @@
 #include <math.h>
 #include <stddef.h>
 
-/* 1 if x[0..len) are all finite.  x * 0 is 0 for a finite x and NaN for an infinite or NaN one, and a sum with a
- * NaN term is NaN: four independent sums (no dependent add chain over G's N^2 entries, which this test runs
- * before every solve), and unlike a plain sum of the entries no finite problem is refused by an overflow. */
-static int all_finite(const double *x, int len)
+/* x * 0 is 0 for a finite x and NaN for an infinite or NaN one, and a sum with a NaN term is NaN: four independent
+ * sums (no dependent add chain over G's N^2 entries, which this test runs before every solve), and unlike a plain
+ * sum of the entries no finite array is refused by an overflow. */
+int sim_all_finite(const double *x, int len)
 {
     double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     int i = 0;
@@ -30,7 +30,7 @@ int sim_contact_problem_valid(int n, const double *G, const double *c, const dou
     const int N = 3 * n;
     for (int i = 0; i < n; i++)
         if (!(mu[i] >= 0) || !isfinite(mu[i])) return 0;
-    return all_finite(G, N * N) && all_finite(c, N) && all_finite(lambda, N);
+    return sim_all_finite(G, N * N) && sim_all_finite(c, N) && sim_all_finite(lambda, N);
 }
 
 void sim_contact_velocity(int n, const double *G, const double *c, const double *lambda, double *v)

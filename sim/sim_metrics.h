@@ -33,6 +33,8 @@ typedef struct sim_contact_metrics_t {
 /* 1 if the problem is well formed: 0 <= n <= SIM_SOLVER_MAX_CONTACTS, no NULL array when n > 0, mu >= 0,
  * every number finite; else 0. */
 int sim_contact_problem_valid(int n, const double *G, const double *c, const double *mu, const double *lambda);
+/* 1 if x[0..len) are all finite (no NaN or infinity), else 0; len >= 0. */
+int sim_all_finite(const double *x, int len);
 
 /* v = G lambda + c (3n, m/s). */
 void sim_contact_velocity(int n, const double *G, const double *c, const double *lambda, double *v);

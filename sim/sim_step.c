@@ -41,10 +41,7 @@ const double *sim_step_contact_jacobian(const sim_model *m, const sim_data *d, i
 
 static int finite_state(const sim_model *m, const sim_data *d)
 {
-    double s = 0;
-    for (int k = 0; k < m->nq; k++) s += d->q[k];
-    for (int k = 0; k < m->nv; k++) s += d->u[k];
-    return isfinite(s);
+    return sim_all_finite(d->q, m->nq) && sim_all_finite(d->u, m->nv);
 }
 
 /* ---- stages ---------------------------------------------------------------------------------------- */
