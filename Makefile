@@ -52,9 +52,10 @@ $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
-# The tree recursions for one world and for a batch of worlds (sim/sim_tree_impl.h) fuse only the multiply-adds
-# they spell out, so that each lane of a batch gives the one-world numbers bit for bit: no contraction there.
-$(BUILD)/obj/sim/sim_tree.o $(BUILD)/obj/sim/sim_batch.o: ALL_CFLAGS += -ffp-contract=off
+# The tree recursions and the ground-contact candidates for one world and for a batch of worlds (sim/sim_tree_impl.h,
+# sim/sim_collide_impl.h) fuse only the multiply-adds they spell out, so that each lane of a batch gives the one-world
+# numbers bit for bit: no contraction there.
+$(BUILD)/obj/sim/sim_tree.o $(BUILD)/obj/sim/sim_batch.o $(BUILD)/obj/sim/sim_collision.o: ALL_CFLAGS += -ffp-contract=off
 # sim_batch.c's vectors of four doubles pass between its static functions only: that their passing convention
 # differs with and without AVX (GCC's -Wpsabi, in builds without AVX) concerns no interface.
 $(BUILD)/obj/sim/sim_batch.o: ALL_CFLAGS += -Wno-psabi

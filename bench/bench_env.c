@@ -25,11 +25,12 @@
  * --profile: where a physics step's time goes, per stage, on the task's own worlds and model (after the
  * same reset and warm-up).  One thread steps every world as env_step does, SIM_BATCH_LANES consecutive worlds at
  * a time: their PD laws (the task's: target = action_scale a + default pose, its kp, kd and torque limit), one
- * sim_batch_smooth (kinematics, velocities, CRBA, LTDL, RNEA, free velocity; its time shared equally by the
- * batch's worlds), then per world sim_batch_load, sim_step_prepare_contacts, sim_step_solve and sim_step_finish
- * (bit-for-bit sim_step), timing each; to split prepare without timing code inside sim/, the same world's
- * sim_collide is timed on its own just before it, and the contact Jacobians (sim_jacobian_sparse per contact)
- * just after it; "delassus" is prepare minus those two (contact-frame Jacobians, L^-T J^T, G = S^T S, targets).  Worlds the task
+ * sim_batch_smooth (kinematics, velocities, CRBA, LTDL, RNEA, free velocity and, on flat ground, every geometry's
+ * contact candidates; its time shared equally by the batch's worlds), then per world sim_batch_load,
+ * sim_batch_collide, sim_step_prepare_found, sim_step_solve and sim_step_finish (bit-for-bit sim_step), timing each;
+ * to split prepare without timing code inside sim/, the contact Jacobians (sim_jacobian_sparse per contact) are
+ * timed on their own just after it; "delassus" is prepare minus them (contact-frame Jacobians, L^-T J^T, G = S^T S,
+ * targets).  Worlds the task
  * would end (walk: base contact; failed physics) are reset through env_reset, as env_step's autoreset does.
  * Env overhead = the same steps through env_step (observation, reward, noise) minus PD + physics with those
  * resets, both in thread CPU time.  Reference in the same run: the solver bench's trot step (CPU time).
@@ -191,8 +192,10 @@ enum { ST_PD, ST_DYN, ST_LOAD, ST_COLL, ST_JAC, ST_DELASSUS, ST_SOLVE, ST_FINISH
 static const char *const stage_name[ST_N] = {"pd", "dynamics", "load", "collision", "jacobians", "delassus", "solve",
                                              "finish", "env_overhead"};
 static const char *const stage_what[ST_N] = {
-    "PD law (12 joints)", "sim_batch_smooth (4 worlds a call), per world: kinematics, CRBA, LTDL, RNEA, free velocity",
-    "sim_batch_load: a world's smooth results out of the batch", "sim_collide (13 geometries vs ground)",
+    "PD law (12 joints)",
+    "sim_batch_smooth (4 worlds a call), per world: kinematics, CRBA, LTDL, RNEA, free velocity, contact candidates",
+    "sim_batch_load: a world's smooth results out of the batch",
+    "sim_batch_collide: the world's candidates (13 geometries) into its contacts",
     "contact Jacobians (sim_jacobian_sparse)", "rest of prepare: contact-frame Jacobians, L^-T J^T, Delassus, targets",
     "contact solver (sim_step_solve)", "impulses, warm-start cache, position update",
     "env_step minus PD and physics (obs, reward, noise)"};
@@ -256,8 +259,6 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     uint8_t *term = malloc((size_t)worlds), *trunc = malloc((size_t)worlds);
     unsigned char *scratch_raw = malloc(e->scratch_size + 64);
     void *scratch = (void *)(((uintptr_t)scratch_raw + 63) & ~(uintptr_t)63);
-    int ncmax = e->worlds[0].d->ncon_max;           /* as sim_step_prepare collides */
-    sim_contact *con = malloc(sizeof(sim_contact) * (size_t)(ncmax > 0 ? ncmax : 1));
     double *jp = calloc((size_t)3 * m->nv, sizeof(double));
     int cols[SIM_MAX_DOF];
     void *batch_mem = aligned_alloc(64, sim_batch_size(m));
@@ -317,9 +318,9 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                                 uint64_t c3 = bench_now_ns();
                                 sim_batch_load(m, batch, l, d);
                                 uint64_t c4 = bench_now_ns();
-                                sim_collide(m, d, m->opt.margin, dt, con, ncmax);
+                                int nc = sim_batch_collide(m, batch, l, d);
                                 uint64_t c5 = bench_now_ns();
-                                int nc = sim_step_prepare_contacts(m, d, dt);
+                                sim_step_prepare_found(m, d, dt, nc);
                                 uint64_t c6 = bench_now_ns();
                                 for (int c = 0; c < nc; c++) sim_jacobian_sparse(m, d, d->con[c].body, d->con[c].pos, jp, cols);
                                 uint64_t c7 = bench_now_ns();
@@ -338,7 +339,7 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                                     ns[ST_LOAD] += (double)(c4 - c3);
                                     ns[ST_COLL] += (double)(c5 - c4);
                                     ns[ST_JAC] += (double)(c7 - c6);
-                                    ns[ST_DELASSUS] += (double)(c6 - c5) - (double)(c5 - c4) - (double)(c7 - c6);
+                                    ns[ST_DELASSUS] += (double)(c6 - c5) - (double)(c7 - c6);
                                     ns[ST_SOLVE] += (double)(c8 - c7);
                                     ns[ST_FINISH] += (double)(c9 - c8);
                                 }
@@ -397,7 +398,7 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
             bench_median(it_rep, R), 100 * bench_median(cap_rep, R));
     fprintf(stderr, "  the solver bench's trot (1 ms, feet + base, same run, CPU time): %.3f us per physics step; "
                     "PD + sim_step here / trot = %.2f\n", trot_med * 1e-3, plain_med / trot_med);
-    free(act); free(obs); free(rew); free(term); free(trunc); free(scratch_raw); free(con); free(jp); free(batch_mem);
+    free(act); free(obs); free(rew); free(term); free(trunc); free(scratch_raw); free(jp); free(batch_mem);
     env_destroy(&e);
     (void)argc; (void)argv;
     return 0;

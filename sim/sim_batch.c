@@ -3,6 +3,7 @@
  * (Makefile), as sim_tree.c: each lane computes the one-world code's numbers bit for bit. */
 #include "sim_batch.h"
 
+#include "sim_collision_internal.h"
 #include "sim_dynamics.h"
 #include "sim_spatial.h"
 #include "sim_step.h"
@@ -94,12 +95,23 @@ static inline void lanes_sincos(sim_lanes x, sim_lanes *sp, sim_lanes *cp)
 
 /* ---- the batch ---- */
 
+/* A geometry's contact candidates on flat ground for every lane (sim_collide_impl.h) */
+typedef struct {
+    SIM_COLLIDE_CAND_FIELDS(sim_lanes, sim_lmask)
+} lanes_cand;
+
 struct sim_batch {
     sim_lanes root_added_mass;
     sim_lanes ref[3];
     /* per-lane arrays with sim_data's names and layout (element k of lane l: x[k][l]) */
     sim_lanes *q, *u, *tau, *xpos, *xrot, *xcom, *cinert, *cdof, *cvel, *cdof_dot, *Mp, *LD, *h, *crb, *cacc, *cfrc;
     sim_lanes *ufree;
+    /* flat ground: each geometry's candidates, and per lane the points worth offering (bit k: point k is valid, its
+       geometry passed and its gap is below the reject bound) */
+    int flat;
+    double dt;
+    lanes_cand *cand;
+    unsigned char (*near)[SIM_BATCH_LANES];
 };
 
 #define T sim_lanes
@@ -113,6 +125,8 @@ struct sim_batch {
 #define TFMA(a, b, c) LANES_FMA_ANY(a, b, c)
 #define TSINCOS(x, s, c) lanes_sincos((x), &(s), &(c))
 #include "sim_tree_impl.h"
+#define TCAND lanes_cand
+#include "sim_collide_impl.h"
 
 /* Lays the arrays out after the header (mem may be NULL: sizes only); returns the bytes used. */
 static size_t layout(const sim_model *m, struct sim_batch *b, unsigned char *mem)
@@ -142,6 +156,11 @@ static size_t layout(const sim_model *m, struct sim_batch *b, unsigned char *mem
     PLACE(cfrc, 6 * nb);
     PLACE(ufree, nv);
 #undef PLACE
+    const size_t ng = (size_t)m->ngeom;
+    if (mem) b->cand = (lanes_cand *)(mem + off);
+    off += ng * sizeof(lanes_cand);
+    if (mem) b->near = (unsigned char (*)[SIM_BATCH_LANES])(mem + off);
+    off += ng * SIM_BATCH_LANES;
     return (off + 63) / 64 * 64;
 }
 
@@ -152,6 +171,7 @@ sim_batch *sim_batch_init(const sim_model *m, void *mem)
     struct sim_batch *b = mem;
     memset(b, 0, sizeof *b);
     layout(m, b, mem);
+    b->flat = sim_collide_flat(m);
     return b;
 }
 
@@ -173,6 +193,43 @@ void sim_batch_smooth(const sim_model *m, sim_batch *b, sim_data *const *d, int 
     treeW_factor(m, b);
     treeW_rnea(m, b);
     treeW_free_velocity(m, b, dt, b->ufree);
+    b->dt = dt;
+    if (!b->flat) return;
+    /* flat ground: every geometry's candidates, and per lane the points to offer (sim_collide's own tests up to the
+       look-ahead of each point, which sim_collide_offer_point applies) */
+    const double grav = fabs(m->gravity[2]);
+    const sim_lmask all = lanes_splat(0.0) == lanes_splat(0.0);
+    for (int g = 0; g < m->ngeom; g++) {
+        if (m->geom[g].nocollide) continue;
+        lanes_cand *c = &b->cand[g];
+        treeW_geom_bound(m, b, g, m->opt.margin, dt, grav, m->terrain.height, c);
+        sim_lmask bits = all ^ all;
+        int any = 0;
+        for (int l = 0; l < n; l++) any |= c->pass[l] != 0;
+        if (any) treeW_geom_points(m, b, g, m->terrain.height, c);
+        else c->pass = bits; /* no lane's bounding sphere reaches the ground (lanes past n ignored) */
+        for (int k = 0; k < sim_geom_cand_count(&m->geom[g]); k++)
+            bits |= (c->pass & c->valid[k] & ((c->gap[k] >= c->reject) ^ all)) & (1LL << k);
+        for (int l = 0; l < W; l++) b->near[g][l] = (unsigned char)bits[l];
+    }
+}
+
+int sim_batch_collide(const sim_model *m, const sim_batch *b, int lane, sim_data *d)
+{
+    if (!b->flat) return sim_collide(m, d, m->opt.margin, b->dt, d->con, d->ncon_max);
+    const double grav = fabs(m->gravity[2]);
+    int n = 0;
+    for (int g = 0; g < m->ngeom; g++) {
+        unsigned bits = m->geom[g].nocollide ? 0 : b->near[g][lane];
+        const lanes_cand *c = &b->cand[g];
+        for (int k = 0; bits; k++, bits >>= 1) {
+            if (!(bits & 1)) continue;
+            const double p[3] = {c->px[k][lane], c->py[k][lane], c->pz[k][lane]};
+            n = sim_collide_offer_point(m, g, k, p, c->gap[k][lane], c->approach[k][lane], m->opt.margin, b->dt, grav,
+                                        d->con, n, d->ncon_max);
+        }
+    }
+    return n;
 }
 
 /* out[k] = lane l of x[k], k < count */
@@ -186,16 +243,19 @@ void sim_batch_load(const sim_model *m, const sim_batch *b, int lane, sim_data *
 {
     const int nv = m->nv, nb = m->nbody;
     take(d->ref, b->ref, 3, lane);
-    take(d->xpos, b->xpos, 3 * nb, lane);
-    take(d->xrot, b->xrot, 9 * nb, lane);
-    take(d->cvel, b->cvel, 6 * nb, lane);
     take(d->cdof, b->cdof, 6 * nv, lane);
     take(d->LD, b->LD, m->nM, lane);
     take(d->ufree, b->ufree, nv, lane);
+    if (b->flat) return; /* the batch found the contact candidates: the body poses and velocities stay in it */
+    take(d->xpos, b->xpos, 3 * nb, lane);
+    take(d->xrot, b->xrot, 9 * nb, lane);
+    take(d->cvel, b->cvel, 6 * nb, lane);
 }
 
 int sim_batch_step(const sim_model *m, const sim_batch *b, int lane, sim_data *d, double dt)
 {
     sim_batch_load(m, b, lane, d);
-    return sim_step_from_smooth(m, d, dt);
+    sim_step_prepare_found(m, d, dt, sim_batch_collide(m, b, lane, d));
+    sim_step_solve(m, d);
+    return sim_step_finish(m, d, dt);
 }

@@ -38,18 +38,23 @@ sim_batch *sim_batch_init(const sim_model *m, void *mem);
 
 /* The smooth stages of a step for worlds d[0..n-1] (1 <= n <= SIM_BATCH_LANES), dt in s: sim_kinematics,
  * sim_velocity, sim_crba, sim_factor, sim_rnea and sim_free_velocity of each world, into the batch (the worlds
- * are only read). */
+ * are only read); on flat ground (no height field) also every geometry's contact candidates (sim_collide's points,
+ * gaps and approach speeds). */
 void sim_batch_smooth(const sim_model *m, sim_batch *b, sim_data *const *d, int n, double dt);
 
-/* World `lane` of the last sim_batch_smooth (d must be that world, unchanged since): copies into d's scratch what
- * the rest of the step reads (ref, xpos, xrot, cvel, cdof, LD and ufree, as sim_step computes them) and runs it
- * (sim_step_from_smooth).  Returns what sim_step returns: 0, or -1 if the state became non-finite.  d's scratch
- * then holds what sim_step leaves there, except the arrays the rest of the step does not read (xcom, cinert,
- * cdof_dot, Mp, h and the CRBA / RNEA internals), which are not written. */
+/* World `lane` of the last sim_batch_smooth (d must be that world, unchanged since): copies what the rest of the
+ * step reads into d's scratch and runs it: sim_batch_load, sim_batch_collide, sim_step_prepare_found,
+ * sim_step_solve, sim_step_finish.  Bit-for-bit sim_step(m, d, dt); returns what it returns (0, or -1 if the state
+ * became non-finite).  d's scratch then holds what sim_step leaves there, except the arrays the rest of the step
+ * does not read (xcom, cinert, cdof_dot, Mp, h and the CRBA / RNEA internals; on flat ground also xpos, xrot and
+ * cvel), which are not written. */
 int sim_batch_step(const sim_model *m, const sim_batch *b, int lane, sim_data *d, double dt);
 
-/* The copy sim_batch_step starts with, alone (for a caller that times or inspects the stages: sim_batch_load, then
- * sim_step_prepare_contacts, sim_step_solve and sim_step_finish is bit-for-bit sim_batch_step). */
+/* The stages of sim_batch_step before sim_step_prepare_found, alone (for a caller that times or inspects them):
+ * sim_batch_load copies world `lane`'s ref, cdof, LD and ufree into d's scratch (and, where the ground is not flat,
+ * xpos, xrot and cvel, which sim_collide then reads); sim_batch_collide finds its contacts into d->con (from the
+ * batch's candidates on flat ground, else by sim_collide) and returns their count. */
 void sim_batch_load(const sim_model *m, const sim_batch *b, int lane, sim_data *d);
+int sim_batch_collide(const sim_model *m, const sim_batch *b, int lane, sim_data *d);
 
 #endif

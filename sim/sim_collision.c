@@ -1,9 +1,24 @@
 /* sim_collision.c — geometry vs ground contacts. */
 #include "sim_collision.h"
 
+#include "sim_collision_internal.h"
 #include "sim_math.h"
+#include "sim_spatial.h"
 
 #include <string.h>
+
+/* sim_collide_impl.h for one world (compiled without contraction, Makefile: as sim_batch.c's lanes) */
+#define T double
+#define TM int
+#define D sim_data
+#define TN(name) coll1_##name
+#define TCAND sim_collide_cand1
+#define TSPLAT(x) ((double)(x))
+#define TSEL(m, a, b) ((m) ? (a) : (b))
+#define TABS(x) fabs(x)
+#define TSQRT(x) sqrt(x)
+#define TFMA(a, b, c) sim_fma((a), (b), (c))
+#include "sim_collide_impl.h"
 
 void sim_terrain_query(const sim_terrain *t, double x, double y, double *height, double normal[3])
 {
@@ -73,16 +88,14 @@ static void point_vel(const sim_data *d, int b, const double p[3], double v[3])
     v3_cross_add(v, cv, r);
 }
 
-/* Offers the surface point p (world) of geometry g with ground normal n and signed gap. */
-static void offer(ctx *c, int g, int feature, const double p[3], const double n[3], double gap)
+/* contact_frame(up), the frame of every contact on flat ground: the world axes */
+static const double up_frame[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+
+/* Puts the contact (geometry g, feature, point p, ground normal n, signed gap) into the list, or, when it is full,
+ * in place of the shallowest contact if this one is deeper. */
+static void insert(ctx *c, int g, int feature, const double p[3], const double n[3], double gap)
 {
-    if (gap >= c->reject) return; /* before the point's velocity: the exact test below would reject it too */
     const sim_geom *G = &c->m->geom[g];
-    double v[3];
-    point_vel(c->d, G->body, p, v);
-    double approach = -v3_dot(v, n);
-    double look = c->dt * ((approach > 0 ? approach : 0) + c->g * c->dt);
-    if (gap >= c->margin + look || c->max <= 0) return;
     sim_contact *k;
     if (c->n < c->max) {
         k = &c->out[c->n++];
@@ -98,9 +111,35 @@ static void offer(ctx *c, int g, int feature, const double p[3], const double n[
     k->body = G->body;
     k->feature = feature;
     v3_copy(k->pos, p);
-    contact_frame(k->frame, n);
+    if (n == up) memcpy(k->frame, up_frame, sizeof up_frame);
+    else contact_frame(k->frame, n);
     k->gap = gap;
     k->mu = G->friction;
+}
+
+/* Offers the surface point p (world) of geometry g with ground normal n and signed gap (a height field). */
+static void offer(ctx *c, int g, int feature, const double p[3], const double n[3], double gap)
+{
+    if (gap >= c->reject) return; /* before the point's velocity: the exact test below would reject it too */
+    const sim_geom *G = &c->m->geom[g];
+    double v[3];
+    point_vel(c->d, G->body, p, v);
+    double approach = -v3_dot(v, n);
+    double look = c->dt * ((approach > 0 ? approach : 0) + c->g * c->dt);
+    if (gap >= c->margin + look || c->max <= 0) return;
+    insert(c, g, feature, p, n, gap);
+}
+
+int sim_collide_offer_point(const sim_model *m, int g, int k, const double p[3], double gap, double approach, double margin,
+                            double dt, double grav, sim_contact *out, int n, int max)
+{
+    const double look = dt * ((approach > 0 ? approach : 0) + grav * dt);
+    if (gap >= margin + look || max <= 0) return n;
+    ctx c = {m, NULL, margin, dt, grav, INFINITY, out, n, max, 1, m->terrain.height};
+    /* a cylinder's points are its caps' in turn: features (0, 2, 3, 4), then (1, 5, 6, 7) */
+    const int feature = m->geom[g].type == SIM_GEOM_CYLINDER ? (k < 4 ? (k ? 1 + k : 0) : (k > 4 ? k : 1)) : k;
+    insert(&c, g, feature, p, up, gap);
+    return c.n;
 }
 
 /* Sphere of radius r centred at world point ctr. */
@@ -133,25 +172,31 @@ static void point(ctx *c, int g, int feature, const double p[3])
     offer(c, g, feature, p, n, (p[2] - h) * n[2]);
 }
 
-/* Radius of a sphere around the geometry's centre that contains it. */
-static double bound_radius(const sim_geom *G)
-{
-    switch (G->type) {
-    case SIM_GEOM_SPHERE: return G->size[0];
-    case SIM_GEOM_CAPSULE: return G->size[0] + G->size[1];
-    case SIM_GEOM_BOX: return sqrt(G->size[0] * G->size[0] + G->size[1] * G->size[1] + G->size[2] * G->size[2]);
-    case SIM_GEOM_CYLINDER: return sqrt(G->size[0] * G->size[0] + G->size[1] * G->size[1]);
-    default: return INFINITY;
-    }
-}
-
 int sim_collide(const sim_model *m, const sim_data *d, double margin, double dt, sim_contact *out, int max)
 {
-    const int plane = m->terrain.type == SIM_TERRAIN_PLANE || !m->terrain.heights;
-    /* (sim_terrain_query answers height and +z for every terrain that is not a usable height field) */
+    const double grav = fabs(m->gravity[2]);
+    if (sim_collide_flat(m)) {
+        /* a plane: each geometry's candidates (sim_collide_impl.h: the bounding sphere's test, then its points, their
+           gaps and approach speeds), offered in order */
+        int n = 0;
+        for (int g = 0; g < m->ngeom; g++) {
+            if (m->geom[g].nocollide) continue;
+            sim_collide_cand1 cd;
+            coll1_geom_bound(m, d, g, margin, dt, grav, m->terrain.height, &cd);
+            if (!cd.pass) continue;
+            coll1_geom_points(m, d, g, m->terrain.height, &cd);
+            for (int k = 0; k < sim_geom_cand_count(&m->geom[g]); k++) {
+                if (!cd.valid[k] || cd.gap[k] >= cd.reject) continue;
+                const double p[3] = {cd.px[k], cd.py[k], cd.pz[k]};
+                n = sim_collide_offer_point(m, g, k, p, cd.gap[k], cd.approach[k], margin, dt, grav, out, n, max);
+            }
+        }
+        return n;
+    }
+    /* a height field (sim_terrain_query answers its height and normal; flat only where the grid is degenerate) */
     const sim_terrain *tr = &m->terrain;
     const int flat = tr->type != SIM_TERRAIN_HFIELD || !tr->heights || tr->nx < 2 || tr->ny < 2;
-    ctx c = {m, d, margin, dt, fabs(m->gravity[2]), INFINITY, out, 0, max, flat, tr->height};
+    ctx c = {m, d, margin, dt, grav, INFINITY, out, 0, max, flat, tr->height};
     for (int g = 0; g < m->ngeom; g++) {
         const sim_geom *G = &m->geom[g];
         if (G->nocollide) continue;
@@ -159,18 +204,6 @@ int sim_collide(const sim_model *m, const sim_data *d, double margin, double dt,
         double R[9], ctr[3], t[3];
         m3_mulv(t, Rb, G->pos);
         v3_add(ctr, d->xpos + 3 * G->body, t);
-        if (plane) {
-            /* whole-geometry rejection on a plane: bounding sphere above margin + look-ahead */
-            double rb = bound_radius(G), v[3];
-            point_vel(d, G->body, ctr, v);
-            const double *w = d->cvel + 6 * G->body;
-            double approach = -v[2] + v3_norm(w) * rb;
-            double look = dt * ((approach > 0 ? approach : 0) + c.g * dt);
-            if (ctr[2] - m->terrain.height - rb >= margin + look) continue;
-            /* every point of the geometry approaches at most at this bound: a point whose gap exceeds
-               margin + look (plus 1e-9 m against rounding) is rejected by offer's own test as well */
-            c.reject = margin + look + 1e-9;
-        }
         m3_mul(R, Rb, G->rot);
         switch (G->type) {
         case SIM_GEOM_SPHERE:

@@ -11,7 +11,8 @@
  *        2..4 / 5..7 = three more rim points of that cap at 90° steps, so a standing cylinder rests
  *        on a polygon.
  * The terrain is queried only through sim_terrain_query (height and normal under a point), so a
- * new terrain shape needs nothing else here.
+ * new terrain shape needs nothing else here; flat ground (a plane) takes a shorter path: each geometry's bounding
+ * sphere, then its candidate points (sim_collide_impl.h, which sim_batch.h also runs for four worlds at once).
  *
  * Units and frames: metres, world frame; contact frames as above (contact z = normal).  Ownership: the
  * contact array is the caller's (sim_step uses sim_data.con); nothing is kept between calls.

@@ -265,8 +265,12 @@ static inline void stage_remember_contacts(sim_data *d, int nc)
 
 int sim_step_prepare_contacts(const sim_model *m, sim_data *d, double dt)
 {
+    return sim_step_prepare_found(m, d, dt, sim_collide(m, d, m->opt.margin, dt, d->con, d->ncon_max));
+}
+
+int sim_step_prepare_found(const sim_model *m, sim_data *d, double dt, int nc)
+{
     sim_step_stats *st = &d->stats;
-    int nc = sim_collide(m, d, m->opt.margin, dt, d->con, d->ncon_max);
     d->ncon = nc;
     *st = (sim_step_stats){.ncon = nc, .converged = 1}; /* the later stages fill the rest when nc > 0 */
     if (nc > 0) {

@@ -48,6 +48,9 @@ int sim_step_from_smooth(const sim_model *m, sim_data *d, double dt);
 /* prepare without its smooth stages (for a world whose smooth stages are current, as above): collision, contact
  * Jacobians, Delassus matrix, free contact velocities with targets, friction and warm starts.  Returns d->ncon. */
 int sim_step_prepare_contacts(const sim_model *m, sim_data *d, double dt);
+/* sim_step_prepare_contacts after its collision, for a caller that found this step's contacts itself, as sim_collide
+ * finds them (sim_batch_collide): d->con[0 .. nc) (nc <= d->ncon_max).  Returns nc. */
+int sim_step_prepare_found(const sim_model *m, sim_data *d, double dt, int nc);
 int sim_step_finish(const sim_model *m, sim_data *d, double dt);
 
 /* The pre-step contact velocities v_pre = J u of this step's contacts (3 ncon, m/s, contact frames; u the

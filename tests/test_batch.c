@@ -105,24 +105,34 @@ static void same(const char *what, const double *a, const double *b, int n, int 
             cr_assert_fail("%s[%d] of world %d (step %d): %.17g (one world) vs %.17g (batch)", what, k, world, step, a[k], b[k]);
 }
 
-/* The arrays sim_batch_step copies out of the batch, as the one-world code leaves them. */
+/* The arrays sim_batch_step copies out of the batch, as the one-world code leaves them (the body poses and velocities
+ * only where the ground is not flat: on flat ground the batch finds the contact candidates itself). */
 static void same_smooth(const sim_model *m, const sim_data *a, const sim_data *b, int world, int step)
 {
     const int nb = m->nbody, nv = m->nv;
     same("ref", a->ref, b->ref, 3, world, step);
-    same("xpos", a->xpos, b->xpos, 3 * nb, world, step);
-    same("xrot", a->xrot, b->xrot, 9 * nb, world, step);
     same("cdof", a->cdof, b->cdof, 6 * nv, world, step);
-    same("cvel", a->cvel, b->cvel, 6 * nb, world, step);
     same("LD", a->LD, b->LD, m->nM, world, step);
     same("ufree", a->ufree, b->ufree, nv, world, step);
+    if (m->terrain.type != SIM_TERRAIN_HFIELD) return;
+    same("xpos", a->xpos, b->xpos, 3 * nb, world, step);
+    same("xrot", a->xrot, b->xrot, 9 * nb, world, step);
+    same("cvel", a->cvel, b->cvel, 6 * nb, world, step);
 }
 
+/* The whole step's outcome: state, contacts (identity, point, frame, gap) and impulses. */
 static void same_step(const sim_model *m, const sim_data *a, const sim_data *b, int world, int step)
 {
     same("q", a->q, b->q, m->nq, world, step);
     same("u", a->u, b->u, m->nv, world, step);
     cr_assert_eq(a->ncon, b->ncon, "ncon of world %d (step %d)", world, step);
+    for (int c = 0; c < a->ncon; c++) {
+        cr_assert_eq(a->con[c].geom, b->con[c].geom, "contact %d of world %d (step %d)", c, world, step);
+        cr_assert_eq(a->con[c].feature, b->con[c].feature, "contact %d of world %d (step %d)", c, world, step);
+        same("contact pos", a->con[c].pos, b->con[c].pos, 3, world, step);
+        same("contact frame", a->con[c].frame, b->con[c].frame, 9, world, step);
+        same("contact gap", &a->con[c].gap, &b->con[c].gap, 1, world, step);
+    }
     same("lambda", a->lambda, b->lambda, 3 * a->ncon, world, step);
     cr_assert_eq(a->stats.iterations, b->stats.iterations);
 }
@@ -199,9 +209,8 @@ Test(batch, joint_angles_beyond_the_fast_sincos)
         sim_smooth(m, one[l]);
         sim_free_velocity(m, one[l], 0.005);
         sim_batch_step(m, bt, l, lane[l], 0.005);
-        const int nb = m->nbody;
-        same("xrot", one[l]->xrot, lane[l]->xrot, 9 * nb, l, 0);
-        same("xpos", one[l]->xpos, lane[l]->xpos, 3 * nb, l, 0);
+        /* the joint axes and positions, as the motion subspaces carry them (the NaN lane's are NaN) */
+        same("cdof", one[l]->cdof, lane[l]->cdof, 6 * m->nv, l, 0);
         if (l < 3) same_smooth(m, one[l], lane[l], l, 0);
         sim_data_destroy(&one[l]), sim_data_destroy(&lane[l]);
     }
@@ -263,5 +272,96 @@ Test(batch, anymal_trajectories_with_contacts_bit_for_bit, .timeout = 120)
     cr_log_info("batch trajectories: %ld contacts, %ld solver fall-backs", contacts, fallbacks);
     for (int w = 0; w < NW; w++) sim_data_destroy(&one[w]), sim_data_destroy(&bat[w]);
     free(mem);
+    sim_model_destroy(&m);
+}
+
+/* A free body carrying a sphere, a capsule, a box and a cylinder (the last two in rotated frames), with friction. */
+static sim_model *four_shapes(void)
+{
+    sim_model *m = sim_model_new();
+    m->body[0] = (sim_body){.name = "body", .parent = -1, .joint_type = SIM_JOINT_FREE, .mass = 3,
+                            .rot = {1, 0, 0, 0, 1, 0, 0, 0, 1}, .inertia = {0.05, 0, 0, 0, 0.04, 0, 0, 0, 0.06}};
+    const double c = cos(0.4), s = sin(0.4);
+    const sim_geom g[4] = {
+        {.name = "sphere", .type = SIM_GEOM_SPHERE, .pos = {0.3, 0, 0}, .rot = {1, 0, 0, 0, 1, 0, 0, 0, 1}, .size = {0.1}},
+        {.name = "capsule", .type = SIM_GEOM_CAPSULE, .pos = {-0.3, 0, 0}, .rot = {1, 0, 0, 0, c, -s, 0, s, c},
+         .size = {0.05, 0.2}},
+        {.name = "box", .type = SIM_GEOM_BOX, .pos = {0, 0.3, 0}, .rot = {c, -s, 0, s, c, 0, 0, 0, 1}, .size = {0.1, 0.2, 0.05}},
+        {.name = "cylinder", .type = SIM_GEOM_CYLINDER, .pos = {0, -0.3, -0.1}, .rot = {1, 0, 0, 0, 1, 0, 0, 0, 1},
+         .size = {0.08, 0.15}}};
+    for (int k = 0; k < 4; k++) m->geom[k] = g[k], m->geom[k].friction = 0.6;
+    m->nbody = 1;
+    m->ngeom = 4;
+    char err[256];
+    cr_assert_eq(sim_model_finalize(m, err, sizeof err), 0, "%s", err);
+    m->opt.solver = SIM_SOLVER_COULOMB_STALL_ADMM;
+    m->opt.sp.max_iter = 50;
+    return m;
+}
+
+/* Worlds of model m started at random poses near the ground (cylinder caps flat on it among them: a rest-on-rim-
+ * points case, and an exactly vertical axis: the parallel-cap case), falling and tumbling for `steps` steps: batched
+ * (lanes rotating) vs sim_step, contacts included. */
+static void shapes_fall(sim_model *m, int steps, long *contacts, long *rims)
+{
+    enum { NW = SIM_BATCH_LANES };
+    const double dt = 0.002;
+    void *mem = batch_mem(m);
+    sim_batch *bt = sim_batch_init(m, mem);
+    sim_data *one[NW], *bat[NW];
+    for (int w = 0; w < NW; w++) {
+        one[w] = sim_data_new(m), bat[w] = sim_data_new(m);
+        sim_data_reset(m, one[w]);
+        one[w]->q[0] = urand(-0.2, 0.2), one[w]->q[1] = urand(-0.2, 0.2), one[w]->q[2] = 0.252 + 0.05 * w; /* w = 0: the cylinder's cap 2 mm above the ground */
+        if (w > 0) { /* w = 0 level (the cylinder's axis exactly vertical, its cap flat on the ground) */
+            double qn = 0;
+            for (int k = 3; k < 7; k++) one[w]->q[k] = k == 3 ? 1 : urand(-0.6, 0.6), qn += one[w]->q[k] * one[w]->q[k];
+            for (int k = 3; k < 7; k++) one[w]->q[k] /= sqrt(qn);
+        }
+        for (int k = 0; k < 6; k++) one[w]->u[k] = urand(-1, 1);
+        copy_state(m, bat[w], one[w]);
+    }
+    for (int s = 0; s < steps; s++) {
+        sim_data *order[NW];
+        for (int l = 0; l < NW; l++) order[l] = bat[(l + s) % NW];
+        sim_batch_smooth(m, bt, order, NW, dt);
+        for (int l = 0; l < NW; l++) cr_assert_eq(sim_batch_step(m, bt, l, order[l], dt), 0);
+        for (int w = 0; w < NW; w++) {
+            cr_assert_eq(sim_step(m, one[w], dt), 0);
+            same_step(m, one[w], bat[w], w, s);
+            *contacts += one[w]->ncon;
+            for (int c = 0; c < one[w]->ncon; c++) *rims += one[w]->con[c].geom == 3 && one[w]->con[c].feature >= 2;
+        }
+    }
+    for (int w = 0; w < NW; w++) sim_data_destroy(&one[w]), sim_data_destroy(&bat[w]);
+    free(mem);
+}
+
+/* Every geometry type's candidates on a plane (sphere, capsule ends, box corners, cylinder rims with and without a
+ * cap facing the ground) give, batched, the contacts sim_collide gives. */
+Test(batch, every_geometry_type_on_a_plane_bit_for_bit)
+{
+    sim_model *m = four_shapes();
+    long contacts = 0, rims = 0;
+    shapes_fall(m, 300, &contacts, &rims);
+    cr_assert_gt(contacts, 300, "the shapes should touch the ground (%ld contacts)", contacts);
+    cr_assert_gt(rims, 0, "the cylinder should rest on its rim points at times");
+    sim_model_destroy(&m);
+}
+
+/* On a height field the batch leaves the collision to sim_collide (the body poses and velocities copied out): the
+ * same contacts again. */
+Test(batch, height_field_ground_bit_for_bit)
+{
+    sim_model *m = four_shapes();
+    enum { NX = 16, NY = 16 };
+    static float h[NX * NY];
+    for (int j = 0; j < NY; j++)
+        for (int i = 0; i < NX; i++) h[j * NX + i] = (float)(0.03 * sin(0.9 * i) * cos(0.7 * j));
+    m->terrain = (sim_terrain){.type = SIM_TERRAIN_HFIELD, .height = 0, .nx = NX, .ny = NY, .x0 = -1.5, .y0 = -1.5,
+                               .dx = 0.2, .dy = 0.2, .heights = h};
+    long contacts = 0, rims = 0;
+    shapes_fall(m, 300, &contacts, &rims);
+    cr_assert_gt(contacts, 300, "the shapes should touch the ground (%ld contacts)", contacts);
     sim_model_destroy(&m);
 }
