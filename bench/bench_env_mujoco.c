@@ -563,8 +563,9 @@ int bench_env_vs_mujoco(int argc, char **argv)
             evm_cone(defaults.cone), defaults.iterations, eps[4], eps[5], 1e6 / (eps[4] * w.dec),
             def_stands ? "" : "  (does NOT stand)");
     if (hb >= 0)
-        fprintf(stderr, "    herd fastest (%s, %d sweeps)     %9.0f | %9.0f              (%.2f us)\n",
-                sim_solver_at(hfin[hb].solver)->name, hfin[hb].max_iter, hbest_eps, hbest_eps_wall, 1e6 / (hbest_eps * w.dec));
+        fprintf(stderr, "    herd fastest (%s, at most %d sweep%s)  %9.0f | %9.0f              (%.2f us)\n",
+                sim_solver_at(hfin[hb].solver)->name, hfin[hb].max_iter, hfin[hb].max_iter == 1 ? "" : "s", hbest_eps,
+                hbest_eps_wall, 1e6 / (hbest_eps * w.dec));
     fprintf(stderr, "  herd / MuJoCo fastest: %.2fx; herd / MuJoCo defaults: %.2fx; herd fastest / MuJoCo fastest: %.2fx\n",
             eps[0] / eps[2], eps[0] / eps[4], hbest_eps / eps[2]);
     rc = 0;

@@ -528,10 +528,11 @@ def main():
         if hf:
             md.append("\nThe same test applied to herd (its per-contact solvers capped at 1 to 10 sweeps, standing under "
                       "zero actions like its defaults), each engine at its fastest standing configuration: ")
-            md.append("; ".join("%s: herd %s (%s, at most %d sweeps) / MuJoCo %s = **%.2fx**"
+            md.append("; ".join("%s: herd %s (%s, at most %d sweep%s) / MuJoCo %s = **%.2fx**"
                                 % (x["env"], fmt(x["herd_fastest"]["env_steps_per_s"]), x["herd_fastest"]["solver"],
-                                   x["herd_fastest"]["solver_max_iter"], fmt(x["mujoco_fastest_env_steps_per_s"]),
-                                   x["ratio_fastest_vs_fastest"]) for x in hf))
+                                   x["herd_fastest"]["solver_max_iter"],
+                                   "" if x["herd_fastest"]["solver_max_iter"] == 1 else "s",
+                                   fmt(x["mujoco_fastest_env_steps_per_s"]), x["ratio_fastest_vs_fastest"]) for x in hf))
             md.append(".  The headline ratios above are herd's defaults (up to 50 sweeps to a 1e-6 violation: "
                       "Coulomb's law solved), which standing still does not require.\n")
     # ---- memory
