@@ -12,6 +12,10 @@
  * iters calls per stage and repeat.  They are hot-cache figures and need not add up exactly to the
  * whole update.
  *
+ * Batched: the same states four at a time through sim_batch_smooth (sim_batch.h: one world per vector lane), which
+ * computes these stages and also each world's free velocity and, on flat ground, its contact candidates; reported
+ * per world ("us_per_update_batched"), beside the one-world update.
+ *
  * Options: --repeats N (21)  --iters N updates per repeat (20000)  --model PATH (envs/models/anymal_c.urdf)
  */
 #include "bench.h"
@@ -21,6 +25,7 @@
 #include <string.h>
 
 #include "mj_peer.h"
+#include "sim_batch.h"
 #include "sim_dynamics.h"
 #include "sim_urdf.h"
 
@@ -34,6 +39,8 @@ static const char *const mj_stage_name[NSTAGE] = {"kinematics+comPos", "comVel",
 typedef struct {
     const sim_model *hm;
     sim_data *hd;
+    sim_data *bd[SIM_BATCH_LANES];  /* the batch's worlds */
+    sim_batch *batch;
     mj_peer *peer;
     int nq, nv;
     double *hq, *hu;   /* NSTATES x nq / nv, herd order */
@@ -160,6 +167,22 @@ static double time_mj(bench_ctx *c, long iters)
     return (double)(bench_now_ns() - t0) / (double)iters;
 }
 
+/* Mean ns per world of sim_batch_smooth over iters updates (SIM_BATCH_LANES worlds a call). */
+static double time_batch(bench_ctx *c, long iters)
+{
+    uint64_t t0 = bench_now_ns();
+    long it = 0;
+    for (; it < iters; it += SIM_BATCH_LANES) {
+        for (int l = 0; l < SIM_BATCH_LANES; l++) {
+            const int s = (int)((it + l) & (NSTATES - 1));
+            memcpy(c->bd[l]->q, c->hq + (size_t)s * c->nq, sizeof(double) * (size_t)c->nq);
+            memcpy(c->bd[l]->u, c->hu + (size_t)s * c->nv, sizeof(double) * (size_t)c->nv);
+        }
+        sim_batch_smooth(c->hm, c->batch, c->bd, SIM_BATCH_LANES, 0.005);
+    }
+    return (double)(bench_now_ns() - t0) / (double)it;
+}
+
 /* Mean ns per call of one stage (see the header comment). */
 static double time_stage(bench_ctx *c, int mj, int st, long iters)
 {
@@ -209,8 +232,14 @@ int bench_dynamics(int argc, char **argv)
     bench_ctx c = {.hm = hm, .nq = hm->nq, .nv = hm->nv};
     c.hd = sim_data_new(hm);
     c.peer = mj_peer_new(path, hm, err, sizeof err);
-    if (!c.hd || !c.peer) {
-        fprintf(stderr, "herd-bench dynamics: %s\n", c.hd ? err : "out of memory");
+    void *batch_mem = aligned_alloc(64, sim_batch_size(hm));
+    c.batch = batch_mem ? sim_batch_init(hm, batch_mem) : NULL;
+    int bd_ok = c.batch != NULL;
+    for (int l = 0; l < SIM_BATCH_LANES; l++) bd_ok &= (c.bd[l] = sim_data_new(hm)) != NULL;
+    if (!c.hd || !c.peer || !bd_ok) {
+        for (int l = 0; l < SIM_BATCH_LANES; l++) sim_data_destroy(&c.bd[l]);
+        free(batch_mem);
+        fprintf(stderr, "herd-bench dynamics: %s\n", c.hd && bd_ok ? err : "out of memory");
         mj_peer_destroy(&c.peer);
         sim_data_destroy(&c.hd);
         sim_model_destroy(&hm);
@@ -220,10 +249,12 @@ int bench_dynamics(int argc, char **argv)
     c.hu = malloc(sizeof(double) * NSTATES * (size_t)c.nv);
     c.mq = malloc(sizeof(double) * NSTATES * (size_t)c.nq);
     c.mu = malloc(sizeof(double) * NSTATES * (size_t)c.nv);
-    double *t = malloc(sizeof(double) * (size_t)repeats * (2 + 2 * NSTAGE));
+    double *t = malloc(sizeof(double) * (size_t)repeats * (3 + 2 * NSTAGE));
     if (!c.hq || !c.hu || !c.mq || !c.mu || !t) {
         fprintf(stderr, "herd-bench dynamics: out of memory\n");
         free(c.hq); free(c.hu); free(c.mq); free(c.mu); free(t);
+        for (int l = 0; l < SIM_BATCH_LANES; l++) sim_data_destroy(&c.bd[l]);
+        free(batch_mem);
         mj_peer_destroy(&c.peer);
         sim_data_destroy(&c.hd);
         sim_model_destroy(&hm);
@@ -234,8 +265,10 @@ int bench_dynamics(int argc, char **argv)
     /* warm-up */
     time_herd(&c, iters / 4 + 1);
     time_mj(&c, iters / 4 + 1);
+    time_batch(&c, iters / 4 + 1);
 
-    /* t[col * repeats + rep]: col 0 herd update, 1 MuJoCo update, 2.. herd stages, 2+NSTAGE.. MuJoCo stages */
+    /* t[col * repeats + rep]: col 0 herd update, 1 MuJoCo update, 2.. herd stages, 2+NSTAGE.. MuJoCo stages,
+       2+2 NSTAGE the batched update per world */
     for (int rep = 0; rep < repeats; rep++) {
         t[0 * repeats + rep] = time_herd(&c, iters);
         t[1 * repeats + rep] = time_mj(&c, iters);
@@ -243,9 +276,11 @@ int bench_dynamics(int argc, char **argv)
             t[(2 + st) * repeats + rep] = time_stage(&c, 0, st, iters);
             t[(2 + NSTAGE + st) * repeats + rep] = time_stage(&c, 1, st, iters);
         }
+        t[(2 + 2 * NSTAGE) * repeats + rep] = time_batch(&c, iters);
     }
-    double med[2 + 2 * NSTAGE];
-    for (int col = 0; col < 2 + 2 * NSTAGE; col++) med[col] = bench_median(t + (size_t)col * repeats, repeats);
+    double med[3 + 2 * NSTAGE];
+    for (int col = 0; col < 3 + 2 * NSTAGE; col++) med[col] = bench_median(t + (size_t)col * repeats, repeats);
+    const double us_batch = med[2 + 2 * NSTAGE] / 1000;
     double us_herd = med[0] / 1000, us_mj = med[1] / 1000;
     double p10 = bench_percentile(t, repeats, 10) / 1000, p90 = bench_percentile(t, repeats, 90) / 1000;
     const double *hs = med + 2, *ms = med + 2 + NSTAGE;
@@ -255,11 +290,12 @@ int bench_dynamics(int argc, char **argv)
            "\"us_per_update\":%.4f,\"us_per_update_p10\":%.4f,\"us_per_update_p90\":%.4f,"
            "\"ns_kinematics\":%.1f,\"ns_velocity\":%.1f,\"ns_crba\":%.1f,\"ns_rnea\":%.1f,\"ns_factor\":%.1f,"
            "\"us_mujoco\":%.4f,\"ns_mj_kinematics\":%.1f,\"ns_mj_velocity\":%.1f,\"ns_mj_crb\":%.1f,"
-           "\"ns_mj_rne\":%.1f,\"ns_mj_factor\":%.1f,\"ratio_vs_mujoco\":%.3f,\"mujoco_version\":%d,\"cpu\":\"%s\"}\n",
+           "\"ns_mj_rne\":%.1f,\"ns_mj_factor\":%.1f,\"ratio_vs_mujoco\":%.3f,\"us_per_update_batched\":%.4f,\"batch_lanes\":%d,"
+           "\"batched_also\":\"free velocity, contact candidates\",\"mujoco_version\":%d,\"cpu\":\"%s\"}\n",
            robot, hm->nv, hm->nbody, NSTATES, iters, repeats, us_herd, p10, p90,
            hs[ST_KIN], hs[ST_VEL], hs[ST_CRBA], hs[ST_RNEA], hs[ST_FACTOR],
-           us_mj, ms[ST_KIN], ms[ST_VEL], ms[ST_CRBA], ms[ST_RNEA], ms[ST_FACTOR], us_mj / us_herd,
-           mj_version(), bench_cpu());
+           us_mj, ms[ST_KIN], ms[ST_VEL], ms[ST_CRBA], ms[ST_RNEA], ms[ST_FACTOR], us_mj / us_herd, us_batch,
+           SIM_BATCH_LANES, mj_version(), bench_cpu());
     fflush(stdout);
 
     fprintf(stderr, "dynamics: %s (nv %d), %d repeats x %ld updates over %d states, core 0, %s\n", robot, hm->nv,
@@ -269,8 +305,12 @@ int bench_dynamics(int argc, char **argv)
         fprintf(stderr, "  %-12s %10.1f   %-18s %10.1f\n", stage_name[st], hs[st], mj_stage_name[st], ms[st]);
     fprintf(stderr, "  %-12s %10.3f   %-18s %10.3f   (us per update; MuJoCo/herd = %.2fx)\n", "update", us_herd,
             "update", us_mj, us_mj / us_herd);
+    fprintf(stderr, "  batched      %10.3f   (us per world, %d worlds per sim_batch_smooth; it also computes the free "
+                    "velocity and the contact candidates)\n", us_batch, SIM_BATCH_LANES);
 
     free(c.hq); free(c.hu); free(c.mq); free(c.mu); free(t);
+    for (int l = 0; l < SIM_BATCH_LANES; l++) sim_data_destroy(&c.bd[l]);
+    free(batch_mem);
     mj_peer_destroy(&c.peer);
     sim_data_destroy(&c.hd);
     sim_model_destroy(&hm);
