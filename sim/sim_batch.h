@@ -30,7 +30,7 @@
 
 typedef struct sim_batch sim_batch;
 
-/* Bytes of memory a batch for model m needs (for ANYmal C 60,544). */
+/* Bytes of memory a batch for model m needs (for ANYmal C 61,824). */
 size_t sim_batch_size(const sim_model *m);
 
 /* A batch for model m in mem (64-byte aligned, sim_batch_size(m) bytes); returns mem as a sim_batch. */

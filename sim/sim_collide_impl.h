@@ -33,23 +33,17 @@ static inline void TN(cand_point)(TCAND *c, int k, T x, T y, T z, double h0, con
     c->valid[k] = valid;
 }
 
-/* The centre of geometry g of world(s) d (world, m). */
-static inline void TN(geom_centre)(const sim_geom *G, const D *d, T ctr[3])
-{
-    const T *Rb = d->xrot + 9 * G->body, *pb = d->xpos + 3 * G->body;
-    for (int i = 0; i < 3; i++)
-        ctr[i] = pb[i] + TFMA(Rb[3 * i + 2], G->pos[2], TFMA(Rb[3 * i + 1], G->pos[1], Rb[3 * i] * G->pos[0]));
-}
-
-/* The whole-geometry test of geometry g (not nocollide) of world(s) d against the plane z = h0: c->pass and c->reject.
+/* The whole-geometry test of geometry g (not nocollide) of world(s) d against the plane z = h0: its centre c->ctr,
+ * c->pass and c->reject.
  * margin (m), dt (s) and grav (|g_z|, m/s^2) as sim_collide's.  Needs the kinematics and velocities. */
 static void TN(geom_bound)(const sim_model *m, const D *d, int g, double margin, double dt, double grav, double h0,
                            TCAND *c)
 {
     const sim_geom *G = &m->geom[g];
-    const T *cv = d->cvel + 6 * G->body, *ref = d->ref;
-    T ctr[3];
-    TN(geom_centre)(G, d, ctr);
+    const T *Rb = d->xrot + 9 * G->body, *pb = d->xpos + 3 * G->body, *cv = d->cvel + 6 * G->body, *ref = d->ref;
+    T *ctr = c->ctr;
+    for (int i = 0; i < 3; i++)
+        ctr[i] = pb[i] + TFMA(Rb[3 * i + 2], G->pos[2], TFMA(Rb[3 * i + 1], G->pos[1], Rb[3 * i] * G->pos[0]));
     /* whole-geometry test: the bounding sphere (radius rb about ctr) approaches at most at -v_z(ctr) + |w| rb */
     const double rb = sim_geom_bound_radius(G);
     const T wn = TSQRT(TFMA(cv[2], cv[2], TFMA(cv[1], cv[1], cv[0] * cv[0])));
@@ -60,15 +54,15 @@ static void TN(geom_bound)(const sim_model *m, const D *d, int g, double margin,
     c->reject = (margin + look) + 1e-9;
 }
 
-/* The candidate points of geometry g of world(s) d (after its geom_bound), their gaps over the plane z = h0 and their
- * approach speeds. */
+/* The candidate points of geometry g of world(s) d (after its geom_bound, whose centre it uses), their gaps over the
+ * plane z = h0 and their approach speeds. */
 static void TN(geom_points)(const sim_model *m, const D *d, int g, double h0, TCAND *c)
 {
     const sim_geom *G = &m->geom[g];
     const T *Rb = d->xrot + 9 * G->body, *cv = d->cvel + 6 * G->body, *ref = d->ref;
     const TM all = TSPLAT(0.0) == TSPLAT(0.0);
-    T ctr[3], R[9];
-    TN(geom_centre)(G, d, ctr);
+    const T *ctr = c->ctr;
+    T R[9];
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++)
             R[3 * i + j] = TFMA(Rb[3 * i + 2], G->rot[6 + j], TFMA(Rb[3 * i + 1], G->rot[3 + j], Rb[3 * i] * G->rot[j]));

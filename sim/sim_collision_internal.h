@@ -15,6 +15,7 @@
 #define SIM_COLLIDE_CAND_FIELDS(T, TM)                                                                           \
     TM pass;                         /* the bounding sphere may reach the ground within the step */              \
     T reject;                        /* margin + that bound's look-ahead + 1e-9 m: a gap at or above it is none */ \
+    T ctr[3];                        /* the geometry's centre (world, m) */                                      \
     T px[SIM_COLLIDE_MAXPT], py[SIM_COLLIDE_MAXPT], pz[SIM_COLLIDE_MAXPT]; /* world points, m */              \
     T gap[SIM_COLLIDE_MAXPT];        /* m: p_z - h0 */                                                           \
     T approach[SIM_COLLIDE_MAXPT];   /* m/s: the point's speed towards the ground, -v_z */                       \
