@@ -1,7 +1,7 @@
 /* env_anymal.c — ANYmal C locomotion tasks.
  *
- * anymal_c-walk: flat-ground velocity tracking modelled on legged_gym's ANYmal C flat task: 48-element
- *   observation with its scales, action = target joint angles 0.5 a + default pose, PD (Kp 80, Kd 2,
+ * anymal_c-walk: flat-ground velocity tracking modelled on legged_gym's ANYmal C flat task: its
+ *   observation (WALK_OBS) with its scales, action = target joint angles 0.5 a + default pose, PD (Kp 80, Kd 2,
  *   80 N·m), 5 ms x 4 (50 Hz policy), 20 s episodes, commands U(-1, 1) resampled every 4 s and zeroed when
  *   |v_xy| <= 0.2, legged_gym's reward terms and scales (times the control dt, total clipped at 0),
  *   termination on base contact, truncation at the time limit, and its domain randomization.  Friction:
@@ -28,7 +28,45 @@
 #include "sim_math.h"
 #include "sim_step.h"
 
-enum { NJ = ENV_ANYMAL_NJ };
+enum { NJ = ENV_ANYMAL_NJ, NFEET = 4 };
+
+/* Defaults of the configuration keys that the spec's fields and timing also state. */
+#define ANYMAL_SIM_DT 0.005         /* s, physics step */
+#define ANYMAL_DECIMATION 4         /* physics steps per env step (50 Hz policy) */
+#define ANYMAL_ACTION_SCALE 0.5     /* rad per unit of action */
+#define ANYMAL_ACTION_CLIP 100.0    /* actions are clipped to +-this */
+#define ANYMAL_OBS_CLIP 100.0       /* observations are clipped to +-this */
+
+/* Contact thresholds on the last substep's contact force (N, impulse / sim_dt), as legged_gym reads its
+ * contact sensors: a foot is in contact, the base touches (termination), a thigh or shank touches (the
+ * collision penalty counts it). */
+#define FOOT_CONTACT_N 1.0
+#define BASE_CONTACT_N 1.0
+#define LEG_CONTACT_N 0.1
+/* A world whose physics ran away is failed (and reset): a generalized velocity component beyond this (m/s or
+ * rad/s), or a base height beyond this (m). */
+#define RUNAWAY_VEL 1e3
+#define RUNAWAY_HEIGHT_M 1e3
+
+/* Walk (legged_gym's values): a drawn xy command at most CMD_DEADBAND_MPS fast is zeroed; the tracking rewards
+ * are exp(-error^2 / TRACKING_SIGMA_SQ); feet_air_time pays air time beyond AIR_TIME_TARGET_S at each touchdown,
+ * and only while the xy command is faster than AIR_TIME_CMD_MIN_MPS.  An episode starts with the base
+ * WALK_START_HEIGHT_M up. */
+#define CMD_DEADBAND_MPS 0.2
+#define TRACKING_SIGMA_SQ 0.25      /* (m/s)^2 and (rad/s)^2 */
+#define AIR_TIME_TARGET_S 0.5
+#define AIR_TIME_CMD_MIN_MPS 0.1
+#define WALK_START_HEIGHT_M 0.6
+
+/* Stand: a start on the ground leaves this gap under the lowest foot or leg sphere (m); a fallen start drops
+ * the base from STAND_FALLEN_HEIGHT_M.  The height reward's width (m) and the "standing" criterion (the one
+ * examples/ppo_stand.py counts as success): |dz| within STAND_OK_DZ_M and the tilt's cosine at least
+ * STAND_OK_COS. */
+#define GROUND_CLEARANCE_M 0.002
+#define STAND_FALLEN_HEIGHT_M 0.45
+#define STAND_HEIGHT_SIGMA_M 0.1
+#define STAND_OK_DZ_M 0.05
+#define STAND_OK_COS 0.9
 
 /* The configuration of one env (every key of both tasks; each task's spec lists its own), read once. */
 typedef struct {
@@ -80,7 +118,7 @@ typedef struct {
     JOINT_OBS(X, 10, 0.075)
 #define OBS_DEF_SCALED(nm, q, off, sz, sc, noise, un) {q, sc, noise, sc},
 #define OBS_DEF(nm, q, off, sz, sc, noise, un) {q, sc, noise, 1.0},
-#define OBS_SPEC(nm, q, off, sz, sc, noise, un) {nm, off, sz, -100, 100, (float)(sc), un},
+#define OBS_SPEC(nm, q, off, sz, sc, noise, un) {nm, off, sz, -ANYMAL_OBS_CLIP, ANYMAL_OBS_CLIP, (float)(sc), un},
 static const obs_def walk_obs[] = {WALK_OBS(OBS_DEF_SCALED)};
 static const obs_def stand_obs[] = {STAND_OBS(OBS_DEF)};
 
@@ -104,11 +142,11 @@ typedef struct {
     double cmd[3];
     double t;                       /* time in the episode */
     double next_cmd, next_push;
-    double air[4];
-    int last_contact[4];
+    double air[NFEET];
+    int last_contact[NFEET];
     double tau_sq;                  /* sum of tau^2 over the env step, averaged per substep */
     int base_contact, leg_contacts;
-    double foot_force[4];
+    double foot_force[NFEET];
 } anymal_state;
 
 _Static_assert(sizeof(anymal_shared) <= sizeof(((struct env *)0)->task_env), "task_env too small");
@@ -210,7 +248,7 @@ static void pd_steps(const struct env *e, env_world *const *ws, int n, sim_batch
         anymal_state *st = ws[i]->task;
         st->tau_sq = 0;
         st->base_contact = st->leg_contacts = 0;
-        for (int f = 0; f < 4; f++) st->foot_force[f] = 0;
+        for (int f = 0; f < NFEET; f++) st->foot_force[f] = 0;
         failed[i] = 0;
     }
     for (int k = 0; k <= last; k++) {
@@ -234,15 +272,15 @@ static void pd_steps(const struct env *e, env_world *const *ws, int n, sim_batch
                 continue;
             }
             if (k < last) continue;
-            /* contact forces of the last substep (N), as legged_gym reads its contact sensors */
+            /* contact forces of the last substep (N) */
             anymal_state *st = w->task;
             for (int c = 0; c < w->d->ncon; c++) {
                 double fn = w->d->lambda[3 * c + 2] / s->cfg.sim_dt;
                 double ft = hypot(w->d->lambda[3 * c], w->d->lambda[3 * c + 1]) / s->cfg.sim_dt;
                 int g = w->d->con[c].geom;
                 if (s->geom_kind[g] == ENV_GEOM_FOOT) st->foot_force[s->geom_foot[g]] += fn;
-                else if (s->geom_kind[g] == ENV_GEOM_BASE && hypot(fn, ft) > 1.0) st->base_contact = 1;
-                else if (s->geom_kind[g] == ENV_GEOM_LEG && hypot(fn, ft) > 0.1) st->leg_contacts++;
+                else if (s->geom_kind[g] == ENV_GEOM_BASE && hypot(fn, ft) > BASE_CONTACT_N) st->base_contact = 1;
+                else if (s->geom_kind[g] == ENV_GEOM_LEG && hypot(fn, ft) > LEG_CONTACT_N) st->leg_contacts++;
             }
         }
     }
@@ -253,7 +291,7 @@ static void pd_steps(const struct env *e, env_world *const *ws, int n, sim_batch
         st->tau_sq /= s->decimation;
         double mx = 0;
         for (int k = 0; k < m->nv; k++) mx = fmax(mx, fabs(d->u[k]));
-        failed[i] = !(mx < 1e3) || !(fabs(d->q[2]) < 1e3);
+        failed[i] = !(mx < RUNAWAY_VEL) || !(fabs(d->q[2]) < RUNAWAY_HEIGHT_M);
     }
 }
 
@@ -409,10 +447,10 @@ static void walk_commands(const struct env *e, env_world *w, anymal_state *st)
     st->cmd[0] = env_rng_range(&w->rng, -c->cmd_vx_max, c->cmd_vx_max);
     st->cmd[1] = env_rng_range(&w->rng, -c->cmd_vy_max, c->cmd_vy_max);
     st->cmd[2] = env_rng_range(&w->rng, -c->cmd_yaw_max, c->cmd_yaw_max);
-    if (hypot(st->cmd[0], st->cmd[1]) <= 0.2) st->cmd[0] = st->cmd[1] = 0;
+    if (hypot(st->cmd[0], st->cmd[1]) <= CMD_DEADBAND_MPS) st->cmd[0] = st->cmd[1] = 0;
 }
 
-/* Walk's initial state: the default pose scaled by 1 + U(-0.5, 0.5) init_noise per joint, 0.6 m up,
+/* Walk's initial state: the default pose scaled by 1 + U(-0.5, 0.5) init_noise per joint, WALK_START_HEIGHT_M up,
  * base velocities U(-0.5, 0.5) init_noise; a first command. */
 static void walk_start(const struct env *e, env_world *w, anymal_state *st, sim_data *d)
 {
@@ -422,7 +460,7 @@ static void walk_start(const struct env *e, env_world *w, anymal_state *st, sim_
         d->q[s->j.qadr[i]] = s->j.q_default[i] * (1 + ni * env_rng_range(&w->rng, -0.5, 0.5));
         st->targets[i] = s->j.q_default[i];
     }
-    d->q[2] = 0.6;
+    d->q[2] = WALK_START_HEIGHT_M;
     for (int k = 0; k < 6; k++) d->u[k] = ni * env_rng_range(&w->rng, -0.5, 0.5);
     walk_commands(e, w, st);
     st->next_cmd = s->cfg.cmd_resample_s;
@@ -440,8 +478,8 @@ static double walk_rewards(const struct env *e, env_world *w, const double v[3],
     const double dt = s->control_dt;
     double r[W_NTERMS];
     double ev = (st->cmd[0] - v[0]) * (st->cmd[0] - v[0]) + (st->cmd[1] - v[1]) * (st->cmd[1] - v[1]);
-    r[W_LINVEL] = exp(-ev / 0.25);
-    r[W_ANGVEL] = exp(-(st->cmd[2] - om[2]) * (st->cmd[2] - om[2]) / 0.25);
+    r[W_LINVEL] = exp(-ev / TRACKING_SIGMA_SQ);
+    r[W_ANGVEL] = exp(-(st->cmd[2] - om[2]) * (st->cmd[2] - om[2]) / TRACKING_SIGMA_SQ);
     r[W_LINVEL_Z] = v[2] * v[2];
     r[W_ANGVEL_XY] = om[0] * om[0] + om[1] * om[1];
     r[W_ORIENT] = g[0] * g[0] + g[1] * g[1];
@@ -456,16 +494,16 @@ static double walk_rewards(const struct env *e, env_world *w, const double v[3],
     r[W_ACTRATE] = action_rate(st);
     r[W_COLLISION] = st->leg_contacts;
     double air = 0;
-    for (int f = 0; f < 4; f++) {
-        int contact = st->foot_force[f] > 1.0;
+    for (int f = 0; f < NFEET; f++) {
+        int contact = st->foot_force[f] > FOOT_CONTACT_N;
         int filt = contact || st->last_contact[f];
         st->last_contact[f] = contact;
         int first = st->air[f] > 0 && filt;
         st->air[f] += dt;
-        if (first) air += st->air[f] - 0.5;
+        if (first) air += st->air[f] - AIR_TIME_TARGET_S;
         if (filt) st->air[f] = 0;
     }
-    r[W_AIRTIME] = hypot(st->cmd[0], st->cmd[1]) > 0.1 ? air : 0;
+    r[W_AIRTIME] = hypot(st->cmd[0], st->cmd[1]) > AIR_TIME_CMD_MIN_MPS ? air : 0;
     double total = scale_terms(walk_scales, r, W_NTERMS, dt, terms);
     if (s->cfg.only_positive_rewards > 0 && total < 0) total = 0;
     *terminated = (uint8_t)st->base_contact;
@@ -486,11 +524,12 @@ static void walk_step(const struct env *e, env_world *const *ws, int n, const fl
 
 /* Stand's reward terms (each times the control dt and its scale).  With c = -projected gravity z (the
  * cosine of the base's tilt), u = max(c, 0) and tilt = acos(c) in [0, pi]:
- *   height    exp(-(dz / 0.1)^2) u          dz = base height - target_height: counts only when upright
+ *   height    exp(-(dz / sigma)^2) u        dz = base height - target_height, sigma STAND_HEIGHT_SIGMA_M:
+ *                                             counts only when upright
  *   upright   1 - tilt / pi                   linear in the tilt angle, so rolling toward upright pays the
  *                                             same everywhere, on the back (tilt pi) as near upright: the
  *                                             signal that teaches fall recovery
- *   standing  1 when |dz| <= 0.05 m and c >= 0.9 (the success criterion of examples/ppo_stand.py)
+ *   standing  1 when |dz| <= STAND_OK_DZ_M and c >= STAND_OK_COS
  *   lin_vel, ang_vel, pose (sum of (q - q_default)^2), torques (mean sum of tau^2), action_rate:
  *             the usual penalties, times u^4, so that a robot that is down (u^4 < 0.07 past 60 degrees of
  *             tilt) is free to swing its legs to roll over, and one that is up is asked to stand still. */
@@ -512,7 +551,7 @@ static void place_on_ground(const struct env *e, sim_data *d, const anymal_share
         double r = G->type == SIM_GEOM_SPHERE ? G->size[0] : 0;
         if (G->type == SIM_GEOM_SPHERE || s->geom_kind[g] == ENV_GEOM_FOOT) low = fmin(low, p[2] - r);
     }
-    d->q[2] = -low + 0.002;
+    d->q[2] = -low + GROUND_CLEARANCE_M;
 }
 
 /* Stand's initial state: crouched by U(0, init_noise) (HFE 0.7, KFE 1.4 rad at most) on the ground,
@@ -522,7 +561,7 @@ static void stand_start(const struct env *e, env_world *w, anymal_state *st, sim
     const anymal_shared *s = shared(e);
     double ni = s->cfg.init_noise;
     int fallen = env_rng_uniform(&w->rng) < s->cfg.fallen_prob;
-    for (int l = 0; l < 4; l++) {
+    for (int l = 0; l < NFEET; l++) {
         int front = l < 2;
         double crouch = ni * env_rng_uniform(&w->rng);
         d->q[s->j.qadr[3 * l + 0]] = ni * env_rng_range(&w->rng, -0.2, 0.2);
@@ -534,7 +573,7 @@ static void stand_start(const struct env *e, env_world *w, anymal_state *st, sim
         double roll = (env_rng_uniform(&w->rng) < 0.5 ? -1 : 1) * env_rng_range(&w->rng, 1.2, 3.0);
         d->q[3] = cos(roll / 2);
         d->q[4] = sin(roll / 2);
-        d->q[2] = 0.45;
+        d->q[2] = STAND_FALLEN_HEIGHT_M;
     } else {
         place_on_ground(e, d, s);
     }
@@ -552,9 +591,9 @@ static double stand_rewards(const struct env *e, env_world *w, const double v[3]
     double up = c > 0 ? c : 0, gate = up * up * up * up;
     double dz = d->q[2] - s->cfg.target_height;
     double r[S_NTERMS], pose = 0;
-    r[S_HEIGHT] = exp(-(dz / 0.1) * (dz / 0.1)) * up;
+    r[S_HEIGHT] = exp(-(dz / STAND_HEIGHT_SIGMA_M) * (dz / STAND_HEIGHT_SIGMA_M)) * up;
     r[S_UPRIGHT] = 1.0 - acos(c) / M_PI;
-    r[S_STANDING] = fabs(dz) <= 0.05 && c >= 0.9;
+    r[S_STANDING] = fabs(dz) <= STAND_OK_DZ_M && c >= STAND_OK_COS;
     r[S_LINVEL] = v3_dot(v, v) * gate;
     r[S_ANGVEL] = v3_dot(om, om) * gate;
     for (int i = 0; i < NJ; i++) {
@@ -575,16 +614,27 @@ static void stand_step(const struct env *e, env_world *const *ws, int n, const f
 
 /* ---- specs ---- */
 
+/* Every count, size and step number of a spec below comes from its tables; nothing is counted by hand. */
+#define COUNT(type, ...) ((int)(sizeof((type[]){__VA_ARGS__}) / sizeof(type)))
+#define OBS_SIZE(nm, q, off, sz, sc, noise, un) + (sz)
+#define OBS_DIM(TABLE) (0 TABLE(OBS_SIZE))
+/* The episode's env steps, as configure computes them (ceil(episode / control_dt), robust to rounding),
+ * written as a constant expression. */
+#define CEIL_POS(x) ((int)(x) + ((x) > (int)(x)))
+#define EPISODE_STEPS(seconds) CEIL_POS((seconds) / (ANYMAL_SIM_DT * ANYMAL_DECIMATION) - 1e-9)
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
 #define KEY ENV_NUM_KEY
 #define COMMON_KEYS                                                                                             \
-    KEY("sim_dt", 0.005, 0.0005, 0.01, 0, "physics step (s)"),                                               \
-    KEY("decimation", 4, 1, 50, 1, "physics steps per env step"),                                            \
+    KEY("sim_dt", ANYMAL_SIM_DT, 0.0005, 0.01, 0, "physics step (s)"),                                       \
+    KEY("decimation", ANYMAL_DECIMATION, 1, 50, 1, "physics steps per env step"),                            \
     KEY("kp", ENV_ANYMAL_KP, 0, 1000, 0, "PD stiffness (N m / rad)"),                                         \
     KEY("kd", ENV_ANYMAL_KD, 0, 100, 0, "PD damping (N m s / rad)"),                                          \
     KEY("torque_limit", ENV_ANYMAL_TAU_MAX, 1, 500, 0, "torque clip (N m)"),                                  \
-    KEY("action_scale", 0.5, 0.01, 5, 0, "joint target = action_scale * action + default pose (rad)"),       \
-    KEY("action_clip", 100, 0.1, 1000, 0, "actions are clipped to +-action_clip"),                           \
-    KEY("obs_clip", 100, 1, 1000, 0, "observations are clipped to +-obs_clip"),                              \
+    KEY("action_scale", ANYMAL_ACTION_SCALE, 0.01, 5, 0, "joint target = action_scale * action + default pose (rad)"), \
+    KEY("action_clip", ANYMAL_ACTION_CLIP, 0.1, 1000, 0, "actions are clipped to +-action_clip"),            \
+    KEY("obs_clip", ANYMAL_OBS_CLIP, 1, 1000, 0, "observations are clipped to +-obs_clip"),                  \
     KEY("obs_noise", 1, 0, 10, 0, "observation noise level (legged_gym noise scales times this)"),           \
     KEY("init_noise", 1, 0, 2, 0, "initial-state noise level"),                                               \
     KEY("push_vel_max", 1, 0, 5, 0, "push: base xy velocity set to U(-v, v) (m/s)"),                         \
@@ -602,31 +652,33 @@ static void stand_step(const struct env *e, env_world *const *ws, int n, const f
     KEY("added_mass_max", mmax, 0, 30, 0, "added base mass drawn per world and reset: upper bound (kg)"),       \
     KEY("push_interval_s", push, 0, 3600, 0, "seconds between pushes (0 = never)"),                            \
     KEY("episode_seconds", episode, 0.02, 3600, 0, "time limit (truncation)")
-#define NCOMMON 16
-#define NRANDOMIZATION 6
-#define NFIELDS(table) ((int)(sizeof table / sizeof table[0]))
-/* Both tasks: the observation from its table, 12 joint-target actions, 5 ms physics steps x 4 (the
- * defaults; configure applies the keys). */
-#define ANYMAL_FIELDS_TIMING(dim, defs, TABLE, episode_s, steps)                                             \
-    .obs_dim = dim, .act_dim = 12, .nobs = NFIELDS(defs), .nact = 1, .obs = {TABLE(OBS_SPEC)},              \
-    .act = {{"joint_targets", 0, 12, -100, 100, 0.5f, "rad"}}, .sim_dt = 0.005, .decimation = 4,             \
-    .control_dt = 0.02, .episode_seconds = episode_s, .max_episode_steps = steps
+/* Both tasks: the observation from its table, one field of NJ joint-target actions, the default timing
+ * (configure applies the keys). */
+#define ANYMAL_FIELDS_TIMING(defs, TABLE, episode_s)                                                         \
+    .obs_dim = OBS_DIM(TABLE), .act_dim = NJ, .nobs = (int)(sizeof defs / sizeof defs[0]), .nact = 1,      \
+    .obs = {TABLE(OBS_SPEC)},                                                                                \
+    .act = {{"joint_targets", 0, NJ, -ANYMAL_ACTION_CLIP, ANYMAL_ACTION_CLIP, (float)ANYMAL_ACTION_SCALE, "rad"}}, \
+    .sim_dt = ANYMAL_SIM_DT, .decimation = ANYMAL_DECIMATION, .control_dt = ANYMAL_SIM_DT * ANYMAL_DECIMATION, \
+    .episode_seconds = episode_s, .max_episode_steps = EPISODE_STEPS(episode_s)
 #define ANYMAL_FUNCTIONS(task)                                                                               \
     .task_state_size = sizeof(anymal_state), .configure = task##_configure, .reset_world = task##_reset,     \
     .observe = observe, .step_worlds = task##_step
 
-/* One ANYmal task: name and doc, observation size and tables, episode (s, steps), the task's own keys
- * (a macro of KEY entries, and their count) and its reward term names (a macro). */
-#define ANYMAL_TASK(var, task, nm, what, dim, TABLE, ep, steps, KEYS, nkeys, TERMS, nterm)                   \
+/* One ANYmal task: name and doc, observation table, episode (s), the task's own keys (a macro of KEY
+ * entries) and its reward term names (a macro, in the order of the task's term enum, whose last entry nterm
+ * counts them). */
+#define ANYMAL_TASK(var, task, nm, what, TABLE, ep, KEYS, TERMS, nterm)                                      \
+    _Static_assert(COUNT(const char *, TERMS) == nterm, nm ": one name per reward term");                    \
     const env_task var = {                                                                                   \
-        .spec = {.name = nm, .doc = what, ANYMAL_FIELDS_TIMING(dim, task##_obs, TABLE, ep, steps),            \
-                 .nconfig = NCOMMON + NRANDOMIZATION + nkeys, .config = {COMMON_KEYS, KEYS},                \
+        .spec = {.name = nm, .doc = what, ANYMAL_FIELDS_TIMING(task##_obs, TABLE, ep),                      \
+                 .nconfig = COUNT(env_config_key, COMMON_KEYS, KEYS), .config = {COMMON_KEYS, KEYS},        \
                  .nterms = nterm, .terms = {TERMS}},                                                         \
         ANYMAL_FUNCTIONS(task),                                                                              \
     }
 
+#define WALK_EPISODE_S 20
 #define WALK_KEYS                                                                                            \
-    RANDOMIZATION_KEYS(0.5, 1.25, -5, 5, 15, 20),                                                            \
+    RANDOMIZATION_KEYS(0.5, 1.25, -5, 5, 15, WALK_EPISODE_S),                                                \
     KEY("cmd_vx_max", 1, 0, 5, 0, "forward velocity command drawn in U(-v, v) (m/s)"),                      \
     KEY("cmd_vy_max", 1, 0, 5, 0, "lateral velocity command drawn in U(-v, v) (m/s)"),                      \
     KEY("cmd_yaw_max", 1, 0, 5, 0, "yaw-rate command drawn in U(-w, w) (rad/s)"),                           \
@@ -637,15 +689,16 @@ static void stand_step(const struct env *e, env_world *const *ws, int n, const f
         "action_rate", "collision", "feet_air_time"
 ANYMAL_TASK(env_task_anymal_walk, walk, "anymal_c-walk",
             "ANYmal C flat-ground velocity tracking (legged_gym's ANYmal C flat task): 48 observations, "
-            "12 joint-target actions, 50 Hz policy, 20 s episodes, domain randomization",
-            48, WALK_OBS, 20, 1000, WALK_KEYS, 5, WALK_TERMS, W_NTERMS);
+            "12 joint-target actions, 50 Hz policy, " STR(WALK_EPISODE_S) " s episodes, domain randomization",
+            WALK_OBS, WALK_EPISODE_S, WALK_KEYS, WALK_TERMS, W_NTERMS);
 
+#define STAND_EPISODE_S 4
 #define STAND_KEYS                                                                                           \
-    RANDOMIZATION_KEYS(0.5, 1.25, -2, 2, 0, 4),                                                             \
+    RANDOMIZATION_KEYS(0.5, 1.25, -2, 2, 0, STAND_EPISODE_S),                                               \
     KEY("target_height", 0.5, 0.3, 0.65, 0, "base height to reach and hold (m)"),                           \
     KEY("fallen_prob", 0.25, 0, 1, 0, "probability that an episode starts fallen on its side or back")
 #define STAND_TERMS "height", "upright", "standing", "lin_vel", "ang_vel", "pose", "torques", "action_rate"
 ANYMAL_TASK(env_task_anymal_stand, stand, "anymal_c-stand",
             "ANYmal C stands up from a random crouched or fallen pose and holds a target base height; "
-            "46 observations, 12 joint-target actions, 50 Hz policy, 4 s episodes",
-            46, STAND_OBS, 4, 200, STAND_KEYS, 2, STAND_TERMS, S_NTERMS);
+            "46 observations, 12 joint-target actions, 50 Hz policy, " STR(STAND_EPISODE_S) " s episodes",
+            STAND_OBS, STAND_EPISODE_S, STAND_KEYS, STAND_TERMS, S_NTERMS);

@@ -41,6 +41,47 @@ Test(env_config, solver_choices_are_the_sim_solver_table)
     }
 }
 
+/* Every task's default spec agrees with itself: the fields tile the observation and action vectors, the timing
+ * is the one its keys' defaults give (max_episode_steps = ceil(episode_seconds / control_dt)), and a count or
+ * an episode length named in the doc is the spec's. */
+Test(env_config, default_spec_is_consistent)
+{
+    for (int t = 0; t < env_registry_count(); t++) {
+        const env_spec *s = env_registry_spec(t);
+        int off = 0;
+        for (int i = 0; i < s->nobs; i++) {
+            cr_assert_eq(s->obs[i].offset, off, "%s: obs field %s", s->name, s->obs[i].name);
+            off += s->obs[i].size;
+        }
+        cr_assert_eq(off, s->obs_dim, "%s: obs fields cover %d of %d", s->name, off, s->obs_dim);
+        off = 0;
+        for (int i = 0; i < s->nact; i++) off += s->act[i].size;
+        cr_assert_eq(off, s->act_dim, "%s: act fields", s->name);
+        const env_config_key *dt = key_of(s, "sim_dt"), *dec = key_of(s, "decimation");
+        cr_assert(dt && dec, "%s: timing keys", s->name);
+        cr_assert_eq(dt->def, s->sim_dt, "%s: sim_dt", s->name);
+        cr_assert_eq(dec->def, s->decimation, "%s: decimation", s->name);
+        cr_assert_eq(s->control_dt, s->sim_dt * s->decimation, "%s: control_dt", s->name);
+        const env_config_key *ep = key_of(s, "episode_seconds");
+        if (ep) cr_assert_eq(ep->def, s->episode_seconds, "%s: episode_seconds", s->name);
+        cr_assert_eq(s->max_episode_steps, (int)ceil(s->episode_seconds / s->control_dt - 1e-9), "%s: %d steps",
+                     s->name, s->max_episode_steps);
+        char want[64];
+        if (strstr(s->doc, " observations")) {
+            snprintf(want, sizeof want, "%d observations", s->obs_dim);
+            cr_assert(strstr(s->doc, want), "%s: doc does not say '%s'", s->name, want);
+        }
+        if (strstr(s->doc, " joint-target actions")) {
+            snprintf(want, sizeof want, "%d joint-target actions", s->act_dim);
+            cr_assert(strstr(s->doc, want), "%s: doc does not say '%s'", s->name, want);
+        }
+        if (strstr(s->doc, " s episodes")) {
+            snprintf(want, sizeof want, "%g s episodes", s->episode_seconds);
+            cr_assert(strstr(s->doc, want), "%s: doc does not say '%s'", s->name, want);
+        }
+    }
+}
+
 Test(env_config, names_resolve_to_indices)
 {
     char err[512];
