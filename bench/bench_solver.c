@@ -480,8 +480,8 @@ int bench_solver(int argc, char **argv)
         /* warm-start savings */
         for (int k = 0; k < 4; k++) {
             run_result w, c;
-            run(kinds[k], SIM_SOLVER_BISECTION, 1, steps, 1, dt, &w);
-            run(kinds[k], SIM_SOLVER_BISECTION, 0, steps, 1, dt, &c);
+            run(kinds[k], SIM_SOLVER_PAPER_BISECTION, 1, steps, 1, dt, &w);
+            run(kinds[k], SIM_SOLVER_PAPER_BISECTION, 0, steps, 1, dt, &c);
             printf("{\"bench\":\"warmstart\",\"scenario\":\"%s\",\"solver\":\"bisection\",\"mean_iterations_warm\":%.3f,"
                    "\"mean_iterations_cold\":%.3f,\"iterations_saved_frac\":%.4f,\"us_solver_warm\":%.4f,\"us_solver_cold\":%.4f}\n",
                    env_scenario_name(kinds[k]), w.mean_iter, c.mean_iter, c.mean_iter > 0 ? 1 - w.mean_iter / c.mean_iter : 0,

@@ -96,13 +96,13 @@ typedef struct {
  * Fields whose key the spec lacks (another task's keys) are left as they are. */
 int env_cfg_read(const struct env *e, const env_cfg_field *fields, int nf, void *cfg, char *err, size_t errlen);
 
-/* The "solver" key every task offers: the names of sim's solver table (sim_solver.h) in table order, so
- * that a value is a table index (sim_model opt.solver); test_env_config checks them row by row.  Rows
- * not built yet are listed (the table reserves them) and refused by env_cfg_solver. */
-#define ENV_SOLVER_NCHOICES 8
-#define ENV_SOLVER_CHOICES                                                                                  \
-    {"paper-bisection", "pgs", "coulomb-bisection", "admm", "coulomb-stall-admm", "cond-vfpi", "impacts",    \
-     "pgs-hwangbo"}
+/* The "solver" key every task offers: the names of sim's solver table (SIM_SOLVER_ROWS, sim_solver.h) in table
+ * order, so that a value is a table index (sim_model opt.solver).  Rows not built yet are listed (the table
+ * reserves them) and refused by env_cfg_solver. */
+#define ENV_SOLVER_NCHOICES SIM_SOLVER_NROWS
+#define ENV_SOLVER_CHOICES {SIM_SOLVER_ROWS(SIM_SOLVER_ROW_NAME)}
+_Static_assert(ENV_SOLVER_NCHOICES <= ENV_MAX_CHOICES && SIM_SOLVER_NAME_MAX <= ENV_CHOICE_MAX,
+               "env_config_key holds every solver name");
 #define ENV_SOLVER_KEY(def)                                                                                 \
     {"solver", def, 0, ENV_SOLVER_NCHOICES - 1, 1, "contact solver by name (sim_solver.h: the model each one solves)", \
      ENV_SOLVER_NCHOICES, ENV_SOLVER_CHOICES}

@@ -43,7 +43,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "herd-demo: %s\n", err);
         return 1;
     }
-    m->opt.solver = strcmp(solver, "pgs") ? SIM_SOLVER_BISECTION : SIM_SOLVER_PGS;
+    m->opt.solver = strcmp(solver, "pgs") ? SIM_SOLVER_PAPER_BISECTION : SIM_SOLVER_PGS;
     printf("herd-demo: %s: %d bodies, %d dofs, %.2f kg, %d collision geometries\n", path, m->nbody, m->nv,
            m->total_mass, m->ngeom);
     sim_data *d = sim_data_new(m);

@@ -25,7 +25,7 @@ sim_model *sim_model_new(void)
     if (!m) return NULL;
     m->gravity[2] = -9.81;
     m->terrain.type = SIM_TERRAIN_PLANE;
-    m->opt.solver = SIM_SOLVER_BISECTION;
+    m->opt.solver = SIM_SOLVER_PAPER_BISECTION;
     sim_solver_default_params(&m->opt.sp);
     m->opt.margin = 1e-3;
     m->opt.gap_target = 1;

@@ -213,18 +213,22 @@ typedef struct sim_solver_desc {
                                     v_pre call it (sim_solve_pre), the others call solve (the model's fallback) */
 } sim_solver_desc;
 
-/* Indices into the table (stable: the integer config key "solver" uses them). */
-enum {
-    SIM_SOLVER_PAPER_BISECTION = 0,   /* "paper-bisection" */
-    SIM_SOLVER_PGS = 1,               /* "pgs" */
-    SIM_SOLVER_COULOMB_BISECTION = 2, /* "coulomb-bisection" */
-    SIM_SOLVER_ADMM = 3,              /* "admm" */
-    SIM_SOLVER_COULOMB_STALL_ADMM = 4,/* "coulomb-stall-admm" */
-    SIM_SOLVER_COND_VFPI = 5,         /* "cond-vfpi" */
-    SIM_SOLVER_IMPACTS = 6,           /* "impacts" */
-    SIM_SOLVER_PGS_HWANGBO = 7,       /* "pgs-hwangbo" */
-    SIM_SOLVER_BISECTION = SIM_SOLVER_PAPER_BISECTION /* old name, kept for existing callers */
-};
+/* The table's rows in index order, X(ID, name): SIM_SOLVER_<ID> is the row's index and name its stable identifier
+ * (sim_solver_desc.name, and what the envs' "solver" key lists).  Indices are what the integer config key
+ * "solver" holds, so rows are never reordered; a new solver is appended. */
+#define SIM_SOLVER_ROWS(X)                                                                                  \
+    X(PAPER_BISECTION, "paper-bisection")                                                                   \
+    X(PGS, "pgs")                                                                                           \
+    X(COULOMB_BISECTION, "coulomb-bisection")                                                               \
+    X(ADMM, "admm")                                                                                         \
+    X(COULOMB_STALL_ADMM, "coulomb-stall-admm")                                                             \
+    X(COND_VFPI, "cond-vfpi")                                                                               \
+    X(IMPACTS, "impacts")                                                                                   \
+    X(PGS_HWANGBO, "pgs-hwangbo")
+#define SIM_SOLVER_NAME_MAX 24 /* bytes of a row's name, its terminating NUL included */
+#define SIM_SOLVER_ROW_INDEX(id, name) SIM_SOLVER_##id,
+#define SIM_SOLVER_ROW_NAME(id, name) name,
+enum { SIM_SOLVER_ROWS(SIM_SOLVER_ROW_INDEX) SIM_SOLVER_NROWS };
 
 /* Number of rows in the table (reserved rows included). */
 int sim_solver_count(void);

@@ -8,9 +8,12 @@
 
 #include <string.h>
 
-static const sim_solver_desc TABLE[] = {
+/* The rows' names, from SIM_SOLVER_ROWS (the rows below take theirs from here). */
+static const char NAME[SIM_SOLVER_NROWS][SIM_SOLVER_NAME_MAX] = {SIM_SOLVER_ROWS(SIM_SOLVER_ROW_NAME)};
+
+static const sim_solver_desc TABLE[SIM_SOLVER_NROWS] = {
     [SIM_SOLVER_PAPER_BISECTION] = {
-        "paper-bisection",
+        NAME[SIM_SOLVER_PAPER_BISECTION],
         "Hwangbo, Lee & Hutter 2018: per-contact Gauss-Seidel (Algorithm 2) with each contact solved exactly for the "
         "paper's model (Algorithm 1): stick if the zero-velocity impulse is in the cone, else the point of the "
         "ellipse {v_n = 0, |lambda_T| = mu lambda_n} minimizing the contact kinetic energy.  Not Coulomb: a slipping "
@@ -19,32 +22,32 @@ static const sim_solver_desc TABLE[] = {
         "last iterate, scaled by the dissipation guard.",
         sim_solve_bisection, NULL},
     [SIM_SOLVER_PGS] = {
-        "pgs",
+        NAME[SIM_SOLVER_PGS],
         "Projected Gauss-Seidel on the Coulomb NCP (Le Lidec et al. 2023, Alg. 6), stopping on the NCP eps_abs with "
         "De Saxce's correction.  At convergence Signorini, the cone and Coulomb's sliding law hold.  No convergence "
         "guarantee; not converged: the last iterate, scaled by the dissipation guard.",
         sim_solve_pgs, NULL},
     [SIM_SOLVER_COULOMB_BISECTION] = {
-        "coulomb-bisection",
+        NAME[SIM_SOLVER_COULOMB_BISECTION],
         "Algorithm 2's per-contact sweeps with each contact solved exactly for Coulomb's law on the paper's ellipse "
         "(sliding velocity anti-parallel to lambda_T).  A block with no Coulomb slip root takes the paper model's slip "
         "solution (counted).  Can cycle on ill-conditioned problems; not converged: the last iterate, scaled by the "
         "dissipation guard.",
         sim_solve_coulomb_bisection, NULL},
     [SIM_SOLVER_ADMM] = {
-        "admm",
+        NAME[SIM_SOLVER_ADMM],
         "ADMM on the cone complementarity problem (Anitescu's convex relaxation; Le Lidec et al. 2023, Alg. 3), "
         "proximal with adaptive rho; G + rho I factored densely or, when cheaper, through the kinematic tree (Woodbury on "
         "rho I + S S^T, M's LTDL sparsity).  Differs from Coulomb on sliding contacts (they may "
         "separate at v_n = mu |v_T|).  Convergent for any PSD G; not converged: the last z, in the cones.",
         sim_solve_admm, NULL},
     [SIM_SOLVER_COULOMB_STALL_ADMM] = {
-        "coulomb-stall-admm",
+        NAME[SIM_SOLVER_COULOMB_STALL_ADMM],
         "coulomb-bisection with a stall detector that hands a non-converging problem to admm (then the CCP "
         "solution is returned).  Coulomb per contact where the sweeps converge, the CCP where they would cycle.",
         sim_solve_coulomb_stall_admm, NULL},
     [SIM_SOLVER_COND_VFPI] = {
-        "cond-vfpi",
+        NAME[SIM_SOLVER_COND_VFPI],
         "COND / V-FPI (Lee, Lee & Lee 2023): velocity fixed-point iteration on the surrogate W = diag(w_m I) (Gershgorin "
         "bound of G, so every contact is solved in one shot and in parallel: Jacobi), strict projection, Chebyshev "
         "acceleration; stops on the fixed-point residual (N s).  A fixed point is the Coulomb NCP (Signorini, cone, "
@@ -52,7 +55,7 @@ static const sim_solver_desc TABLE[] = {
         "one-shot output (in the cones), scaled by the dissipation guard.",
         sim_solve_cond, NULL},
     [SIM_SOLVER_IMPACTS] = {
-        "impacts",
+        NAME[SIM_SOLVER_IMPACTS],
         "Set-valued simultaneous impacts (Halm & Posa), a domain-randomization option: when two or more contacts arrive "
         "faster than 0.05 m/s (pre-step velocity J u, which sim_step passes) and the step must remove more than that "
         "(free velocity; a caller without J u: this test alone), the step is one inelastic impact resolved by Routh's method with relative "
@@ -62,7 +65,7 @@ static const sim_solver_desc TABLE[] = {
         "terminated within its increment cap: the accumulated (dissipative) impulses.",
         sim_solve_impacts, sim_solve_impacts_pre},
     [SIM_SOLVER_PGS_HWANGBO] = {
-        "pgs-hwangbo",
+        NAME[SIM_SOLVER_PGS_HWANGBO],
         "Projected Gauss-Seidel as in Hwangbo et al. 2018, eqs. 17-18 (step alpha / G_zz normal, alpha / max(G_xx, "
         "G_yy) tangential, then projection on the disc mu lambda_n); a fixed point is a Coulomb NCP solution; stops on "
         "the impulse change per sweep.  Not converged: the last iterate, scaled by the dissipation guard.",

@@ -83,7 +83,7 @@ static void sliding_sphere(int solver)
     sim_data_destroy(&d);
     sim_model_destroy(&m);
 }
-Test(contact, sphere_slides_at_mu_g_bisection) { sliding_sphere(SIM_SOLVER_BISECTION); }
+Test(contact, sphere_slides_at_mu_g_bisection) { sliding_sphere(SIM_SOLVER_PAPER_BISECTION); }
 Test(contact, sphere_slides_at_mu_g_pgs) { sliding_sphere(SIM_SOLVER_PGS); }
 
 /* A sphere whose rotation cannot matter (a point-like mass: tiny radius and inertia relative to
