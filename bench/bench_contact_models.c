@@ -46,8 +46,8 @@
 #define CM_MAXC SIM_SOLVER_MAX_CONTACTS
 /* The tightest tolerance used (each solver's own measure; Figs. 15-17): small enough that the budget, not the
  * tolerance, ends almost every run, yet above the per-contact solvers' rounding floor, so a converged problem stops
- * instead of looking stalled (`herd-bench solver --tol-floor`: on the walk problems the exact violation stops near
- * 1e-13, and from 1e-12 down coulomb-stall-admm hands more and more problems to ADMM: 1.4 %, 17 % at 1e-13). */
+ * instead of looking stalled (`herd-bench solver --tol-floor` shows where, on the walk problems, the exact violation
+ * stops and coulomb-stall-admm starts handing problems to ADMM for rounding's sake). */
 #define CM_SWEEP_TOL 1e-10
 #define CM_RUN_BUDGET_S 10.0 /* wall-clock cap of one heavy-on-light run, and of one accuracy sweep (s) */
 

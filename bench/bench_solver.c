@@ -121,7 +121,7 @@ static int run(int kind, int solver, int warm, long steps, int repeats, double d
 
 static const char *solver_name(int s) { return sim_solver_at(s) ? sim_solver_at(s)->name : "?"; }
 
-/* A solver index from a table name ("bisection" is kept as the old name of "paper-bisection"); -1 if unknown. */
+/* A solver index from a table name ("bisection" is accepted as a short name for "paper-bisection"); -1 if unknown. */
 static int solver_from_name(const char *so)
 {
     if (!strcmp(so, "bisection")) return SIM_SOLVER_PAPER_BISECTION;

@@ -17,7 +17,7 @@ PKGS=(
   python3 python3-zmq python3-msgpack python3-numpy python3-pytest   # Python client + tests
   python3-venv python3-pip python3-setuptools                        # test: pip install of clients/python
   python3-torch python3-pandas python3-matplotlib                    # test: PPO examples, SB3 / rsl_rl adapters
-  libopenblas0-pthread                     # torch's BLAS: the PPO updates run ~8x faster than with the reference BLAS
+  libopenblas0-pthread                     # torch's BLAS: the PPO updates are much faster than with the reference BLAS
   python3-cloudpickle python3-typing-extensions                      # test: gymnasium + SB3 (sources on PYTHONPATH)
   valgrind                                 # leak checks of the server
   prometheus                               # test peer: a real Prometheus scrapes --metrics

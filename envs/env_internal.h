@@ -107,11 +107,9 @@ _Static_assert(ENV_SOLVER_NCHOICES <= ENV_MAX_CHOICES && SIM_SOLVER_NAME_MAX <= 
     {"solver", def, 0, ENV_SOLVER_NCHOICES - 1, 1, "contact solver by name (sim_solver.h: the model each one solves)", \
      ENV_SOLVER_NCHOICES, ENV_SOLVER_CHOICES}
 /* The lower bound of every task's "solver_tol": the solvers' termination errors cannot go much below ~1e-13 in
- * double precision.  Measured on the walk task's problems (`herd-bench solver --tol-floor`: random PD targets, dt
- * 5 ms, 1000-sweep budget, each solver's own error measure): from 1e-10 to 1e-11 no solver's converged share drops
- * by more than 0.2 points; at 1e-12 the exact-violation solvers (paper-/coulomb-bisection) lose 1.3-1.5 points to
- * rounding and coulomb-stall-admm's hand-overs to ADMM double (0.5 % -> 1.4 %), at 1e-13 they converge on 83 % and
- * it hands 17 % to ADMM, at 1e-14 47 % and 53 %.  So 1e-11: every allowed tolerance is one the solvers reach. */
+ * double precision.  On the walk task's problems (`herd-bench solver --tol-floor` shows it: random PD targets, each
+ * solver's own error measure) the solvers' converged shares hold down to 1e-11 and fall below it, as rounding
+ * takes over, so 1e-11: every allowed tolerance is one the solvers reach. */
 #define ENV_SOLVER_TOL_MIN 1e-11
 /* A plain numeric key (no named choices). */
 #define ENV_NUM_KEY(k, d, l, h, i, doc) {k, d, l, h, i, doc, 0, {""}}

@@ -47,8 +47,7 @@ double env_rng_normal_around(env_rng *r, double mean)
 {
     double radius, cosine;
     box_muller(r, &radius, &cosine);
-    /* The rounding of the random scenario's targets since the first version (b9180d8), where the
-     * draw was inlined into `nominal + normal` and the FMA build contracted it: one fused
+    /* The rounding of the random scenario's targets (their golden hashes depend on it): one fused
      * multiply-add on x86-64-v3, a rounded product then a sum without FMA.  Written out so that
      * neither inlining nor the caller's expression can change it. */
 #if defined(__FMA__)

@@ -24,7 +24,7 @@ double env_rng_range(env_rng *r, double lo, double hi);
 double env_rng_normal(env_rng *r);                  /* standard normal (Box-Muller, two draws) */
 /* mean + a standard normal draw (the same two draws), rounded once where the target has FMA
  * (fma(radius, cos, mean)), else a rounded product then a rounded sum: the random scenario's PD
- * targets, bit for bit as they were drawn before the RNG moved here (see env_rng.c). */
+ * targets, whose golden hashes depend on this rounding (see env_rng.c). */
 double env_rng_normal_around(env_rng *r, double mean);
 
 #endif

@@ -30,7 +30,7 @@
 
 typedef struct sim_batch sim_batch;
 
-/* Bytes of memory a batch for model m needs (for ANYmal C 61,824). */
+/* Bytes of memory a batch for model m needs (it grows with the model's dofs, geometries and contact candidates). */
 size_t sim_batch_size(const sim_model *m);
 
 /* A batch for model m in mem (64-byte aligned, sim_batch_size(m) bytes); returns mem as a sim_batch. */

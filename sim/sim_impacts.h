@@ -15,14 +15,11 @@
  * step that brings it to the ground and in the next, which stops it).  Without v_pre the test is c_n < -v_impact
  * alone, and c also holds what the step's forces add, e.g. stance-leg actuation pushing a foot into the ground:
  * a resting contact then counts as an impact once those forces exceed the mass times v_impact / dt.
- * Measured on the ANYmal scenarios (`herd-bench contact-models --only fig6,table2 --solvers impacts`: 10000 steps
- * at 1 ms, herd's scenario controllers): on c alone, 68 % of trot's and 100 % of drop's sampled contact steps
- * have two contacts closing faster than v_impact (the robot standing under PD counts); with v_pre, the steps
- * resolved as impacts are 0.04 % (trot), 0.75 % (hang), 0.14 % (drop: the landings after its resets) and 0.30 %
- * (random) of the contact steps along the solver's own trajectories, 0.1 / 1.5 / 0.5 / 0.8 % of the Fig. 6
- * problems (every 10th contact step of the paper-bisection trajectories).  sim_step passes v_pre.
- * Cost there (defaults): ~15-110 increments and 0.02-1 ms per impact, against 2-50 us for the
- * deterministic solve, so an impact-heavy run is much slower.  With fewer than min_impacts impacting contacts
+ * On the ANYmal scenarios the test on c alone fires on most contact steps of a robot standing under PD; with v_pre
+ * only the landings and the rare fast touchdowns count (`herd-bench contact-models --only fig6,table2 --solvers
+ * impacts` reports the shares, docs/contact-models/).  sim_step passes v_pre.
+ * An impact costs tens of increments, each a capped COND solve, so it is one to two orders of magnitude dearer
+ * than the deterministic solve, and an impact-heavy run is much slower.  With fewer than min_impacts impacting contacts
  * the problem goes to the deterministic base solver unchanged (default: COND / V-FPI with the strict operator,
  * i.e. the Coulomb NCP, sim_solver_cond.h), so a single impact gives exactly the deterministic result.
  * Otherwise the whole step is resolved as one inelastic impact by Routh's method extended to several contacts

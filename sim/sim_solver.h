@@ -17,8 +17,8 @@
  * over the friction cone K = { |lambda_T| <= mu lambda_n } intersected with the plane v_n = 0.  Either
  * the zero-velocity impulse -G^-1 c lies in K (STICK), or the minimizer lies on the ellipse
  * { v_n = 0, |lambda_T| = mu lambda_n } (SLIP), found by Algorithm 1 (bisection on the polar angle).
- * This "paper model" is NOT Coulomb's law and does NOT maximize dissipation (the name "maximum-dissipation
- * model" used for it before was wrong): on a slipping contact the sliding velocity opposes the ellipse normal
+ * This "paper model" is NOT Coulomb's law and does NOT maximize dissipation (so it is not called a
+ * "maximum-dissipation model"): on a slipping contact the sliding velocity opposes the ellipse normal
  * s = lambda_T + (mu^2 lambda_n / G_nn) G_nT, not lambda_T as Coulomb requires (Le Lidec et al. 2023, eq. 24).
  * The two agree only when G_nT = 0; with kappa = mu |G_nT| / G_nn they differ by more than 1 % on most
  * slipping contacts once kappa > 0.1, and a sliding box decelerates short of mu g (each corner's friction
@@ -29,8 +29,8 @@
  * anti-parallel to lambda_T (Coulomb's law, the disjunctive form of Le Lidec et al. eq. 13), found as a root
  * of F(u) = -c_n u x (Gbar u) + d (u x cbar) with u . v_T < 0: Algorithm 1's stepping from lambda0's direction,
  * with each step aimed 25 % past Newton's root estimate, then a safeguarded Newton in the bracket (bisection when
- * a Newton step leaves it) to contact_tol, whose last step leaves an error of order contact_tol^2 (~4 steps per
- * solve instead of ~22; contact_refine does not apply).  With a
+ * a Newton step leaves it) to contact_tol, whose last step leaves an error of order contact_tol^2 (a few steps
+ * per solve where the paper's bisection takes tens; contact_refine does not apply).  With a
  * strong coupling (large kappa) a block can have no such root; it then takes the paper model's slip solution
  * (dissipative, on the ellipse) and the solve is counted in sim_solver_stats.no_root.
  *
@@ -116,7 +116,7 @@ typedef struct sim_solver_params {
     double contact_tol;     /* single-contact precision: stop bisecting when |lambda^p - lambda| < it (1e-6 N·s) */
     int contact_max_steps;  /* safety cap on Algorithm 1's stepping + bisection steps (200) */
     int contact_refine;     /* 1: after the bisection, one regula-falsi step inside the final bracket (~1e-12
-                               N·s from the exact minimizer instead of contact_tol, ~10 ns); needed for the
+                               N·s from the exact minimizer instead of contact_tol); needed for the
                                multi-contact error to reach tol = contact_tol.  0: Algorithm 1 as published (1) */
     double pgs_alpha;       /* "pgs-hwangbo" step factor alpha in r_z = alpha / G_zz, r_T = alpha / max(G_xx, G_yy) (0.6) */
     /* ADMM ("admm", and the fallback of "coulomb-stall-admm"); its iterations are capped by max_iter and it stops
@@ -151,45 +151,32 @@ typedef struct sim_solver_stats {
 } sim_solver_stats;
 
 /* ------------------------------------------------------------------------------------------------ */
-/* Which solver (measured on one AMD EPYC core shared with other jobs, so timings are +-20 %; commands in
- * bench/bench_solver.c and bench/bench_contact1.c):
+/* Which solver.  The figures behind these statements are generated, not kept here: accuracy, cost and robustness
+ * of every solver on the paper's and the comparative paper's experiments by `make contact-models-report`
+ * (docs/contact-models/), env throughput by `make bench-report` (docs/benchmarks.md); the single-solve cost by
+ * `herd-bench contact1`, the walk task's robustness by `herd-bench solver --walk`, paired env throughput by
+ * `herd-bench solver --paired A,B` and `herd-bench env --solvers A,B,...`.
  *
- *   - Accuracy.  Fig. 6 of Hwangbo et al. (impulses within 1 % of a tight Coulomb NCP solve, every 10th
- *     contact step, `herd-bench solver --compare --steps 10000`): paper-bisection 26 / 53 / 92 / 16 % on
- *     trot / hang / drop / random (stick-only steps 100 / 99.8 / 100 / 98.7 %, slipping steps 3 / 10 / 13 / 5 %);
- *     coulomb-bisection 100 % on all four, stick-only and slipping alike.  A box sliding on its four corners
- *     (mu 0.5): paper-bisection decelerates 0.71 % short of mu g, coulomb-bisection within 0.06 % (the 1 ms
- *     stopping-time quantization).
- *   - Cost of one slip solve (`herd-bench contact1`, scenario-harvested slip blocks): paper model 0.20 us,
- *     Coulomb 0.20 us (20.4 steps against 22.7); no harvested block lacked a Coulomb slip root.
- *   - Robustness.  At the walk task's physics (`herd-bench solver --walk`: dt 5 ms, <= 50 sweeps, <= 16 contacts,
- *     random PD targets), 0.16 % (paper-bisection) and 0.23 % (coulomb-bisection) of the contact steps run to the
- *     50-sweep cap unconverged, pgs / pgs-hwangbo 28 %; coulomb-stall-admm: none reaches the cap, the stall
- *     detector hands 0.19 % of the contact steps to ADMM (~190 ADMM iterations, ~0.08 ms each; ~5 % of the
- *     solver time), 0.01 % stay unconverged after ADMM's 500 iterations.  [Before the Anderson acceleration; on
- *     the anymal_c-walk env itself (1024 worlds x 50 env steps, random actions, the wt-fallback measurement):
- *     2.07 % of the contact solves are handed over, 11.8 sweeps before the stall, then 39.6 ADMM iterations
- *     (103.7 before) and 4.8 factorizations (10.0); none reaches admm_max_iter (97 of 3941 did) and no sweep
- *     reaches the cap.  On 20,000 hand-overs harvested later from the same env (1024 worlds, 2026-11-26, after
- *     the batched dynamics moved the trajectories): 2.5 % of the contact solves handed over, 13.7 sweeps before
- *     the stall, 41.3 ADMM iterations, 5.1 factorizations, 22 us each (28 % of the solver time); 5 of the 20,000
- *     ran to admm_max_iter (eps_abs ~4e-4 there): about 1 physics step in 10^5 ends unconverged.]  On two
- *     stacked cubes with a 1e6 mass
- *     ratio the per-contact methods stall at eps_abs ~9e-3 while ADMM reaches 2.5e-7 in 7 iterations.
- *   - Throughput: the anymal_c-walk env (`herd-bench solver --paired paper-bisection,coulomb-stall-admm`, one
- *     thread, 256 worlds, interleaved, 21 pairs) runs coulomb-stall-admm at 0.945-0.95 of paper-bisection's env
- *     steps/s (coulomb-bisection alone: 0.97).  With the accelerated ADMM (`herd-bench env --solvers
- *     paper-bisection,coulomb-stall-admm,coulomb-bisection --worlds 1024 --steps 50 --repeats 9 --threads 1`):
- *     0.99 - 1.04 of paper-bisection (0.886 before, back to back); callgrind, 64 worlds x 50 steps: ADMM
- *     361k -> 229k instructions per hand-off, env_step -7 %.
+ *   - Accuracy.  On Fig. 6 of Hwangbo et al. (impulses within 1 % of a tight Coulomb NCP solve) paper-bisection
+ *     agrees on stick-only steps but rarely on slipping ones, coulomb-bisection on both.  A box sliding on its four
+ *     corners decelerates short of mu g under paper-bisection, at mu g (to the stopping-time quantization) under
+ *     coulomb-bisection.
+ *   - Cost of one slip solve: the same order for the paper model and Coulomb; every scenario slip block has a
+ *     Coulomb slip root in practice (sim_solver_stats.no_root counts the exceptions).
+ *   - Robustness.  At the walk task's physics (dt 5 ms, <= 50 sweeps, <= 16 contacts) a small fraction of the
+ *     per-contact solvers' steps run to the sweep cap unconverged, and PGS / pgs-hwangbo's often do;
+ *     coulomb-stall-admm's stall detector hands the cycling problems to ADMM before the cap, and ADMM (proximal,
+ *     convergent for any PSD G) rarely reaches its own cap.  On two stacked cubes with a 1e6 mass ratio the
+ *     per-contact methods stall far from a solution while ADMM converges in a few iterations.
+ *   - Throughput: coulomb-stall-admm runs the walk env at close to paper-bisection's rate; its extra cost is almost
+ *     all in the ADMM fallback.
  *
- * Default.  The RL tasks (anymal_c-walk, anymal_c-stand: config key solver = 4) use coulomb-stall-admm: it
- * solves Coulomb's law (Fig. 6 at 100 %, the sliding box at mu g) at the paper model's per-contact cost, and no
- * problem cycles to the sweep cap (ADMM's own cap of 500 iterations ends about 1 physics step in 10^5 unconverged,
- * above); the price is a few % of env throughput, almost all of it in the ADMM fallback.  The
- * fallback factors G + rho I through the kinematic tree (sim_solve_admm_tree) when that is cheaper, i.e. from ~7
- * contacts on ANYmal (x0.63 - 0.86 of the dense time there, `herd-bench admm`); the walk task's fallback problems
- * mostly have 1 - 5 contacts, where the dense Cholesky of the small 3n x 3n matrix is faster, so they stay dense.
+ * Default.  The RL tasks (anymal_c-walk, anymal_c-stand: config key solver = SIM_SOLVER_COULOMB_STALL_ADMM) use
+ * coulomb-stall-admm: it solves Coulomb's law (Fig. 6, the sliding box at mu g) at the paper model's per-contact
+ * cost, and no problem cycles to the sweep cap; the price is a little env throughput, spent in the ADMM fallback.
+ * The fallback factors G + rho I through the kinematic tree (sim_solve_admm_tree) when that is cheaper, i.e. from
+ * several contacts on ANYmal (`herd-bench admm` compares the two); the walk task's fallback problems mostly have
+ * few contacts, where the dense Cholesky of the small 3n x 3n matrix is faster, so they stay dense.
  * The paper-* tasks and sim_model's default keep paper-bisection (they reproduce the paper). */
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -353,10 +340,10 @@ int sim_solve_admm(int n, const double *G, const double *c, const double *mu, do
  * of a dense Cholesky (so rho's path, and the result within tol, differ slightly from the dense run's).
  * Accuracy: Woodbury subtracts S^T (...) S x from x, so its relative error grows like eps lambda_max(G) / rho, as
  * the dense Cholesky's does (its condition number is (lambda_max + rho) / rho).  p->admm_factor chooses:
- * SIM_ADMM_FACTOR_AUTO (default) stays dense up to 12 contacts (the explicit inverse is the cheaper there:
- * `herd-bench admm`, ANYmal, the tree x1.2 - 1.4 from 6 to 9 contacts, the same at 10 - 12), and past that takes
- * the tree when its estimated per-iteration cost 6 sum(path lengths) + 2 (packed factor size) is below ~3/4 of
- * the dense Cholesky's 2 (3n)^2 (ANYmal: always; x0.73 at 13 contacts), _DENSE and _TREE force one;
+ * SIM_ADMM_FACTOR_AUTO (default) stays dense up to 12 contacts (the explicit inverse is the cheaper there;
+ * `herd-bench admm` compares the two), and past that takes the tree when its estimated per-iteration cost
+ * 6 sum(path lengths) + 2 (packed factor size) is below ~3/4 of the dense Cholesky's 2 (3n)^2 (ANYmal: always),
+ * _DENSE and _TREE force one;
  * st->admm_tree says which ran.
  * A tree that breaks sim_solver_tree's rules, or n > SIM_SOLVER_ADMM_MAX_CONTACTS, falls back to dense. */
 int sim_solve_admm_tree(int n, const double *G, const double *c, const double *mu, double *lambda,

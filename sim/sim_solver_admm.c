@@ -71,13 +71,13 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
 #endif
 #ifndef ADMM_AA_ITERS
 #define ADMM_AA_ITERS 1000    /* acceleration only in the first iterations: past them, plain ADMM (whose convergence
-                                for a fixed rho is guaranteed) finishes; accelerated for 5,000 iterations, tight runs
-                                on heavy-on-light stacks drifted to eps_abs ~1e-6 of the weight */
+                                for a fixed rho is guaranteed) finishes; accelerated throughout, tight runs on
+                                heavy-on-light stacks drift instead of converging */
 #endif
 #ifndef ADMM_MAX_RHO_CHANGES
-#define ADMM_MAX_RHO_CHANGES 12 /* rho is frozen after this many changes: on 8 of the walk task's 3918 fallback
-                                   problems it flipped up and down at every test (60 factorizations) and, each
-                                   change restarting the Anderson history, ran to admm_max_iter */
+#define ADMM_MAX_RHO_CHANGES 12 /* rho is frozen after this many changes: on a few of the walk task's fallback
+                                   problems it flips up and down at every test and, each change restarting the
+                                   Anderson history, runs to admm_max_iter (test_admm: admm_rho_flip_walk) */
 #endif
 #ifndef ADMM_RHO_FLOOR
 #define ADMM_RHO_FLOOR 1e-4  /* lambda_min floor (times lambda_max) in the initial rho */
@@ -335,10 +335,10 @@ int sim_solver_tree_shifted_solve(const sim_solver_tree *tree, int n, double rho
 
 /* Small dense systems (N <= INV_N, up to 12 contacts) are solved with the explicit inverse (G + rho I)^-1: a product
  * by it is independent vector multiply-adds, where the two triangular sweeps of chol_solve are 2N dependent steps
- * (with ~40 iterations per ~4 factorizations on the walk task's fallback problems those sweeps were a quarter of the
+ * (with about ten iterations per factorization on the walk task's fallback problems, those sweeps would dominate the
  * fallback's time).  The inverse comes from Gauss-Jordan elimination on whole rows, padded to INV_N entries as
  * 4-wide vectors: N^3 multiply-adds, but vectorised and without the short dependent inner products of chol_dense,
- * so it costs less than the Cholesky factor alone did.  No pivoting is needed: G + rho I is symmetric positive
+ * so it costs less than the Cholesky factor alone.  No pivoting is needed: G + rho I is symmetric positive
  * definite, and then the pivots are those of its LDL^T factorization (the squares of the Cholesky pivots), all
  * positive; a pivot that is not means the matrix is not numerically positive definite, as for chol_dense.
  * It is used only while G + rho I is well conditioned (INV_RHO_MIN below). */
@@ -426,11 +426,10 @@ typedef struct admm_shift {
 } admm_shift;
 
 /* The inverse is used while cond(G + rho I) <= (lambda_max + rho) / rho stays below ~1 / INV_RHO_MIN; past that
- * (rho small against G's scale, as on a 1e6 heavy-on-light stack) the Cholesky factor is kept.  Measured on
- * test_admm's 5,000-iteration run on that stack (tol 0): eps_abs 1.9e-9 of the weight with the factor alone,
- * 2.0e-9 with this bound, 1.3e-8 at 1e-4 and 4.6e-8 at 1e-6, where the products by the inverse limit how far
- * ADMM gets.  The walk task's fallback problems start at rho ~1e-2 lambda_max (the floor of the initial rho) and
- * nearly all of their factorizations use the inverse. */
+ * (rho small against G's scale, as on a 1e6 heavy-on-light stack) the Cholesky factor is kept: with a smaller
+ * bound the products by the inverse, not ADMM, limit the accuracy reached on that stack (test_admm's long run on
+ * it checks the bound).  The walk task's fallback problems start at rho ~1e-2 lambda_max (the floor of the
+ * initial rho), so their factorizations use the inverse. */
 #define INV_RHO_MIN 1e-3
 
 static int shift_factor(admm_shift *sh, double rho)
@@ -460,14 +459,12 @@ static void project_cones(int n, const double *mu, const double *x, double *out,
 }
 
 /* SIM_ADMM_FACTOR_AUTO's choice.  Up to INV_N rows (12 contacts) dense, with the explicit inverse: measured with
- * `herd-bench admm` (both modes on the same problems, interleaved), on ANYmal the tree then costs x1.2 - 1.4 of it
- * from 6 to 9 contacts and the same at 10 - 12.  Past INV_N the dense solve is the Cholesky factor's two sweeps,
- * ~2 N^2 dependent multiply-adds per iteration, against the tree solve's ~6 sum(np) + 2 nM (indirect, along the
- * paths and the packed factor); the factorizations (one per rho change, ~15 iterations apart) add less.  Measured
- * before the inverse, the tree was faster from 7 contacts on ANYmal (x0.88 at 7, x0.63 at 16) and on the
- * heavy-on-light stack's 12-dof chain at 8 (x0.84); it still is at 13 (x0.73).  The rule below, tree when
- * 3 N^2 >= 12 sum(np) + 4 nM, puts that switch at 6-7 contacts on ANYmal, so past INV_N it always picks the tree
- * there. */
+ * `herd-bench admm` (both modes on the same problems, interleaved), on ANYmal the tree is no faster than the
+ * inverse's product up to that size.  Past INV_N the dense solve is the Cholesky factor's two sweeps, ~2 N^2
+ * dependent multiply-adds per iteration, against the tree solve's ~6 sum(np) + 2 nM (indirect, along the paths
+ * and the packed factor); the factorizations (one per rho change, ~15 iterations apart) add less.  The rule
+ * below, tree when 3 N^2 >= 12 sum(np) + 4 nM, puts the switch at 6-7 contacts on ANYmal, so past INV_N it
+ * always picks the tree there. */
 static int tree_cheaper(int N, int spath, int nM) { return 3 * N * N >= 12 * spath + 4 * nM; }
 
 /* Whether a run factors through tree (at indexed and assembled, 1) or densely (0). */
@@ -633,8 +630,8 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
     /* initial rho: the geometric mean of the extreme eigenvalues, with lambda_min floored at ADMM_RHO_FLOOR
        lambda_max.  A G with more contact rows than dofs (the walk task's 5 - 8 foot contacts on 18 dofs) is
        singular, lambda_min ~1e-10 lambda_max, and the plain rule starts rho ~1e-5 of where the adaptation ends
-       (~0.1 - 1 lambda_max): about 9 adaptations (45 iterations) were spent climbing there.  The floor caps that
-       climb at ~3 adaptations (`herd-bench admm`, walk_fallback: iterations and factorizations per problem). */
+       (~0.1 - 1 lambda_max), and would spend many adaptations climbing there.  The floor caps that climb at a few
+       adaptations (`herd-bench admm`, walk_fallback, reports iterations and factorizations per problem). */
     double rho = p->admm_rho > 0 ? p->admm_rho : sqrt(lmax * fmax(lmin, ADMM_RHO_FLOOR * lmax));
     while (shift_factor(&sh, rho) != 0) rho *= 10; /* only a rho far below G's scale can fail */
 
@@ -677,8 +674,8 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
 #if ADMM_AA
         /* Anderson acceleration of the map (z, gamma / rho) -> its ADMM update, between rho changes (a new rho is a
            new map: the history restarts).  Not on the test iterations, so that the z tested (and returned) is
-           always an ADMM update, in the cones.  On the walk task's fallback problems it halves the iterations
-           (84 -> 37 per problem) and none runs to admm_max_iter (16 of 779 did). */
+           always an ADMM update, in the cones.  It cuts the iterations of the walk task's fallback problems
+           roughly in half, so that they stay below admm_max_iter. */
         {
             const double ir = 1.0 / rho;
             double *af = aa.f, *ag = aa.g;
@@ -708,7 +705,7 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
         if (nr != rho && shift_factor(&sh, nr) == 0) rho = nr;
         else if (nr != rho) shift_factor(&sh, rho);
 #if ADMM_AA
-        if (rho != rho_before) aa.nh = aa.have_prev = aa.next = 0; /* a new map: the history no longer applies */
+        if (rho != rho_before) aa.nh = aa.have_prev = aa.next = 0; /* a new map: the history does not apply */
 #endif
     }
     memcpy(lambda, z, sizeof(double) * (size_t)N);

@@ -16,7 +16,7 @@
  *   w_m is the largest Gershgorin row sum of the contact's three rows of G (sum_j |G_rj|), times w_scale
  *   (0.6): the Gershgorin bound D >= G, and W = 0.6 D > G / 2 keeps the proximal variant a convergent
  *   proximal-gradient method (the paper uses the same absolute-sum diagonal for its SPD projection).
- *   On the four ANYmal scenarios 0.6 takes ~25 % fewer iterations than 1.0.
+ *   On the four ANYmal scenarios 0.6 takes fewer iterations than 1.0.
  *   V-FPI: the paper iterates on the generalized velocity with the dynamics residual A v - b (A = G^-1 here).
  *   A Delassus matrix is often singular (four corners of a box: rank 6 of 12), where no velocity iteration
  *   in A = G^-1 can contract, so each iteration re-evaluates the velocity on the dynamics, v = G lambda + c

@@ -35,9 +35,9 @@ check server '^(srv_[a-z_]+\.h|proto\.h|env\.h|env_(spec|scene)\.h)$' ''
 if grep -E '^[^/*]*\bmsgpack_[a-z]+|^[[:space:]]*#[[:space:]]*include[[:space:]]+<msgpack' protocol/proto.h >/dev/null; then
     failed=$((failed + 1)); echo "not ok - protocol/proto.h exposes msgpack types"
 else passed=$((passed + 1)); echo "ok - protocol/proto.h is free of msgpack types"; fi
-# no two modules of a layer lean on each other: a.c includes b.h while b.c or b.h includes a.h (as srv_config.c
-# and srv_server.c once did, and sim_model/sim_collision and sim_solver/sim_metrics until their shared parts
-# moved to sim_model.c and the data-only sim_limits.h).  Data-only headers (env_spec.h, env_scene.h) are no module.
+# no two modules of a layer lean on each other: a.c includes b.h while b.c or b.h includes a.h (shared parts belong
+# in a module of their own or a data-only header such as sim_limits.h).  Data-only headers (env_spec.h,
+# env_scene.h) are no module.
 known_loops=" "
 incs() { grep -ohE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[^"]+"' "$@" 2>/dev/null | sed -E 's/.*"([^"]+)"/\1/' | sort -u; }
 loops=""

@@ -38,6 +38,7 @@ run() { # stage name, command...
 run "c" tests/run-c-tests.sh build/tests/test_*
 run "c-sanitizers" make --no-print-directory sanitize
 run "layers" tests/layers.sh
+run "comments" /usr/bin/python3 tests/comments.py
 [ -d clients/python/tests ] && run "python" tests/run-py-tests.sh
 [ -d clients/julia/test ] && run "julia" tests/run-jl-tests.sh
 [ -x tests/viewer/run.sh ] && run "viewer" tests/viewer/run.sh

@@ -1,4 +1,4 @@
-/* test_auth.c — who may use what: owned sessions (the hijack reproduction of issue 13 must fail), random
+/* test_auth.c — who may use what: owned sessions (a second client's hijack attempt must fail), random
  * session ids, CURVE authentication (an authorized key works, any other key and plain clients are
  * refused), the key files, and the bind policy (plain mode only on loopback / ipc unless --insecure). */
 #include <criterion/criterion.h>
@@ -65,7 +65,7 @@ static void fill_attack(proto_request *q, attack a, float *act, int n, int act_d
     switch (a) {
     case OP_RESET:
         q->op = PROTO_OP_RESET;
-        q->has_seed = 1;         /* the issue's "re-seed" */
+        q->has_seed = 1;         /* a "re-seed" */
         q->seed = 666;
         break;
     case OP_STEP:
@@ -80,7 +80,7 @@ static void fill_attack(proto_request *q, attack a, float *act, int n, int act_d
     }
 }
 
-/* The issue's reproduction: a second client finds the first one's session (its id, id - 1, id + 1) and
+/* The hijack attempt: a second client finds the first one's session (its id, id - 1, id + 1) and
  * steps, re-seeds, closes it.  Every attempt must get the reply a missing session gets, and the first
  * client's session must be untouched. */
 Test(auth, hijack_of_another_clients_session_fails)
@@ -350,7 +350,7 @@ Test(auth, bad_keys_are_clear_errors, .init = make_keys, .fini = remove_keys)
     cr_assert(strstr(err, "line 2: not a 40-character Z85"), "%s", err);
 }
 
-/* Regression: a client whose only request failed in the handler (an unknown env) was freed twice. */
+/* A client whose only request fails in the handler (an unknown env) has its entry freed once, not twice. */
 Test(auth, a_new_clients_failed_request_frees_its_entry_once)
 {
     srv_thread *t = test_server_start(1);

@@ -839,10 +839,9 @@ Test(env, work_counters)
 }
 
 /* The RL default (coulomb-stall-admm) leaves almost no walk solve unconverged: stalled problems go to ADMM, and
- * contacts released after the sweeps met the tolerance (opening ones: exactly zero) no longer leave the others past
- * it (~0.1 % of walk solves did, reported as capped without reaching the cap).  What remains is ADMM's own
- * iteration cap (admm_max_iter 500): on 20,000 hand-overs harvested from the walk task with random actions, 5 ran
- * to it (eps_abs ~4e-4 there), i.e. about 1 in 10^5 physics steps; this run of 61,440 meets one of them. */
+ * contacts released after the sweeps met the tolerance (opening ones: exactly zero) do not leave the others past
+ * it.  What remains is ADMM's own iteration cap (admm_max_iter 500), which a walk solve with random actions reaches
+ * about once in 10^5 physics steps; this run's 61,440 may meet one, hence the bound below. */
 Test(env, default_solver_converges_every_walk_solve, .timeout = 120)
 {
     enum { W = 256, S = 60 };

@@ -1,4 +1,4 @@
-/* Configuration keys with named choices (issue 12, item 4): the contact solver is chosen per session
+/* Configuration keys with named choices: the contact solver is chosen per session
  * by name.  The spec lists the names of sim's solver table; env_new takes the index, env_config_choice
  * (and the server, for a string on the wire) the name; bad names and indices are refused with the
  * allowed names; the chosen solver and its tolerances reach the model. */

@@ -1,4 +1,4 @@
-/* test_limits.c — issue 13's reproductions, each of which failed against the server before the fix:
+/* test_limits.c — the server's resource bounds and contract, one reproduction per failure they prevent:
  * non-finite observations, the per-request work bound, quotas (worlds, sessions, requests in flight,
  * queued reply bytes), the memory ceiling, cancellation of a vanished client's work, the drain
  * deadline, and the contract drift items (idle clock, subset steps, echoed strings, frame limit,
@@ -16,9 +16,9 @@
 
 /* ---- 5. no non-finite value leaves the env ---- */
 
-/* The issue's reproduction, in-process: paper-random, 12 worlds, seed 3, {sim_dt 0.01, erp 1}, world 11
- * stepped alone with zero actions.  Steps 96 and 97 returned +-inf observations with physics_reset
- * false, the reset being reported only at step 98.  Now the world is reset at step 96, flagged. */
+/* In-process: paper-random, 12 worlds, seed 3, {sim_dt 0.01, erp 1}, world 11 stepped alone with zero actions
+ * overflows at step 96.  The world must be reset at step 96, flagged (not return +-inf observations with
+ * physics_reset false until a later step reports the reset). */
 Test(nonfinite, paper_random_overflow_is_reset_in_the_same_step)
 {
     char err[256];
@@ -62,7 +62,7 @@ Test(nonfinite, paper_random_overflow_is_reset_in_the_same_step)
 #include "srv_thread.h"
 #include "helpers/server_start.h"
 
-/* Time bounds stretch under AddressSanitizer (everything runs ~3x slower). */
+/* Time bounds stretch under AddressSanitizer (everything runs several times slower). */
 #ifdef __SANITIZE_ADDRESS__
 #define SLOW 4.0
 #else
@@ -139,9 +139,8 @@ static void start_one(srv_config *cfg, int threads, const char *env, int n, cons
     cr_assert_eq(make_s(*c, env, n, kv, nkv, s, &e), 0, "make: %s", e.message);
 }
 
-/* The issue's CPU-heavy configuration: every contact solve runs to its 10,000-sweep cap. */
-/* the issue's CPU-heavy configuration, with the per-contact paper solver it was measured with (the RL default
- * hands stalled problems to ADMM and would make these steps far cheaper) */
+/* A CPU-heavy configuration: every contact solve runs to its 10,000-sweep cap, with the per-contact paper solver
+ * (the RL default hands stalled problems to ADMM and would make these steps far cheaper). */
 static const env_kv HEAVY[5] = {{"decimation", 50}, {"solver_max_iter", 10000}, {"solver_tol", 1e-11},
                                 {"max_contacts", 128}, {"solver", 0}};
 
@@ -335,8 +334,8 @@ Test(nonfinite, server_replies_carry_no_inf_and_flag_the_reset, .timeout = 60)
 /* ================================================================================================ */
 /* 4. CPU bounds */
 
-/* The issue's config, 1,024 worlds: one step took 186 s.  Now it is refused before it runs, with the
- * number of worlds a step may have; a step within the bound runs. */
+/* HEAVY, 1,024 worlds: a step that would take minutes is refused before it runs, with the number of worlds a
+ * step may have; a step within the bound runs. */
 Test(cpu, a_step_over_the_work_bound_is_refused_before_it_runs, .timeout = 120)
 {
     srv_thread *t;
@@ -357,14 +356,13 @@ Test(cpu, a_step_over_the_work_bound_is_refused_before_it_runs, .timeout = 120)
     finish(&c, &s, &t);
 }
 
-/* A CPU-heavy neighbour (the issue's config, pipelined steps of 64 worlds) alongside a latency-sensitive
- * session stepping 1 world: the small session's p99 stays within a stated bound.  Before, its steps
- * waited behind whole quanta of 16 heavy world-steps (9 s in the issue).  Since the per-contact sweeps
- * converge on a standing robot, zero actions no longer make that config costly (~0.1 ms per world-step):
- * the neighbour sends large random actions (uniform in [-50, 50], a fixed sequence), which keep the legs
- * flailing, sliding and hitting the ground, so that its solves run long (~100 ms per world-step here). */
-/* Large random actions (uniform in [-50, 50], xorshift64 from *x): with them the HEAVY config costs
- * ~100 ms per world-step here; with zero actions its sweeps converge and a world-step costs ~0.1 ms. */
+/* A CPU-heavy neighbour (HEAVY, pipelined steps of 64 worlds) alongside a latency-sensitive session stepping
+ * 1 world: the small session's p99 stays within a stated bound, so its steps do not wait behind whole quanta of
+ * heavy world-steps.  The per-contact sweeps converge on a standing robot, so zero actions do not make that
+ * config costly: the neighbour sends large random actions (uniform in [-50, 50], a fixed sequence), which keep
+ * the legs flailing, sliding and hitting the ground, so that its solves run long. */
+/* Large random actions (uniform in [-50, 50], xorshift64 from *x): with them the HEAVY config's sweeps run to
+ * their cap and a world-step costs orders of magnitude more than with zero actions, whose sweeps converge. */
 static void heavy_actions(float *a, int n, uint64_t *x)
 {
     for (int i = 0; i < n; i++) {
@@ -420,11 +418,10 @@ static int cmp_double(const void *a, const void *b)
 }
 
 #define SMALL_STEPS 100
-/* A turn cannot be shorter than one world-step, and one world-step of the neighbour takes up to ~1.4 s (mean
- * 95-190 ms) on this 2-core machine under a load of 6-10: the bound is about three of the longest.  Measured
- * p99 0.33-1.36 s (6 runs); a scheduler running 16 heavy worlds per turn (before 6c2b280) measured 1.24 s: the
- * bound catches starvation, not that difference (PROTOCOL.md section 9).  HEAVY_MIN_S: the neighbour must be
- * heavy, or the test proves nothing. */
+/* A turn cannot be shorter than one world-step, and one world-step of the neighbour can take over a second on a
+ * loaded 2-core machine: the bound is about three of the longest.  It catches starvation, not a scheduler that
+ * runs a few heavy worlds per turn (PROTOCOL.md section 9).  HEAVY_MIN_S: the neighbour must be heavy, or the
+ * test proves nothing. */
 #define P99_BOUND_S 4.0
 #define HEAVY_MIN_S 0.02
 
@@ -497,8 +494,8 @@ Test(drift, sixteen_frames_are_served_and_seventeen_dropped_uncounted, .timeout 
     raw_stop(&fx);
 }
 
-/* Envelope frames count toward max_message_bytes: 14 x 4 KiB of envelope under a 16 KiB limit was accepted
- * and echoed (the issue: 14 x 4 MiB under 1 MiB).  Now TOO_LARGE, with the id, and the envelope not echoed. */
+/* Envelope frames count toward max_message_bytes: 14 x 4 KiB of envelope under a 16 KiB limit gets TOO_LARGE,
+ * with the id, and the envelope is not echoed. */
 Test(drift, envelope_frames_count_toward_the_message_limit, .timeout = 30)
 {
     srv_config cfg;
@@ -550,8 +547,8 @@ Test(drift, a_duplicated_key_gets_the_requests_id, .timeout = 30)
     raw_stop(&fx);
 }
 
-/* Env names are echoed into error messages: invalid UTF-8 made replies that msgpack-python refuses.  Now
- * every error message is valid UTF-8 and an echoed name is bounded. */
+/* Env names are echoed into error messages: every error message must be valid UTF-8 (msgpack-python refuses
+ * a reply that is not) and an echoed name is bounded. */
 Test(drift, echoed_strings_are_valid_utf8_and_bounded, .timeout = 30)
 {
     srv_config cfg;
@@ -615,8 +612,8 @@ Test(drift, echoed_strings_are_valid_utf8_and_bounded, .timeout = 30)
     raw_stop(&fx);
 }
 
-/* A session died right after a long request: its idle clock was reset only on arrival (timeout 1 s, a
- * ~1.5 s step, a step 0.3 s later -> UNKNOWN_SESSION).  Now the reply resets it too. */
+/* A session's idle clock restarts at the reply as well as at the arrival: with timeout 1 s, a ~1.5 s step and a
+ * step 0.3 s later, the session is still alive (not UNKNOWN_SESSION). */
 Test(drift, the_idle_clock_restarts_at_the_reply, .timeout = 180)
 {
     srv_config cfg;
@@ -1062,8 +1059,8 @@ Test(cancel, a_killed_clients_work_is_cancelled, .timeout = 120)
     cr_assert_eq(srv_thread_stop(&t), 0);
 }
 
-/* SIGTERM under load with --drain-timeout 1: the drain had no deadline (still running after 30 s with
- * ~1,000 s queued).  Now the steps in flight past the deadline get SHUTTING_DOWN and the server exits 0. */
+/* SIGTERM under load with --drain-timeout 1: the drain has a deadline even with far more work queued; the steps
+ * in flight past it get SHUTTING_DOWN and the server exits 0. */
 Test(cancel, sigterm_under_load_meets_the_drain_deadline, .timeout = 120)
 {
     char dir[4096], bin[4200], ep[128];
@@ -1167,8 +1164,8 @@ Test(load, many_clients_at_once, .timeout = 120)
     cr_assert_eq(srv_thread_stop(&t), 0);
 }
 
-/* A make of 65,536 worlds ran as one job and stalled other sessions (0.27 s): now it is created a slice
- * at a time, and a 1-world session keeps stepping meanwhile. */
+/* A make of 65,536 worlds is created a slice at a time, not as one job that stalls other sessions: a 1-world
+ * session keeps stepping meanwhile. */
 typedef struct {
     const char *ep;
     double seconds;

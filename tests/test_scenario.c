@@ -223,7 +223,7 @@ Test(scenario, trot_diagonal_pairs)
     freerig(&r);
 }
 
-/* The trot trots (issue 12, item 6): 20 s at 1 ms without a reset, heading straight, at a mean
+/* The trot trots: 20 s at 1 ms without a reset, heading straight, at a mean
  * forward speed within 10 % of its 1.5 m/s target (the mean includes the 0.3 s stand and the 1 s
  * ramp). */
 static void trot_20s(int solver)
@@ -257,8 +257,8 @@ Test(scenario, trot_20s_default_solver, .timeout = 120)
     cr_assert_geq(solver, 0);
     trot_20s(solver);
 }
-/* and the other solvers it trots with (measured: "pgs", the NCP-PGS that runs to its 150-sweep cap on
- * every step of this scenario, resets 1-2 times in 20 s and is left out) */
+/* and the other solvers it trots with ("pgs", the NCP-PGS that runs to its 150-sweep cap on every step of this
+ * scenario and does not keep the trot up for 20 s, is left out) */
 Test(scenario, trot_20s_other_solvers, .timeout = 240)
 {
     const char *names[] = {"coulomb-bisection", "admm", "coulomb-stall-admm", "pgs-hwangbo"};

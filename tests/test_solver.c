@@ -798,7 +798,7 @@ Test(solver_multi, metrics_of_bisection_solution)
 
 /* A contact problem met by the ANYmal C model (5 contacts, rank 11): contact 3 has |G_nT| > G_nn / mu, its
  * best response jumps between opening and a large slip impulse, and the per-contact iteration cycles with
- * any relaxation.  Before the dissipation guard, the last iterate added kinetic energy to the robot. */
+ * any relaxation.  Without the dissipation guard, the last iterate would add kinetic energy to the robot. */
 static const double cyc_G[15 * 15] = {
 1.18922, -2.05041, 1.06063, -0.00920125, 0.0070633, -0.00307421, 6.07276e-05, 0.00129226, 0.00318517, 0.00293728, -0.000266129, -0.00086138, -3.42473e-05, 0.00152469, 0.00331332,
         -2.05041, 4.83052, -2.37118, -0.0057849, 0.00741822, -0.00802189, 0.00060816, 0.00363198, 0.00804693, 0.00569303, 2.21472e-05, -0.00302854, 0.000626159, 0.0042028, 0.00839768,

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Load and fault driver for herd-server (issue 13 item 8): a mix of clients against one server on
+"""Load and fault driver for herd-server: a mix of clients against one server on
 loopback, for a given time, sampling the server's RSS and throughput.
 
 Clients (one thread each, plain DEALER sockets, msgpack):

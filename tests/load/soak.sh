@@ -1,5 +1,5 @@
 #!/bin/sh
-# Soak test (issue 13 item 8): herd-server under the load mix of tests/load/load.py for a long time,
+# Soak test: herd-server under the load mix of tests/load/load.py for a long time,
 # RSS and throughput sampled every 30 s (JSON lines), then a summary line; exits 1 when a client saw an
 # unexpected error, the server did not exit 0 on SIGTERM, or its RSS kept growing.
 #   tests/load/soak.sh                 # 10 minutes

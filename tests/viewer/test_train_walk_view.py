@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium 
               pytest.mark.skipif(subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode,
                                  reason="PyTorch not installed (the examples need it)")]
 
-BUDGET_S = 60.0         # README / issue 14: the robot is on the page within a minute of starting training
+BUDGET_S = 60.0         # README: the robot is on the page within a minute of starting training
 
 
 class Script:

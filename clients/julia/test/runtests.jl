@@ -222,7 +222,7 @@ end
     @test bad_code(() -> Herd.Spec(broken)) == "BAD_REPLY"
     broken = copy(d["spec"]); broken["act_dim"] = "one"
     @test bad_code(() -> Herd.Spec(broken)) == "BAD_REPLY"
-    broken = copy(d["spec"]); broken["obs_dim"] = 2       # field "vel" [2, 3) no longer fits
+    broken = copy(d["spec"]); broken["obs_dim"] = 2       # field "vel" [2, 3) does not fit
     @test bad_code(() -> Herd.Spec(broken)) == "BAD_REPLY"
     @test bad_code(() -> Herd.read_config(OrderedMap("kp" => "x"))) == "BAD_REPLY"
 end
@@ -394,7 +394,7 @@ else
         end
 
         @testset "owned sessions" begin
-            # issue 13's hijack: a second client acting on the first one's session (id, id - 1, id + 1)
+            # the hijack attempt: a second client acting on the first one's session (id, id - 1, id + 1)
             a, b = Client(ep; timeout = 10), Client(ep; timeout = 10)
             try
                 r = Herd.call(a, 1, "make", OrderedMap("env" => "anymal_c-walk", "num_worlds" => 2))
@@ -420,7 +420,7 @@ else
         end
 
         @testset "CURVE" begin
-            # issue 13 item 1 (PROTOCOL.md section 1): a server with a key pair answers the authorized client
+            # PROTOCOL.md section 1: a server with a key pair answers the authorized client
             # keys only; the keys may be given as key files (herd-server --keygen) or as Z85 strings
             keys = joinpath(mktempdir(), "k")
             run(pipeline(Cmd([SERVER_BIN, "--keygen", keys]); stdout = devnull))

@@ -1,6 +1,6 @@
 """Owned sessions and CURVE through the Python client (PROTOCOL.md sections 1 and 9).
 
-The hijack reproduction of issue 13: a second client finds the first client's session (its id, id - 1,
+The hijack attempt: a second client finds the first client's session (its id, id - 1,
 id + 1) and steps, re-seeds, closes it: every attempt gets the reply a missing session gets.  CURVE:
 an authorized key works, any other key (or none) gets no reply."""
 import os
