@@ -10,7 +10,7 @@ Training settings are legged_gym's for the flat ANYmal C (AnymalCFlatCfgPPO): ac
 [128, 64, 32] with ELU, 24 steps per world per iteration, 5 epochs x 4 minibatches, clip 0.2, gamma 0.99,
 lambda 0.95, learning rate 1e-3 with the KL-adaptive schedule (desired KL 0.01), entropy coefficient 0.01,
 value loss coefficient 1.0, gradient norm clip 1.0 -- with two changes for this CPU budget:
-  * initial action noise std 0.5, not 1.0: with std 1.0 (0.5 rad of joint-target noise) 99.7 % of the
+  * initial action noise std 0.5, not 1.0: with std 1.0 (0.5 rad of joint-target noise) nearly all
     steps have a negative reward sum, which the task clips to 0 (legged_gym's only_positive_rewards), so
     PPO sees no signal; the std grows under the entropy bonus and the robots fall ever sooner.  With std 0.5 a
     useful share of the steps is positive.

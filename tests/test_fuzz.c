@@ -164,8 +164,8 @@ Test(fixes, step_reply_of_a_task_without_reward_terms)
     proto_buf_free(&b);
 }
 
-/* A make reply must not give the client sizes it would allocate from wrongly: num_worlds < 1 (found by
- * the reply fuzzer: -5 was accepted), an obs_dim that is negative or does not fit an int, a field
+/* A make reply must not give the client sizes it would allocate from wrongly: num_worlds < 1 (a case the
+ * reply fuzzer finds), an obs_dim that is negative or does not fit an int, a field
  * outside the observation. */
 static int parse_make(int64_t num_worlds, const env_spec *spec, herd_error *err)
 {

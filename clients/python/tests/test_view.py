@@ -174,8 +174,8 @@ def test_a_viewer_of_another_process_needs_the_sessions_token(server):
 
 def test_a_session_source_is_read_from_several_threads_at_once(server):
     """A Viewer's thread advances its source while the caller may too (as the view-token test does): reads on
-    the source's one socket take turns, so every advance gets its own reply (before, two threads' requests and
-    replies crossed on the socket and one waited out its timeout)."""
+    the source's one socket take turns, so every advance gets its own reply (without that, two threads' requests
+    and replies would cross on the socket and one would wait out its timeout)."""
     import threading
     from herd.view import SessionSource
     with herd.make_vec("paper-drop", 4, address=server, seed=1) as envs:
