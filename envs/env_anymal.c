@@ -615,16 +615,12 @@ static void stand_step(const struct env *e, env_world *const *ws, int n, const f
 /* ---- specs ---- */
 
 /* Every count, size and step number of a spec below comes from its tables; nothing is counted by hand. */
-#define COUNT(type, ...) ((int)(sizeof((type[]){__VA_ARGS__}) / sizeof(type)))
+#define COUNT ENV_COUNT
+#define STR ENV_STR
 #define OBS_SIZE(nm, q, off, sz, sc, noise, un) + (sz)
 #define OBS_DIM(TABLE) (0 TABLE(OBS_SIZE))
-/* The episode's env steps, as configure computes them (ceil(episode / control_dt), robust to rounding),
- * written as a constant expression. */
-#define CEIL_POS(x) ((int)(x) + ((x) > (int)(x)))
-#define EPISODE_STEPS(seconds) CEIL_POS((seconds) / (ANYMAL_SIM_DT * ANYMAL_DECIMATION) - 1e-9)
+#define EPISODE_STEPS(seconds) ENV_EPISODE_STEPS(seconds, ANYMAL_SIM_DT * ANYMAL_DECIMATION)
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
 #define KEY ENV_NUM_KEY
 #define COMMON_KEYS                                                                                             \
     KEY("sim_dt", ANYMAL_SIM_DT, 0.0005, 0.01, 0, "physics step (s)"),                                       \
@@ -642,7 +638,7 @@ static void stand_step(const struct env *e, env_world *const *ws, int n, const f
     KEY("erp", 0, 0, 1, 0, "contact position correction per physics step (0 = off)"),                     \
     KEY("solver_max_iter", 50, 1, 10000, 1, "contact solver sweeps per physics step at most"),                \
     KEY("solver_tol", 1e-6, ENV_SOLVER_TOL_MIN, 1e-2, 0,                                                     \
-        "contact solver termination: exact violation (N s | m/s); >= 1e-11, above the solvers' rounding floor"), \
+        "contact solver termination: exact violation (N s | m/s); >= " STR(ENV_SOLVER_TOL_MIN) ", above the solvers' rounding floor"), \
     KEY("max_contacts", 16, 4, 128, 1, "contacts per world at most (the deepest are kept)")
 /* The domain randomization and timing keys, with each task's defaults. */
 #define RANDOMIZATION_KEYS(fmin, fmax, mmin, mmax, push, episode)                                                 \

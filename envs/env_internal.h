@@ -114,6 +114,17 @@ _Static_assert(ENV_SOLVER_NCHOICES <= ENV_MAX_CHOICES && SIM_SOLVER_NAME_MAX <= 
 /* A plain numeric key (no named choices). */
 #define ENV_NUM_KEY(k, d, l, h, i, doc) {k, d, l, h, i, doc, 0, {""}}
 
+/* For a task's default spec, whose sizes come from its tables, never from a hand count (EnvPool's DefaultConfig
+ * habit).  ENV_COUNT(type, entries...): the number of entries.  ENV_EPISODE_STEPS(seconds, control_dt): the env
+ * steps of an episode, ceil(seconds / control_dt - 1e-9) (the 1e-9 absorbs the division's rounding) as a constant
+ * expression, so that it is what configure computes at run time.  ENV_STR(x): x's expansion as a string literal,
+ * for a number in a doc string. */
+#define ENV_COUNT(type, ...) ((int)(sizeof((type[]){__VA_ARGS__}) / sizeof(type)))
+#define ENV_CEIL_POS_(x) ((int)(x) + ((x) > (int)(x)))
+#define ENV_EPISODE_STEPS(seconds, control_dt) ENV_CEIL_POS_((double)(seconds) / (control_dt) - 1e-9)
+#define ENV_STR_(x) #x
+#define ENV_STR(x) ENV_STR_(x)
+
 /* The sim solver table index of a "solver" value (configure): the value, or -1 with err filled when that
  * row of the table is not built yet. */
 int env_cfg_solver(const struct env *e, double value, char *err, size_t errlen);

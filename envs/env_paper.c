@@ -106,30 +106,42 @@ static int paper_step(const struct env *e, env_world *w, const float *act, float
     return 0;
 }
 
-#define OBS(nm, off, sz, un) {nm, off, sz, -INFINITY, INFINITY, 1.0f, un}
+/* The raw state: base position, orientation, joint angles, then every generalized velocity. */
+#define PAPER_OBS(X)                                                                                        \
+    X("base_pos", 0, 3, "m") X("base_quat_wxyz", 3, 4, "") X("joint_pos", 7, ENV_ANYMAL_NJ, "rad")          \
+    X("velocities", 7 + ENV_ANYMAL_NJ, 6 + ENV_ANYMAL_NJ, "m/s, rad/s")
+#define OBS(nm, off, sz, un) {nm, off, sz, -INFINITY, INFINITY, 1.0f, un},
+#define OBS_SIZE(nm, off, sz, un) + (sz)
+#define PAPER_SIM_DT 0.001          /* s: the paper's physics step */
+#define PAPER_EPISODE_S 10
 #define KEY ENV_NUM_KEY
+#define PAPER_KEYS                                                                                          \
+    KEY("sim_dt", PAPER_SIM_DT, 0.0001, 0.01, 0, "physics step (s); the paper uses 1 ms"),                 \
+    KEY("decimation", 1, 1, 100, 1, "physics steps per env step"),                                          \
+    KEY("episode_seconds", PAPER_EPISODE_S, 0.001, 3600, 0, "time limit (truncation)"),                     \
+    ENV_SOLVER_KEY(SIM_SOLVER_PAPER_BISECTION),                                                             \
+    KEY("erp", 0, 0, 1, 0, "contact position correction per physics step (0 = off)"),                    \
+    KEY("solver_max_iter", 150, 1, 10000, 1, "contact solver sweeps (iterations) per physics step at most"), \
+    KEY("solver_tol", 1e-6, ENV_SOLVER_TOL_MIN, 1e-2, 0,                                                    \
+        "contact solver termination threshold (its own error measure); >= " ENV_STR(ENV_SOLVER_TOL_MIN)      \
+        ", above the solvers' rounding floor")
 #define PAPER_TASK(var, nm, what)                                                                           \
     const env_task var = {                                                                                  \
         .spec = {                                                                                           \
             .name = nm,                                                                                     \
             .doc = what " (Hwangbo et al. 2018); actions offset the scripted PD targets; reward 0",        \
-            .obs_dim = 37, .act_dim = 12, .nobs = 4, .nact = 1,                                            \
-            .obs = {OBS("base_pos", 0, 3, "m"), OBS("base_quat_wxyz", 3, 4, ""), OBS("joint_pos", 7, 12, "rad"), \
-                    OBS("velocities", 19, 18, "m/s, rad/s")}, \
-            .act = {{"target_offsets", 0, 12, -1, 1, 1.0f, "rad"}},                                         \
-            .sim_dt = 0.001, .decimation = 1, .control_dt = 0.001, .episode_seconds = 10,                  \
-            .max_episode_steps = 10000,                                                                     \
-            .nconfig = 7,                                                                                   \
-            .config = {KEY("sim_dt", 0.001, 0.0001, 0.01, 0, "physics step (s); the paper uses 1 ms"),       \
-                       KEY("decimation", 1, 1, 100, 1, "physics steps per env step"),                       \
-                       KEY("episode_seconds", 10, 0.001, 3600, 0, "time limit (truncation)"),               \
-                       ENV_SOLVER_KEY(SIM_SOLVER_PAPER_BISECTION),                                           \
-                       KEY("erp", 0, 0, 1, 0, "contact position correction per physics step (0 = off)"),   \
-                       KEY("solver_max_iter", 150, 1, 10000, 1, "contact solver sweeps (iterations) per physics step at most"), \
-                       KEY("solver_tol", 1e-6, ENV_SOLVER_TOL_MIN, 1e-2, 0, "contact solver termination threshold (its own error measure); >= 1e-11, above the solvers' rounding floor")}, \
+            .obs_dim = 0 PAPER_OBS(OBS_SIZE), .act_dim = ENV_ANYMAL_NJ,                                     \
+            .nobs = ENV_COUNT(env_field, PAPER_OBS(OBS)), .nact = 1,                                        \
+            .obs = {PAPER_OBS(OBS)},                                                                        \
+            .act = {{"target_offsets", 0, ENV_ANYMAL_NJ, -1, 1, 1.0f, "rad"}},                              \
+            .sim_dt = PAPER_SIM_DT, .decimation = 1, .control_dt = PAPER_SIM_DT,                            \
+            .episode_seconds = PAPER_EPISODE_S,                                                             \
+            .max_episode_steps = ENV_EPISODE_STEPS(PAPER_EPISODE_S, PAPER_SIM_DT),                          \
+            .nconfig = ENV_COUNT(env_config_key, PAPER_KEYS),                                               \
+            .config = {PAPER_KEYS},                                                                         \
             .nterms = 0,                                                                                    \
         },                                                                                                  \
-        .task_state_size = sizeof(env_scenario),                                                               \
+        .task_state_size = sizeof(env_scenario),                                                            \
         .configure = paper_configure,                                                                       \
         .reset_world = paper_reset,                                                                         \
         .observe = paper_observe,                                                                           \
