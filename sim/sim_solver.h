@@ -164,7 +164,7 @@ typedef struct sim_solver_stats {
  *   - Cost of one slip solve: the same order for the paper model and Coulomb; every scenario slip block has a
  *     Coulomb slip root in practice (sim_solver_stats.no_root counts the exceptions).
  *   - Robustness.  At the walk task's physics (dt 5 ms, <= 50 sweeps, <= 16 contacts) a small fraction of the
- *     per-contact solvers' steps run to the sweep cap unconverged, and PGS / pgs-hwangbo's often do;
+ *     per-contact solvers' steps, and a large share of pgs's and pgs-hwangbo's, run to the sweep cap unconverged;
  *     coulomb-stall-admm's stall detector hands the cycling problems to ADMM before the cap, and ADMM (proximal,
  *     convergent for any PSD G) rarely reaches its own cap.  On two stacked cubes with a 1e6 mass ratio the
  *     per-contact methods stall far from a solution while ADMM converges in a few iterations.
