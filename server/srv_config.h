@@ -44,7 +44,7 @@ typedef struct {
     char authorized_keys[SRV_PATH_MAX];         /* a directory of public keys (*.pub, *.key) or a file of them */
     int insecure;                /* allow plain (unauthenticated) mode on a non-loopback address */
     char keygen_dir[SRV_PATH_MAX];              /* --keygen DIR: write key pairs there and exit */
-    /* ---- resource bounds (issue 13: quotas, memory, CPU, drain) ---- */
+    /* ---- resource bounds: quotas, memory, CPU, drain ---- */
     long max_request_work;       /* worlds x decimation x solver_max_iter of one step request (LIMIT beyond) */
     size_t max_memory_bytes;     /* ceiling on worlds' memory + replies in flight; 0 = 3/4 of the cgroup memory
                                   * limit or of the machine's RAM (srv_config_memory_ceiling) */

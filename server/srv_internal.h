@@ -17,7 +17,7 @@
  * must know which worlds have ended before it starts, so it waits (the session's deferred list) until
  * the session has nothing in flight; then env_first_ended (through srv_job_first_ended) is exact.
  *
- * Bounds (issue 13; srv_config.h): requests are refused with LIMIT before they cost anything when they
+ * Bounds (srv_config.h): requests are refused with LIMIT before they cost anything when they
  * would cross a bound: per client (sessions, worlds, requests in flight), the memory ceiling (worlds +
  * reply buffers in flight + replies queued in ZeroMQ, counted back by ZeroMQ's free callback), and a
  * step's work (worlds x decimation x solver_max_iter).  A client whose unread replies exceed its byte
@@ -79,7 +79,7 @@ typedef struct pending {
     int op;                     /* for the metrics: the request's op and when it arrived */
     double t0;
     srv_client *client;         /* who sent it (its inflight counts this request); NULL: expiry */
-    /* issue 13: cancellation and accounting */
+    /* cancellation and accounting */
     int srcfd;                  /* the connection it came on (ZMQ_SRCFD; -1 unknown): cancelled if it goes */
     int cancel_code;            /* 0, or how to answer once cancelled: a proto_code, or -1 for no reply */
     int is_deferred;            /* on its session's deferred list (not yet on a worker) */
@@ -128,7 +128,7 @@ struct srv_server {
     int reply_op, reply_code;   /* the reply being sent: its request's op, and error code (0 = ok) ... */
     double reply_t0;            /* ... and its arrival time ... */
     srv_client *reply_client;   /* ... and its client (the queued-bytes budget), or NULL */
-    /* issue 13: resource bounds */
+    /* resource bounds */
     pending *plist;             /* every pending request (cancellation scans it) */
     size_t mem_ceiling;         /* srv_config_memory_ceiling */
     size_t mem_worlds;          /* worlds of open sessions and of makes in flight (estimates until made) */
