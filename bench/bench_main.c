@@ -62,6 +62,7 @@ long bench_share_step(bench_share *s, int me, void (*step)(int first, int count,
 #pragma weak bench_server
 #pragma weak bench_poses
 #pragma weak bench_admm
+#pragma weak bench_terrain
 
 uint64_t bench_now_ns(void)
 {
@@ -202,6 +203,10 @@ static const struct { const char *name; const char *what; const char *options; }
      "  --watched K       worlds whose poses are read (default 16)\n"
      "  --hz F            reads per second (default 30)\n"
      "  --repeats R       (default 7)\n"},
+    {"terrain", "legged_gym's curriculum terrain: generation time and memory of the whole field",
+     "  --rows N, --cols N levels and columns (default 10, 20)\n"
+     "  --seed N          (default 1)\n"
+     "  --repeats R       (default 9)\n"},
     {"contact-models", "every solver on the comparative paper's experiments, Fig. 6 and Table II (--quick, --only)",
      NULL},   /* prints its own --help (its solver list comes from sim's table) */
 };
@@ -237,6 +242,7 @@ static bench_fn lookup(const char *name)
     if (!strcmp(name, "server")) return bench_server;
     if (!strcmp(name, "poses")) return bench_poses;
     if (!strcmp(name, "admm")) return bench_admm;
+    if (!strcmp(name, "terrain")) return bench_terrain;
     return NULL;
 }
 
