@@ -10,7 +10,11 @@
  * legged_gym's sample for sample, and the random ones (rough slope, obstacles) have its distributions.
  *
  * Random draws come from env_rng streams keyed by (seed, tile): a field is a function of its config and
- * seed alone, whatever the order or the threads its tiles are made on, so a replay reproduces it.
+ * seed alone, whatever the order or the threads its tiles are made on, so a replay reproduces it.  Tile
+ * (row, col) draws from env_rng_for(seed, 2^63 | row << 32 | col, 0); each draw picks one of k values as
+ * int(u k) of a uniform u (where legged_gym calls numpy's random.choice), in legged_gym's order: a rough
+ * slope its noise grid row by row; an obstacle tile, per rectangle, its x size, y size, x start, y start,
+ * height.  (tests/testdata/terrain_ref.py restates the generators and these draws in numpy.)
  *
  * Frames: the field frame is legged_gym's world frame: the tile grid's corner at (0, 0), x along the levels,
  * y along the columns, z up; sample (ix, iy) sits at (ix hs - border_size, iy hs - border_size), so the

@@ -61,8 +61,9 @@ static int floordiv2(int a) { return a >= 0 ? a / 2 : -((-a + 1) / 2); }
 
 typedef struct {
     int kinds[64], nkinds;
-    struct { int kind, level; long long sum, wsum; int origin; int centre[80], diag[80]; } tile[40];
-    int ntile;
+    struct { int kind, level, col; long long sum, wsum; int origin; int centre[80], diag[80]; } tile[100];
+    int ntile, nfixed;              /* tiles: the deterministic ones first, then the random ones of random_seed */
+    unsigned long long random_seed;
     int level[10][7];
     int rough[64], nrough;
     struct { int nc, nf; int16_t coarse[1600], fine[6400]; } up[3];
@@ -88,10 +89,16 @@ static ref_t *load_ref(void)
         if (line[0] == '#' || !sp) continue;
         *sp = 0;
         const char *tag = line;
-        if (!strcmp(tag, "tile")) {
-            long long a, b, c, d, e;
-            cr_assert_eq(sscanf(sp + 1, "%lld %lld %lld %lld %lld", &a, &b, &c, &d, &e), 5);
-            r->tile[r->ntile].kind = (int)a, r->tile[r->ntile].level = (int)b;
+        if (!strcmp(tag, "tile") || !strcmp(tag, "random")) {
+            long long a, b, c, d, e, col = -1;
+            unsigned long long seed = 0;
+            int ok = tag[0] == 't' ? sscanf(sp + 1, "%lld %lld %lld %lld %lld", &a, &b, &c, &d, &e) == 5
+                                   : sscanf(sp + 1, "%llu %lld %lld %lld %lld %lld %lld", &seed, &a, &b, &col, &c, &d,
+                                            &e) == 7;
+            cr_assert(ok && r->ntile < 100, "%s: bad record", tag);
+            if (tag[0] == 't') r->nfixed = r->ntile + 1;
+            else r->random_seed = seed;
+            r->tile[r->ntile].kind = (int)a, r->tile[r->ntile].level = (int)b, r->tile[r->ntile].col = (int)col;
             r->tile[r->ntile].sum = c, r->tile[r->ntile].wsum = d, r->tile[r->ntile].origin = (int)e;
             r->ntile++;
             continue;
@@ -116,7 +123,9 @@ static ref_t *load_ref(void)
             for (int k = 0; k < n; k++) r->up[r->nup - 1].fine[k] = (int16_t)v[k];
     }
     fclose(f);
-    cr_assert_eq(r->ntile, 40, "the reference has %d whole tiles (4 kinds x 10 levels expected)", r->ntile);
+    cr_assert_eq(r->nfixed, 40, "the reference has %d deterministic tiles (4 kinds x 10 levels expected)", r->nfixed);
+    cr_assert_eq(r->ntile - r->nfixed, 60, "the reference has %d random tiles (6 columns x 10 levels expected)",
+                 r->ntile - r->nfixed);
     cr_assert_eq(r->nup, 3);
     return r;
 }
@@ -168,38 +177,52 @@ Test(terrain, column_kinds_follow_the_proportions)
     free(r);
 }
 
+/* Tile (level, j) of t against reference tile k: sums, two lines, origin. */
+static void same_tile(const env_terrain *t, const ref_t *r, int k, int j)
+{
+    const env_terrain_config *c = env_terrain_config_of(t);
+    const int n = env_terrain_tile_samples(t), kind = r->tile[k].kind, level = r->tile[k].level;
+    cr_assert_eq(kind_at(t, level, j), kind);
+    long long sum = 0, wsum = 0;
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) {
+            const int h = at(t, level, j, a, b);
+            sum += h;
+            wsum += (long long)h * (a * n + b + 1);
+        }
+    cr_assert_eq(sum, r->tile[k].sum, "%s level %d column %d: sum %lld, reference %lld", env_tile_name(kind),
+                 level, j, sum, r->tile[k].sum);
+    cr_assert_eq(wsum, r->tile[k].wsum, "%s level %d column %d: weighted sum", env_tile_name(kind), level, j);
+    for (int a = 0; a < n; a++) {
+        cr_assert_eq(at(t, level, j, a, n / 2), r->tile[k].centre[a], "%s level %d: centre line at %d",
+                     env_tile_name(kind), level, a);
+        cr_assert_eq(at(t, level, j, a, a), r->tile[k].diag[a], "%s level %d: diagonal at %d",
+                     env_tile_name(kind), level, a);
+    }
+    double o[3];
+    cr_assert_eq(env_terrain_origin(t, level, j, o), 0);
+    cr_assert_eq(o[2], r->tile[k].origin * c->vertical_scale, "%s level %d: origin z %g",
+                 env_tile_name(kind), level, o[2]);
+}
+
 Test(terrain, deterministic_tiles_equal_the_reference)
 {
     ref_t *r = load_ref();
     env_terrain *t = field(7);
     const env_terrain_config *c = env_terrain_config_of(t);
-    const int n = env_terrain_tile_samples(t);
-    for (int k = 0; k < r->ntile; k++) {
-        const int kind = r->tile[k].kind, level = r->tile[k].level;
-        for (int j = 0; j < c->cols; j++) {
-            if (kind_at(t, level, j) != kind) continue;
-            long long sum = 0, wsum = 0;
-            for (int a = 0; a < n; a++)
-                for (int b = 0; b < n; b++) {
-                    const int h = at(t, level, j, a, b);
-                    sum += h;
-                    wsum += (long long)h * (a * n + b + 1);
-                }
-            cr_assert_eq(sum, r->tile[k].sum, "%s level %d column %d: sum %lld, reference %lld", env_tile_name(kind),
-                         level, j, sum, r->tile[k].sum);
-            cr_assert_eq(wsum, r->tile[k].wsum, "%s level %d column %d: weighted sum", env_tile_name(kind), level, j);
-            for (int a = 0; a < n; a++) {
-                cr_assert_eq(at(t, level, j, a, n / 2), r->tile[k].centre[a], "%s level %d: centre line at %d",
-                             env_tile_name(kind), level, a);
-                cr_assert_eq(at(t, level, j, a, a), r->tile[k].diag[a], "%s level %d: diagonal at %d",
-                             env_tile_name(kind), level, a);
-            }
-            double o[3];
-            cr_assert_eq(env_terrain_origin(t, level, j, o), 0);
-            cr_assert_eq(o[2], r->tile[k].origin * c->vertical_scale, "%s level %d: origin z %g",
-                         env_tile_name(kind), level, o[2]);
-        }
-    }
+    for (int k = 0; k < r->nfixed; k++)
+        for (int j = 0; j < c->cols; j++)
+            if (kind_at(t, r->tile[k].level, j) == r->tile[k].kind) same_tile(t, r, k, j);
+    env_terrain_destroy(&t);
+    free(r);
+}
+
+/* The random tiles, whole, as the reference draws them from herd's streams with legged_gym's generators. */
+Test(terrain, random_tiles_equal_the_reference)
+{
+    ref_t *r = load_ref();
+    env_terrain *t = field(r->random_seed);
+    for (int k = r->nfixed; k < r->ntile; k++) same_tile(t, r, k, r->tile[k].col);
     env_terrain_destroy(&t);
     free(r);
 }

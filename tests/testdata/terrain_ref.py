@@ -5,8 +5,9 @@ An independent restatement in numpy of the formulas of legged_gym's Terrain (cur
 terrain_utils generators, with their Python int() truncations, floor divisions and numpy rint, at legged_gym's
 defaults (10 levels x 20 columns, 8 m tiles, 0.1 m / 0.005 m).  The deterministic tiles (smooth slopes and
 stairs) are given whole (sums and two lines); the random ones by their parameters (rough noise levels,
-obstacle heights); the rough noise's upsampling is checked on fixed coarse grids against scipy's interp2d
-(what terrain_utils calls), or its FITPACK spline of degree 1 where interp2d is gone.
+obstacle heights) and, whole, as drawn from herd's counter-based streams (envs/env_rng.c, restated here) in
+the order env_terrain.h gives; the rough noise's upsampling is scipy's interp2d (what terrain_utils calls), or
+its FITPACK spline of degree 1 where interp2d is gone, also checked alone on fixed coarse grids.
 
     python3 tests/testdata/terrain_ref.py > tests/testdata/terrain_ref.txt
 """
@@ -18,6 +19,7 @@ PROPORTIONS = [0.1, 0.1, 0.35, 0.25, 0.2]
 KINDS = ["slope_up", "slope_down", "rough_slope", "stairs_up", "stairs_down", "obstacles"]
 
 N = int(TILE / HS)  # samples per tile side
+RANDOM_SEED = 20211130
 
 
 def column_kind(j):
@@ -83,6 +85,58 @@ def upsample(coarse, nf):
     return np.rint(z).astype(np.int16)
 
 
+M64 = (1 << 64) - 1
+
+
+def mix64(z):
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+class TileStream:
+    """herd's counter-based stream (envs/env_rng.c) of tile (row, col): env_rng_for(seed, 2^63 | row << 32 | col, 0)."""
+
+    def __init__(self, seed, row, col):
+        world = (1 << 63) | (row << 32) | col
+        self.key = (mix64(mix64(seed ^ 0x243F6A8885A308D3) ^ ((world * 0x9E3779B97F4A7C15 + 0x13198A2E03707344) & M64))
+                    ^ mix64(0xA4093822299F31D0))
+        self.ctr = 0
+
+    def pick(self, k):
+        """A uniform index in [0, k), where numpy's random.choice draws one."""
+        self.ctr += 1
+        u = (mix64((self.key + 0x9E3779B97F4A7C15 * self.ctr) & M64) >> 11) * (1.0 / 9007199254740992.0)
+        return min(int(u * k), k - 1)
+
+
+def rough_tile(slope, stream):
+    """The pyramid slope plus random_uniform_terrain's noise: levels drawn on a coarse grid (row-major), upsampled."""
+    lo, hi, st = int(-0.05 / VS), int(0.05 / VS), int(0.005 / VS)
+    levels = np.arange(lo, hi + st, st)
+    nc = int(N * HS / 0.2)
+    coarse = np.array([levels[stream.pick(len(levels))] for _ in range(nc * nc)]).reshape(nc, nc)
+    return slope_tile(slope) + upsample(coarse.astype(float), N)
+
+
+def obstacles_tile(height, stream):
+    """discrete_obstacles_terrain: 20 rectangles (draws: width, length, start x, start y, height), then the platform."""
+    h = int(height / VS)
+    lo, hi, platform = int(1.0 / HS), int(2.0 / HS), int(3.0 / HS)
+    sizes, heights = list(range(lo, hi, 4)), [-h, -h // 2, h // 2, h]
+    t = np.zeros((N, N), dtype=np.int16)
+    for _ in range(20):
+        w = sizes[stream.pick(len(sizes))]
+        l = sizes[stream.pick(len(sizes))]
+        starts_x, starts_y = list(range(0, N - w, 4)), list(range(0, N - l, 4))
+        x = starts_x[stream.pick(len(starts_x))]
+        y = starts_y[stream.pick(len(starts_y))]
+        t[x:x + w, y:y + l] = heights[stream.pick(4)]
+    a, b = (N - platform) // 2, (N + platform) // 2
+    t[a:b, a:b] = 0
+    return t
+
+
 def line(tag, values):
     print(tag, " ".join(str(int(v)) for v in values))
 
@@ -107,6 +161,18 @@ def main():
         # riser of the stairs (units, positive), obstacle heights (the four values), rough slope's clip height
         h = int((0.05 + d * 0.2) / VS)
         line("level", [level, int(step / VS), -h, -h // 2, h // 2, h, int(slope_tile(slope).max())])
+    # the random tiles of seed RANDOM_SEED, drawn from herd's streams: random SEED KIND LEVEL COL SUM WSUM ORIGIN
+    for j in range(COLS):
+        kind = column_kind(j)
+        if kind not in ("rough_slope", "obstacles"):
+            continue
+        for level in range(ROWS):
+            d, stream = level / ROWS, TileStream(RANDOM_SEED, level, j)
+            t = rough_tile(d * 0.4, stream) if kind == "rough_slope" else obstacles_tile(0.05 + d * 0.2, stream)
+            s, ws = weighted(t)
+            print("random", RANDOM_SEED, KINDS.index(kind), level, j, s, ws, origin_units(t))
+            line("centre", t[:, N // 2])
+            line("diag", np.diagonal(t))
     lo, hi, st = int(-0.05 / VS), int(0.05 / VS), int(0.005 / VS)
     line("rough_levels", np.arange(lo, hi + st, st))
     nc = int(N * HS / 0.2)
