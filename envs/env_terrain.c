@@ -107,11 +107,12 @@ static int pick(env_rng *r, int k)
     return i < k ? i : k - 1;
 }
 
-/* Python's len(range(0, stop, step)) for step > 0. */
+/* Python's len(range(start, stop, step)) for step > 0. */
 static int range_len(int start, int stop, int step) { return stop > start ? (stop - start + step - 1) / step : 0; }
 
-void env_terrain_upsample(const int16_t *coarse, int nc, int16_t *fine, int nf)
+int env_terrain_upsample(const int16_t *coarse, int nc, int16_t *fine, int nf)
 {
+    if (!coarse || !fine || nc < 2 || nf < 2 || nc > 1 << 15 || nf > 1 << 15) return -1;
     const int64_t den = nf - 1, den2 = den * den;
     for (int a = 0; a < nf; a++) {
         const int64_t ua = (int64_t)a * (nc - 1);
@@ -132,6 +133,7 @@ void env_terrain_upsample(const int16_t *coarse, int nc, int16_t *fine, int nf)
             fine[(size_t)a * nf + b] = (int16_t)q;
         }
     }
+    return 0;
 }
 
 /* Per-tile figures that do not depend on the difficulty, in samples and units; checked once. */
@@ -323,6 +325,7 @@ static int plan(const env_terrain_config *c, tile_plan *p, int *border, char *er
     p->rough_count = range_len(lo, hi + step, step);
     CHECK(p->rough_count >= 1 && p->rough_count <= 1024, "the rough noise must have 1 to 1024 levels (has %d)",
           p->rough_count);
+    CHECK(lo + (p->rough_count - 1) * step <= INT16_MAX, "the rough noise's top level is beyond int16");
     for (int k = 0; k < p->rough_count; k++) p->rough_values[k] = lo + k * step;
     CHECK(p->rough_nc >= 2 && p->rough_nc <= p->n, "the rough noise's grid (%d a side) must have 2 to %d points",
           p->rough_nc, p->n);

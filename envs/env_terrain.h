@@ -138,7 +138,7 @@ int env_terrain_to_hfield(const env_terrain *t, float *heights, size_t n, sim_te
 /* Isaac Gym's upsampling of random_uniform_terrain's noise: an nc x nc grid of height units spanning the
  * same square as an nf x nf grid is interpolated bilinearly at the nf x nf points (point a of nf at
  * coarse coordinate a (nc - 1) / (nf - 1)) and rounded to the nearest unit, halves to even, in exact
- * integer arithmetic.  Both grids row-major.  nc >= 2, nf >= 2. */
-void env_terrain_upsample(const int16_t *coarse, int nc, int16_t *fine, int nf);
+ * integer arithmetic.  Both grids row-major.  Returns 0, or -1 (fine untouched) unless 2 <= nc, nf <= 32768. */
+int env_terrain_upsample(const int16_t *coarse, int nc, int16_t *fine, int nf);
 
 #endif

@@ -468,12 +468,16 @@ Test(terrain, upsampling_equals_scipy)
     for (int u = 0; u < r->nup; u++) {
         const int nc = r->up[u].nc, nf = r->up[u].nf;
         int16_t *fine = malloc(sizeof(int16_t) * (size_t)nf * nf);
-        env_terrain_upsample(r->up[u].coarse, nc, fine, nf);
+        cr_assert_eq(env_terrain_upsample(r->up[u].coarse, nc, fine, nf), 0);
         for (int k = 0; k < nf * nf; k++)
             cr_assert_eq(fine[k], r->up[u].fine[k], "%d -> %d: point (%d, %d) is %d, scipy %d", nc, nf, k / nf, k % nf,
                          fine[k], r->up[u].fine[k]);
         free(fine);
     }
+    int16_t one[4] = {0};
+    cr_assert_eq(env_terrain_upsample(r->up[0].coarse, 1, one, 2), -1, "one coarse point");
+    cr_assert_eq(env_terrain_upsample(r->up[0].coarse, 2, one, 1), -1, "one fine point");
+    cr_assert_eq(env_terrain_upsample(NULL, 2, one, 2), -1);
     free(r);
 }
 
@@ -535,6 +539,8 @@ Test(terrain, bad_configs_are_refused)
     REFUSED(c.obstacles_height_per_difficulty = 1e300);
     REFUSED(c.rough_max = 170);                          /* beyond int16 */
     REFUSED(c.stairs_height = 20);                       /* each riser fits int16, nine of them do not */
+    REFUSED(c.slope_per_difficulty = 0; c.rough_min = 163.5105; c.rough_max = 163.83;
+            c.rough_step = 0.015);                       /* noise levels 32702, 32705 ... 32768 */
     REFUSED(c.rough_step = 0.001);                       /* below one height unit */
     REFUSED(c.rough_downsampled = 8);                    /* a noise grid of one point */
     REFUSED(c.stairs_width = 0.05);                      /* narrower than a sample */
