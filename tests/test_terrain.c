@@ -558,3 +558,27 @@ Test(terrain, bad_configs_are_refused)
     cr_assert(t, "%s", err);
     env_terrain_destroy(&t);
 }
+
+/* A tile's samples depend on the seed, its row and column only: the border (the layout around it) changes
+ * where it lies, not what it holds. */
+Test(terrain, tiles_do_not_depend_on_the_layout)
+{
+    env_terrain_config c = env_terrain_config_default();
+    c.border_size = 0;
+    char err[256];
+    env_terrain *a = field(99), *b = env_terrain_new(&c, 99, err, sizeof err);
+    cr_assert(b, "%s", err);
+    int nx, ny;
+    env_terrain_heights(b, &nx, &ny);
+    cr_assert_eq(env_terrain_border_samples(b), 0);
+    cr_assert_eq(nx, 800);
+    cr_assert_eq(ny, 1600);
+    const int n = env_terrain_tile_samples(a);
+    for (int i = 0; i < c.rows; i++)
+        for (int j = 0; j < c.cols; j++)
+            for (int p = 0; p < n; p++)
+                for (int q = 0; q < n; q++)
+                    cr_assert_eq(at(a, i, j, p, q), at(b, i, j, p, q), "tile (%d, %d) at (%d, %d)", i, j, p, q);
+    env_terrain_destroy(&a);
+    env_terrain_destroy(&b);
+}
