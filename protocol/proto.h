@@ -32,8 +32,10 @@
 /* Backwards-compatible additions within version 1 (PROTOCOL.md section 13); the hello reply carries it.
  * 1: config keys with named choices (spec "choices"; make accepts the name as a string value); session
  *    tokens (make returns one, later requests carry it); "auth" in hello; the model and poses ops.
- * 2: the session's view token in the make reply (a read-only right: model, poses, stats). */
-#define PROTO_VERSION_MINOR 2
+ * 2: the session's view token in the make reply (a read-only right: model, poses, stats).
+ * 3: one rule for error codes: the wrong MessagePack type is BAD_FIELD (a tensor's dtype and shape too),
+ *    a name that exists nowhere (a NUL byte in it included) gets its field's own code. */
+#define PROTO_VERSION_MINOR 3
 #define PROTO_TOKEN_BYTES 16            /* a session token: 128 random bits (PROTOCOL.md section 9) */
 #define PROTO_NAME_MAX ENV_NAME_MAX     /* env names and config keys, with the terminating 0 */
 #define PROTO_MAX_CONFIG 64             /* config overrides per make request */

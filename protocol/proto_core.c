@@ -319,8 +319,10 @@ int proto_tensor_from_object(const msgpack_object *o, const char *what, proto_te
     if (!dt) return proto_fail(err, PROTO_E_MISSING_FIELD, "'%s' lacks 'dtype'", what);
     if (!sh) return proto_fail(err, PROTO_E_MISSING_FIELD, "'%s' lacks 'shape'", what);
     if (!da) return proto_fail(err, PROTO_E_MISSING_FIELD, "'%s' lacks 'data'", what);
+    /* PROTOCOL.md section 5: a part of the wrong MessagePack type is BAD_FIELD; a dtype name that is not
+     * one of the dtypes is BAD_DTYPE, sizes that do not fit the data BAD_SHAPE */
     snprintf(f, sizeof f, "%s.dtype", what);
-    if (dt->type != MSGPACK_OBJECT_STR) return proto_bad_type(err, PROTO_E_BAD_DTYPE, f, "a dtype name", dt);
+    if (dt->type != MSGPACK_OBJECT_STR) return proto_bad_type(err, PROTO_E_BAD_FIELD, f, "a dtype name (a string)", dt);
     int d = proto_dtype_from_name(dt->via.str.ptr, dt->via.str.size);
     if (d < 0) {
         char q[200];
@@ -329,7 +331,7 @@ int proto_tensor_from_object(const msgpack_object *o, const char *what, proto_te
                           "float64", f, q);
     }
     snprintf(f, sizeof f, "%s.shape", what);
-    if (sh->type != MSGPACK_OBJECT_ARRAY) return proto_bad_type(err, PROTO_E_BAD_SHAPE, f, "an array of sizes", sh);
+    if (sh->type != MSGPACK_OBJECT_ARRAY) return proto_bad_type(err, PROTO_E_BAD_FIELD, f, "an array of sizes", sh);
     if (sh->via.array.size > PROTO_MAX_DIMS)
         return proto_fail(err, PROTO_E_BAD_SHAPE, "'%s' has %u dimensions (at most %d)", f, sh->via.array.size,
                           PROTO_MAX_DIMS);
@@ -342,7 +344,8 @@ int proto_tensor_from_object(const msgpack_object *o, const char *what, proto_te
         if (e->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
             char g[120];
             snprintf(g, sizeof g, "%s[%d]", f, i);
-            return proto_bad_type(err, PROTO_E_BAD_SHAPE, g, "a non-negative integer", e);
+            return proto_bad_type(err, proto_is_int(e) ? PROTO_E_BAD_SHAPE : PROTO_E_BAD_FIELD, g,
+                                  "a non-negative integer", e);
         }
         t->shape[i] = e->via.u64;
         if (e->via.u64 && count > UINT64_MAX / e->via.u64) overflow = 1;

@@ -39,9 +39,11 @@ double proto_num_value(const msgpack_object *o);    /* of a proto_is_num value *
 int proto_unpack_exact(const void *buf, size_t len, const proto_limits *lim, int need_map, msgpack_zone *z,
                        msgpack_object *root, proto_error *err);
 
-/* Tensor map {"dtype", "shape", "data"} -> view into the message.  Structure errors are BAD_FIELD /
- * MISSING_FIELD, an unknown dtype BAD_DTYPE, a shape that does not match the data BAD_SHAPE; `what`
- * names the field in messages. */
+/* Tensor map {"dtype", "shape", "data"} -> view into the message.  A part missing is MISSING_FIELD; a
+ * part of the wrong MessagePack type (dtype not a str, shape not an array of integers, data not a bin)
+ * or an unknown key BAD_FIELD; a dtype name that is not a dtype BAD_DTYPE; sizes that are negative, more
+ * than 4 of them, or that do not match the data BAD_SHAPE (PROTOCOL.md section 5); `what` names the field
+ * in messages. */
 int proto_tensor_from_object(const msgpack_object *o, const char *what, proto_tensor *t, proto_error *err);
 
 #endif

@@ -20,16 +20,19 @@ static int read_u64(const msgpack_object *o, const char *field, uint64_t *v, pro
     return PROTO_OK;
 }
 
-static int read_str(const msgpack_object *o, const char *field, char *out, size_t cap, proto_code too_long,
+/* A name copied into out (cap bytes, 0-terminated).  Not a str: BAD_FIELD.  A str that cannot be a name
+ * (a NUL byte, or too long for out) is a bad value, reported with the field's own code `bad_name`
+ * (UNKNOWN_ENV for env, BAD_CONFIG for config keys and choices), as a name that exists nowhere would be. */
+static int read_str(const msgpack_object *o, const char *field, char *out, size_t cap, proto_code bad_name,
                     proto_error *err)
 {
     if (o->type != MSGPACK_OBJECT_STR) return proto_bad_type(err, PROTO_E_BAD_FIELD, field, "a string", o);
     char q[200];
     proto_quote(o->via.str.ptr, o->via.str.size, q, sizeof q);
     if (memchr(o->via.str.ptr, 0, o->via.str.size))
-        return proto_fail(err, PROTO_E_BAD_FIELD, "'%s' contains a NUL byte: '%s'", field, q);
+        return proto_fail(err, bad_name, "'%s' = '%s' contains a NUL byte (no name does)", field, q);
     if (o->via.str.size >= cap)
-        return proto_fail(err, too_long, "'%s' = '%s' is too long (%u bytes, at most %zu)", field, q, o->via.str.size,
+        return proto_fail(err, bad_name, "'%s' = '%s' is too long (%u bytes, at most %zu)", field, q, o->via.str.size,
                           cap - 1);
     memcpy(out, o->via.str.ptr, o->via.str.size);
     out[o->via.str.size] = 0;
@@ -271,6 +274,7 @@ static int decode_header(const fields *f, proto_request *r, proto_error *err)
     }
     if (!val[K_OP]) return proto_fail(err, PROTO_E_MISSING_FIELD, "missing 'op'");
     if (val[K_OP]->type != MSGPACK_OBJECT_STR) return proto_bad_type(err, PROTO_E_BAD_FIELD, "op", "a string", val[K_OP]);
+    /* a str that is not exactly an op name (case, a NUL byte, ...) is a value naming no op: UNKNOWN_OP */
     int op = -1;
     for (int j = 0; j < PROTO_OP_COUNT; j++)
         if (proto_name_eq(val[K_OP]->via.str.ptr, val[K_OP]->via.str.size, proto_op_name((proto_op)j))) op = j;

@@ -328,16 +328,20 @@ static void w_str_1(proto_buf *b) { proto_w_str(b, "1"); }
 static void w_str_7(proto_buf *b) { proto_w_str(b, "7"); }
 static void w_ping(proto_buf *b) { proto_w_str(b, "ping"); }
 static void w_ping_nul(proto_buf *b) { proto_w_strn(b, "ping\0x", 6); }
+static void w_ping_nul_end(proto_buf *b) { proto_w_strn(b, "ping\0", 5); }
 static void w_walk(proto_buf *b) { proto_w_str(b, "anymal_c-walk"); }
 static void w_long_name(proto_buf *b) { proto_w_str(b, "a_very_long_environment_name_that_no_registry_would_ever_hold"); }
 static void w_nul_name(proto_buf *b) { proto_w_strn(b, "anymal_c-walk\0evil", 18); }
 static void w_sometimes(proto_buf *b) { proto_w_str(b, "sometimes"); }
+static void w_next_step_nul(proto_buf *b) { proto_w_strn(b, "next_step\0", 10); }
 /* config */
 static void w_cfg_array(proto_buf *b) { proto_w_array(b, 1); proto_w_f64(b, 1); }
 static void w_cfg_boolval(proto_buf *b) { proto_w_map(b, 1); proto_w_str(b, "kp"); proto_w_bool(b, 1); }
 static void w_cfg_longname(proto_buf *b) { proto_w_map(b, 1); proto_w_str(b, "solver"); w_long_name(b); }
 static void w_cfg_intkey(proto_buf *b) { proto_w_map(b, 1); proto_w_uint(b, 3); proto_w_f64(b, 1); }
 static void w_cfg_longkey(proto_buf *b) { proto_w_map(b, 1); w_long_name(b); proto_w_f64(b, 1); }
+static void w_cfg_nulkey(proto_buf *b) { proto_w_map(b, 1); proto_w_strn(b, "kp\0", 3); proto_w_f64(b, 1); }
+static void w_cfg_nulname(proto_buf *b) { proto_w_map(b, 1); proto_w_str(b, "solver"); proto_w_strn(b, "admm\0", 5); }
 static void w_cfg_dup(proto_buf *b) { proto_w_map(b, 2); proto_w_str(b, "kp"); proto_w_f64(b, 1); proto_w_str(b, "kp"); proto_w_f64(b, 2); }
 static void w_cfg_many(proto_buf *b)
 {
@@ -415,6 +419,35 @@ static void a_huge(proto_buf *b) { uint64_t s[2] = {1ull << 62, 1ull << 62}; ten
 static void a_big_rows(proto_buf *b) { uint64_t s[2] = {1ull << 30, 0}; tensor_map(b, "float32", 0, 2, s, 1, 0, NULL); }
 static void a_short(proto_buf *b) { tensor_map(b, "float32", 0, 2, S212, 1, 95, NULL); }
 static void a_extra(proto_buf *b) { tensor_map(b, "float32", 0, 2, S212, 1, 96, "order"); }
+/* the wrong MessagePack type for a tensor's shape (BAD_FIELD), next to wrong values of the right type */
+static void a_shape_int(proto_buf *b)
+{
+    proto_w_map(b, 3);
+    proto_w_str(b, "dtype"); proto_w_str(b, "float32");
+    proto_w_str(b, "shape"); proto_w_uint(b, 24);
+    proto_w_str(b, "data"); proto_w_bin(b, "", 0);
+}
+static void a_shape_float_elem(proto_buf *b)
+{
+    proto_w_map(b, 3);
+    proto_w_str(b, "dtype"); proto_w_str(b, "float32");
+    proto_w_str(b, "shape"); proto_w_array(b, 2); proto_w_f64(b, 2.0); proto_w_uint(b, 12);
+    proto_w_str(b, "data"); proto_w_bin(b, "", 0);
+}
+static void a_dtype_nul(proto_buf *b)
+{
+    proto_w_map(b, 3);
+    proto_w_str(b, "dtype"); proto_w_strn(b, "float32\0", 8);
+    proto_w_str(b, "shape"); proto_w_array(b, 2); proto_w_uint(b, 2); proto_w_uint(b, 12);
+    proto_w_str(b, "data"); proto_w_bin(b, "", 0);
+}
+static void w_ids_dtype_int(proto_buf *b)
+{
+    proto_w_map(b, 3);
+    proto_w_str(b, "dtype"); proto_w_uint(b, 2);
+    proto_w_str(b, "shape"); proto_w_array(b, 1); proto_w_uint(b, 1);
+    proto_w_str(b, "data"); proto_w_bin(b, "\0\0\0\0", 4);
+}
 static void a_negshape(proto_buf *b)
 {
     proto_w_map(b, 3);
@@ -501,8 +534,11 @@ static const req_case cases[] = {
      .code = PROTO_E_BAD_FIELD, .needle = "'op' must be a string"},
     {.name = "unknown_op", .op = "fly", .f = {{0}}, .code = PROTO_E_UNKNOWN_OP, .needle = "'fly'"},
     {.name = "op_is_case_sensitive", .op = "Step", .f = {{0}}, .code = PROTO_E_UNKNOWN_OP, .needle = "'Step'"},
+    /* a str op with a NUL byte is of the right type and names no op (section 5: UNKNOWN_OP, not BAD_FIELD) */
     {.name = "op_with_nul_byte", .op = NULL, .f = {{"v", w_one}, {"id", w_one}, {"op", w_ping_nul}},
      .code = PROTO_E_UNKNOWN_OP, .needle = "\\x00"},
+    {.name = "op_ending_in_nul", .op = NULL, .f = {{"v", w_one}, {"id", w_one}, {"op", w_ping_nul_end}},
+     .code = PROTO_E_UNKNOWN_OP, .needle = "unknown op 'ping\\x00'"},
     {.name = "unknown_field", .op = "reset", .f = {{"session", w_one}, {"worldids", w_empty_arr}},
      .code = PROTO_E_BAD_FIELD, .needle = "unexpected field 'worldids' in a 'reset' request"},
     {.name = "field_of_another_op", .op = "reset", .f = {{"session", w_one}, {"actions", w_f32_1x1}},
@@ -518,8 +554,9 @@ static const req_case cases[] = {
      .code = PROTO_E_BAD_FIELD, .needle = "'env' must be a string"},
     {.name = "make_env_too_long", .op = "make", .f = {{"env", w_long_name}, {"num_worlds", w_four}},
      .code = PROTO_E_UNKNOWN_ENV, .needle = "too long"},
+    /* a str with a NUL byte is of the right type: a name that exists nowhere, with the field's own code */
     {.name = "make_env_nul", .op = "make", .f = {{"env", w_nul_name}, {"num_worlds", w_four}},
-     .code = PROTO_E_BAD_FIELD, .needle = "NUL"},
+     .code = PROTO_E_UNKNOWN_ENV, .needle = "NUL"},
     {.name = "make_missing_num_worlds", .op = "make", .f = {{"env", w_walk}},
      .code = PROTO_E_MISSING_FIELD, .needle = "'num_worlds'"},
     {.name = "make_num_worlds_zero", .op = "make", .f = {{"env", w_walk}, {"num_worlds", w_zero}},
@@ -549,6 +586,12 @@ static const req_case cases[] = {
     {.name = "make_config_key_too_long", .op = "make",
      .f = {{"env", w_walk}, {"num_worlds", w_four}, {"config", w_cfg_longkey}},
      .code = PROTO_E_BAD_CONFIG, .needle = "too long"},
+    {.name = "make_config_key_nul", .op = "make",
+     .f = {{"env", w_walk}, {"num_worlds", w_four}, {"config", w_cfg_nulkey}},
+     .code = PROTO_E_BAD_CONFIG, .needle = "NUL"},
+    {.name = "make_config_name_nul", .op = "make",
+     .f = {{"env", w_walk}, {"num_worlds", w_four}, {"config", w_cfg_nulname}},
+     .code = PROTO_E_BAD_CONFIG, .needle = "NUL"},
     {.name = "make_config_duplicate", .op = "make",
      .f = {{"env", w_walk}, {"num_worlds", w_four}, {"config", w_cfg_dup}},
      .code = PROTO_E_BAD_MESSAGE, .needle = "duplicate config key 'kp'"},
@@ -559,6 +602,9 @@ static const req_case cases[] = {
     {.name = "make_autoreset_unknown", .op = "make",
      .f = {{"env", w_walk}, {"num_worlds", w_four}, {"autoreset", w_sometimes}},
      .code = PROTO_E_BAD_FIELD, .needle = "'sometimes'"},
+    {.name = "make_autoreset_nul", .op = "make",
+     .f = {{"env", w_walk}, {"num_worlds", w_four}, {"autoreset", w_next_step_nul}},
+     .code = PROTO_E_BAD_FIELD, .needle = "'next_step\\x00'"},
     {.name = "make_autoreset_int", .op = "make", .f = {{"env", w_walk}, {"num_worlds", w_four}, {"autoreset", w_two}},
      .code = PROTO_E_BAD_FIELD, .needle = "'autoreset'"},
     /* sessions, world ids, seeds */
@@ -579,6 +625,8 @@ static const req_case cases[] = {
      .code = PROTO_E_BAD_WORLD_IDS, .needle = "out of range"},
     {.name = "world_ids_float_tensor", .op = "reset", .f = {{"session", w_three}, {"world_ids", w_f32_1x2}},
      .code = PROTO_E_BAD_DTYPE, .needle = "integer dtype"},
+    {.name = "world_ids_dtype_not_string", .op = "reset", .f = {{"session", w_three}, {"world_ids", w_ids_dtype_int}},
+     .code = PROTO_E_BAD_FIELD, .needle = "'world_ids.dtype' must be a dtype name"},
     {.name = "world_ids_2d", .op = "reset", .f = {{"session", w_three}, {"world_ids", w_ids_2d}},
      .code = PROTO_E_BAD_SHAPE, .needle = "1-D"},
     {.name = "world_ids_data_short", .op = "reset", .f = {{"session", w_three}, {"world_ids", w_ids_short}},
@@ -618,8 +666,15 @@ static const req_case cases[] = {
      .code = PROTO_E_BAD_DTYPE, .needle = "int32"},
     {.name = "actions_unknown_dtype", .op = "step", .f = {{"session", w_three}, {"actions", a_f16}},
      .code = PROTO_E_BAD_DTYPE, .needle = "'float16' is not one of"},
+    /* section 5: the wrong MessagePack type is BAD_FIELD, also inside a tensor; a wrong value BAD_DTYPE / BAD_SHAPE */
     {.name = "actions_dtype_not_string", .op = "step", .f = {{"session", w_three}, {"actions", a_dtype_int}},
-     .code = PROTO_E_BAD_DTYPE, .needle = "actions.dtype"},
+     .code = PROTO_E_BAD_FIELD, .needle = "'actions.dtype' must be a dtype name (a string), got int 5"},
+    {.name = "actions_dtype_nul", .op = "step", .f = {{"session", w_three}, {"actions", a_dtype_nul}},
+     .code = PROTO_E_BAD_DTYPE, .needle = "'float32\\x00' is not one of"},
+    {.name = "actions_shape_not_array", .op = "step", .f = {{"session", w_three}, {"actions", a_shape_int}},
+     .code = PROTO_E_BAD_FIELD, .needle = "'actions.shape' must be an array of sizes, got int 24"},
+    {.name = "actions_shape_float_element", .op = "step", .f = {{"session", w_three}, {"actions", a_shape_float_elem}},
+     .code = PROTO_E_BAD_FIELD, .needle = "'actions.shape[0]' must be a non-negative integer, got float 2"},
     {.name = "actions_missing_data", .op = "step", .f = {{"session", w_three}, {"actions", a_nodata}},
      .code = PROTO_E_MISSING_FIELD, .needle = "lacks 'data'"},
     {.name = "actions_missing_shape", .op = "step", .f = {{"session", w_three}, {"actions", a_noshape}},
@@ -633,7 +688,7 @@ static const req_case cases[] = {
     {.name = "actions_5d", .op = "step", .f = {{"session", w_three}, {"actions", a_5d}},
      .code = PROTO_E_BAD_SHAPE, .needle = "dimensions"},
     {.name = "actions_negative_shape", .op = "step", .f = {{"session", w_three}, {"actions", a_negshape}},
-     .code = PROTO_E_BAD_SHAPE, .needle = "actions.shape[0]"},
+     .code = PROTO_E_BAD_SHAPE, .needle = "'actions.shape[0]' must be a non-negative integer, got int -2"},
     {.name = "actions_shape_overflow", .op = "step", .f = {{"session", w_three}, {"actions", a_huge}},
      .code = PROTO_E_BAD_SHAPE, .needle = "too large"},
     {.name = "actions_too_many_rows", .op = "step", .f = {{"session", w_three}, {"actions", a_big_rows}},

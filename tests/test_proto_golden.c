@@ -3,7 +3,8 @@
  *   - every .msgpack decodes (msgpack-c) to exactly the content of its .json;
  *   - every request decodes through proto_decode_request (bad_* ones to the expected error code and id);
  *   - every canonical request re-encodes (proto_encode_request) to the same bytes;
- *   - every reply is reproduced byte for byte by the C reply encoders from the same values. */
+ *   - every reply is reproduced byte for byte by the C reply encoders from the same values;
+ *   - the protocol_minor PROTOCOL.md states (title, section 6.1, section 13) is the one a server reports. */
 #include <criterion/criterion.h>
 #include <ctype.h>
 #include <math.h>
@@ -13,7 +14,10 @@
 
 #include <msgpack.h>
 
+#include "herd_client.h"
 #include "proto.h"
+
+#include "helpers/server_start.h"
 
 #define TESTDATA "protocol/testdata/"
 
@@ -838,5 +842,61 @@ Test(golden, replies_decode_through_the_client_decoder)
     cr_assert_eq(proto_value_len(info), -1, "a map is not an array");
     cr_assert_null(proto_value_at(info, 0));
     proto_reply_clear(&r);
+    unload(&v);
+}
+
+/* ---- the documented minor version ---- */
+
+/* The number after `prefix` at the start of a line of text (after the line's leading spaces), or -1; with
+ * last, the largest such number (the last row of a table). */
+static int doc_number(const char *text, const char *prefix, int last)
+{
+    int found = -1;
+    size_t pl = strlen(prefix);
+    for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        if (strncmp(l, prefix, pl) || !isdigit((unsigned char)l[pl])) continue;
+        int v = atoi(l + pl);
+        if (!last) return v;
+        if (v > found) found = v;
+    }
+    return found;
+}
+
+/* PROTOCOL.md states the minor version in three places (the title, hello's table in 6.1, the versioning
+ * table of 13); each must be the minor a server reports in hello, and the golden hello reply's. */
+Test(golden, documented_protocol_minor_is_the_servers, .timeout = 60)
+{
+    size_t n;
+    char *doc = (char *)slurp("protocol/PROTOCOL.md", &n);
+    int title = doc_number(doc, "# The herd wire protocol, version 1 (minor ", 0);
+    int hello_row = doc_number(doc, "| `protocol_minor` | uint | ", 0);
+    const char *s13 = strstr(doc, "\n## 13. Versioning");
+    cr_assert_not_null(s13, "PROTOCOL.md has no section 13");
+    int changelog = doc_number(s13, "| ", 1);
+    free(doc);
+
+    vec v;
+    load("rep_hello", &v);
+    const jv *golden = jget(&v.json, "protocol_minor");
+    cr_assert(golden && golden->t == J_INT && golden->is_u);
+
+    srv_thread *t = test_server_start(1);
+    const char *eps[1] = {srv_thread_endpoint(t)};
+    herd_error e;
+    herd_client *c = herd_client_new(eps, 1, 10000, &e);
+    cr_assert_not_null(c, "%s", e.message);
+    herd_hello h;
+    cr_assert_eq(herd_client_hello(c, 0, &h, &e), 0, "%s", e.message);
+    int server = h.protocol_minor;
+    herd_hello_free(&h);
+    herd_client_destroy(&c);
+    srv_thread_stop(&t);
+
+    cr_assert_eq(title, server, "PROTOCOL.md's title says minor %d, the server reports %d", title, server);
+    cr_assert_eq(hello_row, server, "PROTOCOL.md section 6.1 says protocol_minor %d, the server reports %d", hello_row,
+                 server);
+    cr_assert_eq(changelog, server, "PROTOCOL.md section 13's last minor is %d, the server reports %d", changelog, server);
+    cr_assert_eq(golden->u, (unsigned long long)server, "golden rep_hello has protocol_minor %llu, the server reports %d",
+                 golden->u, server);
     unload(&v);
 }

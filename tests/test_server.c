@@ -572,11 +572,13 @@ Test(server, error_replies_and_the_server_keeps_serving, .timeout = 60)
     /* the golden vectors of rejected requests */
     const char *bad[] = {"bad_version", "bad_unknown_op", "bad_missing_id", "bad_not_map", "bad_truncated", "bad_trailing",
                          "bad_actions_dtype", "bad_actions_shape", "bad_field_type", "bad_unknown_field",
-                         "bad_missing_session", "bad_world_ids_negative"};
+                         "bad_missing_session", "bad_world_ids_negative", "bad_actions_dtype_type",
+                         "bad_actions_shape_type", "bad_op_nul", "bad_env_nul"};
     const proto_code want[] = {PROTO_E_BAD_VERSION, PROTO_E_UNKNOWN_OP, PROTO_E_MISSING_FIELD, PROTO_E_BAD_MESSAGE,
                                PROTO_E_BAD_MESSAGE, PROTO_E_BAD_MESSAGE, PROTO_E_BAD_DTYPE, PROTO_E_BAD_SHAPE,
-                               PROTO_E_BAD_FIELD, PROTO_E_BAD_FIELD, PROTO_E_MISSING_FIELD, PROTO_E_BAD_WORLD_IDS};
-    const uint64_t want_id[] = {20, 21, 0, 0, 24, 25, 26, 27, 28, 29, 30, 31};
+                               PROTO_E_BAD_FIELD, PROTO_E_BAD_FIELD, PROTO_E_MISSING_FIELD, PROTO_E_BAD_WORLD_IDS,
+                               PROTO_E_BAD_FIELD, PROTO_E_BAD_FIELD, PROTO_E_UNKNOWN_OP, PROTO_E_UNKNOWN_ENV};
+    const uint64_t want_id[] = {20, 21, 0, 0, 24, 25, 26, 27, 28, 29, 30, 31, 38, 39, 40, 41};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char path[128];
         size_t len = 0;
@@ -666,7 +668,7 @@ Test(server, error_replies_and_the_server_keeps_serving, .timeout = 60)
     OK(herd_client_step(c, &s, -1, NULL, act, 0, &out, &e_));
     herd_stats st;
     OK(herd_client_stats(c, 0, s.id, &st, &e_));
-    cr_assert_eq(st.errors, 29);
+    cr_assert_eq(st.errors, sizeof bad / sizeof bad[0] + 17);   /* the golden vectors, 3 raw messages, 14 requests */
     cr_assert_eq(st.session_errors, 7);
     OK(herd_client_close(c, &s, &e_));
     herd_client_destroy(&c);

@@ -248,23 +248,35 @@ bad = [
     ("bad_poses_contacts", req(35, "poses", session=7, contacts=1), "BAD_FIELD", 35),
     ("bad_step_contacts", req(36, "step", session=7, actions=Tensor("float32", [1, 1], [0.0]), contacts=True),
      "BAD_FIELD", 36),
+    # minor 3, one rule for the codes (section 5): the wrong MessagePack type is BAD_FIELD, also inside a
+    # tensor; a value of the right type that names nothing is the field's own code, a NUL byte included
+    ("bad_actions_dtype_type", req(38, "step", session=7,
+                                   actions={"dtype": 5, "shape": [1, 1], "data": struct.pack("<f", 0.0)}),
+     "BAD_FIELD", 38, "a tensor's dtype that is not a str: the wrong MessagePack type (minor 3)"),
+    ("bad_actions_shape_type", req(39, "step", session=7,
+                                   actions={"dtype": "float32", "shape": 1, "data": struct.pack("<f", 0.0)}),
+     "BAD_FIELD", 39, "a tensor's shape that is not an array: the wrong MessagePack type (minor 3)"),
+    ("bad_op_nul", req(40, "ping\0"), "UNKNOWN_OP", 40, "an op str with a NUL byte names no op (minor 3)"),
+    ("bad_env_nul", req(41, "make", env="anymal_c-walk\0", num_worlds=1), "UNKNOWN_ENV", 41,
+     "an env str with a NUL byte names no env (minor 3)"),
     # a duplicated key fails before "id" is decoded, but the id is readable (section 4.2): the reply carries it
     ("bad_duplicate_key", Raw(b"\x84" + b"".join(bytes(enc(x, bytearray())) for x in
                                                  ("v", 1, "op", "ping", "op", "ping", "id", 37))), "BAD_MESSAGE", 37),
 ]
-for name, content, code, id_ in bad:
-    add(name, "bad_request", None, (content, code, id_), canonical=False, desc="rejected with " + code)
+for name, content, code, id_, *why in bad:
+    add(name, "bad_request", None, (content, code, id_), canonical=False,
+        desc="rejected with " + code + (": " + why[0] if why else ""))
 
 add("rep_error", "reply", None,
     {"v": 1, "id": 11, "ok": False, "error": {"code": "UNKNOWN_SESSION", "message": "unknown session 7"}},
     desc="every error reply has this form")
 add("rep_ping", "reply", "ping", ok(2, pong=True, time=1700000000.25))
 add("rep_hello", "reply", "hello",
-    ok(1, protocol=1, protocol_minor=2, server="herd 0.1.0", threads=8, auth="none",
+    ok(1, protocol=1, protocol_minor=3, server="herd 0.1.0", threads=8, auth="none",
        limits={"max_message_bytes": 16777216, "max_worlds_per_session": 16384, "max_worlds": 65536},
        envs=[TOY_SPEC]), desc="hello reply listing one (toy) env spec")
 add("rep_hello_bounds", "reply", "hello",
-    ok(1, protocol=1, protocol_minor=2, server="herd 0.1.0", threads=8, auth="curve",
+    ok(1, protocol=1, protocol_minor=3, server="herd 0.1.0", threads=8, auth="curve",
        limits={"max_message_bytes": 16777216, "max_worlds_per_session": 16384, "max_worlds": 65536,
                "max_request_work": 67108864, "max_memory_bytes": 12884901888, "client_max_worlds": 65536,
                "client_max_sessions": 256, "client_max_inflight": 256, "client_max_queued_bytes": 1073741824,
