@@ -239,7 +239,9 @@ void srv_config_usage(FILE *f)
             "Serves batched reset/step of simulated worlds over ZeroMQ + MessagePack (protocol/PROTOCOL.md).\n"
             "\n"
             "  --bind ENDPOINT              ZeroMQ endpoint to bind (default %s; tcp://HOST:* picks a port,\n"
-            "                               ipc:///path/to/socket for local clients)\n"
+            "                               ipc:///path/to/socket for local clients).  HOST: an IPv4 address,\n"
+            "                               [IPv6] ([::1]), * (every IPv4 interface), an interface name (lo,\n"
+            "                               eth0) or a host name (localhost), whose addresses are all bound\n"
             "  --threads N                  worker threads (default 0 = the CPUs this process may use: the\n"
             "                               container's cgroup CPU quota, else the affinity mask; logged)\n"
             "  --max-message-bytes N        largest request accepted, e.g. 16M (default %zu); larger ones get\n"
@@ -257,7 +259,10 @@ void srv_config_usage(FILE *f)
             "                               on a VM: this keeps small-request latency near the raw ZeroMQ round\n"
             "                               trip, for at most N us of CPU per idle period (default %d; 0 = off)\n"
             "  --metrics HOST:PORT          serve Prometheus metrics at http://HOST:PORT/metrics (default off;\n"
-            "                               e.g. 127.0.0.1:9464)\n"
+            "                               e.g. 127.0.0.1:9464).  HOST: an IP address or localhost; any address,\n"
+            "                               0.0.0.0 included, without --insecure: the page holds aggregate\n"
+            "                               counters only (no session ids, tokens, keys or client addresses)\n"
+            "                               and changes nothing; limit who reaches it with the network\n"
             "\n"
             "Authentication (ZeroMQ CURVE; protocol/PROTOCOL.md section 1):\n"
             "  --curve-secret-key-file FILE the server's key pair (a file written by --keygen) or a file holding\n"
@@ -296,7 +301,8 @@ void srv_config_usage(FILE *f)
             "HERD_CLIENT_MAX_INFLIGHT, HERD_CLIENT_MAX_QUEUED_BYTES, HERD_DRAIN_TIMEOUT.  The command line wins.\n"
             "SIGINT / SIGTERM: finish the requests in flight (at most --drain-timeout), send their replies, exit 0.\n"
             "Without keys anyone who can reach the endpoint can use the server: plain mode is the default only\n"
-            "on 127.0.0.1 / ::1 / localhost and ipc://; elsewhere give keys or --insecure.\n",
+            "on 127.0.0.0/8 / [::1] / localhost (which must resolve to loopback) / lo and ipc://; elsewhere give\n"
+            "keys or --insecure.  --insecure concerns --bind only, not --metrics.\n",
             d.bind, d.max_message_bytes, d.max_worlds_per_session, d.max_worlds, d.session_timeout_s,
             d.stats_interval_s, d.quantum, d.spin_us, d.max_request_work, d.client_max_sessions, d.client_max_inflight,
             d.client_max_queued_bytes, d.drain_timeout_s);

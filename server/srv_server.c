@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "srv_portowner.h"
+#include "srv_bind.h"
 /* ------------------------------------------------------------------------------------------------ */
 /* sending */
 
@@ -409,18 +409,10 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
         goto fail;
     }
     if (srv_auth_apply(S->auth, S->router, err, errlen)) goto fail;
-    if (zmq_bind(S->router, c->bind)) {
-        int e = zmq_errno();
-        char who[160];
-        int port = srv_endpoint_port(c->bind);
-        if (e == EADDRINUSE && port > 0 && srv_port_owner(port, who, sizeof who) >= 0)
-            snprintf(err, errlen, "cannot bind %s: address already in use, held by %s; stop it, or choose another "
-                     "endpoint with --bind / HERD_BIND", c->bind, who);
-        else
-            snprintf(err, errlen, "cannot bind %s: %s%s", c->bind, zmq_strerror(e),
-                     e == EADDRINUSE ? " (choose another endpoint with --bind / HERD_BIND)" : "");
-        goto fail;
-    }
+    srv_bound bound;
+    if (srv_bind(S->router, c->bind, !srv_auth_enabled(S->auth) && !c->insecure, &bound, err, errlen)) goto fail;
+    snprintf(S->endpoint, sizeof S->endpoint, "%s", bound.endpoint);
+    if (bound.skipped[0]) LOG(S, SRV_LOG_WARN, "%s: bound %s; not bound: %s", c->bind, bound.endpoint, bound.skipped);
     if (!srv_auth_enabled(S->auth) && !srv_config_bind_is_local(c->bind))
         LOG(S, SRV_LOG_WARN, "plain mode (--insecure) on %s: anyone who can reach it can use this server; "
             "give keys (--curve-secret-key-file, --authorized-keys) on shared networks", c->bind);
@@ -436,8 +428,6 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
             S->monitor = NULL;
         }
     }
-    size_t el = sizeof S->endpoint;
-    if (zmq_getsockopt(S->router, ZMQ_LAST_ENDPOINT, S->endpoint, &el)) snprintf(S->endpoint, sizeof S->endpoint, "%s", c->bind);
     S->jobs = srv_jobs_new(S->nthreads, c->quantum, c->spin_us, err, errlen);
     if (!S->jobs) goto fail;
     if (c->metrics[0]) {
@@ -465,6 +455,7 @@ fail:
 
 const char *srv_server_endpoint(const srv_server *S) { return S->endpoint; }
 int srv_server_threads(const srv_server *S) { return S->nthreads; }
+int srv_server_metrics_port(const srv_server *S) { return S->metrics ? S->metrics_port : 0; }
 unsigned long srv_server_helped_worlds(const srv_server *S) { return srv_jobs_helped(S->jobs); }
 
 void srv_server_banner(const srv_server *S)

@@ -30,8 +30,10 @@ typedef struct srv_server srv_server;
 
 /* Binds the socket and starts the workers; NULL with a message on failure. */
 srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen);
-/* The bound endpoint (with the port chosen for tcp://...:*). */
+/* The bound endpoint (with the port chosen for tcp://...:*; a host name's first address). */
 const char *srv_server_endpoint(const srv_server *s);
+/* The port of the Prometheus endpoint (the one chosen for HOST:0), 0 without --metrics. */
+int srv_server_metrics_port(const srv_server *s);
 int srv_server_threads(const srv_server *s);
 /* Worlds the workers ran from each other's shares while idle (srv_pool.h, helping), all workers, so far. */
 unsigned long srv_server_helped_worlds(const srv_server *s);

@@ -1,5 +1,6 @@
 /* test_server_config.c — herd-server settings: defaults, HERD_* environment variables, the command line
- * (which wins), bad values, a bind failure.  The worker pool has its own tests (test_pool.c). */
+ * (which wins), bad values, a bind failure, the host names --bind takes (PROTOCOL.md section 1) and the
+ * --metrics address.  The worker pool has its own tests (test_pool.c). */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -7,8 +8,18 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <zmq.h>
+
+#include "herd_client.h"
+#include "srv_bind.h"
 #include "srv_config.h"
 #include "srv_server.h"
+
+#include "helpers/server_start.h"
 
 Test(config, defaults)
 {
@@ -89,4 +100,149 @@ Test(config, bind_failure_is_a_clear_error)
     srv_server *s = srv_server_new(&c, err, sizeof err);
     cr_assert_null(s);
     cr_assert(strstr(err, "cannot bind tcp://256.1.1.1:1"), "%s", err);
+}
+
+/* Pings the server at endpoint ep with a fresh client: 0 when it answers. */
+static int ping_at(const char *ep)
+{
+    herd_error e;
+    const char *eps[1] = {ep};
+    herd_client *c = herd_client_new(eps, 1, 10000, &e);
+    cr_assert_not_null(c, "%s: %s", ep, e.message);
+    int rc = herd_client_ping(c, 0, NULL, &e);
+    cr_assert_eq(rc, 0, "ping %s: %s", ep, e.message);
+    herd_client_destroy(&c);
+    return rc;
+}
+
+/* --help and section 1 name localhost a plain-mode address: ZeroMQ does not resolve names in a bind
+ * ("No such device"), so the server resolves it; a client connecting to localhost reaches it. */
+Test(config, localhost_binds_and_serves, .timeout = 60)
+{
+    srv_config c;
+    test_server_config(&c, 1);
+    snprintf(c.bind, sizeof c.bind, "tcp://localhost:*");
+    char err[512];
+    cr_assert_eq(srv_config_check(&c, err, sizeof err), 0, "plain mode without --insecure: %s", err);
+    srv_thread *t = srv_thread_start(&c, err, sizeof err);
+    cr_assert_not_null(t, "%s", err);
+    const char *bound = srv_thread_endpoint(t);
+    int port = 0;
+    cr_assert(sscanf(bound, "tcp://127.0.0.1:%d", &port) == 1 || sscanf(bound, "tcp://[::1]:%d", &port) == 1,
+              "a loopback address: %s", bound);
+    char ep[64];
+    snprintf(ep, sizeof ep, "tcp://localhost:%d", port);
+    ping_at(ep);
+    ping_at(bound);
+    cr_assert_eq(srv_thread_stop(&t), 0);
+}
+
+/* [::1] is a plain-mode address too: ZeroMQ binds IPv6 only on a socket with ZMQ_IPV6 set. */
+Test(config, ipv6_loopback_binds, .timeout = 60)
+{
+    int fd = socket(AF_INET6, SOCK_STREAM, 0);
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    int have = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    if (fd >= 0) close(fd);
+    if (!have) cr_skip_test("this machine has no IPv6 loopback");
+    srv_config c;
+    test_server_config(&c, 1);
+    snprintf(c.bind, sizeof c.bind, "tcp://[::1]:*");
+    char err[512];
+    srv_thread *t = srv_thread_start(&c, err, sizeof err);
+    cr_assert_not_null(t, "%s", err);
+    cr_assert(!strncmp(srv_thread_endpoint(t), "tcp://[::1]:", 12), "%s", srv_thread_endpoint(t));
+    cr_assert_eq(srv_thread_stop(&t), 0);
+}
+
+Test(config, an_unresolvable_bind_host_is_a_clear_error)
+{
+    srv_config c;
+    test_server_config(&c, 1);
+    snprintf(c.bind, sizeof c.bind, "tcp://no-such-host.invalid:5555");     /* RFC 6761: never resolves */
+    c.insecure = 1;         /* not a loopback address */
+    char err[512];
+    srv_server *s = srv_server_new(&c, err, sizeof err);
+    cr_assert_null(s);
+    cr_assert(strstr(err, "cannot resolve the host name 'no-such-host.invalid'") && strstr(err, "tcp://127.0.0.1:PORT"),
+              "%s", err);
+}
+
+/* A name is resolved to its addresses (127.1 is 127.0.0.1 to the resolver, not to ZeroMQ); in plain mode
+ * without --insecure they must all be loopback, whatever the name. */
+Test(config, a_resolved_name_must_be_loopback_in_plain_mode)
+{
+    void *ctx = zmq_ctx_new();
+    void *s = zmq_socket(ctx, ZMQ_ROUTER);
+    srv_bound b;
+    char err[512];
+    cr_assert_eq(srv_bind(s, "tcp://127.1:*", 1, &b, err, sizeof err), 0, "%s", err);
+    cr_assert(!strncmp(b.endpoint, "tcp://127.0.0.1:", 16) && b.bound == 1, "%s", b.endpoint);
+    cr_assert_eq(srv_bind(s, "tcp://10.1:*", 1, &b, err, sizeof err), -1);
+    cr_assert(strstr(err, "'10.1' resolves to 10.0.0.1, which is not a loopback address"), "%s", err);
+    zmq_close(s);
+    zmq_ctx_term(ctx);
+}
+
+/* A minimal HTTP/1.0 GET of 127.0.0.1:port/path: the whole response. */
+static char *http_get(int port, const char *path)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    char req[256];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: localhost\r\n\r\n", path);
+    cr_assert_eq(write(fd, req, (size_t)n), n);
+    size_t cap = 1 << 17, len = 0;
+    char *buf = malloc(cap);
+    ssize_t r;
+    while ((r = read(fd, buf + len, cap - 1 - len)) > 0) len += (size_t)r;
+    buf[len] = 0;
+    close(fd);
+    return buf;
+}
+
+/* --metrics on every interface needs no --insecure (deploy/k8s/statefulset.yaml scrapes 0.0.0.0:9464 of a
+ * CURVE server): the page is aggregate counters, and never shows a session's id or either of its tokens. */
+Test(config, metrics_on_all_interfaces_needs_no_insecure_and_shows_no_session, .timeout = 60)
+{
+    srv_config c;
+    test_server_config(&c, 1);
+    snprintf(c.metrics, sizeof c.metrics, "0.0.0.0:0");
+    char err[512];
+    cr_assert_eq(c.insecure, 0);
+    cr_assert_eq(srv_config_check(&c, err, sizeof err), 0, "%s", err);
+    srv_thread *t = srv_thread_start(&c, err, sizeof err);
+    cr_assert_not_null(t, "%s", err);
+    int port = srv_server_metrics_port(srv_thread_server(t));
+    cr_assert_gt(port, 0);
+
+    herd_error e;
+    const char *eps[1] = {srv_thread_endpoint(t)};
+    herd_client *cl = herd_client_new(eps, 1, 10000, &e);
+    cr_assert_not_null(cl, "%s", e.message);
+    herd_session s;
+    cr_assert_eq(herd_client_make(cl, 0, "anymal_c-walk", 2, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, &s, &e), 0, "%s",
+                 e.message);
+    cr_assert(s.has_token && s.has_view_token);
+    char *page = http_get(port, "/metrics");
+    cr_assert(strstr(page, "\nherd_sessions ") && strstr(page, "herd_requests_total{op=\"make\"} 1\n"), "%.400s", page);
+    char id[32];
+    snprintf(id, sizeof id, "%" PRIu64, s.id);
+    cr_assert_null(strstr(page, id), "the page shows session id %s", id);
+    const uint8_t *toks[2] = {s.token, s.view_token};
+    for (int k = 0; k < 2; k++) {
+        char hex[2 * PROTO_TOKEN_BYTES + 1], HEX[2 * PROTO_TOKEN_BYTES + 1];
+        for (int i = 0; i < PROTO_TOKEN_BYTES; i++) {
+            snprintf(hex + 2 * i, 3, "%02x", toks[k][i]);
+            snprintf(HEX + 2 * i, 3, "%02X", toks[k][i]);
+        }
+        cr_assert(!strstr(page, hex) && !strstr(page, HEX) && !memmem(page, strlen(page), toks[k], PROTO_TOKEN_BYTES),
+                  "the page shows a token");
+    }
+    free(page);
+    cr_assert_eq(herd_client_close(cl, &s, &e), 0, "%s", e.message);
+    herd_client_destroy(&cl);
+    cr_assert_eq(srv_thread_stop(&t), 0);
 }
