@@ -59,11 +59,12 @@ static int is_loopback(const struct sockaddr *a)
 int srv_bind(void *s, const char *ep, int loopback_only, srv_bound *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    const char *h = ep + 6, *colon = strrchr(ep, ':');
+    int tcp = !strncmp(ep, "tcp://", 6);
+    const char *h = tcp ? ep + 6 : ep, *colon = strrchr(h, ':');
     char host[256];
-    size_t hl = colon && colon > h ? (size_t)(colon - h) : 0;
+    size_t hl = colon ? (size_t)(colon - h) : 0;
     /* anything but tcp://HOST:PORT with a plain host goes to ZeroMQ as it is */
-    if (strncmp(ep, "tcp://", 6) || strchr(h, ';') || hl == 0 || hl >= sizeof host) {
+    if (!tcp || strchr(h, ';') || hl == 0 || hl >= sizeof host) {
         if (bind_one(s, ep, NULL, err, errlen)) return -1;
         last_endpoint(s, ep, out);
         out->bound = 1;

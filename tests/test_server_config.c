@@ -180,6 +180,8 @@ Test(config, a_resolved_name_must_be_loopback_in_plain_mode)
     cr_assert(!strncmp(b.endpoint, "tcp://127.0.0.1:", 16) && b.bound == 1, "%s", b.endpoint);
     cr_assert_eq(srv_bind(s, "tcp://10.1:*", 1, &b, err, sizeof err), -1);
     cr_assert(strstr(err, "'10.1' resolves to 10.0.0.1, which is not a loopback address"), "%s", err);
+    cr_assert_eq(srv_bind(s, "tcp:", 1, &b, err, sizeof err), -1);          /* malformed: ZeroMQ's message */
+    cr_assert(strstr(err, "cannot bind tcp:"), "%s", err);
     zmq_close(s);
     zmq_ctx_term(ctx);
 }
