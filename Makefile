@@ -216,6 +216,35 @@ demo: deps-check
 	@$(MAKE) --no-print-directory $(BUILD)/herd-demo
 	$(BUILD)/herd-demo
 
+# ---- the ANYdrive actuator network (envs/env_actuator_net.h) ----
+# Its weights, envs/models/anydrive_v3_lstm.txt (converted from legged_gym's TorchScript archive), are embedded in
+# the library as the URDF is.  Its arithmetic is not contracted, so its torques are the same bits with and without
+# FMA.  actuator-net-data rewrites the data file from the archive; actuator-net-check checks that the committed
+# data file and the C test's reference sequences (tests/testdata/actuator_net_ref.txt) are what the archive gives;
+# actuator-net-ref records those sequences again.  All three need PyTorch and ACTUATOR_PT=path/to/anydrive_v3_lstm.pt.
+$(BUILD)/gen/model_anydrive_v3_lstm.c: envs/models/anydrive_v3_lstm.txt
+	@mkdir -p $(dir $@)
+	@{ echo '/* generated from $< by the Makefile */'; \
+	   echo 'const char herd_model_anydrive_v3_lstm_txt[] = {'; \
+	   od -An -v -tx1 $< | sed -E 's/ *([0-9a-f]{2})/0x\1,/g'; \
+	   echo '0x00};'; \
+	   echo "const unsigned long herd_model_anydrive_v3_lstm_txt_len = $$(wc -c < $<);"; } > $@
+$(BUILD)/obj/gen/model_anydrive_v3_lstm.o: $(BUILD)/gen/model_anydrive_v3_lstm.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+$(BUILD)/libherd.a: $(BUILD)/obj/gen/model_anydrive_v3_lstm.o
+$(BUILD)/obj/envs/env_actuator_net.o: ALL_CFLAGS += -ffp-contract=off
+.PHONY: actuator-net-data actuator-net-check actuator-net-ref actuator-net-pt
+actuator-net-pt:
+	@test -n "$(ACTUATOR_PT)" || { echo "set ACTUATOR_PT=path/to/anydrive_v3_lstm.pt (legged_gym resources/actuator_nets)"; exit 2; }
+actuator-net-data: actuator-net-pt
+	/usr/bin/python3 envs/models/tools/convert_actuator_net.py $(ACTUATOR_PT)
+actuator-net-ref: actuator-net-pt
+	/usr/bin/python3 tests/testdata/actuator_net_ref.py $(ACTUATOR_PT)
+actuator-net-check: actuator-net-pt
+	/usr/bin/python3 envs/models/tools/convert_actuator_net.py $(ACTUATOR_PT) --check
+	/usr/bin/python3 tests/testdata/actuator_net_ref.py $(ACTUATOR_PT) --check
+
 clean:
 	rm -rf build
 
