@@ -218,8 +218,8 @@ demo: deps-check
 
 # ---- the ANYdrive actuator network (envs/env_actuator_net.h) ----
 # Its weights, envs/models/anydrive_v3_lstm.txt (converted from legged_gym's TorchScript archive), are embedded in
-# the library as the URDF is.  Its arithmetic is not contracted, so its torques are the same bits with and without
-# FMA.  actuator-net-data rewrites the data file from the archive; actuator-net-check checks that the committed
+# the library as the URDF is.  Its source is compiled without contraction: the multiply-adds it fuses are the ones it
+# writes (env_actuator_net.h).  actuator-net-data rewrites the data file from the archive; actuator-net-check checks that the committed
 # data file and the C test's reference sequences (tests/testdata/actuator_net_ref.txt) are what the archive gives;
 # actuator-net-ref records those sequences again.  All three need PyTorch and ACTUATOR_PT=path/to/anydrive_v3_lstm.pt.
 $(BUILD)/gen/model_anydrive_v3_lstm.c: envs/models/anydrive_v3_lstm.txt

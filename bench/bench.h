@@ -59,5 +59,6 @@ int bench_server(int argc, char **argv);
 int bench_poses(int argc, char **argv);
 int bench_admm(int argc, char **argv);
 int bench_terrain(int argc, char **argv);
+int bench_actuator(int argc, char **argv);
 
 #endif

@@ -1,5 +1,5 @@
 /* herd-bench — benchmarks printing one JSON object per line (stdout) and a human table (stderr).
- *   herd-bench dynamics | solver | contact1 | contact-models | env | server | all   [options]
+ *   herd-bench dynamics | solver | contact1 | contact-models | env | server | actuator | all   [options]
  * Subcommands live in their own files; one that is not linked in is reported as such. */
 #include "bench.h"
 #include "srv_pool.h"
@@ -63,6 +63,7 @@ long bench_share_step(bench_share *s, int me, void (*step)(int first, int count,
 #pragma weak bench_poses
 #pragma weak bench_admm
 #pragma weak bench_terrain
+#pragma weak bench_actuator
 
 uint64_t bench_now_ns(void)
 {
@@ -207,6 +208,11 @@ static const struct { const char *name; const char *what; const char *options; }
      "  --rows N, --cols N levels and columns (default 10, 20)\n"
      "  --seed N          (default 1)\n"
      "  --repeats R       (default 9)\n"},
+    {"actuator", "the LSTM actuator network per joint and physics step: batch, per-world calls, libm baseline",
+     "  --worlds N        worlds of 12 joints (default 4096)\n"
+     "  --steps S         physics steps per repeat (default 4)\n"
+     "  --repeats R       (default 15)\n"
+     "  --core C          pin to this core (default 0)\n"},
     {"contact-models", "every solver on the comparative paper's experiments, Fig. 6 and Table II (--quick, --only)",
      NULL},   /* prints its own --help (its solver list comes from sim's table) */
 };
@@ -243,6 +249,7 @@ static bench_fn lookup(const char *name)
     if (!strcmp(name, "poses")) return bench_poses;
     if (!strcmp(name, "admm")) return bench_admm;
     if (!strcmp(name, "terrain")) return bench_terrain;
+    if (!strcmp(name, "actuator")) return bench_actuator;
     return NULL;
 }
 

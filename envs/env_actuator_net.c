@@ -15,6 +15,15 @@
 #define NG ENV_ACTUATOR_NET_GATES
 #define NP ENV_ACTUATOR_NET_NPARAMS
 
+/* a b + c, rounded once where the target fuses multiply-adds in hardware (x86-64-v3, AArch64), else a rounded
+ * product and a rounded sum: the file is compiled without contraction (Makefile), so the multiply-adds are the
+ * ones written here, as in sim/, and the torques are a property of the source and the target. */
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define MAD(a, b, c) __builtin_fma((a), (b), (c))
+#else
+#define MAD(a, b, c) ((a) * (b) + (c))
+#endif
+
 extern const char herd_model_anydrive_v3_lstm_txt[];     /* embedded at build time (Makefile) */
 extern const unsigned long herd_model_anydrive_v3_lstm_txt_len;
 
@@ -25,9 +34,6 @@ struct env_actuator_net {
     double wx[NL][NH][NG];          /* weight_ih_l<l>, transposed (l >= 1; wx[0] unused) */
     double wh[NL][NH][NG];          /* weight_hh_l<l>, transposed */
     double b[NL][NG];               /* bias_ih_l<l> + bias_hh_l<l> */
-    /* The activations as one formula over the 32 lanes: a = mul / (1 + exp(neg * x)) + add, which is the
-     * sigmoid for the i, f, o blocks (mul 1, neg -1, add 0) and tanh(x) = 2 sig(2x) - 1 for the g block. */
-    double act_neg[NG], act_mul[NG], act_add[NG];
     double lin_w[NH], lin_b;
     double in_scale[NI], out_scale;
     double params[NP];              /* as given, in the file's order */
@@ -56,26 +62,23 @@ static inline double net_exp(double x)
     const double INV_LN2 = 0x1.71547652b82fep+0, SHIFT = 0x1.8p52;
     const double LN2_HI = 0x1.62e42fee00000p-1, LN2_LO = 0x1.a39ef35793c76p-33;
     x = fabs(x) > 708.0 ? copysign(708.0, x) : x;   /* one select (two would keep the loops from vectorizing) */
-    double kd = x * INV_LN2 + SHIFT;           /* k + 1.5 * 2^52: k in the low mantissa bits */
+    double kd = MAD(x, INV_LN2, SHIFT);        /* k + 1.5 * 2^52: k in the low mantissa bits */
     uint64_t kb, sb;
     memcpy(&kb, &kd, sizeof kb);
     memcpy(&sb, &SHIFT, sizeof sb);
     kd -= SHIFT;
-    double r = (x - kd * LN2_HI) - kd * LN2_LO;
-    double p = 0x1.6124613a86d09p-33;          /* 1/13! */
-    p = p * r + 0x1.1eed8eff8d898p-29;         /* 1/12! */
-    p = p * r + 0x1.ae64567f544e4p-26;         /* 1/11! */
-    p = p * r + 0x1.27e4fb7789f5cp-22;         /* 1/10! */
-    p = p * r + 0x1.71de3a556c734p-19;         /* 1/9! */
-    p = p * r + 0x1.a01a01a01a01ap-16;         /* 1/8! */
-    p = p * r + 0x1.a01a01a01a01ap-13;         /* 1/7! */
-    p = p * r + 0x1.6c16c16c16c17p-10;         /* 1/6! */
-    p = p * r + 0x1.1111111111111p-7;          /* 1/5! */
-    p = p * r + 0x1.5555555555555p-5;          /* 1/4! */
-    p = p * r + 0x1.5555555555555p-3;          /* 1/3! */
-    p = p * r + 0x1p-1;                        /* 1/2! */
-    p = p * r + 1.0;
-    p = p * r + 1.0;
+    const double r = MAD(-kd, LN2_LO, MAD(-kd, LN2_HI, x));
+    /* 1 + (r + r^2 Q(r)), Q by Estrin's scheme: a dependency chain of 10 operations instead of Horner's 26, and the
+     * last addition to 1 keeps the rounding near half an ulp */
+    const double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
+    const double a2 = MAD(0x1.5555555555555p-3, r, 0x1p-1);                               /* 1/2!, 1/3! */
+    const double a4 = MAD(0x1.1111111111111p-7, r, 0x1.5555555555555p-5);                /* 1/4!, 1/5! */
+    const double a6 = MAD(0x1.a01a01a01a01ap-13, r, 0x1.6c16c16c16c17p-10);               /* 1/6!, 1/7! */
+    const double a8 = MAD(0x1.71de3a556c734p-19, r, 0x1.a01a01a01a01ap-16);               /* 1/8!, 1/9! */
+    const double a10 = MAD(0x1.ae64567f544e4p-26, r, 0x1.27e4fb7789f5cp-22);              /* 1/10!, 1/11! */
+    const double a12 = MAD(0x1.6124613a86d09p-33, r, 0x1.1eed8eff8d898p-29);              /* 1/12!, 1/13! */
+    const double q = MAD(MAD(a12, r2, a10), r8, MAD(MAD(a8, r2, a6), r4, MAD(a4, r2, a2)));
+    const double p = 1.0 + MAD(r2, q, r);
     uint64_t eb = (kb - sb + 1023u) << 52;     /* 2^k, k in [-1022, 1022] after the clamp */
     double scale;
     memcpy(&scale, &eb, sizeof scale);
@@ -88,7 +91,7 @@ double env_actuator_net_exp(double x) { return net_exp(x); }
 
 /* The tensors of the file, in order: name, rows, cols. */
 typedef struct {
-    char name[24];
+    char name[32];
     int rows, cols;
 } tensor_spec;
 
@@ -147,12 +150,6 @@ env_actuator_net *env_actuator_net_from_params(const double *p, size_t n, char *
     }
     for (int k = 0; k < NH; k++) m->lin_w[k] = *q++;
     m->lin_b = *q++;
-    for (int r = 0; r < NG; r++) {
-        const int g = r / NH == 2;              /* the cell-input block: tanh */
-        m->act_neg[r] = g ? -2.0 : -1.0;
-        m->act_mul[r] = g ? 2.0 : 1.0;
-        m->act_add[r] = g ? -1.0 : 0.0;
-    }
     return m;
 }
 
@@ -311,12 +308,15 @@ void env_actuator_state_zero(env_actuator_state *s, int n)
 
 /* ---- the step ---- */
 
-/* One LSTM cell's update from its gate pre-activations g: c' = f c + i g~, h' = o tanh(c'). */
+/* One LSTM cell's update from its gate pre-activations g: c' = f c + i g~, h' = o tanh(c'); the sigmoid is
+ * 1 / (1 + exp(-x)) and tanh(x) = 2 sig(2x) - 1 (within a few 1e-16 of tanh, absolutely). */
 static inline void cell(const env_actuator_net *m, const double *restrict g, double *restrict h, double *restrict c)
 {
     double a[NG], t[NH];
-    for (int r = 0; r < NG; r++) a[r] = m->act_mul[r] / (1.0 + net_exp(m->act_neg[r] * g[r])) + m->act_add[r];
-    for (int k = 0; k < NH; k++) c[k] = a[NH + k] * c[k] + a[k] * a[2 * NH + k];
+    for (int r = 0; r < 2 * NH; r++) a[r] = 1.0 / (1.0 + net_exp(-g[r]));                    /* i, f */
+    for (int r = 2 * NH; r < 3 * NH; r++) a[r] = 2.0 / (1.0 + net_exp(-2.0 * g[r])) - 1.0;      /* g~: tanh */
+    for (int r = 3 * NH; r < NG; r++) a[r] = 1.0 / (1.0 + net_exp(-g[r]));                   /* o */
+    for (int k = 0; k < NH; k++) c[k] = MAD(a[NH + k], c[k], a[k] * a[2 * NH + k]);
     for (int k = 0; k < NH; k++) t[k] = 2.0 / (1.0 + net_exp(-2.0 * c[k])) - 1.0;
     for (int k = 0; k < NH; k++) h[k] = a[3 * NH + k] * t[k];
 }
@@ -326,20 +326,20 @@ static inline double joint_step(const env_actuator_net *restrict m, double e, do
 {
     double g[NG];
     const double x0 = e * m->in_scale[0], x1 = v * m->in_scale[1];
-    for (int r = 0; r < NG; r++) g[r] = m->b[0][r] + m->wx0[0][r] * x0 + m->wx0[1][r] * x1;
+    for (int r = 0; r < NG; r++) g[r] = MAD(m->wx0[1][r], x1, MAD(m->wx0[0][r], x0, m->b[0][r]));
     for (int k = 0; k < NH; k++)
-        for (int r = 0; r < NG; r++) g[r] += m->wh[0][k][r] * s->h[0][k];
+        for (int r = 0; r < NG; r++) g[r] = MAD(m->wh[0][k][r], s->h[0][k], g[r]);
     cell(m, g, s->h[0], s->c[0]);
     for (int l = 1; l < NL; l++) {
         for (int r = 0; r < NG; r++) g[r] = m->b[l][r];
         for (int k = 0; k < NH; k++)
-            for (int r = 0; r < NG; r++) g[r] += m->wx[l][k][r] * s->h[l - 1][k];
+            for (int r = 0; r < NG; r++) g[r] = MAD(m->wx[l][k][r], s->h[l - 1][k], g[r]);
         for (int k = 0; k < NH; k++)
-            for (int r = 0; r < NG; r++) g[r] += m->wh[l][k][r] * s->h[l][k];
+            for (int r = 0; r < NG; r++) g[r] = MAD(m->wh[l][k][r], s->h[l][k], g[r]);
         cell(m, g, s->h[l], s->c[l]);
     }
     double y = m->lin_b;
-    for (int k = 0; k < NH; k++) y += m->lin_w[k] * s->h[NL - 1][k];
+    for (int k = 0; k < NH; k++) y = MAD(m->lin_w[k], s->h[NL - 1][k], y);
     return m->out_scale * y;
 }
 

@@ -19,10 +19,13 @@
  * data owned by the caller: one env_actuator_state per joint (ENV_ACTUATOR_NET_STATE doubles), kept in the world's
  * data, zeroed (env_actuator_state_zero) when that world resets.  Stepping allocates nothing.
  *
- * Numbers: the sigmoids and tanh use this module's own exp (env_actuator_net_exp), written in portable C: the
- * same bits on every x86-64 CPU and build (libm's exp is chosen by the CPU at load time), and vectorizable.  Per
- * joint the 32 gate pre-activations are the vector lanes (weights stored transposed), so a batch needs no
- * particular layout from the caller.  NaN inputs give NaN torques (and NaN state, until the world is reset).
+ * Numbers: the sigmoids and tanh use this module's own exp (env_actuator_net_exp), written in portable C rather
+ * than libm's, whose implementation glibc picks by CPU at load time, and vectorizable; its multiply-adds, like
+ * sim/'s, are fused where the target has FMA and nowhere else (the file is compiled without contraction), so the
+ * torques are a property of the source and the build target.  Per joint the 32 gate pre-activations are the
+ * vector lanes (weights stored transposed), so a batch needs no particular layout from the caller and a joint
+ * gives the same bits alone or in any batch.  NaN inputs give NaN torques (and NaN state, until the world is
+ * reset).
  *
  * Data: envs/models/anydrive_v3_lstm.txt (format in envs/models/tools/convert_actuator_net.py, which converts the
  * TorchScript archive), embedded in the library at build time; BSD-3-Clause, envs/models/anydrive_v3_lstm.LICENSE.
