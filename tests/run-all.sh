@@ -2,7 +2,8 @@
 # Every test of the project, as `make test` runs it (and CI through .ci/run):
 #   1. the C suite (Criterion), optimized build
 #   2. the same C suite under ASan + UBSan (build/san)
-#   3. the Python client suite (pytest, against a real server), when present
+#   3. the Python client suite (pytest, against a real server), when present; the actuator network's data
+#      against legged_gym's TorchScript archive (tests/actuator_net_check.sh), where PyTorch and the archive are
 #   4. the Julia client suite (skipped with a visible message where julia is absent), the browser viewer
 #      in headless Chromium (tests/viewer)
 #   5. the container test (buildah) and the multi-server test, when present
@@ -39,6 +40,7 @@ run "c" tests/run-c-tests.sh build/tests/test_*
 run "c-sanitizers" make --no-print-directory sanitize
 run "layers" tests/layers.sh
 run "comments" /usr/bin/python3 tests/comments.py
+run "actuator-net" tests/actuator_net_check.sh
 [ -d clients/python/tests ] && run "python" tests/run-py-tests.sh
 [ -d clients/julia/test ] && run "julia" tests/run-jl-tests.sh
 [ -x tests/viewer/run.sh ] && run "viewer" tests/viewer/run.sh
