@@ -310,7 +310,7 @@ void env_actuator_state_zero(env_actuator_state *s, int n)
 
 /* One LSTM cell's update from its gate pre-activations g: c' = f c + i g~, h' = o tanh(c'); the sigmoid is
  * 1 / (1 + exp(-x)) and tanh(x) = 2 sig(2x) - 1 (within a few 1e-16 of tanh, absolutely). */
-static inline void cell(const env_actuator_net *m, const double *restrict g, double *restrict h, double *restrict c)
+static inline void cell(const double *restrict g, double *restrict h, double *restrict c)
 {
     double a[NG], t[NH];
     for (int r = 0; r < 2 * NH; r++) a[r] = 1.0 / (1.0 + net_exp(-g[r]));                    /* i, f */
@@ -321,7 +321,8 @@ static inline void cell(const env_actuator_net *m, const double *restrict g, dou
     for (int k = 0; k < NH; k++) h[k] = a[3 * NH + k] * t[k];
 }
 
-/* One joint's step: the torque from its position error e and velocity v. */
+/* One joint's step: the torque from its position error e and velocity v.  The 32 gate rows are the vector lanes
+ * throughout (a layout measured faster than four hidden units per vector with their four gates in registers). */
 static inline double joint_step(const env_actuator_net *restrict m, double e, double v, env_actuator_state *restrict s)
 {
     double g[NG];
@@ -329,14 +330,14 @@ static inline double joint_step(const env_actuator_net *restrict m, double e, do
     for (int r = 0; r < NG; r++) g[r] = MAD(m->wx0[1][r], x1, MAD(m->wx0[0][r], x0, m->b[0][r]));
     for (int k = 0; k < NH; k++)
         for (int r = 0; r < NG; r++) g[r] = MAD(m->wh[0][k][r], s->h[0][k], g[r]);
-    cell(m, g, s->h[0], s->c[0]);
+    cell(g, s->h[0], s->c[0]);
     for (int l = 1; l < NL; l++) {
         for (int r = 0; r < NG; r++) g[r] = m->b[l][r];
         for (int k = 0; k < NH; k++)
             for (int r = 0; r < NG; r++) g[r] = MAD(m->wx[l][k][r], s->h[l - 1][k], g[r]);
         for (int k = 0; k < NH; k++)
             for (int r = 0; r < NG; r++) g[r] = MAD(m->wh[l][k][r], s->h[l][k], g[r]);
-        cell(m, g, s->h[l], s->c[l]);
+        cell(g, s->h[l], s->c[l]);
     }
     double y = m->lin_b;
     for (int k = 0; k < NH; k++) y = MAD(m->lin_w[k], s->h[NL - 1][k], y);
