@@ -226,6 +226,15 @@ size_t env_world_bytes(const env_t *e)
     return sizeof(env_world) + ts + (e->worlds[0].d ? e->worlds[0].d->nbytes : 0);
 }
 
+void env_get_cost(const env_t *e, env_cost *out)
+{
+    out->world_bytes = e->worlds && e->worlds[0].d ? env_world_bytes(e) : 0;
+    out->fixed_bytes = (sizeof *e + 63) / 64 * 64 + sizeof *e->model;
+    int dec = e->spec.decimation > 0 ? e->spec.decimation : 1;
+    long cap = sim_solver_iteration_cap(e->model->opt.solver, &e->model->opt.sp);
+    out->step_work = (double)dec * (double)(cap > 0 ? cap : 1);
+}
+
 env_t *env_new(const char *name, int nworlds, const env_kv *ov, int nov, uint64_t seed, env_autoreset autoreset,
                char *err, size_t errlen)
 {

@@ -80,6 +80,15 @@ env_t *env_new_begin(const char *name, int nworlds, const env_kv *overrides, int
 int env_new_worlds(env_t *e, int first, int n, char *err, size_t errlen);
 /* Bytes one world takes (its state, task state and bookkeeping), once world 0 exists. */
 size_t env_world_bytes(const env_t *e);
+/* What an env costs whoever runs it, from its configuration: a server's bounds ask this, never the keys. */
+typedef struct {
+    size_t world_bytes;         /* one world's memory (env_world_bytes) */
+    size_t fixed_bytes;         /* the env's own memory besides its worlds: its struct and its model */
+    double step_work;           /* one world-step's contact-solver iterations at the caps: physics steps per env
+                                 * step x (the solver's iteration cap + its ADMM fallback's; sim_solver_iteration_cap) */
+} env_cost;
+/* e's costs; world_bytes needs e's first world created (0 before). */
+void env_get_cost(const env_t *e, env_cost *out);
 void env_destroy(env_t **e);
 
 /* A named choice of a configuration key (env_config_key.choices): *value = its index, what env_new takes

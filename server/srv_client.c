@@ -93,7 +93,7 @@ void srv_clients_each(srv_clients *cs, void (*fn)(srv_client *c, void *arg), voi
     SRV_BUCKETS_EACH(srv_client, cs->buckets, BUCKETS, fn, arg);
 }
 
-size_t srv_client_identity(uint8_t *out, const char *key, const void *rid, size_t ridlen)
+size_t srv_client_identity(uint8_t *out, const char *key, const void *addr, size_t addrlen)
 {
     if (key && *key) {
         size_t n = strnlen(key, SRV_CLIENT_ID_MAX - 1);
@@ -101,11 +101,11 @@ size_t srv_client_identity(uint8_t *out, const char *key, const void *rid, size_
         memcpy(out + 1, key, n);
         return n + 1;
     }
-    if (!rid || !ridlen) return 0;
-    if (ridlen > SRV_CLIENT_ID_MAX - 2) ridlen = SRV_CLIENT_ID_MAX - 2;
-    out[0] = SRV_CLIENT_ROUTING;
-    memcpy(out + 1, rid, ridlen);
-    return ridlen + 1;
+    if (!addr || !addrlen) return 0;
+    if (addrlen > SRV_CLIENT_ID_MAX - 2) addrlen = SRV_CLIENT_ID_MAX - 2;
+    out[0] = SRV_CLIENT_ADDRESS;
+    memcpy(out + 1, addr, addrlen);
+    return addrlen + 1;
 }
 
 void srv_client_name(const srv_client *c, char *out, size_t outlen)
@@ -113,14 +113,12 @@ void srv_client_name(const srv_client *c, char *out, size_t outlen)
     if (!outlen) return;
     out[0] = 0;
     if (!c->idlen) return;
-    size_t o = 0;
-    if (c->id[0] == SRV_CLIENT_KEY) {
-        o = (size_t)snprintf(out, outlen, "key ");
+    if (c->id[0] == SRV_CLIENT_KEY || c->id[0] == SRV_CLIENT_ADDRESS) {
+        size_t o;
+        o = (size_t)snprintf(out, outlen, c->id[0] == SRV_CLIENT_KEY ? "key " : "address ");
         for (size_t i = 1; i < c->idlen && o + 1 < outlen; i++)
             out[o++] = (c->id[i] >= 0x20 && c->id[i] < 0x7f) ? (char)c->id[i] : '?';
         out[o < outlen ? o : outlen - 1] = 0;
         return;
     }
-    o = (size_t)snprintf(out, outlen, "peer ");
-    for (size_t i = 1; i < c->idlen && o + 3 <= outlen; i++) o += (size_t)snprintf(out + o, outlen - o, "%02x", c->id[i]);
 }

@@ -2,8 +2,9 @@
  *
  * A client's identity is the bytes that name it for as long as it may hold sessions: with CURVE, its
  * authenticated public key (z85 text, 40 bytes, as the ZAP handler reports it in the "User-Id"
- * property, srv_auth.h); in plain mode, the ZeroMQ routing id the ROUTER socket gave its connection
- * (a reconnect is a new client there; its sessions stay reachable through their tokens, srv_session.h).
+ * property, srv_auth.h); in plain mode, the address its connection came from (ZeroMQ's "Peer-Address":
+ * the IP, or "local" for ipc:// and inproc://), so that opening more connections does not multiply what
+ * one peer may hold; its sessions stay reachable through their tokens (srv_session.h).
  * srv_client_identity builds it from those two; it is prefixed with its kind so the two never collide.
  *
  * The counters are kept by the server (srv_ops.c, srv_pending.c) and read by whoever enforces quotas: worlds and
@@ -22,15 +23,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SRV_CLIENT_ID_MAX 257    /* kind byte + a routing id (<= 255 bytes) or a z85 key (40) */
+#define SRV_CLIENT_ID_MAX 257    /* kind byte + an address (<= 255 bytes) or a z85 key (40) */
 
-typedef enum { SRV_CLIENT_ROUTING = 'r', SRV_CLIENT_KEY = 'k' } srv_client_kind;
+typedef enum { SRV_CLIENT_ADDRESS = 'a', SRV_CLIENT_KEY = 'k' } srv_client_kind;
 
 typedef struct srv_client srv_client;
 typedef struct srv_clients srv_clients;
 
 struct srv_client {
-    uint8_t id[SRV_CLIENT_ID_MAX];      /* kind byte, then the routing id or the key */
+    uint8_t id[SRV_CLIENT_ID_MAX];      /* kind byte, then the address or the key */
     size_t idlen;
     /* what the client holds now */
     long worlds;                /* in its sessions, including makes in flight */
@@ -63,10 +64,10 @@ int srv_clients_count(const srv_clients *cs);
 void srv_clients_each(srv_clients *cs, void (*fn)(srv_client *c, void *arg), void *arg);
 
 /* Writes the identity of a peer into out (SRV_CLIENT_ID_MAX bytes) and returns its length: the
- * authenticated key when key is non-NULL and non-empty (NUL-terminated text), else the routing id
- * (rid, ridlen bytes; truncated to 255).  0 when there is neither. */
-size_t srv_client_identity(uint8_t *out, const char *key, const void *rid, size_t ridlen);
-/* Writes a printable form of an identity (for logs: the key, or the routing id in hex), NUL-terminated. */
+ * authenticated key when key is non-NULL and non-empty (NUL-terminated text), else its address
+ * (addr, addrlen bytes; truncated to 255).  0 when there is neither. */
+size_t srv_client_identity(uint8_t *out, const char *key, const void *addr, size_t addrlen);
+/* Writes a printable form of an identity (for logs: the key or the address), NUL-terminated. */
 void srv_client_name(const srv_client *c, char *out, size_t outlen);
 
 #endif

@@ -31,6 +31,7 @@ void srv_config_defaults(srv_config *c)
     /* resource bounds */
     c->max_request_work = 1L << 26;
     c->max_memory_bytes = 0;
+    c->max_sessions = 0;
     c->client_max_worlds = 0;
     c->client_max_sessions = 256;
     c->client_max_inflight = 256;
@@ -60,6 +61,13 @@ size_t srv_config_memory_ceiling(const srv_config *c)
     return mem / 4 * 3;
 }
 
+int srv_config_max_sessions(const srv_config *c, size_t ceiling)
+{
+    if (c->max_sessions > 0) return c->max_sessions;
+    size_t n = ceiling / SRV_SESSION_BYTES_AUTO;
+    return n < 1 ? 1 : n > SRV_MAX_SESSIONS_AUTO ? SRV_MAX_SESSIONS_AUTO : (int)n;
+}
+
 /* The resource bounds' settings (a block of their own); 1 if name is not one of them. */
 static int apply_bounds(srv_config *c, const char *name, const char *val)
 {
@@ -71,6 +79,9 @@ static int apply_bounds(srv_config *c, const char *name, const char *val)
     } else if (!strcmp(name, "max-memory")) {
         if (parse_long(val, 0, 1L << 50, &l)) return -1;
         c->max_memory_bytes = (size_t)l;
+    } else if (!strcmp(name, "max-sessions")) {
+        if (parse_long(val, 0, 1 << 24, &l)) return -1;
+        c->max_sessions = (int)l;
     } else if (!strcmp(name, "client-max-worlds")) {
         if (parse_long(val, 0, 1L << 40, &l)) return -1;
         c->client_max_worlds = l;
@@ -210,7 +221,7 @@ static const char *const settings[] = {"bind", "threads", "max-message-bytes", "
                                        "curve-secret-key-file", "curve-public-key-file", "curve-secret-key",
                                        "authorized-keys", "insecure",
                                        /* resource bounds */
-                                       "max-request-work", "max-memory", "client-max-worlds", "client-max-sessions",
+                                       "max-request-work", "max-memory", "max-sessions", "client-max-worlds", "client-max-sessions",
                                        "client-max-inflight", "client-max-queued-bytes", "drain-timeout"};
 /* Command-line only: --keygen DIR (a one-off action, not a setting of a running server). */
 static const char *const arg_only[] = {"keygen"};
@@ -278,11 +289,15 @@ void srv_config_usage(FILE *f)
             "                               authorized_keys (the client's public key) to DIR, then exit\n"
             "\n"
             "Resource bounds (per request, per client, in all; hello reports them):\n"
-            "  --max-request-work N         worlds x decimation x solver_max_iter of one step, at most (default\n"
-            "                               %ld); a costlier step gets LIMIT before it runs: step fewer worlds\n"
+            "  --max-request-work N         worlds x the solver iterations a world-step may take at the caps\n"
+            "                               (physics steps x the solver's cap + its fallback's) of one step, at\n"
+            "                               most (default %ld); a costlier step gets LIMIT before it runs\n"
             "  --max-memory BYTES           ceiling on the worlds' memory and the replies in flight; a make that\n"
             "                               would cross it gets LIMIT before allocating (default 0 = 3/4 of the\n"
-            "                               cgroup memory limit or of the RAM)\n"
+            "                               cgroup memory limit or of the RAM); every session counts its own\n"
+            "                               memory besides its worlds'\n"
+            "  --max-sessions N             open sessions in all (default 0 = the memory ceiling / 128 KiB, at\n"
+            "                               most 65536)\n"
             "  --client-max-worlds N        worlds of one client's sessions (default 0 = --max-worlds)\n"
             "  --client-max-sessions N      open sessions of one client (default %d)\n"
             "  --client-max-inflight N      requests of one client accepted and not yet answered (default %d)\n"
@@ -297,7 +312,7 @@ void srv_config_usage(FILE *f)
             "HERD_MAX_MESSAGE_BYTES, HERD_MAX_WORLDS_PER_SESSION, HERD_MAX_WORLDS, HERD_SESSION_TIMEOUT,\n"
             "HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM, HERD_SPIN_US, HERD_METRICS, HERD_CURVE_SECRET_KEY_FILE,\n"
             "HERD_CURVE_PUBLIC_KEY_FILE, HERD_CURVE_SECRET_KEY, HERD_AUTHORIZED_KEYS, HERD_INSECURE=1,\n"
-            "HERD_MAX_REQUEST_WORK, HERD_MAX_MEMORY, HERD_CLIENT_MAX_WORLDS, HERD_CLIENT_MAX_SESSIONS,\n"
+            "HERD_MAX_REQUEST_WORK, HERD_MAX_MEMORY, HERD_MAX_SESSIONS, HERD_CLIENT_MAX_WORLDS, HERD_CLIENT_MAX_SESSIONS,\n"
             "HERD_CLIENT_MAX_INFLIGHT, HERD_CLIENT_MAX_QUEUED_BYTES, HERD_DRAIN_TIMEOUT.  The command line wins.\n"
             "SIGINT / SIGTERM: finish the requests in flight (at most --drain-timeout), send their replies, exit 0.\n"
             "Without keys anyone who can reach the endpoint can use the server: plain mode is the default only\n"

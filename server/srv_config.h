@@ -45,9 +45,12 @@ typedef struct {
     int insecure;                /* allow plain (unauthenticated) mode on a non-loopback address */
     char keygen_dir[SRV_PATH_MAX];              /* --keygen DIR: write key pairs there and exit */
     /* ---- resource bounds: quotas, memory, CPU, drain ---- */
-    long max_request_work;       /* worlds x decimation x solver_max_iter of one step request (LIMIT beyond) */
-    size_t max_memory_bytes;     /* ceiling on worlds' memory + replies in flight; 0 = 3/4 of the cgroup memory
+    long max_request_work;       /* worlds x a world-step's solver iterations at the caps (env_cost.step_work)
+                                  * of one step request (LIMIT beyond) */
+    size_t max_memory_bytes;     /* ceiling on sessions' memory + replies in flight; 0 = 3/4 of the cgroup memory
                                   * limit or of the machine's RAM (srv_config_memory_ceiling) */
+    int max_sessions;            /* open sessions in all; 0 = derived from the memory ceiling
+                                  * (srv_config_max_sessions) */
     long client_max_worlds;      /* per client (0 = max_worlds: one trainer may use the whole server) */
     int client_max_sessions;     /* per client */
     int client_max_inflight;     /* requests of one client accepted and not yet answered */
@@ -60,6 +63,14 @@ typedef struct {
  * (v2) / memory.limit_in_bytes (v1) or of the physical memory, whichever is smaller. */
 size_t srv_config_memory_ceiling(const srv_config *c);
 
+/* Sessions of the default max_sessions: a session with its env takes at least about this much (its model
+ * alone is ~74 KB), so that many fit under the ceiling whatever their worlds; and at most this many. */
+#define SRV_SESSION_BYTES_AUTO ((size_t)128 << 10)
+#define SRV_MAX_SESSIONS_AUTO 65536
+/* The session cap the server enforces: c->max_sessions, or when 0, ceiling / SRV_SESSION_BYTES_AUTO within
+ * [1, SRV_MAX_SESSIONS_AUTO]. */
+int srv_config_max_sessions(const srv_config *c, size_t ceiling);
+
 /* tcp://127.0.0.1:5555, all cores, 16 MiB, 65536 / 262144 worlds, 600 s, info, 10 s, 16 worlds, 250 us;
  * bounds: 2^26 work per request, memory auto, per client max_worlds worlds / 256 sessions / 256 requests in
  * flight / 1 GiB queued replies, 25 s drain. */
@@ -67,7 +78,7 @@ void srv_config_defaults(srv_config *c);
 /* Applies HERD_BIND, HERD_THREADS, HERD_MAX_MESSAGE_BYTES, HERD_MAX_WORLDS_PER_SESSION, HERD_MAX_WORLDS,
  * HERD_SESSION_TIMEOUT, HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM, HERD_SPIN_US, HERD_METRICS,
  * HERD_CURVE_SECRET_KEY_FILE, HERD_CURVE_PUBLIC_KEY_FILE, HERD_CURVE_SECRET_KEY, HERD_AUTHORIZED_KEYS,
- * HERD_INSECURE (1 / 0), and the bounds: HERD_MAX_REQUEST_WORK, HERD_MAX_MEMORY, HERD_CLIENT_MAX_WORLDS,
+ * HERD_INSECURE (1 / 0), and the bounds: HERD_MAX_REQUEST_WORK, HERD_MAX_MEMORY, HERD_MAX_SESSIONS, HERD_CLIENT_MAX_WORLDS,
  * HERD_CLIENT_MAX_SESSIONS, HERD_CLIENT_MAX_INFLIGHT, HERD_CLIENT_MAX_QUEUED_BYTES, HERD_DRAIN_TIMEOUT.
  * 0, or -1 with a message. */
 int srv_config_from_env(srv_config *c, char *err, size_t errlen);

@@ -1,9 +1,13 @@
-/* srv_internal.h — what the server's request path shares between its three files (private to server/):
+/* srv_internal.h — the state the server's request path shares (private to server/): the server, a request
+ * being handled and a pending request, and the loop's constants.  Types only; the functions are in
+ *   srv_reply.h    sending replies (each send names whom it answers: srv_reply_to);
+ *   srv_pending.h  pending requests: starting their jobs (or deferring them), cancellation, completion;
+ *   srv_ops.h      the request handlers, one per op, and the dispatch of a decoded request to them;
  *   srv_server.c   the I/O loop (receive, ticks, the disconnect monitor: while (serving) { before_sleep;
- *                  process_events; }), sending replies, creation and destruction;
- *   srv_ops.c      the request handlers, one per op, and the dispatch of a decoded request to them;
- *   srv_pending.c  pending requests: starting their jobs (or deferring them), cancellation, completion.
- * Job dispatch to the workers is srv_job.c (the only server code that calls envs); sessions are srv_session.c.
+ *                  process_events; }), creation and destruction.
+ * Each of those includes only the ones above it, so the includes form no cycle.  Job dispatch to the workers
+ * is srv_job.c (the only server code that calls envs); sessions are srv_session.c; the ledger of sessions,
+ * worlds and their memory is srv_quota.c.
  *
  * A request's life:
  *   recv (ROUTER: envelope frames + one payload frame) -> proto_decode_request -> the handler of its op
@@ -17,14 +21,15 @@
  * must know which worlds have ended before it starts, so it waits (the session's deferred list) until
  * the session has nothing in flight; then env_first_ended (through srv_job_first_ended) is exact.
  *
- * Bounds (srv_config.h): requests are refused with LIMIT before they cost anything when they
- * would cross a bound: per client (sessions, worlds, requests in flight), the memory ceiling (worlds +
- * reply buffers in flight + replies queued in ZeroMQ, counted back by ZeroMQ's free callback), and a
- * step's work (worlds x decimation x solver_max_iter).  A client whose unread replies exceed its byte
- * budget has further replies dropped.  Every pending request is on S->plist, so that work can be cancelled
- * (srv_job_cancel): by close (the session's queued work; UNKNOWN_SESSION), by a disconnect (the ROUTER's
- * monitor reports the connection's fd, matched against ZMQ_SRCFD of each request; no reply), and by the
- * drain deadline (SHUTTING_DOWN).
+ * Bounds (srv_config.h; PROTOCOL.md section 9): requests are refused with LIMIT, naming the bound by its
+ * hello key, before they cost anything when they would cross one: per client (a CURVE key, or in plain mode
+ * a peer address: sessions, worlds, requests in flight), the server's sessions and worlds, the memory
+ * ceiling (every session's fixed bytes and its worlds (srv_quota.h), reply buffers in flight, replies queued
+ * in ZeroMQ, counted back by ZeroMQ's free callback), and a step's estimated time (env_step_cost).  A client
+ * whose unread replies exceed its byte budget has further replies dropped.  Every pending request is on
+ * S->plist, so that work can be cancelled (srv_job_cancel): by close (the session's queued work;
+ * UNKNOWN_SESSION), by a disconnect (the ROUTER's monitor reports the connection's fd, matched against
+ * ZMQ_SRCFD of each request; no reply), and by the drain deadline (SHUTTING_DOWN).
  */
 #ifndef SRV_INTERNAL_H
 #define SRV_INTERNAL_H
@@ -41,6 +46,7 @@
 #include "srv_job.h"
 #include "srv_log.h"
 #include "srv_metrics.h"
+#include "srv_quota.h"
 #include "srv_rate.h"
 #include "srv_server.h"
 #include "srv_session.h"
@@ -63,8 +69,17 @@ enum {
 #define RATE_WINDOW_S 10.0      /* steps/s in stats replies: over this window */
 #define DROP_LOG_S 1.0          /* at most one "replies dropped" line per client this often (warn level) */
 #define DRAIN_GRACE_S 5.0       /* after the drain deadline: how long cancelled work may take to come back */
-#define REF_STEP_WORK 200.0     /* decimation x solver_max_iter of anymal_c-walk's default configuration */
-#define DEFAULT_WORLD_BYTES 2300    /* a world's memory before one of its task was made (anymal_c-walk: ~2.2 KB) */
+
+#define SRV_OP_INVALID PROTO_OP_COUNT  /* metrics: the op of a request that could not be decoded */
+
+/* Whom a reply goes to (srv_reply.h). */
+typedef struct {
+    zmq_msg_t *frames;          /* the envelope to echo (not owned: the request's or its pending request's) */
+    int nframes;                /* > 0 until replied; 0 once replied; < 0: no reply wanted (session expiry) */
+    int op;                     /* the request's op, or SRV_OP_INVALID (metrics) */
+    double t0;                  /* its arrival, srv_now_s() (metrics) */
+    srv_client *client;         /* the sender, whose unread replies are bounded; NULL: none known */
+} srv_reply_to;
 
 /* A request waiting for its job.  Ownership: the envelope frames, the request message (step actions
  * point into it), the decoded request, and the job. */
@@ -72,30 +87,26 @@ typedef struct pending {
     srv_job job;                /* first: srv_jobs_take_done and the deferred lists hand back &job */
     uint64_t id;
     zmq_msg_t frames[MAX_FRAMES - 1];   /* the envelope to echo */
-    int nframes;                /* 0 once replied; -1: no reply wanted (session expiry) */
+    srv_reply_to to;            /* whom the reply goes to: frames above, op, arrival, client */
     zmq_msg_t payload;
     int has_payload;
     proto_request req;
-    int op;                     /* for the metrics: the request's op and when it arrived */
-    double t0;
     srv_client *client;         /* who sent it (its inflight counts this request); NULL: expiry */
     /* cancellation and accounting */
     int srcfd;                  /* the connection it came on (ZMQ_SRCFD; -1 unknown): cancelled if it goes */
     int cancel_code;            /* 0, or how to answer once cancelled: a proto_code, or -1 for no reply */
     int is_deferred;            /* on its session's deferred list (not yet on a worker) */
     size_t mem;                 /* its reply buffer's bytes (in mem_replies) */
-    size_t make_mem;            /* make: its worlds' estimated bytes (in mem_worlds until it completes) */
+    srv_quota_hold hold;        /* make: the session it reserved (moved to the session once made) */
     struct pending *lprev, *lnext;      /* the server's list of pending requests */
 } pending;
 
 /* A request being handled (the frames are moved into a pending request when one is made). */
 typedef struct {
-    zmq_msg_t *frames;
-    int nframes;
+    srv_reply_to to;            /* the envelope (moved into a pending request when one is made) and its sender */
     zmq_msg_t *payload;
     proto_request *req;
     srv_session *sess;          /* the request's session, when it names an open one */
-    srv_client *client;         /* who sent it */
 } incoming;
 
 struct srv_server {
@@ -112,7 +123,6 @@ struct srv_server {
     proto_limits lim;
     srv_session_table sessions;
     srv_clients *clients;
-    long worlds_used;           /* including makes in flight */
     int jobs_inflight;          /* queued on workers or deferred */
     double t_start, last_tick, last_sample, last_stats;
     uint64_t steps, requests, errors;
@@ -125,16 +135,15 @@ struct srv_server {
     srv_metrics *metrics;
     const char *metric_ops[PROTO_OP_COUNT + 1];     /* op labels, + "invalid" for undecodable requests */
     const char *metric_codes[PROTO_E_COUNT];
-    int reply_op, reply_code;   /* the reply being sent: its request's op, and error code (0 = ok) ... */
-    double reply_t0;            /* ... and its arrival time ... */
-    srv_client *reply_client;   /* ... and its client (the queued-bytes budget), or NULL */
     /* resource bounds */
     pending *plist;             /* every pending request (cancellation scans it) */
     size_t mem_ceiling;         /* srv_config_memory_ceiling */
-    size_t mem_worlds;          /* worlds of open sessions and of makes in flight (estimates until made) */
+    srv_quota quota;            /* sessions, worlds and their bytes (makes in flight included) */
     size_t mem_replies;         /* reply buffers of jobs in flight */
     atomic_size_t mem_queued;   /* replies handed to ZeroMQ and not yet freed by it */
-    size_t world_bytes[MAX_SPECS];      /* per task: bytes per world measured at its last make */
+    env_cost task_cost[MAX_SPECS];      /* per task: its costs at its last make (at start: its defaults') */
+    double ref_step_work;       /* the least step work of the tasks' defaults: a quantum of such world-steps is
+                                 * a turn's length (srv_job.h max_chunk) */
     void *monitor;              /* PAIR socket receiving the ROUTER's disconnect events, or NULL */
     double t_drain;             /* when the drain began */
     int drain_cut;              /* the drain deadline has passed: work in flight was cancelled */
@@ -150,7 +159,6 @@ typedef struct {
     size_t len;
 } queued_reply;
 
-#define OP_INVALID PROTO_OP_COUNT
 _Static_assert(PROTO_OP_COUNT + 1 <= SRV_METRICS_OPS, "srv_metrics.h: SRV_METRICS_OPS must cover every op + invalid");
 _Static_assert(PROTO_E_COUNT <= SRV_METRICS_CODES, "srv_metrics.h: SRV_METRICS_CODES must cover every error code");
 
@@ -160,31 +168,5 @@ enum { CANCEL_SILENT = -1 };    /* cancel_code: no reply (the client is gone) */
 
 /* The pending request a job belongs to (the job is its first member). */
 static inline pending *as_pending(srv_job *j) { return (pending *)(void *)j; }
-
-/* srv_server.c: sending replies (the envelope frames are moved, closed in every case). */
-void srv_close_frames(zmq_msg_t *f, int n);
-void srv_send_reply(srv_server *S, zmq_msg_t *frames, int nframes, void *buf, size_t len, int own);
-void srv_send_error(srv_server *S, zmq_msg_t *frames, int nframes, uint64_t id, srv_session *sess, proto_code code,
-                    const char *msg);
-void srv_send_small(srv_server *S, zmq_msg_t *frames, int nframes);
-
-/* srv_pending.c: a pending request's life. */
-pending *srv_pending_new(srv_server *S, srv_job_kind kind, incoming *in);
-void srv_pending_free(srv_server *S, pending *p);
-void srv_pending_fail(srv_server *S, pending *p, proto_code code, const char *msg);
-void srv_start_or_fail(srv_server *S, pending *p);
-void srv_submit(srv_server *S, pending *p);
-void srv_submit_control(srv_server *S, pending *p);
-void srv_finish_close_if_idle(srv_server *S, srv_session *s);
-void srv_cancel_where(srv_server *S, const srv_session *s, int fd, int code);
-void srv_begin_close(srv_server *S, srv_session *s, pending *close_request);
-double srv_step_work(const env_spec *sp, const double *config);
-void srv_process_done(srv_server *S);
-
-/* srv_ops.c: the limits requests are checked against, and one received request handled (frames: its envelope,
- * nf of them; payload: the request); what it does not move into a pending request stays the caller's. */
-long srv_max_worlds_per_client(const srv_server *S);
-size_t srv_mem_used(srv_server *S);
-void srv_handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *payload);
 
 #endif

@@ -67,6 +67,17 @@ int srv_job_cut(srv_job *j) { return atomic_load(&j->skipped) > 0; }
 
 int srv_jobs_task(const char *name) { return env_registry_find(name); }
 
+int srv_jobs_default_cost(int task, env_cost *out)
+{
+    const env_spec *sp = env_registry_spec(task);
+    char err[256];
+    env_t *e = sp ? env_new(sp->name, 1, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, err, sizeof err) : NULL;
+    if (!e) return -1;
+    env_get_cost(e, out);
+    env_destroy(&e);
+    return 0;
+}
+
 void srv_job_cancel(srv_job *j) { atomic_store_explicit(&j->cancel, 1, memory_order_relaxed); }
 int srv_job_cancelled(const srv_job *j) { return atomic_load_explicit(&j->cancel, memory_order_relaxed); }
 
@@ -292,7 +303,7 @@ static int make_env(srv_job *j)
             j->make_err = SRV_MAKE_NO_MEMORY;
             return 1;
         }
-        if (j->made == 0) j->world_bytes = env_world_bytes(j->env);
+        if (j->made == 0) env_get_cost(j->env, &j->cost);
         j->made += n;
         if (j->made < r->num_worlds && srv_now_s() - t0 >= SLICE_S) return 0;
     }
@@ -505,6 +516,8 @@ int srv_job_first_ended(const srv_job *j, int *count)
     *count = n;
     return first;
 }
+
+int srv_jobs_ntasks(void) { return env_registry_count(); }
 
 int srv_jobs_specs(const env_spec **specs, int max)
 {

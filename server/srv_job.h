@@ -66,7 +66,7 @@ struct srv_job {
     srv_make_err make_err;
     char err[256];              /* the env's message */
     double config[ENV_MAX_CONFIG];   /* the env's configuration values, in spec order */
-    size_t world_bytes;         /* bytes one of its worlds takes (env_world_bytes) */
+    env_cost cost;              /* its memory and step work (env_get_cost, once its first world exists) */
     int made;                   /* worlds created so far (the make runs a slice at a time) */
     /* the pool's side (private) */
     srv_jobs *jobs;
@@ -92,6 +92,9 @@ int srv_job_cancelled(const srv_job *j);
 int srv_job_cut(srv_job *j);
 /* The registry index of a task (for per-task bookkeeping), -1 if none. */
 int srv_jobs_task(const char *name);
+/* The costs of registered task `task` with its default configuration (an env of one world is made and
+ * destroyed on the calling thread): 0, or -1 (no such task, or out of memory). */
+int srv_jobs_default_cost(int task, env_cost *out);
 /* Frees what j owns (seeds, reply, a made env, the units); j can then be discarded or reused. */
 void srv_job_clear(srv_job *j);
 
@@ -135,6 +138,8 @@ void srv_jobs_drop_env(srv_session *s);
 /* DISABLED autoreset, with no job of the session in flight: the row of the first of the job's worlds
  * that has ended (or was never reset), -1 if none; *count: how many rows have ended. */
 int srv_job_first_ended(const srv_job *j, int *count);
+/* How many tasks are registered. */
+int srv_jobs_ntasks(void);
 /* The registered tasks' specs (at most max); returns how many. */
 int srv_jobs_specs(const env_spec **specs, int max);
 /* Checks that a make request names a registered task: 0, or PROTO_E_UNKNOWN_ENV with a message

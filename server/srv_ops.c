@@ -1,7 +1,7 @@
 /* srv_ops.c — the request handlers, one per op, and the dispatch of a decoded request to them: hello, ping and
  * stats are answered at once; make, reset, step, close, model and poses are checked against the limits and the
- * session and become pending requests (srv_pending.c).  See srv_internal.h.  I/O thread only. */
-#include "srv_internal.h"
+ * session and become pending requests (srv_pending.c).  See srv_ops.h and srv_internal.h.  I/O thread only. */
+#include "srv_ops.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -10,27 +10,15 @@
 /* ------------------------------------------------------------------------------------------------ */
 /* request handlers: one per op */
 
-long srv_max_worlds_per_client(const srv_server *S)
-{
-    return S->cfg.client_max_worlds > 0 ? S->cfg.client_max_worlds : S->cfg.max_worlds;
-}
-
-/* Bytes the memory ceiling counts now: worlds (made and being made), reply buffers in flight, replies
- * queued in ZeroMQ. */
-size_t srv_mem_used(srv_server *S)
-{
-    return S->mem_worlds + S->mem_replies + atomic_load(&S->mem_queued);
-}
-
 static void handle_hello(srv_server *S, incoming *in)
 {
     const env_spec *specs[MAX_SPECS];
     int n = srv_jobs_specs(specs, MAX_SPECS);
-    static const char *const names[] = {"max_request_work", "max_memory_bytes", "client_max_worlds",
+    static const char *const names[] = {"max_request_work", "max_memory_bytes", "max_sessions", "client_max_worlds",
                                         "client_max_sessions", "client_max_inflight", "client_max_queued_bytes",
                                         "drain_timeout_ms"};
-    const int64_t values[] = {S->cfg.max_request_work, (int64_t)S->mem_ceiling, srv_max_worlds_per_client(S),
-                              S->cfg.client_max_sessions, S->cfg.client_max_inflight,
+    const int64_t values[] = {S->cfg.max_request_work, (int64_t)S->mem_ceiling, S->quota.lim.max_sessions,
+                              S->quota.lim.client_max_worlds, S->cfg.client_max_sessions, S->cfg.client_max_inflight,
                               (int64_t)S->cfg.client_max_queued_bytes, (int64_t)(S->cfg.drain_timeout_s * 1000)};
     proto_hello_info info = {.server = "herd " HERD_VERSION, .threads = S->nthreads,
                              .max_message_bytes = S->cfg.max_message_bytes,
@@ -39,21 +27,21 @@ static void handle_hello(srv_server *S, incoming *in)
                              .nextra = (int)(sizeof names / sizeof names[0]), .extra_names = names, .extra_values = values};
     proto_buf_reset(&S->out);
     proto_encode_hello_reply(&S->out, in->req->id, &info, specs, n);
-    srv_send_small(S, in->frames, in->nframes);
+    srv_send_small(S, &in->to);
 }
 
 static void handle_ping(srv_server *S, incoming *in)
 {
     proto_buf_reset(&S->out);
     proto_encode_ping_reply(&S->out, in->req->id, srv_unix_s());
-    srv_send_small(S, in->frames, in->nframes);
+    srv_send_small(S, &in->to);
 }
 
 static void handle_stats(srv_server *S, incoming *in)
 {
     double t = srv_now_s();
     srv_session *s = in->sess;
-    proto_server_stats st = {.uptime_s = t - S->t_start, .sessions = S->sessions.count, .worlds = S->worlds_used,
+    proto_server_stats st = {.uptime_s = t - S->t_start, .sessions = S->sessions.count, .worlds = S->quota.worlds,
                              .steps = S->steps, .requests = S->requests, .errors = S->errors,
                              .steps_per_s = srv_rate_get(&S->rate, t, S->steps, RATE_WINDOW_S), .threads = S->nthreads};
     proto_session_stats ss;
@@ -65,29 +53,27 @@ static void handle_stats(srv_server *S, incoming *in)
     }
     proto_buf_reset(&S->out);
     proto_encode_stats_reply(&S->out, in->req->id, &st, s ? &ss : NULL);
-    srv_send_small(S, in->frames, in->nframes);
+    srv_send_small(S, &in->to);
 }
 
 /* A pending request for `kind`, or NULL after an error reply. */
 static pending *take_pending(srv_server *S, incoming *in, srv_job_kind kind)
 {
-    srv_client *c = in->client;
+    srv_client *c = in->to.client;
     /* c->inflight counts this request too while it is handled (handle_request): the others are inflight - 1 */
     if (c && kind != SRV_JOB_CLOSE && c->inflight - 1 >= S->cfg.client_max_inflight) {
         char m[200];
-        snprintf(m, sizeof m, "this client has %d requests in flight, the limit (client_max_inflight): wait for "
+        snprintf(m, sizeof m, "this client has %d requests in flight, its limit (client_max_inflight): wait for "
                  "replies before sending more", c->inflight - 1);
-        srv_send_error(S, in->frames, in->nframes, in->req->id, in->sess, PROTO_E_LIMIT, m);
+        srv_send_error(S, &in->to, in->req->id, in->sess, PROTO_E_LIMIT, m);
         c->errors++;
         return NULL;
     }
     pending *p = srv_pending_new(S, kind, in);
     if (!p) {
-        srv_send_error(S, in->frames, in->nframes, in->req->id, in->sess, PROTO_E_INTERNAL, "out of memory");
+        srv_send_error(S, &in->to, in->req->id, in->sess, PROTO_E_INTERNAL, "out of memory");
         return NULL;
     }
-    p->op = S->reply_op;
-    p->t0 = S->reply_t0;
     S->work_requests++;
     return p;
 }
@@ -100,46 +86,26 @@ static void handle_make(srv_server *S, incoming *in)
     char m[PROTO_MSG_MAX + 64];
     int code = srv_jobs_check_env(r->env, m, sizeof m);
     if (!code && r->num_worlds > S->cfg.max_worlds_per_session) {
-        snprintf(m, sizeof m, "num_worlds %" PRId64 " exceeds the limit of %d worlds per session", r->num_worlds,
-                 S->cfg.max_worlds_per_session);
+        snprintf(m, sizeof m, "num_worlds %" PRId64 " exceeds the limit of %d worlds per session "
+                 "(max_worlds_per_session)", r->num_worlds, S->cfg.max_worlds_per_session);
         code = PROTO_E_LIMIT;
     }
-    if (!code && S->worlds_used + r->num_worlds > S->cfg.max_worlds) {
-        snprintf(m, sizeof m, "num_worlds %" PRId64 " would exceed the server's limit of %ld worlds (%ld in use)",
-                 r->num_worlds, S->cfg.max_worlds, S->worlds_used);
-        code = PROTO_E_LIMIT;
-    }
-    srv_client *c = p->client;
-    if (!code && c && c->sessions + 1 > S->cfg.client_max_sessions) {
-        snprintf(m, sizeof m, "this client has %d sessions open, the limit (client_max_sessions): close one first",
-                 c->sessions);
-        code = PROTO_E_LIMIT;
-    }
-    if (!code && c && c->worlds + r->num_worlds > srv_max_worlds_per_client(S)) {
-        snprintf(m, sizeof m, "num_worlds %" PRId64 " would exceed this client's limit of %ld worlds (%ld in use; "
-                 "client_max_worlds)", r->num_worlds, srv_max_worlds_per_client(S), c->worlds);
-        code = PROTO_E_LIMIT;
-    }
+    /* the bytes of the task's last make, or of its default configuration: the make commits what it measures */
     int task = code ? -1 : srv_jobs_task(r->env);
-    size_t per = task >= 0 && task < MAX_SPECS && S->world_bytes[task] ? S->world_bytes[task] : DEFAULT_WORLD_BYTES;
-    size_t need = (size_t)r->num_worlds * per;
-    if (!code && srv_mem_used(S) + need > S->mem_ceiling) {
-        snprintf(m, sizeof m, "num_worlds %" PRId64 " needs about %zu MiB; with %zu MiB in use that would exceed the "
-                 "server's memory ceiling of %zu MiB (max_memory_bytes)", r->num_worlds, need >> 20,
-                 srv_mem_used(S) >> 20, S->mem_ceiling >> 20);
-        code = PROTO_E_LIMIT;
+    if (!code && (task < 0 || task >= MAX_SPECS)) {
+        snprintf(m, sizeof m, "task %d has no cost on record", task);
+        code = PROTO_E_INTERNAL;
+    }
+    if (!code) {
+        size_t need = srv_session_cost_bytes((int)r->num_worlds, S->nthreads, &S->task_cost[task]);
+        size_t other = S->mem_replies + atomic_load(&S->mem_queued);
+        if (srv_quota_reserve(&S->quota, p->client, (long)r->num_worlds, need, other, &p->hold, m, sizeof m))
+            code = PROTO_E_LIMIT;
     }
     if (code) {
         srv_pending_fail(S, p, (proto_code)code, m);
         return;
     }
-    S->worlds_used += r->num_worlds;
-    if (p->client) {
-        p->client->worlds += r->num_worlds;
-        p->client->sessions++;
-    }
-    p->make_mem = need;
-    S->mem_worlds += need;
     p->job.make = &p->req;
     srv_submit_control(S, p);
 }
@@ -174,8 +140,8 @@ static void submit_rows(srv_server *S, pending *p, proto_buf *b)
     }
     if (srv_mem_used(S) + b->len > S->mem_ceiling) {
         char m[200];
-        snprintf(m, sizeof m, "a reply of %zu bytes would exceed the server's memory ceiling of %zu MiB (%zu MiB in "
-                 "use): address fewer worlds per request", b->len, S->mem_ceiling >> 20, srv_mem_used(S) >> 20);
+        snprintf(m, sizeof m, "a reply of %zu bytes would exceed the server's memory ceiling of %zu MiB "
+                 "(max_memory_bytes; %zu MiB in use): address fewer worlds per request", b->len, S->mem_ceiling >> 20, srv_mem_used(S) >> 20);
         proto_buf_free(b);
         srv_pending_fail(S, p, PROTO_E_LIMIT, m);
         return;
@@ -231,17 +197,17 @@ static void handle_step(srv_server *S, incoming *in)
     }
     double work = (double)j->n * s->step_work;
     if (work > (double)S->cfg.max_request_work) {
-        char m[240];
+        char m[300];
         long most = (long)((double)S->cfg.max_request_work / s->step_work);
-        snprintf(m, sizeof m, "a step of %d worlds costs %.0f (worlds x decimation x solver_max_iter), over the limit of "
-                 "%ld (max_request_work): step at most %ld worlds of this session per request", j->n, work,
-                 S->cfg.max_request_work, most);
+        snprintf(m, sizeof m, "a step of %d worlds costs %.0f (worlds x the solver iterations a world-step may take "
+                 "at its caps, the fallback's included), over the limit of %ld (max_request_work): step at most %ld "
+                 "worlds of this session per request", j->n, work, S->cfg.max_request_work, most);
         srv_pending_fail(S, p, PROTO_E_LIMIT, m);
         return;
     }
-    /* worlds per env call: the quantum for ordinary sessions (decimation 4 x 50 sweeps = 200), fewer as a
+    /* worlds per env call: the quantum for sessions as cheap as the cheapest task's defaults, fewer as a
      * world-step costs more (a world's cost varies with its contacts: growing chunks would overshoot) */
-    double per = (double)S->cfg.quantum * REF_STEP_WORK / s->step_work;
+    double per = (double)S->cfg.quantum * S->ref_step_work / s->step_work;
     j->max_chunk = per >= S->cfg.quantum ? S->cfg.quantum : per >= 1 ? (int)per : 1;
     j->actions = r->actions.data;
     /* the actions point into the request message: keep it */
@@ -262,19 +228,19 @@ static void handle_model(srv_server *S, incoming *in)
 {
     srv_session *s = in->sess;
     if (!s) {
-        srv_send_error(S, in->frames, in->nframes, in->req->id, NULL, PROTO_E_UNKNOWN_SESSION, "no session");
+        srv_send_error(S, &in->to, in->req->id, NULL, PROTO_E_UNKNOWN_SESSION, "no session");
         return;
     }
     env_scene_t *scene = malloc(sizeof *scene);
     if (!scene) {
-        srv_send_error(S, in->frames, in->nframes, in->req->id, s, PROTO_E_INTERNAL, "out of memory");
+        srv_send_error(S, &in->to, in->req->id, s, PROTO_E_INTERNAL, "out of memory");
         return;
     }
     srv_jobs_scene(s, scene);
     proto_buf_reset(&S->out);
     proto_encode_model_reply(&S->out, in->req->id, s->id, s->spec->name, scene);
     free(scene);
-    srv_send_small(S, in->frames, in->nframes);
+    srv_send_small(S, &in->to);
 }
 
 /* poses: a rows job on the worlds' lanes (in order with the session's steps), or with "latest" on their
@@ -318,12 +284,15 @@ static op_handler handler_of(proto_op op)
 }
 
 /* The registry entry of a request's sender: its CURVE key (the "User-Id" property the ZAP handler
- * set) or the routing id ROUTER put first in the envelope.  NULL when out of memory. */
-static srv_client *client_of(srv_server *S, zmq_msg_t *frames, zmq_msg_t *payload)
+ * set), or in plain mode the address it connected from ("Peer-Address"), so that more connections do not
+ * multiply its quotas.  NULL when out of memory. */
+static srv_client *client_of(srv_server *S, zmq_msg_t *payload)
 {
     uint8_t id[SRV_CLIENT_ID_MAX];
     const char *key = zmq_msg_gets(payload, "User-Id");
-    size_t n = srv_client_identity(id, key, zmq_msg_data(&frames[0]), zmq_msg_size(&frames[0]));
+    const char *addr = zmq_msg_gets(payload, "Peer-Address");
+    if (!addr || !*addr) addr = "local";    /* ipc:// and inproc:// peers: this host */
+    size_t n = srv_client_identity(id, key, addr, strlen(addr));
     double t = srv_now_s();
     srv_client *c = srv_client_get(S->clients, id, n, t);
     if (c) c->last_seen = t;
@@ -350,7 +319,7 @@ void srv_handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *pay
     S->requests++;
     proto_request req;
     proto_request_init(&req);
-    incoming in = {frames, nf, payload, &req, NULL, client_of(S, frames, payload)};
+    incoming in = {{frames, nf, SRV_OP_INVALID, srv_now_s(), client_of(S, payload)}, payload, &req, NULL};
     proto_error e;
     char m[PROTO_MSG_MAX + 64];
     /* the envelope counts toward the message limit (frame 0 is the identity ROUTER added) */
@@ -369,31 +338,32 @@ void srv_handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *pay
         if (rc && !req.has_id) req.has_id = proto_peek_id(zmq_msg_data(payload), zmq_msg_size(payload), &req.id);
     }
     op_handler h = rc ? NULL : handler_of(req.op);
-    S->reply_op = h ? (int)req.op : OP_INVALID;
-    S->reply_t0 = srv_now_s();
+    in.to.op = h ? (int)req.op : SRV_OP_INVALID;
+    in.to.nframes = nf;
     if (S->metrics) {
         size_t bytes = zmq_msg_size(payload);
         for (int i = 0; i < nf; i++) bytes += zmq_msg_size(&frames[i]);
-        srv_metrics_request(S->metrics, S->reply_op, bytes);
+        srv_metrics_request(S->metrics, in.to.op, bytes);
     }
+    srv_client *c = in.to.client;
     int failed = 1;
-    if (in.client) {
-        in.client->requests++;
-        in.client->inflight++;   /* this request, while handled: keeps the entry alive (a pending request
+    if (c) {
+        c->requests++;
+        c->inflight++;   /* this request, while handled: keeps the entry alive (a pending request
                                   * made from it counts once more and may be freed meanwhile) */
     }
     if (rc || !h) {
         /* counted against the session it names, when that and its owner could be read: a client that does
          * not own the session (section 9) cannot add to its counts */
-        srv_session *named = req.has_session ? find_owned(S, &req, in.client) : NULL;
-        srv_send_error(S, frames, nf, req.has_id ? req.id : 0, named, rc ? (proto_code)rc : PROTO_E_INTERNAL,
+        srv_session *named = req.has_session ? find_owned(S, &req, c) : NULL;
+        srv_send_error(S, &in.to, req.has_id ? req.id : 0, named, rc ? (proto_code)rc : PROTO_E_INTERNAL,
                    rc ? e.message : "unhandled op");
     } else if (S->draining) {
-        srv_send_error(S, frames, nf, req.id, NULL, PROTO_E_SHUTTING_DOWN, "the server is shutting down");
-    } else if (req.has_session && (!(in.sess = find_owned(S, &req, in.client)) || in.sess->closing)) {
+        srv_send_error(S, &in.to, req.id, NULL, PROTO_E_SHUTTING_DOWN, "the server is shutting down");
+    } else if (req.has_session && (!(in.sess = find_owned(S, &req, c)) || in.sess->closing)) {
         snprintf(m, sizeof m, "unknown session %" PRIu64 "%s", req.session,
                  in.sess ? " (closing)" : " (closed, expired, never made on this server, or made by another client)");
-        srv_send_error(S, frames, nf, req.id, NULL, PROTO_E_UNKNOWN_SESSION, m);
+        srv_send_error(S, &in.to, req.id, NULL, PROTO_E_UNKNOWN_SESSION, m);
     } else {
         failed = 0;
         if (in.sess) {
@@ -402,10 +372,10 @@ void srv_handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *pay
         }
         h(S, &in);
     }
-    if (in.client) {
-        in.client->errors += (uint64_t)failed;
-        in.client->inflight--;
-        srv_client_release(S->clients, &in.client);
+    if (c) {
+        c->errors += (uint64_t)failed;
+        c->inflight--;
+        srv_client_release(S->clients, &c);
     }
     proto_request_clear(&req);
 }

@@ -1,7 +1,7 @@
 /* srv_pending.c — pending requests: from a handler to a worker (started, or deferred behind the session's
  * work), cancelled (a closed session, a vanished connection, the drain deadline) or completed (the reply sent).
- * See srv_internal.h.  I/O thread only. */
-#include "srv_internal.h"
+ * See srv_pending.h and srv_internal.h.  I/O thread only. */
+#include "srv_pending.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -21,15 +21,16 @@ pending *srv_pending_new(srv_server *S, srv_job_kind kind, incoming *in)
     srv_job_init(&p->job, kind);
     p->job.sess = in->sess;
     p->id = in->req->id;
-    for (int i = 0; i < in->nframes; i++) {
+    for (int i = 0; i < in->to.nframes; i++) {
         zmq_msg_init(&p->frames[i]);
-        zmq_msg_move(&p->frames[i], &in->frames[i]);
+        zmq_msg_move(&p->frames[i], &in->to.frames[i]);
     }
-    p->nframes = in->nframes;
-    in->nframes = 0;
+    p->to = in->to;
+    p->to.frames = p->frames;
+    in->to.nframes = 0;
     p->req = *in->req;                   /* p owns the decoded arrays now */
     proto_request_init(in->req);
-    p->client = in->client;
+    p->client = in->to.client;
     if (p->client) p->client->inflight++;
     return p;
 }
@@ -43,31 +44,26 @@ void srv_pending_free(srv_server *S, pending *p)
         if (p->lnext) p->lnext->lprev = p->lprev;
     }
     S->mem_replies -= p->mem;
+    srv_quota_release(&S->quota, &p->hold);     /* a make that did not become a session */
     /* not released here: the request being handled may still hold the entry (in.client); idle entries are
      * released at the end of handle_request and by the tick */
     if (p->client) p->client->inflight--;
-    if (p->nframes > 0) srv_close_frames(p->frames, p->nframes);
+    if (p->to.nframes > 0) srv_close_frames(p->frames, p->to.nframes);
     if (p->has_payload) zmq_msg_close(&p->payload);
     proto_request_clear(&p->req);
     srv_job_clear(&p->job);
     free(p);
 }
 
-/* The reply about to be sent answers p (for the metrics). */
-static void replying_to(srv_server *S, const pending *p)
+size_t srv_mem_used(srv_server *S)
 {
-    S->reply_op = p->op;
-    S->reply_t0 = p->t0;
-    S->reply_client = p->client;
+    return S->quota.mem + S->mem_replies + atomic_load(&S->mem_queued);
 }
 
-/* Replies with an error and frees p. */
 void srv_pending_fail(srv_server *S, pending *p, proto_code code, const char *msg)
 {
-    replying_to(S, p);
     if (p->client) p->client->errors++;
-    srv_send_error(S, p->frames, p->nframes, p->id, p->job.sess, code, msg);
-    p->nframes = 0;
+    srv_send_error(S, &p->to, p->id, p->job.sess, code, msg);
     srv_pending_free(S, p);
 }
 
@@ -157,7 +153,7 @@ void srv_finish_close_if_idle(srv_server *S, srv_session *s)
         }
         srv_job_init(&p->job, SRV_JOB_CLOSE);
         proto_request_init(&p->req);
-        p->nframes = -1;
+        p->to.nframes = -1;
     }
     s->close_job = NULL;
     p->job.sess = s;
@@ -181,18 +177,16 @@ static void cancelled_message(const srv_server *S, const pending *p, char *m, si
 /* Answers a cancelled request (or drops its reply when its client is gone). */
 static void answer_cancelled(srv_server *S, pending *p)
 {
-    replying_to(S, p);
     if (p->cancel_code == CANCEL_SILENT) {
         srv_metrics_dropped(S->metrics, SRV_DROP_CANCELLED);
-        srv_close_frames(p->frames, p->nframes);
-        p->nframes = 0;
+        if (p->to.nframes > 0) srv_close_frames(p->frames, p->to.nframes);
+        p->to.nframes = 0;
         return;
     }
     char m[160];
     cancelled_message(S, p, m, sizeof m);
     if (p->client) p->client->errors++;
-    srv_send_error(S, p->frames, p->nframes, p->id, p->job.sess, (proto_code)p->cancel_code, m);
-    p->nframes = 0;
+    srv_send_error(S, &p->to, p->id, p->job.sess, (proto_code)p->cancel_code, m);
 }
 
 /* Cancels p with code (a proto_code, or CANCEL_SILENT).  A request still on its session's deferred list
@@ -223,7 +217,6 @@ static void cancel_pending(srv_server *S, pending *p, int code)
     srv_finish_close_if_idle(S, s);
 }
 
-/* Cancels every pending request that matches: of session s (if not NULL), from connection fd (if >= 0). */
 void srv_cancel_where(srv_server *S, const srv_session *s, int fd, int code)
 {
     for (pending *p = S->plist, *next; p; p = next) {
@@ -245,55 +238,29 @@ void srv_begin_close(srv_server *S, srv_session *s, pending *close_request)
 /* ------------------------------------------------------------------------------------------------ */
 /* completed jobs */
 
-/* A make failed after its worlds were counted: uncounts them. */
-static void uncount_make(srv_server *S, pending *p)
-{
-    S->worlds_used -= p->req.num_worlds;
-    if (p->client) {
-        p->client->worlds -= p->req.num_worlds;
-        p->client->sessions--;
-    }
-}
-
-/* The work bound's cost of one world-step of a session: decimation x solver_max_iter (configuration
- * values; a task without the key counts 1 for it). */
-double srv_step_work(const env_spec *sp, const double *config)
-{
-    double dec = sp->decimation > 0 ? sp->decimation : 1, iters = 1;
-    for (int i = 0; i < sp->nconfig; i++) {
-        if (!strcmp(sp->config[i].key, "decimation")) dec = config[i];
-        else if (!strcmp(sp->config[i].key, "solver_max_iter")) iters = config[i];
-    }
-    return dec * iters;
-}
-
 static void complete_make(srv_server *S, pending *p)
 {
     srv_job *j = &p->job;
     const proto_request *r = &p->req;
-    S->mem_worlds -= p->make_mem;
+    /* on every return without a session, srv_pending_free releases p's reservation */
     if (!j->env) {
-        uncount_make(S, p);
         if (j->make_err == SRV_MAKE_CANCELLED) {
             answer_cancelled(S, p);
             return;
         }
         if (p->client) p->client->errors++;
-        srv_send_error(S, p->frames, p->nframes, p->id, NULL,
-                   j->make_err == SRV_MAKE_NO_MEMORY ? PROTO_E_LIMIT : PROTO_E_BAD_CONFIG, j->err);
-        p->nframes = 0;
+        srv_send_error(S, &p->to, p->id, NULL, j->make_err == SRV_MAKE_NO_MEMORY ? PROTO_E_LIMIT : PROTO_E_BAD_CONFIG,
+                       j->err);
         return;
     }
     int task = srv_jobs_task(r->env);
-    if (task >= 0 && task < MAX_SPECS && j->world_bytes) S->world_bytes[task] = j->world_bytes;
+    if (task >= 0 && task < MAX_SPECS) S->task_cost[task] = j->cost;
     int n = (int)r->num_worlds;
     srv_session *s = srv_session_new(n, S->nthreads, S->next_rot++ % S->nthreads);
     if (!s || srv_session_table_add(&S->sessions, s)) {
-        uncount_make(S, p);
         if (p->client) p->client->errors++;
-        srv_send_error(S, p->frames, p->nframes, p->id, NULL, PROTO_E_INTERNAL,
-                   s ? "no randomness for the session id and token" : "out of memory");
-        p->nframes = 0;
+        srv_send_error(S, &p->to, p->id, NULL, PROTO_E_INTERNAL,
+                       s ? "no randomness for the session id and token" : "out of memory");
         srv_session_destroy(&s);
         return;                  /* the job's env is destroyed with the job */
     }
@@ -307,39 +274,33 @@ static void complete_make(srv_server *S, pending *p)
     s->autoreset = r->autoreset;
     s->seed = r->seed;
     s->created = s->last_active = srv_now_s();
-    s->client = p->client;      /* the make's counts move to the session */
-    s->step_work = srv_step_work(s->spec, j->config);
-    s->mem_bytes = (size_t)n * j->world_bytes;
-    S->mem_worlds += s->mem_bytes;
+    s->step_work = j->cost.step_work;
+    s->hold = p->hold;          /* the make's reservation moves to the session, with the bytes it really takes */
+    p->hold.held = 0;
+    srv_quota_commit(&S->quota, &s->hold, srv_session_cost_bytes(n, S->nthreads, &j->cost));
     proto_buf_reset(&S->out);
     proto_encode_make_reply(&S->out, p->id, s->id, s->token, s->view_token, n, s->autoreset, s->seed, s->spec, j->config);
-    srv_send_small(S, p->frames, p->nframes);
-    p->nframes = 0;
+    srv_send_small(S, &p->to);
     LOG(S, SRV_LOG_INFO, "session %" PRIu64 ": %s, %d worlds, autoreset %s, seed %" PRIu64 " (%d sessions, %ld worlds)",
-        s->id, s->spec->name, n, proto_autoreset_name(s->autoreset), s->seed, S->sessions.count, S->worlds_used);
+        s->id, s->spec->name, n, proto_autoreset_name(s->autoreset), s->seed, S->sessions.count, S->quota.worlds);
 }
 
 static void complete_close(srv_server *S, pending *p)
 {
     srv_session *s = p->job.sess;
-    S->worlds_used -= s->nworlds;
-    S->mem_worlds -= s->mem_bytes;
-    if (s->client) {
-        s->client->worlds -= s->nworlds;
-        s->client->sessions--;
-        srv_client_release(S->clients, &s->client);
-    }
+    srv_client *maker = s->hold.client;
+    srv_quota_release(&S->quota, &s->hold);
+    srv_client_release(S->clients, &maker);
     srv_session_table_remove(&S->sessions, s);
-    if (p->nframes >= 0) {
+    if (p->to.nframes >= 0) {
         proto_buf_reset(&S->out);
         proto_encode_close_reply(&S->out, p->id, s->id, s->steps);
-        srv_send_small(S, p->frames, p->nframes);
-        p->nframes = 0;
+        srv_send_small(S, &p->to);
         LOG(S, SRV_LOG_INFO, "session %" PRIu64 " closed after %" PRIu64 " steps (%d sessions, %ld worlds)", s->id,
-            s->steps, S->sessions.count, S->worlds_used);
+            s->steps, S->sessions.count, S->quota.worlds);
     } else {
         LOG(S, SRV_LOG_INFO, "session %" PRIu64 " expired after %.0f s idle (%d sessions, %ld worlds)", s->id,
-            srv_now_s() - s->last_active, S->sessions.count, S->worlds_used);
+            srv_now_s() - s->last_active, S->sessions.count, S->quota.worlds);
     }
     srv_session_destroy(&s);
 }
@@ -355,7 +316,7 @@ static void complete_rows(srv_server *S, pending *p)
     } else if (j->refused) {
         char m[160];
         snprintf(m, sizeof m, "%d worlds had ended and were not stepped (autoreset disabled)", j->refused);
-        srv_send_error(S, p->frames, p->nframes, p->id, s, PROTO_E_EPISODE_ENDED, m);
+        srv_send_error(S, &p->to, p->id, s, PROTO_E_EPISODE_ENDED, m);
     } else {
         if (j->kind == SRV_JOB_STEP) {
             s->steps += (uint64_t)j->n;
@@ -363,9 +324,8 @@ static void complete_rows(srv_server *S, pending *p)
         }
         uint8_t *buf = j->reply;
         j->reply = NULL;
-        srv_send_reply(S, p->frames, p->nframes, buf, j->reply_len, 1);
+        srv_send_reply(S, &p->to, buf, j->reply_len, 1);
     }
-    p->nframes = 0;
     pump_deferred(S, s);
     srv_finish_close_if_idle(S, s);
 }
@@ -377,7 +337,6 @@ void srv_process_done(srv_server *S)
         srv_job *next = j->next;
         pending *p = as_pending(j);
         S->jobs_inflight--;
-        replying_to(S, p);
         switch (j->kind) {
         case SRV_JOB_MAKE: complete_make(S, p); break;
         case SRV_JOB_CLOSE: complete_close(S, p); break;

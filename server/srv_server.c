@@ -1,9 +1,9 @@
-/* srv_server.c — the I/O loop, sending, creation.  See srv_server.h, and srv_internal.h for how the request
- * path is split between srv_server.c, srv_ops.c and srv_pending.c.
+/* srv_server.c — the I/O loop and creation.  See srv_server.h, and srv_internal.h for how the request path is
+ * split between srv_server.c, srv_ops.c, srv_pending.c and srv_reply.c.
  *
- * Threads: everything here runs on the I/O thread, except free_buf (ZeroMQ's I/O thread: atomics only).
+ * Threads: everything here runs on the I/O thread.
  */
-#include "srv_internal.h"
+#include "srv_ops.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -13,132 +13,6 @@
 #include <unistd.h>
 
 #include "srv_bind.h"
-/* ------------------------------------------------------------------------------------------------ */
-/* sending */
-
-static void free_buf(void *data, void *hint)
-{
-    queued_reply *q = hint;
-    if (q) {
-        atomic_fetch_sub(&q->S->mem_queued, q->len);
-        if (q->client) atomic_fetch_sub(&q->client->queued_bytes, q->len);
-        free(q);
-    }
-    free(data);
-}
-
-/* Writes src into dst (cap bytes, NUL-terminated) as valid UTF-8: bytes that do not form a well-formed
- * sequence become '?', and the text is cut at a character boundary.  Error messages echo client strings
- * (env names, config keys, field names), and replies must stay valid MessagePack str. */
-static void utf8_sanitize(char *dst, size_t cap, const char *src)
-{
-    size_t o = 0;
-    const unsigned char *p = (const unsigned char *)src;
-    while (*p && o + 1 < cap) {
-        int n = *p < 0x80 ? 1 : (*p & 0xE0) == 0xC0 && *p >= 0xC2 ? 2 : (*p & 0xF0) == 0xE0 ? 3
-              : (*p & 0xF8) == 0xF0 && *p <= 0xF4 ? 4 : 0;
-        int ok = n > 0;
-        for (int k = 1; ok && k < n; k++) ok = (p[k] & 0xC0) == 0x80;
-        if (ok && n == 3) ok = !(p[0] == 0xE0 && p[1] < 0xA0) && !(p[0] == 0xED && p[1] >= 0xA0);
-        if (ok && n == 4) ok = !(p[0] == 0xF0 && p[1] < 0x90) && !(p[0] == 0xF4 && p[1] >= 0x90);
-        if (!ok) {
-            dst[o++] = '?';
-            p++;
-            continue;
-        }
-        if (o + (size_t)n + 1 > cap) break;
-        memcpy(dst + o, p, (size_t)n);
-        o += (size_t)n;
-        p += n;
-    }
-    dst[o] = 0;
-}
-
-void srv_close_frames(zmq_msg_t *f, int n)
-{
-    for (int i = 0; i < n; i++) zmq_msg_close(&f[i]);
-}
-
-/* Sends envelope + payload and closes the envelope frames.  own: buf is malloc'd memory that ZeroMQ
- * frees when sent (zero copy); otherwise the bytes are copied. */
-void srv_send_reply(srv_server *S, zmq_msg_t *frames, int nframes, void *buf, size_t len, int own)
-{
-    /* the payload message first: once an envelope frame is sent (SNDMORE), the payload must follow, or
-     * the ROUTER would append the next reply to this unfinished message */
-    zmq_msg_t m;
-    if (own) {
-        srv_client *c = S->reply_client;
-        if (c && atomic_load(&c->queued_bytes) + len > S->cfg.client_max_queued_bytes) {
-            /* a client that does not read its replies: drop them rather than hold its memory */
-            free(buf);
-            srv_close_frames(frames, nframes);
-            S->dropped_replies++;
-            srv_metrics_dropped(S->metrics, SRV_DROP_REPLY);
-            double t = srv_now_s();
-            char who[96];
-            srv_client_name(c, who, sizeof who);
-            int lv = t - S->last_drop_log >= DROP_LOG_S ? SRV_LOG_WARN : SRV_LOG_DEBUG;
-            if (lv == SRV_LOG_WARN) S->last_drop_log = t;
-            LOG(S, lv, "client %s: reply of %zu bytes dropped: %zu bytes of its replies are still unread (limit %zu, "
-                "--client-max-queued-bytes); %" PRIu64 " replies dropped so far", who, len,
-                (size_t)atomic_load(&c->queued_bytes), S->cfg.client_max_queued_bytes, S->dropped_replies);
-            return;
-        }
-        queued_reply *q = malloc(sizeof *q);
-        if (q) {
-            *q = (queued_reply){S, c, len};
-            atomic_fetch_add(&S->mem_queued, len);
-            if (c) atomic_fetch_add(&c->queued_bytes, len);
-        }
-        if (zmq_msg_init_data(&m, buf, len, free_buf, q)) {
-            free_buf(buf, q);
-            srv_close_frames(frames, nframes);
-            return;
-        }
-    } else {
-        if (zmq_msg_init_size(&m, len)) {
-            srv_close_frames(frames, nframes);
-            return;
-        }
-        memcpy(zmq_msg_data(&m), buf, len);
-    }
-    int ok = 1;
-    for (int i = 0; i < nframes; i++) {
-        if (ok && zmq_msg_send(&frames[i], S->router, ZMQ_SNDMORE) < 0) ok = 0;
-        zmq_msg_close(&frames[i]);
-    }
-    if (ok && zmq_msg_send(&m, S->router, 0) < 0) ok = 0;
-    zmq_msg_close(&m);
-    if (S->metrics) srv_metrics_reply(S->metrics, S->reply_op, S->reply_code, srv_now_s() - S->reply_t0, len);
-    if (!ok) LOG(S, SRV_LOG_DEBUG, "reply not sent: %s", zmq_strerror(zmq_errno()));
-}
-
-/* An error reply (none when nframes < 0); counts the error. */
-void srv_send_error(srv_server *S, zmq_msg_t *frames, int nframes, uint64_t id, srv_session *sess, proto_code code,
-                       const char *msg)
-{
-    S->errors++;
-    if (sess) sess->errors++;
-    LOG(S, SRV_LOG_DEBUG, "request %" PRIu64 ": %s: %s", id, proto_code_name(code), msg);
-    if (nframes < 0) return;
-    char clean[PROTO_MSG_MAX];
-    utf8_sanitize(clean, sizeof clean, msg);
-    proto_buf_reset(&S->out);
-    proto_encode_error(&S->out, id, code, clean);
-    S->reply_code = code;
-    srv_send_reply(S, frames, nframes, S->out.data, S->out.len, 0);
-    S->reply_code = 0;
-}
-
-/* Sends the small reply encoded in S->out. */
-void srv_send_small(srv_server *S, zmq_msg_t *frames, int nframes)
-{
-    if (S->out.oom) {
-        srv_close_frames(frames, nframes);
-        return;
-    }
-    srv_send_reply(S, frames, nframes, S->out.data, S->out.len, 0);
-}
 
 /* Receives one message (non-blocking).  1 = handled, 0 = nothing there, -1 = error. */
 static int recv_one(srv_server *S)
@@ -222,7 +96,7 @@ static void tick(srv_server *S, double t)
     srv_session_table_each(&S->sessions, tick_session, &a);
     srv_clients_each(S->clients, release_idle_client, S);
     if (S->metrics) {
-        srv_metrics_gauges(S->metrics, S->sessions.count, S->worlds_used, S->cfg.max_worlds, S->jobs_inflight);
+        srv_metrics_gauges(S->metrics, S->sessions.count, S->quota.worlds, S->cfg.max_worlds, S->jobs_inflight);
         srv_metrics_memory(S->metrics, srv_mem_used(S), S->mem_ceiling);
         srv_metrics_tick(S->metrics, t);
     }
@@ -234,7 +108,7 @@ static void tick(srv_server *S, double t)
         LOG(S, SRV_LOG_INFO, "stats: %.0f steps/s, %.1f requests/s, %" PRIu64 " errors, %d sessions, %ld worlds, "
             "%d jobs in flight", (double)(S->steps - S->last_stats_steps) / dt,
             (double)(S->requests - S->last_stats_requests) / dt, S->errors - S->last_stats_errors, S->sessions.count,
-            S->worlds_used, S->jobs_inflight);
+            S->quota.worlds, S->jobs_inflight);
         S->last_stats = t;
         S->last_stats_steps = S->steps;
         S->last_stats_requests = S->requests;
@@ -418,6 +292,21 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
             "give keys (--curve-secret-key-file, --authorized-keys) on shared networks", c->bind);
     S->mem_ceiling = srv_config_memory_ceiling(c);
     atomic_init(&S->mem_queued, 0);
+    /* every task's costs with its defaults, until a make of it measures its own */
+    S->ref_step_work = 0;
+    for (int i = 0; i < MAX_SPECS && i < srv_jobs_ntasks(); i++) {
+        if (srv_jobs_default_cost(i, &S->task_cost[i])) {
+            snprintf(err, errlen, "cannot make task %d with its default configuration", i);
+            goto fail;
+        }
+        if (!(S->ref_step_work > 0) || S->task_cost[i].step_work < S->ref_step_work)
+            S->ref_step_work = S->task_cost[i].step_work;
+    }
+    if (!(S->ref_step_work > 0)) S->ref_step_work = 1;
+    srv_quota_limits ql = {c->max_worlds, srv_config_max_sessions(c, S->mem_ceiling),
+                           c->client_max_worlds > 0 ? c->client_max_worlds : c->max_worlds, c->client_max_sessions,
+                           S->mem_ceiling};
+    srv_quota_init(&S->quota, &ql);
     /* disconnects, to cancel the work of clients that are gone (best effort: without it, their work runs) */
     char mon[64];
     snprintf(mon, sizeof mon, "inproc://herd-monitor-%p", (void *)S);
@@ -432,7 +321,7 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
     if (!S->jobs) goto fail;
     if (c->metrics[0]) {
         for (int i = 0; i < PROTO_OP_COUNT; i++) S->metric_ops[i] = proto_op_name((proto_op)i);
-        S->metric_ops[OP_INVALID] = "invalid";
+        S->metric_ops[SRV_OP_INVALID] = "invalid";
         for (int i = 0; i < PROTO_E_COUNT; i++) S->metric_codes[i] = proto_code_name((proto_code)i);
         S->metrics = srv_metrics_new(S->metric_ops, PROTO_OP_COUNT + 1, S->metric_codes, PROTO_E_COUNT, S->nthreads,
                                      HERD_VERSION, PROTO_VERSION);
@@ -489,15 +378,15 @@ void srv_server_banner(const srv_server *S)
             "  endpoint   %s\n"
             "  threads    %d workers + 1 I/O thread (%s)\n"
             "  limits     %zu bytes per request, %d worlds per session, %ld worlds in all\n"
-            "  bounds     work %ld per request, memory %zu MiB; per client %ld worlds, %d sessions, %d in flight,\n"
-            "             %zu MiB of unread replies; drain %g s\n"
+            "  bounds     work %ld per request, memory %zu MiB, %d sessions; per client %ld worlds, %d sessions,\n"
+            "             %d in flight, %zu MiB of unread replies; drain %g s\n"
             "  auth       %s\n"
             "  sessions   closed %s\n"
             "  metrics    %s\n"
             "  envs       %s\n",
             HERD_VERSION, PROTO_VERSION, S->endpoint, S->nthreads, S->cpus.source, S->cfg.max_message_bytes,
             S->cfg.max_worlds_per_session, S->cfg.max_worlds, S->cfg.max_request_work, S->mem_ceiling >> 20,
-            srv_max_worlds_per_client(S), S->cfg.client_max_sessions, S->cfg.client_max_inflight,
+            S->quota.lim.max_sessions, S->quota.lim.client_max_worlds, S->cfg.client_max_sessions, S->cfg.client_max_inflight,
             S->cfg.client_max_queued_bytes >> 20, S->cfg.drain_timeout_s, auth, timeout, metrics, envs);
 }
 

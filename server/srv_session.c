@@ -22,6 +22,15 @@ srv_session *srv_session_new(int nworlds, int nthreads, int rot)
     return s;
 }
 
+/* Each allocation costs the allocator's header and rounding besides its bytes. */
+#define ALLOC_OVERHEAD 32
+
+size_t srv_session_cost_bytes(int nworlds, int nthreads, const env_cost *c)
+{
+    size_t own = sizeof(srv_session) + 2 * (size_t)nthreads * sizeof(srv_lane) + (size_t)nworlds / 8 + 1;
+    return own + 3 * ALLOC_OVERHEAD + c->fixed_bytes + (size_t)nworlds * c->world_bytes;
+}
+
 void srv_session_destroy(srv_session **ps)
 {
     if (!ps || !*ps) return;

@@ -27,6 +27,7 @@
 #include "proto.h"
 #include "srv_client.h"
 #include "srv_pool.h"
+#include "srv_quota.h"
 #include "srv_rate.h"
 
 typedef struct srv_job srv_job;
@@ -54,17 +55,20 @@ struct srv_session {
     int closing, destroying;    /* close requested / its job queued */
     srv_job *close_job;         /* the close request's job, until the session is idle (NULL: expiry) */
     double created, last_active;        /* srv_now_s(); last_active: the last request's arrival or reply */
-    double step_work;           /* decimation x solver_max_iter: the work bound's cost of one world-step */
-    size_t mem_bytes;           /* its worlds' memory (the memory ceiling's account) */
+    double step_work;           /* one world-step's solver iterations at the caps (env_cost): the work bound's unit */
     uint64_t steps, requests, errors;
     srv_rate rate;              /* of steps */
-    srv_client *client;         /* who made it (srv_client.h: its worlds and sessions count this one) */
+    srv_quota_hold hold;        /* what it holds against the bounds, and who made it (hold.client: its worlds
+                                 * and sessions count this one, srv_quota.h) */
     srv_session *hnext;         /* the table's */
 };
 
 /* A session of nworlds worlds for a pool of nthreads workers, rotation rot; fields other than the lanes,
  * scratch, sizes and rot are zero.  NULL when out of memory. */
 srv_session *srv_session_new(int nworlds, int nthreads, int rot);
+/* The memory a session of nworlds worlds of an env costing c takes with nthreads workers: its own
+ * allocations, the env's fixed bytes and its worlds. */
+size_t srv_session_cost_bytes(int nworlds, int nthreads, const env_cost *c);
 /* Frees s (whose env must be NULL) and sets *s to NULL.  NULL-safe. */
 void srv_session_destroy(srv_session **s);
 /* The worker that steps world w (0 <= w < nworlds) with T workers. */

@@ -234,6 +234,12 @@ int sim_solver_index(const char *name);
 int sim_solve(int solver, int n, const double *G, const double *c, const double *mu, double *lambda,
               const sim_solver_params *p, sim_solver_stats *st);
 
+/* The iterations one solve with row `solver` and parameters p may take at most: its own cap (max_iter sweeps;
+ * "admm": admm_max_iter) plus, for a solver that hands stalled problems to ADMM ("coulomb-stall-admm"), the
+ * fallback's admm_max_iter.  The work bound of a caller that must not trust convergence.  0 for an index out of
+ * range or a reserved row. */
+long sim_solver_iteration_cap(int solver, const sim_solver_params *p);
+
 /* 1 if row `solver` reads the pre-step contact velocity (its solve_pre is set), else 0: a caller computes v_pre
  * only then, so that the other solvers cost exactly what they cost without it. */
 int sim_solver_uses_pre_velocity(int solver);

@@ -114,6 +114,17 @@ int sim_solve(int solver, int n, const double *G, const double *c, const double 
     return d->solve(n, G, c, mu, lambda, p, st);
 }
 
+long sim_solver_iteration_cap(int solver, const sim_solver_params *p)
+{
+    const sim_solver_desc *d = sim_solver_at(solver);
+    if (!d || !d->solve) return 0;
+    switch (solver) {
+    case SIM_SOLVER_ADMM: return p->admm_max_iter;
+    case SIM_SOLVER_COULOMB_STALL_ADMM: return (long)p->max_iter + p->admm_max_iter;
+    default: return p->max_iter;
+    }
+}
+
 int sim_solver_uses_pre_velocity(int solver)
 {
     const sim_solver_desc *d = sim_solver_at(solver);

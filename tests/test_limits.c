@@ -102,6 +102,27 @@ static herd_client *client_of(srv_thread *t, int timeout_ms)
     return c;
 }
 
+/* An endpoint of t's server reached from another loopback address (127.0.0.x: ZeroMQ's "source;destination"
+ * form), so that the server sees another peer address: in plain mode quotas are per address. */
+static const char *endpoint_from(srv_thread *t, const char *source, char *buf, size_t len)
+{
+    const char *ep = srv_thread_endpoint(t);
+    cr_assert(!strncmp(ep, "tcp://", 6));
+    snprintf(buf, len, "tcp://%s:0;%s", source, ep + 6);
+    return buf;
+}
+
+/* A client connecting from source (127.0.0.x). */
+static herd_client *client_from(srv_thread *t, const char *source, int timeout_ms)
+{
+    char buf[300];
+    herd_error e;
+    const char *ep = endpoint_from(t, source, buf, sizeof buf);
+    herd_client *c = herd_client_new(&ep, 1, timeout_ms, &e);
+    cr_assert(c, "client: %s", e.message);
+    return c;
+}
+
 static int make_s(herd_client *c, const char *env, int n, const env_kv *kv, int nkv, herd_session *s, herd_error *e)
 {
     return herd_client_make(c, 0, env, n, kv, nkv, 1, ENV_AUTORESET_NEXT_STEP, s, e);
@@ -711,7 +732,8 @@ Test(drift, decode_errors_count_against_the_named_session, .timeout = 30)
 /* 3. quotas and memory bounds */
 
 /* One client took all 262,144 worlds.  With per-client bounds it gets LIMIT past them while another
- * client is still served (the defaults let one trainer use the whole server: hello reports them). */
+ * client (from another address) is still served (the defaults let one trainer use the whole server: hello
+ * reports them). */
 Test(quota, sessions_and_worlds_per_client, .timeout = 60)
 {
     srv_config cfg;
@@ -719,7 +741,7 @@ Test(quota, sessions_and_worlds_per_client, .timeout = 60)
     cfg.client_max_sessions = 2;
     cfg.client_max_worlds = 100;
     srv_thread *t = start_cfg(&cfg);
-    herd_client *a = client_of(t, 10000), *b = client_of(t, 10000);
+    herd_client *a = client_of(t, 10000), *b = client_from(t, "127.0.0.2", 10000);
     herd_hello h;
     MUST(herd_client_hello(a, 0, &h, &e_));
     herd_hello_free(&h);
@@ -916,7 +938,8 @@ Test(quota, a_slow_reader_has_its_replies_dropped, .timeout = 400)
     zmq_setsockopt(d, ZMQ_RCVBUF, &tiny, sizeof tiny);
     zmq_setsockopt(d, ZMQ_RCVHWM, &one, sizeof one);
     zmq_setsockopt(d, ZMQ_LINGER, &zero, sizeof zero);
-    cr_assert_eq(zmq_connect(d, srv_thread_endpoint(t)), 0);
+    char epbuf[300];    /* from another address: its budget is its own, not the maker's */
+    cr_assert_eq(zmq_connect(d, endpoint_from(t, "127.0.0.2", epbuf, sizeof epbuf)), 0);
     /* 100 replies of ~200 KB: 20 MB asked for.  What can be delivered: the 1 MiB budget (~5 replies), plus what
      * the kernel holds for the connection (the server's send buffer autotunes up to tcp_wmem's maximum, 4 MiB
      * by default: ~20 replies), plus the reader's 1-message pipe: about 27 */

@@ -601,7 +601,7 @@ Test(server, error_replies_and_the_server_keeps_serving, .timeout = 60)
     expect_request_code(c, &q, PROTO_E_UNKNOWN_ENV, "available: anymal_c-walk");
     snprintf(q.env, sizeof q.env, "anymal_c-walk");
     q.num_worlds = 101;
-    expect_request_code(c, &q, PROTO_E_LIMIT, "100 worlds per session");
+    expect_request_code(c, &q, PROTO_E_LIMIT, "100 worlds per session (max_worlds_per_session)");
     q.num_worlds = 50;
     q.nconfig = 1;
     q.config[0] = (proto_kv){"kp", 1e6};
@@ -610,7 +610,7 @@ Test(server, error_replies_and_the_server_keeps_serving, .timeout = 60)
     expect_request_code(c, &q, PROTO_E_BAD_CONFIG, "warp_drive");
     q.nconfig = 0;
     q.num_worlds = 100;      /* 10 in use + 100 > 105 */
-    expect_request_code(c, &q, PROTO_E_LIMIT, "105 worlds (10 in use)");
+    expect_request_code(c, &q, PROTO_E_LIMIT, "105 worlds (max_worlds; 10 in use)");
 
     int32_t ids[3] = {1, 2, 1};
     proto_request_init(&q);

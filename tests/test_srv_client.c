@@ -13,7 +13,7 @@ Test(clients, identity_kinds_do_not_collide)
     cr_assert_eq(na, 41);
     cr_assert_eq(nb, 41);
     cr_assert_eq(a[0], SRV_CLIENT_KEY, "the key wins over the routing id");
-    cr_assert_eq(b[0], SRV_CLIENT_ROUTING);
+    cr_assert_eq(b[0], SRV_CLIENT_ADDRESS);
     cr_assert(memcmp(a, b, na), "a key and a routing id with the same bytes differ");
     cr_assert_eq(srv_client_identity(a, "", NULL, 0), 0);
     cr_assert_eq(srv_client_identity(a, "", "\1", 1), 2, "an empty key is no key");
@@ -63,8 +63,12 @@ Test(clients, get_find_release)
 
     char name[64];
     srv_client_name(c[5], name, sizeof name);
-    cr_assert_eq(strncmp(name, "peer ", 5), 0, "%s", name);
-    cr_assert_eq(strlen(name), 5 + 2 * 4, "%s", name);
+    cr_assert_eq(strncmp(name, "address ", 8), 0, "%s", name);
+    cr_assert_eq(strlen(name), 8 + 4, "%s", name);
+    n = srv_client_identity(id, NULL, "192.0.2.7", 9);
+    srv_client *a = srv_client_get(cs, id, n, 1.0);
+    srv_client_name(a, name, sizeof name);
+    cr_assert_str_eq(name, "address 192.0.2.7");
     srv_clients_destroy(&cs);
     cr_assert_null(cs);
 }
