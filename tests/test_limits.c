@@ -771,7 +771,7 @@ Test(quota, sessions_and_worlds_per_client, .timeout = 60)
 Test(quota, hello_reports_every_bound, .timeout = 30)
 {
     static const char *const keys[] = {"max_message_bytes", "max_worlds_per_session", "max_worlds",
-                                       "max_request_work", "max_memory_bytes", "client_max_worlds",
+                                       "max_request_work", "max_memory_bytes", "max_sessions", "client_max_worlds",
                                        "client_max_sessions", "client_max_inflight", "client_max_queued_bytes",
                                        "drain_timeout_ms"};
     for (int defaults = 0; defaults < 2; defaults++) {
@@ -783,6 +783,7 @@ Test(quota, hello_reports_every_bound, .timeout = 30)
             cfg.max_worlds = 5000;
             cfg.max_request_work = 123456;
             cfg.max_memory_bytes = (size_t)300 << 20;
+            cfg.max_sessions = 77;
             cfg.client_max_worlds = 2000;
             cfg.client_max_sessions = 7;
             cfg.client_max_inflight = 11;
@@ -791,6 +792,7 @@ Test(quota, hello_reports_every_bound, .timeout = 30)
         }
         const int64_t want[] = {(int64_t)cfg.max_message_bytes, cfg.max_worlds_per_session, cfg.max_worlds,
                                 cfg.max_request_work, (int64_t)srv_config_memory_ceiling(&cfg),
+                                srv_config_max_sessions(&cfg, srv_config_memory_ceiling(&cfg)),
                                 cfg.client_max_worlds ? cfg.client_max_worlds : cfg.max_worlds,
                                 cfg.client_max_sessions, cfg.client_max_inflight,
                                 (int64_t)cfg.client_max_queued_bytes, (int64_t)(cfg.drain_timeout_s * 1000)};
@@ -819,6 +821,137 @@ Test(quota, hello_reports_every_bound, .timeout = 30)
         msgpack_unpacked_destroy(&u);
         raw_stop(&fx);
     }
+}
+
+/* The memory ceiling ignored sessions: with --max-memory 64M, 64 connections each made 256 one-world
+ * sessions, all 16,384 were accepted and the server grew by 1,373 MiB, because a make was charged its worlds'
+ * bytes only.  Here (16 MiB, 8 connections of 64 one-world makes each) the sessions accepted, at what they
+ * really cost (the heap's growth per session, measured in this process where the server runs), fit under the
+ * ceiling, and the rest get LIMIT naming the bound (max_memory_bytes, or max_sessions, derived from it). */
+#include <malloc.h>
+
+Test(quota, many_small_sessions_across_connections_meet_the_ceiling, .timeout = 120)
+{
+    enum { NC = 8, PER = 64 };
+    /* 0: the default session cap (derived from the ceiling) binds first; 1: no session cap: the ceiling must */
+    for (int variant = 0; variant < 2; variant++) {
+        srv_config cfg;
+        base_config(&cfg, 1);
+        cfg.max_memory_bytes = (size_t)16 << 20;
+        if (variant) cfg.max_sessions = 1 << 20;
+        srv_thread *t = start_cfg(&cfg);
+        herd_client *c[NC];
+        for (int k = 0; k < NC; k++) c[k] = client_of(t, 30000);
+        static herd_session s[NC * PER];
+        int made = 0, refused = 0;
+        size_t heap0 = mallinfo2().uordblks;
+        for (int i = 0; i < PER; i++) {
+            for (int k = 0; k < NC; k++) {
+                herd_error e;
+                int rc = make_s(c[k], "anymal_c-walk", 1, NULL, 0, &s[made], &e);
+                if (rc == 0) {
+                    made++;
+                    continue;
+                }
+                cr_assert_eq(rc, PROTO_E_LIMIT, "%s", e.message);
+                cr_assert(strstr(e.message, variant ? "(max_memory_bytes)" : "(max_sessions)"), "%s", e.message);
+                refused++;
+            }
+        }
+        size_t heap1 = mallinfo2().uordblks;
+        /* the heap's growth per session, the client's side in this process included (an upper bound) */
+        double per = made ? (double)(heap1 > heap0 ? heap1 - heap0 : 0) / made : 0;
+        fprintf(stderr, "small sessions (%s): %d made, %d refused under a 16 MiB ceiling; %.0f bytes of heap per "
+                "session, server and client\n", variant ? "no session cap" : "default session cap", made, refused,
+                per);
+        cr_assert_gt(made, 0);
+        cr_assert_gt(refused, 0, "all %d sessions were accepted under a 16 MiB ceiling", made);
+        if (!variant) cr_assert_leq(per * made, (double)cfg.max_memory_bytes, "%d sessions of %.0f bytes each", made, per);
+        /* a session's env alone (its struct and model) takes more than 64 KiB: charged its worlds' bytes only
+         * (~2.3 KB here), several thousand would have been accepted */
+        cr_assert_leq((double)made * 65536, (double)cfg.max_memory_bytes, "%d sessions accepted", made);
+        for (int i = 0; i < made; i++) MUST(herd_client_close(c[i % NC], &s[i], &e_));
+        for (int k = 0; k < NC; k++) herd_client_destroy(&c[k]);
+        cr_assert_eq(srv_thread_stop(&t), 0);
+    }
+}
+
+/* In plain mode the per-client quotas counted per connection: more connections multiplied them.  Now a
+ * client is its address: four connections from one address share client_max_sessions (3), and a connection
+ * from another address has its own. */
+Test(quota, more_connections_do_not_multiply_a_clients_quotas, .timeout = 60)
+{
+    enum { NC = 4 };
+    srv_config cfg;
+    base_config(&cfg, 1);
+    cfg.client_max_sessions = 3;
+    srv_thread *t = start_cfg(&cfg);
+    herd_client *c[NC];
+    herd_session s[NC * 3], o;
+    int made = 0;
+    for (int k = 0; k < NC; k++) c[k] = client_of(t, 10000);
+    for (int k = 0; k < NC; k++) {
+        for (int i = 0; i < 3; i++) {
+            herd_error e;
+            int rc = make_s(c[k], "anymal_c-walk", 2, NULL, 0, &s[made], &e);
+            if (rc == 0) made++;
+            else cr_assert(rc == PROTO_E_LIMIT && strstr(e.message, "(client_max_sessions)"), "%s", e.message);
+        }
+    }
+    cr_assert_eq(made, 3, "%d sessions made by %d connections of one address (client_max_sessions 3)", made, NC);
+    herd_client *other = client_from(t, "127.0.0.2", 10000);
+    MUST(make_s(other, "anymal_c-walk", 2, NULL, 0, &o, &e_));
+    MUST(herd_client_close(other, &o, &e_));
+    herd_client_destroy(&other);
+    for (int i = 0; i < made; i++) MUST(herd_client_close(c[i], &s[i], &e_));
+    for (int k = 0; k < NC; k++) herd_client_destroy(&c[k]);
+    cr_assert_eq(srv_thread_stop(&t), 0);
+}
+
+/* The server-wide session cap: past max_sessions a make gets LIMIT naming it; a close makes room. */
+Test(quota, the_session_cap_names_max_sessions, .timeout = 60)
+{
+    srv_config cfg;
+    base_config(&cfg, 1);
+    cfg.max_sessions = 2;
+    srv_thread *t = start_cfg(&cfg);
+    herd_client *a = client_of(t, 10000), *b = client_from(t, "127.0.0.2", 10000);
+    herd_session s1, s2, s3;
+    herd_error e;
+    MUST(make_s(a, "anymal_c-walk", 1, NULL, 0, &s1, &e_));
+    MUST(make_s(b, "anymal_c-walk", 1, NULL, 0, &s2, &e_));
+    cr_assert_eq(make_s(b, "anymal_c-walk", 1, NULL, 0, &s3, &e), PROTO_E_LIMIT);
+    cr_assert(strstr(e.message, "(max_sessions)"), "%s", e.message);
+    MUST(herd_client_close(a, &s1, &e_));
+    MUST(make_s(b, "anymal_c-walk", 1, NULL, 0, &s3, &e_));
+    MUST(herd_client_close(b, &s2, &e_));
+    MUST(herd_client_close(b, &s3, &e_));
+    herd_client_destroy(&a);
+    herd_client_destroy(&b);
+    cr_assert_eq(srv_thread_stop(&t), 0);
+}
+
+/* A make that ends without a session gives its quota back (srv_quota.h; the other paths, cancellation
+ * included, are in tests/test_srv_quota.c): a configuration the env refuses on the worker, after the make was
+ * counted.  With client_max_worlds 100, a full-size make succeeds after three such failures and after a
+ * close; a path that kept its 100 worlds would make it fail. */
+Test(quota, a_make_that_ends_without_a_session_gives_its_quota_back, .timeout = 60)
+{
+    srv_config cfg;
+    base_config(&cfg, 1);
+    cfg.client_max_worlds = 100;
+    srv_thread *t = start_cfg(&cfg);
+    herd_client *c = client_of(t, 10000);
+    herd_session s;
+    herd_error e;
+    const env_kv bad[2] = {{"friction_min", 2}, {"friction_max", 1}};
+    for (int k = 0; k < 3; k++) {
+        cr_assert_eq(make_s(c, "anymal_c-walk", 100, bad, 2, &s, &e), PROTO_E_BAD_CONFIG, "%s", e.message);
+    }
+    MUST(make_s(c, "anymal_c-walk", 100, NULL, 0, &s, &e_));
+    MUST(herd_client_close(c, &s, &e_));
+    MUST(make_s(c, "anymal_c-walk", 100, NULL, 0, &s, &e_));
+    finish(&c, &s, &t);
 }
 
 /* 1,000 pipelined steps added 233 MiB.  With client_max_inflight 8, requests past 8 in flight get LIMIT
@@ -862,7 +995,7 @@ Test(quota, memory_ceiling_refuses_make_before_allocating, .timeout = 60)
     herd_session s;
     herd_error e;
     cr_assert_eq(make_s(c, "anymal_c-walk", 10000, NULL, 0, &s, &e), PROTO_E_LIMIT);
-    cr_assert(strstr(e.message, "memory ceiling"), "%s", e.message);
+    cr_assert(strstr(e.message, "memory ceiling") && strstr(e.message, "(max_memory_bytes)"), "%s", e.message);
     MUST(make_s(c, "anymal_c-walk", 1000, NULL, 0, &s, &e_));
     herd_session s2;
     /* the bytes per world measured by that make now count (~2 KB): 4000 more cannot fit next to the 1000 */
