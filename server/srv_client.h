@@ -7,9 +7,9 @@
  * one peer may hold; its sessions stay reachable through their tokens (srv_session.h).
  * srv_client_identity builds it from those two; it is prefixed with its kind so the two never collide.
  *
- * The counters are kept by the server (srv_ops.c, srv_pending.c) and read by whoever enforces quotas: worlds and
- * sessions the client made and has not closed (including makes in flight), requests in flight, and
- * bytes of replies queued for it but not yet sent.
+ * The counters are kept by the server and read by whoever enforces quotas: worlds and sessions the client made
+ * and has not closed, including makes in flight (the ledger, srv_quota.c), requests in flight (srv_pending.c),
+ * and bytes of replies queued for it but not yet sent (srv_reply.c).
  *
  * Threads: the I/O thread only.
  * Ownership: srv_clients owns its entries.  An entry stays valid until srv_client_release frees it,
