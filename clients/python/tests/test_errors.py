@@ -181,3 +181,23 @@ def test_malformed_payload(server):
         assert rep["error"]["code"] == "BAD_MESSAGE" and rep["id"] == 0
         # the server keeps serving
         assert c.ping()["pong"] is True
+
+
+def test_a_reply_that_arrived_is_taken_when_the_caller_looks_after_its_deadline(server):
+    """A reply that arrived in time is never thrown away because the waiting thread looked late: a finalizer
+    run by the garbage collector (HerdVectorEnv's closes its sessions over the network), or the scheduler of a
+    busy machine, may hold the caller past the deadline while the reply sits in the socket.  The client
+    checked the clock before reading and raised HerdTimeoutError with the reply unread (a poses read of
+    25 us 'timed out' after 10 s)."""
+    with herd.Client(server, timeout=5) as c:
+        rid = c.send(0, "ping")
+        assert c._socks[0].poll(30000), "the reply arrives"       # in the socket, not yet read
+        assert c.wait(rid, timeout=1e-9)["pong"] is True          # the deadline has passed when it looks
+        rid = c.send(0, "ping")
+        assert c._socks[0].poll(30000)
+        assert c.wait_any([rid], timeout=1e-9) == rid
+        c.send_raw(0, b"\xc1")
+        assert c._socks[0].poll(30000)
+        assert c.recv_raw(0, timeout=1e-9)["error"]["code"] == "BAD_MESSAGE"
+        rid = c.send(0, "ping")                                   # nothing lost for later requests
+        assert c.wait(rid)["pong"] is True
