@@ -135,6 +135,13 @@ test: deps-check
 	@$(MAKE) --no-print-directory all
 	@tests/run-all.sh
 
+# The same runner while LOAD CPU-bound busy loops run beside it (tests/run-loaded.sh; default 2, LOAD=4 for four).
+LOAD ?= 2
+.PHONY: test-loaded
+test-loaded: deps-check
+	@$(MAKE) --no-print-directory all
+	@LOAD=$(LOAD) tests/run-loaded.sh
+
 deps-check:
 	@deploy/install-deps.sh --check >/dev/null 2>&1 || deploy/install-deps.sh
 

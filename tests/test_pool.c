@@ -5,9 +5,11 @@
  * first; slices cover the worlds exactly once, contiguously, each on the worker world_worker names. */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "srv_pool.h"
@@ -35,14 +37,36 @@ static int trun(srv_unit *u, int worker, int budget)
 
 static void tfinish(srv_unit *u, int worker) { atomic_fetch_add(((tunit *)u)->finished, 1); }
 
+/* A unit that holds its worker until the test opens it: units pushed meanwhile are all queued before the
+ * worker looks at its ring again, whatever the test thread's scheduling. */
+typedef struct {
+    srv_unit u;
+    atomic_int open, finished;
+} gunit;
+
+static int grun(srv_unit *u, int worker, int budget)
+{
+    gunit *g = (gunit *)u;
+    while (!atomic_load(&g->open)) usleep(100);
+    return 1;
+}
+
+static void gfinish(srv_unit *u, int worker) { atomic_store(&((gunit *)u)->finished, 1); }
+
 Test(pool, owners_take_turns)
 {
     srv_pool *p = srv_pool_new(1, 4, 50);
-    srv_lane lanes[3] = {{0}};
+    srv_lane lanes[4] = {{0}};
     int log[256];
     atomic_int pos = 0, finished = 0;
     /* owner 0: one unit of 40 worlds (10 turns); owners 1 and 2: one unit of 4 worlds (1 turn) each,
-     * queued right after: they must not wait for owner 0's ten turns */
+     * queued right after: they must not wait for owner 0's ten turns.  The gate (its own lane, at the head
+     * of the ring) keeps the worker until all three are queued, so the order of turns is the scheduler's,
+     * not the test thread's luck between its pushes. */
+    gunit gate = {0};
+    gate.u.run = grun;
+    gate.u.finish = gfinish;
+    srv_pool_push(p, 0, &lanes[3], &gate.u);
     tunit big = {{0}, 0, 40, log, &pos, &finished};
     tunit s1 = {{0}, 1, 4, log, &pos, &finished}, s2 = {{0}, 2, 4, log, &pos, &finished};
     big.u.run = s1.u.run = s2.u.run = trun;
@@ -50,7 +74,9 @@ Test(pool, owners_take_turns)
     srv_pool_push(p, 0, &lanes[0], &big.u);
     srv_pool_push(p, 0, &lanes[1], &s1.u);
     srv_pool_push(p, 0, &lanes[2], &s2.u);
+    atomic_store(&gate.open, 1);
     while (atomic_load(&finished) < 3) usleep(1000);
+    cr_assert(atomic_load(&gate.finished));
     int n = atomic_load(&pos);
     cr_assert_eq(n, 12);
     int at1 = -1, at2 = -1;
@@ -58,7 +84,8 @@ Test(pool, owners_take_turns)
         if (log[i] == 1) at1 = i;
         if (log[i] == 2) at2 = i;
     }
-    cr_assert(at1 >= 0 && at1 <= 3 && at2 >= 0 && at2 <= 3, "small owners ran at turns %d and %d", at1, at2);
+    /* round-robin from the gate's lane: big, s1, s2, then big's nine other turns */
+    cr_assert(at1 == 1 && at2 == 2 && log[0] == 0, "small owners ran at turns %d and %d", at1, at2);
     srv_pool_destroy(&p);
 }
 
@@ -220,7 +247,11 @@ typedef struct {
     atomic_int *clock;          /* global sequence: order of row completions */
     int *seq, *by;              /* per row: completion order, worker that ran it */
     atomic_int *finished;
+    int wait_for_help;          /* run takes no row before a helper took some (or HELP_WAIT_S passed) */
+    atomic_int stolen;          /* rows the helpers took */
 } hunit;
+
+#define HELP_WAIT_S 20.0        /* a helper that has not come in this long is not coming */
 
 static void hrows(hunit *h, int worker, int a, int b)
 {
@@ -233,10 +264,23 @@ static void hrows(hunit *h, int worker, int a, int b)
     }
 }
 
+static double mono_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 static int hrun(srv_unit *u, int worker, int budget)
 {
     hunit *h = (hunit *)u;
     srv_pool_help_wanted(h->pool);
+    /* helping is observed, not hoped for: on a busy machine the helper may get no CPU while the owner runs
+     * every row, so the owner waits for a first stolen piece (a helper that never comes fails the test) */
+    for (double t0 = mono_s(); h->wait_for_help && !atomic_load(&h->stolen) && mono_s() - t0 < HELP_WAIT_S;) {
+        srv_pool_help_wanted(h->pool);
+        sched_yield();
+    }
     while (budget > 0) {
         int a = atomic_fetch_add(&h->next, 1);
         if (a >= HROWS) break;
@@ -253,6 +297,7 @@ static int hsteal(srv_unit *u, int helper, int budget)
     if (a >= HROWS) return 0;
     int b = a + 2 < HROWS ? a + 2 : HROWS;
     hrows(h, helper, a, b);
+    atomic_fetch_add(&h->stolen, b - a);
     return b - a;
 }
 
@@ -290,6 +335,8 @@ static void run_helped(int threads, int spin_us)
         h[k].u.run = hrun;
         h[k].u.steal = hsteal;
         h[k].u.finish = hfinish;
+        h[k].wait_for_help = k == 0;
+        atomic_init(&h[k].stolen, 0);
     }
     srv_pool_push(p, 0, &lane, &h[0].u);
     srv_pool_push(p, 0, &lane, &h[1].u);
@@ -316,18 +363,40 @@ Test(pool, idle_workers_help_and_a_lane_keeps_its_order, .timeout = 30) { run_he
 
 Test(pool, sleeping_workers_are_woken_to_help, .timeout = 30) { run_helped(3, 0); }
 
-/* A helper turns to its own work between steal calls: a unit pushed to the helper's own lane finishes before
- * half of the shared unit's rows left at that time are taken (its progress is read in the small unit's finish, on the
- * helper, so the test thread's own scheduling does not count). */
-static atomic_int *g_shared_next, g_taken_at_small_finish;
+/* A helper turns to its own work between steal calls: once a unit is pushed to the helper's own lane, the
+ * helper starts no further steal call before that unit has run.  Observed by counting, not timing: the
+ * helper's first steal call holds until the small unit is pushed (so the push lands while a steal is in
+ * progress and many rows are left), the owner takes no rows meanwhile, and every steal call that starts
+ * after the push and before the small unit ran is counted.  A helper that ignored its own queue would go on
+ * stealing the rows left (two per call, about 200 calls). */
+static atomic_int g_in_steal, g_pushed, g_small_ran, g_late_steals;
 
-static void small_finish(srv_unit *u, int worker)
+static int hrun_holding(srv_unit *u, int worker, int budget)
 {
-    atomic_store(&g_taken_at_small_finish, atomic_load(g_shared_next));
-    tfinish(u, worker);
+    hunit *h = (hunit *)u;
+    srv_pool_help_wanted(h->pool);
+    while (!atomic_load(&g_small_ran)) {                    /* the rows stay for the helper until then */
+        srv_pool_help_wanted(h->pool);                      /* (again: the helper may fall asleep meanwhile) */
+        sched_yield();
+    }
+    return hrun(u, worker, budget);
 }
 
-Test(pool, a_helper_serves_its_own_lanes_first, .timeout = 30)
+static int hsteal_watched(srv_unit *u, int helper, int budget)
+{
+    if (atomic_load(&g_pushed) && !atomic_load(&g_small_ran)) atomic_fetch_add(&g_late_steals, 1);
+    if (!atomic_exchange(&g_in_steal, 1))
+        while (!atomic_load(&g_pushed)) sched_yield();      /* the first call: the push happens meanwhile */
+    return hsteal(u, helper, budget);
+}
+
+static int small_run(srv_unit *u, int worker, int budget)
+{
+    atomic_store(&g_small_ran, 1);
+    return trun(u, worker, budget);
+}
+
+Test(pool, a_helper_serves_its_own_lanes_first, .timeout = 60)
 {
     srv_pool *p = srv_pool_new(2, 4, 250);
     srv_lane lane0 = {0}, lane1 = {0};
@@ -338,30 +407,32 @@ Test(pool, a_helper_serves_its_own_lanes_first, .timeout = 30)
     h.pool = p;
     atomic_init(&h.next, 0);
     atomic_init(&h.done, 0);
+    atomic_init(&h.stolen, 0);
     h.clock = &clock;
     h.seq = seq;
     h.by = by;
     h.finished = &finished;
-    h.u.run = hrun;
-    h.u.steal = hsteal;
+    h.u.run = hrun_holding;
+    h.u.steal = hsteal_watched;
     h.u.finish = hfinish;
-    g_shared_next = &h.next;
-    atomic_store(&g_taken_at_small_finish, -1);
+    atomic_store(&g_in_steal, 0);
+    atomic_store(&g_pushed, 0);
+    atomic_store(&g_small_ran, 0);
+    atomic_store(&g_late_steals, 0);
     srv_pool_push(p, 0, &lane0, &h.u);
-    while (srv_pool_helped(p, 1) == 0) {}         /* worker 1 is helping */
-    const int taken_at_push = atomic_load(&h.next);
+    while (!atomic_load(&g_in_steal)) usleep(100);          /* worker 1 is inside its first steal call */
     int log[4];
     atomic_int pos = 0;
     tunit small = {{0}, 7, 1, log, &pos, &small_finished};
-    small.u.run = trun;                           /* one turn, sleeping 200 us */
-    small.u.finish = small_finish;
+    small.u.run = small_run;
+    small.u.finish = tfinish;
     srv_pool_push(p, 1, &lane1, &small.u);
+    atomic_store(&g_pushed, 1);
     while (!atomic_load(&small_finished) || !atomic_load(&finished)) usleep(200);
     srv_pool_destroy(&p);
-    const int taken = atomic_load(&g_taken_at_small_finish);
-    cr_assert_lt(taken - taken_at_push, (HROWS - taken_at_push) / 2,
-                 "the helper's own unit waited for %d of the %d shared rows left", taken - taken_at_push,
-                 HROWS - taken_at_push);
+    cr_assert_eq(atomic_load(&h.done_at_finish), HROWS, "every shared row ran");
+    cr_assert_eq(atomic_load(&g_late_steals), 0, "the helper started %d steal calls after its own unit was queued",
+                 atomic_load(&g_late_steals));
 }
 
 Test(pool, zero_threads_means_one)

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -744,21 +745,47 @@ Test(server, make_out_of_memory_is_a_limit_error, .timeout = 30)
 
 /* ---- session expiry ---- */
 
-Test(server, idle_sessions_expire, .timeout = 30)
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* An idle session expires, a session in use does not.  The busy one is stepped back to back, so its idle clock
+ * never runs longer than one round trip; the timeout is 50 times the slowest of ten round trips measured first on
+ * this machine (at least 0.3 s), so a busy machine makes the test longer, not flaky, and the idle one waits three
+ * timeouts. */
+Test(server, idle_sessions_expire, .timeout = 300)
 {
     srv_config cfg;
     test_config(&cfg);
-    cfg.session_timeout_s = 0.3;
+    float act[4 * 12] = {0};
+    double worst_ms = 0;
+    {
+        srv_thread *t = start_with(&cfg);
+        herd_client *c = connect_to(t);
+        herd_session p;
+        make(c, "anymal_c-walk", 4, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, &p);
+        for (int i = 0; i < 10; i++) {
+            double t0 = mono_ms();
+            OK(herd_client_step(c, &p, -1, NULL, act, 0, NULL, &e_));
+            if (mono_ms() - t0 > worst_ms) worst_ms = mono_ms() - t0;
+        }
+        herd_client_destroy(&c);
+        cr_assert_eq(srv_thread_stop(&t), 0);
+    }
+    cfg.session_timeout_s = 50e-3 * worst_ms > 0.3 ? 50e-3 * worst_ms : 0.3;
     srv_thread *t = start_with(&cfg);
     herd_client *c = connect_to(t);
     herd_session s, keep;
     make(c, "anymal_c-walk", 4, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, &s);
     make(c, "anymal_c-walk", 4, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, &keep);
-    float act[4 * 12] = {0};
-    for (int i = 0; i < 12; i++) {       /* keep one session busy for 1.2 s */
+    int steps = 0;
+    for (double t0 = mono_ms(); mono_ms() - t0 < 3e3 * cfg.session_timeout_s; steps++)
         OK(herd_client_step(c, &keep, -1, NULL, act, 0, NULL, &e_));
-        usleep(100000);
-    }
+    cr_log_info("session timeout %.2f s (round trip at most %.2f ms); the busy session made %d steps", cfg.session_timeout_s,
+                worst_ms, steps);
     herd_error e;
     cr_assert_eq(herd_client_step(c, &s, -1, NULL, act, 0, NULL, &e), PROTO_E_UNKNOWN_SESSION);
     OK(herd_client_step(c, &keep, -1, NULL, act, 0, NULL, &e_));
@@ -781,24 +808,33 @@ Test(server, subset_replies_come_back_as_soon_as_their_worlds_are_done, .timeout
     herd_client *c = connect_to(t);
     herd_session s;
     /* big: worlds 0..B-1 (the first slice: one worker's, the other helping); small: world N-1 (the other worker's
-     * slice).  The big step takes ~20 ms of CPU, so that a few ms of preemption on a loaded 2-core machine cannot
-     * let it finish first (with 600 worlds, ~4 ms, it did in 3-6 of 20 runs beside a busy process) */
-    const int N = 4800, B = N / 2;
+     * slice), sent right after.  A server that answers in request order never lets the small step overtake; one
+     * that answers each request when its worlds are done lets it overtake unless the small step's worker got no
+     * CPU for the big step's ~20 ms, which a busy machine does now and then: up to ten tries, one overtaking
+     * suffices, and every try's replies must be right */
+    const int N = 4800, B = N / 2, TRIES = 10;
     make(c, "anymal_c-walk", N, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, &s);
     OK(herd_client_reset(c, &s, -1, NULL, NULL, NULL, &e_));
     float *act = calloc((size_t)N * 12, 4);
     int32_t *big = malloc((size_t)B * 4), small[1] = {N - 1};
     for (int i = 0; i < B; i++) big[i] = i;
     herd_error e;
-    uint64_t ib = herd_client_step_send(c, &s, B, big, act, 0, &e);
-    uint64_t is = herd_client_step_send(c, &s, 1, small, act, 0, &e);
-    herd_reply *r1, *r2;
-    OK(herd_client_recv(c, -1, &r1, &e_));
-    OK(herd_client_recv(c, -1, &r2, &e_));
-    cr_assert_eq(r1->id, is, "the 1-world step overtakes the %d-world step", B);
-    cr_assert_eq(r2->id, ib);
-    cr_assert(r1->ok && r2->ok);
-    herd_reply_destroy(&r1), herd_reply_destroy(&r2);
+    int tries = 0, overtook = 0;
+    while (tries < TRIES && !overtook) {
+        tries++;
+        uint64_t ib = herd_client_step_send(c, &s, B, big, act, 0, &e);
+        uint64_t is = herd_client_step_send(c, &s, 1, small, act, 0, &e);
+        cr_assert(ib && is, "%s", e.message);
+        herd_reply *r1, *r2;
+        OK(herd_client_recv(c, -1, &r1, &e_));
+        OK(herd_client_recv(c, -1, &r2, &e_));
+        cr_assert((r1->id == is && r2->id == ib) || (r1->id == ib && r2->id == is), "the two replies, once each");
+        cr_assert(r1->ok && r2->ok);
+        overtook = r1->id == is;
+        herd_reply_destroy(&r1), herd_reply_destroy(&r2);
+    }
+    cr_log_info("the 1-world step overtook the %d-world step at try %d", B, tries);
+    cr_assert(overtook, "the 1-world step never overtook the %d-world step in %d tries", B, TRIES);
     /* many pipelined requests on disjoint subsets: all answered, ids matched */
     uint64_t ids[10];
     int32_t sub[10][60];
@@ -821,17 +857,10 @@ Test(server, subset_replies_come_back_as_soon_as_their_worlds_are_done, .timeout
 
 typedef struct {
     const char *ep;
-    volatile int stop;
-    int steps;
+    atomic_int stop;
+    atomic_int steps;
     double step_ms;
 } big_job;
-
-static double mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 static void *big_client(void *arg)
 {
@@ -839,18 +868,17 @@ static void *big_client(void *arg)
     herd_error e;
     herd_client *c = herd_client_new(&bj->ep, 1, 60000, &e);
     herd_session s;
-    /* a big step of tens of ms: the test's bound is a quarter of it, and the small steps' median (~2 ms: the
-     * workers' time slice) must stay under it on a loaded 2-core machine too (2048 worlds, ~10 ms, did not) */
+    /* a big step of tens of ms, many times the small steps' round trip (~2 ms: the workers' time slice) */
     const int N = 8192;
     herd_client_make(c, 0, "anymal_c-walk", N, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, &s, &e);
     float *act = calloc((size_t)N * 12, 4);
     herd_client_reset(c, &s, -1, NULL, NULL, NULL, &e);
     double t0 = mono_ms();
-    while (!bj->stop) {
+    while (!atomic_load(&bj->stop)) {
         herd_client_step(c, &s, -1, NULL, act, 0, NULL, &e);
-        bj->steps++;
+        atomic_fetch_add(&bj->steps, 1);
     }
-    bj->step_ms = (mono_ms() - t0) / bj->steps;
+    bj->step_ms = (mono_ms() - t0) / atomic_load(&bj->steps);
     free(act);
     herd_client_destroy(&c);
     return NULL;
@@ -869,26 +897,45 @@ Test(server, a_big_session_does_not_starve_a_small_one, .timeout = 120)
     herd_session s;
     make(c, "anymal_c-walk", 1, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, &s);
     float act[12] = {0};
-    while (bj.steps < 1) usleep(1000);
-    double lat[30];
-    for (int k = 0; k < 30; k++) {
+    while (atomic_load(&bj.steps) < 1) usleep(1000);
+    /* Observed in the server's counts, not in milliseconds: the world-steps it served (stats, answered at once)
+     * while a small step is served.  Each window starts with a big step just received by the server (the big client
+     * sends its next one as soon as it has a reply; the server counts requests on arrival), and a big step adds its
+     * 8192 world-steps when it completes.  A small step that waits for the big one in flight sees it complete in
+     * its window every time; one served beside it sees that only if its round trip outlasts the rest of a big step
+     * (tens of ms; a busy machine stretches both).  Fails unless more than half of the windows are quiet. */
+    enum { K = 40, BIG = 8192 };
+    int quiet = 0;
+    double lat[K];
+    for (int k = 0; k < K; k++) {
+        herd_stats before, after;
+        int seen = atomic_load(&bj.steps);
+        while (atomic_load(&bj.steps) == seen) usleep(200);     /* a big step completed ... */
+        OK(herd_client_stats(c, 0, 0, &before, &e_));
+        for (uint64_t mine = before.requests;;) {               /* ... and the next one has arrived */
+            OK(herd_client_stats(c, 0, 0, &before, &e_));
+            if (before.requests > mine + 1) break;
+            mine = before.requests;
+        }
         double t0 = mono_ms();
         OK(herd_client_step(c, &s, -1, NULL, act, 0, NULL, &e_));
         lat[k] = mono_ms() - t0;
-        usleep(2000);
+        OK(herd_client_stats(c, 0, 0, &after, &e_));
+        quiet += after.steps - before.steps - 1 < BIG;       /* 1: the small step itself */
     }
-    bj.stop = 1;
+    atomic_store(&bj.stop, 1);
     pthread_join(th, NULL);
-    /* median small-step latency vs the big step time */
-    for (int i = 0; i < 30; i++)
-        for (int j = i + 1; j < 30; j++)
+    for (int i = 0; i < K; i++)
+        for (int j = i + 1; j < K; j++)
             if (lat[j] < lat[i]) {
                 double x = lat[i];
                 lat[i] = lat[j];
                 lat[j] = x;
             }
-    cr_log_info("big step %.1f ms (%d steps), small step median %.2f ms, max %.2f ms", bj.step_ms, bj.steps, lat[15], lat[29]);
-    cr_assert_lt(lat[15], bj.step_ms / 4, "small steps (median %.2f ms) wait for the big ones (%.1f ms)", lat[15], bj.step_ms);
+    cr_log_info("big step %.1f ms (%d steps), small step median %.2f ms, max %.2f ms; %d of %d windows without a big "
+                "step's completion", bj.step_ms, atomic_load(&bj.steps), lat[K / 2], lat[K - 1], quiet, K);
+    cr_assert_gt(quiet, K / 2, "a big step completed in %d of the %d windows around small steps: they wait for the big "
+                 "ones", K - quiet, K);
     herd_client_destroy(&c);
     cr_assert_eq(srv_thread_stop(&t), 0);
 }

@@ -37,7 +37,9 @@ ap.add_argument("--c-trainer", required=True, help="herd-trainer binary (tests/m
 ap.add_argument("--worlds", type=int, default=3000)
 ap.add_argument("--steps", type=int, default=30)
 ap.add_argument("--timeout", type=float, default=2.0, help="the trainers' reply timeout (s)")
-ap.add_argument("--slack", type=float, default=1.5, help="allowed beyond the timeout for the error (s)")
+ap.add_argument("--slack", type=float, default=15.0,
+                help="allowed beyond the timeout for the error (s): a hang detector, not a speed bound (the error must "
+                     "name the configured timeout, and a busy machine may deliver it seconds late)")
 args = ap.parse_args()
 
 passed = failed = 0
@@ -207,7 +209,8 @@ def python_kill(servers):
         if err is None:
             return result("python-kill", False, "no error in 10 steps after killing %s" % victim.endpoint)
         ok = (isinstance(err, herd.HerdTimeoutError) and err.address == victim.endpoint
-              and victim.endpoint in str(err) and elapsed <= args.timeout + args.slack)
+              and victim.endpoint in str(err) and ("within %.3g s" % args.timeout) in str(err)
+              and elapsed <= args.timeout + args.slack)
         detail = "%s after %.2f s (timeout %.1f s): %s" % (type(err).__name__, elapsed, args.timeout, err)
         if not ok:
             return result("python-kill", False, "expected HerdTimeoutError naming %s within %.1f s; got %s"

@@ -331,23 +331,30 @@ class Client:
             raise ValueError("a session token has 16 bytes (32 hex digits), not %d" % len(token))
         self._tokens[(server, int(session))] = token
 
-    def _poll(self, deadline, waiting):
-        """Waits until something arrives or the deadline passes; raises HerdTimeoutError at the deadline."""
+    def _poll(self, deadline, waiting, need_all=True):
+        """Waits until something arrives or the deadline passes, and takes what arrived.  At the deadline, the
+        replies already received are still taken (the caller may have been kept from looking, e.g. by a
+        finalizer or the scheduler, while they arrived); HerdTimeoutError is raised only when the replies
+        waited for (all of them, or with need_all=False any) are still missing."""
         left = deadline - time.monotonic()
-        if left <= 0:
-            servers = sorted({self._pending[r][0] for r in waiting if r in self._pending})
-            addrs = [self.addresses[s] for s in servers]
-            ops = sorted({self._pending[r][1] for r in waiting if r in self._pending})
-            for r in waiting:
-                if r in self._pending:
-                    del self._pending[r]
-                    self._abandoned.add(r)
-            raise HerdTimeoutError("no reply from %s within %.3g s (%s)"
-                                   % (", ".join(addrs), self.timeout, "/".join(ops)),
-                                   addrs[0] if len(addrs) == 1 else ", ".join(addrs))
-        events = self._poller.poll(max(1, int(left * 1000 + 0.999)))
+        events = self._poller.poll(max(1, int(left * 1000 + 0.999)) if left > 0 else 0)
         for sock, _ in events:
             self._drain(sock, self._sock_index[sock])
+        if left > 0:
+            return
+        have = [r in self._replies for r in waiting]
+        if (all(have) if need_all else any(have)):
+            return
+        servers = sorted({self._pending[r][0] for r in waiting if r in self._pending})
+        addrs = [self.addresses[s] for s in servers]
+        ops = sorted({self._pending[r][1] for r in waiting if r in self._pending})
+        for r in waiting:
+            if r in self._pending:
+                del self._pending[r]
+                self._abandoned.add(r)
+        raise HerdTimeoutError("no reply from %s within %.3g s (%s)"
+                               % (", ".join(addrs), self.timeout, "/".join(ops)),
+                               addrs[0] if len(addrs) == 1 else ", ".join(addrs))
 
     def wait(self, rid, timeout=None):
         """Returns the decoded reply to request rid (raising ServerError for an error reply)."""
@@ -376,7 +383,7 @@ class Client:
             for r in rids:
                 if r in self._replies:
                     return r
-            self._poll(deadline, list(rids))
+            self._poll(deadline, list(rids), need_all=False)
 
     def done(self, rid):
         """True when the reply to rid has arrived (polls the sockets without waiting)."""
@@ -391,11 +398,11 @@ class Client:
         key = ("raw", server)
         while not self._replies.get(key):
             left = deadline - time.monotonic()
-            if left <= 0:
+            if self._socks[server].poll(max(1, int(left * 1000)) if left > 0 else 0):
+                self._drain(self._socks[server], server)     # at the deadline too: what arrived is taken
+            elif left <= 0:
                 raise HerdTimeoutError("no reply from %s within %.3g s" % (self.addresses[server], self.timeout),
                                        self.addresses[server])
-            if self._socks[server].poll(max(1, int(left * 1000))):
-                self._drain(self._socks[server], server)
         return self._replies[key].pop(0)
 
     def server_of(self, rid):

@@ -105,6 +105,17 @@ class LocalServer:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
 
+    def log_tail(self, nbytes=8192):
+        """The end of the server's log (its stderr, at most nbytes), e.g. for a failed test's report.  Read
+        without moving the file offset the server writes at."""
+        if self._log.closed:
+            return ""
+        fd = self._log.fileno()
+        size = os.fstat(fd).st_size
+        start = max(0, size - nbytes)
+        text = os.pread(fd, size - start, start).decode(errors="replace")
+        return text if start == 0 else text[text.find("\n") + 1:]
+
     def __enter__(self):
         return self
 

@@ -11,6 +11,10 @@ from conftest import TESTDATA
 from herd import _codec
 
 WALK = "anymal_c-walk"
+# A timeout must fire at its deadline, not never: the tests check the deadline the error names and that no
+# reply came before it, and bound the wait only to tell a hang (or the 30-s default timeout) from it.  A
+# wall-clock bound near the timeout itself would fail whenever the machine is busy.
+HANG_S = 15.0
 
 
 @pytest.fixture
@@ -99,7 +103,8 @@ def test_timeout_on_dead_address(dead_address):
     with pytest.raises(herd.HerdTimeoutError) as e:
         herd.make_vec(WALK, 4, address=dead_address, timeout=0.5)
     dt = time.monotonic() - t0
-    assert 0.4 < dt < 3.0
+    assert 0.5 <= dt < HANG_S
+    assert "within 0.5 s" in str(e.value)
     assert e.value.code == "TIMEOUT"
     assert dead_address in str(e.value) and e.value.address == dead_address
     assert isinstance(e.value, TimeoutError)
@@ -115,19 +120,19 @@ def test_timeout_when_server_dies_mid_run(start_server):
     t0 = time.monotonic()
     with pytest.raises(herd.HerdTimeoutError) as e:
         env.step(np.zeros((4, 12), np.float32))
-    assert time.monotonic() - t0 < 3.0
-    assert s.address in e.value.message
+    assert 0.5 <= time.monotonic() - t0 < HANG_S
+    assert s.address in e.value.message and "within 0.5 s" in e.value.message
     t0 = time.monotonic()
     env.close()                       # bounded, does not hang
-    assert time.monotonic() - t0 < 3.0
+    assert time.monotonic() - t0 < HANG_S
 
 
 def test_timeout_is_configurable(dead_address):
     with herd.Client(dead_address, timeout=0.2) as c:
         t0 = time.monotonic()
-        with pytest.raises(herd.HerdTimeoutError):
+        with pytest.raises(herd.HerdTimeoutError) as e:
             c.ping()
-        assert time.monotonic() - t0 < 1.0
+        assert 0.2 <= time.monotonic() - t0 < HANG_S and "within 0.2 s" in str(e.value)
         with pytest.raises(herd.HerdTimeoutError):
             rid = c.send(0, "ping")
             c.wait(rid, timeout=0.1)
@@ -176,3 +181,22 @@ def test_malformed_payload(server):
         assert rep["error"]["code"] == "BAD_MESSAGE" and rep["id"] == 0
         # the server keeps serving
         assert c.ping()["pong"] is True
+
+
+def test_a_reply_that_arrived_is_taken_when_the_caller_looks_after_its_deadline(server):
+    """A reply that arrived in time is taken even when the waiting thread looks after the deadline: a finalizer
+    run by the garbage collector (HerdVectorEnv's closes its sessions over the network), or the scheduler of a
+    busy machine, may hold the caller past the deadline while the reply sits in the socket; the client reads
+    the socket once more before it reports a timeout."""
+    with herd.Client(server, timeout=5) as c:
+        rid = c.send(0, "ping")
+        assert c._socks[0].poll(30000), "the reply arrives"       # in the socket, not yet read
+        assert c.wait(rid, timeout=1e-9)["pong"] is True          # the deadline has passed when it looks
+        rid = c.send(0, "ping")
+        assert c._socks[0].poll(30000)
+        assert c.wait_any([rid], timeout=1e-9) == rid
+        c.send_raw(0, b"\xc1")
+        assert c._socks[0].poll(30000)
+        assert c.recv_raw(0, timeout=1e-9)["error"]["code"] == "BAD_MESSAGE"
+        rid = c.send(0, "ping")                                   # nothing lost for later requests
+        assert c.wait(rid)["pong"] is True
