@@ -189,7 +189,7 @@ static size_t layout_state(const sim_model *m, sim_data *d, unsigned char *mem)
     size_t off = 0;
 #define PLACE(field, type, count)                                                 \
     do {                                                                          \
-        if (d) d->field = (type *)(mem + off);                                    \
+        if (d) d->field = mem ? (type *)(mem + off) : NULL;                       \
         off += ((count) * sizeof(type) + 63) / 64 * 64;                           \
     } while (0)
     PLACE(q, double, nq);
@@ -242,9 +242,12 @@ void sim_data_bind_scratch(const sim_model *m, sim_data *d, void *mem)
     layout_scratch(m, d, mem);
 }
 
+/* Bytes of a world's allocation before its state arrays. */
+static size_t data_head(void) { return (sizeof(sim_data) + 63) / 64 * 64; }
+
 static sim_data *data_new(const sim_model *m, int own_scratch)
 {
-    size_t head = (sizeof(sim_data) + 63) / 64 * 64;
+    size_t head = data_head();
     size_t st = layout_state(m, NULL, NULL), sc = own_scratch ? layout_scratch(m, NULL, NULL) : 0;
     size_t nbytes = head + st + sc;
     unsigned char *mem = aligned_alloc(64, nbytes);
@@ -261,6 +264,19 @@ static sim_data *data_new(const sim_model *m, int own_scratch)
 
 sim_data *sim_data_new(const sim_model *m) { return data_new(m, 1); }
 sim_data *sim_data_new_shared(const sim_model *m) { return data_new(m, 0); }
+
+void sim_data_copy_state(const sim_model *m, sim_data *dst, const sim_data *src)
+{
+    if (dst == src) return;
+    const size_t head = data_head(), st = layout_state(m, NULL, NULL), nbytes = dst->nbytes;
+    unsigned char *mem = (unsigned char *)dst;
+    *dst = *src;                                        /* every scalar of the state */
+    layout_state(m, dst, mem + head);                   /* dst's own state arrays, then their contents */
+    memcpy(dst->q, src->q, st);
+    layout_scratch(m, dst, nbytes > head + st ? mem + head + st : NULL);  /* its own scratch, or none bound */
+    dst->ncon = 0;
+    dst->nbytes = nbytes;
+}
 
 void sim_data_destroy(sim_data **d)
 {
