@@ -1,6 +1,6 @@
-/* mj_peer.c — the herd model rebuilt in MuJoCo (see mj_peer.h).  Used by herd-bench and, through
- * tests/helpers/mj_peer_link.c, by the tests.  Uses only sim_model.h's data structures (no herd
- * functions), so linking it into every test binary costs nothing but MuJoCo. */
+/* mj_peer.c — the herd model rebuilt in MuJoCo (see mj_peer.h): one object, linked by herd-bench and by the
+ * tests that compare herd with MuJoCo (tests/test_vs_mujoco.c), and only where MuJoCo is installed (the
+ * Makefile's MUJOCO). */
 #include "mj_peer.h"
 
 #include <limits.h>
