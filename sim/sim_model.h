@@ -190,6 +190,10 @@ typedef struct sim_data {
     size_t nbytes;        /* size of the allocation */
 } sim_data;
 
+/* Writes the formatted message into err (at most errlen bytes, terminated; nothing when err is NULL or errlen 0)
+ * and returns -1: how sim's functions, and the code built on them, fill a caller's err / errlen. */
+int sim_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Allocates a zeroed model (gravity (0,0,-9.81)); free with sim_model_destroy.  Builders fill bodies
  * and geoms, then call sim_model_finalize. */
 sim_model *sim_model_new(void);
