@@ -8,7 +8,7 @@
 #   protocol/     proto*.h and env_spec.h; no ZeroMQ, no threads (pure encode/decode)
 #   clients/c/    herd_client*.h, proto.h, env_spec.h
 #   server/       srv_*.h, proto.h, env.h, env_spec.h (never sim/)
-#   built on them, through public headers only (no *_internal.h, no private sim header, no source file)
+#   built on them, through public headers only (never *_internal.h, *_impl.h, sim_spatial.h, nor a source file)
 #   peers/        mj_peer.h and sim_model.h (MuJoCo's rebuild of a herd model)
 #   bench/        bench*.h, mj_peer.h, the public headers of sim/, envs/, protocol/, clients/c, the server's
 #                 embedding API (srv_thread.h, srv_pool.h) and tests/helpers/rigid_contact.h (pure C)
@@ -37,23 +37,25 @@ script="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$root" || exit 2
 passed=0; failed=0
 
-# The public headers of each library layer (by name), for the folders built on them.
-SIM_PUB='sim_(batch|collision|dynamics|impacts|limits|math|metrics|model|solver|solver_cond|step|urdf)\.h'
-ENVS_PUB='env(_spec|_scene|_scenario|_anymal_model)?\.h'
+# The headers of each library layer, for the folders built on them: any of the layer's headers but its private ones
+# (PRIVATE: *_internal.h, *_impl.h and sim_spatial.h, by the naming convention of the layers).
+PRIVATE='([a-z_]+_internal|[a-z_]+_impl|sim_spatial)\.h'
+SIM_PUB='sim_[a-z_]+\.h'
+ENVS_PUB='env[a-z_]*\.h'
 PROTO_PUB='proto\.h'
 CLIENT_PUB='herd_client\.h'
 SERVER_EMBED='srv_(thread|pool)\.h'
 
 ruled=" "
-check() { # folder, allowed-herd-header regex (the whole quoted name), forbidden-system regex
-  local dir=$1 allow=$2 deny=$3 bad="" f inc h
+check() { # folder, allowed-herd-header regex (the whole quoted name), forbidden-system regex, "public" (no PRIVATE)
+  local dir=$1 allow=$2 deny=$3 public=${4:-} bad="" f inc h
   ruled+="$dir "
   local files=("$dir"/*.[ch])
   [ -e "${files[0]}" ] || files=()
   if [ ${#files[@]} -gt 0 ]; then
     while IFS= read -r line; do   # file:#include "name"
       f=${line%%:*}; h=${line#*\"}; h=${h%\"*}
-      [[ $h =~ $allow ]] || bad+="  $f includes \"$h\""$'\n'
+      if ! [[ $h =~ $allow ]] || { [ -n "$public" ] && [[ $h =~ ^$PRIVATE$ ]]; }; then bad+="  $f includes \"$h\""$'\n'; fi
     done < <(grep -HE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"' "${files[@]}")
     if [ -n "$deny" ]; then
       while IFS= read -r line; do bad+="  ${line%%:*} includes ${line##*include }"$'\n'; done < <(grep -HoE "^[[:space:]]*#[[:space:]]*include[[:space:]]+<($deny)>" "${files[@]}")
@@ -66,14 +68,14 @@ check envs '^(env[a-z_]*\.h|sim_(model|math|step|dynamics|collision|solver|metri
 check protocol '^(proto[a-z_]*\.h|env_(spec|scene)\.h)$' 'zmq\.h|pthread\.h'
 check clients/c '^(herd_client[a-z_]*\.h|proto\.h|env_(spec|scene)\.h)$' ''
 check server '^(srv_[a-z_]+\.h|proto\.h|env\.h|env_(spec|scene)\.h)$' ''
-check peers '^(mj_peer\.h|sim_model\.h)$' 'zmq\.h|msgpack\.h|pthread\.h'
-check bench "^(bench[a-z_]*\\.h|mj_peer\\.h|$SIM_PUB|$ENVS_PUB|$PROTO_PUB|$CLIENT_PUB|env_spec\\.h|$SERVER_EMBED|tests/helpers/rigid_contact\\.h)\$" ''
-check fuzz "^(fuzz_targets\\.h|$SIM_PUB|$ENVS_PUB|$PROTO_PUB|$CLIENT_PUB)\$" ''
-check examples "^($SIM_PUB|$ENVS_PUB)\$" 'zmq\.h|msgpack\.h|pthread\.h'
-check deploy '^$' ''
-check clients/python '^(herd_client\.h|proto\.h|env_spec\.h)$' ''
-check tests/multiserver '^(herd_client\.h|proto\.h|env_spec\.h)$' ''
-check tests/helpers "^(rigid_contact\\.h|server_start\\.h|srv_thread\\.h)\$" ''
+check peers '^(mj_peer\.h|sim_model\.h)$' 'zmq\.h|msgpack\.h|pthread\.h' public
+check bench "^(bench[a-z_]*\\.h|mj_peer\\.h|$SIM_PUB|$ENVS_PUB|$PROTO_PUB|$CLIENT_PUB|env_spec\\.h|$SERVER_EMBED|tests/helpers/rigid_contact\\.h)\$" '' public
+check fuzz "^(fuzz_targets\\.h|$SIM_PUB|$ENVS_PUB|$PROTO_PUB|$CLIENT_PUB)\$" '' public
+check examples "^($SIM_PUB|$ENVS_PUB)\$" 'zmq\.h|msgpack\.h|pthread\.h' public
+check deploy '^$' '' public
+check clients/python '^(herd_client\.h|proto\.h|env_spec\.h)$' '' public
+check tests/multiserver '^(herd_client\.h|proto\.h|env_spec\.h)$' '' public
+check tests/helpers "^(rigid_contact\\.h|server_start\\.h|srv_thread\\.h)\$" '' public
 check tests '^((sim|env|proto|srv|herd_client)[a-z_]*\.h|helpers/(rigid_contact|server_start)\.h|fuzz/fuzz_targets\.h|mj_peer\.h)$' ''
 
 # every folder with C code has a rule above (a new folder must say what it may include)
@@ -129,6 +131,7 @@ if [ "$self_test" -eq 1 ]; then
         'bench|bench/zz_door.c|#include "env_internal.h"|not ok - bench'
         'fuzz|fuzz/zz_door.c|#include "herd_client_internal.h"|not ok - fuzz'
         'examples|examples/zz_door.c|#include "srv_internal.h"|not ok - examples'
+        'bench, a private sim header|bench/zz_door.c|#include "sim_tree_impl.h"|not ok - bench'
         'tests/helpers|tests/helpers/zz_door.c|#include "../../bench/mj_peer.c"|not ok - tests/helpers'
         'tests|tests/test_zz_door.c|#include "../bench/bench_env.c"|not ok - tests'
         'envs|envs/zz_door.c|#include "sim_spatial.h"|not ok - envs'
