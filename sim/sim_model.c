@@ -189,7 +189,7 @@ static size_t layout_state(const sim_model *m, sim_data *d, unsigned char *mem)
     size_t off = 0;
 #define PLACE(field, type, count)                                                 \
     do {                                                                          \
-        if (d) d->field = mem ? (type *)(mem + off) : NULL;                       \
+        if (d) d->field = (type *)(mem + off);                                    \
         off += ((count) * sizeof(type) + 63) / 64 * 64;                           \
     } while (0)
     PLACE(q, double, nq);
@@ -242,12 +242,9 @@ void sim_data_bind_scratch(const sim_model *m, sim_data *d, void *mem)
     layout_scratch(m, d, mem);
 }
 
-/* Bytes of a world's allocation before its state arrays. */
-static size_t data_head(void) { return (sizeof(sim_data) + 63) / 64 * 64; }
-
 static sim_data *data_new(const sim_model *m, int own_scratch)
 {
-    size_t head = data_head();
+    size_t head = (sizeof(sim_data) + 63) / 64 * 64;
     size_t st = layout_state(m, NULL, NULL), sc = own_scratch ? layout_scratch(m, NULL, NULL) : 0;
     size_t nbytes = head + st + sc;
     unsigned char *mem = aligned_alloc(64, nbytes);
@@ -264,19 +261,6 @@ static sim_data *data_new(const sim_model *m, int own_scratch)
 
 sim_data *sim_data_new(const sim_model *m) { return data_new(m, 1); }
 sim_data *sim_data_new_shared(const sim_model *m) { return data_new(m, 0); }
-
-void sim_data_copy_state(const sim_model *m, sim_data *dst, const sim_data *src)
-{
-    if (dst == src) return;
-    const size_t head = data_head(), st = layout_state(m, NULL, NULL), nbytes = dst->nbytes;
-    unsigned char *mem = (unsigned char *)dst;
-    *dst = *src;                                        /* every scalar of the state */
-    layout_state(m, dst, mem + head);                   /* dst's own state arrays, then their contents */
-    memcpy(dst->q, src->q, st);
-    layout_scratch(m, dst, nbytes > head + st ? mem + head + st : NULL);  /* its own scratch, or none bound */
-    dst->ncon = 0;
-    dst->nbytes = nbytes;
-}
 
 void sim_data_destroy(sim_data **d)
 {
@@ -298,4 +282,17 @@ void sim_data_reset(const sim_model *m, sim_data *d)
     d->friction_scale = 1.0;
     d->root_added_mass = 0.0;
     memset(&d->stats, 0, sizeof d->stats);
+}
+
+/* The state sim_data_reset sets, copied: a field of state added to one belongs in the other. */
+void sim_data_copy_state(const sim_model *m, sim_data *dst, const sim_data *src)
+{
+    if (dst == src) return;
+    memcpy(dst->q, src->q, layout_state(m, NULL, NULL));    /* q, u, tau, prev_lambda, prev_key: one block */
+    dst->time = src->time;
+    dst->ncon = 0;
+    dst->nprev = src->nprev;
+    dst->friction_scale = src->friction_scale;
+    dst->root_added_mass = src->root_added_mass;
+    dst->stats = src->stats;
 }

@@ -228,9 +228,8 @@ size_t sim_scratch_size(const sim_model *m);
 void sim_data_bind_scratch(const sim_model *m, sim_data *d, void *mem);
 void sim_data_destroy(sim_data **d);
 /* Copies the state of world src into world dst, both of model m: q, u, tau, time, the warm-start cache, the
- * per-world parameters and the stats, so that dst steps on exactly as src would.  dst keeps its allocation and
- * its own scratch (sim_data_new); one made by sim_data_new_shared is left without a scratch: bind one before
- * using it.  No contact of the last step is carried over (dst->ncon = 0). */
+ * per-world parameters and the stats, so that dst steps on exactly as src would.  dst keeps its own arrays and
+ * its scratch (own or bound); no contact of the last step is carried over (dst->ncon = 0). */
 void sim_data_copy_state(const sim_model *m, sim_data *dst, const sim_data *src);
 /* Sets q to the reference pose and zeroes u, tau and time. */
 void sim_data_reset(const sim_model *m, sim_data *d);
