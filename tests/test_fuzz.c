@@ -15,6 +15,7 @@
 #include "fuzz/fuzz_targets.h"
 #include "env.h"
 #include "herd_client.h"
+#include "herd_client_internal.h"   /* white-box: the client's table of session tokens */
 #include "proto.h"
 #include "sim_urdf.h"
 
@@ -184,6 +185,29 @@ static int parse_make(int64_t num_worlds, const env_spec *spec, herd_error *err)
     herd_reply_destroy(&r);
     proto_buf_free(&b);
     return rc;
+}
+
+/* The reply fuzzer's case make-bad-view-token-keeps-no-token, through the client's own make path (hc_make_parse): a
+ * make reply refused for its malformed view token leaves no token in the client's table (one was kept, once). */
+Test(fixes, refused_make_reply_keeps_no_token)
+{
+    size_t len;
+    uint8_t *b = slurp("fuzz/regressions/reply/make-bad-view-token-keeps-no-token", &len);
+    cr_assert(len > 5 && (b[0] & 1), "the case is a make reply and a second reply (odd mode)");
+    size_t la = (size_t)b[1] | (size_t)b[2] << 8 | (size_t)b[3] << 16 | (size_t)b[4] << 24;
+    cr_assert_leq(la, len - 5);
+    herd_error err;
+    herd_reply *r = herd_reply_decode(b + 5, la, &err);
+    cr_assert_not_null(r, "%s", err.message);
+    cr_assert(r->ok && proto_value_get(r->msg.root, "token") && proto_value_get(r->msg.root, "view_token"));
+    herd_client tokens = {0};
+    herd_session s;
+    cr_assert_eq(hc_make_parse(&tokens, r, 0, &s, &err), PROTO_E_BAD_REPLY);
+    cr_assert(strstr(err.message, "view_token"), "%s", err.message);
+    cr_assert_eq(tokens.ntokens, 0, "a refused make reply left %d tokens", tokens.ntokens);
+    free(tokens.tokens);
+    herd_reply_destroy(&r);
+    free(b);
 }
 
 /* herd_reply_decode reads bytes as the client reads a received message: at any alignment, a reply's id, ok and
