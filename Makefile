@@ -308,7 +308,7 @@ demo: deps-check
 
 # ---- the ANYdrive actuator network (envs/env_actuator_net.h) ----
 # Its weights, envs/models/anydrive_v3_lstm.txt (converted from legged_gym's TorchScript archive), are embedded in
-# the library as the URDF is.  Its source is compiled without contraction: the multiply-adds it fuses are the ones it
+# envs/'s library as the URDF is.  Its source is compiled without contraction: the multiply-adds it fuses are the ones it
 # writes (env_actuator_net.h).  actuator-net-data rewrites the data file from the archive; actuator-net-check checks that the committed
 # data file and the C test's reference sequences (tests/testdata/actuator_net_ref.txt) are what the archive gives;
 # actuator-net-ref records those sequences again.  All three need PyTorch and ACTUATOR_PT=path/to/anydrive_v3_lstm.pt.
@@ -322,7 +322,7 @@ $(BUILD)/gen/model_anydrive_v3_lstm.c: envs/models/anydrive_v3_lstm.txt
 $(BUILD)/obj/gen/model_anydrive_v3_lstm.o: $(BUILD)/gen/model_anydrive_v3_lstm.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
-$(BUILD)/libherd.a: $(BUILD)/obj/gen/model_anydrive_v3_lstm.o
+$(LIB_ENVS): $(BUILD)/obj/gen/model_anydrive_v3_lstm.o
 $(BUILD)/obj/envs/env_actuator_net.o: ALL_CFLAGS += -ffp-contract=off
 .PHONY: actuator-net-data actuator-net-check actuator-net-ref actuator-net-pt
 actuator-net-pt:
