@@ -1,5 +1,6 @@
 # herd — GNU make build.  Everything goes to build/.
-#   make            optimized build (-O3): library, server, demo, bench, tests
+#   make            optimized build (-O3): the layer libraries, server, demo, bench, tests
+#   make MUJOCO=no  the same without MuJoCo (auto: with it where libmujoco-dev is installed; yes: required)
 #   make test       every test (C tests under Criterion; Python/Julia client tests where present)
 #   make sanitize   the whole C test suite under ASan + UBSan (build/san/)
 #   make bench      the benchmarks (JSON lines)
@@ -23,14 +24,54 @@ XML_LIBS   := $(shell pkg-config --libs libxml-2.0 2>/dev/null || echo -lxml2)
 CFLAGS   ?= $(OPT) -g
 ALL_CFLAGS := $(CSTD) $(WARN) $(CFLAGS) $(XML_CFLAGS) -I. -Isim -Ienvs -Iprotocol -Iserver -Iclients/c $(EXTRA_CFLAGS)
 LDLIBS   := $(XML_LIBS) -lzmq -lmsgpackc -lmicrohttpd -lpthread -lm $(EXTRA_LDLIBS)
-MUJOCO_LIBS := -lmujoco
 
-# Library sources: every .c under the library layers.
-LIB_SRC  := $(wildcard sim/*.c envs/*.c protocol/*.c server/srv_*.c clients/c/*.c)
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/model_anymal_c.o
+# MuJoCo is the peer herd is compared with (peers/mj_peer.c; tests/test_vs_mujoco.c, herd-bench's comparisons), never
+# a dependency of herd itself.  MUJOCO=auto uses it where its headers and library are installed (libmujoco-dev),
+# MUJOCO=yes requires it, MUJOCO=no leaves it out: the peer tests then skip (counted as skipped) and herd-bench lacks
+# its MuJoCo comparisons (and says so).
+MUJOCO   ?= auto
+ifeq ($(MUJOCO),auto)
+HAVE_MUJOCO := $(shell printf '\043include <mujoco/mujoco.h>\nint main(void) { return mj_version() < 0; }\n' | \
+                 $(CC) -x c - -o /dev/null -lmujoco >/dev/null 2>&1 && echo yes || echo no)
+else ifeq ($(MUJOCO),yes)
+HAVE_MUJOCO := yes
+else ifeq ($(MUJOCO),no)
+HAVE_MUJOCO := no
+else
+$(error MUJOCO must be auto, yes or no, not '$(MUJOCO)')
+endif
+ifeq ($(HAVE_MUJOCO),yes)
+MUJOCO_LIBS := -lmujoco
+PEER_OBJ    := $(BUILD)/obj/peers/mj_peer.o
+else
+MUJOCO_LIBS :=
+PEER_OBJ    :=
+endif
+
+# The layers (DESIGN.md), each its own archive; a program links the archives of the layers it uses, highest first,
+# so that a reference from a layer to one above it does not link (and layer-link below checks every layer alone).
+SIM_OBJ      := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard sim/*.c))
+ENVS_OBJ     := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard envs/*.c)) $(BUILD)/obj/gen/model_anymal_c.o
+PROTOCOL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard protocol/*.c))
+CLIENT_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard clients/c/*.c))
+SERVER_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard server/srv_*.c))
+LIB_SIM      := $(BUILD)/libherd_sim.a
+LIB_ENVS     := $(BUILD)/libherd_envs.a
+LIB_PROTOCOL := $(BUILD)/libherd_protocol.a
+LIB_CLIENT   := $(BUILD)/libherd_client.a
+LIB_SERVER   := $(BUILD)/libherd_server.a
+LAYER_LIBS   := $(LIB_SIM) $(LIB_ENVS) $(LIB_PROTOCOL) $(LIB_CLIENT) $(LIB_SERVER)
+# What each kind of program links, in layer order
+PHYSICS_LIBS := $(LIB_ENVS) $(LIB_SIM)
+CLIENT_LIBS  := $(LIB_CLIENT) $(LIB_PROTOCOL)
+SERVER_LIBS  := $(LIB_SERVER) $(LIB_PROTOCOL) $(LIB_ENVS) $(LIB_SIM)
+ALL_LIBS     := $(LIB_SERVER) $(LIB_CLIENT) $(LIB_PROTOCOL) $(LIB_ENVS) $(LIB_SIM)
+
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
-BENCH_SRC:= $(wildcard bench/*.c)
+# herd-bench's MuJoCo comparisons; without MuJoCo the rest of herd-bench is built and names what it lacks
+BENCH_MUJOCO_SRC := bench/bench_dynamics.c bench/bench_env_mujoco.c bench/bench_solver_mujoco.c
+BENCH_SRC:= $(if $(PEER_OBJ),$(wildcard bench/*.c),$(filter-out $(BENCH_MUJOCO_SRC),$(wildcard bench/*.c)))
 BENCH_OBJ:= $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 TESTHELP := $(wildcard tests/helpers/*.c)
 TESTHELP_OBJ := $(TESTHELP:%.c=$(BUILD)/obj/%.o)
@@ -39,7 +80,7 @@ MAIN_BINS := $(foreach f,$(wildcard server/main_*.c),$(BUILD)/herd-$(patsubst se
 
 .SECONDARY:
 .PHONY: all test test-c test-py test-jl sanitize bench run demo deps clean
-all: $(BUILD)/libherd.a $(MAIN_BINS) $(BUILD)/herd-demo $(BUILD)/herd-bench $(BUILD)/herd-ping $(TEST_BIN)
+all: $(LAYER_LIBS) layer-link $(MAIN_BINS) $(BUILD)/herd-demo $(BUILD)/herd-bench $(BUILD)/herd-ping $(TEST_BIN)
 
 deps:
 	@deploy/install-deps.sh
@@ -51,6 +92,13 @@ $(shell mkdir -p $(BUILD) && echo '$(CC) $(ALL_CFLAGS) $(LDLIBS)' | cmp -s - $(F
 $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+# Whether this build has MuJoCo: the peer's users are compiled with HERD_MUJOCO 0 or 1 (and again when it changes).
+MUJOCO_STAMP := $(BUILD)/.mujoco
+$(shell mkdir -p $(BUILD) && echo '$(HAVE_MUJOCO)' | cmp -s - $(MUJOCO_STAMP) || echo '$(HAVE_MUJOCO)' > $(MUJOCO_STAMP))
+PEER_USERS := $(BENCH_OBJ) $(BUILD)/obj/tests/test_vs_mujoco.o $(BUILD)/obj/peers/mj_peer.o
+$(PEER_USERS): ALL_CFLAGS += -Ipeers -DHERD_MUJOCO=$(if $(PEER_OBJ),1,0)
+$(PEER_USERS): $(MUJOCO_STAMP)
 
 # The tree recursions and the ground-contact candidates for one world and for a batch of worlds (sim/sim_tree_impl.h,
 # sim/sim_collide_impl.h) fuse only the multiply-adds they spell out, so that each lane of a batch gives the one-world
@@ -74,19 +122,56 @@ $(BUILD)/obj/gen/model_anymal_c.o: $(BUILD)/gen/model_anymal_c.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/libherd.a: $(LIB_OBJ)
+$(LIB_SIM): $(SIM_OBJ)
+$(LIB_ENVS): $(ENVS_OBJ)
+$(LIB_PROTOCOL): $(PROTOCOL_OBJ)
+$(LIB_CLIENT): $(CLIENT_OBJ)
+$(LIB_SERVER): $(SERVER_OBJ)
+# (rebuilt too when a layer gains or loses a source file, so that no archive keeps a member whose source is gone)
+LAYER_STAMP := $(BUILD)/.layer-objects
+$(shell echo '$(SIM_OBJ) $(ENVS_OBJ) $(PROTOCOL_OBJ) $(CLIENT_OBJ) $(SERVER_OBJ)' | cmp -s - $(LAYER_STAMP) || \
+        echo '$(SIM_OBJ) $(ENVS_OBJ) $(PROTOCOL_OBJ) $(CLIENT_OBJ) $(SERVER_OBJ)' > $(LAYER_STAMP))
+$(LAYER_LIBS): $(LAYER_STAMP)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $(filter %.o,$^)
 
-$(BUILD)/herd-%: $(BUILD)/obj/server/main_%.o $(BUILD)/libherd.a
+# layer-link: each layer's archive linked whole with only the layers below it and the system libraries it may use
+# (sim: libxml2 and libm; protocol: msgpack-c; clients/c: ZeroMQ; server: ZeroMQ, libmicrohttpd, pthreads), so a
+# call upward or sideways, or to a library the layer must not use, is an undefined reference.
+$(BUILD)/gen/layer_main.c:
+	@mkdir -p $(dir $@)
+	@echo 'int main(void) { return 0; }' > $@
+$(BUILD)/obj/gen/layer_main.o: $(BUILD)/gen/layer_main.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+LAYER_LINK = $(CC) $(ALL_CFLAGS) -o $@ $(BUILD)/obj/gen/layer_main.o -Wl,--whole-archive $< -Wl,--no-whole-archive
+$(BUILD)/layer-link/sim: $(LIB_SIM) $(BUILD)/obj/gen/layer_main.o
+	@mkdir -p $(dir $@)
+	$(LAYER_LINK) $(XML_LIBS) -lm $(EXTRA_LDLIBS)
+$(BUILD)/layer-link/envs: $(LIB_ENVS) $(LIB_SIM) $(BUILD)/obj/gen/layer_main.o
+	@mkdir -p $(dir $@)
+	$(LAYER_LINK) $(LIB_SIM) $(XML_LIBS) -lm $(EXTRA_LDLIBS)
+$(BUILD)/layer-link/protocol: $(LIB_PROTOCOL) $(BUILD)/obj/gen/layer_main.o
+	@mkdir -p $(dir $@)
+	$(LAYER_LINK) -lmsgpackc -lm $(EXTRA_LDLIBS)
+$(BUILD)/layer-link/client: $(LIB_CLIENT) $(LIB_PROTOCOL) $(BUILD)/obj/gen/layer_main.o
+	@mkdir -p $(dir $@)
+	$(LAYER_LINK) $(LIB_PROTOCOL) -lzmq -lmsgpackc -lm $(EXTRA_LDLIBS)
+$(BUILD)/layer-link/server: $(LIB_SERVER) $(LIB_PROTOCOL) $(LIB_ENVS) $(LIB_SIM) $(BUILD)/obj/gen/layer_main.o
+	@mkdir -p $(dir $@)
+	$(LAYER_LINK) $(LIB_PROTOCOL) $(LIB_ENVS) $(LIB_SIM) $(LDLIBS)
+.PHONY: layer-link
+layer-link: $(addprefix $(BUILD)/layer-link/,sim envs protocol client server)
+
+$(BUILD)/herd-%: $(BUILD)/obj/server/main_%.o $(SERVER_LIBS)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 # The physics demo (examples/demo.c): sim/ and envs/ only, no server.
-$(BUILD)/herd-demo: $(BUILD)/obj/examples/demo.o $(BUILD)/libherd.a
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/herd-demo: $(BUILD)/obj/examples/demo.o $(PHYSICS_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(XML_LIBS) -lm $(EXTRA_LDLIBS)
 
 # herd-bench admm times the heavy-on-light stack the tests check (tests/helpers/rigid_contact.c: pure C, no test framework).
-$(BUILD)/herd-bench: $(BENCH_OBJ) $(BUILD)/obj/tests/helpers/rigid_contact.o $(BUILD)/libherd.a
+$(BUILD)/herd-bench: $(BENCH_OBJ) $(BUILD)/obj/tests/helpers/rigid_contact.o $(PEER_OBJ) $(ALL_LIBS)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) $(MUJOCO_LIBS)
 
 # The fuzz targets as plain functions (no libFuzzer main), replayed on their corpora by tests/test_fuzz.
@@ -95,13 +180,18 @@ FUZZ_OBJ := $(FUZZ_SRC:%.c=$(BUILD)/obj/%.o)
 $(BUILD)/obj/fuzz/%.o: fuzz/%.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DHERD_FUZZ_NO_MAIN -MMD -MP -c $< -o $@
-$(BUILD)/tests/test_fuzz: $(BUILD)/obj/tests/test_fuzz.o $(FUZZ_OBJ) $(TESTHELP_OBJ) $(BUILD)/libherd.a
+$(BUILD)/tests/test_fuzz: $(BUILD)/obj/tests/test_fuzz.o $(FUZZ_OBJ) $(TESTHELP_OBJ) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
+
+# Only the peer tests link MuJoCo (without it they are built to skip, each with a message).
+$(BUILD)/tests/test_vs_mujoco: $(BUILD)/obj/tests/test_vs_mujoco.o $(PEER_OBJ) $(TESTHELP_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -lcriterion $(LDLIBS) $(MUJOCO_LIBS)
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TESTHELP_OBJ) $(BUILD)/libherd.a
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TESTHELP_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ -lcriterion $(LDLIBS) $(MUJOCO_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
 # Each test binary runs from the repository root (tests load envs/models/...).
 test-c: $(TEST_BIN)
@@ -166,15 +256,15 @@ fuzz:
 	  EXTRA_CFLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -Wno-unused-function" \
 	  EXTRA_LDLIBS="-fsanitize=fuzzer,address,undefined" fuzz-bins
 fuzz-bins: $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
-$(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_targets.h $(BUILD)/libherd.a
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libherd.a $(LDLIBS)
+$(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_targets.h $(ALL_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
 fuzz-short: fuzz
 	@fuzz/run.sh --short --time $(FUZZ_SECONDS)
 
 .PHONY: test-container test-multiserver image
-test-multiserver: $(BUILD)/herd-server $(BUILD)/libherd.a
+test-multiserver: $(BUILD)/herd-server $(CLIENT_LIBS)
 	@tests/multiserver/run.sh
-test-container: $(BUILD)/herd-server $(BUILD)/libherd.a
+test-container: $(BUILD)/herd-server $(CLIENT_LIBS)
 	@tests/container/run.sh
 # The image, tagged herd:<version> (herd-server --version) and herd:<git sha>, with OCI labels.
 VERSION  := $(shell sed -n 's/^\#define HERD_VERSION "\(.*\)"/\1/p' server/*.h | head -n1)
@@ -189,8 +279,8 @@ image:
 
 .PHONY: bench-py
 # Python client vs C client against one herd-server, same run (JSON line: "bench":"python_client")
-$(BUILD)/herd-bench-c-client: clients/python/bench_c_client.c $(BUILD)/libherd.a
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/herd-bench-c-client: clients/python/bench_c_client.c $(CLIENT_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -lzmq -lmsgpackc -lm $(EXTRA_LDLIBS)
 
 bench-py: $(BUILD)/herd-server $(BUILD)/herd-bench-c-client
 	/usr/bin/python3 clients/python/bench.py
@@ -225,7 +315,7 @@ demo: deps-check
 
 # ---- the ANYdrive actuator network (envs/env_actuator_net.h) ----
 # Its weights, envs/models/anydrive_v3_lstm.txt (converted from legged_gym's TorchScript archive), are embedded in
-# the library as the URDF is.  Its source is compiled without contraction: the multiply-adds it fuses are the ones it
+# envs/'s library as the URDF is.  Its source is compiled without contraction: the multiply-adds it fuses are the ones it
 # writes (env_actuator_net.h).  actuator-net-data rewrites the data file from the archive; actuator-net-check checks that the committed
 # data file and the C test's reference sequences (tests/testdata/actuator_net_ref.txt) are what the archive gives;
 # actuator-net-ref records those sequences again.  All three need PyTorch and ACTUATOR_PT=path/to/anydrive_v3_lstm.pt.
@@ -239,7 +329,7 @@ $(BUILD)/gen/model_anydrive_v3_lstm.c: envs/models/anydrive_v3_lstm.txt
 $(BUILD)/obj/gen/model_anydrive_v3_lstm.o: $(BUILD)/gen/model_anydrive_v3_lstm.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
-$(BUILD)/libherd.a: $(BUILD)/obj/gen/model_anydrive_v3_lstm.o
+$(LIB_ENVS): $(BUILD)/obj/gen/model_anydrive_v3_lstm.o
 $(BUILD)/obj/envs/env_actuator_net.o: ALL_CFLAGS += -ffp-contract=off
 .PHONY: actuator-net-data actuator-net-check actuator-net-ref actuator-net-pt
 actuator-net-pt:

@@ -22,12 +22,6 @@ void bench_pin(int core);
 /* Name of this machine's CPU (from /proc/cpuinfo), for the JSON lines. */
 const char *bench_cpu(void);
 
-/* herd-bench env's workload, shared with its --vs-mujoco variant: n fixed pseudo-random actions in [-1, 1]
- * (malloc'ed), and the reset (seeds 1000 + i % 32) plus `warmup` untimed steps of every world (env.h). */
-struct env;
-float *bench_env_actions(size_t n);
-void bench_env_prepare(struct env *e, int warmup, float *act, float *obs, float *rew, uint8_t *term, uint8_t *trunc);
-
 /* Stepping one env on T threads as herd-server's workers do (srv_pool.h, helping): thread t owns the contiguous
  * slice t of the n worlds and takes it in pieces of at most BENCH_QUANTUM worlds (the server's default
  * quantum) through the slice's cursor; a thread done with its own slice helps with the others' through theirs.
@@ -60,5 +54,11 @@ int bench_poses(int argc, char **argv);
 int bench_admm(int argc, char **argv);
 int bench_terrain(int argc, char **argv);
 int bench_actuator(int argc, char **argv);
+/* The comparisons with MuJoCo (bench_*_mujoco.c, peers/mj_peer.h), linked only where MuJoCo is: weak, NULL in a
+ * herd-bench built without it (HERD_MUJOCO 0), whose subcommands then say so. */
+int bench_env_vs_mujoco(int argc, char **argv);
+int bench_solver_vs_mujoco(int argc, char **argv);
+#pragma weak bench_env_vs_mujoco
+#pragma weak bench_solver_vs_mujoco
 
 #endif

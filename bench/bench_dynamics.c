@@ -3,7 +3,7 @@
  * One update = set (q, u) from a pre-generated random state, then
  *   herd:   sim_kinematics, sim_velocity, sim_crba, sim_rnea, sim_factor
  *   MuJoCo: mj_kinematics, mj_comPos, mj_crb, mj_factorM, mj_comVel, mj_rne(m, d, 0, qfrc_bias)
- * on the same model (bench/mj_peer.c builds it from the same URDF) and the same 256 states, cycled.
+ * on the same model (peers/mj_peer.c builds it from the same URDF) and the same 256 states, cycled.
  * Both run on one pinned core, interleaved within each repeat; the figures are medians over repeats.
  * MuJoCo's kinematics stages also place geoms and compute subtree COMs, which herd's do not.
  *

@@ -12,7 +12,7 @@
  * (the envs are deterministic).  Without --threads, runs T = 1 and T = 2 and reports the speedup.
  * Baselines measured in the same run, per thread: single worlds (32 worlds of the same env, stepped one
  * world per call over the same steps: no batching; the batch repeats exactly these 32 worlds, see
- * prepare), and the solver bench's single-world trot scenario (1 ms, feet + base).  One JSON line per
+ * bench_env_prepare), and the solver bench's single-world trot scenario (1 ms, feet + base).  One JSON line per
  * configuration; medians over repeats, with the per-repeat figures ("..._reps") for the spread.
  * --sweep 64,256,...: throughput per thread against world count, every N in the same process, repeats
  * interleaved across N (bench_env_sweep).
@@ -41,9 +41,9 @@
 #include <string.h>
 
 #include "bench.h"
+#include "bench_env_work.h"
 #include "env.h"
 #include "env_anymal_model.h"
-#include "env_internal.h"
 #include "env_scenario.h"
 #include "sim_batch.h"
 #include "sim_dynamics.h"
@@ -89,22 +89,6 @@ static void *work(void *p)
     }
     w->cpu = (double)(bench_thread_cpu_ns() - c0) * 1e-9;
     return NULL;
-}
-
-/* Resets every world with fixed seeds and steps `warmup` times on one thread (untimed). */
-static void prepare(env_t *e, int warmup, float *act, float *obs, float *rew, uint8_t *term, uint8_t *trunc)
-{
-    const env_spec *sp = env_get_spec(e);
-    int n = env_num_worlds(e);
-    uint64_t *seeds = malloc(sizeof(uint64_t) * (size_t)n);
-    /* seeds repeat with period 32: explicitly seeded worlds follow identical trajectories whatever
-     * their index, so the batch is 32 distinct worlds, each repeated, exactly the single-world
-     * baseline's 32: the same work per world in both */
-    for (int i = 0; i < n; i++) seeds[i] = 1000 + (uint64_t)(i % 32);
-    env_reset(e, 0, n, NULL, seeds, obs);
-    free(seeds);
-    for (int s = 0; s < warmup; s++)
-        env_step(e, 0, n, NULL, act + (size_t)(s & 7) * (size_t)n * sp->act_dim, obs, rew, term, trunc, NULL);
 }
 
 /* Seconds to step all worlds `steps` times with `threads` threads; per-thread busy and CPU seconds, and the
@@ -161,23 +145,6 @@ static double trot_single_world(int steps, int cpu)
     return steps / sec;
 }
 
-/* Fixed pseudo-random actions in [-1, 1] (xorshift64, the same in every herd-bench env run): n floats. */
-float *bench_env_actions(size_t n)
-{
-    float *act = malloc(sizeof(float) * n);
-    uint64_t r = 88172645463325252ull;
-    for (size_t i = 0; act && i < n; i++) {
-        r ^= r << 13; r ^= r >> 7; r ^= r << 17;
-        act[i] = (float)((r >> 11) * (2.0 / 9007199254740992.0) - 1.0);
-    }
-    return act;
-}
-
-void bench_env_prepare(env_t *e, int warmup, float *act, float *obs, float *rew, uint8_t *term, uint8_t *trunc)
-{
-    prepare(e, warmup, act, obs, rew, term, trunc);
-}
-
 /* Prints "name":[x0,x1,...] (per-repeat figures). */
 static void print_reps(const char *name, const double *x, int n, double scale)
 {
@@ -202,12 +169,19 @@ static const char *const stage_what[ST_N] = {
 
 #define PROFILE_DROP_NS 300000u
 
-/* World i of e with the scratch bound, and its PD targets from action a: action_scale * clip(a) + default pose. */
-static sim_data *profile_world(env_t *e, int i, void *scratch, const env_anymal_joints *jm, const float *a, double scale,
-                               double clip, double *target)
+/* The profile steps copies of the env's worlds (env_world_state is read-only): pw[i] takes world i's state. */
+static void profile_take(const env_t *e, sim_data *const *pw, int first, int n)
 {
-    sim_data *d = e->worlds[i].d;
-    sim_data_bind_scratch(e->model, d, scratch);
+    for (int i = first; i < first + n; i++) sim_data_copy_state(env_model(e), pw[i], env_world_state(e, i));
+}
+
+/* The copy of world i with the scratch bound, and its PD targets from action a: action_scale * clip(a) + default
+ * pose. */
+static sim_data *profile_world(const sim_model *m, sim_data *const *pw, int i, void *scratch, const env_anymal_joints *jm,
+                               const float *a, double scale, double clip, double *target)
+{
+    sim_data *d = pw[i];
+    sim_data_bind_scratch(m, d, scratch);
     for (int j = 0; j < ENV_ANYMAL_NJ; j++) {
         double x = a[j];
         target[j] = scale * (x > clip ? clip : x < -clip ? -clip : x) + jm->q_default[j];
@@ -215,12 +189,14 @@ static sim_data *profile_world(env_t *e, int i, void *scratch, const env_anymal_
     return d;
 }
 
-/* After an env step of world i: reset it through the env (env_reset, seed 1000 + i % 32, as prepare) where the
- * task would have: its physics failed, or (walk) a base contact carries over 1 N (the walk task's termination,
- * from the last substep's impulses).  So the profile's worlds follow the same kind of episodes as env_step's. */
-static void profile_end(env_t *e, int i, const sim_data *d, int failed, int walk, double dt, float *obs)
+/* After an env step of world i (its copy d): reset it through the env (env_reset, seed 1000 + i % 32, as
+ * bench_env_prepare) and take the new state into the copy where the task would have: its physics failed, or (walk)
+ * a base contact carries over 1 N (the walk task's termination, from the last substep's impulses).  So the profile's
+ * worlds follow the same kind of episodes as env_step's. */
+static void profile_end(env_t *e, sim_data *const *pw, int i, const sim_data *d, int failed, int walk, double dt,
+                        float *obs)
 {
-    const sim_model *m = e->model;
+    const sim_model *m = env_model(e);
     for (int c = 0; walk && !failed && c < d->ncon; c++)
         if (env_anymal_geom_kind(m, d->con[c].geom, NULL) == ENV_GEOM_BASE &&
             sqrt(d->lambda[3 * c] * d->lambda[3 * c] + d->lambda[3 * c + 1] * d->lambda[3 * c + 1] +
@@ -230,6 +206,7 @@ static void profile_end(env_t *e, int i, const sim_data *d, int failed, int walk
     int32_t id = i;
     uint64_t seed = 1000 + (uint64_t)(i % 32);
     env_reset(e, 0, 1, &id, &seed, obs);
+    profile_take(e, pw, i, 1);
 }
 
 static int bench_env_profile(int argc, char **argv, const char *name, int worlds, int steps, int repeats, int warmup)
@@ -237,7 +214,7 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     char err[512];
     env_t *e = env_new(name, worlds, NULL, 0, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
     if (!e) { fprintf(stderr, "herd-bench env --profile: %s\n", err); return 2; }
-    const sim_model *m = e->model;
+    const sim_model *m = env_model(e);
     const int walk = strstr(name, "walk") != NULL;
     env_anymal_joints jm;
     if (env_anymal_joints_init(&jm, m, err, sizeof err)) {
@@ -257,18 +234,24 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     float *act = bench_env_actions(na * 8), *obs = malloc(sizeof(float) * (size_t)worlds * sp->obs_dim);
     float *rew = malloc(sizeof(float) * (size_t)worlds);
     uint8_t *term = malloc((size_t)worlds), *trunc = malloc((size_t)worlds);
-    unsigned char *scratch_raw = malloc(e->scratch_size + 64);
+    unsigned char *scratch_raw = malloc(sim_scratch_size(m) + 64);
     void *scratch = (void *)(((uintptr_t)scratch_raw + 63) & ~(uintptr_t)63);
     double *jp = calloc((size_t)3 * m->nv, sizeof(double));
     int cols[SIM_MAX_DOF];
     void *batch_mem = aligned_alloc(64, sim_batch_size(m));
     sim_batch *batch = sim_batch_init(m, batch_mem);
+    sim_data **pw = calloc((size_t)worlds, sizeof *pw);
+    for (int i = 0; pw && i < worlds; i++) pw[i] = sim_data_new_shared(m);
+    if (!pw || !pw[worlds - 1]) {
+        fprintf(stderr, "herd-bench env --profile: out of memory\n");
+        exit(2);
+    }
     double rep[ST_N][64], tot[64], plain_rep[64], con_rep[64], it_rep[64], cap_rep[64], trot_rep[64];
     int R = repeats < 64 ? repeats : 64;
     long dropped = 0;
     for (int q = 0; q < R; q++) {
         /* 1. env_step over the steps (the reference, and the env overhead); CPU time of this thread */
-        prepare(e, warmup, act, obs, rew, term, trunc);
+        bench_env_prepare(e, warmup, act, obs, rew, term, trunc);
         uint64_t t0 = bench_thread_cpu_ns();
         for (int s = 0; s < steps; s++)
             env_step(e, 0, worlds, NULL, act + (size_t)(s & 7) * na, obs, rew, term, trunc, NULL);
@@ -279,7 +262,8 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
         double plain_ns = 0, ns[ST_N] = {0};
         long ncon = 0, iters = 0, capped = 0, nsteps = 0, kept = 0;
         for (int staged = 0; staged < 2; staged++) {
-            prepare(e, warmup, act, obs, rew, term, trunc);
+            bench_env_prepare(e, warmup, act, obs, rew, term, trunc);
+            profile_take(e, pw, 0, worlds);
             t0 = bench_thread_cpu_ns();
             for (int s = 0; s < steps; s++)
                 for (int g = 0; g < worlds; g += SIM_BATCH_LANES) {
@@ -290,7 +274,7 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                     double target[SIM_BATCH_LANES][ENV_ANYMAL_NJ];
                     int bad[SIM_BATCH_LANES];
                     for (int j = 0; j < n; j++) {
-                        dw[j] = profile_world(e, g + j, scratch, &jm, act + (size_t)(s & 7) * na + (size_t)(g + j) * sp->act_dim,
+                        dw[j] = profile_world(m, pw, g + j, scratch, &jm, act + (size_t)(s & 7) * na + (size_t)(g + j) * sp->act_dim,
                                               scale, clip, target[j]);
                         bad[j] = 0;
                     }
@@ -346,7 +330,7 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                             }
                             /* the world's env step ends here (failed, or its last substep): read its contacts while
                                they are in the scratch, reset it where the task would */
-                            if (*b || k == sp->decimation - 1) profile_end(e, g + row[l], d, *b, walk, dt, obs);
+                            if (*b || k == sp->decimation - 1) profile_end(e, pw, g + row[l], d, *b, walk, dt, obs);
                         }
                     }
                 }
@@ -399,6 +383,8 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     fprintf(stderr, "  the solver bench's trot (1 ms, feet + base, same run, CPU time): %.3f us per physics step; "
                     "PD + sim_step here / trot = %.2f\n", trot_med * 1e-3, plain_med / trot_med);
     free(act); free(obs); free(rew); free(term); free(trunc); free(scratch_raw); free(jp); free(batch_mem);
+    for (int i = 0; pw && i < worlds; i++) sim_data_destroy(&pw[i]);
+    free(pw);
     env_destroy(&e);
     (void)argc; (void)argv;
     return 0;
@@ -460,7 +446,7 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
         pt[k].rew = malloc(sizeof(float) * (size_t)ns[k]);
         pt[k].term = malloc((size_t)ns[k]);
         pt[k].trunc = malloc((size_t)ns[k]);
-        prepare(pt[k].e, warmup, pt[k].act, pt[k].obs, pt[k].rew, pt[k].term, pt[k].trunc);
+        bench_env_prepare(pt[k].e, warmup, pt[k].act, pt[k].obs, pt[k].rew, pt[k].term, pt[k].trunc);
     }
     for (int q = 0; q < R && !rc; q++)
         for (int k = 0; k < np; k++) {
@@ -544,9 +530,6 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
     return rc;
 }
 
-int bench_env_vs_mujoco(int argc, char **argv);
-#pragma weak bench_env_vs_mujoco
-
 int bench_env(int argc, char **argv)
 {
     if (bench_flag(argc, argv, "--vs-mujoco")) {
@@ -585,7 +568,7 @@ int bench_env(int argc, char **argv)
     const int nsingle = worlds < 32 ? worlds : 32;
     const int R = repeats < 64 ? repeats : 64;
     for (int k = 0; k < R; k++) {
-        prepare(one, warmup, act, obs, rew, term, trunc);
+        bench_env_prepare(one, warmup, act, obs, rew, term, trunc);
         uint64_t t0 = bench_now_ns();
         for (int s = 0; s < steps; s++)
             for (int i = 0; i < nsingle; i++) {
@@ -607,7 +590,7 @@ int bench_env(int argc, char **argv)
         double rep[64], eps_rep[64], cpu_rep[64];
         double util = 0, helped = 0;
         for (int q = 0; q < R; q++) {
-            if (!once || q == 0) prepare(e, warmup, act, obs, rew, term, trunc);
+            if (!once || q == 0) bench_env_prepare(e, warmup, act, obs, rew, term, trunc);
             rep[q] = run(e, T, steps, act, obs, rew, term, trunc);
             double cpu = 0;
             for (int t = 0; t < T; t++) util += g_busy[t] / rep[q], cpu += g_cpu[t];

@@ -43,10 +43,11 @@
 #include <string.h>
 
 #include "bench.h"
-#include "bench/mj_peer.h"
+#include "bench_env_work.h"
+#include "mj_peer.h"
 #include "env.h"
 #include "env_anymal_model.h"
-#include "env_internal.h"
+#include "sim_model.h"
 #include "sim_solver.h"
 
 #define EVM_MODEL_PATH "envs/models/anymal_c.urdf"
@@ -54,8 +55,6 @@
 #define EVM_STAND_TOL 0.08      /* m: MuJoCo's base height vs herd's after the zero-action run */
 #define EVM_UPRIGHT 0.95        /* world z of the base z axis */
 #define EVM_FINALISTS 3         /* fastest standing configurations of a grid's screen timed in the repeats */
-
-int bench_env_vs_mujoco(int argc, char **argv);
 
 typedef struct {
     int solver, iterations, cone;
@@ -204,7 +203,7 @@ static void evm_stand_herd(env_t *e, evm_bufs *b, int steps, evm_stand_ref *ref)
     }
     ref->n = 0;
     for (int i = 0; i < n && i < 32 && ref->n < EVM_STAND_WORLDS; i++) {
-        const sim_data *d = e->worlds[i].d;
+        const sim_data *d = env_world_state(e, i);
         if (!ended[i] && d->q[2] > 0.35 && evm_upright(d->q + 3) > EVM_UPRIGHT) {
             ref->world[ref->n] = i;
             ref->z[ref->n++] = d->q[2];
@@ -272,7 +271,7 @@ static int evm_herd_stands(env_t *e, evm_bufs *b, int steps, const evm_stand_ref
     int ok = 1;
     *dz = 0;
     for (int r = 0; r < ref->n; r++) {
-        const sim_data *d = e->worlds[ref->world[r]].d;
+        const sim_data *d = env_world_state(e, ref->world[r]);
         double diff = isfinite(d->q[2]) ? fabs(d->q[2] - ref->z[r]) : INFINITY;
         *dz = fmax(*dz, diff);
         if (ended[ref->world[r]] || !(evm_upright(d->q + 3) > EVM_UPRIGHT) || !(diff <= EVM_STAND_TOL)) ok = 0;
@@ -310,13 +309,14 @@ int bench_env_vs_mujoco(int argc, char **argv)
     env_t *probe = env_new(name, 1, NULL, 0, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
     if (!probe) { fprintf(stderr, "herd-bench env --vs-mujoco: %s\n", err); return 2; }
     double mu = NAN;
-    for (int g = 0; g < probe->model->ngeom; g++)
-        if (env_anymal_geom_kind(probe->model, g, NULL) == ENV_GEOM_FOOT) mu = probe->model->geom[g].friction;
+    const sim_model *pm = env_model(probe);
+    for (int g = 0; g < pm->ngeom; g++)
+        if (env_anymal_geom_kind(pm, g, NULL) == ENV_GEOM_FOOT) mu = pm->geom[g].friction;
     env_destroy(&probe);
     if (!isfinite(mu)) { fprintf(stderr, "herd-bench env --vs-mujoco: %s is not an ANYmal task\n", name); return 2; }
     e = evm_env(name, worlds, mu, NULL, err, sizeof err);
     if (!e) { fprintf(stderr, "herd-bench env --vs-mujoco: %s\n", err); return 2; }
-    const sim_model *hm = e->model;
+    const sim_model *hm = env_model(e);
     const env_spec *sp = env_get_spec(e);
     env_anymal_joints jm;
     if (env_anymal_joints_init(&jm, hm, err, sizeof err)) { fprintf(stderr, "herd-bench: %s\n", err); goto done; }
@@ -362,8 +362,8 @@ int bench_env_vs_mujoco(int argc, char **argv)
     for (int i = 0; i < worlds; i++) {
         w.d[i] = mj_makeData(w.p->m);
         if (!w.d[i]) { fprintf(stderr, "herd-bench: mj_makeData failed\n"); goto done; }
-        memcpy(w.q0 + (size_t)i * hm->nq, e->worlds[i].d->q, sizeof(double) * (size_t)hm->nq);
-        memcpy(w.u0 + (size_t)i * hm->nv, e->worlds[i].d->u, sizeof(double) * (size_t)hm->nv);
+        memcpy(w.q0 + (size_t)i * hm->nq, env_world_state(e, i)->q, sizeof(double) * (size_t)hm->nq);
+        memcpy(w.u0 + (size_t)i * hm->nv, env_world_state(e, i)->u, sizeof(double) * (size_t)hm->nv);
     }
     evm_cfg defaults = {w.p->m->opt.solver, w.p->m->opt.iterations, w.p->m->opt.cone};
     double tolerance = w.p->m->opt.tolerance;

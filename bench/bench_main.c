@@ -1,57 +1,13 @@
 /* herd-bench — benchmarks printing one JSON object per line (stdout) and a human table (stderr).
  *   herd-bench dynamics | solver | contact1 | contact-models | env | server | actuator | all   [options]
- * Subcommands live in their own files; one that is not linked in is reported as such. */
+ * Subcommands live in their own files; one that is not linked in is reported as such (the MuJoCo comparisons, in a
+ * build without MuJoCo). */
 #include "bench.h"
-#include "srv_pool.h"
 
-#include <math.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-void bench_share_init(bench_share *s, int n, int threads)
-{
-    s->n = n;
-    s->threads = threads < 1 ? 1 : threads > BENCH_MAX_THREADS ? BENCH_MAX_THREADS : threads;
-    bench_share_rewind(s);
-}
-
-void bench_share_rewind(bench_share *s)
-{
-    for (int t = 0; t < s->threads; t++) __atomic_store_n(&s->cur[t].next, 0, __ATOMIC_RELAXED);
-}
-
-static int share_first(const bench_share *s, int t) { return (int)((long)s->n * t / s->threads); }
-
-/* One piece of slice t: *first and the count (0: the slice is all taken). */
-static int share_take(bench_share *s, int t, int *first)
-{
-    const int len = share_first(s, t + 1) - share_first(s, t);
-    const int left = len - __atomic_load_n(&s->cur[t].next, __ATOMIC_RELAXED);
-    if (left <= 0) return 0;
-    const int k = srv_pool_piece(left, BENCH_QUANTUM, s->threads);
-    const int a = __atomic_fetch_add(&s->cur[t].next, k, __ATOMIC_RELAXED);
-    if (a >= len) return 0;
-    *first = share_first(s, t) + a;
-    return a + k < len ? k : len - a;
-}
-
-long bench_share_step(bench_share *s, int me, void (*step)(int first, int count, void *ctx), void *ctx)
-{
-    long helped = 0;
-    int f, k;
-    for (int d = 0; d < s->threads; d++) {
-        const int t = (me + d) % s->threads;
-        while ((k = share_take(s, t, &f)) > 0) {
-            step(f, k, ctx);
-            if (d) helped += k;
-        }
-    }
-    return helped;
-}
 
 /* Weak references: a subcommand whose file is absent resolves to NULL. */
 #pragma weak bench_dynamics
@@ -64,84 +20,6 @@ long bench_share_step(bench_share *s, int me, void (*step)(int first, int count,
 #pragma weak bench_admm
 #pragma weak bench_terrain
 #pragma weak bench_actuator
-
-uint64_t bench_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t bench_thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double bench_percentile(double *x, int n, double p)
-{
-    if (n <= 0) return NAN;
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    double r = p / 100.0 * (n - 1);
-    int i = (int)r;
-    if (i >= n - 1) return x[n - 1];
-    double f = r - i;
-    return x[i] * (1 - f) + x[i + 1] * f;
-}
-
-double bench_median(double *x, int n) { return bench_percentile(x, n, 50.0); }
-
-const char *bench_arg(int argc, char **argv, const char *name, const char *def)
-{
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], name) == 0) return argv[i + 1];
-    return def;
-}
-
-int bench_flag(int argc, char **argv, const char *name)
-{
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], name) == 0) return 1;
-    return 0;
-}
-
-void bench_pin(int core)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(core, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
-
-const char *bench_cpu(void)
-{
-    static char name[128];
-    if (name[0]) return name;
-    snprintf(name, sizeof name, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return name;
-    char line[256];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *c = strchr(line, ':');
-            if (c) {
-                c += 2;
-                c[strcspn(c, "\n\"\\")] = 0;
-                snprintf(name, sizeof name, "%s", c);
-            }
-            break;
-        }
-    }
-    fclose(f);
-    return name;
-}
 
 static const struct { const char *name; const char *what; const char *options; } cmds[] = {
     {"dynamics", "FK + CRBA + RNEA + LTDL on ANYmal C vs MuJoCo's same stages",
@@ -258,6 +136,9 @@ static void usage(FILE *f)
     fprintf(f, "usage: herd-bench <subcommand> [options]\n       herd-bench all\nsubcommands:\n");
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         fprintf(f, "  %-14s %s%s\n", cmds[i].name, cmds[i].what, lookup(cmds[i].name) ? "" : " (not built)");
+    if (!HERD_MUJOCO)
+        fprintf(f, "built without MuJoCo: no dynamics subcommand, no env or solver --vs-mujoco (make MUJOCO=auto with "
+                   "libmujoco-dev installed builds them)\n");
 }
 
 int main(int argc, char **argv)
@@ -270,7 +151,10 @@ int main(int argc, char **argv)
         int rc = 0;
         for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
             bench_fn fn = lookup(cmds[i].name);
-            if (!fn) continue;
+            if (!fn) {
+                fprintf(stderr, "herd-bench all: %s is not built%s\n", cmds[i].name, HERD_MUJOCO ? "" : " (built without MuJoCo)");
+                continue;
+            }
             char *sub[] = {(char *)cmds[i].name, NULL};
             rc |= fn(1, sub);
         }

@@ -420,9 +420,6 @@ static int tol_floor(long steps, int kind, double dt, int max_iter)
     return 0;
 }
 
-int bench_solver_vs_mujoco(int argc, char **argv);
-#pragma weak bench_solver_vs_mujoco
-
 int bench_solver(int argc, char **argv)
 {
     bench_pin(0);

@@ -35,7 +35,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "bench/mj_peer.h"
+#include "mj_peer.h"
 #include "env_scenario.h"
 #include "sim_dynamics.h"
 #include "sim_step.h"
@@ -43,8 +43,6 @@
 
 #define MJV_MODEL_PATH "envs/models/anymal_c.urdf"
 #define MJV_NOSLIP_DEFAULT "10"
-
-int bench_solver_vs_mujoco(int argc, char **argv);
 
 typedef struct {
     int qadr[12], dof[12];   /* MuJoCo qpos / dof indices of the 12 joints (scenario order) */

@@ -13,7 +13,7 @@ PKGS=(
   libzmq3-dev libmsgpack-dev libxml2-dev   # server, wire format, URDF loader
   libmicrohttpd-dev                        # the opt-in Prometheus endpoint (--metrics)
   libcriterion-dev                         # C tests
-  libmujoco-dev                            # test/bench peer only
+  libmujoco-dev                            # the test/bench peer only (make MUJOCO=no builds without it)
   python3 python3-zmq python3-msgpack python3-numpy python3-pytest   # Python client + tests
   python3-venv python3-pip python3-setuptools                        # test: pip install of clients/python
   python3-torch python3-pandas python3-matplotlib                    # test: PPO examples, SB3 / rsl_rl adapters

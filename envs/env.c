@@ -106,6 +106,8 @@ int env_cfg_solver(const struct env *e, double value, char *err, size_t errlen)
 double env_config(const env_t *e, const char *key) { return env_cfg(e, key); }
 const env_spec *env_get_spec(const env_t *e) { return &e->spec; }
 int env_num_worlds(const env_t *e) { return e->nworlds; }
+const sim_model *env_model(const env_t *e) { return e->model; }
+const sim_data *env_world_state(const env_t *e, int i) { return i >= 0 && i < e->nworlds ? e->worlds[i].d : NULL; }
 
 void env_destroy(env_t **pe)
 {

@@ -120,6 +120,17 @@ int env_first_ended(const env_t *e, int first, int n, const int32_t *ids);
 /* Index of the first non-finite value in an n x act_dim action array, or -1. */
 long env_check_actions(const env_t *e, int n, const float *actions);
 
+/* ---- the physics behind an env, read-only: for benchmarks and tests that compare it with other engines or step
+ * copies of its worlds by hand (sim_model.h; the server has no use for them) ---- */
+struct sim_model;
+struct sim_data;
+/* The model e's worlds share (owned by e, valid until env_destroy). */
+const struct sim_model *env_model(const env_t *e);
+/* World i's physics state (0 <= i < num_worlds, else NULL): q, u, tau, the warm-start cache and the per-world
+ * parameters.  It has no scratch of its own (sim_data_new_shared): read no scratch array through it; to step a
+ * copy, sim_data_copy_state it into a world of env_model(e).  Not concurrently with env_step / env_reset. */
+const struct sim_data *env_world_state(const env_t *e, int i);
+
 /* ---- looking at worlds (env_scene.c): read-only, no RNG draw, no effect on later steps ---- */
 
 /* The task's visual scene: bodies, their primitives (from the model's geometries, coloured by role) and the

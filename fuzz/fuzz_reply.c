@@ -1,12 +1,12 @@
 /* fuzz_reply.c — the reply decoder the C client uses (proto_decode_reply, the typed getters, the spec
- * decoder and the client's reply readers herd_reply_reset / herd_reply_step / hc_make_parse) on
- * arbitrary bytes: what a hostile or broken server could send.
+ * decoder and the client's reply readers herd_reply_decode / herd_reply_make / herd_reply_reset /
+ * herd_reply_step, herd_client.h) on arbitrary bytes: what a hostile or broken server could send.
  *
  * Input: the first byte selects the mode.
  *   even: the rest is one reply, read like the client reads hello, stats and make replies (every
  *         getter on every path the client uses, every spec it carries).
  *   odd:  the rest is [u32 little-endian length L][L bytes: a make reply][a reset or step reply]: the
- *         client's session comes from the make reply (hc_make_parse), and the second reply is copied
+ *         client's session comes from the make reply (herd_reply_make), and the second reply is copied
  *         into caller buffers of exactly the sizes herd_client.h documents for that session.
  * Properties: a session the client accepts has the sizes its buffers are computed from in range
  * (num_worlds, obs_dim, act_dim >= 1, 0 <= nterms <= ENV_MAX_TERMS); error messages are terminated.
@@ -15,7 +15,7 @@
 
 #include <string.h>
 
-#include "herd_client_internal.h"
+#include "herd_client.h"
 #include "proto.h"
 
 /* Every path the client reads (hello, make, stats, reset, step replies). */
@@ -82,32 +82,25 @@ static void read_everything(const proto_value *root)
     fuzz_check(proto_value_at(envs, n) == NULL && proto_value_at(envs, -1) == NULL, "proto_value_at out of range");
 }
 
-/* A herd_reply around len bytes (an 8-aligned copy, as the client makes), or NULL if not decodable. */
+/* The client's reply of len bytes (herd_reply_decode), or NULL if not decodable. */
 static herd_reply *reply_new(const uint8_t *data, size_t len)
 {
-    herd_reply *r = calloc(1, sizeof *r);
-    if (!r) return NULL;
-    r->copy = malloc(len ? len : 1);
-    if (!r->copy) {
-        free(r);
-        return NULL;
-    }
-    if (len) memcpy(r->copy, data, len);
-    proto_error e;
-    if (proto_decode_reply(r->copy, len, &r->msg, &e)) {
-        check_err(&e);
-        herd_reply_destroy(&r);
+    herd_error he;
+    herd_reply *r = herd_reply_decode(data, len, &he);
+    if (!r) {
+        check_herr(&he);
+        fuzz_check(he.code == PROTO_E_BAD_REPLY || he.code == PROTO_E_INTERNAL, "decode error code %d", (int)he.code);
         return NULL;
     }
     fuzz_check(r->msg.root != NULL, "a decoded reply without a root");
-    r->id = r->msg.id;
-    r->ok = r->msg.ok;
+    fuzz_check(r->id == r->msg.id && r->ok == r->msg.ok, "the reply's id and ok differ from its message's");
     if (!r->ok) {
         check_err(&r->msg.error);
+        check_herr(&r->error);
         fuzz_check(r->msg.error.code > PROTO_OK && r->msg.error.code < PROTO_E_COUNT, "error code %d",
                    (int)r->msg.error.code);
-        r->error.code = r->msg.error.code;
-        snprintf(r->error.message, sizeof r->error.message, "%s", r->msg.error.message);
+        fuzz_check(r->error.code == r->msg.error.code, "error code %d, message's %d", (int)r->error.code,
+                   (int)r->msg.error.code);
     }
     return r;
 }
@@ -176,11 +169,8 @@ int herd_fuzz_reply(const uint8_t *data, size_t size)
     if (!mk) return 0;
     herd_session s;
     herd_error he;
-    herd_client tokens = {0};   /* hc_make_parse keeps the session's token in the client's table (only) */
-    int rc = mk->ok ? hc_make_parse(&tokens, mk, 0, &s, &he) : -1;
+    int rc = mk->ok ? herd_reply_make(mk, 0, &s, &he) : -1;
     herd_reply_destroy(&mk);
-    fuzz_check(tokens.ntokens == (!rc && s.has_token), "%d tokens kept", tokens.ntokens);
-    free(tokens.tokens);
     if (rc) {
         if (rc > 0) check_herr(&he);
         return 0;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(char *err, size_t n, const char *fmt, ...)
+int sim_fail(char *err, size_t n, const char *fmt, ...)
 {
     if (err && n) {
         va_list ap;
@@ -61,13 +61,13 @@ int sim_inertia_valid(const double I[9], double rel_tol)
 
 int sim_model_finalize(sim_model *m, char *err, size_t errlen)
 {
-    if (m->nbody < 1) return fail(err, errlen, "model has no bodies");
-    if (m->nbody > SIM_MAX_BODIES) return fail(err, errlen, "model has %d bodies (max %d)", m->nbody, SIM_MAX_BODIES);
-    if (m->ngeom < 0 || m->ngeom > SIM_MAX_GEOMS) return fail(err, errlen, "model has %d geometries (max %d)", m->ngeom, SIM_MAX_GEOMS);
+    if (m->nbody < 1) return sim_fail(err, errlen, "model has no bodies");
+    if (m->nbody > SIM_MAX_BODIES) return sim_fail(err, errlen, "model has %d bodies (max %d)", m->nbody, SIM_MAX_BODIES);
+    if (m->ngeom < 0 || m->ngeom > SIM_MAX_GEOMS) return sim_fail(err, errlen, "model has %d geometries (max %d)", m->ngeom, SIM_MAX_GEOMS);
     sim_body *root = &m->body[0];
-    if (root->parent != -1) return fail(err, errlen, "body 0 '%s' must be the root (parent -1)", root->name);
+    if (root->parent != -1) return sim_fail(err, errlen, "body 0 '%s' must be the root (parent -1)", root->name);
     if (root->joint_type != SIM_JOINT_FREE && root->joint_type != SIM_JOINT_ROOT_FIXED)
-        return fail(err, errlen, "root body '%s' must have a free or fixed root joint", root->name);
+        return sim_fail(err, errlen, "root body '%s' must have a free or fixed root joint", root->name);
     m->floating = root->joint_type == SIM_JOINT_FREE;
     int nv = 0, nq = 0;
     if (m->floating) {
@@ -80,17 +80,17 @@ int sim_model_finalize(sim_model *m, char *err, size_t errlen)
     m->total_mass = 0;
     for (int i = 0; i < m->nbody; i++) {
         sim_body *b = &m->body[i];
-        if (!(b->mass >= 0) || !isfinite(b->mass)) return fail(err, errlen, "body '%s': mass %g is not >= 0", b->name, b->mass);
-        if (!sim_inertia_valid(b->inertia, SIM_INERTIA_TOL)) return fail(err, errlen, "body '%s': inertia is not symmetric positive semi-definite", b->name);
+        if (!(b->mass >= 0) || !isfinite(b->mass)) return sim_fail(err, errlen, "body '%s': mass %g is not >= 0", b->name, b->mass);
+        if (!sim_inertia_valid(b->inertia, SIM_INERTIA_TOL)) return sim_fail(err, errlen, "body '%s': inertia is not symmetric positive semi-definite", b->name);
         m->total_mass += b->mass;
         if (i == 0) continue;
         if (b->parent < 0 || b->parent >= i)
-            return fail(err, errlen, "body '%s': parent %d must precede it", b->name, b->parent);
+            return sim_fail(err, errlen, "body '%s': parent %d must precede it", b->name, b->parent);
         if (b->joint_type != SIM_JOINT_REVOLUTE && b->joint_type != SIM_JOINT_CONTINUOUS &&
             b->joint_type != SIM_JOINT_PRISMATIC)
-            return fail(err, errlen, "body '%s': joint type %d is not a 1-dof joint", b->name, b->joint_type);
+            return sim_fail(err, errlen, "body '%s': joint type %d is not a 1-dof joint", b->name, b->joint_type);
         double n = sqrt(b->axis[0] * b->axis[0] + b->axis[1] * b->axis[1] + b->axis[2] * b->axis[2]);
-        if (!(n > 1e-12) || !isfinite(n)) return fail(err, errlen, "joint '%s': axis has zero length", b->joint_name);
+        if (!(n > 1e-12) || !isfinite(n)) return sim_fail(err, errlen, "joint '%s': axis has zero length", b->joint_name);
         for (int k = 0; k < 3; k++) b->axis[k] /= n;
         b->dof = nv;
         b->qadr = nq;
@@ -102,8 +102,8 @@ int sim_model_finalize(sim_model *m, char *err, size_t errlen)
     }
     for (int g = 0; g < m->ngeom; g++) {
         const sim_geom *gg = &m->geom[g];
-        if (gg->body < 0 || gg->body >= m->nbody) return fail(err, errlen, "geometry '%s': body %d out of range", gg->name, gg->body);
-        if (gg->type < SIM_GEOM_SPHERE || gg->type > SIM_GEOM_CAPSULE) return fail(err, errlen, "geometry '%s': bad type", gg->name);
+        if (gg->body < 0 || gg->body >= m->nbody) return sim_fail(err, errlen, "geometry '%s': body %d out of range", gg->name, gg->body);
+        if (gg->type < SIM_GEOM_SPHERE || gg->type > SIM_GEOM_CAPSULE) return sim_fail(err, errlen, "geometry '%s': bad type", gg->name);
     }
     m->nv = nv;
     m->nq = nq;
@@ -282,4 +282,17 @@ void sim_data_reset(const sim_model *m, sim_data *d)
     d->friction_scale = 1.0;
     d->root_added_mass = 0.0;
     memset(&d->stats, 0, sizeof d->stats);
+}
+
+/* The state sim_data_reset sets, copied: a field of state added to one belongs in the other. */
+void sim_data_copy_state(const sim_model *m, sim_data *dst, const sim_data *src)
+{
+    if (dst == src) return;
+    memcpy(dst->q, src->q, layout_state(m, NULL, NULL));    /* q, u, tau, prev_lambda, prev_key: one block */
+    dst->time = src->time;
+    dst->ncon = 0;
+    dst->nprev = src->nprev;
+    dst->friction_scale = src->friction_scale;
+    dst->root_added_mass = src->root_added_mass;
+    dst->stats = src->stats;
 }

@@ -190,6 +190,10 @@ typedef struct sim_data {
     size_t nbytes;        /* size of the allocation */
 } sim_data;
 
+/* Writes the formatted message into err (at most errlen bytes, terminated; nothing when err is NULL or errlen 0)
+ * and returns -1: how sim's functions, and the code built on them, fill a caller's err / errlen. */
+int sim_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Allocates a zeroed model (gravity (0,0,-9.81)); free with sim_model_destroy.  Builders fill bodies
  * and geoms, then call sim_model_finalize. */
 sim_model *sim_model_new(void);
@@ -223,6 +227,10 @@ size_t sim_scratch_size(const sim_model *m);
  * is valid until another world bound to the same mem is computed. */
 void sim_data_bind_scratch(const sim_model *m, sim_data *d, void *mem);
 void sim_data_destroy(sim_data **d);
+/* Copies the state of world src into world dst, both of model m: q, u, tau, time, the warm-start cache, the
+ * per-world parameters and the stats, so that dst steps on exactly as src would.  dst keeps its own arrays and
+ * its scratch (own or bound); no contact of the last step is carried over (dst->ncon = 0). */
+void sim_data_copy_state(const sim_model *m, sim_data *dst, const sim_data *src);
 /* Sets q to the reference pose and zeroes u, tau and time. */
 void sim_data_reset(const sim_model *m, sim_data *d);
 

@@ -1,23 +1,28 @@
 #!/usr/bin/env bash
 # Runs every Criterion test binary from the repository root and prints one summary line.
 # Usage: tests/run-c-tests.sh build/tests/test_*   (exit 1 if any test failed or crashed)
+# Skipped tests (cr_skip_test, e.g. the MuJoCo comparisons of a build without MuJoCo, or .disabled) are listed with
+# their message and counted apart: Criterion's own summary leaves them out.
 set -u
-pass=0; fail=0; bad=()
+pass=0; fail=0; skip=0; bad=()
 for t in "$@"; do
-  out=$("$t" --jobs 2 --ascii 2>&1); rc=$?
+  out=$("$t" --jobs 2 --ascii --verbose 2>&1); rc=$?
   syn=$(printf '%s\n' "$out" | grep -E 'Synthesis: Tested' | tail -n1)
   p=$(printf '%s' "$syn" | sed -nE 's/.*Passing: ([0-9]+).*/\1/p')
   f=$(printf '%s' "$syn" | sed -nE 's/.*Failing: ([0-9]+).*/\1/p')
   c=$(printf '%s' "$syn" | sed -nE 's/.*Crashing: ([0-9]+).*/\1/p')
   p=${p:-0}; f=${f:-0}; c=${c:-0}
+  skipped=$(printf '%s\n' "$out" | grep -E '^\[SKIP\] ' || true)
+  k=0; [ -n "$skipped" ] && k=$(printf '%s\n' "$skipped" | wc -l)
   if [ "$rc" -ne 0 ] || [ -z "$syn" ]; then
-    printf '%s\n' "$out" | grep -vE '^\[----\]|^\[RUN |^\[PASS\]' | tail -n 40
+    printf '%s\n' "$out" | grep -vE '^\[----\]|^\[RUN |^\[PASS\]|^\[SKIP\] |^\[====\] Running' | tail -n 40
     [ "$f" -eq 0 ] && [ "$c" -eq 0 ] && f=1
     bad+=("$(basename "$t")")
   fi
-  printf '  %-28s %3d passed, %d failed\n' "$(basename "$t")" "$p" "$((f + c))"
-  pass=$((pass + p)); fail=$((fail + f + c))
+  printf '  %-28s %3d passed, %d failed%s\n' "$(basename "$t")" "$p" "$((f + c))" "$([ "$k" -gt 0 ] && echo ", $k skipped")"
+  [ -n "$skipped" ] && printf '%s\n' "$skipped" | sed 's/^/      /'
+  pass=$((pass + p)); fail=$((fail + f + c)); skip=$((skip + k))
 done
 [ ${#bad[@]} -gt 0 ] && echo "failing: ${bad[*]}"
-echo "c-tests: $pass passed, $fail failed"
+echo "c-tests: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

@@ -14,7 +14,8 @@
 
 #include "fuzz/fuzz_targets.h"
 #include "env.h"
-#include "herd_client_internal.h"
+#include "herd_client.h"
+#include "herd_client_internal.h"   /* white-box: the client's table of session tokens */
 #include "proto.h"
 #include "sim_urdf.h"
 
@@ -176,17 +177,63 @@ static int parse_make(int64_t num_worlds, const env_spec *spec, herd_error *err)
     const uint8_t token[PROTO_TOKEN_BYTES] = {1, 2, 3};
     const uint8_t view_token[PROTO_TOKEN_BYTES] = {4, 5, 6};
     cr_assert_eq(proto_encode_make_reply(&b, 3, 77, token, view_token, num_worlds, ENV_AUTORESET_NEXT_STEP, 5, spec, cfg), 0);
-    herd_reply r = {0};
-    cr_assert_eq(proto_decode_reply(b.data, b.len, &r.msg, NULL), PROTO_OK);
-    r.ok = r.msg.ok;
+    herd_reply *r = herd_reply_decode(b.data, b.len, err);
+    cr_assert_not_null(r, "%s", err->message);
     herd_session s;
-    herd_client tokens = {0};
-    int rc = hc_make_parse(&tokens, &r, 0, &s, err);
+    int rc = herd_reply_make(r, 0, &s, err);
     if (!rc) cr_assert(s.num_worlds == num_worlds && s.has_token && s.token[2] == 3);
-    free(tokens.tokens);
-    proto_reply_clear(&r.msg);
+    herd_reply_destroy(&r);
     proto_buf_free(&b);
     return rc;
+}
+
+/* The reply fuzzer's case make-bad-view-token-keeps-no-token, through the client's own make path (hc_make_parse): a
+ * make reply refused for its malformed view token leaves no token in the client's table (one was kept, once). */
+Test(fixes, refused_make_reply_keeps_no_token)
+{
+    size_t len;
+    uint8_t *b = slurp("fuzz/regressions/reply/make-bad-view-token-keeps-no-token", &len);
+    cr_assert(len > 5 && (b[0] & 1), "the case is a make reply and a second reply (odd mode)");
+    size_t la = (size_t)b[1] | (size_t)b[2] << 8 | (size_t)b[3] << 16 | (size_t)b[4] << 24;
+    cr_assert_leq(la, len - 5);
+    herd_error err;
+    herd_reply *r = herd_reply_decode(b + 5, la, &err);
+    cr_assert_not_null(r, "%s", err.message);
+    cr_assert(r->ok && proto_value_get(r->msg.root, "token") && proto_value_get(r->msg.root, "view_token"));
+    herd_client tokens = {0};
+    herd_session s;
+    cr_assert_eq(hc_make_parse(&tokens, r, 0, &s, &err), PROTO_E_BAD_REPLY);
+    cr_assert(strstr(err.message, "view_token"), "%s", err.message);
+    cr_assert_eq(tokens.ntokens, 0, "a refused make reply left %d tokens", tokens.ntokens);
+    free(tokens.tokens);
+    herd_reply_destroy(&r);
+    free(b);
+}
+
+/* herd_reply_decode reads bytes as the client reads a received message: at any alignment, a reply's id, ok and
+ * error; anything else (a request, a truncated reply, no bytes) is BAD_REPLY, never a crash. */
+Test(client, reply_from_bytes)
+{
+    proto_buf b;
+    proto_buf_init(&b);
+    cr_assert_eq(proto_encode_error(&b, 41, PROTO_E_UNKNOWN_SESSION, "no session 9"), 0);
+    unsigned char *odd = malloc(b.len + 1);
+    cr_assert_not_null(odd);
+    memcpy(odd + 1, b.data, b.len);     /* misaligned on purpose */
+    herd_error err;
+    herd_reply *r = herd_reply_decode(odd + 1, b.len, &err);
+    cr_assert_not_null(r, "%s", err.message);
+    cr_assert(r->id == 41 && !r->ok && r->error.code == PROTO_E_UNKNOWN_SESSION);
+    cr_assert_str_eq(r->error.message, "no session 9");
+    herd_reply_destroy(&r);
+    cr_assert_null(r);
+    r = herd_reply_decode(b.data, b.len - 1, &err);
+    cr_assert_null(r);
+    cr_assert_eq(err.code, PROTO_E_BAD_REPLY, "%s", err.message);
+    cr_assert_null(herd_reply_decode(b.data, 0, &err));
+    cr_assert_eq(err.code, PROTO_E_BAD_REPLY);
+    free(odd);
+    proto_buf_free(&b);
 }
 
 Test(fixes, make_reply_sizes_are_checked)

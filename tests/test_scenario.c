@@ -384,3 +384,42 @@ Test(scenario, rng_is_splitmix64)
         cr_assert_eq(a.ctr, b.ctr);
     }
 }
+
+/* sim_data_copy_state (sim_model.h): a copy of a trotting world, into a world with its own scratch and into a shared
+ * one, steps on bit for bit as the original: the state, the warm-start cache and the per-world parameters all come
+ * along, and the copies' arrays stay their own. */
+Test(data, copy_state_steps_on_bit_for_bit)
+{
+    rig r = mkrig(ENV_SCN_TROT, 3);
+    r.d->friction_scale = 0.85;
+    r.d->root_added_mass = 1.25;
+    for (int i = 0; i < 400; i++) {
+        env_scenario_control(&r.s, r.m, r.d, 1e-3);
+        cr_assert_eq(sim_step(r.m, r.d, 1e-3), 0);
+    }
+    cr_assert_gt(r.d->nprev, 0, "no contact to warm-start from");
+    sim_data *own = sim_data_new(r.m), *shared = sim_data_new_shared(r.m);
+    cr_assert(own && shared);
+    sim_data_copy_state(r.m, own, r.d);
+    sim_data_copy_state(r.m, shared, r.d);
+    cr_assert(own->q != r.d->q && own->prev_lambda != r.d->prev_lambda && own->xpos != r.d->xpos);
+    cr_assert(shared->xpos == NULL && shared->q != r.d->q, "a shared world's copy has no scratch bound");
+    cr_assert_eq(own->nprev, r.d->nprev);
+    cr_assert_eq(own->friction_scale, 0.85);
+    cr_assert_eq(shared->root_added_mass, 1.25);
+    void *scratch = aligned_alloc(64, (sim_scratch_size(r.m) + 63) / 64 * 64);
+    cr_assert_not_null(scratch);
+    sim_data_bind_scratch(r.m, shared, scratch);
+    sim_data *w[3] = {r.d, own, shared};
+    for (int i = 0; i < 200; i++)
+        for (int k = 0; k < 3; k++) cr_assert_eq(sim_step(r.m, w[k], 1e-3), 0);   /* the torques stay as copied */
+    for (int k = 1; k < 3; k++) {
+        cr_assert(!memcmp(w[k]->q, r.d->q, sizeof(double) * (size_t)r.m->nq), "copy %d: q differs", k);
+        cr_assert(!memcmp(w[k]->u, r.d->u, sizeof(double) * (size_t)r.m->nv), "copy %d: u differs", k);
+        cr_assert_eq(w[k]->nprev, r.d->nprev, "copy %d", k);
+    }
+    free(scratch);
+    sim_data_destroy(&own);
+    sim_data_destroy(&shared);
+    freerig(&r);
+}

@@ -7,34 +7,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-int hc_fail(herd_error *e, proto_code code, const char *fmt, ...)
-{
-    if (e) {
-        e->code = code;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(e->message, sizeof e->message, fmt, ap);
-        va_end(ap);
-    }
-    return (int)code;
-}
 
 static int from_proto(herd_error *e, const proto_error *pe)
 {
     return hc_fail(e, pe->code, "%s", pe->message);
-}
-
-double hc_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -263,6 +242,39 @@ void herd_reply_destroy(herd_reply **pr)
     *pr = NULL;
 }
 
+/* Decodes the len bytes at data (8-aligned, kept alive by r) into r; the request's op is not known yet. */
+static int decode_reply(herd_reply *r, const uint8_t *data, size_t len, proto_error *pe)
+{
+    if (proto_decode_reply(data, len, &r->msg, pe)) return -1;
+    r->id = r->msg.id;
+    r->ok = r->msg.ok;
+    r->op = PROTO_OP_COUNT;
+    if (!r->ok) {
+        r->error.code = r->msg.error.code;
+        snprintf(r->error.message, sizeof r->error.message, "%s", r->msg.error.message);
+    }
+    return 0;
+}
+
+herd_reply *herd_reply_decode(const void *bytes, size_t len, herd_error *err)
+{
+    herd_reply *r = calloc(1, sizeof *r);
+    if (r) r->copy = aligned_alloc(64, (len + 63) / 64 * 64 + 64);
+    if (!r || !r->copy) {
+        herd_reply_destroy(&r);
+        hc_fail(err, PROTO_E_INTERNAL, "out of memory");
+        return NULL;
+    }
+    if (len) memcpy(r->copy, bytes, len);
+    proto_error pe;
+    if (decode_reply(r, r->copy, len, &pe)) {
+        herd_reply_destroy(&r);
+        hc_fail(err, PROTO_E_BAD_REPLY, "bad reply: %s", pe.message);
+        return NULL;
+    }
+    return r;
+}
+
 /* Receives and decodes one message from socket i (ready to read).  NULL for a message to drop. */
 static herd_reply *read_one(herd_client *c, int i, herd_error *err, int *rc)
 {
@@ -310,17 +322,10 @@ static herd_reply *read_one(herd_client *c, int i, herd_error *err, int *rc)
         r->zmsg = NULL;
     }
     proto_error pe;
-    if (proto_decode_reply(data, len, &r->msg, &pe)) {
+    if (decode_reply(r, data, len, &pe)) {
         herd_reply_destroy(&r);
         *rc = hc_fail(err, PROTO_E_BAD_REPLY, "bad reply from %s: %s", c->eps[i], pe.message);
         return NULL;
-    }
-    r->id = r->msg.id;
-    r->ok = r->msg.ok;
-    r->op = PROTO_OP_COUNT;
-    if (!r->ok) {
-        r->error.code = r->msg.error.code;
-        snprintf(r->error.message, sizeof r->error.message, "%s", r->msg.error.message);
     }
     pending_t *p = pend_find(c, r->id);
     if (p) {
@@ -553,7 +558,7 @@ int hc_make_request(proto_request *r, const char *env, int num_worlds, const env
     return 0;
 }
 
-int hc_make_parse(herd_client *c, const herd_reply *rep, int server, herd_session *s, herd_error *err)
+int herd_reply_make(const herd_reply *rep, int server, herd_session *s, herd_error *err)
 {
     memset(s, 0, sizeof *s);
     const proto_value *root = rep->msg.root;
@@ -590,10 +595,16 @@ int hc_make_parse(herd_client *c, const herd_reply *rep, int server, herd_sessio
         if (proto_get_bin(root, "view_token", s->view_token, sizeof s->view_token, &pe)) goto bad;
         s->has_view_token = 1;
     }
-    if (s->has_token) remember_token(c, s);     /* only once the whole reply is read: a refused one keeps none */
     return 0;
 bad:
     return hc_fail(err, PROTO_E_BAD_REPLY, "bad make reply: %s", pe.message);
+}
+
+int hc_make_parse(herd_client *c, const herd_reply *rep, int server, herd_session *s, herd_error *err)
+{
+    int rc = herd_reply_make(rep, server, s, err);
+    if (!rc && s->has_token) remember_token(c, s);  /* only once the whole reply is read: a refused one keeps none */
+    return rc;
 }
 
 int herd_client_make(herd_client *c, int server, const char *env, int num_worlds, const env_kv *config, int nconfig,

@@ -240,4 +240,12 @@ int herd_reply_step(const herd_reply *r, const herd_session *s, int n, herd_step
  * 8-byte aligned and valid until herd_reply_destroy. */
 int herd_reply_tensor(const herd_reply *r, const char *path, proto_tensor *t, herd_error *err);
 
+/* Replies from bytes, read exactly as the client reads what it receives (recorded replies, fuzzing):
+ * herd_reply_decode copies len bytes and decodes them as one reply (op unknown: PROTO_OP_COUNT, server 0);
+ * NULL with err filled (BAD_REPLY, or INTERNAL out of memory) when they are not one.  Free with
+ * herd_reply_destroy.  herd_reply_make reads a successful make reply from the given server into s as
+ * herd_client_make does (only the client's own table of session tokens is not involved); 0, or BAD_REPLY. */
+herd_reply *herd_reply_decode(const void *bytes, size_t len, herd_error *err);
+int herd_reply_make(const herd_reply *rep, int server, herd_session *s, herd_error *err);
+
 #endif

@@ -1,6 +1,6 @@
 /* herd_client_endpoints.c — endpoint expansion: a "tcp://NAME:PORT" whose NAME resolves to several
  * addresses becomes one endpoint per address.  See herd_expand_endpoints in herd_client.h. */
-#include "herd_client_internal.h"
+#include "herd_client_util.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>

@@ -4,6 +4,7 @@
  *                            the synchronous calls and the reply readers
  *   herd_client_endpoints.c  endpoint expansion (DNS names resolving to several addresses)
  *   herd_client_spread.c     one batch of worlds spread over several servers
+ *   herd_client_util.c       the helpers all of them use (herd_client_util.h)
  */
 #ifndef HERD_CLIENT_INTERNAL_H
 #define HERD_CLIENT_INTERNAL_H
@@ -11,6 +12,7 @@
 #include <zmq.h>
 
 #include "herd_client.h"
+#include "herd_client_util.h"
 
 typedef struct {
     uint64_t id;
@@ -41,15 +43,10 @@ struct herd_client {
     int ntokens, captokens;
 };
 
-/* Sets e (if not NULL) and returns code. */
-int hc_fail(herd_error *e, proto_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* A monotonic clock in milliseconds (the deadlines of waits). */
-double hc_now_ms(void);
-
 /* Builds a make request (id not set). */
 int hc_make_request(proto_request *r, const char *env, int num_worlds, const env_kv *config, int nconfig,
                     const herd_choice *choices, int nchoices, uint64_t seed, env_autoreset autoreset, herd_error *err);
-/* Decodes a successful make reply of server into s, and remembers its token. */
+/* herd_reply_make, and remembers the session's token in c. */
 int hc_make_parse(herd_client *c, const herd_reply *rep, int server, herd_session *s, herd_error *err);
 /* Sends a reset (seeds may be NULL) or step (actions) of n rows of session s (ids NULL: every world).
  * Returns the request id, or 0 with err. */

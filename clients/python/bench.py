@@ -51,17 +51,17 @@ def free_port():
 
 def build_c_driver(build):
     exe = os.path.join(build, "herd-bench-c-client")
-    lib = os.path.join(build, "libherd.a")
-    if not os.path.exists(lib):
-        subprocess.check_call(["make", "-s", "-C", ROOT, lib])
-    deps = C_SOURCES + [lib, os.path.join(ROOT, "clients", "c", "herd_client.h")]
+    # a C client program links the client and protocol layers only
+    libs = [os.path.join(build, "libherd_client.a"), os.path.join(build, "libherd_protocol.a")]
+    if not all(os.path.exists(lib) for lib in libs):
+        subprocess.check_call(["make", "-s", "-C", ROOT] + libs)
+    deps = C_SOURCES + libs + [os.path.join(ROOT, "clients", "c", "herd_client.h")]
     if os.path.exists(exe) and all(os.path.getmtime(exe) >= os.path.getmtime(d) for d in deps):
         return exe
-    xml_libs = subprocess.run(["pkg-config", "--libs", "libxml-2.0"], capture_output=True, text=True).stdout.split()
     cmd = [os.environ.get("CC", "gcc"), "-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra",
-           "-I" + ROOT, "-I" + os.path.join(ROOT, "sim"), "-I" + os.path.join(ROOT, "envs"),
+           "-I" + ROOT, "-I" + os.path.join(ROOT, "envs"),
            "-I" + os.path.join(ROOT, "protocol"), "-I" + os.path.join(ROOT, "clients", "c"),
-           "-o", exe] + C_SOURCES + [lib] + (xml_libs or ["-lxml2"]) + ["-lzmq", "-lmsgpackc", "-lpthread", "-lm"]
+           "-o", exe] + C_SOURCES + libs + ["-lzmq", "-lmsgpackc", "-lm"]
     subprocess.check_call(cmd)
     return exe
 

@@ -12,7 +12,7 @@
  * obs, reward, terminated and truncated of every reply are copied into caller buffers (as a trainer
  * would use them).  Prints one JSON line: {"bench":"c_client", ..., "steps_per_s": median over repeats}.
  *
- * Built by bench.py (or the Makefile) against build/libherd.a.
+ * Built by bench.py (or the Makefile) against the C client's layers: build/libherd_client.a and libherd_protocol.a.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
 # (tests/multiserver/multiserver_test.py has the checks).  Bounded: the whole test is killed after
 # HERD_MULTISERVER_TIMEOUT seconds (default 300); it takes ~15-30 s on 2 cores.
 #
-#   tests/multiserver/run.sh            # from anywhere; needs build/herd-server and build/libherd.a (make)
+#   tests/multiserver/run.sh            # from anywhere; needs build/herd-server and the C client's archives (make)
 #
 # The Python checks use the Python client (clients/python, /usr/bin/python3 with numpy, pyzmq, msgpack);
 # the C checks use tests/multiserver/herd_trainer.c over the C client.  The health probe (deploy/herd_ping.c)
@@ -17,12 +17,12 @@ trap 'rm -rf "$tmp"' EXIT
 
 fail() { echo "multi-server: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
 
-[ -f "$BUILD/libherd.a" ] && [ -x "$BUILD/herd-server" ] || make -s "$BUILD/libherd.a" "$BUILD/herd-server" \
+CLIENT_LIBS="$BUILD/libherd_client.a $BUILD/libherd_protocol.a"   # a C client program needs these two layers only
+[ -f "$BUILD/libherd_client.a" ] && [ -f "$BUILD/libherd_protocol.a" ] && [ -x "$BUILD/herd-server" ] || make -s $CLIENT_LIBS "$BUILD/herd-server" \
   || fail "cannot build $BUILD/herd-server"
 
 CC=${CC:-cc}
 CFLAGS_T="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g"
-XML_LIBS=$(pkg-config --libs libxml-2.0 2>/dev/null || echo -lxml2)
 PING=$BUILD/herd-ping
 if [ ! -x "$PING" ] || [ deploy/herd_ping.c -nt "$PING" ]; then
   PING=$tmp/herd-ping
@@ -30,7 +30,7 @@ if [ ! -x "$PING" ] || [ deploy/herd_ping.c -nt "$PING" ]; then
 fi
 TRAINER=$tmp/herd-trainer
 $CC $CFLAGS_T -I. -Isim -Ienvs -Iprotocol -Iserver -Iclients/c -o "$TRAINER" tests/multiserver/herd_trainer.c \
-  "$BUILD/libherd.a" $XML_LIBS -lzmq -lmsgpackc -lpthread -lm || fail "cannot compile tests/multiserver/herd_trainer.c"
+  $CLIENT_LIBS -lzmq -lmsgpackc -lm || fail "cannot compile tests/multiserver/herd_trainer.c"
 
 PY=python3
 /usr/bin/python3 -c 'import numpy, zmq, msgpack' 2>/dev/null && PY=/usr/bin/python3

@@ -1,11 +1,10 @@
-/* mj_peer.c — the herd model rebuilt in MuJoCo (see mj_peer.h).  Used by herd-bench and, through
- * tests/helpers/mj_peer_link.c, by the tests.  Uses only sim_model.h's data structures (no herd
- * functions), so linking it into every test binary costs nothing but MuJoCo. */
+/* mj_peer.c — the herd model rebuilt in MuJoCo (see mj_peer.h): one object, linked by herd-bench and by the
+ * tests that compare herd with MuJoCo (tests/test_vs_mujoco.c), and only where MuJoCo is installed (the
+ * Makefile's MUJOCO). */
 #include "mj_peer.h"
 
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,17 +14,6 @@
 #define MJP_ROOT_JOINT "herd_mjpeer_root"
 #define MJP_FLOOR_HALF_XY 100.0   /* floor box half extents (m) */
 #define MJP_FLOOR_HALF_Z 1.0
-
-static int mjp_fail(char *err, size_t n, const char *fmt, ...)
-{
-    if (err && n) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, n, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static char *mjp_read_file(const char *path, size_t *len)
 {
@@ -76,11 +64,11 @@ static char *mjp_patch_urdf(const char *text, const char *meshdir, const sim_mod
                             size_t errlen)
 {
     const char *robot = mjp_find_tag(text, "robot");
-    if (!robot) { mjp_fail(err, errlen, "no <robot> element"); return NULL; }
+    if (!robot) { sim_fail(err, errlen, "no <robot> element"); return NULL; }
     const char *gt = strchr(robot, '>');
-    if (!gt) { mjp_fail(err, errlen, "unterminated <robot> tag"); return NULL; }
-    if (gt > robot && gt[-1] == '/') { mjp_fail(err, errlen, "empty <robot/> element"); return NULL; }
-    if (mjp_find_tag(text, "mujoco")) { mjp_fail(err, errlen, "URDF already has a <mujoco> element; not supported"); return NULL; }
+    if (!gt) { sim_fail(err, errlen, "unterminated <robot> tag"); return NULL; }
+    if (gt > robot && gt[-1] == '/') { sim_fail(err, errlen, "empty <robot/> element"); return NULL; }
+    if (mjp_find_tag(text, "mujoco")) { sim_fail(err, errlen, "URDF already has a <mujoco> element; not supported"); return NULL; }
     char ins[2 * PATH_MAX + 4 * SIM_NAME_MAX + 512];
     int k = snprintf(ins, sizeof ins,
                      "\n  <mujoco><compiler inertiafromgeom=\"false\" fusestatic=\"true\" discardvisual=\"true\""
@@ -97,10 +85,10 @@ static char *mjp_patch_urdf(const char *text, const char *meshdir, const sim_mod
         k += snprintf(ins + k, sizeof ins - (size_t)k,
                       "  <joint name=\"" MJP_ROOT_JOINT "\" type=\"floating\"><parent link=\"" MJP_ROOT_LINK "\"/>"
                       "<child link=\"%s\"/></joint>\n", hm->body[0].name);
-    if (k <= 0 || (size_t)k >= sizeof ins) { mjp_fail(err, errlen, "path too long"); return NULL; }
+    if (k <= 0 || (size_t)k >= sizeof ins) { sim_fail(err, errlen, "path too long"); return NULL; }
     size_t head = (size_t)(gt + 1 - text), tail = strlen(gt + 1);
     char *out = malloc(head + (size_t)k + tail + 1);
-    if (!out) { mjp_fail(err, errlen, "out of memory"); return NULL; }
+    if (!out) { sim_fail(err, errlen, "out of memory"); return NULL; }
     memcpy(out, text, head);
     memcpy(out + head, ins, (size_t)k);
     memcpy(out + head + (size_t)k, gt + 1, tail + 1);
@@ -111,9 +99,9 @@ static mjModel *mjp_load(const char *urdf_path, const sim_model *hm, int floor, 
 {
     size_t len = 0;
     char *text = mjp_read_file(urdf_path, &len);
-    if (!text) { mjp_fail(err, errlen, "%s: cannot read", urdf_path); return NULL; }
+    if (!text) { sim_fail(err, errlen, "%s: cannot read", urdf_path); return NULL; }
     char dir[PATH_MAX];
-    if (!realpath(urdf_path, dir)) { free(text); mjp_fail(err, errlen, "%s: realpath failed", urdf_path); return NULL; }
+    if (!realpath(urdf_path, dir)) { free(text); sim_fail(err, errlen, "%s: realpath failed", urdf_path); return NULL; }
     char *slash = strrchr(dir, '/');
     if (slash) slash[1] = 0;
     char *patched = mjp_patch_urdf(text, dir, hm, floor, err, errlen);
@@ -124,7 +112,7 @@ static mjModel *mjp_load(const char *urdf_path, const sim_model *hm, int floor, 
     char tmp[PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s/herd_mjpeer_XXXXXX.urdf", tmpdir && *tmpdir ? tmpdir : "/tmp");
     int fd = mkstemps(tmp, 5);
-    if (fd < 0) { free(patched); mjp_fail(err, errlen, "cannot create a temporary file in %s", tmp); return NULL; }
+    if (fd < 0) { free(patched); sim_fail(err, errlen, "cannot create a temporary file in %s", tmp); return NULL; }
     size_t plen = strlen(patched), off = 0;
     while (off < plen) {
         ssize_t w = write(fd, patched + off, plen - off);
@@ -133,13 +121,13 @@ static mjModel *mjp_load(const char *urdf_path, const sim_model *hm, int floor, 
     }
     close(fd);
     free(patched);
-    if (off != plen) { unlink(tmp); mjp_fail(err, errlen, "cannot write %s", tmp); return NULL; }
+    if (off != plen) { unlink(tmp); sim_fail(err, errlen, "cannot write %s", tmp); return NULL; }
 
     char mjerr[1024] = "";
     mjModel *m = mj_loadXML(tmp, NULL, mjerr, (int)sizeof mjerr);
     mj_freeLastXML();                               /* the parser's copy kept for mj_saveLastXML */
     unlink(tmp);
-    if (!m) mjp_fail(err, errlen, "MuJoCo cannot load %s: %s", urdf_path, mjerr);
+    if (!m) sim_fail(err, errlen, "MuJoCo cannot load %s: %s", urdf_path, mjerr);
     return m;
 }
 
@@ -159,20 +147,20 @@ static int mjp_map(mj_peer *p, const sim_model *hm, char *err, size_t errlen)
 {
     const mjModel *m = p->m;
     if (m->nv != hm->nv || m->nq != hm->nq)
-        return mjp_fail(err, errlen, "MuJoCo model has nq=%d nv=%d, herd nq=%d nv=%d", m->nq, m->nv, hm->nq, hm->nv);
+        return sim_fail(err, errlen, "MuJoCo model has nq=%d nv=%d, herd nq=%d nv=%d", m->nq, m->nv, hm->nq, hm->nv);
     /* MuJoCo's body 0 is the world; a fixed herd root may have been fused into it. */
     int expect_nbody = hm->nbody + (hm->floating ? 1 : 0);
     if (m->nbody != expect_nbody && !(!hm->floating && m->nbody == hm->nbody))
-        return mjp_fail(err, errlen, "MuJoCo model has %d bodies (with the world), herd %d", m->nbody, hm->nbody);
+        return sim_fail(err, errlen, "MuJoCo model has %d bodies (with the world), herd %d", m->nbody, hm->nbody);
     for (int i = 0; i < hm->nbody; i++) {
         int id = mj_name2id(m, mjOBJ_BODY, hm->body[i].name);
         if (id < 0 && i == 0 && !hm->floating) id = 0;
-        if (id < 0) return mjp_fail(err, errlen, "herd body '%s' not found in MuJoCo's model", hm->body[i].name);
+        if (id < 0) return sim_fail(err, errlen, "herd body '%s' not found in MuJoCo's model", hm->body[i].name);
         p->body[i] = id;
         if (i > 0) {
             int par = hm->body[i].parent;
             if (m->body_parentid[id] != p->body[par])
-                return mjp_fail(err, errlen, "body '%s': MuJoCo parent '%s', herd parent '%s'", hm->body[i].name,
+                return sim_fail(err, errlen, "body '%s': MuJoCo parent '%s', herd parent '%s'", hm->body[i].name,
                                 mj_id2name(m, mjOBJ_BODY, m->body_parentid[id]), hm->body[par].name);
         }
     }
@@ -181,28 +169,28 @@ static int mjp_map(mj_peer *p, const sim_model *hm, char *err, size_t errlen)
     if (hm->floating) {
         int j = mj_name2id(m, mjOBJ_JOINT, MJP_ROOT_JOINT);
         if (j < 0 || m->jnt_type[j] != mjJNT_FREE || m->jnt_bodyid[j] != p->body[0])
-            return mjp_fail(err, errlen, "MuJoCo's model lacks the free root joint on '%s'", hm->body[0].name);
+            return sim_fail(err, errlen, "MuJoCo's model lacks the free root joint on '%s'", hm->body[0].name);
         for (int k = 0; k < 7; k++) p->qadr[k] = m->jnt_qposadr[j] + k;
         for (int k = 0; k < 6; k++) p->dofadr[k] = m->jnt_dofadr[j] + k;
     }
     for (int i = 1; i < hm->nbody; i++) {
         const sim_body *b = &hm->body[i];
         int j = mj_name2id(m, mjOBJ_JOINT, b->joint_name);
-        if (j < 0) return mjp_fail(err, errlen, "herd joint '%s' not found in MuJoCo's model", b->joint_name);
+        if (j < 0) return sim_fail(err, errlen, "herd joint '%s' not found in MuJoCo's model", b->joint_name);
         int want = b->joint_type == SIM_JOINT_PRISMATIC ? mjJNT_SLIDE : mjJNT_HINGE;
-        if (m->jnt_type[j] != want) return mjp_fail(err, errlen, "joint '%s': MuJoCo type %d", b->joint_name, m->jnt_type[j]);
+        if (m->jnt_type[j] != want) return sim_fail(err, errlen, "joint '%s': MuJoCo type %d", b->joint_name, m->jnt_type[j]);
         if (m->jnt_bodyid[j] != p->body[i])
-            return mjp_fail(err, errlen, "joint '%s' moves MuJoCo body '%s', herd body '%s'", b->joint_name,
+            return sim_fail(err, errlen, "joint '%s' moves MuJoCo body '%s', herd body '%s'", b->joint_name,
                             mj_id2name(m, mjOBJ_BODY, m->jnt_bodyid[j]), b->name);
         if (b->dof < 0 || b->dof >= hm->nv || b->qadr < 0 || b->qadr >= hm->nq)
-            return mjp_fail(err, errlen, "joint '%s': bad herd dof/qadr", b->joint_name);
+            return sim_fail(err, errlen, "joint '%s': bad herd dof/qadr", b->joint_name);
         p->qadr[b->qadr] = m->jnt_qposadr[j];
         p->dofadr[b->dof] = m->jnt_dofadr[j];
     }
     for (int k = 0; k < hm->nq; k++)
-        if (p->qadr[k] < 0) return mjp_fail(err, errlen, "herd q[%d] has no MuJoCo counterpart", k);
+        if (p->qadr[k] < 0) return sim_fail(err, errlen, "herd q[%d] has no MuJoCo counterpart", k);
     for (int k = 0; k < hm->nv; k++)
-        if (p->dofadr[k] < 0) return mjp_fail(err, errlen, "herd dof %d has no MuJoCo counterpart", k);
+        if (p->dofadr[k] < 0) return sim_fail(err, errlen, "herd dof %d has no MuJoCo counterpart", k);
     /* Geometries: same body, same type, same size and placement (each MuJoCo geom used once). */
     char used[4096] = {0};
     for (int g = 0; g < hm->ngeom; g++) {
@@ -235,15 +223,15 @@ static int mjp_setup_floor(mj_peer *p, const sim_model *hm, int floor_kind, char
         if ((b != 0 && b != root) || m->geom_type[k] != mjGEOM_BOX) continue;
         if (fabs(m->geom_size[3 * k] - MJP_FLOOR_HALF_XY) > 1e-9 || fabs(m->geom_size[3 * k + 2] - MJP_FLOOR_HALF_Z) > 1e-9)
             continue;
-        if (fl >= 0) return mjp_fail(err, errlen, "two floor candidates in MuJoCo's model");
+        if (fl >= 0) return sim_fail(err, errlen, "two floor candidates in MuJoCo's model");
         fl = k;
     }
-    if (fl < 0) return mjp_fail(err, errlen, "the floor box is missing from MuJoCo's model");
+    if (fl < 0) return sim_fail(err, errlen, "the floor box is missing from MuJoCo's model");
     if (m->geom_bodyid[fl] != 0 || m->body_weldid[m->geom_bodyid[fl]] != 0)
-        return mjp_fail(err, errlen, "the floor is not static in MuJoCo's model");
+        return sim_fail(err, errlen, "the floor is not static in MuJoCo's model");
     double top = hm->terrain.height;
     if (fabs(m->geom_pos[3 * fl + 2] + MJP_FLOOR_HALF_Z - top) > 1e-9 || fabs(m->geom_quat[4 * fl] - 1) > 1e-12)
-        return mjp_fail(err, errlen, "the floor box is misplaced in MuJoCo's model (top %g)", m->geom_pos[3 * fl + 2] + MJP_FLOOR_HALF_Z);
+        return sim_fail(err, errlen, "the floor box is misplaced in MuJoCo's model (top %g)", m->geom_pos[3 * fl + 2] + MJP_FLOOR_HALF_Z);
     if (floor_kind == MJ_PEER_FLOOR_PLANE) {
         /* A world plane: normal +z through (0, 0, top).  Its size only matters for rendering (0 =
          * infinite); rbound 0 turns off the bounding-sphere filter, as the compiler does for planes. */
@@ -260,13 +248,13 @@ static int mjp_setup_floor(mj_peer *p, const sim_model *hm, int floor_kind, char
     for (int g = 0; g < hm->ngeom; g++) {
         if (hm->geom[g].nocollide) continue;
         int k = p->geom[g];
-        if (k < 0) return mjp_fail(err, errlen, "herd geometry '%s' collides but has no MuJoCo counterpart", hm->geom[g].name);
+        if (k < 0) return sim_fail(err, errlen, "herd geometry '%s' collides but has no MuJoCo counterpart", hm->geom[g].name);
         m->geom_contype[k] = 1;
         m->geom_conaffinity[k] = 2;
         m->geom_friction[3 * k] = hm->geom[g].friction;
         mu_min = fmin(mu_min, hm->geom[g].friction);
     }
-    if (!(mu_min < INFINITY)) return mjp_fail(err, errlen, "no herd geometry collides");
+    if (!(mu_min < INFINITY)) return sim_fail(err, errlen, "no herd geometry collides");
     m->geom_contype[fl] = 2;
     m->geom_conaffinity[fl] = 1;
     m->geom_friction[3 * fl] = mu_min;
@@ -276,9 +264,9 @@ static int mjp_setup_floor(mj_peer *p, const sim_model *hm, int floor_kind, char
 /* floor: 0 none (mj_peer_new), 1 + mj_peer_floor_kind otherwise (contacts set up by mjp_setup_floor). */
 static mj_peer *mjp_new(const char *urdf_path, const sim_model *hm, int floor, char *err, size_t errlen)
 {
-    if (!hm || hm->nv > SIM_MAX_DOF) { mjp_fail(err, errlen, "no herd model"); return NULL; }
+    if (!hm || hm->nv > SIM_MAX_DOF) { sim_fail(err, errlen, "no herd model"); return NULL; }
     mj_peer *p = calloc(1, sizeof *p);
-    if (!p) { mjp_fail(err, errlen, "out of memory"); return NULL; }
+    if (!p) { sim_fail(err, errlen, "out of memory"); return NULL; }
     p->floor = -1;
     p->m = mjp_load(urdf_path, hm, floor, err, errlen);
     if (!p->m) { free(p); return NULL; }
@@ -297,7 +285,7 @@ static mj_peer *mjp_new(const char *urdf_path, const sim_model *hm, int floor, c
     m->opt.disableflags |= (floor ? 0 : mjDSBL_CONTACT) | mjDSBL_LIMIT | mjDSBL_FRICTIONLOSS | mjDSBL_EQUALITY;
     if (floor && mjp_setup_floor(p, hm, floor - 1, err, errlen) != 0) { mj_peer_destroy(&p); return NULL; }
     p->d = mj_makeData(m);
-    if (!p->d) { mjp_fail(err, errlen, "mj_makeData failed"); mj_peer_destroy(&p); return NULL; }
+    if (!p->d) { sim_fail(err, errlen, "mj_makeData failed"); mj_peer_destroy(&p); return NULL; }
     return p;
 }
 
@@ -308,11 +296,11 @@ mj_peer *mj_peer_new(const char *urdf_path, const sim_model *hm, char *err, size
 
 mj_peer *mj_peer_new_with_floor(const char *urdf_path, const sim_model *hm, int floor_kind, char *err, size_t errlen)
 {
-    if (!hm) { mjp_fail(err, errlen, "no herd model"); return NULL; }
-    if (!hm->floating) { mjp_fail(err, errlen, "a floor needs a floating herd model"); return NULL; }
-    if (hm->terrain.type != SIM_TERRAIN_PLANE) { mjp_fail(err, errlen, "a floor needs herd's plane terrain"); return NULL; }
+    if (!hm) { sim_fail(err, errlen, "no herd model"); return NULL; }
+    if (!hm->floating) { sim_fail(err, errlen, "a floor needs a floating herd model"); return NULL; }
+    if (hm->terrain.type != SIM_TERRAIN_PLANE) { sim_fail(err, errlen, "a floor needs herd's plane terrain"); return NULL; }
     if (floor_kind != MJ_PEER_FLOOR_PLANE && floor_kind != MJ_PEER_FLOOR_BOX) {
-        mjp_fail(err, errlen, "unknown floor kind %d", floor_kind);
+        sim_fail(err, errlen, "unknown floor kind %d", floor_kind);
         return NULL;
     }
     return mjp_new(urdf_path, hm, 1 + floor_kind, err, errlen);

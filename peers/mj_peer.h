@@ -24,8 +24,8 @@
  * Ownership: mj_peer_new returns an object owning its mjModel and mjData; free it with
  * mj_peer_destroy.  Not thread-safe (MuJoCo's loader is not).  The herd model is only read.
  */
-#ifndef HERD_BENCH_MJ_PEER_H
-#define HERD_BENCH_MJ_PEER_H
+#ifndef HERD_PEERS_MJ_PEER_H
+#define HERD_PEERS_MJ_PEER_H
 
 #include <stddef.h>
 #include <mujoco/mujoco.h>
