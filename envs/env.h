@@ -87,7 +87,7 @@ typedef struct {
     double step_work;           /* one world-step's contact-solver iterations at the caps: physics steps per env
                                  * step x (the solver's iteration cap + its ADMM fallback's; sim_solver_iteration_cap) */
 } env_cost;
-/* e's costs; world_bytes needs e's first world created (0 before). */
+/* e's costs; world_bytes is 0 until e's first world exists. */
 void env_get_cost(const env_t *e, env_cost *out);
 void env_destroy(env_t **e);
 

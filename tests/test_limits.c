@@ -945,7 +945,7 @@ Test(quota, many_small_sessions_across_connections_meet_the_ceiling, .timeout = 
     }
 }
 
-/* In plain mode the per-client quotas counted per connection: more connections multiplied them.  Now a
+/* More connections must not multiply the per-client quotas: in plain mode a
  * client is its address: four connections from one address share client_max_sessions (3), and a connection
  * from another address has its own. */
 Test(quota, more_connections_do_not_multiply_a_clients_quotas, .timeout = 60)
