@@ -36,8 +36,9 @@
 #
 # CPU target: MARCH is passed to the Makefile (-march=).  The default x86-64-v3 (AVX2 + FMA, Intel Haswell /
 # AMD Zen and later) matches what `make` picks on such hosts; use --build-arg MARCH=x86-64-v2 for older
-# CPUs.  On other architectures the default becomes the architecture's baseline.  Bit-for-bit identical
-# results (PROTOCOL.md section 8) hold between servers built with the same MARCH: run one image per job.
+# CPUs.  On other architectures the default becomes the architecture's baseline.  MARCH changes speed, not
+# results: the bits follow the source (README, "bits follow the source"), so v2 and v3 images agree bit for bit
+# on CPUs with FMA.
 
 ARG DEBIAN_IMAGE=debian:bookworm-slim
 

@@ -3,6 +3,7 @@
 #   make MUJOCO=no  the same without MuJoCo (auto: with it where libmujoco-dev is installed; yes: required)
 #   make test       every test (C tests under Criterion; Python/Julia client tests where present)
 #   make sanitize   the whole C test suite under ASan + UBSan (build/san/)
+#   make test-bits  the golden per-step hashes from an x86-64-v2 build (the same bits as the default build)
 #   make bench      the benchmarks (JSON lines)
 #   make contact-models-report   every contact solver on the comparative paper's experiments (docs/contact-models/)
 #   make bench-report   docs/benchmarks.md with plots (<= 10 minutes)
@@ -14,15 +15,28 @@
 
 BUILD    ?= build
 CC       ?= gcc
-# x86-64-v3 (AVX2 + FMA) where the build machine has it, else v2; override with make OPT=...
+# Instruction set: x86-64-v3 (AVX2 + FMA) where the build machine has it, else v2; override with make MARCH=...
+# Every build (optimized, sanitizer, fuzz) gets it, whatever OPT says.  The bits of a result do not depend on it:
+# - nothing is compiled with floating-point contraction (-ffp-contract=off, after OPT and CFLAGS so that they
+#   cannot turn it back on), in every folder: sim/ is the physics, and envs/ computes the actions' torques, the
+#   observations and the rewards from it, so a contraction in either would make the bytes a trainer receives
+#   depend on the compiler's choices;
+# - a fused multiply-add is written in the source where it is wanted (sim_fma in sim/sim_spatial.h, fma() in
+#   envs/), and always rounds once: one instruction on v3, glibc's correctly rounded fma() on v2 (slower, same
+#   bits);
+# - no function is chosen by the CPU at load time.
+# So a v2 and a v3 build, and the sanitizer build, give the same numbers (tests/test_golden_steps.c holds one
+# set of hashes for all of them).
+ifndef MARCH
 MARCH    := $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo 2>/dev/null && echo x86-64-v3 || echo x86-64-v2)
-OPT      ?= -O3 -march=$(MARCH) -fno-math-errno -ffp-contract=fast
+endif
+OPT      ?= -O3 -fno-math-errno
 CSTD     := -std=c11 -D_GNU_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 XML_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
 XML_LIBS   := $(shell pkg-config --libs libxml-2.0 2>/dev/null || echo -lxml2)
 CFLAGS   ?= $(OPT) -g
-ALL_CFLAGS := $(CSTD) $(WARN) $(CFLAGS) $(XML_CFLAGS) -I. -Isim -Ienvs -Iprotocol -Iserver -Iclients/c $(EXTRA_CFLAGS)
+ALL_CFLAGS := $(CSTD) $(WARN) -march=$(MARCH) $(CFLAGS) -ffp-contract=off $(XML_CFLAGS) -I. -Isim -Ienvs -Iprotocol -Iserver -Iclients/c $(EXTRA_CFLAGS)
 LDLIBS   := $(XML_LIBS) -lzmq -lmsgpackc -lmicrohttpd -lpthread -lm $(EXTRA_LDLIBS)
 
 # MuJoCo is the peer herd is compared with (peers/mj_peer.c; tests/test_vs_mujoco.c, herd-bench's comparisons), never
@@ -100,13 +114,10 @@ PEER_USERS := $(BENCH_OBJ) $(BUILD)/obj/tests/test_vs_mujoco.o $(BUILD)/obj/peer
 $(PEER_USERS): ALL_CFLAGS += -Ipeers -DHERD_MUJOCO=$(if $(PEER_OBJ),1,0)
 $(PEER_USERS): $(MUJOCO_STAMP)
 
-# The tree recursions and the ground-contact candidates for one world and for a batch of worlds (sim/sim_tree_impl.h,
-# sim/sim_collide_impl.h) fuse only the multiply-adds they spell out, so that each lane of a batch gives the one-world
-# numbers bit for bit: no contraction there.
-$(BUILD)/obj/sim/sim_tree.o $(BUILD)/obj/sim/sim_batch.o $(BUILD)/obj/sim/sim_collision.o: ALL_CFLAGS += -ffp-contract=off
-# sim_batch.c's vectors of four doubles pass between its static functions only: that their passing convention
-# differs with and without AVX (GCC's -Wpsabi, in builds without AVX) concerns no interface.
-$(BUILD)/obj/sim/sim_batch.o: ALL_CFLAGS += -Wno-psabi
+# sim/'s vectors of four doubles (sim_batch.c's lanes, sim_spatial.h's helpers) pass between static functions only:
+# that their passing convention differs with and without AVX (GCC's -Wpsabi, in builds without AVX) concerns no
+# interface.
+$(BUILD)/obj/sim/%.o: ALL_CFLAGS += -Wno-psabi
 
 # The ANYmal C model is embedded in the library (no model files needed at run time; HERD_MODEL_DIR
 # overrides it with a directory holding anymal_c.urdf).
@@ -235,6 +246,12 @@ test-loaded: deps-check
 deps-check:
 	@deploy/install-deps.sh --check >/dev/null 2>&1 || deploy/install-deps.sh
 
+# The golden per-step hashes from an x86-64-v2 build ($(BUILD)/v2): the bits must not depend on the instruction set.
+.PHONY: test-bits
+test-bits:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/v2 MARCH=x86-64-v2 $(BUILD)/v2/tests/test_golden_steps
+	$(BUILD)/v2/tests/test_golden_steps
+
 sanitize:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	$(MAKE) --no-print-directory BUILD=build/san OPT="-O1 -fno-omit-frame-pointer" \
@@ -330,7 +347,6 @@ $(BUILD)/obj/gen/model_anydrive_v3_lstm.o: $(BUILD)/gen/model_anydrive_v3_lstm.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 $(LIB_ENVS): $(BUILD)/obj/gen/model_anydrive_v3_lstm.o
-$(BUILD)/obj/envs/env_actuator_net.o: ALL_CFLAGS += -ffp-contract=off
 .PHONY: actuator-net-data actuator-net-check actuator-net-ref actuator-net-pt
 actuator-net-pt:
 	@test -n "$(ACTUATOR_PT)" || { echo "set ACTUATOR_PT=path/to/anydrive_v3_lstm.pt (legged_gym resources/actuator_nets)"; exit 2; }

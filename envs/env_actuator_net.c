@@ -15,14 +15,10 @@
 #define NG ENV_ACTUATOR_NET_GATES
 #define NP ENV_ACTUATOR_NET_NPARAMS
 
-/* a b + c, rounded once where the target fuses multiply-adds in hardware (x86-64-v3, AArch64), else a rounded
- * product and a rounded sum: the file is compiled without contraction (Makefile), so the multiply-adds are the
- * ones written here, as in sim/, and the torques are a property of the source and the target. */
-#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+/* a b + c rounded once on every target (one instruction with FMA, else libm's fma): the build compiles nothing
+ * with contraction (Makefile), so the multiply-adds are the ones written here, as in sim/, and the torques are a
+ * property of the source. */
 #define MAD(a, b, c) __builtin_fma((a), (b), (c))
-#else
-#define MAD(a, b, c) ((a) * (b) + (c))
-#endif
 
 extern const char herd_model_anydrive_v3_lstm_txt[];     /* embedded at build time (Makefile) */
 extern const unsigned long herd_model_anydrive_v3_lstm_txt_len;

@@ -21,8 +21,8 @@
  *
  * Numbers: the sigmoids and tanh use this module's own exp (env_actuator_net_exp), written in portable C rather
  * than libm's, whose implementation glibc picks by CPU at load time, and vectorizable; its multiply-adds, like
- * sim/'s, are fused where the target has FMA and nowhere else (the file is compiled without contraction), so the
- * torques are a property of the source and the build target.  Per joint the 32 gate pre-activations are the
+ * sim/'s, are fused where written and rounded once on every target (nothing is compiled with contraction), so the
+ * torques are a property of the source.  Per joint the 32 gate pre-activations are the
  * vector lanes (weights stored transposed), so a batch needs no particular layout from the caller and a joint
  * gives the same bits alone or in any batch.  NaN inputs give NaN torques (and NaN state, until the world is
  * reset).

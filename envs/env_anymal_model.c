@@ -1,6 +1,7 @@
 /* env_anymal_model.c — see env_anymal_model.h. */
 #include "env_anymal_model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,11 +72,12 @@ int env_anymal_count_feet(const sim_model *m, char *err, size_t errlen)
 void env_anymal_pd(const env_anymal_joints *j, sim_data *d, const double target[ENV_ANYMAL_NJ], double kp, double kd,
                    double tau_max, double *tau_sq)
 {
+#pragma GCC unroll 12
     for (int i = 0; i < ENV_ANYMAL_NJ; i++) {
-        double t = kp * (target[i] - d->q[j->qadr[i]]) - kd * d->u[j->dof[i]];
+        double t = fma(kp, target[i] - d->q[j->qadr[i]], -(kd * d->u[j->dof[i]]));
         if (t > tau_max) t = tau_max;
         if (t < -tau_max) t = -tau_max;
         d->tau[j->dof[i]] = t;
-        if (tau_sq) *tau_sq += t * t;
+        if (tau_sq) *tau_sq = fma(t, t, *tau_sq);
     }
 }

@@ -47,12 +47,5 @@ double env_rng_normal_around(env_rng *r, double mean)
 {
     double radius, cosine;
     box_muller(r, &radius, &cosine);
-    /* The rounding of the random scenario's targets (their golden hashes depend on it): one fused
-     * multiply-add on x86-64-v3, a rounded product then a sum without FMA.  Written out so that
-     * neither inlining nor the caller's expression can change it. */
-#if defined(__FMA__)
     return fma(radius, cosine, mean);
-#else
-    return mean + radius * cosine;
-#endif
 }

@@ -22,9 +22,8 @@ env_rng env_rng_for(uint64_t seed, uint64_t world, uint32_t episode);
 double env_rng_uniform(env_rng *r);                 /* [0, 1) */
 double env_rng_range(env_rng *r, double lo, double hi);
 double env_rng_normal(env_rng *r);                  /* standard normal (Box-Muller, two draws) */
-/* mean + a standard normal draw (the same two draws), rounded once where the target has FMA
- * (fma(radius, cos, mean)), else a rounded product then a rounded sum: the random scenario's PD
- * targets, whose golden hashes depend on this rounding (see env_rng.c). */
+/* mean + a standard normal draw (the same two draws) as one fused multiply-add, fma(radius, cos, mean),
+ * rounded once on every target: the random scenario's PD targets. */
 double env_rng_normal_around(env_rng *r, double mean);
 
 #endif

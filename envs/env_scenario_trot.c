@@ -43,23 +43,23 @@ static void spd_solve(int n, double *A, double *b)
 {
     for (int j = 0; j < n; j++) {
         double s = A[j * n + j];
-        for (int k = 0; k < j; k++) s -= A[j * n + k] * A[j * n + k];
+        for (int k = 0; k < j; k++) s = fma(-A[j * n + k], A[j * n + k], s);
         double l = sqrt(s > 1e-12 ? s : 1e-12);
         A[j * n + j] = l;
         for (int i = j + 1; i < n; i++) {
             double t = A[i * n + j];
-            for (int k = 0; k < j; k++) t -= A[i * n + k] * A[j * n + k];
+            for (int k = 0; k < j; k++) t = fma(-A[i * n + k], A[j * n + k], t);
             A[i * n + j] = t / l;
         }
     }
     for (int i = 0; i < n; i++) {
         double t = b[i];
-        for (int k = 0; k < i; k++) t -= A[i * n + k] * b[k];
+        for (int k = 0; k < i; k++) t = fma(-A[i * n + k], b[k], t);
         b[i] = t / A[i * n + i];
     }
     for (int i = n - 1; i >= 0; i--) {
         double t = b[i];
-        for (int k = i + 1; k < n; k++) t -= A[k * n + i] * b[k];
+        for (int k = i + 1; k < n; k++) t = fma(-A[k * n + i], b[k], t);
         b[i] = t / A[i * n + i];
     }
 }
@@ -200,7 +200,7 @@ void env_scenario_trot_control(env_scenario *s, const sim_model *m, sim_data *d,
         vd[2] = ((z1 - z0) + swing_height * M_PI * cos(M_PI * sw)) / (0.5 * period);
         double f[3];
         for (int k = 0; k < 3; k++) f[k] = kp_swing * (pd_[k] - p[l][k]) + kd_swing * (vd[k] - vf[l][k]);
-        for (int c = 0; c < 3; c++) tau[l][c] = J[l][c] * f[0] + J[l][3 + c] * f[1] + J[l][6 + c] * f[2];
+        for (int c = 0; c < 3; c++) tau[l][c] = fma(J[l][6 + c], f[2], fma(J[l][3 + c], f[1], J[l][c] * f[0]));
     }
 
     /* stance forces: least-norm f with sum f = F and sum (p - com) x f = T, regularized (a diagonal pair
@@ -231,14 +231,14 @@ void env_scenario_trot_control(env_scenario *s, const sim_model *m, sim_data *d,
             if (!stance[l]) continue;
             double f[3] = {0, 0, 0};
             for (int k = 0; k < 3; k++)
-                for (int i = 0; i < 6; i++) f[k] += Ai[l][3 * i + k] * b[i];
+                for (int i = 0; i < 6; i++) f[k] = fma(Ai[l][3 * i + k], b[i], f[k]);
             if (f[2] < fz_min) f[2] = fz_min;
             double ft = hypot(f[0], f[1]);
             if (ft > mu * f[2]) {
                 f[0] *= mu * f[2] / ft;
                 f[1] *= mu * f[2] / ft;
             }
-            for (int c = 0; c < 3; c++) tau[l][c] = -(J[l][c] * f[0] + J[l][3 + c] * f[1] + J[l][6 + c] * f[2]);
+            for (int c = 0; c < 3; c++) tau[l][c] = -fma(J[l][6 + c], f[2], fma(J[l][3 + c], f[1], J[l][c] * f[0]));
         }
     }
 

@@ -49,10 +49,10 @@ static inline sim_lanes lanes_sqrt(sim_lanes x)
     return x;
 #endif
 }
-/* a b + c, rounded once where the target has FMA (as sim_fma) */
+/* a b + c rounded once, on every lane (as sim_fma) */
 static inline sim_lanes lanes_fma(sim_lanes a, sim_lanes b, sim_lanes c)
 {
-#if SIM_FMA && LANES_AVX && defined(__FMA__)
+#if LANES_AVX && defined(__FMA__)
     return (sim_lanes)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
 #else
     sim_lanes r;

@@ -85,9 +85,11 @@ void sim_forward(const sim_model *m, sim_data *d)
 void sim_point_world(const sim_model *m, const sim_data *d, int b, const double local[3], double out[3])
 {
     (void)m;
-    double t[3];
-    m3_mulv(t, d->xrot + 9 * b, local);
-    v3_add(out, d->xpos + 3 * b, t);
+    const double *R = d->xrot + 9 * b, *x = d->xpos + 3 * b;
+    const double t0 = sim_fma(R[2], local[2], sim_fma(R[1], local[1], R[0] * local[0]));
+    const double t1 = sim_fma(R[5], local[2], sim_fma(R[4], local[1], R[3] * local[0]));
+    const double t2 = sim_fma(R[8], local[2], sim_fma(R[7], local[1], R[6] * local[0]));
+    out[0] = x[0] + t0, out[1] = x[1] + t1, out[2] = x[2] + t2;
 }
 
 /* Last dof on the path from the root to body b (-1 if none). */
@@ -106,10 +108,11 @@ int sim_jacobian_sparse(const sim_model *m, const sim_data *d, int b, const doub
     int n = 0;
     for (int k = body_last_dof(m, b); k >= 0; k = m->dof_parent[k]) {
         const double *s = d->cdof + 6 * k;
-        /* v_point = v_lin + w x r */
-        jp[0 * nv + k] = s[3] + s[1] * r[2] - s[2] * r[1];
-        jp[1 * nv + k] = s[4] + s[2] * r[0] - s[0] * r[2];
-        jp[2 * nv + k] = s[5] + s[0] * r[1] - s[1] * r[0];
+        double j[3]; /* v_point = v_lin + w x r */
+        sim_point_vel(j, s, r);
+        jp[0 * nv + k] = j[0];
+        jp[1 * nv + k] = j[1];
+        jp[2 * nv + k] = j[2];
         if (cols) cols[n] = k;
         n++;
     }
@@ -126,11 +129,10 @@ int sim_jacobian_sparse_vel(const sim_model *m, const sim_data *d, int b, const 
     int n = 0;
     for (int k = body_last_dof(m, b); k >= 0; k = m->dof_parent[k]) {
         const double *s = d->cdof + 6 * k, uk = d->u[k];
-        const double j0 = s[3] + s[1] * r[2] - s[2] * r[1];
-        const double j1 = s[4] + s[2] * r[0] - s[0] * r[2];
-        const double j2 = s[5] + s[0] * r[1] - s[1] * r[0];
-        jp[k] = j0, jp[nv + k] = j1, jp[2 * nv + k] = j2;
-        v0 += j0 * uk, v1 += j1 * uk, v2 += j2 * uk;
+        double j[3];
+        sim_point_vel(j, s, r);
+        jp[k] = j[0], jp[nv + k] = j[1], jp[2 * nv + k] = j[2];
+        v0 = sim_fma(j[0], uk, v0), v1 = sim_fma(j[1], uk, v1), v2 = sim_fma(j[2], uk, v2);
         cols[n++] = k;
     }
     v[0] = v0, v[1] = v1, v[2] = v2;

@@ -1,25 +1,28 @@
 /* sim_metrics.c — the exact violation of the per-contact model and the contact metrics of Le Lidec et al.
  * 2023 (cone projections).  See sim_metrics.h. */
 #include "sim_metrics.h"
+#include "sim_spatial.h"
 
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 /* x * 0 is 0 for a finite x and NaN for an infinite or NaN one, and a sum with a NaN term is NaN: four independent
  * sums (no dependent add chain over G's N^2 entries, which this test runs before every solve), and unlike a plain
  * sum of the entries no finite array is refused by an overflow. */
 int sim_all_finite(const double *x, int len)
 {
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    const sim_v4d_ zero = {0, 0, 0, 0};
+    sim_v4d_ s = zero;
     int i = 0;
     for (; i + 4 <= len; i += 4) {
-        s0 += x[i] * 0.0;
-        s1 += x[i + 1] * 0.0;
-        s2 += x[i + 2] * 0.0;
-        s3 += x[i + 3] * 0.0;
+        sim_v4d_ xi;
+        memcpy(&xi, x + i, sizeof xi);
+        s = sim_fma4(xi, zero, s);
     }
-    for (; i < len; i++) s0 += x[i] * 0.0;
-    return (s0 + s1) + (s2 + s3) == 0.0;
+    double t = (s[0] + s[1]) + (s[2] + s[3]);
+    for (; i < len; i++) t = sim_fma(x[i], 0.0, t);
+    return t == 0.0;
 }
 
 int sim_contact_problem_valid(int n, const double *G, const double *c, const double *mu, const double *lambda)

@@ -24,6 +24,7 @@
 
 #include "sim_metrics.h"
 #include "sim_solver_internal.h"
+#include "sim_spatial.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -93,13 +94,13 @@ static void prep_init(contact_prep *k, const double *G, int ld, double mu)
     }
     double det = 0, c00 = 0, c01 = 0, c02 = 0, c11 = 0, c12 = 0, c22 = 0;
     for (int pass = 0; pass < 2; pass++) {
-        c00 = g11 * g22 - g12 * g12;
-        c01 = g02 * g12 - g01 * g22;
-        c02 = g01 * g12 - g02 * g11;
-        c11 = g00 * g22 - g02 * g02;
-        c12 = g01 * g02 - g00 * g12;
-        c22 = g00 * g11 - g01 * g01;
-        det = g00 * c00 + g01 * c01 + g02 * c02;
+        c00 = sim_fma(g11, g22, -(g12 * g12));
+        c01 = sim_fma(g02, g12, -(g01 * g22));
+        c02 = sim_fma(g01, g12, -(g02 * g11));
+        c11 = sim_fma(g00, g22, -(g02 * g02));
+        c12 = sim_fma(g01, g02, -(g00 * g12));
+        c22 = sim_fma(g00, g11, -(g01 * g01));
+        det = sim_fma(g02, c02, sim_fma(g01, c01, g00 * c00));
         if (det > REG_DET * tr * tr * tr) break;
         double eps = REG_EPS * tr;
         g00 += eps;
@@ -187,11 +188,7 @@ static inline int slip_close(v2d U, v2d UP, v2d D, double imu, double tol2)
  * solve instead of ~22 for stepping + bisection.  When the stepping does not bracket a root (it turned by more
  * than pi, or shrank to nothing against V >= 0), 32 directions around the circle are scanned and the valid
  * bracket nearest lambda0's direction is closed the same way.  Returns -1 when no direction has a root (no
- * Coulomb slip solution for this block; the caller applies its rule), else the steps taken.
- *
- * Where the compiler supports function multiversioning (GCC on x86-64 Linux), this function is also built
- * for x86-64-v3 with contracted multiply-adds (FMA) and picked at load time on CPUs that have it; the two
- * builds may differ in the last bits of lambda, never in the algorithm. */
+ * Coulomb slip solution for this block; the caller applies its rule), else the steps taken. */
 #define SCAN_N 32
 
 /* Coulomb stepping: the next step t (tan of half the turn, sign = the search direction) from the form's value
@@ -469,19 +466,9 @@ static inline __attribute__((always_inline)) int slip_search(const contact_prep 
     return steps;
 }
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
-    !defined(__FMA__) && !defined(SIM_SOLVER_NO_CLONES)
-#define SIM_SOLVER_CLONES 1
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=fast")
-#define SLIP_CLONES __attribute__((target_clones("default", "arch=x86-64-v3")))
-#else
-#define SLIP_CLONES
-#endif
-/* The slip search of each model as its own function (coulomb a constant, so each is specialized), cloned for
- * FMA hardware when the build does not target it. */
+/* The slip search of each model as its own function (coulomb a constant, so each is specialized). */
 #define SLIP_SEARCH_MODEL(name, coulomb)                                                                        \
-    SLIP_CLONES static int name(const contact_prep *k, const double c[3], const double l0[3], double lam[3],    \
+    static int name(const contact_prep *k, const double c[3], const double l0[3], double lam[3],    \
                                 const sim_solver_params *p)                                                     \
     {                                                                                                           \
         return slip_search(k, c, l0, lam, p, coulomb);                                                          \
@@ -489,11 +476,6 @@ static inline __attribute__((always_inline)) int slip_search(const contact_prep 
 SLIP_SEARCH_MODEL(contact_slip, 0)
 SLIP_SEARCH_MODEL(contact_slip_coulomb, 1)
 #undef SLIP_SEARCH_MODEL
-#undef SLIP_CLONES
-
-#ifdef SIM_SOLVER_CLONES
-#pragma GCC pop_options
-#endif
 
 /* The exact single-contact model with a prepared block; c is the contact's free velocity.  coulomb = 0: the
  * paper's model; 1: Coulomb's law, where a slipping block without a Coulomb slip root takes the paper model's
@@ -516,9 +498,9 @@ static inline __attribute__((always_inline)) int contact_solve_model(const conta
     /* the zero-velocity impulse lambda0 = -G^-1 c = w / det G, w = -adj(G) c: only its direction matters
        for the cone test and for Algorithm 1, so the division waits for a sticking contact */
     double w[3];
-    w[0] = -(k->axx * c[0] + k->axy * c[1] + k->axn * cn);
-    w[1] = -(k->axy * c[0] + k->ayy * c[1] + k->ayn * cn);
-    w[2] = -(k->axn * c[0] + k->ayn * c[1] + k->ann * cn);
+    w[0] = -sim_fma(k->axn, cn, sim_fma(k->axy, c[1], k->axx * c[0]));
+    w[1] = -sim_fma(k->ayn, cn, sim_fma(k->ayy, c[1], k->axy * c[0]));
+    w[2] = -sim_fma(k->ann, cn, sim_fma(k->ayn, c[1], k->axn * c[0]));
     const double mu = k->mu;
     if (w[2] >= 0 && w[0] * w[0] + w[1] * w[1] <= mu * mu * w[2] * w[2]) {
         const double id = 1.0 / k->det;
@@ -591,7 +573,7 @@ void sim_solver_add_column_block(int N, const double *restrict G, int i, const d
 {
     const double *r0 = G + (size_t)(3 * i) * N, *r1 = r0 + N, *r2 = r1 + N;
     const double d0 = delta[0], d1 = delta[1], d2 = delta[2];
-    for (int k = 0; k < N; k++) v[k] += d0 * r0[k] + d1 * r1[k] + d2 * r2[k];
+    for (int k = 0; k < N; k++) v[k] += sim_fma(d2, r2[k], sim_fma(d1, r1[k], d0 * r0[k]));
 }
 
 /* The opening shared by the multi-contact solvers: resets *st, substitutes the defaults (in *def) for a NULL
@@ -656,10 +638,8 @@ double sim_solver_dissipation_guard(int N, const double *G, const double *c, dou
     return s;
 }
 
-/* Algorithm 2 on a valid problem with n > 0; v = G lambda + c on entry.
- * Not inlined into solve(), on purpose: the build uses -ffp-contract=fast, and which product of an
- * a*b + c*d gets fused into an FMA follows gcc's operand order, which shifts when a function grows; kept
- * separate, the sweeps compile (and round) the same whatever their callers become. */
+/* Algorithm 2 on a valid problem with n > 0; v = G lambda + c on entry.  Specialized per model (coulomb and stall
+ * constants) by the functions below, which stay out of line so that solve() stays small. */
 static inline __attribute__((always_inline)) int sweeps_model(int n, const double *G, const double *c,
                                                               const double *mu, double *lambda,
                                                               const sim_solver_params *p, sim_solver_stats *st,
@@ -689,7 +669,7 @@ sweep:
             double ci[3];
             for (int a = 0; a < 3; a++) {
                 const double *row = Gi + (size_t)a * N;
-                ci[a] = vi[a] - (row[0] * l[0] + row[1] * l[1] + row[2] * l[2]);
+                ci[a] = vi[a] - sim_fma(row[2], l[2], sim_fma(row[1], l[1], row[0] * l[0]));
             }
             double ls[3];
             int steps, no_root = 0;
@@ -703,7 +683,7 @@ sweep:
             /* lines 4, 6, 9: lambda_i <- alpha lambda* + (1 - alpha) lambda_i (lambda* = 0 when opening) */
             double delta[3];
             for (int a = 0; a < 3; a++) {
-                double nv = alpha * ls[a] + (1.0 - alpha) * l[a];
+                double nv = sim_fma(alpha, ls[a], (1.0 - alpha) * l[a]);
                 delta[a] = nv - l[a];
                 l[a] = nv;
             }
@@ -751,7 +731,7 @@ static __attribute__((noinline)) int bisection_sweeps(int n, const double *G, co
     return sweeps_model(n, G, c, mu, lambda, p, st, v, 0, 0);
 }
 
-/* Algorithm 2 with Coulomb per-contact solves; not inlined (see bisection_sweeps). */
+/* Algorithm 2 with Coulomb per-contact solves; out of line (see sweeps_model). */
 static __attribute__((noinline)) int coulomb_sweeps(int n, const double *G, const double *c, const double *mu,
                                                     double *lambda, const sim_solver_params *p,
                                                     sim_solver_stats *st, double *v)
@@ -765,7 +745,7 @@ int sim_solver_coulomb_sweeps_stall(int n, const double *G, const double *c, con
     return sweeps_model(n, G, c, mu, lambda, p, st, v, 1, 1);
 }
 
-/* PGS on a valid problem with n > 0; v = G lambda + c on entry.  Not inlined (see bisection_sweeps). */
+/* PGS on a valid problem with n > 0; v = G lambda + c on entry.  Out of line (see sweeps_model). */
 static __attribute__((noinline)) int pgs_sweeps(int n, const double *G, const double *c, const double *mu,
                                                 double *lambda, const sim_solver_params *p, sim_solver_stats *st,
                                                 double *v)

@@ -13,15 +13,14 @@
 
 #include <math.h>
 #include <string.h>
-
-/* 1 where the target fuses multiply-adds in hardware (x86-64-v3, AArch64), else 0. */
-#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
-#define SIM_FMA 1
-#else
-#define SIM_FMA 0
+#if defined(__FMA__) && defined(__AVX__)
+#include <immintrin.h>
 #endif
-/* a b + c: rounded once where SIM_FMA, else a product and a sum (the multiply-adds sim_tree_impl.h spells out). */
-static inline double sim_fma(double a, double b, double c) { return SIM_FMA ? __builtin_fma(a, b, c) : a * b + c; }
+
+/* a b + c rounded once, on every target: one instruction where the target has FMA (x86-64-v3, AArch64), else
+ * libm's fma, which rounds the same way.  sim/ is compiled without contraction (Makefile), so the multiply-adds
+ * written with sim_fma are the only fused ones and the results do not depend on the CPU. */
+static inline double sim_fma(double a, double b, double c) { return __builtin_fma(a, b, c); }
 
 /* The core of sim_sincos for |x| < 1e5, written once for doubles and for vectors of doubles (sim_batch.c): with
  * FMA(a, b, c) = a b + c and ROUND to nearest, n = ROUND(x 2/pi) and r = x - n pi/2 (a two-part Cody-Waite
@@ -67,6 +66,39 @@ static inline void sim_sincos(double x, double *sp, double *cp)
 /* Short fixed-length vectors (GCC's vector extension) for packed arithmetic inside one world. */
 typedef double sim_v4d_ __attribute__((vector_size(32)));
 typedef double sim_v2d_ __attribute__((vector_size(16)));
+
+/* a b + c and c - a b on every element of vectors of four doubles, each element rounded once (sim_fma per element:
+ * one vector instruction with FMA), and a vector with every element x. */
+static inline sim_v4d_ sim_fma4(sim_v4d_ a, sim_v4d_ b, sim_v4d_ c)
+{
+#if defined(__FMA__) && defined(__AVX__)
+    return (sim_v4d_)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+#else
+    sim_v4d_ r;
+    for (int l = 0; l < 4; l++) r[l] = sim_fma(a[l], b[l], c[l]);
+    return r;
+#endif
+}
+static inline sim_v4d_ sim_fnma4(sim_v4d_ a, sim_v4d_ b, sim_v4d_ c)
+{
+#if defined(__FMA__) && defined(__AVX__)
+    return (sim_v4d_)_mm256_fnmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+#else
+    sim_v4d_ r;
+    for (int l = 0; l < 4; l++) r[l] = sim_fma(-a[l], b[l], c[l]);
+    return r;
+#endif
+}
+static inline sim_v4d_ sim_splat4(double x) { return (sim_v4d_){x, x, x, x}; }
+
+/* The velocity of a point of the body that moves with spatial velocity (or Jacobian column) s, at offset r from the
+ * reference point: s_lin + s_ang x r, each element as two multiply-adds. */
+static inline void sim_point_vel(double out[3], const double *s, const double r[3])
+{
+    out[0] = sim_fma(-s[2], r[1], sim_fma(s[1], r[2], s[3]));
+    out[1] = sim_fma(-s[0], r[2], sim_fma(s[2], r[0], s[4]));
+    out[2] = sim_fma(-s[1], r[0], sim_fma(s[0], r[1], s[5]));
+}
 
 /* f = I v for a spatial inertia I = (m, h[3], Ixx Iyy Izz Ixy Ixz Iyz) about the common point and a motion vector
  * v = [w; v_lin]:  f_ang = J w + h x v_lin,  f_lin = m v_lin - h x w.  Written once over the number type: FMA(a, b,

@@ -83,13 +83,12 @@ static inline void stage_contact_jacobians(const sim_model *m, sim_data *d, int 
         for (int k = last; k >= 0; k = m->dof_parent[k]) {
             const double *s = d->cdof + 6 * k;
             /* the world Jacobian of the point (v_point = v_lin + w x r, as sim_jacobian_sparse) */
-            const double x = s[3] + s[1] * r[2] - s[2] * r[1];
-            const double y = s[4] + s[2] * r[0] - s[0] * r[2];
-            const double z = s[5] + s[0] * r[1] - s[1] * r[0];
-            const sim_v4d_ j = F0 * x + F1 * y + F2 * z;
+            double w[3];
+            sim_point_vel(w, s, r);
+            const sim_v4d_ j = sim_fma4(F2, sim_splat4(w[2]), sim_fma4(F1, sim_splat4(w[1]), F0 * w[0]));
             memcpy(B4 + 4 * k, &j, sizeof j);
             J0[k] = j[0], J1[k] = j[1], J2[k] = j[2];
-            cf += j * uf[k];
+            cf = sim_fma4(j, sim_splat4(uf[k]), cf);
             path[np++] = k;
         }
         d->con_npath[i] = np;
@@ -108,7 +107,7 @@ static inline void stage_contact_jacobians(const sim_model *m, sim_data *d, int 
                 double *Bj = B4 + 4 * anc[u];
                 sim_v4d_ bj;
                 memcpy(&bj, Bj, sizeof bj);
-                bj -= Lk[u] * xk;
+                bj = sim_fnma4(sim_splat4(Lk[u]), xk, bj);
                 memcpy(Bj, &bj, sizeof bj);
             }
             if (nb) {
@@ -118,7 +117,7 @@ static inline void stage_contact_jacobians(const sim_model *m, sim_data *d, int 
                     double *Bj = B4 + 4 * (5 - u);
                     sim_v4d_ bj;
                     memcpy(&bj, Bj, sizeof bj);
-                    bj -= bt[u] * xk;
+                    bj = sim_fnma4(sim_splat4(bt[u]), xk, bj);
                     memcpy(Bj, &bj, sizeof bj);
                 }
             }
@@ -130,7 +129,7 @@ static inline void stage_contact_jacobians(const sim_model *m, sim_data *d, int 
             for (int k = 5; k >= 0; k--) {
                 const double *Lk = d->LD + k * (k + 1) / 2 + 1;
 #pragma GCC unroll 6
-                for (int u = 0; u < k; u++) bb[k - 1 - u] -= Lk[u] * bb[k];
+                for (int u = 0; u < k; u++) bb[k - 1 - u] = sim_fnma4(sim_splat4(Lk[u]), bb[k], bb[k - 1 - u]);
             }
             memcpy(B4, bb, sizeof bb);
         }
@@ -177,9 +176,9 @@ static inline void stage_delassus(const sim_model *m, sim_data *d, int nc)
             /* column b of the block: lane a accumulates S_i,a . S_j,b */
             sim_v4d_ s0 = {0, 0, 0, 0}, s1 = s0, s2 = s0;
             for (int t = 0; t < ncom; t++) {
-                s0 += x[t] * y0[t];
-                s1 += x[t] * y1[t];
-                s2 += x[t] * y2[t];
+                s0 = sim_fma4(x[t], sim_splat4(y0[t]), s0);
+                s1 = sim_fma4(x[t], sim_splat4(y1[t]), s1);
+                s2 = sim_fma4(x[t], sim_splat4(y2[t]), s2);
             }
             const sim_v4d_ col[3] = {s0, s1, s2};
             for (int a = 0; a < 3; a++) {
@@ -243,7 +242,7 @@ static inline void stage_apply_impulses(const sim_model *m, sim_data *d, int nc)
         const int *pi = d->con_path + i * nv;
         const double *S = d->Bc + (size_t)(3 * i) * nv;
         for (int t = 0; t < d->con_npath[i]; t++)
-            y[pi[t]] += S[t] * lam[0] + S[nv + t] * lam[1] + S[2 * nv + t] * lam[2];
+            y[pi[t]] = sim_fma(S[2 * nv + t], lam[2], sim_fma(S[nv + t], lam[1], sim_fma(S[t], lam[0], y[pi[t]])));
     }
     for (int k = 0; k < nv; k++) y[k] *= sD[k];
     sim_ltdl_forward(m, d->LD, y);

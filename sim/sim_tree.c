@@ -31,7 +31,7 @@ static inline sim_v2d_ v2_same(sim_v2d_ x) { return x; }
 #define V2(x) _Generic((x), sim_v2d_: v2_same, default: v2_splat)(x)
 #define V2FMA(a, b, c) v2_fma(V2(a), V2(b), V2(c))
 
-#if defined(__AVX__) && SIM_FMA
+#if defined(__AVX__) && defined(__FMA__)
 #include <immintrin.h>
 /* r = A B, B a model constant: a row at a time as one 4-lane vector (lane 3 a copy, never stored), each A[i][k]
  * broadcast from memory (a vector load of A would stall on the scalar stores that just wrote it) */

@@ -10,9 +10,9 @@
  *   - a data-dependent choice (a quaternion that needs renormalizing, the quadrant of a sine, a joint angle beyond
  *     the fast sincos's range) is a select between values that both instantiations compute identically (TSEL), or
  *     a per-lane call of the scalar function;
- *   - multiply-adds are spelled out (TFMA: fused where the target has FMA instructions, else a product then a sum,
- *     the same in both), and both files are compiled with -ffp-contract=off (Makefile), so the compiler fuses
- *     nothing on its own and every other product and sum is rounded on its own, in the order written.
+ *   - multiply-adds are spelled out (TFMA: rounded once, as sim_fma, the same in both), and sim/ is compiled with
+ *     -ffp-contract=off (Makefile), so the compiler fuses nothing on its own and every other product and sum is
+ *     rounded on its own, in the order written.
  * tests/test_batch.c checks it bit for bit on random states and along trajectories with contacts.
  *
  * The includer defines, before including:

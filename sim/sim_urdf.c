@@ -58,14 +58,11 @@ static void mat_mul(const double A[9], const double B[9], double C[9])
     memcpy(C, T, sizeof T);
 }
 
-/* out = A v, aliasing allowed.  Written out rather than through sim_math's m3_mulv, on purpose: the build fuses
- * multiply-adds (-ffp-contract=fast) and which product of a sum gets fused follows the shape of the code; with
- * m3_mulv (also through a temporary, inlined or not) the loaded ANYmal C model differs in the last bit and
- * test_golden_steps fails, and this loader's output is pinned bit for bit. */
+/* out = A v, aliasing allowed */
 static void mat_vec(const double A[9], const double v[3], double out[3])
 {
     double t[3];
-    for (int i = 0; i < 3; i++) t[i] = A[3 * i] * v[0] + A[3 * i + 1] * v[1] + A[3 * i + 2] * v[2];
+    m3_mulv(t, A, v);
     memcpy(out, t, sizeof t);
 }
 
