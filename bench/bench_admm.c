@@ -104,13 +104,14 @@ static int harvest(long steps, problem **fb, int *nfb, problem **all, int *nall)
     long k = 0;
     for (long i = 0; i < steps; i++) {
         env_scenario_control(&s, m, d, dt);
-        if (sim_step_prepare(m, d, dt) > 0) {
+        sim_step_stages(m, d, dt, SIM_STAGE_NONE, SIM_STAGE_CONTACTS);
+        if (d->ncon > 0) {
             snapshot(m, d, &P);
-            sim_step_solve(m, d);
+            sim_step_stages(m, d, dt, SIM_STAGE_CONTACTS, SIM_STAGE_SOLVE);
             if (d->stats.fallback && *nfb < cap_fb) (*fb)[(*nfb)++] = P;
             if (k++ % 5 == 0 && *nall < cap_all) (*all)[(*nall)++] = P;
         }
-        sim_step_finish(m, d, dt);
+        sim_step_stages(m, d, dt, SIM_STAGE_SOLVE, SIM_STAGE_INTEGRATE);
     }
     sim_data_destroy(&d);
     sim_model_destroy(&m);
@@ -242,7 +243,8 @@ int bench_admm(int argc, char **argv)
             for (int k = 7; k < m->nq; k++) d->q[k] = 3 * U01() - 1.5;
             for (int k = 0; k < m->nv; k++) d->u[k] = 2 * U01() - 1;
 #undef U01
-            const int n = sim_step_prepare(m, d, 0.005);
+            sim_step_stages(m, d, 0.005, SIM_STAGE_NONE, SIM_STAGE_CONTACTS);
+            const int n = d->ncon;
             if (n < 1 || n > MAXC || cnt[n] >= per) continue;
             snapshot(m, d, &rs[(n - 1) * per + cnt[n]++]);
         }

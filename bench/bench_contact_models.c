@@ -674,7 +674,8 @@ static int cm_harvest(int kind, long steps, int stride, cm_set *set)
     long contact_steps = 0;
     for (long i = 0; i < steps; i++) {
         env_scenario_control(&sc, m, d, dt);
-        int nc = sim_step_prepare(m, d, dt);
+        sim_step_stages(m, d, dt, SIM_STAGE_NONE, SIM_STAGE_CONTACTS);
+        int nc = d->ncon;
         int keep = nc > 0 && nc <= CM_MAXC && (contact_steps++ % stride) == 0 && set->np < cap;
         cm_problem *p = keep ? &set->p[set->np] : NULL;
         if (p) {
@@ -692,8 +693,8 @@ static int cm_harvest(int kind, long steps, int stride, cm_set *set)
             memcpy(p->warm, d->lambda, sizeof(double) * N);
             memcpy(p->mu, d->mu, sizeof(double) * (size_t)nc);
         }
-        sim_step_solve(m, d);
-        sim_step_finish(m, d, dt);
+        sim_step_stages(m, d, dt, SIM_STAGE_CONTACTS, SIM_STAGE_SOLVE);
+        sim_step_stages(m, d, dt, SIM_STAGE_SOLVE, SIM_STAGE_INTEGRATE);
         if (p) {
             /* keep only problems with an active contact (as Fig. 6 does) */
             int active = 0;
@@ -870,11 +871,12 @@ static void cm_table2(int s, int kind, long steps, int repeats)
             env_scenario_control(&sc, m, d, dt); /* may reset the world: the distance counts within episodes */
             tctl += bench_now_ns() - a;
             double x_before = d->q[0];
-            int nc = sim_step_prepare(m, d, dt);
+            sim_step_stages(m, d, dt, SIM_STAGE_NONE, SIM_STAGE_CONTACTS);
+            int nc = d->ncon;
             uint64_t c0 = bench_now_ns();
-            sim_step_solve(m, d);
+            sim_step_stages(m, d, dt, SIM_STAGE_CONTACTS, SIM_STAGE_SOLVE);
             tsolve += bench_now_ns() - c0;
-            sim_step_finish(m, d, dt);
+            sim_step_stages(m, d, dt, SIM_STAGE_SOLVE, SIM_STAGE_INTEGRATE);
             dx += d->q[0] - x_before;
             if (nc > 0) {
                 csteps++;

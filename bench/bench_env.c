@@ -26,8 +26,8 @@
  * same reset and warm-up).  One thread steps every world as env_step does, SIM_BATCH_LANES consecutive worlds at
  * a time: their PD laws (the task's: target = action_scale a + default pose, its kp, kd and torque limit), one
  * sim_batch_smooth (kinematics, velocities, CRBA, LTDL, RNEA, free velocity and, on flat ground, every geometry's
- * contact candidates; its time shared equally by the batch's worlds), then per world sim_batch_load,
- * sim_batch_collide, sim_step_prepare_found, sim_step_solve and sim_step_finish (bit-for-bit sim_step), timing each;
+ * contact candidates; its time shared equally by the batch's worlds), then per world the stages of sim_batch_step
+ * one call each (bit-for-bit sim_step), timing each: SMOOTH (load), COLLISION, CONTACTS, SOLVE and INTEGRATE;
  * to split prepare without timing code inside sim/, the contact Jacobians (sim_jacobian_sparse per contact) are
  * timed on their own just after it; "delassus" is prepare minus them (contact-frame Jacobians, L^-T J^T, G = S^T S,
  * targets).  Worlds the task
@@ -161,10 +161,10 @@ static const char *const stage_name[ST_N] = {"pd", "dynamics", "load", "collisio
 static const char *const stage_what[ST_N] = {
     "PD law (12 joints)",
     "sim_batch_smooth (4 worlds a call), per world: kinematics, CRBA, LTDL, RNEA, free velocity, contact candidates",
-    "sim_batch_load: a world's smooth results out of the batch",
-    "sim_batch_collide: the world's candidates (13 geometries) into its contacts",
+    "sim_batch_step through SMOOTH: a world's smooth results out of the batch",
+    "sim_batch_step's COLLISION: the world's candidates (13 geometries) into its contacts",
     "contact Jacobians (sim_jacobian_sparse)", "rest of prepare: contact-frame Jacobians, L^-T J^T, Delassus, targets",
-    "contact solver (sim_step_solve)", "impulses, warm-start cache, position update",
+    "contact solver (the SOLVE stage)", "impulses, warm-start cache, position update",
     "env_step minus PD and physics (obs, reward, noise)"};
 
 #define PROFILE_DROP_NS 300000u
@@ -297,20 +297,21 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                             sim_data *d = live[l];
                             int *b = &bad[row[l]];
                             if (!staged) {
-                                *b = sim_batch_step(m, batch, l, d, dt) != 0;
+                                *b = sim_batch_step(m, batch, l, d, dt, SIM_STAGE_NONE, SIM_STAGE_INTEGRATE) != 0;
                             } else {
                                 uint64_t c3 = bench_now_ns();
-                                sim_batch_load(m, batch, l, d);
+                                sim_batch_step(m, batch, l, d, dt, SIM_STAGE_NONE, SIM_STAGE_SMOOTH);
                                 uint64_t c4 = bench_now_ns();
-                                int nc = sim_batch_collide(m, batch, l, d);
+                                sim_batch_step(m, batch, l, d, dt, SIM_STAGE_SMOOTH, SIM_STAGE_COLLISION);
+                                const int nc = d->ncon;
                                 uint64_t c5 = bench_now_ns();
-                                sim_step_prepare_found(m, d, dt, nc);
+                                sim_step_stages(m, d, dt, SIM_STAGE_COLLISION, SIM_STAGE_CONTACTS);
                                 uint64_t c6 = bench_now_ns();
                                 for (int c = 0; c < nc; c++) sim_jacobian_sparse(m, d, d->con[c].body, d->con[c].pos, jp, cols);
                                 uint64_t c7 = bench_now_ns();
-                                sim_step_solve(m, d);
+                                sim_step_stages(m, d, dt, SIM_STAGE_CONTACTS, SIM_STAGE_SOLVE);
                                 uint64_t c8 = bench_now_ns();
-                                *b = sim_step_finish(m, d, dt) != 0;
+                                *b = sim_step_stages(m, d, dt, SIM_STAGE_SOLVE, SIM_STAGE_INTEGRATE) != 0;
                                 uint64_t c9 = bench_now_ns();
                                 ncon += nc;
                                 iters += d->stats.iterations;

@@ -77,12 +77,13 @@ static int run(int kind, int solver, int warm, long steps, int repeats, double d
         double ns = 0;
         for (long i = 0; i < steps; i++) {
             env_scenario_control(&s, m, d, dt);
-            if (sim_step_prepare(m, d, dt) > 0) {
+            sim_step_stages(m, d, dt, SIM_STAGE_NONE, SIM_STAGE_CONTACTS);
+            if (d->ncon > 0) {
                 uint64_t a = bench_now_ns();
-                sim_step_solve(m, d);
+                sim_step_stages(m, d, dt, SIM_STAGE_CONTACTS, SIM_STAGE_SOLVE);
                 ns += (double)(bench_now_ns() - a);
             }
-            sim_step_finish(m, d, dt);
+            sim_step_stages(m, d, dt, SIM_STAGE_SOLVE, SIM_STAGE_INTEGRATE);
         }
         rep_solver[rep] = ns / 1e3 / (double)steps;
     }
@@ -305,9 +306,10 @@ static int walk(long steps, int repeats)
         double ns = 0, eps_max = 0, ns_fb = 0;
         for (long i = 0; i < steps; i++) {
             env_scenario_control(&s, m, d, dt);
-            if (sim_step_prepare(m, d, dt) > 0) {
+            sim_step_stages(m, d, dt, SIM_STAGE_NONE, SIM_STAGE_CONTACTS);
+            if (d->ncon > 0) {
                 uint64_t a = bench_now_ns();
-                sim_step_solve(m, d);
+                sim_step_stages(m, d, dt, SIM_STAGE_CONTACTS, SIM_STAGE_SOLVE);
                 const double dns = (double)(bench_now_ns() - a);
                 ns += dns;
                 if (d->stats.fallback) ns_fb += dns, fb_iters += d->stats.iterations;
@@ -320,7 +322,7 @@ static int walk(long steps, int repeats)
                 sim_step_metrics(m, d, dt, &mt);
                 if (isfinite(mt.eps_abs)) eps_max = fmax(eps_max, mt.eps_abs);
             }
-            sim_step_finish(m, d, dt);
+            sim_step_stages(m, d, dt, SIM_STAGE_SOLVE, SIM_STAGE_INTEGRATE);
         }
         sim_data_destroy(&d);
         sim_model_destroy(&m);
@@ -366,7 +368,8 @@ static int tol_floor(long steps, int kind, double dt, int max_iter)
     long ncs = 0;
     for (long i = 0; i < steps; i++) {
         env_scenario_control(&sc, m, d, dt);
-        const int nc = sim_step_prepare(m, d, dt);
+        sim_step_stages(m, d, dt, SIM_STAGE_NONE, SIM_STAGE_CONTACTS);
+        const int nc = d->ncon;
         if (nc > 0 && ncs++ % 10 == 0 && np < cap) { /* G, c, mu, warm start */
             const size_t N = 3 * (size_t)nc;
             double *b = malloc(sizeof(double) * (N * N + 2 * N + (size_t)nc));
@@ -376,8 +379,8 @@ static int tol_floor(long steps, int kind, double dt, int max_iter)
             memcpy(b + N * N + 2 * N, d->mu, sizeof(double) * (size_t)nc);
             pn[np] = nc, pb[np++] = b;
         }
-        sim_step_solve(m, d);
-        sim_step_finish(m, d, dt);
+        sim_step_stages(m, d, dt, SIM_STAGE_CONTACTS, SIM_STAGE_SOLVE);
+        sim_step_stages(m, d, dt, SIM_STAGE_SOLVE, SIM_STAGE_INTEGRATE);
     }
     sim_data_destroy(&d);
     sim_model_destroy(&m);

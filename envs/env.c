@@ -448,8 +448,6 @@ int env_step(env_t *e, int first, int n, const int32_t *ids, const float *act, f
     return refused;
 }
 
-int env_world_physics(const sim_model *m, env_world *w, double dt) { return env_world_physics_kin(m, w, dt, 0); }
-
 /* Adds the solver's work in w's last physics step to its counters. */
 static int counted(env_world *w, int rc)
 {
@@ -459,12 +457,8 @@ static int counted(env_world *w, int rc)
     return rc;
 }
 
-int env_world_physics_kin(const sim_model *m, env_world *w, double dt, int kinematics_current)
+int env_world_physics(const sim_model *m, env_world *w, double dt, const sim_batch *b, int lane, sim_stage done)
 {
-    return counted(w, sim_step_kin(m, w->d, dt, kinematics_current));
-}
-
-int env_world_batch_physics(const sim_model *m, const sim_batch *b, int lane, env_world *w, double dt)
-{
-    return counted(w, sim_batch_step(m, b, lane, w->d, dt));
+    return counted(w, b ? sim_batch_step(m, b, lane, w->d, dt, SIM_STAGE_NONE, SIM_STAGE_INTEGRATE)
+                        : sim_step_stages(m, w->d, dt, done, SIM_STAGE_INTEGRATE));
 }

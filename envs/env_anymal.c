@@ -265,8 +265,7 @@ static void pd_steps(const struct env *e, env_world *const *ws, int n, sim_batch
         if (live > 1) sim_batch_smooth(m, batch, d, live, s->cfg.sim_dt);
         for (int l = 0; l < live; l++) {
             env_world *w = ws[row[l]];
-            const int rc = live > 1 ? env_world_batch_physics(m, batch, l, w, s->cfg.sim_dt)
-                                    : env_world_physics(m, w, s->cfg.sim_dt);
+            const int rc = env_world_physics(m, w, s->cfg.sim_dt, live > 1 ? batch : NULL, l, SIM_STAGE_NONE);
             if (rc) {
                 failed[row[l]] = 1;
                 continue;

@@ -30,12 +30,10 @@ typedef struct {
     uint64_t solver_fallbacks;  /* physics steps handed to the solver's ADMM fallback */
 } env_world;
 
-/* One physics step of world w (sim_step) that also counts the solver's work; returns sim_step's value. */
-int env_world_physics(const sim_model *m, env_world *w, double dt);
-/* The same, for a caller that has just run sim_kinematics on this state (sim_step_kin). */
-int env_world_physics_kin(const sim_model *m, env_world *w, double dt, int kinematics_current);
-/* The same for world w in lane `lane` of the batch b after sim_batch_smooth (sim_batch_step). */
-int env_world_batch_physics(const sim_model *m, const sim_batch *b, int lane, env_world *w, double dt);
+/* One physics step of world w that also counts the solver's work: the stages after `done` (sim_step_stages), or,
+ * when b is not NULL, world w in lane `lane` of the batch b after sim_batch_smooth (sim_batch_step, done NONE).
+ * Returns sim_step's value. */
+int env_world_physics(const sim_model *m, env_world *w, double dt, const sim_batch *b, int lane, sim_stage done);
 
 /* Worlds an env steps together (env_step groups the worlds of a call in runs of this many for step_worlds). */
 #define ENV_BATCH SIM_BATCH_LANES

@@ -82,7 +82,7 @@ void env_scenario_control(env_scenario *s, const sim_model *m, sim_data *d, doub
 {
     const env_anymal_joints *j = &s->joints;
     s->t_episode += dt;
-    s->kinematics_current = 0;
+    s->done = SIM_STAGE_NONE;
     switch (s->kind) {
     case ENV_SCN_HANG:
         for (int k = 0; k < m->nv; k++) d->tau[k] = 0;
@@ -117,7 +117,7 @@ void env_scenario_control(env_scenario *s, const sim_model *m, sim_data *d, doub
             return;
         }
         env_scenario_trot_control(s, m, d, dt);
-        s->kinematics_current = 1; /* it ran sim_kinematics on d; PD changes only d->tau */
+        s->done = SIM_STAGE_KINEMATICS; /* it ran sim_kinematics on d; PD changes only d->tau */
         pd(s, d);
         return;
     }

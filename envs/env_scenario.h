@@ -27,6 +27,7 @@
 #include "env_anymal_model.h"
 #include "env_rng.h"
 #include "sim_model.h"
+#include "sim_step.h"
 
 typedef enum { ENV_SCN_TROT = 0, ENV_SCN_HANG, ENV_SCN_DROP, ENV_SCN_RANDOM, ENV_SCN_STAND, ENV_SCN_COUNT } env_scenario_kind;
 
@@ -56,8 +57,8 @@ typedef struct {
     double offset[ENV_ANYMAL_NJ];   /* added to the PD targets (the paper tasks' actions); 0 by default */
     env_rng rng;                    /* the random scenario's target draws */
     long resets;                    /* resets since env_scenario_init */
-    int kinematics_current;         /* set by env_scenario_control when it left sim_kinematics current for the
-                                       state it was given (trot): pass to sim_step_kin */
+    sim_stage done;                 /* the last step stage env_scenario_control left current for the state it was
+                                       given (KINEMATICS after the trot controller, else NONE): sim_step_stages' done */
 } env_scenario;
 
 /* Name <-> kind ("trot", "hang", "drop", "random", "stand"); -1 / "?" if unknown. */

@@ -214,7 +214,7 @@ void sim_batch_smooth(const sim_model *m, sim_batch *b, sim_data *const *d, int 
     }
 }
 
-int sim_batch_collide(const sim_model *m, const sim_batch *b, int lane, sim_data *d)
+static int batch_collide(const sim_model *m, const sim_batch *b, int lane, sim_data *d)
 {
     if (!b->flat) return sim_collide(m, d, m->opt.margin, b->dt, d->con, d->ncon_max);
     const double grav = fabs(m->gravity[2]);
@@ -239,7 +239,7 @@ static inline void take(double *restrict out, const sim_lanes *restrict x, int c
     for (int k = 0; k < count; k++) out[k] = p[(size_t)k * W];
 }
 
-void sim_batch_load(const sim_model *m, const sim_batch *b, int lane, sim_data *d)
+static void batch_load(const sim_model *m, const sim_batch *b, int lane, sim_data *d)
 {
     const int nv = m->nv, nb = m->nbody;
     take(d->ref, b->ref, 3, lane);
@@ -252,10 +252,11 @@ void sim_batch_load(const sim_model *m, const sim_batch *b, int lane, sim_data *
     take(d->cvel, b->cvel, 6 * nb, lane);
 }
 
-int sim_batch_step(const sim_model *m, const sim_batch *b, int lane, sim_data *d, double dt)
+int sim_batch_step(const sim_model *m, const sim_batch *b, int lane, sim_data *d, double dt, sim_stage done,
+                   sim_stage last)
 {
-    sim_batch_load(m, b, lane, d);
-    sim_step_prepare_found(m, d, dt, sim_batch_collide(m, b, lane, d));
-    sim_step_solve(m, d);
-    return sim_step_finish(m, d, dt);
+    if (done < SIM_STAGE_SMOOTH && last >= SIM_STAGE_KINEMATICS) batch_load(m, b, lane, d);
+    if (done < SIM_STAGE_COLLISION && last >= SIM_STAGE_COLLISION) d->ncon = batch_collide(m, b, lane, d);
+    if (last <= SIM_STAGE_COLLISION) return 0;
+    return sim_step_stages(m, d, dt, done > SIM_STAGE_COLLISION ? done : SIM_STAGE_COLLISION, last);
 }

@@ -10,7 +10,8 @@
  *
  * Use, per physics step of a group of n <= SIM_BATCH_LANES worlds d[0..n-1] of model m:
  *     sim_batch_smooth(m, b, d, n, dt);                              reads each world's q, u, tau, root_added_mass
- *     for (i = 0; i < n; i++) rc[i] = sim_batch_step(m, b, i, d[i], dt);   = sim_step(m, d[i], dt)
+ *     for (i = 0; i < n; i++)
+ *         rc[i] = sim_batch_step(m, b, i, d[i], dt, SIM_STAGE_NONE, SIM_STAGE_INTEGRATE);   = sim_step(m, d[i], dt)
  * Between the two calls a world's state must not change.  sim_batch_step writes the world's scratch (which may be
  * one scratch shared by the worlds in turn, as sim_data_bind_scratch allows) and steps it.
  *
@@ -24,6 +25,7 @@
 #include <stddef.h>
 
 #include "sim_model.h"
+#include "sim_step.h"
 
 /* Worlds per batch: the lanes of the vectors the batch computes in (four doubles: one AVX2 register). */
 #define SIM_BATCH_LANES 4
@@ -42,19 +44,16 @@ sim_batch *sim_batch_init(const sim_model *m, void *mem);
  * gaps and approach speeds). */
 void sim_batch_smooth(const sim_model *m, sim_batch *b, sim_data *const *d, int n, double dt);
 
-/* World `lane` of the last sim_batch_smooth (d must be that world, unchanged since): copies what the rest of the
- * step reads into d's scratch and runs it: sim_batch_load, sim_batch_collide, sim_step_prepare_found,
- * sim_step_solve, sim_step_finish.  Bit-for-bit sim_step(m, d, dt); returns what it returns (0, or -1 if the state
- * became non-finite).  d's scratch then holds what sim_step leaves there, except the arrays the rest of the step
- * does not read (xcom, cinert, cdof_dot, Mp, h and the CRBA / RNEA internals; on flat ground also xpos, xrot and
- * cvel), which are not written. */
-int sim_batch_step(const sim_model *m, const sim_batch *b, int lane, sim_data *d, double dt);
-
-/* The stages of sim_batch_step before sim_step_prepare_found, alone (for a caller that times or inspects them):
- * sim_batch_load copies world `lane`'s ref, cdof, LD and ufree into d's scratch (and, where the ground is not flat,
- * xpos, xrot and cvel, which sim_collide then reads); sim_batch_collide finds its contacts into d->con (from the
- * batch's candidates on flat ground, else by sim_collide) and returns their count. */
-void sim_batch_load(const sim_model *m, const sim_batch *b, int lane, sim_data *d);
-int sim_batch_collide(const sim_model *m, const sim_batch *b, int lane, sim_data *d);
+/* World `lane` of the last sim_batch_smooth (d must be that world, unchanged since): the stages of its step after
+ * `done` through `last` (sim_step_stages' stages and arguments; done < last).  The stages through COLLISION come
+ * from the batch: KINEMATICS and SMOOTH copy what the rest of the step reads into d's scratch (ref, cdof, LD and
+ * ufree; where the ground is not flat also xpos, xrot and cvel, which sim_collide then reads), COLLISION finds the
+ * world's contacts into d->con, d->ncon (from the batch's candidates on flat ground, else by sim_collide); the
+ * later stages are sim_step_stages(m, d, dt, SIM_STAGE_COLLISION, last).  Bit for bit sim_step_stages on d alone;
+ * returns what it returns.  After a whole step d's scratch holds what sim_step leaves there, except the arrays the
+ * rest of the step does not read (xcom, cinert, cdof_dot, Mp, h and the CRBA / RNEA internals; on flat ground also
+ * xpos, xrot and cvel), which are not written. */
+int sim_batch_step(const sim_model *m, const sim_batch *b, int lane, sim_data *d, double dt, sim_stage done,
+                   sim_stage last);
 
 #endif

@@ -1,10 +1,11 @@
-/* sim_step.c — the contact step, as a sequence of stages (the way MuJoCo's mj_forward reads).  See sim_step.h.
- *
- *   sim_step_prepare:  smooth dynamics -> free velocity -> collision -> contact Jacobians (+ the compact rows
- *                      S = D^-1/2 L^-T J^T) -> Delassus matrix G = S^T S -> free contact velocities, targets
- *                      and warm starts
- *   sim_step_solve:    the per-contact solver chosen by the model
- *   sim_step_finish:   apply the impulses -> remember the contacts (warm-start cache) -> integrate positions
+/* sim_step.c — the contact step, as a sequence of stages (the way MuJoCo's mj_forward reads), run by one function,
+ * sim_step_stages (sim_step.h lists the stages):
+ *   KINEMATICS, SMOOTH:  sim_dynamics.h's tree recursions and the free velocity
+ *   COLLISION:           sim_collide
+ *   CONTACTS:            contact Jacobians (+ the compact rows S = D^-1/2 L^-T J^T) -> Delassus matrix G = S^T S
+ *                        -> free contact velocities, targets and warm starts
+ *   SOLVE:               the per-contact solver chosen by the model
+ *   INTEGRATE:           apply the impulses -> remember the contacts (warm-start cache) -> integrate positions
  *
  * Scratch (d->scratch, 12 nv): [0, 4nv) the three B rows as 4-lane vectors (one per dof), [6nv, 7nv) D^-1,
  * [7nv, 8nv) D^-1/2 (kept from the Jacobian stage to the impulse stage), [8nv, 9nv) the velocity change y.
@@ -262,35 +263,18 @@ static inline void stage_remember_contacts(sim_data *d, int nc)
 
 /* ---- the step ---------------------------------------------------------------------------------------- */
 
-int sim_step_prepare_contacts(const sim_model *m, sim_data *d, double dt)
+static void stage_contacts(const sim_model *m, sim_data *d, double dt)
 {
-    return sim_step_prepare_found(m, d, dt, sim_collide(m, d, m->opt.margin, dt, d->con, d->ncon_max));
-}
-
-int sim_step_prepare_found(const sim_model *m, sim_data *d, double dt, int nc)
-{
-    sim_step_stats *st = &d->stats;
-    d->ncon = nc;
-    *st = (sim_step_stats){.ncon = nc, .converged = 1}; /* the later stages fill the rest when nc > 0 */
+    const int nc = d->ncon;
+    d->stats = (sim_step_stats){.ncon = nc, .converged = 1}; /* the later stages fill the rest when nc > 0 */
     if (nc > 0) {
         stage_contact_jacobians(m, d, nc);
         stage_delassus(m, d, nc);
         stage_targets(m, d, nc, dt);
     }
-    return nc;
 }
 
-int sim_step_prepare_kin(const sim_model *m, sim_data *d, double dt, int kinematics_current)
-{
-    if (!kinematics_current) sim_kinematics(m, d);
-    sim_smooth_dynamics(m, d);
-    sim_free_velocity(m, d, dt);
-    return sim_step_prepare_contacts(m, d, dt);
-}
-
-int sim_step_prepare(const sim_model *m, sim_data *d, double dt) { return sim_step_prepare_kin(m, d, dt, 0); }
-
-void sim_step_solve(const sim_model *m, sim_data *d)
+static void stage_solve(const sim_model *m, sim_data *d)
 {
     const sim_step_opt *o = &m->opt;
     const int nc = d->ncon;
@@ -315,13 +299,7 @@ void sim_step_solve(const sim_model *m, sim_data *d)
     d->stats.impact = ss.impact;
 }
 
-const double *sim_step_pre_velocity(const sim_model *m, sim_data *d)
-{
-    if (d->ncon > 0) stage_pre_velocity(m, d, d->ncon);
-    return d->vpre;
-}
-
-int sim_step_finish(const sim_model *m, sim_data *d, double dt)
+static int stage_integrate(const sim_model *m, sim_data *d, double dt)
 {
     const int nc = d->ncon;
     if (nc > 0) stage_apply_impulses(m, d, nc);
@@ -331,20 +309,35 @@ int sim_step_finish(const sim_model *m, sim_data *d, double dt)
     return finite_state(m, d) ? 0 : -1;
 }
 
-int sim_step_kin(const sim_model *m, sim_data *d, double dt, int kinematics_current)
+int sim_step_stages(const sim_model *m, sim_data *d, double dt, sim_stage done, sim_stage last)
 {
-    sim_step_prepare_kin(m, d, dt, kinematics_current);
-    sim_step_solve(m, d);
-    return sim_step_finish(m, d, dt);
+    int rc = 0;
+    for (int s = (int)done + 1; s <= (int)last; s++) {
+        switch ((sim_stage)s) {
+        case SIM_STAGE_NONE: break;
+        case SIM_STAGE_KINEMATICS: sim_kinematics(m, d); break;
+        case SIM_STAGE_SMOOTH:
+            sim_smooth_dynamics(m, d);
+            sim_free_velocity(m, d, dt);
+            break;
+        case SIM_STAGE_COLLISION: d->ncon = sim_collide(m, d, m->opt.margin, dt, d->con, d->ncon_max); break;
+        case SIM_STAGE_CONTACTS: stage_contacts(m, d, dt); break;
+        case SIM_STAGE_SOLVE: stage_solve(m, d); break;
+        case SIM_STAGE_INTEGRATE: rc = stage_integrate(m, d, dt); break;
+        }
+    }
+    return rc;
 }
 
-int sim_step(const sim_model *m, sim_data *d, double dt) { return sim_step_kin(m, d, dt, 0); }
-
-int sim_step_from_smooth(const sim_model *m, sim_data *d, double dt)
+int sim_step(const sim_model *m, sim_data *d, double dt)
 {
-    sim_step_prepare_contacts(m, d, dt);
-    sim_step_solve(m, d);
-    return sim_step_finish(m, d, dt);
+    return sim_step_stages(m, d, dt, SIM_STAGE_NONE, SIM_STAGE_INTEGRATE);
+}
+
+const double *sim_step_pre_velocity(const sim_model *m, sim_data *d)
+{
+    if (d->ncon > 0) stage_pre_velocity(m, d, d->ncon);
+    return d->vpre;
 }
 
 void sim_step_metrics(const sim_model *m, const sim_data *d, double dt, sim_contact_metrics_t *out)

@@ -19,43 +19,42 @@
 
 #include "sim_solver.h"
 
-/* Steps world d by dt seconds using d->tau (generalized force: N·m for hinges, N for slides and the
- * base's linear dofs) as the applied force.  Allocation-free.  Returns 0, or -1 if the state became
- * non-finite (the caller resets the world).  Exactly sim_step_prepare, sim_step_solve, sim_step_finish. */
-int sim_step(const sim_model *m, sim_data *d, double dt);
+/* The stages of a physics step, in the order they run; each reads what the stages before it wrote.
+ *   KINEMATICS  sim_kinematics: body poses, frames and motion subspaces of q (and d->root_added_mass)
+ *   SMOOTH      sim_smooth_dynamics and sim_free_velocity: velocities, M and its LTDL factor, bias forces, and the
+ *               free velocity d->ufree (tau in N·m / N, dt in s)
+ *   COLLISION   the contacts d->con[0 .. d->ncon) (sim_collide)
+ *   CONTACTS    contact Jacobians d->Jc, Delassus matrix d->G, free contact velocities with targets d->cfree (m/s),
+ *               friction d->mu and the warm starts in d->lambda (N·s; contact frames); resets d->stats
+ *   SOLVE       the model's contact solver on (d->G, d->cfree, d->mu) -> d->lambda, and the solver stats
+ *   INTEGRATE   u = ufree + M^-1 J^T lambda, the warm-start cache, the position update: the step is done
+ * SIM_STAGE_NONE is "nothing of this step computed yet". */
+typedef enum sim_stage {
+    SIM_STAGE_NONE = 0,
+    SIM_STAGE_KINEMATICS,
+    SIM_STAGE_SMOOTH,
+    SIM_STAGE_COLLISION,
+    SIM_STAGE_CONTACTS,
+    SIM_STAGE_SOLVE,
+    SIM_STAGE_INTEGRATE,
+} sim_stage;
 
-/* The three phases of sim_step, public so that a benchmark or tool can time or inspect them (calling the
- * three in order is bit-for-bit sim_step):
- *   prepare: sim_smooth, free velocity d->ufree, collision (d->con, d->ncon), contact Jacobians d->Jc,
- *            Delassus matrix d->G, free contact velocities with targets d->cfree (m/s), friction d->mu and
- *            the warm starts in d->lambda (N·s; contact frames).  Resets d->stats.  Returns d->ncon.
- *   solve:   the model's contact solver on (d->G, d->cfree, d->mu) -> d->lambda; fills the solver stats.  A
- *            solver that reads the pre-step contact velocity (sim_solver_uses_pre_velocity: "impacts") also gets
- *            v_pre = J u (sim_step_pre_velocity, before finish overwrites u); for the others nothing is computed.
- *   finish:  u = ufree + M^-1 J^T lambda, the warm-start cache, the position update; returns as sim_step. */
-int sim_step_prepare(const sim_model *m, sim_data *d, double dt);
-/* sim_step / sim_step_prepare for a caller that has just run sim_kinematics on this very state (neither d->q nor
- * d->root_added_mass changed since; the model never does): kinematics_current = 1 skips that stage, bit-for-bit
- * the same result; 0 is sim_step / sim_step_prepare.  A controller that needs the kinematics anyway (the trot
- * scenario's) saves computing them twice per step. */
-int sim_step_kin(const sim_model *m, sim_data *d, double dt, int kinematics_current);
-int sim_step_prepare_kin(const sim_model *m, sim_data *d, double dt, int kinematics_current);
-void sim_step_solve(const sim_model *m, sim_data *d);
-/* The rest of sim_step for a world whose smooth stages are current (sim_smooth and sim_free_velocity ran on this
- * very state, or sim_batch_load copied them in): sim_step_prepare_contacts, sim_step_solve, sim_step_finish.
- * Bit-for-bit sim_step then; returns as sim_step. */
-int sim_step_from_smooth(const sim_model *m, sim_data *d, double dt);
-/* prepare without its smooth stages (for a world whose smooth stages are current, as above): collision, contact
- * Jacobians, Delassus matrix, free contact velocities with targets, friction and warm starts.  Returns d->ncon. */
-int sim_step_prepare_contacts(const sim_model *m, sim_data *d, double dt);
-/* sim_step_prepare_contacts after its collision, for a caller that found this step's contacts itself, as sim_collide
- * finds them (sim_batch_collide): d->con[0 .. nc) (nc <= d->ncon_max).  Returns nc. */
-int sim_step_prepare_found(const sim_model *m, sim_data *d, double dt, int nc);
-int sim_step_finish(const sim_model *m, sim_data *d, double dt);
+/* Runs the stages of one step of world d after `done` through `last` (done < last <= SIM_STAGE_INTEGRATE),
+ * using d->tau as the applied force.  `done` is the last stage already current for this very state: NONE for a
+ * whole step; KINEMATICS after sim_kinematics on it (neither d->q nor d->root_added_mass changed since); COLLISION
+ * for a caller that found this step's contacts itself as sim_collide finds them (d->con[0 .. d->ncon), as
+ * sim_batch_step does).  A step run in several calls, or with stages the caller made current, is bit for bit the
+ * step run in one call.  Allocation-free.  Returns -1 if `last` is INTEGRATE and the state became non-finite (the
+ * caller resets the world), else 0. */
+int sim_step_stages(const sim_model *m, sim_data *d, double dt, sim_stage done, sim_stage last);
+
+/* One whole step of world d by dt seconds: sim_step_stages(m, d, dt, SIM_STAGE_NONE, SIM_STAGE_INTEGRATE). */
+int sim_step(const sim_model *m, sim_data *d, double dt);
 
 /* The pre-step contact velocities v_pre = J u of this step's contacts (3 ncon, m/s, contact frames; u the
  * velocity at the start of the step, without this step's forces or impulses), written to d->vpre and returned.
- * Valid between sim_step_prepare and sim_step_finish (finish overwrites u). */
+ * Valid between the CONTACTS and INTEGRATE stages (INTEGRATE overwrites u).  The SOLVE stage computes them itself
+ * for a solver that reads them (sim_solver_uses_pre_velocity: "impacts"). */
 const double *sim_step_pre_velocity(const sim_model *m, sim_data *d);
 
 /* Contact-physics metrics of the last step's contact problem (sim_metrics.h; forces in N, dt in s). */

@@ -71,8 +71,8 @@ static sim_model *anymal(void)
 }
 
 /* A random ANYmal state close to the ground (random tilt, joint angles and velocities) and its contact problem
- * (sim_step_prepare with a 0.3 m margin: feet, shanks, thighs and base corners within reach of the ground all
- * become contacts).  Returns the contact count. */
+ * (the step through its CONTACTS stage with a 0.3 m margin: feet, shanks, thighs and base corners within reach of
+ * the ground all become contacts).  Returns the contact count. */
 static int random_state(const sim_model *m, sim_data *d, rng_t *r)
 {
     sim_data_reset(m, d);
@@ -84,7 +84,8 @@ static int random_state(const sim_model *m, sim_data *d, rng_t *r)
     d->q[4] = sin(th / 2) * ax / th, d->q[5] = sin(th / 2) * ay / th, d->q[6] = sin(th / 2) * az / th;
     for (int k = 7; k < m->nq; k++) d->q[k] = urand(r, -1.5, 1.5);
     for (int k = 0; k < m->nv; k++) d->u[k] = urand(r, -1, 1);
-    return sim_step_prepare(m, d, 5e-3);
+    sim_step_stages(m, d, 5e-3, SIM_STAGE_NONE, SIM_STAGE_CONTACTS);
+    return d->ncon;
 }
 
 /* The structure sim_step hands to the solvers. */

@@ -163,7 +163,13 @@ static void random_states(sim_model *m, int rounds, double dt)
             sim_free_velocity(m, one[l], dt);
             sim_data *ref = sim_data_new(m);
             copy_state(m, ref, one[l]);
-            const int rc1 = sim_step(m, ref, dt), rcb = sim_batch_step(m, bt, l, lane[l], dt);
+            const int rc1 = sim_step(m, ref, dt);
+            int rcb = 0;
+            if (r % 2) /* the stages one call each */
+                for (int s = SIM_STAGE_NONE; s < SIM_STAGE_INTEGRATE; s++)
+                    rcb = sim_batch_step(m, bt, l, lane[l], dt, (sim_stage)s, (sim_stage)(s + 1));
+            else
+                rcb = sim_batch_step(m, bt, l, lane[l], dt, SIM_STAGE_NONE, SIM_STAGE_INTEGRATE);
             same_smooth(m, one[l], lane[l], l, r);
             same_step(m, ref, lane[l], l, r);
             cr_assert_eq(rc1, rcb);
@@ -208,7 +214,7 @@ Test(batch, joint_angles_beyond_the_fast_sincos)
     for (int l = 0; l < SIM_BATCH_LANES; l++) {
         sim_smooth(m, one[l]);
         sim_free_velocity(m, one[l], 0.005);
-        sim_batch_step(m, bt, l, lane[l], 0.005);
+        sim_batch_step(m, bt, l, lane[l], 0.005, SIM_STAGE_NONE, SIM_STAGE_INTEGRATE);
         /* the joint axes and positions, as the motion subspaces carry them (the NaN lane's are NaN) */
         same("cdof", one[l]->cdof, lane[l]->cdof, 6 * m->nv, l, 0);
         if (l < 3) same_smooth(m, one[l], lane[l], l, 0);
@@ -253,13 +259,13 @@ Test(batch, anymal_trajectories_with_contacts_bit_for_bit, .timeout = 120)
         if (s % 5 == 4) {
             for (int w = 0; w < NW; w++) {
                 sim_batch_smooth(m, bt, &bat[w], 1, dt);
-                sim_batch_step(m, bt, 0, bat[w], dt);
+                sim_batch_step(m, bt, 0, bat[w], dt, SIM_STAGE_NONE, SIM_STAGE_INTEGRATE);
             }
         } else {
             sim_data *order[NW];
             for (int l = 0; l < NW; l++) order[l] = bat[(l + s) % NW];
             sim_batch_smooth(m, bt, order, NW, dt);
-            for (int l = 0; l < NW; l++) sim_batch_step(m, bt, l, order[l], dt);
+            for (int l = 0; l < NW; l++) sim_batch_step(m, bt, l, order[l], dt, SIM_STAGE_NONE, SIM_STAGE_INTEGRATE);
         }
         for (int w = 0; w < NW; w++) {
             sim_step(m, one[w], dt);
@@ -325,7 +331,8 @@ static void shapes_fall(sim_model *m, int steps, long *contacts, long *rims)
         sim_data *order[NW];
         for (int l = 0; l < NW; l++) order[l] = bat[(l + s) % NW];
         sim_batch_smooth(m, bt, order, NW, dt);
-        for (int l = 0; l < NW; l++) cr_assert_eq(sim_batch_step(m, bt, l, order[l], dt), 0);
+        for (int l = 0; l < NW; l++)
+            cr_assert_eq(sim_batch_step(m, bt, l, order[l], dt, SIM_STAGE_NONE, SIM_STAGE_INTEGRATE), 0);
         for (int w = 0; w < NW; w++) {
             cr_assert_eq(sim_step(m, one[w], dt), 0);
             same_step(m, one[w], bat[w], w, s);

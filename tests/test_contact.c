@@ -464,8 +464,8 @@ Test(contact, capsule_and_cylinder_geometry)
     sim_model_destroy(&m);
 }
 
-/* sim_step is exactly its three public phases (the benchmark times the solve phase alone this way). */
-Test(contact, phases_are_the_step)
+/* sim_step is exactly its stages run one call each (the benchmarks time the solve stage alone this way). */
+Test(contact, stages_are_the_step)
 {
     const double size[3] = {0.2, 0.15, 0.1};
     sim_model *m = free_body(SIM_GEOM_BOX, size, 5.0, 0.8);
@@ -480,11 +480,10 @@ Test(contact, phases_are_the_step)
     int contacts = 0;
     for (int i = 0; i < 600; i++) {
         cr_assert_eq(sim_step(m, a, 1e-3), 0);
-        int nc = sim_step_prepare(m, b, 1e-3);
-        cr_assert_eq(nc, b->ncon);
-        sim_step_solve(m, b);
-        cr_assert_eq(sim_step_finish(m, b, 1e-3), 0);
-        contacts += nc > 0;
+        for (int s = SIM_STAGE_NONE; s < SIM_STAGE_INTEGRATE; s++)
+            cr_assert_eq(sim_step_stages(m, b, 1e-3, (sim_stage)s, (sim_stage)(s + 1)), 0);
+        cr_assert_eq(a->ncon, b->ncon);
+        contacts += b->ncon > 0;
         cr_assert(memcmp(a->q, b->q, sizeof(double) * (size_t)m->nq) == 0, "q differs at step %d", i);
         cr_assert(memcmp(a->u, b->u, sizeof(double) * (size_t)m->nv) == 0, "u differs at step %d", i);
         cr_assert_eq(a->stats.iterations, b->stats.iterations);
@@ -496,7 +495,7 @@ Test(contact, phases_are_the_step)
     sim_model_destroy(&m);
 }
 
-/* sim_step_kin with kinematics already current (the trot controller's path) is bit-for-bit sim_step: two worlds
+/* sim_step_stages with kinematics already current (the trot controller's path) is bit-for-bit sim_step: two worlds
  * from the same state, one stepped plainly, the other after its own sim_kinematics call, through a drop with
  * contacts, joint torques and a nonzero root_added_mass. */
 Test(contact, step_with_current_kinematics_is_bitwise_sim_step, .timeout = 60)
@@ -515,7 +514,7 @@ Test(contact, step_with_current_kinematics_is_bitwise_sim_step, .timeout = 60)
             for (int j = 6; j < m->nv; j++) w[k]->tau[j] = 8.0 * sin(0.01 * i + j);
         cr_assert_eq(sim_step(m, a, 1e-3), 0);
         sim_kinematics(m, b);
-        cr_assert_eq(sim_step_kin(m, b, 1e-3, 1), 0);
+        cr_assert_eq(sim_step_stages(m, b, 1e-3, SIM_STAGE_KINEMATICS, SIM_STAGE_INTEGRATE), 0);
         contact_steps += a->ncon > 0;
         cr_assert_eq(a->ncon, b->ncon);
         cr_assert(memcmp(a->q, b->q, sizeof(double) * (size_t)m->nq) == 0, "q differs at step %d", i);

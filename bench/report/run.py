@@ -401,11 +401,12 @@ def main():
                   "cap; the env step costs %.3f us of CPU per physics step, PD + sim_step alone %.3f us.  How: the "
                   "worlds are stepped as env_step steps them, four at a time: their PD laws, one sim_batch_smooth "
                   "(kinematics, velocities, CRBA, LTDL, RNEA and free velocity of the four worlds in vector lanes; "
-                  "\"dynamics\" is its time shared by its worlds), then per world sim_batch_load (\"load\": the "
-                  "world's results out of the batch), sim_step_prepare_contacts, sim_step_solve and sim_step_finish "
-                  "(bit-for-bit sim_step), each timed with the monotonic clock, preempted steps (> 300 us) left out; "
-                  "prepare is split by timing sim_collide and the contact Jacobians (sim_jacobian_sparse) on the same "
-                  "state beside it (\"delassus\" = prepare minus those: contact-frame Jacobians, L^-T J^T, G, targets); "
+                  "\"dynamics\" is its time shared by its worlds), then per world the stages of sim_batch_step one "
+                  "call each (bit-for-bit sim_step): SMOOTH (\"load\": the world's results out of the batch), "
+                  "COLLISION, CONTACTS, SOLVE and INTEGRATE, each timed with the monotonic clock, preempted steps "
+                  "(> 300 us) left out; CONTACTS is split by timing the contact Jacobians (sim_jacobian_sparse) on the "
+                  "same state beside it (\"delassus\" = CONTACTS minus those: contact-frame Jacobians, L^-T J^T, G, "
+                  "targets); "
                   "env overhead = env_step minus PD + physics on the same steps, in thread CPU time (a difference of two "
                   "timings: it can come out slightly negative).\n" % (d["mean_contacts"], d["mean_iterations"],
                                                       100 * d["capped_fraction"], d["env_step_us_per_physics_step"],
