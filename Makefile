@@ -114,10 +114,10 @@ PEER_USERS := $(BENCH_OBJ) $(BUILD)/obj/tests/test_vs_mujoco.o $(BUILD)/obj/peer
 $(PEER_USERS): ALL_CFLAGS += -Ipeers -DHERD_MUJOCO=$(if $(PEER_OBJ),1,0)
 $(PEER_USERS): $(MUJOCO_STAMP)
 
-# sim/'s vectors of four doubles (sim_batch.c's lanes, sim_spatial.h's helpers) pass between static functions only:
-# that their passing convention differs with and without AVX (GCC's -Wpsabi, in builds without AVX) concerns no
-# interface.
-$(BUILD)/obj/sim/%.o: ALL_CFLAGS += -Wno-psabi
+# sim/'s vectors of four doubles (sim_batch.c's lanes, sim_spatial.h's helpers, which test_dynamics checks) pass
+# between static functions only: that their passing convention differs with and without AVX (GCC's -Wpsabi, in
+# builds without AVX) concerns no interface.
+$(BUILD)/obj/sim/%.o $(BUILD)/obj/tests/test_dynamics.o: ALL_CFLAGS += -Wno-psabi
 
 # The ANYmal C model is embedded in the library (no model files needed at run time; HERD_MODEL_DIR
 # overrides it with a directory holding anymal_c.urdf).

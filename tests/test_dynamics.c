@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sim_dynamics.h"
+#include "sim_spatial.h"
 #include "sim_urdf.h"
 
 static unsigned long long rng_state = 88172645463325252ull;
@@ -309,4 +310,21 @@ Test(dynamics, data_is_one_allocation_and_reset)
     sim_data_destroy(&d);
     cr_assert_null(d);
     sim_model_destroy(&m);
+}
+
+/* The multiply-adds sim/ writes out round once on every target (the bits follow the source, not -march): with
+ * a = 1 + 2^-52, b = 1 - 2^-52, a b = 1 - 2^-104 exactly, so a b - 1 is -2^-104 fused and 0 with a rounded
+ * product.  The same for every element of the vector forms. */
+Test(dynamics, multiply_adds_round_once_on_every_target)
+{
+    volatile double av = 1.0 + 0x1p-52, bv = 1.0 - 0x1p-52; /* not folded at compile time */
+    const double a = av, b = bv;
+    cr_assert_eq(sim_fma(a, b, -1.0), -0x1p-104);
+    cr_assert_eq(sim_fma(-a, b, 1.0), 0x1p-104);
+    const sim_v4d_ va = sim_splat4(a), vb = {b, b, b, b}, one = sim_splat4(1.0);
+    const sim_v4d_ f = sim_fma4(va, vb, -one), g = sim_fnma4(va, vb, one);
+    for (int l = 0; l < 4; l++) {
+        cr_assert_eq(f[l], -0x1p-104, "sim_fma4 lane %d", l);
+        cr_assert_eq(g[l], 0x1p-104, "sim_fnma4 lane %d", l);
+    }
 }
