@@ -250,7 +250,7 @@ deps-check:
 .PHONY: test-bits
 test-bits:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/v2 MARCH=x86-64-v2 $(BUILD)/v2/tests/test_golden_steps
-	$(BUILD)/v2/tests/test_golden_steps
+	@tests/run-c-tests.sh $(BUILD)/v2/tests/test_golden_steps
 
 sanitize:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
