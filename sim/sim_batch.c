@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <string.h>
 
 #if defined(__AVX__) && SIM_BATCH_LANES == 4
@@ -133,29 +134,24 @@ static size_t layout(const sim_model *m, struct sim_batch *b, unsigned char *mem
 {
     const size_t nv = (size_t)m->nv, nb = (size_t)m->nbody, nq = (size_t)m->nq, nM = (size_t)m->nM;
     size_t off = (sizeof(struct sim_batch) + 63) / 64 * 64;
-#define PLACE(name, count)                                                   \
-    do {                                                                     \
-        if (mem) b->name = (sim_lanes *)(mem + off);                         \
-        off += (size_t)(count) * sizeof(sim_lanes);                          \
-    } while (0)
-    PLACE(q, nq);
-    PLACE(u, nv);
-    PLACE(tau, nv);
-    PLACE(xpos, 3 * nb);
-    PLACE(xrot, 9 * nb);
-    PLACE(xcom, 3 * nb);
-    PLACE(cinert, 10 * nb);
-    PLACE(cdof, 6 * nv);
-    PLACE(cvel, 6 * nb);
-    PLACE(cdof_dot, 6 * nv);
-    PLACE(Mp, nM);
-    PLACE(LD, nM);
-    PLACE(h, nv);
-    PLACE(crb, 10 * nb);
-    PLACE(cacc, 6 * nb);
-    PLACE(cfrc, 6 * nb);
-    PLACE(ufree, nv);
-#undef PLACE
+    /* each lane array: its field and its length, a multiple of one of the model's sizes */
+    enum { DIM_Q, DIM_V, DIM_BODY, DIM_M };
+    static const struct { size_t field; unsigned char dim, mult; } arrays[] = {
+        {offsetof(struct sim_batch, q), DIM_Q, 1},         {offsetof(struct sim_batch, u), DIM_V, 1},
+        {offsetof(struct sim_batch, tau), DIM_V, 1},       {offsetof(struct sim_batch, xpos), DIM_BODY, 3},
+        {offsetof(struct sim_batch, xrot), DIM_BODY, 9},   {offsetof(struct sim_batch, xcom), DIM_BODY, 3},
+        {offsetof(struct sim_batch, cinert), DIM_BODY, 10}, {offsetof(struct sim_batch, cdof), DIM_V, 6},
+        {offsetof(struct sim_batch, cvel), DIM_BODY, 6},   {offsetof(struct sim_batch, cdof_dot), DIM_V, 6},
+        {offsetof(struct sim_batch, Mp), DIM_M, 1},        {offsetof(struct sim_batch, LD), DIM_M, 1},
+        {offsetof(struct sim_batch, h), DIM_V, 1},         {offsetof(struct sim_batch, crb), DIM_BODY, 10},
+        {offsetof(struct sim_batch, cacc), DIM_BODY, 6},   {offsetof(struct sim_batch, cfrc), DIM_BODY, 6},
+        {offsetof(struct sim_batch, ufree), DIM_V, 1},
+    };
+    const size_t dims[] = {[DIM_Q] = nq, [DIM_V] = nv, [DIM_BODY] = nb, [DIM_M] = nM};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
+        if (mem) *(sim_lanes **)((unsigned char *)b + arrays[i].field) = (sim_lanes *)(mem + off);
+        off += dims[arrays[i].dim] * arrays[i].mult * sizeof(sim_lanes);
+    }
     const size_t ng = (size_t)m->ngeom;
     if (mem) b->cand = (lanes_cand *)(mem + off);
     off += ng * sizeof(lanes_cand);
