@@ -233,8 +233,19 @@ void env_get_cost(const env_t *e, env_cost *out)
     out->world_bytes = e->worlds && e->worlds[0].d ? env_world_bytes(e) : 0;
     out->fixed_bytes = (sizeof *e + 63) / 64 * 64 + sizeof *e->model;
     int dec = e->spec.decimation > 0 ? e->spec.decimation : 1;
-    long cap = sim_solver_iteration_cap(e->model->opt.solver, &e->model->opt.sp);
+    const sim_solver_params *sp = &e->model->opt.sp;
+    int solver = e->model->opt.solver;
+    long cap = sim_solver_iteration_cap(solver, sp);
     out->step_work = (double)dec * (double)(cap > 0 ? cap : 1);
+    out->decimation = dec;
+    out->solver = solver;
+    out->fallback = sim_solver_fallback(solver);
+    out->fallback_cap = out->fallback >= 0 ? sim_solver_iteration_cap(out->fallback, sp) : 0;
+    out->solver_cap = cap - out->fallback_cap > 0 ? cap - out->fallback_cap : 1;
+    /* as sim_data sizes its contact arrays (ncon_max) */
+    int nc = sim_model_max_contacts(e->model);
+    if (e->model->opt.max_contacts > 0 && nc > e->model->opt.max_contacts) nc = e->model->opt.max_contacts;
+    out->max_contacts = nc < SIM_SOLVER_MAX_CONTACTS ? nc : SIM_SOLVER_MAX_CONTACTS;
 }
 
 env_t *env_new(const char *name, int nworlds, const env_kv *ov, int nov, uint64_t seed, env_autoreset autoreset,

@@ -86,9 +86,35 @@ typedef struct {
     size_t fixed_bytes;         /* the env's own memory besides its worlds: its struct and its model */
     double step_work;           /* one world-step's contact-solver iterations at the caps: physics steps per env
                                  * step x (the solver's iteration cap + its ADMM fallback's; sim_solver_iteration_cap) */
+    /* what a step-time estimate needs (the server's srv_cost.h): */
+    int decimation;             /* physics steps per env step */
+    int solver;                 /* the contact solver's row (sim_solver.h) */
+    long solver_cap;            /* its own iterations per solve at most */
+    int fallback;               /* the row it hands stalled problems to, or -1 */
+    long fallback_cap;          /* that row's iterations per solve at most (0 without one) */
+    int max_contacts;           /* contacts per world at most (the model's, max_contacts and the solver's limit) */
 } env_cost;
 /* e's costs; world_bytes is 0 until e's first world exists. */
 void env_get_cost(const env_t *e, env_cost *out);
+
+/* A step's time estimated from the configuration (env_cost.c).  The solvers' iteration times on this machine
+ * (thread CPU seconds), measured on synthetic problems: an iteration over n contacts takes
+ * per_contact n + per_contact2 n^2.  Takes some tens of milliseconds. */
+#define ENV_SOLVER_ROWS 16
+typedef struct {
+    double per_contact[ENV_SOLVER_ROWS], per_contact2[ENV_SOLVER_ROWS];
+} env_solver_timing;
+void env_time_solvers(env_solver_timing *out);
+/* Seconds one iteration of row `solver` takes over ncontacts contacts (0 for an unknown row). */
+double env_solver_iteration_s(const env_solver_timing *t, int solver, int ncontacts);
+/* Thread CPU seconds of one physics step of e besides its contact solve, measured (an upper bound: it includes
+ * the solves of `steps` env steps of world 0 with zero actions, from a reset; obs and actions of at most
+ * ENV_PROBE_DIM entries, else 0).  World 0 must exist; it is reset. */
+#define ENV_PROBE_DIM 512
+double env_physics_step_s(env_t *e, int steps);
+/* One world-step's time at the caps: decimation x (physics_step_s + the solver's iteration cap x its iteration
+ * time at c->max_contacts + the fallback's cap x the fallback's). */
+double env_world_step_s(const env_cost *c, const env_solver_timing *t, double physics_step_s);
 void env_destroy(env_t **e);
 
 /* A named choice of a configuration key (env_config_key.choices): *value = its index, what env_new takes

@@ -233,6 +233,10 @@ typedef struct {
     int nextra;
     const char *const *extra_names;
     const int64_t *extra_values;
+    /* limits that are numbers with a fraction (float64), written after the integers */
+    int nfextra;
+    const char *const *fextra_names;
+    const double *fextra_values;
 } proto_hello_info;
 int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *info, const env_spec *const *specs,
                              int nspecs);

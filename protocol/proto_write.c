@@ -444,9 +444,11 @@ int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *
     kv_int(b, "threads", info->threads);
     kv_str(b, "auth", info->auth ? info->auth : "none");
     proto_w_str(b, "limits");
-    proto_w_map(b, (uint32_t)(NFIELDS(hello_limits_desc) + (info->nextra > 0 ? info->nextra : 0)));
+    proto_w_map(b, (uint32_t)(NFIELDS(hello_limits_desc) + (info->nextra > 0 ? info->nextra : 0) +
+                              (info->nfextra > 0 ? info->nfextra : 0)));
     kv_members(b, info, hello_limits_desc, NFIELDS(hello_limits_desc));
     for (int i = 0; i < info->nextra; i++) kv_int(b, info->extra_names[i], info->extra_values[i]);
+    for (int i = 0; i < info->nfextra; i++) kv_f64(b, info->fextra_names[i], info->fextra_values[i]);
     proto_w_str(b, "envs");
     proto_w_array(b, (uint32_t)nspecs);
     for (int i = 0; i < nspecs; i++) proto_w_spec(b, specs[i]);

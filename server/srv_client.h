@@ -37,6 +37,7 @@ struct srv_client {
     long worlds;                /* in its sessions, including makes in flight */
     int sessions;               /* open, including makes in flight */
     int inflight;               /* requests accepted and not yet answered */
+    double inflight_s;          /* the estimated CPU seconds of its steps among them (client_max_inflight_seconds) */
     _Atomic size_t queued_bytes;        /* replies handed to ZeroMQ and not yet sent (ZeroMQ's I/O thread
                                          * subtracts when it frees a sent or dropped reply) */
     /* totals, for logs and stats */

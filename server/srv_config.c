@@ -29,7 +29,8 @@ void srv_config_defaults(srv_config *c)
     c->quantum = 16;
     c->spin_us = 250;
     /* resource bounds */
-    c->max_request_work = 1L << 26;
+    c->max_step_seconds = SRV_MAX_STEP_SECONDS;
+    c->client_max_inflight_seconds = 0;
     c->max_memory_bytes = 0;
     c->max_sessions = 0;
     c->client_max_worlds = 0;
@@ -61,6 +62,11 @@ size_t srv_config_memory_ceiling(const srv_config *c)
     return mem / 4 * 3;
 }
 
+double srv_config_client_inflight_s(const srv_config *c)
+{
+    return c->client_max_inflight_seconds > 0 ? c->client_max_inflight_seconds : 2 * c->max_step_seconds;
+}
+
 int srv_config_max_sessions(const srv_config *c, size_t ceiling)
 {
     if (c->max_sessions > 0) return c->max_sessions;
@@ -73,9 +79,12 @@ static int apply_bounds(srv_config *c, const char *name, const char *val)
 {
     long l;
     double d;
-    if (!strcmp(name, "max-request-work")) {
-        if (parse_long(val, 1, 1L << 50, &l)) return -1;
-        c->max_request_work = l;
+    if (!strcmp(name, "max-step-seconds")) {
+        if (parse_double(val, 1e-6, 1e9, &d)) return -1;
+        c->max_step_seconds = d;
+    } else if (!strcmp(name, "client-max-inflight-seconds")) {
+        if (parse_double(val, 0, 1e12, &d)) return -1;
+        c->client_max_inflight_seconds = d;
     } else if (!strcmp(name, "max-memory")) {
         if (parse_long(val, 0, 1L << 50, &l)) return -1;
         c->max_memory_bytes = (size_t)l;
@@ -221,7 +230,7 @@ static const char *const settings[] = {"bind", "threads", "max-message-bytes", "
                                        "curve-secret-key-file", "curve-public-key-file", "curve-secret-key",
                                        "authorized-keys", "insecure",
                                        /* resource bounds */
-                                       "max-request-work", "max-memory", "max-sessions", "client-max-worlds", "client-max-sessions",
+                                       "max-step-seconds", "client-max-inflight-seconds", "max-memory", "max-sessions", "client-max-worlds", "client-max-sessions",
                                        "client-max-inflight", "client-max-queued-bytes", "drain-timeout"};
 /* Command-line only: --keygen DIR (a one-off action, not a setting of a running server). */
 static const char *const arg_only[] = {"keygen"};
@@ -290,9 +299,14 @@ void srv_config_usage(FILE *f)
             "\n"
             "Resource bounds (per request, per client: a CURVE key, or in plain mode an address; in all; hello reports\n"
             "them):\n"
-            "  --max-request-work N         worlds x the solver iterations a world-step may take at the caps\n"
-            "                               (physics steps x the solver's cap + its fallback's) of one step, at\n"
-            "                               most (default %ld); a costlier step gets LIMIT before it runs\n"
+            "  --max-step-seconds S         a step's estimated CPU time at the solver's caps, at most (default %g):\n"
+            "                               worlds x physics steps x (the physics besides the solve + the\n"
+            "                               solver's and its fallback's iteration caps x their iteration times\n"
+            "                               at the most contacts a world can have), times measured at start; a\n"
+            "                               costlier step gets LIMIT before it runs, and so does a make whose\n"
+            "                               one world-step alone costs more\n"
+            "  --client-max-inflight-seconds S  the estimates of one client's steps in flight, summed, at most\n"
+            "                               (default 0 = 2 x --max-step-seconds)\n"
             "  --max-memory BYTES           ceiling on the worlds' memory and the replies in flight; a make that\n"
             "                               would cross it gets LIMIT before allocating (default 0 = 3/4 of the\n"
             "                               cgroup memory limit or of the RAM); every session counts its own\n"
@@ -313,14 +327,14 @@ void srv_config_usage(FILE *f)
             "HERD_MAX_MESSAGE_BYTES, HERD_MAX_WORLDS_PER_SESSION, HERD_MAX_WORLDS, HERD_SESSION_TIMEOUT,\n"
             "HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM, HERD_SPIN_US, HERD_METRICS, HERD_CURVE_SECRET_KEY_FILE,\n"
             "HERD_CURVE_PUBLIC_KEY_FILE, HERD_CURVE_SECRET_KEY, HERD_AUTHORIZED_KEYS, HERD_INSECURE=1,\n"
-            "HERD_MAX_REQUEST_WORK, HERD_MAX_MEMORY, HERD_MAX_SESSIONS, HERD_CLIENT_MAX_WORLDS, HERD_CLIENT_MAX_SESSIONS,\n"
+            "HERD_MAX_STEP_SECONDS, HERD_CLIENT_MAX_INFLIGHT_SECONDS, HERD_MAX_MEMORY, HERD_MAX_SESSIONS, HERD_CLIENT_MAX_WORLDS, HERD_CLIENT_MAX_SESSIONS,\n"
             "HERD_CLIENT_MAX_INFLIGHT, HERD_CLIENT_MAX_QUEUED_BYTES, HERD_DRAIN_TIMEOUT.  The command line wins.\n"
             "SIGINT / SIGTERM: finish the requests in flight (at most --drain-timeout), send their replies, exit 0.\n"
             "Without keys anyone who can reach the endpoint can use the server: plain mode is the default only\n"
             "on 127.0.0.0/8 / [::1] / localhost (which must resolve to loopback) / lo and ipc://; elsewhere give\n"
             "keys or --insecure.  --insecure concerns --bind only, not --metrics.\n",
             d.bind, d.max_message_bytes, d.max_worlds_per_session, d.max_worlds, d.session_timeout_s,
-            d.stats_interval_s, d.quantum, d.spin_us, d.max_request_work, d.client_max_sessions, d.client_max_inflight,
+            d.stats_interval_s, d.quantum, d.spin_us, d.max_step_seconds, d.client_max_sessions, d.client_max_inflight,
             d.client_max_queued_bytes, d.drain_timeout_s);
 }
 
@@ -393,7 +407,9 @@ int srv_config_check(const srv_config *c, char *err, size_t errlen)
     if (!srv_config_curve(c) && !c->insecure && !srv_config_bind_is_local(c->bind))
         return snprintf(err, errlen, "%s is not a loopback or ipc address: give the server's keys "
                         "(--curve-secret-key-file, --authorized-keys) or allow plain mode with --insecure", c->bind), -1;
-    if (c->max_request_work < 1) return snprintf(err, errlen, "max-request-work must be >= 1"), -1;
+    if (!(c->max_step_seconds > 0)) return snprintf(err, errlen, "max-step-seconds must be > 0"), -1;
+    if (!(c->client_max_inflight_seconds >= 0))
+        return snprintf(err, errlen, "client-max-inflight-seconds must be >= 0"), -1;
     if (c->client_max_worlds < 0) return snprintf(err, errlen, "client-max-worlds must be >= 0"), -1;
     if (c->client_max_sessions < 1 || c->client_max_inflight < 1)
         return snprintf(err, errlen, "client-max-sessions and client-max-inflight must be >= 1"), -1;

@@ -45,8 +45,11 @@ typedef struct {
     int insecure;                /* allow plain (unauthenticated) mode on a non-loopback address */
     char keygen_dir[SRV_PATH_MAX];              /* --keygen DIR: write key pairs there and exit */
     /* ---- resource bounds: quotas, memory, CPU, drain ---- */
-    long max_request_work;       /* worlds x a world-step's solver iterations at the caps (env_cost.step_work)
-                                  * of one step request (LIMIT beyond) */
+    double max_step_seconds;     /* a step request's estimated CPU time at the solver's caps (worlds x a
+                                  * world-step's, env_world_step_s), at most (LIMIT beyond); a make whose one
+                                  * world-step alone would exceed it gets LIMIT */
+    double client_max_inflight_seconds;  /* the estimates of one client's steps in flight, summed, at most;
+                                          * 0 = 2 x max_step_seconds (srv_config_client_inflight_s) */
     size_t max_memory_bytes;     /* ceiling on sessions' memory + replies in flight; 0 = 3/4 of the cgroup memory
                                   * limit or of the machine's RAM (srv_config_memory_ceiling) */
     int max_sessions;            /* open sessions in all; 0 = derived from the memory ceiling
@@ -67,6 +70,14 @@ size_t srv_config_memory_ceiling(const srv_config *c);
  * alone is ~74 KB), so that many fit under the ceiling whatever their worlds; and at most this many. */
 #define SRV_SESSION_BYTES_AUTO ((size_t)128 << 10)
 #define SRV_MAX_SESSIONS_AUTO 65536
+/* The default --max-step-seconds.  The estimate is at the caps, far above a typical step: with anymal_c-walk's
+ * defaults a world-step at the caps (the ADMM fallback's 500 iterations included) is estimated at a few ms, so
+ * 65,536 default worlds fit with a margin for slower machines, while decimation 50 with 10,000 sweeps of
+ * paper-bisection over up to 76 contacts is estimated at seconds per world-step, so that a step of a hundred
+ * such worlds does not. */
+#define SRV_MAX_STEP_SECONDS 1000.0
+/* client_max_inflight_seconds in effect */
+double srv_config_client_inflight_s(const srv_config *c);
 /* The session cap the server enforces: c->max_sessions, or when 0, ceiling / SRV_SESSION_BYTES_AUTO within
  * [1, SRV_MAX_SESSIONS_AUTO]. */
 int srv_config_max_sessions(const srv_config *c, size_t ceiling);
@@ -78,7 +89,7 @@ void srv_config_defaults(srv_config *c);
 /* Applies HERD_BIND, HERD_THREADS, HERD_MAX_MESSAGE_BYTES, HERD_MAX_WORLDS_PER_SESSION, HERD_MAX_WORLDS,
  * HERD_SESSION_TIMEOUT, HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM, HERD_SPIN_US, HERD_METRICS,
  * HERD_CURVE_SECRET_KEY_FILE, HERD_CURVE_PUBLIC_KEY_FILE, HERD_CURVE_SECRET_KEY, HERD_AUTHORIZED_KEYS,
- * HERD_INSECURE (1 / 0), and the bounds: HERD_MAX_REQUEST_WORK, HERD_MAX_MEMORY, HERD_MAX_SESSIONS, HERD_CLIENT_MAX_WORLDS,
+ * HERD_INSECURE (1 / 0), and the bounds: HERD_MAX_STEP_SECONDS, HERD_CLIENT_MAX_INFLIGHT_SECONDS, HERD_MAX_MEMORY, HERD_MAX_SESSIONS, HERD_CLIENT_MAX_WORLDS,
  * HERD_CLIENT_MAX_SESSIONS, HERD_CLIENT_MAX_INFLIGHT, HERD_CLIENT_MAX_QUEUED_BYTES, HERD_DRAIN_TIMEOUT.
  * 0, or -1 with a message. */
 int srv_config_from_env(srv_config *c, char *err, size_t errlen);

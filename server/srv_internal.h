@@ -25,7 +25,8 @@
  * hello key, before they cost anything when they would cross one: per client (a CURVE key, or in plain mode
  * a peer address: sessions, worlds, requests in flight), the server's sessions and worlds, the memory
  * ceiling (every session's fixed bytes and its worlds (srv_quota.h), reply buffers in flight, replies queued
- * in ZeroMQ, counted back by ZeroMQ's free callback), and a step's estimated time (env_step_cost).  A client
+ * in ZeroMQ, counted back by ZeroMQ's free callback), and a step's estimated time (env_world_step_s: the solver's caps x
+ * iteration times measured at start; also summed over a client's steps in flight).  A client
  * whose unread replies exceed its byte budget has further replies dropped.  Every pending request is on
  * S->plist, so that work can be cancelled (srv_job_cancel): by close (the session's queued work;
  * UNKNOWN_SESSION), by a disconnect (the ROUTER's monitor reports the connection's fd, matched against
@@ -97,6 +98,7 @@ typedef struct pending {
     int cancel_code;            /* 0, or how to answer once cancelled: a proto_code, or -1 for no reply */
     int is_deferred;            /* on its session's deferred list (not yet on a worker) */
     size_t mem;                 /* its reply buffer's bytes (in mem_replies) */
+    double est_s;               /* step: its estimated CPU seconds (in client->inflight_s) */
     srv_quota_hold hold;        /* make: the session it reserved (moved to the session once made) */
     struct pending *lprev, *lnext;      /* the server's list of pending requests */
 } pending;
@@ -142,6 +144,8 @@ struct srv_server {
     size_t mem_replies;         /* reply buffers of jobs in flight */
     atomic_size_t mem_queued;   /* replies handed to ZeroMQ and not yet freed by it */
     env_cost task_cost[MAX_SPECS];      /* per task: its costs at its last make (at start: its defaults') */
+    double task_physics_s[MAX_SPECS];   /* per task: a physics step's CPU seconds besides the solve (measured) */
+    env_solver_timing solver_timing;    /* the solvers' iteration times on this machine (measured at start) */
     double ref_step_work;       /* the least step work of the tasks' defaults: a quantum of such world-steps is
                                  * a turn's length (srv_job.h max_chunk) */
     void *monitor;              /* PAIR socket receiving the ROUTER's disconnect events, or NULL */

@@ -67,15 +67,26 @@ int srv_job_cut(srv_job *j) { return atomic_load(&j->skipped) > 0; }
 
 int srv_jobs_task(const char *name) { return env_registry_find(name); }
 
-int srv_jobs_default_cost(int task, env_cost *out)
+/* env steps of the probe of a task's physics step (its defaults, zero actions, from a reset) */
+#define PHYSICS_PROBE_STEPS 20
+
+int srv_jobs_default_cost(int task, env_cost *out, double *physics_step_s)
 {
     const env_spec *sp = env_registry_spec(task);
     char err[256];
     env_t *e = sp ? env_new(sp->name, 1, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, err, sizeof err) : NULL;
     if (!e) return -1;
     env_get_cost(e, out);
+    *physics_step_s = env_physics_step_s(e, PHYSICS_PROBE_STEPS);
     env_destroy(&e);
     return 0;
+}
+
+void srv_jobs_time_solvers(env_solver_timing *t) { env_time_solvers(t); }
+
+double srv_jobs_world_step_s(const env_cost *c, const env_solver_timing *t, double physics_step_s)
+{
+    return env_world_step_s(c, t, physics_step_s);
 }
 
 void srv_job_cancel(srv_job *j) { atomic_store_explicit(&j->cancel, 1, memory_order_relaxed); }

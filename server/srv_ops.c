@@ -14,17 +14,20 @@ static void handle_hello(srv_server *S, incoming *in)
 {
     const env_spec *specs[MAX_SPECS];
     int n = srv_jobs_specs(specs, MAX_SPECS);
-    static const char *const names[] = {"max_request_work", "max_memory_bytes", "max_sessions", "client_max_worlds",
+    static const char *const names[] = {"max_memory_bytes", "max_sessions", "client_max_worlds",
                                         "client_max_sessions", "client_max_inflight", "client_max_queued_bytes",
                                         "drain_timeout_ms"};
-    const int64_t values[] = {S->cfg.max_request_work, (int64_t)S->mem_ceiling, S->quota.lim.max_sessions,
+    static const char *const fnames[] = {"max_step_seconds", "client_max_inflight_seconds"};
+    const double fvalues[] = {S->cfg.max_step_seconds, srv_config_client_inflight_s(&S->cfg)};
+    const int64_t values[] = {(int64_t)S->mem_ceiling, S->quota.lim.max_sessions,
                               S->quota.lim.client_max_worlds, S->cfg.client_max_sessions, S->cfg.client_max_inflight,
                               (int64_t)S->cfg.client_max_queued_bytes, (int64_t)(S->cfg.drain_timeout_s * 1000)};
     proto_hello_info info = {.server = "herd " HERD_VERSION, .threads = S->nthreads,
                              .max_message_bytes = S->cfg.max_message_bytes,
                              .max_worlds_per_session = S->cfg.max_worlds_per_session, .max_worlds = S->cfg.max_worlds,
                              .auth = srv_auth_enabled(S->auth) ? "curve" : "none",
-                             .nextra = (int)(sizeof names / sizeof names[0]), .extra_names = names, .extra_values = values};
+                             .nextra = (int)(sizeof names / sizeof names[0]), .extra_names = names, .extra_values = values,
+                             .nfextra = 2, .fextra_names = fnames, .fextra_values = fvalues};
     proto_buf_reset(&S->out);
     proto_encode_hello_reply(&S->out, in->req->id, &info, specs, n);
     srv_send_small(S, &in->to);
@@ -195,16 +198,29 @@ static void handle_step(srv_server *S, incoming *in)
         srv_pending_fail(S, p, (proto_code)rc, e.message);
         return;
     }
-    double work = (double)j->n * s->step_work;
-    if (work > (double)S->cfg.max_request_work) {
+    double est = (double)j->n * s->world_step_s;
+    if (est > S->cfg.max_step_seconds) {
         char m[300];
-        long most = (long)((double)S->cfg.max_request_work / s->step_work);
-        snprintf(m, sizeof m, "a step of %d worlds costs %.0f (worlds x the solver iterations a world-step may take "
-                 "at its caps, the fallback's included), over the limit of %ld (max_request_work): step at most %ld "
-                 "worlds of this session per request", j->n, work, S->cfg.max_request_work, most);
+        long most = (long)(S->cfg.max_step_seconds / s->world_step_s);
+        snprintf(m, sizeof m, "a step of %d worlds is estimated at %.4g s of CPU (worlds x %.4g s per world-step at "
+                 "the solver's caps, the fallback's included), over the limit of %g s (max_step_seconds): step at "
+                 "most %ld worlds of this session per request", j->n, est, s->world_step_s, S->cfg.max_step_seconds,
+                 most);
         srv_pending_fail(S, p, PROTO_E_LIMIT, m);
         return;
     }
+    srv_client *c = p->client;
+    double budget = srv_config_client_inflight_s(&S->cfg);
+    if (c && c->inflight_s + est > budget) {
+        char m[300];
+        snprintf(m, sizeof m, "this client's steps in flight are estimated at %.4g s of CPU and this one at %.4g s, "
+                 "over the limit of %g s (client_max_inflight_seconds): wait for replies before sending more",
+                 c->inflight_s, est, budget);
+        srv_pending_fail(S, p, PROTO_E_LIMIT, m);
+        return;
+    }
+    p->est_s = est;
+    if (c) c->inflight_s += est;
     /* worlds per env call: the quantum for sessions as cheap as the cheapest task's defaults, fewer as a
      * world-step costs more (a world's cost varies with its contacts: growing chunks would overshoot) */
     double per = (double)S->cfg.quantum * S->ref_step_work / s->step_work;

@@ -47,7 +47,11 @@ void srv_pending_free(srv_server *S, pending *p)
     srv_quota_release(&S->quota, &p->hold);     /* a make that did not become a session */
     /* not released here: the request being handled may still hold the entry (in.client); idle entries are
      * released at the end of handle_request and by the tick */
-    if (p->client) p->client->inflight--;
+    if (p->client) {
+        p->client->inflight--;
+        p->client->inflight_s -= p->est_s;
+        if (p->client->inflight_s < 1e-9) p->client->inflight_s = 0;   /* rounding, once nothing is left */
+    }
     if (p->to.nframes > 0) srv_close_frames(p->frames, p->to.nframes);
     if (p->has_payload) zmq_msg_close(&p->payload);
     proto_request_clear(&p->req);
@@ -255,6 +259,21 @@ static void complete_make(srv_server *S, pending *p)
     }
     int task = srv_jobs_task(r->env);
     if (task >= 0 && task < MAX_SPECS) S->task_cost[task] = j->cost;
+    /* a world-step costlier than a whole step may be could never be stepped, and would hold a worker for
+     * that long in every turn of the session (srv_job.c) */
+    double world_step_s = srv_jobs_world_step_s(&j->cost, &S->solver_timing,
+                                                 task >= 0 && task < MAX_SPECS ? S->task_physics_s[task] : 0);
+    if (world_step_s > S->cfg.max_step_seconds) {
+        char m[400];
+        snprintf(m, sizeof m, "one world-step of this configuration is estimated at %.4g s of CPU at the solver's "
+                 "caps (%d physics steps x %ld iterations of solver %d%s over up to %d contacts), over the limit of "
+                 "%g s per step (max_step_seconds): lower decimation, solver_max_iter or max_contacts", world_step_s,
+                 j->cost.decimation, j->cost.solver_cap, j->cost.solver,
+                 j->cost.fallback >= 0 ? " + its fallback's" : "", j->cost.max_contacts, S->cfg.max_step_seconds);
+        if (p->client) p->client->errors++;
+        srv_send_error(S, &p->to, p->id, NULL, PROTO_E_LIMIT, m);
+        return;                  /* the job's env is destroyed with the job, the hold released with p */
+    }
     int n = (int)r->num_worlds;
     srv_session *s = srv_session_new(n, S->nthreads, S->next_rot++ % S->nthreads);
     if (!s || srv_session_table_add(&S->sessions, s)) {
@@ -275,6 +294,7 @@ static void complete_make(srv_server *S, pending *p)
     s->seed = r->seed;
     s->created = s->last_active = srv_now_s();
     s->step_work = j->cost.step_work;
+    s->world_step_s = world_step_s;
     s->hold = p->hold;          /* the make's reservation moves to the session, with the bytes it really takes */
     p->hold.held = 0;
     srv_quota_commit(&S->quota, &s->hold, srv_session_cost_bytes(n, S->nthreads, &j->cost));

@@ -294,8 +294,9 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
     atomic_init(&S->mem_queued, 0);
     /* every task's costs with its defaults, until a make of it measures its own */
     S->ref_step_work = 0;
+    srv_jobs_time_solvers(&S->solver_timing);
     for (int i = 0; i < MAX_SPECS && i < srv_jobs_ntasks(); i++) {
-        if (srv_jobs_default_cost(i, &S->task_cost[i])) {
+        if (srv_jobs_default_cost(i, &S->task_cost[i], &S->task_physics_s[i])) {
             snprintf(err, errlen, "cannot make task %d with its default configuration", i);
             goto fail;
         }
@@ -378,14 +379,14 @@ void srv_server_banner(const srv_server *S)
             "  endpoint   %s\n"
             "  threads    %d workers + 1 I/O thread (%s)\n"
             "  limits     %zu bytes per request, %d worlds per session, %ld worlds in all\n"
-            "  bounds     work %ld per request, memory %zu MiB, %d sessions; per client %ld worlds, %d sessions,\n"
+            "  bounds     %g s per step (estimated at the caps), memory %zu MiB, %d sessions; per client %ld worlds, %d sessions,\n"
             "             %d in flight, %zu MiB of unread replies; drain %g s\n"
             "  auth       %s\n"
             "  sessions   closed %s\n"
             "  metrics    %s\n"
             "  envs       %s\n",
             HERD_VERSION, PROTO_VERSION, S->endpoint, S->nthreads, S->cpus.source, S->cfg.max_message_bytes,
-            S->cfg.max_worlds_per_session, S->cfg.max_worlds, S->cfg.max_request_work, S->mem_ceiling >> 20,
+            S->cfg.max_worlds_per_session, S->cfg.max_worlds, S->cfg.max_step_seconds, S->mem_ceiling >> 20,
             S->quota.lim.max_sessions, S->quota.lim.client_max_worlds, S->cfg.client_max_sessions, S->cfg.client_max_inflight,
             S->cfg.client_max_queued_bytes >> 20, S->cfg.drain_timeout_s, auth, timeout, metrics, envs);
 }

@@ -55,7 +55,8 @@ struct srv_session {
     int closing, destroying;    /* close requested / its job queued */
     srv_job *close_job;         /* the close request's job, until the session is idle (NULL: expiry) */
     double created, last_active;        /* srv_now_s(); last_active: the last request's arrival or reply */
-    double step_work;           /* one world-step's solver iterations at the caps (env_cost): the work bound's unit */
+    double step_work;           /* one world-step's solver iterations at the caps (env_cost): a turn's unit */
+    double world_step_s;        /* one world-step's estimated CPU seconds at the caps: max_step_seconds' unit */
     uint64_t steps, requests, errors;
     srv_rate rate;              /* of steps */
     srv_quota_hold hold;        /* what it holds against the bounds, and who made it (hold.client: its worlds

@@ -239,6 +239,8 @@ int sim_solve(int solver, int n, const double *G, const double *c, const double 
  * fallback's admm_max_iter.  The work bound of a caller that must not trust convergence.  0 for an index out of
  * range or a reserved row. */
 long sim_solver_iteration_cap(int solver, const sim_solver_params *p);
+/* The row that row `solver` hands stalled problems to (SIM_SOLVER_ADMM for "coulomb-stall-admm"), or -1. */
+int sim_solver_fallback(int solver);
 
 /* 1 if row `solver` reads the pre-step contact velocity (its solve_pre is set), else 0: a caller computes v_pre
  * only then, so that the other solvers cost exactly what they cost without it. */

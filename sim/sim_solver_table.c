@@ -125,6 +125,8 @@ long sim_solver_iteration_cap(int solver, const sim_solver_params *p)
     }
 }
 
+int sim_solver_fallback(int solver) { return solver == SIM_SOLVER_COULOMB_STALL_ADMM ? SIM_SOLVER_ADMM : -1; }
+
 int sim_solver_uses_pre_velocity(int solver)
 {
     const sim_solver_desc *d = sim_solver_at(solver);

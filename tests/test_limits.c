@@ -355,26 +355,127 @@ Test(nonfinite, server_replies_carry_no_inf_and_flag_the_reset, .timeout = 60)
 /* ================================================================================================ */
 /* 4. CPU bounds */
 
-/* HEAVY, 1,024 worlds: a step that would take minutes is refused before it runs, with the number of worlds a
- * step may have; a step within the bound runs. */
-Test(cpu, a_step_over_the_work_bound_is_refused_before_it_runs, .timeout = 120)
+/* The work bound counted solver iterations at the caps, not time: a step of 134 HEAVY worlds was within it and
+ * took 13.8 s.  The bound is now a step's estimated CPU time (max_step_seconds): that step is refused before it
+ * runs, with the key, its estimate and the number of worlds a step may have; a step within the bound runs. */
+Test(cpu, a_costly_134_world_step_is_refused_before_it_runs, .timeout = 120)
 {
     srv_thread *t;
     herd_client *c;
     herd_session s;
     herd_error e;
-    start_one(NULL, 2, "anymal_c-walk", 1024, HEAVY, 5, 60000, &t, &c, &s);
-    float *a = calloc((size_t)1024 * s.act_dim, 4), *o = calloc((size_t)1024 * s.obs_dim, 4);
+    start_one(NULL, 2, "anymal_c-walk", 134, HEAVY, 5, 60000, &t, &c, &s);
+    float *a = calloc((size_t)134 * s.act_dim, 4), *o = calloc((size_t)134 * s.obs_dim, 4);
     herd_step_out out = {.obs = o};
     double t0 = now_s();
-    cr_assert_eq(herd_client_step(c, &s, -1, NULL, a, 0, &out, &e), PROTO_E_LIMIT);
+    cr_assert_eq(herd_client_step(c, &s, -1, NULL, a, 0, &out, &e), PROTO_E_LIMIT, "the 134-world step was accepted");
     cr_assert_lt(now_s() - t0, SLOW * 2.0, "refused at once");
-    cr_assert(strstr(e.message, "(max_request_work)") && strstr(e.message, "at most 134 worlds"), "%s", e.message);
+    double est = 0, bound = 0;
+    long most = -1;
+    const char *p = strstr(e.message, "is estimated at ");
+    cr_assert(p && sscanf(p, "is estimated at %lf s", &est) == 1, "%s", e.message);
+    p = strstr(e.message, "over the limit of ");
+    cr_assert(p && sscanf(p, "over the limit of %lf s (max_step_seconds): step at most %ld worlds", &bound, &most) == 2,
+              "%s", e.message);
+    fprintf(stderr, "134 HEAVY worlds: estimated %.0f s of CPU, bound %g s, at most %ld worlds\n", est, bound, most);
+    cr_assert_eq(bound, SRV_MAX_STEP_SECONDS);
+    cr_assert_gt(est, bound);
+    cr_assert(most >= 1 && most < 134, "%s", e.message);
     int32_t id = 3;
     MUST(herd_client_reset(c, &s, 1, &id, NULL, o, &e_));
     MUST(herd_client_step(c, &s, 1, &id, a, 0, &out, &e_));
     free(a), free(o);
     finish(&c, &s, &t);
+}
+
+/* The iteration count refused a step of anymal_c-walk's defaults above 30,504 worlds, though 65,536 is what the
+ * README steps: the ADMM fallback's 500 iterations counted at their cap.  A step of 65,536 such worlds is not
+ * made here (gigabytes, seconds on 2 cores): the estimate is linear in the worlds, so 64 worlds against the
+ * default bound scaled by 64 / 65,536 make the same decision.  The make of one HEAVY world, whose one
+ * world-step alone exceeds a bound of 1 s, is refused naming the bound. */
+Test(cpu, a_default_walk_step_of_65536_worlds_is_within_the_default_bound, .timeout = 120)
+{
+    srv_config cfg;
+    base_config(&cfg, 2);
+    cfg.max_step_seconds = SRV_MAX_STEP_SECONDS * 64 / 65536;
+    srv_thread *t = start_cfg(&cfg);
+    herd_client *c = client_of(t, 60000);
+    herd_session s;
+    herd_error e;
+    MUST(make_s(c, "anymal_c-walk", 64, NULL, 0, &s, &e_));
+    float *a = calloc((size_t)64 * s.act_dim, 4), *o = calloc((size_t)64 * s.obs_dim, 4);
+    herd_step_out out = {.obs = o};
+    MUST(herd_client_reset(c, &s, -1, NULL, NULL, o, &e_));
+    cr_assert_eq(herd_client_step(c, &s, -1, NULL, a, 0, &out, &e), 0, "64 default worlds against %g s: %s",
+                 cfg.max_step_seconds, e.message);
+    MUST(herd_client_close(c, &s, &e_));
+    herd_client_destroy(&c);
+    cr_assert_eq(srv_thread_stop(&t), 0);
+
+    cfg.max_step_seconds = 1;
+    t = start_cfg(&cfg);
+    c = client_of(t, 60000);
+    cr_assert_eq(make_s(c, "anymal_c-walk", 1, HEAVY, 5, &s, &e), PROTO_E_LIMIT, "a HEAVY make against 1 s");
+    cr_assert(strstr(e.message, "one world-step of this configuration is estimated at") &&
+              strstr(e.message, "(max_step_seconds)"), "%s", e.message);
+    free(a), free(o);
+    herd_client_destroy(&c);
+    cr_assert_eq(srv_thread_stop(&t), 0);
+}
+
+/* A client's steps in flight are bounded by their estimates summed (client_max_inflight_seconds), not only by
+ * their number (256 costly steps could be in flight): with a bound of 2.5 steps' estimates, of 8 steps sent
+ * back to back (about a second of work) the first two are accepted and later ones are refused naming the key
+ * while those are in flight; once they are answered, a step is accepted again. */
+Test(cpu, a_clients_steps_in_flight_are_bounded_by_their_estimates, .timeout = 120)
+{
+    static const env_kv DEC50[1] = {{"decimation", 50}};
+    enum { W = 1024, K = 8 };
+    /* the session's world-step estimate, read from the LIMIT of a server whose bound is tiny */
+    srv_config cfg;
+    base_config(&cfg, 2);
+    cfg.max_step_seconds = 1e-6;
+    srv_thread *t = start_cfg(&cfg);
+    herd_client *c = client_of(t, 60000);
+    herd_session s;
+    herd_error e;
+    cr_assert_eq(make_s(c, "anymal_c-walk", 1, DEC50, 1, &s, &e), PROTO_E_LIMIT);
+    double ws = 0;
+    const char *p = strstr(e.message, "is estimated at ");
+    cr_assert(p && sscanf(p, "is estimated at %lf", &ws) == 1 && ws > 0, "%s", e.message);
+    herd_client_destroy(&c);
+    cr_assert_eq(srv_thread_stop(&t), 0);
+
+    cfg.max_step_seconds = 1e9;
+    cfg.client_max_inflight_seconds = 2.5 * W * ws;
+    t = start_cfg(&cfg);
+    c = client_of(t, 120000);
+    MUST(make_s(c, "anymal_c-walk", W, DEC50, 1, &s, &e_));
+    float *a = calloc((size_t)W * s.act_dim, 4);
+    MUST(herd_client_reset(c, &s, -1, NULL, NULL, NULL, &e_));
+    uint64_t ids[K];
+    for (int k = 0; k < K; k++) ids[k] = herd_client_step_send(c, &s, -1, NULL, a, 0, &e);
+    int refused = 0;
+    float *o = calloc((size_t)W * s.obs_dim, 4);
+    herd_step_out out = {.obs = o};
+    for (int k = 0; k < K; k++) {
+        herd_reply *r = NULL;
+        int rc = herd_client_wait(c, ids[k], 120000, &r, &e);
+        if (!rc) rc = herd_reply_step(r, &s, W, &out, &e);
+        herd_reply_destroy(&r);
+        if (k < 2) cr_assert_eq(rc, 0, "step %d: %s", k, e.message);
+        else if (rc) {
+            refused++;
+            cr_assert_eq(rc, PROTO_E_LIMIT, "%s", e.message);
+            cr_assert(strstr(e.message, "(client_max_inflight_seconds)"), "%s", e.message);
+        }
+    }
+    cr_assert_geq(refused, 1, "8 steps of %.0f s estimated each were in flight together", W * ws);
+    MUST(herd_client_step(c, &s, -1, NULL, a, 0, &out, &e_));
+    free(a), free(o);
+    MUST(herd_client_close(c, &s, &e_));
+    herd_client_destroy(&c);
+    cr_assert_eq(srv_thread_stop(&t), 0);
 }
 
 /* A CPU-heavy neighbour (HEAVY, pipelined steps of 64 worlds) alongside a latency-sensitive session stepping
@@ -450,6 +551,7 @@ Test(cpu, a_heavy_neighbour_keeps_a_small_sessions_p99_bounded, .timeout = 240)
 {
     srv_config cfg;
     base_config(&cfg, 2);
+    cfg.max_step_seconds = 1e9;     /* 64 HEAVY worlds per step: over the default estimate at the caps */
     srv_thread *t = start_cfg(&cfg);
     heavy_arg h = {srv_thread_endpoint(t), 0, 0, 0};
     pthread_t th;
@@ -709,7 +811,7 @@ Test(drift, the_idle_clock_restarts_at_the_reply, .timeout = 180)
     srv_config cfg;
     base_config(&cfg, 2);
     cfg.session_timeout_s = 1;
-    cfg.max_request_work = 1L << 40;     /* the step below is sized by time, not bounded by work */
+    cfg.max_step_seconds = 1e9;          /* the step below is sized by time, not bounded by the estimate */
     srv_thread *t = start_cfg(&cfg);
     herd_client *c = client_of(t, 120000);
     herd_session s;
@@ -840,7 +942,7 @@ Test(quota, sessions_and_worlds_per_client, .timeout = 60)
 Test(quota, hello_reports_every_bound, .timeout = 30)
 {
     static const char *const keys[] = {"max_message_bytes", "max_worlds_per_session", "max_worlds",
-                                       "max_request_work", "max_memory_bytes", "max_sessions", "client_max_worlds",
+                                       "max_memory_bytes", "max_sessions", "client_max_worlds",
                                        "client_max_sessions", "client_max_inflight", "client_max_queued_bytes",
                                        "drain_timeout_ms"};
     for (int defaults = 0; defaults < 2; defaults++) {
@@ -850,7 +952,8 @@ Test(quota, hello_reports_every_bound, .timeout = 30)
             cfg.max_message_bytes = 3u << 20;
             cfg.max_worlds_per_session = 1000;
             cfg.max_worlds = 5000;
-            cfg.max_request_work = 123456;
+            cfg.max_step_seconds = 123.5;
+            cfg.client_max_inflight_seconds = 0.25;
             cfg.max_memory_bytes = (size_t)300 << 20;
             cfg.max_sessions = 77;
             cfg.client_max_worlds = 2000;
@@ -860,7 +963,7 @@ Test(quota, hello_reports_every_bound, .timeout = 30)
             cfg.drain_timeout_s = 2.5;
         }
         const int64_t want[] = {(int64_t)cfg.max_message_bytes, cfg.max_worlds_per_session, cfg.max_worlds,
-                                cfg.max_request_work, (int64_t)srv_config_memory_ceiling(&cfg),
+                                (int64_t)srv_config_memory_ceiling(&cfg),
                                 srv_config_max_sessions(&cfg, srv_config_memory_ceiling(&cfg)),
                                 cfg.client_max_worlds ? cfg.client_max_worlds : cfg.max_worlds,
                                 cfg.client_max_sessions, cfg.client_max_inflight,
@@ -881,6 +984,16 @@ Test(quota, hello_reports_every_bound, .timeout = 30)
             cr_assert_eq((int64_t)v->via.u64, want[k], "%s: limits.%s = %" PRIu64 ", the server runs with %" PRId64,
                          defaults ? "defaults" : "set", keys[k], v->via.u64, want[k]);
         }
+        /* the step-time bounds are seconds with a fraction */
+        static const char *const fkeys[] = {"max_step_seconds", "client_max_inflight_seconds"};
+        const double fwant[] = {cfg.max_step_seconds, defaults ? 2 * cfg.max_step_seconds : 0.25};
+        for (int k = 0; k < 2; k++) {
+            const msgpack_object *v = map_get(lim, fkeys[k]);
+            cr_assert(v && v->type == MSGPACK_OBJECT_FLOAT64, "limits.%s is reported as a float64", fkeys[k]);
+            cr_assert_eq(v->via.f64, fwant[k], "limits.%s = %g, the server runs with %g", fkeys[k], v->via.f64,
+                         fwant[k]);
+        }
+        cr_assert(!map_get(lim, "max_request_work"), "the work bound in solver iterations is gone");
         if (defaults) {
             /* the defaults let one trainer use the whole server (section 9) */
             cr_assert_eq(map_get(lim, "client_max_worlds")->via.u64, map_get(lim, "max_worlds")->via.u64);
@@ -1199,6 +1312,7 @@ Test(cancel, close_cancels_the_sessions_queued_work, .timeout = 120)
 {
     srv_config cfg;
     base_config(&cfg, 2);
+    cfg.max_step_seconds = 1e9;     /* 10 steps of 64 HEAVY worlds: far over the default estimates at the caps */
     srv_thread *t = start_cfg(&cfg);
     herd_client *c = client_of(t, 60000);
     herd_session s;
@@ -1238,7 +1352,7 @@ Test(cancel, a_killed_clients_work_is_cancelled, .timeout = 120)
 {
     srv_config cfg;
     base_config(&cfg, 2);
-    cfg.max_request_work = 1L << 40;    /* ~8 s of queued work (2 threads, optimized build), whatever the config */
+    cfg.max_step_seconds = 1e9;         /* ~8 s of queued work (2 threads, optimized build), whatever the estimate */
     srv_thread *t = start_cfg(&cfg);
     int fds[2];
     cr_assert_eq(pipe(fds), 0);
@@ -1297,7 +1411,9 @@ Test(cancel, sigterm_under_load_meets_the_drain_deadline, .timeout = 120)
     if (pid == 0) {
         int devnull = open("/dev/null", O_WRONLY);
         dup2(devnull, 2);
-        execl(bin, bin, "--bind", ep, "--threads", "2", "--drain-timeout", "1", (char *)NULL);
+        /* 64 steps in flight, far more than client_max_inflight_seconds' default allows at the caps */
+        execl(bin, bin, "--bind", ep, "--threads", "2", "--drain-timeout", "1", "--client-max-inflight-seconds", "1e9",
+              (char *)NULL);
         _exit(127);
     }
     const char *eps[1] = {ep};
@@ -1307,7 +1423,7 @@ Test(cancel, sigterm_under_load_meets_the_drain_deadline, .timeout = 120)
     herd_session s;
     /* Work that lasts well past the 1 s deadline on any machine: 1024 worlds x 50 physics steps per env step
      * (~50k world-physics-steps each, ~0.12 s per step on 2 threads here) x 64 steps: ~8 s of work.
-     * The solver cap stays low so that the request is under --max-request-work (worlds x decimation x cap). */
+     * The solver cap stays low so that a request is under --max-step-seconds (estimated at the caps). */
     static const env_kv LONG[2] = {{"decimation", 50}, {"solver_max_iter", 100}};
     MUST(make_s(c, "anymal_c-walk", 1024, LONG, 2, &s, &e_));
     MUST(herd_client_reset(c, &s, -1, NULL, NULL, NULL, &e_));
@@ -1460,11 +1576,11 @@ Test(config, bounds_from_the_environment_and_the_command_line)
     unsetenv("HERD_CLIENT_MAX_QUEUED_BYTES");
     cr_assert_eq(c.drain_timeout_s, 7.5);
     cr_assert_eq(c.client_max_queued_bytes, (size_t)64 << 20);
-    char *argv[] = {"herd-server", "--drain-timeout", "3", "--max-request-work", "1000", "--client-max-inflight=9",
+    char *argv[] = {"herd-server", "--drain-timeout", "3", "--max-step-seconds", "12.5", "--client-max-inflight=9",
                     "--max-memory", "1G", "--client-max-sessions", "4", "--client-max-worlds", "77", NULL};
     cr_assert_eq(srv_config_from_args(&c, 12, argv, err, sizeof err), 0, "%s", err);
     cr_assert_eq(c.drain_timeout_s, 3);
-    cr_assert_eq(c.max_request_work, 1000);
+    cr_assert_eq(c.max_step_seconds, 12.5);
     cr_assert_eq(c.client_max_inflight, 9);
     cr_assert_eq(c.max_memory_bytes, (size_t)1 << 30);
     cr_assert_eq(srv_config_memory_ceiling(&c), (size_t)1 << 30);

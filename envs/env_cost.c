@@ -1,0 +1,121 @@
+/* env_cost.c — a step's time estimated from an env's configuration and its solver's caps (env.h): the time one
+ * contact-solver iteration takes on this machine, per solver, is measured on synthetic contact problems (thread
+ * CPU time), and a world-step at the caps is decimation x (the physics step besides the solve + each solver's
+ * iteration cap x its iteration time at the most contacts a world can have). */
+#include "env.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "sim_solver.h"
+
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Degrees of freedom of the synthetic problems' tree (a quadruped's 18) and the two sizes measured. */
+#define PROBE_NV 18
+#define PROBE_N1 8
+#define PROBE_N2 32     /* SIM_SOLVER_ADMM_MAX_CONTACTS: the dense ADMM's largest */
+#define PROBE_ITERS 40
+#define PROBE_MIN_S 0.002
+
+/* A reproducible contact problem of n contacts: G = S^T S + a small ridge (S: PROBE_NV x 3n, entries in
+ * [-1, 1)), every contact approaching (c_n < 0) and pushed sideways, so that sticking and slipping mix and
+ * the sweeps keep working (tol 0: no solver stops before its cap). */
+static void probe_problem(int n, double *G, double *c, double *mu)
+{
+    static double S[PROBE_NV * 3 * PROBE_N2];
+    uint64_t x = 0x243F6A8885A308D3ull;
+    for (int i = 0; i < PROBE_NV * 3 * n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        S[i] = (double)(x >> 11) / 4503599627370496.0 - 1.0;
+    }
+    int m = 3 * n;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < m; j++) {
+            double s = 0;
+            for (int k = 0; k < PROBE_NV; k++) s += S[k * m + i] * S[k * m + j];
+            G[i * m + j] = s + (i == j ? 1e-3 : 0);
+        }
+    for (int i = 0; i < n; i++) {
+        c[3 * i] = 0.3 * ((i % 3) - 1);
+        c[3 * i + 1] = 0.2 * ((i % 5) - 2);
+        c[3 * i + 2] = -0.5 - 0.01 * i;
+        mu[i] = 0.6;
+    }
+}
+
+/* Thread CPU seconds per iteration of row `solver` on the n-contact problem (0 if it cannot run it). */
+static double probe_iteration_s(int solver, int n)
+{
+    static double G[9 * PROBE_N2 * PROBE_N2], c[3 * PROBE_N2], mu[PROBE_N2], lambda[3 * PROBE_N2];
+    probe_problem(n, G, c, mu);
+    sim_solver_params p;
+    sim_solver_default_params(&p);
+    p.tol = 0;
+    p.max_iter = PROBE_ITERS;
+    p.admm_max_iter = PROBE_ITERS;
+    double t = 0;
+    long iters = 0;
+    for (int rep = 0; rep < 1000 && t < PROBE_MIN_S; rep++) {
+        sim_solver_stats st;
+        memset(lambda, 0, sizeof lambda);
+        double t0 = thread_cpu_s();
+        int rc = sim_solve(solver, n, G, c, mu, lambda, &p, &st);
+        t += thread_cpu_s() - t0;
+        if (rc < 0) return 0;
+        iters += st.iterations > 0 ? st.iterations : 1;
+    }
+    return iters > 0 ? t / (double)iters : 0;
+}
+
+void env_time_solvers(env_solver_timing *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int s = 0; s < sim_solver_count() && s < ENV_SOLVER_ROWS; s++) {
+        const sim_solver_desc *d = sim_solver_at(s);
+        if (!d || !d->solve) continue;
+        /* t(n) = a n + b n^2 through the two sizes: a sweep visits every contact, and each visit reads its
+         * contact's row of G (n blocks) */
+        double t1 = probe_iteration_s(s, PROBE_N1), t2 = probe_iteration_s(s, PROBE_N2);
+        const double n1 = PROBE_N1, n2 = PROBE_N2;
+        double b = (t2 / n2 - t1 / n1) / (n2 - n1), a = t1 / n1 - b * n1;
+        if (b < 0) b = 0, a = t1 / n1 > t2 / n2 ? t1 / n1 : t2 / n2;
+        if (a < 0) a = 0, b = t1 / (n1 * n1) > t2 / (n2 * n2) ? t1 / (n1 * n1) : t2 / (n2 * n2);
+        out->per_contact[s] = a;
+        out->per_contact2[s] = b;
+    }
+}
+
+double env_solver_iteration_s(const env_solver_timing *t, int solver, int ncontacts)
+{
+    if (solver < 0 || solver >= ENV_SOLVER_ROWS) return 0;
+    double n = ncontacts > 0 ? ncontacts : 1;
+    return t->per_contact[solver] * n + t->per_contact2[solver] * n * n;
+}
+
+double env_world_step_s(const env_cost *c, const env_solver_timing *t, double physics_step_s)
+{
+    double solve = (double)c->solver_cap * env_solver_iteration_s(t, c->solver, c->max_contacts);
+    if (c->fallback >= 0) solve += (double)c->fallback_cap * env_solver_iteration_s(t, c->fallback, c->max_contacts);
+    return (double)(c->decimation > 0 ? c->decimation : 1) * (physics_step_s + solve);
+}
+
+double env_physics_step_s(env_t *e, int steps)
+{
+    const env_spec *sp = env_get_spec(e);
+    float obs[ENV_PROBE_DIM], act[ENV_PROBE_DIM] = {0}, r;
+    uint8_t te, tr;
+    if (sp->obs_dim > ENV_PROBE_DIM || sp->act_dim > ENV_PROBE_DIM) return 0;
+    env_reset(e, 0, 1, NULL, NULL, obs);
+    double t0 = thread_cpu_s();
+    for (int k = 0; k < steps; k++) env_step(e, 0, 1, NULL, act, obs, &r, &te, &tr, NULL);
+    double t = thread_cpu_s() - t0;
+    env_cost c;
+    env_get_cost(e, &c);
+    return t / (double)(steps > 0 ? steps : 1) / (double)(c.decimation > 0 ? c.decimation : 1);
+}
