@@ -605,14 +605,19 @@ Test(golden, hello_and_make_replies_encode_to_the_bytes)
     expect_bytes(&b, "rep_hello");
     proto_buf_reset(&b);
     /* a server with resource bounds (PROTOCOL.md sections 6.1 and 9) adds them after the three */
-    static const char *const bound_names[] = {"max_request_work", "max_memory_bytes", "client_max_worlds",
+    static const char *const bound_names[] = {"max_memory_bytes", "max_sessions", "client_max_worlds",
                                               "client_max_sessions", "client_max_inflight",
                                               "client_max_queued_bytes", "drain_timeout_ms"};
-    static const int64_t bound_values[] = {67108864, 12884901888, 65536, 256, 256, 1073741824, 25000};
+    static const int64_t bound_values[] = {12884901888, 65536, 65536, 256, 256, 1073741824, 25000};
+    static const char *const fbound_names[] = {"max_step_seconds", "client_max_inflight_seconds"};
+    static const double fbound_values[] = {1000, 2000};
     info.auth = "curve";
     info.nextra = 7;
     info.extra_names = bound_names;
     info.extra_values = bound_values;
+    info.nfextra = 2;
+    info.fextra_names = fbound_names;
+    info.fextra_values = fbound_values;
     proto_encode_hello_reply(&b, 1, &info, specs, 1);
     expect_bytes(&b, "rep_hello_bounds");
     proto_buf_reset(&b);

@@ -278,11 +278,12 @@ add("rep_hello", "reply", "hello",
 add("rep_hello_bounds", "reply", "hello",
     ok(1, protocol=1, protocol_minor=3, server="herd 0.1.0", threads=8, auth="curve",
        limits={"max_message_bytes": 16777216, "max_worlds_per_session": 16384, "max_worlds": 65536,
-               "max_request_work": 67108864, "max_memory_bytes": 12884901888, "client_max_worlds": 65536,
+               "max_memory_bytes": 12884901888, "max_sessions": 65536, "client_max_worlds": 65536,
                "client_max_sessions": 256, "client_max_inflight": 256, "client_max_queued_bytes": 1073741824,
-               "drain_timeout_ms": 25000},
+               "drain_timeout_ms": 25000, "max_step_seconds": 1000.0, "client_max_inflight_seconds": 2000.0},
        envs=[TOY_SPEC]),
-    desc="hello reply of a CURVE server with resource bounds (minor 1): limits has the bounds of section 9")
+    desc="hello reply of a CURVE server with resource bounds (minor 1; max_sessions and the step-time bounds, "
+         "float64 CPU seconds, minor 3): limits has the bounds of section 9")
 add("rep_make", "reply", "make",
     ok(3, session=7, token=TOKEN, view_token=VIEW_TOKEN, env="toy-v0", num_worlds=4, autoreset="same_step", seed=42,
        config={"kp": 60.0, "decimation": 2.0, "solver": 2.0}, spec=TOY_SPEC))
