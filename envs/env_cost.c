@@ -20,6 +20,9 @@ static double thread_cpu_s(void)
 #define PROBE_NV 18
 #define PROBE_N1 8
 #define PROBE_N2 32     /* SIM_SOLVER_ADMM_MAX_CONTACTS: the dense ADMM's largest */
+#define PROBE_N2_SLOW 12 /* for a row whose solve at PROBE_N1 takes over PROBE_SLOW_S ("impacts": each of its
+                          * iterations is a whole inner solve), so that the probe stays short */
+#define PROBE_SLOW_S 2e-4
 #define PROBE_ITERS 40
 #define PROBE_MIN_S 0.002
 
@@ -49,8 +52,9 @@ static void probe_problem(int n, double *G, double *c, double *mu)
     }
 }
 
-/* Thread CPU seconds per iteration of row `solver` on the n-contact problem (0 if it cannot run it). */
-static double probe_iteration_s(int solver, int n)
+/* Thread CPU seconds per iteration of row `solver` on the n-contact problem (0 if it cannot run it); *solve_s:
+ * one solve's. */
+static double probe_iteration_s(int solver, int n, double *solve_s)
 {
     static double G[9 * PROBE_N2 * PROBE_N2], c[3 * PROBE_N2], mu[PROBE_N2], lambda[3 * PROBE_N2];
     probe_problem(n, G, c, mu);
@@ -61,7 +65,8 @@ static double probe_iteration_s(int solver, int n)
     p.admm_max_iter = PROBE_ITERS;
     double t = 0;
     long iters = 0;
-    for (int rep = 0; rep < 1000 && t < PROBE_MIN_S; rep++) {
+    int rep = 0;
+    for (; rep < 1000 && t < PROBE_MIN_S; rep++) {
         sim_solver_stats st;
         memset(lambda, 0, sizeof lambda);
         double t0 = thread_cpu_s();
@@ -70,6 +75,7 @@ static double probe_iteration_s(int solver, int n)
         if (rc < 0) return 0;
         iters += st.iterations > 0 ? st.iterations : 1;
     }
+    *solve_s = rep > 0 ? t / rep : 0;
     return iters > 0 ? t / (double)iters : 0;
 }
 
@@ -81,8 +87,10 @@ void env_time_solvers(env_solver_timing *out)
         if (!d || !d->solve) continue;
         /* t(n) = a n + b n^2 through the two sizes: a sweep visits every contact, and each visit reads its
          * contact's row of G (n blocks) */
-        double t1 = probe_iteration_s(s, PROBE_N1), t2 = probe_iteration_s(s, PROBE_N2);
-        const double n1 = PROBE_N1, n2 = PROBE_N2;
+        double solve1, solve2;
+        double t1 = probe_iteration_s(s, PROBE_N1, &solve1);
+        const double n1 = PROBE_N1, n2 = solve1 > PROBE_SLOW_S ? PROBE_N2_SLOW : PROBE_N2;
+        double t2 = probe_iteration_s(s, (int)n2, &solve2);
         double b = (t2 / n2 - t1 / n1) / (n2 - n1), a = t1 / n1 - b * n1;
         if (b < 0) b = 0, a = t1 / n1 > t2 / n2 ? t1 / n1 : t2 / n2;
         if (a < 0) a = 0, b = t1 / (n1 * n1) > t2 / (n2 * n2) ? t1 / (n1 * n1) : t2 / (n2 * n2);

@@ -83,8 +83,8 @@ double srv_config_client_inflight_s(const srv_config *c);
 int srv_config_max_sessions(const srv_config *c, size_t ceiling);
 
 /* tcp://127.0.0.1:5555, all cores, 16 MiB, 65536 / 262144 worlds, 600 s, info, 10 s, 16 worlds, 250 us;
- * bounds: 2^26 work per request, memory auto, per client max_worlds worlds / 256 sessions / 256 requests in
- * flight / 1 GiB queued replies, 25 s drain. */
+ * bounds: 1000 s per step (estimated at the caps), memory auto, per client max_worlds worlds / 256 sessions /
+ * 256 requests and 2000 s of steps in flight / 1 GiB queued replies, 25 s drain. */
 void srv_config_defaults(srv_config *c);
 /* Applies HERD_BIND, HERD_THREADS, HERD_MAX_MESSAGE_BYTES, HERD_MAX_WORLDS_PER_SESSION, HERD_MAX_WORLDS,
  * HERD_SESSION_TIMEOUT, HERD_LOG_LEVEL, HERD_STATS_INTERVAL, HERD_QUANTUM, HERD_SPIN_US, HERD_METRICS,

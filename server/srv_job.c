@@ -82,7 +82,16 @@ int srv_jobs_default_cost(int task, env_cost *out, double *physics_step_s)
     return 0;
 }
 
-void srv_jobs_time_solvers(env_solver_timing *t) { env_time_solvers(t); }
+/* Measured once per process: servers started in one process (tests) share the figures. */
+static env_solver_timing solver_timing;
+static void time_solvers_once(void) { env_time_solvers(&solver_timing); }
+
+void srv_jobs_time_solvers(env_solver_timing *t)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, time_solvers_once);
+    *t = solver_timing;
+}
 
 double srv_jobs_world_step_s(const env_cost *c, const env_solver_timing *t, double physics_step_s)
 {

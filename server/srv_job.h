@@ -95,7 +95,7 @@ int srv_jobs_task(const char *name);
 /* The costs of registered task `task` with its default configuration (an env of one world is made and
  * destroyed on the calling thread): 0, or -1 (no such task, or out of memory). */
 int srv_jobs_default_cost(int task, env_cost *out, double *physics_step_s);
-/* The step-time estimate (env.h): the solvers' iteration times, measured (tens of ms), and one world-step's
+/* The step-time estimate (env.h): the solvers' iteration times, measured once per process (~0.15 s), and one world-step's
  * CPU seconds at the caps for costs c, a task whose physics step besides the solve takes physics_step_s. */
 void srv_jobs_time_solvers(env_solver_timing *t);
 double srv_jobs_world_step_s(const env_cost *c, const env_solver_timing *t, double physics_step_s);
