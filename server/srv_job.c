@@ -309,6 +309,18 @@ static int make_env(srv_job *j)
             return 1;
         }
         j->made = 0;
+        env_get_cost(j->env, &j->cost);
+        double ws = j->timing ? env_world_step_s(&j->cost, j->timing, j->physics_step_s) : 0;
+        if (j->max_world_step_s > 0 && ws > j->max_world_step_s) {
+            /* such a session could never be stepped, and each of its turns would hold a worker that long */
+            snprintf(j->err, sizeof j->err, "one world-step is estimated at %.4g s at the caps (%d physics steps x "
+                     "%ld%s iterations, %d contacts), over the limit of %g s (max_step_seconds): lower decimation, "
+                     "solver_max_iter or max_contacts", ws, j->cost.decimation, j->cost.solver_cap,
+                     j->cost.fallback >= 0 ? " + fallback" : "", j->cost.max_contacts, j->max_world_step_s);
+            env_destroy(&j->env);
+            j->make_err = SRV_MAKE_TOO_COSTLY;
+            return 1;
+        }
     }
     while (j->made < r->num_worlds) {
         if (atomic_load_explicit(&j->cancel, memory_order_relaxed)) {

@@ -39,7 +39,7 @@
 typedef enum { SRV_JOB_RESET, SRV_JOB_STEP, SRV_JOB_MAKE, SRV_JOB_CLOSE, SRV_JOB_POSES } srv_job_kind;
 
 /* How a make job failed (srv_job.make_err). */
-typedef enum { SRV_MAKE_OK = 0, SRV_MAKE_BAD_CONFIG, SRV_MAKE_NO_MEMORY, SRV_MAKE_CANCELLED } srv_make_err;
+typedef enum { SRV_MAKE_OK = 0, SRV_MAKE_BAD_CONFIG, SRV_MAKE_NO_MEMORY, SRV_MAKE_CANCELLED, SRV_MAKE_TOO_COSTLY } srv_make_err;
 
 typedef struct srv_job_unit srv_job_unit;
 typedef struct srv_jobs srv_jobs;
@@ -59,8 +59,12 @@ struct srv_job {
     int latest;                 /* poses: on the session's second lanes (see above) */
     int max_chunk;              /* worlds per env call at most (0: the quantum); 1 for costly sessions, so that a
                                  * turn lasts about one world-step whatever the world-step costs */
-    /* make: the request (not owned; must outlive the job); after completion: */
+    /* make: the request (not owned; must outlive the job); the bound on one world-step's estimate (0: none; a
+     * configuration over it fails with SRV_MAKE_TOO_COSTLY before any world exists), with what it needs; after
+     * completion: */
     const proto_request *make;
+    double max_world_step_s, physics_step_s;
+    const env_solver_timing *timing;
     env_t *env;                 /* the new env (owned until moved into a session), or NULL and: */
     const env_spec *spec;       /* its spec (lives as long as env) */
     srv_make_err make_err;

@@ -110,6 +110,9 @@ static void handle_make(srv_server *S, incoming *in)
         return;
     }
     p->job.make = &p->req;
+    p->job.max_world_step_s = S->cfg.max_step_seconds;
+    p->job.timing = &S->solver_timing;
+    p->job.physics_step_s = S->task_physics_s[task];
     srv_submit_control(S, p);
 }
 

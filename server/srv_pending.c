@@ -253,27 +253,17 @@ static void complete_make(srv_server *S, pending *p)
             return;
         }
         if (p->client) p->client->errors++;
-        srv_send_error(S, &p->to, p->id, NULL, j->make_err == SRV_MAKE_NO_MEMORY ? PROTO_E_LIMIT : PROTO_E_BAD_CONFIG,
+        srv_send_error(S, &p->to, p->id, NULL,
+                       j->make_err == SRV_MAKE_NO_MEMORY || j->make_err == SRV_MAKE_TOO_COSTLY ? PROTO_E_LIMIT
+                                                                                              : PROTO_E_BAD_CONFIG,
                        j->err);
         return;
     }
     int task = srv_jobs_task(r->env);
     if (task >= 0 && task < MAX_SPECS) S->task_cost[task] = j->cost;
-    /* a world-step costlier than a whole step may be could never be stepped, and would hold a worker for
-     * that long in every turn of the session (srv_job.c) */
+    /* the make job refused a world-step over max_step_seconds before creating worlds */
     double world_step_s = srv_jobs_world_step_s(&j->cost, &S->solver_timing,
                                                  task >= 0 && task < MAX_SPECS ? S->task_physics_s[task] : 0);
-    if (world_step_s > S->cfg.max_step_seconds) {
-        char m[400];
-        snprintf(m, sizeof m, "one world-step of this configuration is estimated at %.4g s of CPU at the solver's "
-                 "caps (%d physics steps x %ld iterations of solver %d%s over up to %d contacts), over the limit of "
-                 "%g s per step (max_step_seconds): lower decimation, solver_max_iter or max_contacts", world_step_s,
-                 j->cost.decimation, j->cost.solver_cap, j->cost.solver,
-                 j->cost.fallback >= 0 ? " + its fallback's" : "", j->cost.max_contacts, S->cfg.max_step_seconds);
-        if (p->client) p->client->errors++;
-        srv_send_error(S, &p->to, p->id, NULL, PROTO_E_LIMIT, m);
-        return;                  /* the job's env is destroyed with the job, the hold released with p */
-    }
     int n = (int)r->num_worlds;
     srv_session *s = srv_session_new(n, S->nthreads, S->next_rot++ % S->nthreads);
     if (!s || srv_session_table_add(&S->sessions, s)) {
