@@ -8,7 +8,8 @@ Clients (one thread each, plain DEALER sockets, msgpack):
   heavy        decimation 50, 10,000 solver sweeps, tolerance 1e-11, 128 contacts: 16-world steps
   slow reader  pipelines 30 resets of 1,024 worlds (6 MB) and reads nothing for 20 s at a time: over the
                server's 4 MiB budget (--client-max-queued-bytes), part of its replies are dropped
-  quitter      makes, pipelines steps and closes its socket mid-step (linger 0), again and again
+  quitter      makes, pipelines steps and closes its socket mid-step (linger 0), again and again (32 heavy
+               worlds: within max_step_seconds, and three such steps within client_max_inflight_seconds)
 Every sample (--sample seconds) prints one JSON line: time, server RSS (kB), world-steps/s (stats),
 small-session latency p50 / p99 (ms) over the sample, errors seen by the clients.  At the end a summary
 line; exit status 1 when a client saw an unexpected error or the RSS of the last quarter exceeds the
@@ -142,10 +143,10 @@ class Load:
     def quitter(self):
         while not self.stop.is_set():
             c = Client(self.ctx, self.ep)
-            sid = c.call("make", env="anymal_c-walk", num_worlds=64, config=HEAVY)["session"]
+            sid = c.call("make", env="anymal_c-walk", num_worlds=32, config=HEAVY)["session"]
             c.call("reset", session=sid)
-            for _ in range(5):
-                c.send("step", session=sid, actions=zeros(64))
+            for _ in range(3):
+                c.send("step", session=sid, actions=zeros(32))
             self.stop.wait(0.5)
             c.close()                       # mid-step: its queued steps are cancelled; the session expires
             self.count("quits")
