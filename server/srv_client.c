@@ -108,6 +108,15 @@ size_t srv_client_identity(uint8_t *out, const char *key, const void *addr, size
     return addrlen + 1;
 }
 
+size_t srv_client_connection_identity(uint8_t *out, const void *rid, size_t ridlen)
+{
+    if (!rid || !ridlen) return 0;
+    if (ridlen > SRV_CLIENT_ID_MAX - 2) ridlen = SRV_CLIENT_ID_MAX - 2;
+    out[0] = SRV_CLIENT_CONNECTION;
+    memcpy(out + 1, rid, ridlen);
+    return ridlen + 1;
+}
+
 void srv_client_name(const srv_client *c, char *out, size_t outlen)
 {
     if (!outlen) return;
@@ -119,6 +128,11 @@ void srv_client_name(const srv_client *c, char *out, size_t outlen)
         for (size_t i = 1; i < c->idlen && o + 1 < outlen; i++)
             out[o++] = (c->id[i] >= 0x20 && c->id[i] < 0x7f) ? (char)c->id[i] : '?';
         out[o < outlen ? o : outlen - 1] = 0;
+        return;
+    }
+    if (c->id[0] == SRV_CLIENT_CONNECTION) {        /* the routing id, in hex */
+        size_t o = (size_t)snprintf(out, outlen, "connection ");
+        for (size_t i = 1; i < c->idlen && o + 3 <= outlen; i++) o += (size_t)snprintf(out + o, outlen - o, "%02x", c->id[i]);
         return;
     }
 }

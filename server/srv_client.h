@@ -6,6 +6,9 @@
  * the IP, or "local" for ipc:// and inproc://), so that opening more connections does not multiply what
  * one peer may hold; its sessions stay reachable through their tokens (srv_session.h).
  * srv_client_identity builds it from those two; it is prefixed with its kind so the two never collide.
+ * The bytes of replies queued and not yet sent are counted per connection instead (srv_client_connection_identity,
+ * in the server's registry of connections): a client that does not read its replies holds up only its own
+ * connection, never another connection from the same address or key.
  *
  * The counters are kept by the server and read by whoever enforces quotas: worlds and sessions the client made
  * and has not closed, including makes in flight (the ledger, srv_quota.c), requests in flight (srv_pending.c),
@@ -25,7 +28,7 @@
 
 #define SRV_CLIENT_ID_MAX 257    /* kind byte + an address (<= 255 bytes) or a z85 key (40) */
 
-typedef enum { SRV_CLIENT_ADDRESS = 'a', SRV_CLIENT_KEY = 'k' } srv_client_kind;
+typedef enum { SRV_CLIENT_ADDRESS = 'a', SRV_CLIENT_KEY = 'k', SRV_CLIENT_CONNECTION = 'c' } srv_client_kind;
 
 typedef struct srv_client srv_client;
 typedef struct srv_clients srv_clients;
@@ -68,6 +71,10 @@ void srv_clients_each(srv_clients *cs, void (*fn)(srv_client *c, void *arg), voi
  * authenticated key when key is non-NULL and non-empty (NUL-terminated text), else its address
  * (addr, addrlen bytes; truncated to 255).  0 when there is neither. */
 size_t srv_client_identity(uint8_t *out, const char *key, const void *addr, size_t addrlen);
+/* Writes the identity of one connection into out (SRV_CLIENT_ID_MAX bytes) and returns its length: the
+ * routing id the ROUTER socket gave it (rid, ridlen bytes; truncated to 255), 0 when there is none.  Entries of
+ * this kind live in a registry of their own and count only the bytes of replies queued for that connection. */
+size_t srv_client_connection_identity(uint8_t *out, const void *rid, size_t ridlen);
 /* Writes a printable form of an identity (for logs: the key or the address), NUL-terminated. */
 void srv_client_name(const srv_client *c, char *out, size_t outlen);
 

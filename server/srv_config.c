@@ -316,7 +316,7 @@ void srv_config_usage(FILE *f)
             "  --client-max-worlds N        worlds of one client's sessions (default 0 = --max-worlds)\n"
             "  --client-max-sessions N      open sessions of one client (default %d)\n"
             "  --client-max-inflight N      requests of one client accepted and not yet answered (default %d)\n"
-            "  --client-max-queued-bytes N  replies queued for one client and not yet sent (default %zu); beyond,\n"
+            "  --client-max-queued-bytes N  replies queued for one connection, not yet sent (default %zu); beyond,\n"
             "                               its replies are dropped (logged) until it reads\n"
             "  --drain-timeout SECONDS      SIGTERM: after this, requests in flight get SHUTTING_DOWN and the\n"
             "                               server exits (default %g)\n"

@@ -125,6 +125,7 @@ struct srv_server {
     proto_limits lim;
     srv_session_table sessions;
     srv_clients *clients;
+    srv_clients *conns;         /* per connection (routing id): bytes of replies queued for it */
     int jobs_inflight;          /* queued on workers or deferred */
     double t_start, last_tick, last_sample, last_stats;
     uint64_t steps, requests, errors;
@@ -156,10 +157,10 @@ struct srv_server {
 };
 
 /* A reply handed to ZeroMQ without a copy: freed (and uncounted) by ZeroMQ's I/O thread once sent or
- * dropped.  The client entry stays valid meanwhile: srv_client_idle counts its queued bytes. */
+ * dropped.  The connection's entry stays valid meanwhile: srv_client_idle counts its queued bytes. */
 typedef struct {
     srv_server *S;
-    srv_client *client;
+    srv_client *conn;
     size_t len;
 } queued_reply;
 

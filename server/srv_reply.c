@@ -13,7 +13,7 @@ static void free_buf(void *data, void *hint)
     queued_reply *q = hint;
     if (q) {
         atomic_fetch_sub(&q->S->mem_queued, q->len);
-        if (q->client) atomic_fetch_sub(&q->client->queued_bytes, q->len);
+        if (q->conn) atomic_fetch_sub(&q->conn->queued_bytes, q->len);
         free(q);
     }
     free(data);
@@ -64,7 +64,10 @@ static void send_coded(srv_server *S, srv_reply_to *to, int code, void *buf, siz
      * the ROUTER would append the next reply to this unfinished message */
     zmq_msg_t m;
     if (own) {
-        srv_client *c = to->client;
+        /* the budget of unread replies is the connection's (frame 0: the routing id the ROUTER gave it) */
+        uint8_t cid[SRV_CLIENT_ID_MAX];
+        size_t cn = srv_client_connection_identity(cid, zmq_msg_data(&frames[0]), zmq_msg_size(&frames[0]));
+        srv_client *c = cn ? srv_client_get(S->conns, cid, cn, srv_now_s()) : NULL;
         if (c && atomic_load(&c->queued_bytes) + len > S->cfg.client_max_queued_bytes) {
             /* a client that does not read its replies: drop them rather than hold its memory */
             free(buf);
@@ -72,12 +75,14 @@ static void send_coded(srv_server *S, srv_reply_to *to, int code, void *buf, siz
             S->dropped_replies++;
             srv_metrics_dropped(S->metrics, SRV_DROP_REPLY);
             double t = srv_now_s();
-            char who[96];
-            srv_client_name(c, who, sizeof who);
+            char who[96], conn[96];
+            who[0] = 0;
+            if (to->client) srv_client_name(to->client, who, sizeof who);
+            srv_client_name(c, conn, sizeof conn);
             int lv = t - S->last_drop_log >= DROP_LOG_S ? SRV_LOG_WARN : SRV_LOG_DEBUG;
             if (lv == SRV_LOG_WARN) S->last_drop_log = t;
-            LOG(S, lv, "client %s: reply of %zu bytes dropped: %zu bytes of its replies are still unread (limit %zu, "
-                "--client-max-queued-bytes); %" PRIu64 " replies dropped so far", who, len,
+            LOG(S, lv, "client %s, %s: reply of %zu bytes dropped: %zu bytes of its replies are still unread (limit %zu, "
+                "--client-max-queued-bytes); %" PRIu64 " replies dropped so far", who, conn, len,
                 (size_t)atomic_load(&c->queued_bytes), S->cfg.client_max_queued_bytes, S->dropped_replies);
             return;
         }

@@ -83,6 +83,12 @@ static void release_idle_client(srv_client *c, void *arg)
     srv_client_release(S->clients, &c);
 }
 
+static void release_idle_conn(srv_client *c, void *arg)
+{
+    srv_server *S = arg;
+    srv_client_release(S->conns, &c);
+}
+
 /* The periodic work: rate samples, session expiry, pending closes, the stats line. */
 static void tick(srv_server *S, double t)
 {
@@ -95,6 +101,7 @@ static void tick(srv_server *S, double t)
     }
     srv_session_table_each(&S->sessions, tick_session, &a);
     srv_clients_each(S->clients, release_idle_client, S);
+    srv_clients_each(S->conns, release_idle_conn, S);
     if (S->metrics) {
         srv_metrics_gauges(S->metrics, S->sessions.count, S->quota.worlds, S->cfg.max_worlds, S->jobs_inflight);
         srv_metrics_memory(S->metrics, srv_mem_used(S), S->mem_ceiling);
@@ -262,7 +269,8 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
     S->lim.max_objects = 4 * (size_t)c->max_worlds_per_session + 4096;
     srv_session_table_init(&S->sessions);
     S->clients = srv_clients_new();
-    if (!S->clients) {
+    S->conns = srv_clients_new();
+    if (!S->clients || !S->conns) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -437,6 +445,7 @@ void srv_server_destroy(srv_server **pS)
     srv_auth_destroy(&S->auth);         /* its socket must be closed before the context ends */
     if (S->ctx) zmq_ctx_term(S->ctx);
     srv_clients_destroy(&S->clients);
+    srv_clients_destroy(&S->conns);
     proto_buf_free(&S->out);
     free(S);
     *pS = NULL;

@@ -1336,7 +1336,9 @@ Test(quota, memory_ceiling_counts_reply_buffers, .timeout = 120)
 }
 
 /* A client that never reads its replies pinned 1.46 GB.  Over its byte budget (1 MiB here), its replies
- * are dropped: it gets far fewer replies than it asked for, and a reading client is served meanwhile. */
+ * are dropped: it gets far fewer replies than it asked for.  The budget is its connection's: another
+ * connection from the same address (the same client for the quotas) that reads is served meanwhile, its
+ * replies together far over the budget. */
 Test(quota, a_slow_reader_has_its_replies_dropped, .timeout = 400)
 {
     srv_config cfg;
@@ -1354,6 +1356,7 @@ Test(quota, a_slow_reader_has_its_replies_dropped, .timeout = 400)
     herd_session s, small;
     MUST(make_s(maker, "anymal_c-walk", 1024, NULL, 0, &s, &e_));
     MUST(make_s(maker, "anymal_c-walk", 1, NULL, 0, &small, &e_));
+    herd_client_set_timeout(maker, 20000);  /* a reset of 1024 worlds takes milliseconds; a dropped reply fails */
     /* the slow reader: a raw DEALER with small buffers that sends resets and does not read */
     void *ctx = zmq_ctx_new(), *d = zmq_socket(ctx, ZMQ_DEALER);
     /* ZeroMQ's I/O thread reads ahead into the socket's pipe up to RCVHWM messages whether the application
@@ -1362,8 +1365,8 @@ Test(quota, a_slow_reader_has_its_replies_dropped, .timeout = 400)
     zmq_setsockopt(d, ZMQ_RCVBUF, &tiny, sizeof tiny);
     zmq_setsockopt(d, ZMQ_RCVHWM, &one, sizeof one);
     zmq_setsockopt(d, ZMQ_LINGER, &zero, sizeof zero);
-    char epbuf[300];    /* from another address: its budget is its own, not the maker's */
-    cr_assert_eq(zmq_connect(d, endpoint_from(t, "127.0.0.2", epbuf, sizeof epbuf)), 0);
+    /* from the maker's own address: the same client, another connection */
+    cr_assert_eq(zmq_connect(d, srv_thread_endpoint(t)), 0);
     /* 100 replies of ~200 KB: 20 MB asked for.  What can be delivered: the 1 MiB budget (~5 replies), plus what
      * the kernel holds for the connection (the server's send buffer autotunes up to tcp_wmem's maximum, 4 MiB
      * by default: ~20 replies), plus the reader's 1-message pipe: about 27 */
@@ -1391,6 +1394,13 @@ Test(quota, a_slow_reader_has_its_replies_dropped, .timeout = 400)
                   (int)(st.session_requests - before), N);
     /* ... and a reset of the same session queued after them: when it is answered, theirs are done */
     MUST(herd_client_reset(maker, &s, -1, NULL, NULL, o, &e_));
+    /* the slow reader's connection is over its budget now; the maker's replies (~200 KB each, 2 MB in all)
+     * still arrive: a dropped one would time out (its timeout, set below) */
+    for (int k = 0; k < 10; k++) {
+        herd_error re;
+        int rc = herd_client_reset(maker, &s, -1, NULL, NULL, o, &re);
+        cr_assert_eq(rc, 0, "reset %d of the reading connection beside the slow reader: %s", k, re.message);
+    }
     int got = 0;
     while (raw_recv(d, 1000, NULL, NULL, NULL) == 0) got++;
     fflush(stderr);
