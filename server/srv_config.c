@@ -2,6 +2,7 @@
 #include "srv_config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <sched.h>
 #include <stdint.h>
@@ -74,42 +75,46 @@ int srv_config_max_sessions(const srv_config *c, size_t ceiling)
     return n < 1 ? 1 : n > SRV_MAX_SESSIONS_AUTO ? SRV_MAX_SESSIONS_AUTO : (int)n;
 }
 
-/* The resource bounds' settings (a block of their own); 1 if name is not one of them. */
+/* The resource bounds' settings: each one's field, its type and its range. */
+enum bound_type { B_DOUBLE, B_LONG, B_INT, B_SIZE };
+static const struct bound_setting {
+    const char *name;
+    size_t field;               /* offsetof(srv_config, ...) */
+    enum bound_type type;
+    double lo, hi;
+} bound_settings[] = {
+    {"max-step-seconds", offsetof(srv_config, max_step_seconds), B_DOUBLE, 1e-6, 1e9},
+    {"client-max-inflight-seconds", offsetof(srv_config, client_max_inflight_seconds), B_DOUBLE, 0, 1e12},
+    {"max-memory", offsetof(srv_config, max_memory_bytes), B_SIZE, 0, 0x1p50},
+    {"max-sessions", offsetof(srv_config, max_sessions), B_INT, 0, 0x1p24},
+    {"client-max-worlds", offsetof(srv_config, client_max_worlds), B_LONG, 0, 0x1p40},
+    {"client-max-sessions", offsetof(srv_config, client_max_sessions), B_INT, 1, 0x1p20},
+    {"client-max-inflight", offsetof(srv_config, client_max_inflight), B_INT, 1, 0x1p20},
+    {"client-max-queued-bytes", offsetof(srv_config, client_max_queued_bytes), B_SIZE, 1024, 0x1p50},
+    {"drain-timeout", offsetof(srv_config, drain_timeout_s), B_DOUBLE, 0, 1e6},
+};
+
+/* Applies one resource-bound setting; 1 if name is not one of them, -1 for a bad value. */
 static int apply_bounds(srv_config *c, const char *name, const char *val)
 {
-    long l;
-    double d;
-    if (!strcmp(name, "max-step-seconds")) {
-        if (parse_double(val, 1e-6, 1e9, &d)) return -1;
-        c->max_step_seconds = d;
-    } else if (!strcmp(name, "client-max-inflight-seconds")) {
-        if (parse_double(val, 0, 1e12, &d)) return -1;
-        c->client_max_inflight_seconds = d;
-    } else if (!strcmp(name, "max-memory")) {
-        if (parse_long(val, 0, 1L << 50, &l)) return -1;
-        c->max_memory_bytes = (size_t)l;
-    } else if (!strcmp(name, "max-sessions")) {
-        if (parse_long(val, 0, 1 << 24, &l)) return -1;
-        c->max_sessions = (int)l;
-    } else if (!strcmp(name, "client-max-worlds")) {
-        if (parse_long(val, 0, 1L << 40, &l)) return -1;
-        c->client_max_worlds = l;
-    } else if (!strcmp(name, "client-max-sessions")) {
-        if (parse_long(val, 1, 1 << 20, &l)) return -1;
-        c->client_max_sessions = (int)l;
-    } else if (!strcmp(name, "client-max-inflight")) {
-        if (parse_long(val, 1, 1 << 20, &l)) return -1;
-        c->client_max_inflight = (int)l;
-    } else if (!strcmp(name, "client-max-queued-bytes")) {
-        if (parse_long(val, 1024, 1L << 50, &l)) return -1;
-        c->client_max_queued_bytes = (size_t)l;
-    } else if (!strcmp(name, "drain-timeout")) {
-        if (parse_double(val, 0, 1e6, &d)) return -1;
-        c->drain_timeout_s = d;
-    } else {
-        return 1;
+    for (size_t i = 0; i < sizeof bound_settings / sizeof bound_settings[0]; i++) {
+        const struct bound_setting *b = &bound_settings[i];
+        if (strcmp(name, b->name)) continue;
+        void *f = (char *)c + b->field;
+        if (b->type == B_DOUBLE) {
+            double d;
+            if (parse_double(val, b->lo, b->hi, &d)) return -1;
+            *(double *)f = d;
+            return 0;
+        }
+        long l;
+        if (parse_long(val, (long)b->lo, (long)b->hi, &l)) return -1;
+        if (b->type == B_LONG) *(long *)f = l;
+        else if (b->type == B_INT) *(int *)f = (int)l;
+        else *(size_t *)f = (size_t)l;
+        return 0;
     }
-    return 0;
+    return 1;
 }
 
 static int parse_long(const char *s, long lo, long hi, long *out)
