@@ -1,6 +1,7 @@
 # herd — GNU make build.  Everything goes to build/.
 #   make            optimized build (-O3): the layer libraries, server, demo, bench, tests
 #   make MUJOCO=no  the same without MuJoCo (auto: with it where libmujoco-dev is installed; yes: required)
+#   make test-no-mujoco   the C suite from a build without MuJoCo (peer tests skipped and counted)
 #   make test       every test (C tests under Criterion; Python/Julia client tests where present)
 #   make sanitize   the whole C test suite under ASan + UBSan (build/san/)
 #   make test-bits  the golden per-step hashes from an x86-64-v2 build (the same bits as the default build)
@@ -247,6 +248,12 @@ deps-check:
 	@deploy/install-deps.sh --check >/dev/null 2>&1 || deploy/install-deps.sh
 
 # The golden per-step hashes from an x86-64-v2 build ($(BUILD)/v2): the bits must not depend on the instruction set.
+.PHONY: test-no-mujoco
+# The C suite from a build without MuJoCo (build/nomj): the peer tests skip, counted as skipped.
+test-no-mujoco:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/nomj MUJOCO=no all
+	@tests/run-c-tests.sh $(BUILD)/nomj/tests/test_*
+
 .PHONY: test-bits
 test-bits:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/v2 MARCH=x86-64-v2 $(BUILD)/v2/tests/test_golden_steps

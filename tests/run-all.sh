@@ -2,7 +2,8 @@
 # Every test of the project, as `make test` runs it (and CI through .ci/run):
 #   1. the C suite (Criterion), optimized build
 #   2. the same C suite under ASan + UBSan (build/san)
-#      and the golden per-step hashes from an x86-64-v2 build (make test-bits: the same bits on any x86-64 CPU)
+#      and the golden per-step hashes from an x86-64-v2 build (make test-bits: the same bits on any x86-64 CPU),
+#      and the C suite from a build without MuJoCo (make test-no-mujoco: the peer tests skipped and counted)
 #   3. the Python client suite (pytest, against a real server), when present; the actuator network's data
 #      against legged_gym's TorchScript archive (tests/actuator_net_check.sh), where PyTorch and the archive are
 #   4. the Julia client suite (skipped with a visible message where julia is absent), the browser viewer
@@ -43,6 +44,7 @@ run "c" tests/run-c-tests.sh build/tests/test_*
 run "c-sanitizers" make --no-print-directory sanitize
 run "layers" tests/layers.sh
 run "bits-v2" make --no-print-directory test-bits
+run "c-no-mujoco" make --no-print-directory test-no-mujoco
 run "comments" /usr/bin/python3 tests/comments.py
 run "actuator-net" tests/actuator_net_check.sh
 [ -d clients/python/tests ] && run "python" tests/run-py-tests.sh
