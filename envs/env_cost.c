@@ -4,6 +4,7 @@
  * iteration cap x its iteration time at the most contacts a world can have). */
 #include "env.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -29,9 +30,14 @@ static double thread_cpu_s(void)
 /* A reproducible contact problem of n contacts: G = S^T S + a small ridge (S: PROBE_NV x 3n, entries in
  * [-1, 1)), every contact approaching (c_n < 0) and pushed sideways, so that sticking and slipping mix and
  * the sweeps keep working (tol 0: no solver stops before its cap). */
-static void probe_problem(int n, double *G, double *c, double *mu)
+/* The probes' arrays, allocated once per measurement (nothing is kept between calls). */
+typedef struct {
+    double S[PROBE_NV * 3 * PROBE_N2];
+    double G[9 * PROBE_N2 * PROBE_N2], c[3 * PROBE_N2], mu[PROBE_N2], lambda[3 * PROBE_N2];
+} probe_scratch;
+
+static void probe_problem(int n, double *S, double *G, double *c, double *mu)
 {
-    static double S[PROBE_NV * 3 * PROBE_N2];
     uint64_t x = 0x243F6A8885A308D3ull;
     for (int i = 0; i < PROBE_NV * 3 * n; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -54,10 +60,10 @@ static void probe_problem(int n, double *G, double *c, double *mu)
 
 /* Thread CPU seconds per iteration of row `solver` on the n-contact problem (0 if it cannot run it); *solve_s:
  * one solve's. */
-static double probe_iteration_s(int solver, int n, double *solve_s)
+static double probe_iteration_s(probe_scratch *w, int solver, int n, double *solve_s)
 {
-    static double G[9 * PROBE_N2 * PROBE_N2], c[3 * PROBE_N2], mu[PROBE_N2], lambda[3 * PROBE_N2];
-    probe_problem(n, G, c, mu);
+    double *G = w->G, *c = w->c, *mu = w->mu, *lambda = w->lambda;
+    probe_problem(n, w->S, G, c, mu);
     sim_solver_params p;
     sim_solver_default_params(&p);
     p.tol = 0;
@@ -68,7 +74,7 @@ static double probe_iteration_s(int solver, int n, double *solve_s)
     int rep = 0;
     for (; rep < 1000 && t < PROBE_MIN_S; rep++) {
         sim_solver_stats st;
-        memset(lambda, 0, sizeof lambda);
+        memset(lambda, 0, sizeof w->lambda);
         double t0 = thread_cpu_s();
         int rc = sim_solve(solver, n, G, c, mu, lambda, &p, &st);
         t += thread_cpu_s() - t0;
@@ -82,21 +88,24 @@ static double probe_iteration_s(int solver, int n, double *solve_s)
 void env_time_solvers(env_solver_timing *out)
 {
     memset(out, 0, sizeof *out);
+    probe_scratch *w = malloc(sizeof *w);
+    if (!w) return;             /* all zero: no time known */
     for (int s = 0; s < sim_solver_count() && s < ENV_SOLVER_ROWS; s++) {
         const sim_solver_desc *d = sim_solver_at(s);
         if (!d || !d->solve) continue;
         /* t(n) = a n + b n^2 through the two sizes: a sweep visits every contact, and each visit reads its
          * contact's row of G (n blocks) */
         double solve1, solve2;
-        double t1 = probe_iteration_s(s, PROBE_N1, &solve1);
+        double t1 = probe_iteration_s(w, s, PROBE_N1, &solve1);
         const double n1 = PROBE_N1, n2 = solve1 > PROBE_SLOW_S ? PROBE_N2_SLOW : PROBE_N2;
-        double t2 = probe_iteration_s(s, (int)n2, &solve2);
+        double t2 = probe_iteration_s(w, s, (int)n2, &solve2);
         double b = (t2 / n2 - t1 / n1) / (n2 - n1), a = t1 / n1 - b * n1;
         if (b < 0) b = 0, a = t1 / n1 > t2 / n2 ? t1 / n1 : t2 / n2;
         if (a < 0) a = 0, b = t1 / (n1 * n1) > t2 / (n2 * n2) ? t1 / (n1 * n1) : t2 / (n2 * n2);
         out->per_contact[s] = a;
         out->per_contact2[s] = b;
     }
+    free(w);
 }
 
 double env_solver_iteration_s(const env_solver_timing *t, int solver, int ncontacts)
