@@ -536,11 +536,6 @@ Test(cpu, a_clients_steps_in_flight_are_bounded_by_their_estimates, .timeout = 1
     cr_assert_eq(srv_thread_stop(&t), 0);
 }
 
-/* A CPU-heavy neighbour (HEAVY, pipelined steps of 64 worlds) alongside a latency-sensitive session stepping
- * 1 world: the small session's p99 stays within a stated bound, so its steps do not wait behind whole quanta of
- * heavy world-steps.  The per-contact sweeps converge on a standing robot, so zero actions do not make that
- * config costly: the neighbour sends large random actions (uniform in [-50, 50], a fixed sequence), which keep
- * the legs flailing, sliding and hitting the ground, so that its solves run long. */
 /* Large random actions (uniform in [-50, 50], xorshift64 from *x): with them the HEAVY config's sweeps run to
  * their cap and a world-step costs orders of magnitude more than with zero actions, whose sweeps converge. */
 static void heavy_actions(float *a, int n, uint64_t *x)
@@ -551,98 +546,10 @@ static void heavy_actions(float *a, int n, uint64_t *x)
     }
 }
 
-typedef struct {
-    const char *ep;
-    volatile int stop;
-    int steps;
-    double world_step_s;        /* the neighbour's mean wall time per world-step, times the 2 workers */
-} heavy_arg;
-
-static void *heavy_neighbour(void *arg)
-{
-    heavy_arg *h = arg;
-    herd_error e;
-    herd_client *c = herd_client_new(&h->ep, 1, 120000, &e);
-    herd_session s;
-    if (!c || make_s(c, "anymal_c-walk", 64, HEAVY, 5, &s, &e)) return NULL;
-    enum { NA = 8 };
-    float *a[NA], *o = calloc((size_t)64 * s.obs_dim, 4);
-    uint64_t x = 0x9E3779B97F4A7C15ull;
-    for (int k = 0; k < NA; k++) {
-        a[k] = calloc((size_t)64 * s.act_dim, 4);
-        heavy_actions(a[k], 64 * s.act_dim, &x);
-    }
-    herd_client_reset(c, &s, -1, NULL, NULL, o, &e);
-    uint64_t ids[2];
-    int sent = 0;
-    double t0 = now_s();
-    for (int k = 0; k < 2; k++) ids[k] = herd_client_step_send(c, &s, -1, NULL, a[sent++ % NA], 0, &e);
-    for (int k = 0; !h->stop; k++) {
-        herd_reply *r = NULL;
-        if (herd_client_wait(c, ids[k % 2], 120000, &r, &e)) break;
-        herd_reply_destroy(&r);
-        h->steps++;
-        h->world_step_s = (now_s() - t0) * 2 / (64.0 * h->steps);
-        ids[k % 2] = herd_client_step_send(c, &s, -1, NULL, a[sent++ % NA], 0, &e);
-    }
-    herd_client_destroy(&c);       /* its queued steps are cancelled with the connection */
-    for (int k = 0; k < NA; k++) free(a[k]);
-    free(o);
-    return NULL;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-#define SMALL_STEPS 100
-/* A turn cannot be shorter than one world-step, and one world-step of the neighbour can take over a second on a
- * loaded 2-core machine: the bound is about three of the longest.  It catches starvation, not a scheduler that
- * runs a few heavy worlds per turn (PROTOCOL.md section 9).  HEAVY_MIN_S: the neighbour must be heavy, or the
- * test proves nothing. */
-#define P99_BOUND_S 4.0
-#define HEAVY_MIN_S 0.02
-
-Test(cpu, a_heavy_neighbour_keeps_a_small_sessions_p99_bounded, .timeout = 240)
-{
-    srv_config cfg;
-    base_config(&cfg, 2);
-    cfg.max_step_seconds = 1e9;     /* 64 HEAVY worlds per step: over the default estimate at the caps */
-    srv_thread *t = start_cfg(&cfg);
-    heavy_arg h = {srv_thread_endpoint(t), 0, 0, 0};
-    pthread_t th;
-    pthread_create(&th, NULL, heavy_neighbour, &h);
-    herd_client *c = client_of(t, 60000);
-    herd_session s;
-    herd_error e;
-    cr_assert_eq(make_s(c, "anymal_c-walk", 1, NULL, 0, &s, &e), 0, "%s", e.message);
-    float a[64] = {0}, o[64];
-    herd_step_out out = {.obs = o};
-    MUST(herd_client_reset(c, &s, -1, NULL, NULL, o, &e_));
-    usleep(500000);     /* the neighbour's steps are queued by now */
-    double lat[SMALL_STEPS];
-    for (int k = 0; k < SMALL_STEPS; k++) {
-        double t0 = now_s();
-        MUST(herd_client_step(c, &s, -1, NULL, a, 0, &out, &e_));
-        lat[k] = now_s() - t0;
-    }
-    /* the neighbour's cost is measured over at least one of its steps */
-    for (int w = 0; w < 1200 && h.steps < 1; w++) usleep(100000);
-    h.stop = 1;
-    qsort(lat, SMALL_STEPS, sizeof lat[0], cmp_double);
-    double p50 = lat[SMALL_STEPS / 2], p99 = lat[SMALL_STEPS * 99 / 100 - 1], mx = lat[SMALL_STEPS - 1];
-    fprintf(stderr, "cpu-heavy neighbour: small session 1-world step latency p50 %.1f ms, p99 %.1f ms, max %.1f ms "
-            "(bound %.0f ms); neighbour completed %d steps of 64 worlds, %.1f ms per world-step\n", 1e3 * p50,
-            1e3 * p99, 1e3 * mx, 1e3 * P99_BOUND_S, h.steps, 1e3 * h.world_step_s);
-    cr_assert_geq(h.world_step_s, SLOW * HEAVY_MIN_S, "the neighbour was not CPU-heavy (%.1f ms per world-step): the "
-                  "test proved nothing", 1e3 * h.world_step_s);
-    cr_assert_lt(p99, SLOW * P99_BOUND_S, "p99 %.3f s", p99);
-    MUST(herd_client_close(c, &s, &e_));
-    herd_client_destroy(&c);
-    pthread_join(th, NULL);
-    cr_assert_eq(srv_thread_stop(&t), 0);
 }
 
 /* The scheduler's bound (PROTOCOL.md section 9, fairness): beside a neighbour whose steps are the most expensive
@@ -652,7 +559,11 @@ Test(cpu, a_heavy_neighbour_keeps_a_small_sessions_p99_bounded, .timeout = 240)
  * world-step, is measured in this test (its wall time per world-step x the 2 workers, under the same load as
  * the small steps), not a fixed figure; its world-steps vary about 2x around the mean, so the costliest is taken
  * as 2 W.  The median is asserted, so that a busy machine's scheduling delays (tails) do not decide: a scheduler
- * whose turn runs a whole request makes the small step wait about half of a neighbour's slice, tens of W. */
+ * whose turn runs a whole request makes the small step wait about half of a neighbour's slice, tens of W.
+ * The tail is bounded too, against starvation: the 90th percentile stays under one whole request of the
+ * neighbour (its measured wall time, most x W / 2 on the 2 workers), which a small step that queues behind the
+ * neighbour's requests (two are pipelined) exceeds; scheduling delays of a loaded machine are a few of them
+ * at most, far below it. */
 typedef struct {
     const char *ep;
     volatile int stop, ready;
@@ -735,14 +646,16 @@ Test(cpu, a_small_step_beside_the_costliest_allowed_waits_about_two_world_steps,
     for (int w = 0; w < 3000 && h.steps < 1; w++) usleep(100000);   /* W is measured over a step at least */
     h.stop = 1;
     qsort(lat, FAIR_STEPS, sizeof lat[0], cmp_double);
-    double p50 = lat[FAIR_STEPS / 2], mx = lat[FAIR_STEPS - 1], W = h.world_step_s;
-    double bound = 2 * 2 * (W > 0.002 ? W : 0.002) + 0.05;
+    double p50 = lat[FAIR_STEPS / 2], p90 = lat[FAIR_STEPS * 9 / 10 - 1], mx = lat[FAIR_STEPS - 1], W = h.world_step_s;
+    double bound = 2 * 2 * (W > 0.002 ? W : 0.002) + 0.05, request = h.worlds * W / 2;
     fprintf(stderr, "beside %d HEAVY worlds per step (W = %.1f ms per world-step, %d steps): 1-world step p50 %.1f ms, "
-            "max %.1f ms; bound on the median 2 x 2 W + 50 ms = %.1f ms\n", h.worlds, 1e3 * W, h.steps, 1e3 * p50,
-            1e3 * mx, 1e3 * bound);
+            "p90 %.1f ms, max %.1f ms; bound on the median 2 x 2 W + 50 ms = %.1f ms, on p90 one neighbour request "
+            "%.1f ms\n", h.worlds, 1e3 * W, h.steps, 1e3 * p50, 1e3 * p90, 1e3 * mx, 1e3 * bound, 1e3 * request);
     cr_assert_gt(h.steps, 0, "the neighbour completed no step");
     cr_assert_lt(p50, bound, "a 1-world step waited %.3f s (median), more than two of the neighbour's costliest "
                  "world-steps (2 x %.3f s each)", p50, W);
+    cr_assert_lt(p90, request, "a 1-world step waited %.3f s (p90), longer than a whole request of the neighbour "
+                 "(%.3f s)", p90, request);
     MUST(herd_client_close(c, &s, &e_));
     herd_client_destroy(&c);
     pthread_join(th, NULL);
