@@ -1514,8 +1514,8 @@ Test(cancel, a_killed_clients_work_is_cancelled, .timeout = 300)
  * constants and a probe in this test, not from fixed times: S, one step of the session timed alone just before
  * (median of 3, under the same load), sizes the work the drain may finish (the deadline's worth, 1 s / S steps,
  * plus the steps running then); the exit comes within the deadline, the server's grace for cancelled work
- * (DRAIN_GRACE_S, 5 s) and a few S.  Without the deadline all 64 steps run (64 S) and none is refused. */
-#define DRAIN_GRACE_S 5.0
+ * (SRV_DRAIN_GRACE_S, 5 s) and a few S.  Without the deadline all 64 steps run (64 S) and none is refused. */
+#define SRV_DRAIN_GRACE_S 5.0
 Test(cancel, sigterm_under_load_meets_the_drain_deadline, .timeout = 600)
 {
     char dir[4096], bin[4200], ep[128];
@@ -1572,9 +1572,9 @@ Test(cancel, sigterm_under_load_meets_the_drain_deadline, .timeout = 600)
     }
     int status;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
-    double dt = now_s() - t0, bound = 1.0 + DRAIN_GRACE_S + 4 * S;
+    double dt = now_s() - t0, bound = 1.0 + SRV_DRAIN_GRACE_S + 4 * S;
     fprintf(stderr, "SIGTERM under load: exited %.2f s after the signal (drain timeout 1 s; a step alone %.3f s, "
-            "bound 1 + %.0f + 4 x %.3f = %.2f s), %d of %d steps answered SHUTTING_DOWN\n", dt, S, DRAIN_GRACE_S, S,
+            "bound 1 + %.0f + 4 x %.3f = %.2f s), %d of %d steps answered SHUTTING_DOWN\n", dt, S, SRV_DRAIN_GRACE_S, S,
             bound, shut, N);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit status %d", status);
     cr_assert_gt(shut, N / 2, "the drain ran %d of the %d queued steps (a step alone: %.3f s)", N - shut, N, S);
