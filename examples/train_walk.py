@@ -17,7 +17,7 @@ value loss coefficient 1.0, gradient norm clip 1.0 -- with two changes for this 
   * 2048 worlds, not 4096: the cost here is per sample (server and update alike), and half the batch gives
     twice the updates for the same samples.
 The trainer is rsl_rl's PPO and ActorCritic through herd.adapters.rsl_rl when that adapter and rsl_rl
-import (rsl_rl 1.0.2 is looked for on sys.path, then in /work/shared/third_party/python), else the
+import (rsl_rl 1.0.2 is looked for on sys.path, then in ../shared/third_party/python beside the repository), else the
 examples' own PPO (examples/herd_ppo.py, the same algorithm); --trainer picks one.
 
 Evaluation (--eval-episodes fresh worlds on held-out seeds, one full 20 s episode each, the policy mean,
@@ -197,7 +197,8 @@ def save_curve(path, rows, title):
 
 # ---- training -----------------------------------------------------------------------------------------
 
-THIRD_PARTY = "/work/shared/third_party/python"
+THIRD_PARTY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared",
+                           "third_party", "python")
 
 
 def rsl_rl_available():

@@ -413,7 +413,7 @@ def main():
                                                       d["pd_and_sim_step_us"]))
         md.append("\nReference in the same run: the solver bench's trot scenario (1 ms, feet + base, one world, stepped "
                   "alone by sim_step) costs %.3f us per physics step (CPU time), so a walk physics step (PD + sim_step, "
-                  "in batches of four as env_step runs it) is **%.2fx** a trot step (issue 15's target: <= 1.5x).\n"
+                  "in batches of four as env_step runs it) is **%.2fx** a trot step (the target: <= 1.5x).\n"
                   % (d["trot_us_per_physics_step"], d["walk_over_trot"]))
     # ---- served
     md.append("\n## In-process vs served vs clients (`anymal_c-walk`, 1024 worlds, server threads = CPUs)\n")
