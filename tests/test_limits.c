@@ -107,21 +107,16 @@ static double metric(srv_thread *t, const char *series)
 {
     int port = srv_server_metrics_port(srv_thread_server(t));
     cr_assert_gt(port, 0, "the server has no metrics endpoint (with_metrics)");
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    static const char req[] = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
-    cr_assert_eq(write(fd, req, sizeof req - 1), (ssize_t)(sizeof req - 1));
-    static char buf[1 << 17];
-    size_t len = 0;
-    ssize_t r;
-    while (len < sizeof buf - 1 && (r = read(fd, buf + len, sizeof buf - 1 - len)) > 0) len += (size_t)r;
-    buf[len] = 0;
-    close(fd);
+    char *buf = test_http_get(port, "/metrics");
+    cr_assert(buf, "GET /metrics of port %d failed", port);
     size_t n = strlen(series);
     for (const char *l = buf; l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-        if (!strncmp(l, series, n) && l[n] == ' ') return strtod(l + n + 1, NULL);
+        if (!strncmp(l, series, n) && l[n] == ' ') {
+            double v = strtod(l + n + 1, NULL);
+            free(buf);
+            return v;
+        }
+    free(buf);
     cr_assert_fail("no metric %s in the exposition", series);
     return 0;
 }

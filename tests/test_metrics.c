@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "srv_metrics.h"
+#include "helpers/server_start.h"
 
 static const char *const ops[] = {"hello", "make", "reset", "step"};
 static const char *const codes[] = {"OK", "BAD_MESSAGE", "TOO_LARGE", "BAD_FIELD"};
@@ -108,25 +109,6 @@ Test(metrics, rate_window_gives_steps_per_second_and_utilization)
     srv_metrics_destroy(&m);
 }
 
-/* A minimal HTTP/1.0 GET over a socket: returns the whole response (status line, headers, body). */
-static char *http_get(int port, const char *path)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    char req[256];
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: localhost\r\n\r\n", path);
-    cr_assert_eq(write(fd, req, (size_t)n), n);
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    ssize_t r;
-    while ((r = read(fd, buf + len, cap - 1 - len)) > 0) len += (size_t)r;
-    buf[len] = 0;
-    close(fd);
-    return buf;
-}
-
 Test(metrics, http_endpoint_serves_metrics_and_404)
 {
     srv_metrics *m = srv_metrics_new(ops, 4, codes, 4, 1, "9.9", 1);
@@ -135,12 +117,14 @@ Test(metrics, http_endpoint_serves_metrics_and_404)
     cr_assert_eq(srv_metrics_listen(m, "127.0.0.1:0", &port, err, sizeof err), 0, "%s", err);
     cr_assert(port > 0);
     srv_metrics_request(m, 0, 12);
-    char *r = http_get(port, "/metrics");
+    char *r = test_http_get(port, "/metrics");
+    cr_assert(r, "GET /metrics failed");
     cr_assert(strncmp(r, "HTTP/1.0 200", 12) == 0 || strncmp(r, "HTTP/1.1 200", 12) == 0, "%.60s", r);
     cr_assert(strstr(r, "Content-Type: text/plain; version=0.0.4"), "%.300s", r);
     has(r, "herd_requests_total{op=\"hello\"} 1\n");
     free(r);
-    r = http_get(port, "/other");
+    r = test_http_get(port, "/other");
+    cr_assert(r, "GET /other failed");
     cr_assert(strstr(r, " 404 "), "%.60s", r);
     free(r);
     /* the port is taken now: a second endpoint on it fails with a message, not a crash */

@@ -186,25 +186,6 @@ Test(config, a_resolved_name_must_be_loopback_in_plain_mode)
     zmq_ctx_term(ctx);
 }
 
-/* A minimal HTTP/1.0 GET of 127.0.0.1:port/path: the whole response. */
-static char *http_get(int port, const char *path)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    char req[256];
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: localhost\r\n\r\n", path);
-    cr_assert_eq(write(fd, req, (size_t)n), n);
-    size_t cap = 1 << 17, len = 0;
-    char *buf = malloc(cap);
-    ssize_t r;
-    while ((r = read(fd, buf + len, cap - 1 - len)) > 0) len += (size_t)r;
-    buf[len] = 0;
-    close(fd);
-    return buf;
-}
-
 /* --metrics on every interface needs no --insecure (deploy/k8s/statefulset.yaml scrapes 0.0.0.0:9464 of a
  * CURVE server): the page is aggregate counters, and never shows a session's id or either of its tokens. */
 Test(config, metrics_on_all_interfaces_needs_no_insecure_and_shows_no_session, .timeout = 60)
@@ -228,7 +209,8 @@ Test(config, metrics_on_all_interfaces_needs_no_insecure_and_shows_no_session, .
     cr_assert_eq(herd_client_make(cl, 0, "anymal_c-walk", 2, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, &s, &e), 0, "%s",
                  e.message);
     cr_assert(s.has_token && s.has_view_token);
-    char *page = http_get(port, "/metrics");
+    char *page = test_http_get(port, "/metrics");
+    cr_assert(page, "GET /metrics failed");
     cr_assert(strstr(page, "\nherd_sessions ") && strstr(page, "herd_requests_total{op=\"make\"} 1\n"), "%.400s", page);
     char id[32];
     snprintf(id, sizeof id, "%" PRIu64, s.id);
