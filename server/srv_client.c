@@ -108,6 +108,32 @@ size_t srv_client_identity(uint8_t *out, const char *key, const void *addr, size
     return addrlen + 1;
 }
 
+size_t srv_client_peer_address(char *out, size_t cap, const char *peer)
+{
+    if (!out || cap == 0) return 0;
+    static const char ipc[] = "localhost:";
+    const char *uid = NULL;
+    size_t uidlen = 0;
+    if (peer && strncmp(peer, ipc, sizeof ipc - 1) == 0) {
+        uid = peer + sizeof ipc - 1;                    /* UID:GID:PID, three decimal numbers */
+        uidlen = strspn(uid, "0123456789");
+        const char *rest = uid + uidlen;
+        int ok = uidlen > 0 && rest[0] == ':';
+        for (int k = 0; ok && k < 2; k++) {             /* :GID then :PID */
+            size_t n = strspn(rest + 1, "0123456789");
+            ok = n > 0 && (rest[1 + n] == (k == 0 ? ':' : '\0'));
+            rest += 1 + n;
+        }
+        if (!ok) uid = NULL;
+    }
+    int n;
+    if (uid) n = snprintf(out, cap, "local:uid=%.*s", (int)uidlen, uid);
+    else if (peer && *peer && strncmp(peer, ipc, sizeof ipc - 1) != 0) n = snprintf(out, cap, "%s", peer);
+    else n = snprintf(out, cap, "local");
+    if (n < 0) n = 0;
+    return (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
 size_t srv_client_connection_identity(uint8_t *out, const void *rid, size_t ridlen)
 {
     if (!rid || !ridlen) return 0;

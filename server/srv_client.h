@@ -2,9 +2,10 @@
  *
  * A client's identity is the bytes that name it for as long as it may hold sessions: with CURVE, its
  * authenticated public key (z85 text, 40 bytes, as the ZAP handler reports it in the "User-Id"
- * property, srv_auth.h); in plain mode, the address its connection came from (ZeroMQ's "Peer-Address":
- * the IP, or "local" for ipc:// and inproc://), so that opening more connections does not multiply what
- * one peer may hold; its sessions stay reachable through their tokens (srv_session.h).
+ * property, srv_auth.h); in plain mode, the address its connection came from (ZeroMQ's "Peer-Address", as
+ * srv_client_peer_address reads it: the IP for tcp://, the local user for ipc://, "local" for inproc://), so that
+ * opening more connections, or starting more processes, does not multiply what one peer may hold; its sessions
+ * stay reachable through their tokens (srv_session.h).
  * srv_client_identity builds it from those two; it is prefixed with its kind so the two never collide.
  * The bytes of replies queued and not yet sent are counted per connection instead (srv_client_connection_identity,
  * in the server's registry of connections): a client that does not read its replies holds up only its own
@@ -71,6 +72,12 @@ void srv_clients_each(srv_clients *cs, void (*fn)(srv_client *c, void *arg), voi
  * authenticated key when key is non-NULL and non-empty (NUL-terminated text), else its address
  * (addr, addrlen bytes; truncated to 255).  0 when there is neither. */
 size_t srv_client_identity(uint8_t *out, const char *key, const void *addr, size_t addrlen);
+/* The address a plain-mode peer is known by, from ZeroMQ's "Peer-Address" property of its message (peer, may be
+ * NULL): a tcp:// peer's IP as given; an ipc:// peer, which libzmq reports as "localhost:UID:GID:PID" (the
+ * socket's peer credentials), as "local:uid=UID", so that every process of one local user is one client (the
+ * process id would let each new process start with fresh quotas); anything else (inproc://, ipc:// without
+ * credentials, an empty property) as "local".  Writes at most cap bytes, NUL-terminated; returns the length. */
+size_t srv_client_peer_address(char *out, size_t cap, const char *peer);
 /* Writes the identity of one connection into out (SRV_CLIENT_ID_MAX bytes) and returns its length: the
  * routing id the ROUTER socket gave it (rid, ridlen bytes; truncated to 255), 0 when there is none.  Entries of
  * this kind live in a registry of their own and count only the bytes of replies queued for that connection. */

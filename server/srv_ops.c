@@ -303,15 +303,15 @@ static op_handler handler_of(proto_op op)
 }
 
 /* The registry entry of a request's sender: its CURVE key (the "User-Id" property the ZAP handler
- * set), or in plain mode the address it connected from ("Peer-Address"), so that more connections do not
- * multiply its quotas.  NULL when out of memory. */
+ * set), or in plain mode the address it connected from (srv_client_peer_address), so that more connections do
+ * not multiply its quotas.  NULL when out of memory. */
 static srv_client *client_of(srv_server *S, zmq_msg_t *payload)
 {
     uint8_t id[SRV_CLIENT_ID_MAX];
     const char *key = zmq_msg_gets(payload, "User-Id");
-    const char *addr = zmq_msg_gets(payload, "Peer-Address");
-    if (!addr || !*addr) addr = "local";    /* ipc:// and inproc:// peers: this host */
-    size_t n = srv_client_identity(id, key, addr, strlen(addr));
+    char addr[SRV_CLIENT_ID_MAX];
+    size_t alen = srv_client_peer_address(addr, sizeof addr, zmq_msg_gets(payload, "Peer-Address"));
+    size_t n = srv_client_identity(id, key, addr, alen);
     double t = srv_now_s();
     srv_client *c = srv_client_get(S->clients, id, n, t);
     if (c) c->last_seen = t;

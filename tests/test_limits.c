@@ -1166,6 +1166,52 @@ Test(quota, more_connections_do_not_multiply_a_clients_quotas, .timeout = 60)
     cr_assert_eq(srv_thread_stop(&t), 0);
 }
 
+/* In plain mode over ipc:// a client is its local user, not its process: libzmq reports an ipc peer as
+ * "localhost:UID:GID:PID", and keyed by that, every new process started with fresh quotas.  A second process
+ * of the same user is refused past client_max_sessions.  The child is forked before the server and any ZeroMQ
+ * context exist, and makes its own after the parent's session is made. */
+Test(quota, another_process_of_the_same_user_shares_the_quotas_over_ipc, .timeout = 60)
+{
+    int go[2], res[2];
+    cr_assert_eq(pipe(go), 0);
+    cr_assert_eq(pipe(res), 0);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        char ep[256] = {0};
+        ssize_t n = read(go[0], ep, sizeof ep - 1);
+        int out = -100;
+        if (n > 0) {
+            herd_error e;
+            const char *eps = ep;
+            herd_client *c = herd_client_new(&eps, 1, 10000, &e);
+            herd_session s;
+            out = c ? make_s(c, "anymal_c-walk", 2, NULL, 0, &s, &e) : -101;
+            if (out == 0) herd_client_close(c, &s, &e);
+            else if (out == PROTO_E_LIMIT && !strstr(e.message, "(client_max_sessions)")) out = -102;
+            herd_client_destroy(&c);
+        }
+        _exit(write(res[1], &out, sizeof out) == sizeof out ? 0 : 1);
+    }
+    srv_config cfg;
+    base_config(&cfg, 1);
+    snprintf(cfg.bind, sizeof cfg.bind, "ipc:///tmp/herd-ipc-quota-%d.sock", (int)getpid());
+    cfg.client_max_sessions = 1;
+    srv_thread *t = start_cfg(&cfg);
+    herd_client *c = client_of(t, 10000);
+    herd_session s;
+    MUST(make_s(c, "anymal_c-walk", 2, NULL, 0, &s, &e_));
+    const char *ep = srv_thread_endpoint(t);
+    cr_assert_eq(write(go[1], ep, strlen(ep)), (ssize_t)strlen(ep));
+    int child_rc = -200, status = 0;
+    cr_assert_eq(read(res[0], &child_rc, sizeof child_rc), (ssize_t)sizeof child_rc);
+    waitpid(pid, &status, 0);
+    cr_assert_eq(child_rc, PROTO_E_LIMIT, "the other process's make: %d (0: it got quotas of its own)", child_rc);
+    MUST(herd_client_close(c, &s, &e_));
+    herd_client_destroy(&c);
+    cr_assert_eq(srv_thread_stop(&t), 0);
+}
+
 /* The server-wide session cap: past max_sessions a make gets LIMIT naming it; a close makes room. */
 Test(quota, the_session_cap_names_max_sessions, .timeout = 60)
 {

@@ -72,3 +72,27 @@ Test(clients, get_find_release)
     srv_clients_destroy(&cs);
     cr_assert_null(cs);
 }
+
+/* Peer-Address as a plain-mode client is known by: an ipc:// peer by its user, not its process. */
+Test(clients, peer_address_names_an_ipc_peer_by_its_user)
+{
+    char a[SRV_CLIENT_ID_MAX];
+    cr_assert_eq(srv_client_peer_address(a, sizeof a, "127.0.0.1"), 9);
+    cr_assert_str_eq(a, "127.0.0.1");
+    cr_assert_str_eq((srv_client_peer_address(a, sizeof a, "::1"), a), "::1");
+    srv_client_peer_address(a, sizeof a, "localhost:1000:100:4242");
+    cr_assert_str_eq(a, "local:uid=1000");
+    char b[SRV_CLIENT_ID_MAX];
+    srv_client_peer_address(b, sizeof b, "localhost:1000:100:4243");
+    cr_assert_str_eq(a, b, "two processes of one user are one client");
+    srv_client_peer_address(b, sizeof b, "localhost:0:0:4242");
+    cr_assert_str_neq(a, b, "two users are two clients");
+    const char *local[] = {NULL, "", "localhost:", "localhost:12", "localhost:1:2", "localhost:1:2:x", "localhost:a:2:3",
+                           "localhost:1:2:3:4"};
+    for (size_t i = 0; i < sizeof local / sizeof *local; i++) {
+        srv_client_peer_address(a, sizeof a, local[i]);
+        cr_assert_str_eq(a, "local", "%s", local[i] ? local[i] : "(null)");
+    }
+    cr_assert_eq(srv_client_peer_address(a, 6, "localhost:123456:1:1"), 5, "truncated to the buffer");
+    cr_assert_str_eq(a, "local");
+}
