@@ -8,7 +8,12 @@
 # need gymnasium, stable_baselines3, rsl_rl and torch: installed ones are used; when gymnasium is not
 # installed, the source copies of $HERD_THIRD_PARTY (default: a shared/third_party/python folder beside
 # the repository or its worktree parent) go on PYTHONPATH.  Tests whose library is missing are skipped
-# with the reason printed.
+# with the reason printed.  test_rsl_rl.py runs a second time with rsl_rl 2.3.3 first on PYTHONPATH
+# ($HERD_RSL_RL2, default: the python-rsl_rl-2.3.3 folder beside that python folder), since one process
+# imports one rsl_rl.
+#
+#   tests/run-py-tests.sh                 # every test, then the examples' quick modes
+#   tests/run-py-tests.sh -k rsl_rl       # arguments go to pytest (both passes); the examples are not run
 set -u
 cd "$(dirname "$0")/.."
 PY=/usr/bin/python3                       # Debian's python3 sees python3-zmq / -msgpack / -numpy / -pytest
@@ -32,7 +37,22 @@ if ! "$PY" -c 'import gymnasium' 2>/dev/null; then
     echo "py-tests: gymnasium / stable_baselines3 / rsl_rl from $tp"
   fi
 fi
-"$PY" -m pytest -p no:cacheprovider -q -rs clients/python/tests || rc=1
+"$PY" -m pytest -p no:cacheprovider -q -rs clients/python/tests "$@" || rc=1
+
+# rsl_rl 2.x: its own pass (exit 5: the arguments selected no test of that file)
+rsl2=${HERD_RSL_RL2:-}
+[ -z "$rsl2" ] && [ -n "${tp:-}" ] && [ -d "$tp/../python-rsl_rl-2.3.3/rsl_rl" ] && rsl2=$(cd "$tp/../python-rsl_rl-2.3.3" && pwd)
+if [ -n "$rsl2" ] && [ -d "$rsl2/rsl_rl" ]; then
+  echo "py-tests: rsl_rl 2.x pass, rsl_rl from $rsl2"
+  PYTHONPATH="$rsl2:$PYTHONPATH" "$PY" -m pytest -p no:cacheprovider -q -rs clients/python/tests/test_rsl_rl.py "$@"
+  r=$?; [ $r -eq 0 ] || [ $r -eq 5 ] || rc=1
+else
+  echo "SKIPPED: the rsl_rl 2.x pass (no rsl_rl 2.3.3 copy: set HERD_RSL_RL2)"
+fi
+if [ $# -gt 0 ]; then
+  [ $rc -eq 0 ] && echo "py-tests: all passed (pytest arguments given: examples not run)" || echo "py-tests: FAILED"
+  exit $rc
+fi
 
 example() { # name, command...: runs an example; prints "name: ok" (with its N steps/s, if it prints one)
   local name=$1 out r rate; shift

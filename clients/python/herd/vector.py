@@ -502,6 +502,9 @@ class HerdVectorEnv(_VectorEnvBase):
                 full[req.ids] = obs
             return full, {}
         infos = {}
+        if "critic_obs" in data:
+            infos["critic_obs"] = data["critic_obs"]
+            infos["_critic_obs"] = np.ones(req.n, dtype=np.bool_)
         if req.ids is not None:
             infos["env_id"] = req.ids
         return obs, infos
@@ -532,6 +535,10 @@ class HerdVectorEnv(_VectorEnvBase):
         if ar is not None and ar.any():
             infos["autoreset"] = ar
             infos["_autoreset"] = ar
+        if "critic_obs" in data:
+            # a task's critic (privileged) observation, when its spec has critic_obs_dim (none has yet)
+            infos["critic_obs"] = data["critic_obs"]
+            infos["_critic_obs"] = np.ones(req.n, dtype=np.bool_)
         if "reward_terms" in info:
             infos["reward_terms"] = info["reward_terms"]
             infos["_reward_terms"] = np.ones(req.n, dtype=np.bool_)
