@@ -19,8 +19,8 @@ STAND = "anymal_c-stand"
 SHORT = dict(episode_seconds=0.1, obs_noise=0)      # 5-step episodes
 
 
-def acts(n, k):
-    return np.random.default_rng(700 + k).uniform(-1, 1, size=(n, 12)).astype(np.float32)
+def acts(n, k, bound=1.0):
+    return np.random.default_rng(700 + k).uniform(-bound, bound, size=(n, 12)).astype(np.float32)
 
 
 def test_vec_env_contract(server):
@@ -29,7 +29,9 @@ def test_vec_env_contract(server):
         try:
             assert isinstance(venv, VecEnv) and venv.num_envs == 3
             assert venv.observation_space == ref.single_observation_space
-            assert venv.action_space == ref.single_action_space
+            # Box(-1, 1): the task gets action_gain (0.5) x the action clipped to [-1, 1]
+            assert venv.action_gain == 0.5 and venv.action_space.shape == (12,)
+            assert np.all(venv.action_space.low == -1) and np.all(venv.action_space.high == 1)
             assert venv.render_mode is None and venv.env_is_wrapped(Monitor) == [False] * 3
             assert venv.get_attr("max_episode_steps") == [5, 5, 5]
             assert venv.env_method("stats", indices=[0])[0][0]["session"]["num_worlds"] == 3
@@ -37,8 +39,9 @@ def test_vec_env_contract(server):
             np.testing.assert_array_equal(obs, ref.reset()[0])
             ended = 0
             for k in range(6):     # the 5-step time limit ends every episode by step 5
-                obs, rew, dones, infos = venv.step(acts(3, k))
-                o, r, te, tr, info = ref.step(acts(3, k))
+                a = acts(3, k, bound=1.5)                       # some outside [-1, 1]: clipped
+                obs, rew, dones, infos = venv.step(a)
+                o, r, te, tr, info = ref.step(np.clip(a, -1, 1) * np.float32(0.5))
                 np.testing.assert_array_equal(obs, o)           # after an ending: the next episode's first
                 np.testing.assert_array_equal(rew, r)
                 np.testing.assert_array_equal(dones, te | tr)
@@ -58,6 +61,38 @@ def test_vec_env_contract(server):
         finally:
             venv.close()
     assert venv.env.closed
+
+
+def test_action_gain_none_keeps_the_task_bounds(server):
+    venv = SB3VecEnv(STAND, 2, address=server, seed=5, action_gain=None, **SHORT)
+    with herd.make_vec(STAND, 2, address=server, seed=5, autoreset_mode="SAME_STEP", **SHORT) as ref:
+        try:
+            assert venv.action_space == ref.single_action_space
+            venv.reset()
+            ref.reset()
+            a = acts(2, 0, bound=3.0)
+            np.testing.assert_array_equal(venv.step(a)[0], ref.step(a)[0])
+        finally:
+            venv.close()
+    with pytest.raises(ValueError, match="action_gain"):
+        SB3VecEnv(STAND, 2, address=server, action_gain=0, **SHORT)
+
+
+def test_ppo_with_defaults_walks_with_positive_reward(server):
+    """SB3's PPO with every default hyperparameter, 4,096 steps of anymal_c-walk (2-s episodes): the
+    episodes reach the time limit with a clearly positive return.  With the task's +-100 action bounds the
+    unit-std Gaussian throws the robot around and the returns are 0 (the walk reward is clipped at 0)."""
+    venv = VecMonitor(SB3VecEnv("anymal_c-walk", 2, address=server, seed=0, episode_seconds=2))
+    try:
+        model = PPO("MlpPolicy", venv, seed=0, device="cpu")
+        model.learn(total_timesteps=4096)
+        returns = np.array([ep["r"] for ep in model.ep_info_buffer])
+        lengths = np.array([ep["l"] for ep in model.ep_info_buffer])
+    finally:
+        venv.close()
+    assert returns.size >= 20
+    assert returns.mean() > 0.05, returns
+    assert np.mean(lengths == 100) > 0.5, lengths
 
 
 def test_needs_same_step(server):

@@ -6,7 +6,7 @@
     venv = VecNormalize(VecMonitor(SB3VecEnv("anymal_c-stand", 256, address="tcp://127.0.0.1:5555", seed=0)))
     model = PPO("MlpPolicy", venv).learn(1_000_000)
 
-Constructor: ``SB3VecEnv(env, num_envs=None, monitor=False, **make_vec_kwargs)``
+Constructor: ``SB3VecEnv(env, num_envs=None, monitor=False, action_gain=0.5, **make_vec_kwargs)``
 
 * ``env``: a task name; the adapter makes (owns, closes) ``herd.make_vec(env, num_envs,
   autoreset_mode="SAME_STEP", **make_vec_kwargs)`` (address, seed, timeout, config overrides ...).  Or an
@@ -16,6 +16,14 @@ Constructor: ``SB3VecEnv(env, num_envs=None, monitor=False, **make_vec_kwargs)``
   statistics into ``info["episode"] = {"r", "l", "t"}`` when an episode ends, as SB3's ``Monitor`` does (``t``: seconds since the adapter was made), and ``env_is_wrapped(Monitor)`` is
   True, so SB3's algorithms log them without a VecMonitor (a VecMonitor on top warns and overwrites them
   with its own identical counts).
+* ``action_gain``: the action space is ``Box(-1, 1, (act_dim,))``, the bounded space SB3's defaults are
+  made for (its Gaussian policies start with unit standard deviation and PPO clips their samples to the
+  bounds); an action ``a`` is clipped to [-1, 1] and the task receives ``action_gain * a``.  With the
+  ANYmal tasks (joint target = default pose + ``action_scale`` 0.5 rad x task action) the default gain
+  0.5 moves each joint target at most 0.25 rad from the default pose.  The task's own bounds (+-100)
+  are far outside what a policy uses: with them a unit-std Gaussian makes the robot fall within about 25
+  steps and, as the walk reward is clipped at 0, ``ep_rew_mean`` stays 0.  ``action_gain=None``
+  presents the task's own bounds and sends actions unchanged.
 
 SB3's VecEnv conventions, as DummyVecEnv keeps them: ``reset()`` -> obs; ``step_wait()`` -> (obs, rewards,
 dones, infos) with dones = terminated or truncated and infos a list of one dict per world; a world that
@@ -27,7 +35,7 @@ nor a physics failure, which the server also reports as truncated), so PPO boots
 
 Differences from a DummyVecEnv: one server session holds every world, so ``get_attr`` / ``set_attr`` /
 ``env_method`` act on the one ``HerdVectorEnv`` (``env_method`` calls it once and returns its result once
-per index); ``reset`` options are ignored (herd has none); nothing renders (``get_images`` gives None).
+per index); actions are scaled as above; ``reset`` options are ignored (herd has none); nothing renders (``get_images`` gives None).
 """
 import time
 
@@ -35,6 +43,7 @@ import numpy as np
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
+from ..spaces import make_box
 from ..vector import HerdVectorEnv
 from ._common import same_step_env
 
@@ -44,7 +53,7 @@ __all__ = ["SB3VecEnv"]
 class SB3VecEnv(VecEnv):
     """Stable-Baselines3 VecEnv over herd worlds; see the module docstring for the contract."""
 
-    def __init__(self, env, num_envs=None, monitor=False, **make_vec_kwargs):
+    def __init__(self, env, num_envs=None, monitor=False, action_gain=0.5, **make_vec_kwargs):
         if monitor and not isinstance(env, HerdVectorEnv):
             make_vec_kwargs.setdefault("episode_statistics", True)
         self.env = same_step_env("SB3VecEnv", env, num_envs, make_vec_kwargs)
@@ -53,7 +62,23 @@ class SB3VecEnv(VecEnv):
             raise ValueError("SB3VecEnv(monitor=True) needs a HerdVectorEnv made with episode_statistics=True")
         self.t_start = time.time()
         self._actions = None
-        super().__init__(self.env.num_envs, self.env.single_observation_space, self.env.single_action_space)
+        self.action_gain = None if action_gain is None else float(action_gain)
+        if self.action_gain is None:
+            action_space = self.env.single_action_space
+        else:
+            if not (np.isfinite(self.action_gain) and self.action_gain > 0):
+                raise ValueError("SB3VecEnv: action_gain must be a positive number (or None), not %r" % (action_gain,))
+            action_space = make_box(np.full(self.env.act_dim, -1.0, np.float32),
+                                    np.full(self.env.act_dim, 1.0, np.float32))
+        super().__init__(self.env.num_envs, self.env.single_observation_space, action_space)
+
+    def task_actions(self, actions):
+        """The task's actions for actions of this VecEnv's space: action_gain * clip(actions, -1, 1)
+        (float32), or actions unchanged with action_gain None."""
+        if self.action_gain is None:
+            return actions
+        a = np.asarray(actions, dtype=np.float32)
+        return np.clip(a, -1.0, 1.0) * np.float32(self.action_gain)
 
     # ---- the VecEnv API --------------------------------------------------------------------------
 
@@ -70,7 +95,7 @@ class SB3VecEnv(VecEnv):
         return np.array(obs)
 
     def step_async(self, actions):
-        self._actions = actions
+        self._actions = self.task_actions(actions)
 
     def step_wait(self):
         obs, rew, term, trunc, info = self.env.step(self._actions)
