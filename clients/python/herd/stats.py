@@ -5,7 +5,8 @@
     python3 -m herd.stats ADDRESS --json --once                # the raw stats replies, one JSON object a line
 
 Each line: server, uptime, sessions, worlds, world-steps/s (the server's ~10 s window), requests/s and
-errors/s (between two samples), total steps.  Exit status: 0; 3 when a server does not answer in --timeout.
+errors/s (between two samples; on the first line, and so with --once, the mean since the server started),
+total steps.  Exit status: 0; 3 when a server does not answer in --timeout.
 """
 import argparse
 import json
@@ -16,8 +17,16 @@ from .client import Client
 from .errors import HerdError
 
 
+def _rate(st, prev, dt, key):
+    """Per second: between two samples, or for the first sample the mean since the server started."""
+    if prev is not None and dt > 0:
+        return (st[key] - prev[key]) / dt
+    up = float(st.get("uptime_s", 0.0))
+    return st[key] / up if up > 0 else 0.0
+
+
 def _line(addr, st, prev, dt):
-    rate = lambda k: (st[k] - prev[k]) / dt if prev is not None and dt > 0 else float("nan")  # noqa: E731
+    rate = lambda k: _rate(st, prev, dt, k)  # noqa: E731
     return ("%-28s up %8.0f s  sessions %3d  worlds %7d  %10.0f steps/s  %7.1f req/s  %5.1f err/s  steps %d"
             % (addr, st["uptime_s"], st["sessions"], st["worlds"], st["steps_per_s"], rate("requests"),
                rate("errors"), st["steps"]))
