@@ -53,7 +53,35 @@ def config_values(config):
         elif isinstance(v, (bytes, bytearray)):
             out[str(k)] = bytes(v).decode("utf-8")
         else:
-            out[str(k)] = float(v)
+            try:
+                out[str(k)] = float(v)
+            except (TypeError, ValueError):
+                hint = ""
+                if str(k).endswith("_range"):
+                    stem = str(k)[:-len("_range")]
+                    hint = ("; a range is two keys, such as %s_min and %s_max (the task's keys: its spec's "
+                            "\"config\", herd.list_envs())" % (stem, stem))
+                raise TypeError("config key %r takes one number (or the name of one of its choices), not %s %r%s"
+                                % (str(k), type(v).__name__, v, hint)) from None
+    return out
+
+
+def typed_config(spec, config):
+    """config (a make reply's map of every key to a float) with each value typed as the spec's key says: the
+    name for a key with named choices ("solver": "coulomb-stall-admm"), an int for an ``is_int`` key, a float
+    otherwise.  Passing it back as overrides makes the same configuration."""
+    keys = {k["key"]: k for k in spec.get("config", [])}
+    out = {}
+    for name, v in config.items():
+        k = keys.get(name)
+        if k is None or not isinstance(v, (int, float)):
+            out[name] = v
+        elif k.get("choices") and float(v).is_integer() and 0 <= int(v) < len(k["choices"]):
+            out[name] = k["choices"][int(v)]
+        elif k.get("is_int") and float(v).is_integer():
+            out[name] = int(v)
+        else:
+            out[name] = float(v)
     return out
 
 
@@ -168,6 +196,7 @@ class Client:
         self._tokens = {}        # (server, session) -> the session's token (from its make reply)
         self._view_tokens = {}   # (server, session) -> its read-only view token (make reply, minor 2)
         self._closing = {}       # close request id -> (server, session): its token is dropped on success
+        self._heard = set()      # servers that have replied at least once (for the timeout's hint)
         self.closed = False
         if server_key is None:
             server_key = os.environ.get("HERD_CURVE_SERVER_KEY") or None
@@ -282,6 +311,7 @@ class Client:
                                     self.addresses[server])
             rid = rep["id"]
             rep["_address"] = self.addresses[server]
+            self._heard.add(server)
             if rid in self._pending:
                 rep["_op"] = self._pending.pop(rid)[1]
                 self._replies[rid] = rep
@@ -352,9 +382,19 @@ class Client:
             if r in self._pending:
                 del self._pending[r]
                 self._abandoned.add(r)
-        raise HerdTimeoutError("no reply from %s within %.3g s (%s)"
-                               % (", ".join(addrs), self.timeout, "/".join(ops)),
+        raise HerdTimeoutError("no reply arrived from %s within %.3g s (%s)%s"
+                               % (", ".join(addrs), self.timeout, "/".join(ops), self._silence_hint(servers)),
                                addrs[0] if len(addrs) == 1 else ", ".join(addrs))
+
+    def _silence_hint(self, servers):
+        """Why a server may be silent: never heard from (no server there, or CURVE keys it does not admit), or
+        heard from before (busy, stopped, or the network)."""
+        never = [s for s in servers if s not in self._heard]
+        if never:
+            return (": nothing has ever answered at %s, so no herd-server may be running at that address "
+                    "(start one with `make run` or build/herd-server; with CURVE, check the keys)"
+                    % ", ".join(self.addresses[s] for s in never))
+        return ": it answered before, so it may be overloaded, stopped, or unreachable now"
 
     def wait(self, rid, timeout=None):
         """Returns the decoded reply to request rid (raising ServerError for an error reply)."""
@@ -401,7 +441,8 @@ class Client:
             if self._socks[server].poll(max(1, int(left * 1000)) if left > 0 else 0):
                 self._drain(self._socks[server], server)     # at the deadline too: what arrived is taken
             elif left <= 0:
-                raise HerdTimeoutError("no reply from %s within %.3g s" % (self.addresses[server], self.timeout),
+                raise HerdTimeoutError("no reply arrived from %s within %.3g s%s"
+                                       % (self.addresses[server], self.timeout, self._silence_hint([server])),
                                        self.addresses[server])
         return self._replies[key].pop(0)
 

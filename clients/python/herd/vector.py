@@ -6,11 +6,12 @@ seeding, async and subsets, several servers, errors).
 import enum
 import os
 import time
+import warnings
 
 import numpy as np
 
 from . import spaces as _spaces
-from .client import Client, config_names, config_values
+from .client import Client, config_names, config_values, typed_config
 from .errors import HerdError
 
 try:  # pragma: no cover - depends on the installation
@@ -100,7 +101,8 @@ class HerdVectorEnv(_VectorEnvBase):
 
     Attributes: num_envs, single_observation_space, observation_space, single_action_space, action_space,
     metadata ({"autoreset_mode": AutoresetMode, "render_modes": []}), herd_spec (the server's spec of
-    the configured task), config (effective configuration; a key with named choices holds the index),
+    the configured task), config (effective configuration, typed as the spec's keys say: a key with named
+    choices holds the name, e.g. "solver": "coulomb-stall-admm", an integer key an int, others floats),
     config_names (the name of each such key's value, e.g. {"solver": "paper-bisection"}), reward_term_names, max_episode_steps,
     episode_statistics_key (None, or the infos key of the server's episode statistics), addresses,
     closed, render_mode (None), spec (set by gymnasium.make_vec), np_random, np_random_seed.
@@ -128,6 +130,7 @@ class HerdVectorEnv(_VectorEnvBase):
         self.metadata = {"autoreset_mode": mode, "render_modes": list(RENDER_MODES)}
         self.render_mode = render_mode
         self.render_worlds = [0] if render_worlds is None else [int(w) for w in render_worlds]
+        self._render_default = render_worlds is None and self.num_envs > 1     # warned once at render()
         self.render_size = (int(render_size[0]), int(render_size[1]))
         self._renderer = None
         self._scene = None
@@ -136,6 +139,7 @@ class HerdVectorEnv(_VectorEnvBase):
         self.episode_statistics_key = _episode_key(episode_statistics)
         cfg = dict(config or {})
         cfg.update(config_kwargs)
+        wire_config = config_values(cfg)        # a value that is not a number or a name: TypeError naming its key
         self._client = Client(address, timeout=timeout, context=context, resolve=resolve, server_key=server_key,
                               secret_key=secret_key)
         self.addresses = list(self._client.addresses)
@@ -151,8 +155,8 @@ class HerdVectorEnv(_VectorEnvBase):
         self._seed_pending = True       # the first reset seeds world i with seed + i (explicit seeds)
         # Make every session, all requests in flight at once.
         fields = {"env": env_id, "autoreset": _WIRE[mode.name], "seed": self._base_seed}
-        if cfg:
-            fields["config"] = config_values(cfg)
+        if wire_config:
+            fields["config"] = wire_config
         rids = [self._client.send(k, "make", num_worlds=int(c), **fields)
                 for k, c in zip(self._servers, self._counts)]
         try:
@@ -181,9 +185,10 @@ class HerdVectorEnv(_VectorEnvBase):
                 raise HerdError("BAD_REPLY", "servers disagree on the spec of %s" % env_id)
         self.closed = False
         self.herd_spec = spec
-        self.config = dict(reps[0].get("config", {}))
-        # keys with named choices (e.g. "solver"): the name of the effective value
-        self.config_names = config_names(spec, self.config)
+        raw = dict(reps[0].get("config", {}))
+        # typed as the spec says: a key with named choices holds the name, an integer key an int
+        self.config = typed_config(spec, raw)
+        self.config_names = config_names(spec, raw)
         self.obs_dim = int(spec["obs_dim"])
         self.act_dim = int(spec["act_dim"])
         self.reward_term_names = list(spec.get("reward_terms", []))
@@ -624,17 +629,35 @@ class HerdVectorEnv(_VectorEnvBase):
         out["world_ids"] = np.arange(self.num_envs, dtype=np.int64) if ids is None else ids
         return out
 
-    def render(self):
-        """render_mode "rgb_array": one uint8 (H, W, 3) frame per world of ``render_worlds`` (a list of
-        arrays, in that order), drawn by herd.render with a camera following each world's base; None when
-        render_mode is None."""
+    def render(self, world_ids=None):
+        """render_mode "rgb_array": frames drawn by herd.render, uint8 (H, W, 3), a camera following each
+        world's base; None when render_mode is None.
+
+        world_ids None: one frame per world of ``render_worlds`` (make_vec's argument; default [0], world 0
+        only: with several worlds and no render_worlds given, the first call warns that it draws world 0
+        alone), a list in that order.  An int: that world's frame (one array).  A list of ints: their
+        frames, in that order."""
         if self.render_mode is None:
             return None
         from .render import Renderer
         if self._renderer is None:
             self._renderer = Renderer(self.scene(), width=self.render_size[0], height=self.render_size[1])
-        p = self.poses(self.render_worlds)
-        return [self._renderer.render(p["body_pos"][i], p["body_quat"][i]) for i in range(len(self.render_worlds))]
+        one = isinstance(world_ids, (int, np.integer))
+        if world_ids is None:
+            ids = self.render_worlds
+            if self._render_default:
+                self._render_default = False
+                warnings.warn("herd: render() draws world 0 alone of the %d worlds (render_worlds defaults to [0]); "
+                              "pass render_worlds=[...] to make_vec, or render(world_ids=i) for world i"
+                              % self.num_envs, UserWarning, stacklevel=2)
+        else:
+            ids = [int(world_ids)] if one else [int(w) for w in world_ids]
+        for w in ids:
+            if not 0 <= w < self.num_envs:
+                raise HerdError("BAD_WORLD_IDS", "render: world %d is out of [0, %d)" % (w, self.num_envs))
+        p = self.poses(ids)
+        frames = [self._renderer.render(p["body_pos"][i], p["body_quat"][i]) for i in range(len(ids))]
+        return frames[0] if one else frames
 
     def _close_sessions(self):
         client = getattr(self, "_client", None)
@@ -697,7 +720,8 @@ def make_vec(env_id, num_envs=1, address=None, seed=None, autoreset_mode=None, *
       RecordEpisodeStatistics's layout; a string: the same under that key),
       max_episode_steps (None, or checked against the server's time limit: set that with episode_seconds),
       render_mode (None or "rgb_array": render() then returns frames of the worlds render_worlds, default
-      [0], of size render_size (width, height), default (320, 240)),
+      [0] (world 0 alone: render() warns once when there are several worlds), or render(world_ids=i) world
+      i's; of size render_size (width, height), default (320, 240)),
       server_key / secret_key (CURVE keys: Z85 text or key file paths; default $HERD_CURVE_SERVER_KEY /
       $HERD_CURVE_CLIENT_SECRET_KEY; see herd.client).
     Any other keyword is a configuration override of the task (e.g. target_height=0.55, obs_noise=0); a key

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import herd
-from herd.client import Client, config_names, config_values
+from herd.client import Client, config_names, config_values, typed_config
 from herd.errors import ServerError
 
 
@@ -13,6 +13,9 @@ def test_config_values_keep_names_and_floats():
     assert config_values({"solver": b"pgs"}) == {"solver": "pgs"}
     spec = {"config": [{"key": "kp"}, {"key": "solver", "choices": ["a", "b", "c"]}]}
     assert config_names(spec, {"kp": 60.0, "solver": 2.0}) == {"solver": "c"}
+    spec["config"] += [{"key": "n", "is_int": True}]
+    assert typed_config(spec, {"kp": 60.0, "solver": 2.0, "n": 3.0, "other": 1.0}) == {
+        "kp": 60.0, "solver": "c", "n": 3, "other": 1.0}
 
 
 def test_hello_lists_the_solver_choices(server):
@@ -30,14 +33,26 @@ def test_hello_lists_the_solver_choices(server):
 
 def test_make_by_name(server):
     with herd.make_vec("paper-hang", 2, address=server, seed=1, solver="pgs", solver_tol=1e-7) as v:
-        assert v.config["solver"] == 1.0 and v.config["solver_tol"] == 1e-7
+        # typed as the spec says: the name for a key with choices, an int for an integer key
+        assert v.config["solver"] == "pgs" and v.config["solver_tol"] == 1e-7
         assert v.config_names == {"solver": "pgs"}
+        keys = {k["key"]: k for k in v.herd_spec["config"]}
+        for name, value in v.config.items():
+            if keys[name].get("choices"):
+                assert isinstance(value, str), name
+            elif keys[name]["is_int"]:
+                assert type(value) is int, (name, value)
+            else:
+                assert type(value) is float, (name, value)
+        assert type(v.config["solver_max_iter"]) is int
         v.reset()
         obs, *_ = v.step(np.zeros((2, 12), np.float32))
         assert np.all(np.isfinite(obs))
     # the name and its index make the same session
     with herd.make_vec("paper-drop", 1, address=server, seed=3, config={"solver": "pgs"}) as a, \
-            herd.make_vec("paper-drop", 1, address=server, seed=3, config={"solver": 1}) as b:
+            herd.make_vec("paper-drop", 1, address=server, seed=3, config={"solver": 1}) as b, \
+            herd.make_vec("paper-drop", 1, address=server, seed=3, config=a.config) as c:
+        assert c.config == a.config           # the typed configuration makes the same session
         oa, _ = a.reset()
         ob, _ = b.reset()
         for _ in range(5):

@@ -105,6 +105,9 @@ def test_timeout_on_dead_address(dead_address):
     dt = time.monotonic() - t0
     assert 0.5 <= dt < HANG_S
     assert "within 0.5 s" in str(e.value)
+    # the message says that nothing answered and that no server may be running there
+    assert "no reply arrived" in e.value.message
+    assert "no herd-server may be running at that address" in e.value.message
     assert e.value.code == "TIMEOUT"
     assert dead_address in str(e.value) and e.value.address == dead_address
     assert isinstance(e.value, TimeoutError)
@@ -122,6 +125,7 @@ def test_timeout_when_server_dies_mid_run(start_server):
         env.step(np.zeros((4, 12), np.float32))
     assert 0.5 <= time.monotonic() - t0 < HANG_S
     assert s.address in e.value.message and "within 0.5 s" in e.value.message
+    assert "answered before" in e.value.message and "may be running" not in e.value.message
     t0 = time.monotonic()
     env.close()                       # bounded, does not hang
     assert time.monotonic() - t0 < HANG_S
@@ -200,3 +204,13 @@ def test_a_reply_that_arrived_is_taken_when_the_caller_looks_after_its_deadline(
         assert c.recv_raw(0, timeout=1e-9)["error"]["code"] == "BAD_MESSAGE"
         rid = c.send(0, "ping")                                   # nothing lost for later requests
         assert c.wait(rid)["pong"] is True
+
+
+def test_a_config_value_of_the_wrong_type_names_its_key(server):
+    with pytest.raises(TypeError) as e:
+        herd.make_vec(WALK, 2, address=server, friction_range=[0.1, 50])
+    msg = str(e.value)
+    assert "'friction_range'" in msg and "one number" in msg and "[0.1, 50]" in msg
+    assert "friction_min and friction_max" in msg
+    with pytest.raises(TypeError, match="config key 'kp'"):
+        herd.make_vec(WALK, 2, address=server, config={"kp": {"a": 1}})

@@ -371,3 +371,33 @@ def test_zero_copy_no_per_element_work(server, monkeypatch):
         calls.clear()
         env.step(acts(32))
         assert 32 * 48 * 4 in calls        # the whole obs tensor in one call
+
+
+def test_render_says_which_world_and_takes_world_ids(server):
+    import warnings
+    with herd.make_vec("anymal_c-stand", 3, address=server, seed=4, render_mode="rgb_array",
+                       render_size=(64, 48)) as env:
+        env.reset()
+        with pytest.warns(UserWarning, match="draws world 0 alone of the 3 worlds"):
+            frames = env.render()
+        assert len(frames) == 1 and frames[0].shape == (48, 64, 3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")           # once only
+            again = env.render()
+            w0 = env.render(world_ids=0)
+            w2 = env.render(world_ids=2)
+            both = env.render(world_ids=[2, 0])
+        np.testing.assert_array_equal(again[0], frames[0])
+        assert isinstance(w0, np.ndarray) and w0.shape == (48, 64, 3)
+        np.testing.assert_array_equal(w0, frames[0])
+        np.testing.assert_array_equal(both[0], w2)
+        np.testing.assert_array_equal(both[1], w0)
+        assert not np.array_equal(w0, w2)            # another world, in another random pose
+        with pytest.raises(herd.HerdError, match="out of"):
+            env.render(world_ids=3)
+    with herd.make_vec("anymal_c-stand", 3, address=server, seed=4, render_mode="rgb_array",
+                       render_worlds=[1], render_size=(64, 48)) as env:
+        env.reset()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")           # the worlds were chosen: no warning
+            assert len(env.render()) == 1
