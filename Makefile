@@ -216,13 +216,14 @@ test-py: $(BUILD)/herd-server
 test-jl:
 	@if [ -d clients/julia/test ]; then tests/run-jl-tests.sh; fi
 
-# The browser viewer (viewer/): three.js into viewer/node_modules from its lock (deploy/install-deps.sh does it too);
+# The browser viewer (viewer/): three.js into viewer/node_modules from its lock (deploy/install-deps.sh --viewer;
+# herd.view does it on first use; never `make run`, which needs no npm: without npm or its registry only the viewer is off);
 # its tests in headless Chromium against a real server; docs/ replays and screenshots of the drop scenario;
 # docs-walk: docs/replay_walk.mp4 and .png, a 10-s rollout of the committed walk policy, and its replay page in
 # Chromium (docs/viewer_replay_walk.png); needs PyTorch; the replay HTML, which inlines three.js, stays in build/docs/.
 .PHONY: viewer-deps test-viewer docs-viewer docs-walk
 viewer-deps:
-	@cd viewer && npm ci --no-audit --no-fund --loglevel=error
+	@deploy/install-deps.sh --viewer
 test-viewer: $(BUILD)/herd-server
 	@HERD_SERVER_BIN=$(abspath $(BUILD))/herd-server tests/viewer/run.sh
 docs-viewer: $(BUILD)/herd-server

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Installs exactly the Debian packages herd needs to build, test and benchmark, then the browser viewer's
-# JavaScript dependency (three.js, pinned by viewer/package-lock.json) with `npm ci` in viewer/.
-# Idempotent: packages already present are not reinstalled, apt is not touched at all when nothing is
-# missing, and npm runs only when viewer/node_modules lacks the locked three.js.  Run as root (or with sudo).
+# Installs exactly the Debian packages herd needs to build, test and benchmark.  Idempotent: packages already
+# present are not reinstalled, and apt is not touched at all when nothing is missing.  Run as root (or with sudo).
 #
-#   deploy/install-deps.sh          # build + test + bench dependencies
-#   deploy/install-deps.sh --check  # exit 1 if something is missing, install nothing
+# The browser viewer's JavaScript dependency (three.js, pinned by viewer/package-lock.json) comes from the npm
+# registry, which a machine may not reach: it is installed apart, with --viewer (`make viewer-deps`), or by
+# herd.view on first use, never by the default run, so that `make run` builds and serves without npm.  Where
+# npm or its registry is missing, only the viewer is disabled (with a message saying so).
+#
+#   deploy/install-deps.sh          # build + test + bench dependencies (Debian packages)
+#   deploy/install-deps.sh --check  # exit 1 if one of those is missing, install nothing
+#   deploy/install-deps.sh --viewer # the viewer: Debian's npm where no npm is on PATH, then npm ci in viewer/
 set -euo pipefail
 
 PKGS=(
@@ -27,37 +31,54 @@ PKGS=(
   clang-14 libclang-rt-14-dev              # test: libFuzzer + ASan/UBSan runtimes (make fuzz, fuzz/run.sh)
 )
 VIEWER="$(cd "$(dirname "$0")/.." && pwd)/viewer"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+
+apt_install() { # packages...: apt-get install them (after one apt-get update)
+  echo "install-deps: installing $*"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
 viewer_ok() { # the locked three.js is installed in viewer/node_modules
   local want have
   want=$(sed -n '/"node_modules\/three"/,/}/s/.*"version": "\(.*\)".*/\1/p' "$VIEWER/package-lock.json")
   have=$(sed -n 's/^  "version": "\(.*\)".*/\1/p' "$VIEWER/node_modules/three/package.json" 2>/dev/null)
   [ -n "$want" ] && [ "$want" = "$have" ]
 }
-viewer_deps() {
-  viewer_ok && return 0
+viewer_deps() { # exit 0 with three.js installed, else 1 with a message (the viewer is then disabled)
+  viewer_ok && { echo "install-deps: viewer: three.js is installed"; return 0; }
+  if ! command -v npm >/dev/null 2>&1; then
+    # Debian's npm only where no npm is on PATH (a node installed from elsewhere brings its own)
+    apt_install npm || true
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "install-deps: viewer disabled: npm is not installed and could not be (apt-get install npm);" \
+         "herd-server and the clients work without it"
+    return 1
+  fi
   echo "install-deps: npm ci in viewer/ (three.js)"
-  (cd "$VIEWER" && npm ci --no-audit --no-fund --loglevel=error)
+  if ! (cd "$VIEWER" && npm ci --no-audit --no-fund --loglevel=error); then
+    echo "install-deps: viewer disabled: npm ci failed (is the npm registry reachable?);" \
+         "herd-server and the clients work without it; run make viewer-deps again where it is"
+    return 1
+  fi
+  viewer_ok
 }
+
+case "${1:-}" in
+  --viewer) viewer_deps; exit $? ;;
+  --check|"") ;;
+  *) echo "usage: $0 [--check | --viewer]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-# viewer/: three.js from the npm registry (npm ci).  Debian's npm only where no npm is on PATH (a node
-# installed from elsewhere brings its own, and Debian's package could conflict with it).
-command -v npm >/dev/null 2>&1 || missing+=(npm)
-
 if [ "${1:-}" = "--check" ]; then
-  viewer_ok || missing+=("viewer/node_modules (npm ci)")
   [ ${#missing[@]} -eq 0 ] && exit 0
   echo "missing: ${missing[*]}"; exit 1
 fi
-[ ${#missing[@]} -eq 0 ] && { viewer_deps; exit 0; }
-
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO=sudo
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-viewer_deps
+[ ${#missing[@]} -eq 0 ] && exit 0
+apt_install "${missing[@]}"

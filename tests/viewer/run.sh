@@ -6,7 +6,7 @@ set -u
 cd "$(dirname "$0")/../.."
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
-if [ ! -f viewer/node_modules/three/build/three.module.min.js ]; then
+if [ ! -f viewer/node_modules/three/build/three.module.min.js ] && ! deploy/install-deps.sh --viewer; then
   echo "viewer-tests: FAILED: three.js is not installed: run make viewer-deps (npm ci in viewer/)"
   exit 1
 fi

@@ -25,6 +25,8 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -49,12 +51,39 @@ def viewer_dir():
     return d
 
 
-def three_path():
-    """three.js's single-file ES module, installed by npm (`make viewer-deps`: npm ci in viewer/)."""
-    p = os.path.join(viewer_dir(), "node_modules", "three", "build", "three.module.min.js")
-    if not os.path.exists(p):
-        raise FileNotFoundError("%s is missing: run `make viewer-deps` (npm ci in viewer/)" % p)
-    return p
+NPM_TIMEOUT_S = 300
+
+
+def three_path(install=True):
+    """three.js's single-file ES module, from the npm registry through viewer/package-lock.json.  Where it is
+    missing and install is true, the first use installs it (`npm ci` in the viewer's folder, as `make
+    viewer-deps` does; a line on stderr says so).  Where that cannot be done (no npm, no registry), the
+    viewer is disabled: FileNotFoundError saying why and what to run; the server and the clients do not
+    need it."""
+    d = viewer_dir()
+    p = os.path.join(d, "node_modules", "three", "build", "three.module.min.js")
+    if os.path.exists(p):
+        return p
+    why = "three.js is not installed"
+    if install:
+        npm = shutil.which("npm")
+        if npm is None:
+            why += " and npm is not on PATH (apt-get install npm)"
+        else:
+            sys.stderr.write("herd.view: installing the viewer's three.js (npm ci in %s) ...\n" % d)
+            sys.stderr.flush()
+            try:
+                r = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=d,
+                                   capture_output=True, text=True, timeout=NPM_TIMEOUT_S)
+                out = (r.stderr or r.stdout or "").strip().splitlines()
+                detail = out[-1] if out else "exit status %d" % r.returncode
+            except (OSError, subprocess.TimeoutExpired) as e:
+                detail = str(e)
+            if os.path.exists(p):
+                return p
+            why += " and `npm ci` did not install it (%s; is the npm registry reachable?)" % detail
+    raise FileNotFoundError("the viewer is disabled: %s.  Run `make viewer-deps` (npm ci in %s) where the npm "
+                            "registry can be reached; herd-server and the clients work without it" % (why, d))
 
 
 def _jsonable(x):
