@@ -37,18 +37,30 @@ if ! "$PY" -c 'import gymnasium' 2>/dev/null; then
     echo "py-tests: gymnasium / stable_baselines3 / rsl_rl from $tp"
   fi
 fi
-"$PY" -m pytest -p no:cacheprovider -q -rs clients/python/tests "$@" || rc=1
+sums=$(mktemp); out=$(mktemp)
+trap 'rm -f "$sums" "$out"' EXIT
+tally() { # the "N passed / failed / skipped" figures of the pytest summary in $out, appended to $sums
+  tail -n 1 "$out" | grep -oE '[0-9]+ (passed|failed|skipped|error|errors)' >> "$sums" || true
+}
+"$PY" -m pytest -p no:cacheprovider -q -rs clients/python/tests "$@" | tee "$out"
+[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+tally
 
 # rsl_rl 2.x: its own pass (exit 5: the arguments selected no test of that file)
 rsl2=${HERD_RSL_RL2:-}
 [ -z "$rsl2" ] && [ -n "${tp:-}" ] && [ -d "$tp/../python-rsl_rl-2.3.3/rsl_rl" ] && rsl2=$(cd "$tp/../python-rsl_rl-2.3.3" && pwd)
 if [ -n "$rsl2" ] && [ -d "$rsl2/rsl_rl" ]; then
   echo "py-tests: rsl_rl 2.x pass, rsl_rl from $rsl2"
-  PYTHONPATH="$rsl2:$PYTHONPATH" "$PY" -m pytest -p no:cacheprovider -q -rs clients/python/tests/test_rsl_rl.py "$@"
-  r=$?; [ $r -eq 0 ] || [ $r -eq 5 ] || rc=1
+  PYTHONPATH="$rsl2:$PYTHONPATH" "$PY" -m pytest -p no:cacheprovider -q -rs clients/python/tests/test_rsl_rl.py "$@" |
+    tee "$out"
+  r=${PIPESTATUS[0]}; [ $r -eq 0 ] || [ $r -eq 5 ] || rc=1
+  tally
 else
   echo "SKIPPED: the rsl_rl 2.x pass (no rsl_rl 2.3.3 copy: set HERD_RSL_RL2)"
 fi
+# both passes in one line (tests/run-all.sh counts the last "N passed, N failed, N skipped" line)
+total() { awk -v w="$1" '$2 ~ "^"w {n += $1} END {print n + 0}' "$sums"; }
+echo "py-tests: pytest, both passes: $(total passed) passed, $(( $(total failed) + $(total error) )) failed, $(total skipped) skipped"
 if [ $# -gt 0 ]; then
   [ $rc -eq 0 ] && echo "py-tests: all passed (pytest arguments given: examples not run)" || echo "py-tests: FAILED"
   exit $rc
