@@ -35,6 +35,28 @@ sim_model *sim_model_new(void)
     return m;
 }
 
+sim_terrain sim_terrain_plane(double height)
+{
+    return (sim_terrain){.type = SIM_TERRAIN_PLANE, .height = height};
+}
+
+int sim_terrain_cells(sim_terrain *out, int nx, int ny, double x0, double y0, double dx, double dy,
+                      const float *heights, const unsigned char *smooth, char *err, size_t errlen)
+{
+    if (!out) return sim_fail(err, errlen, "terrain: no output");
+    if (nx < 1 || ny < 1 || (long long)nx * ny > SIM_TERRAIN_CELLS_MAX)
+        return sim_fail(err, errlen, "terrain: %d x %d cells (1 .. %d cells)", nx, ny, SIM_TERRAIN_CELLS_MAX);
+    if (!(dx > 0 && dx < INFINITY && dy > 0 && dy < INFINITY))
+        return sim_fail(err, errlen, "terrain: cell size %g x %g is not positive and finite", dx, dy);
+    if (!isfinite(x0) || !isfinite(y0)) return sim_fail(err, errlen, "terrain: corner (%g, %g) not finite", x0, y0);
+    if (!heights) return sim_fail(err, errlen, "terrain: no heights");
+    for (long long k = 0; k < (long long)nx * ny; k++)
+        if (!isfinite(heights[k])) return sim_fail(err, errlen, "terrain: height %lld is not finite", k);
+    *out = (sim_terrain){.type = SIM_TERRAIN_CELLS, .nx = nx, .ny = ny, .x0 = x0, .y0 = y0, .dx = dx, .dy = dy,
+                         .heights = heights, .smooth = smooth};
+    return 0;
+}
+
 void sim_model_destroy(sim_model **m)
 {
     if (m && *m) {
@@ -152,10 +174,19 @@ int sim_model_joint(const sim_model *m, const char *joint_name)
 
 
 /* The contact points sim_collide (sim_collision.c) generates at most per colliding geometry: a sphere 1, a
- * capsule 2 (its end caps), a box 8 (its corners), a cylinder 8 (up to four rim points per end cap). */
+ * capsule 2 (its end caps), a box 8 (its corners), a cylinder 8 (up to four rim points per end cap); on a cell
+ * terrain SIM_CELLS_CONTACTS_PER_GEOM each. */
+#define SIM_CELLS_CONTACTS_PER_GEOM 16
 int sim_model_max_contacts(const sim_model *m)
 {
     int n = 0;
+    if (m->terrain.type == SIM_TERRAIN_CELLS && m->terrain.heights) {
+        /* a cell terrain: a geometry may touch several cells' tops, walls and edges; the per-world capacity
+           (opt.max_contacts) bounds the total */
+        for (int g = 0; g < m->ngeom; g++)
+            if (!m->geom[g].nocollide) n += SIM_CELLS_CONTACTS_PER_GEOM;
+        return n;
+    }
     for (int g = 0; g < m->ngeom; g++) {
         if (m->geom[g].nocollide) continue;
         switch (m->geom[g].type) {

@@ -74,17 +74,37 @@ typedef struct {
     int nocollide;                  /* 1: the geometry never generates contacts (0 by default) */
 } sim_geom;
 
-/* The ground.  A plane z = height (normal +z), or a heightfield: a grid of nx * ny heights (row-major,
- * x fastest) with spacing dx, dy whose corner (0,0) sits at (x0, y0), bilinearly interpolated; outside
- * the grid the border height continues.  The heights are owned by whoever owns the model. */
-typedef enum { SIM_TERRAIN_PLANE = 0, SIM_TERRAIN_HFIELD } sim_terrain_type;
+/* The ground.  Three shapes, all on a grid of nx * ny heights (row-major, x fastest) with spacing dx, dy whose
+ * sample (0,0) sits at (x0, y0), heights relative to `height`:
+ *   SIM_TERRAIN_PLANE   the plane z = height (normal +z); the grid is unused.
+ *   SIM_TERRAIN_HFIELD  a heightfield bilinearly interpolated between the samples; outside the grid the border
+ *                       height continues.
+ *   SIM_TERRAIN_CELLS   a union of vertical prisms: cell (ix, iy) is the square of side dx x dy centred on sample
+ *                       (ix, iy), flat at that sample's height, with vertical walls where its neighbours are lower
+ *                       (so a riser is a true step); the border cells extend to infinity.  A cell whose smooth
+ *                       mask entry is nonzero is instead the HFIELD surface (bilinear) over its square and has no
+ *                       walls of its own; the prisms beside it see it, for their walls, at its sample's height.
+ * The heights (and the mask) are owned by whoever owns the model. */
+typedef enum { SIM_TERRAIN_PLANE = 0, SIM_TERRAIN_HFIELD, SIM_TERRAIN_CELLS } sim_terrain_type;
 typedef struct {
     int type;
-    double height;                  /* plane height (m) */
+    double height;                  /* plane height, or offset of the grid's heights (m) */
     int nx, ny;
     double x0, y0, dx, dy;
-    const float *heights;
+    const float *heights;           /* nx * ny, m */
+    const unsigned char *smooth;    /* CELLS: nx * ny, nonzero = a bilinear cell; NULL: every cell a prism */
 } sim_terrain;
+
+/* Most cells a SIM_TERRAIN_CELLS grid may have (contact features encode the cell, sim_collision.h). */
+#define SIM_TERRAIN_CELLS_MAX 8388607
+
+/* The plane z = height. */
+sim_terrain sim_terrain_plane(double height);
+/* A SIM_TERRAIN_CELLS terrain over heights (nx * ny, m) and the optional smooth mask (nx * ny or NULL), both the
+ * caller's, kept by pointer.  Returns 0, or -1 with err filled (nx or ny < 1, nx * ny above SIM_TERRAIN_CELLS_MAX,
+ * a spacing not positive and finite, a corner or a height not finite, heights NULL). */
+int sim_terrain_cells(sim_terrain *out, int nx, int ny, double x0, double y0, double dx, double dy,
+                      const float *heights, const unsigned char *smooth, char *err, size_t errlen);
 
 /* Step options (sim_step.h). */
 typedef struct {
