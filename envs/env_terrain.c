@@ -488,3 +488,23 @@ int env_terrain_to_hfield(const env_terrain *t, float *heights, size_t n, sim_te
                          .heights = heights};
     return 0;
 }
+
+int env_terrain_to_cells(const env_terrain *t, float *heights, unsigned char *smooth, size_t n, sim_terrain *out,
+                         char *err, size_t errlen)
+{
+    if (!smooth) {
+        fail(err, errlen, "terrain: the cell terrain needs a smooth mask");
+        return -1;
+    }
+    sim_terrain hf;
+    if (env_terrain_to_hfield(t, heights, n, &hf, err, errlen)) return -1;
+    memset(smooth, 0, n);
+    for (int row = 0; row < t->cfg.rows; row++)
+        for (int col = 0; col < t->cfg.cols; col++) {
+            const int kind = t->tiles[row * t->cfg.cols + col].kind;
+            if (kind != ENV_TILE_SLOPE_UP && kind != ENV_TILE_SLOPE_DOWN && kind != ENV_TILE_ROUGH_SLOPE) continue;
+            for (int iy = t->border + col * t->n; iy < t->border + (col + 1) * t->n; iy++)
+                memset(smooth + (size_t)iy * t->nx + t->border + (size_t)row * t->n, 1, (size_t)t->n);
+        }
+    return sim_terrain_cells(out, hf.nx, hf.ny, hf.x0, hf.y0, hf.dx, hf.dy, heights, smooth, err, errlen);
+}

@@ -135,6 +135,14 @@ size_t env_terrain_bytes(const env_terrain *t);
 int env_terrain_to_hfield(const env_terrain *t, float *heights, size_t n, sim_terrain *out, char *err,
                           size_t errlen);
 
+/* herd's cell terrain of the field (sim_model.h SIM_TERRAIN_CELLS): heights[] (n = nx * ny floats) as for
+ * env_terrain_to_hfield, and smooth[] (n bytes, the caller's) 1 on the samples of slope and rough-slope tiles
+ * (legged_gym's smooth heightfield tiles, kept bilinear) and 0 on stairs, obstacles and the border (vertical
+ * prisms, so risers and obstacle sides are walls).  Cell (ix, iy) is centred on sample (ix, iy), in the field
+ * frame.  Returns 0, or -1 with err filled if n is not nx * ny or an array is NULL. */
+int env_terrain_to_cells(const env_terrain *t, float *heights, unsigned char *smooth, size_t n, sim_terrain *out,
+                         char *err, size_t errlen);
+
 /* Isaac Gym's upsampling of random_uniform_terrain's noise: an nc x nc grid of height units spanning the
  * same square as an nf x nf grid is interpolated bilinearly at the nf x nf points (point a of nf at
  * coarse coordinate a (nc - 1) / (nf - 1)) and rounded to the nearest unit, halves to even, in exact

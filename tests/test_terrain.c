@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "env_terrain.h"
+#include "sim_collision.h"
 
 #define REF "tests/testdata/terrain_ref.txt"
 
@@ -508,6 +509,63 @@ Test(terrain, heightfield_for_sim)
     const int B = env_terrain_border_samples(t), T = env_terrain_tile_samples(t);
     cr_assert(fabs(st.x0 + (B + 3 * T + T / 2) * st.dx - o[0]) < 1e-9);
     cr_assert(fabs(st.y0 + (B + 7 * T + T / 2) * st.dy - o[1]) < 1e-9);
+    free(f);
+    env_terrain_destroy(&t);
+}
+
+Test(terrain, cells_for_sim)
+{
+    env_terrain *t = field(17);
+    int nx, ny;
+    const int16_t *h = env_terrain_heights(t, &nx, &ny);
+    const size_t n = (size_t)nx * ny;
+    float *f = malloc(sizeof(float) * n);
+    unsigned char *mask = malloc(n);
+    sim_terrain st;
+    char err[200] = "";
+    cr_assert_eq(env_terrain_to_cells(t, f, mask, n - 1, &st, err, sizeof err), -1);
+    cr_assert_eq(env_terrain_to_cells(t, f, NULL, n, &st, err, sizeof err), -1);
+    cr_assert_eq(env_terrain_to_cells(t, f, mask, n, &st, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(st.type, SIM_TERRAIN_CELLS);
+    cr_assert(st.nx == nx && st.ny == ny && st.x0 == -25.0 && st.dx == 0.1 && st.heights == f && st.smooth == mask);
+    const int B = env_terrain_border_samples(t), T = env_terrain_tile_samples(t);
+    const env_terrain_config *cfg = env_terrain_config_of(t);
+    /* every sample of a tile is smooth exactly when the tile is a slope or a rough slope; the border is not */
+    for (int row = 0; row < cfg->rows; row++)
+        for (int col = 0; col < cfg->cols; col++) {
+            const int k = kind_at(t, row, col);
+            const int want = k == ENV_TILE_SLOPE_UP || k == ENV_TILE_SLOPE_DOWN || k == ENV_TILE_ROUGH_SLOPE;
+            for (int a = 0; a < T; a += 7)
+                for (int b = 0; b < T; b += 5)
+                    cr_assert_eq(mask[(size_t)(B + col * T + b) * nx + B + row * T + a], want, "tile %d %d", row, col);
+        }
+    for (int ix = 0; ix < nx; ix += 13) cr_assert_eq(mask[ix], 0, "border");
+    /* a stairs-down tile of the hardest level: the query is the sample of the cell under the point (a riser is a
+       jump from one cell to the next), a slope tile's the heightfield's bilinear surface */
+    const int row = cfg->rows - 1, col = column_of(t, ENV_TILE_STAIRS_DOWN);
+    int risers = 0;
+    for (int a = 1; a < T; a++) {
+        const double x = st.x0 + (B + row * T + a) * st.dx, y = st.y0 + (B + col * T + T / 4) * st.dy;
+        double h0, h1, nn[3];
+        sim_terrain_query(&st, x - 0.049, y, &h0, nn);
+        sim_terrain_query(&st, x + 0.049, y, &h1, nn);
+        cr_assert_eq(h0, h1, "flat within a cell");
+        cr_assert_eq(h1, (float)(at(t, row, col, a, T / 4) * 0.005));
+        double hp;
+        sim_terrain_query(&st, x - 0.051, y, &hp, nn);
+        if (fabs(h0 - hp) > 0.2) risers++;
+    }
+    cr_assert_gt(risers, 3, "21 cm risers as jumps between neighbouring cells");
+    const int cs = column_of(t, ENV_TILE_SLOPE_DOWN);
+    sim_terrain hf = st;
+    hf.type = SIM_TERRAIN_HFIELD;
+    const double x = st.x0 + (B + row * T + 11.3) * st.dx, y = st.y0 + (B + cs * T + 17.6) * st.dy;
+    double h1, h2, n1[3], n2[3];
+    sim_terrain_query(&st, x, y, &h1, n1);
+    sim_terrain_query(&hf, x, y, &h2, n2);
+    cr_assert(h1 == h2 && n1[0] == n2[0] && n1[2] == n2[2] && n1[0] != 0);
+    (void)h;
+    free(mask);
     free(f);
     env_terrain_destroy(&t);
 }
