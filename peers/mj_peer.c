@@ -14,6 +14,7 @@
 #define MJP_ROOT_JOINT "herd_mjpeer_root"
 #define MJP_FLOOR_HALF_XY 100.0   /* floor box half extents (m) */
 #define MJP_FLOOR_HALF_Z 1.0
+#define MJP_MAX_BOXES 8          /* terrain boxes of mj_peer_new_with_boxes (the patch buffer holds them) */
 
 static char *mjp_read_file(const char *path, size_t *len)
 {
@@ -60,8 +61,8 @@ static const char *mjp_find_tag(const char *text, const char *name)
 /* The URDF text with the compiler options and (for a floating herd model) the free root joint
  * inserted right after the <robot ...> start tag; with floor, the dummy world link carries the floor
  * box (top face at z = hm->terrain.height).  Returns a malloc'ed string or NULL. */
-static char *mjp_patch_urdf(const char *text, const char *meshdir, const sim_model *hm, int floor, char *err,
-                            size_t errlen)
+static char *mjp_patch_urdf(const char *text, const char *meshdir, const sim_model *hm, int floor, const double *boxes,
+                            int nbox, char *err, size_t errlen)
 {
     const char *robot = mjp_find_tag(text, "robot");
     if (!robot) { sim_fail(err, errlen, "no <robot> element"); return NULL; }
@@ -79,7 +80,16 @@ static char *mjp_patch_urdf(const char *text, const char *meshdir, const sim_mod
                       "<geometry><box size=\"%.17g %.17g %.17g\"/></geometry></collision></link>\n",
                       hm->terrain.height - MJP_FLOOR_HALF_Z, 2 * MJP_FLOOR_HALF_XY, 2 * MJP_FLOOR_HALF_XY,
                       2 * MJP_FLOOR_HALF_Z);
-    else if (hm->floating)
+    else if (hm->floating && nbox > 0) {
+        k += snprintf(ins + k, sizeof ins - (size_t)k, "  <link name=\"" MJP_ROOT_LINK "\">");
+        for (int b = 0; b < nbox && k > 0 && (size_t)k < sizeof ins; b++) {
+            const double *x = boxes + 6 * b;
+            k += snprintf(ins + k, sizeof ins - (size_t)k,
+                          "<collision><origin xyz=\"%.17g %.17g %.17g\" rpy=\"0 0 0\"/><geometry><box size=\"%.17g %.17g "
+                          "%.17g\"/></geometry></collision>", x[0], x[1], x[2], 2 * x[3], 2 * x[4], 2 * x[5]);
+        }
+        if (k > 0 && (size_t)k < sizeof ins) k += snprintf(ins + k, sizeof ins - (size_t)k, "</link>\n");
+    } else if (hm->floating)
         k += snprintf(ins + k, sizeof ins - (size_t)k, "  <link name=\"" MJP_ROOT_LINK "\"/>\n");
     if (hm->floating)
         k += snprintf(ins + k, sizeof ins - (size_t)k,
@@ -95,7 +105,8 @@ static char *mjp_patch_urdf(const char *text, const char *meshdir, const sim_mod
     return out;
 }
 
-static mjModel *mjp_load(const char *urdf_path, const sim_model *hm, int floor, char *err, size_t errlen)
+static mjModel *mjp_load(const char *urdf_path, const sim_model *hm, int floor, const double *boxes, int nbox, char *err,
+                         size_t errlen)
 {
     size_t len = 0;
     char *text = mjp_read_file(urdf_path, &len);
@@ -104,7 +115,7 @@ static mjModel *mjp_load(const char *urdf_path, const sim_model *hm, int floor, 
     if (!realpath(urdf_path, dir)) { free(text); sim_fail(err, errlen, "%s: realpath failed", urdf_path); return NULL; }
     char *slash = strrchr(dir, '/');
     if (slash) slash[1] = 0;
-    char *patched = mjp_patch_urdf(text, dir, hm, floor, err, errlen);
+    char *patched = mjp_patch_urdf(text, dir, hm, floor, boxes, nbox, err, errlen);
     free(text);
     if (!patched) return NULL;
 
@@ -261,14 +272,49 @@ static int mjp_setup_floor(mj_peer *p, const sim_model *hm, int floor_kind, char
     return 0;
 }
 
-/* floor: 0 none (mj_peer_new), 1 + mj_peer_floor_kind otherwise (contacts set up by mjp_setup_floor). */
-static mj_peer *mjp_new(const char *urdf_path, const sim_model *hm, int floor, char *err, size_t errlen)
+/* The collision filter and friction of a ground of nbox world boxes (mj_peer_new_with_boxes): as mjp_setup_floor's,
+ * every world box a floor. */
+static int mjp_setup_boxes(mj_peer *p, const sim_model *hm, int nbox, char *err, size_t errlen)
+{
+    mjModel *m = p->m;
+    int root = mj_name2id(m, mjOBJ_BODY, MJP_ROOT_LINK);
+    for (int k = 0; k < m->ngeom; k++) m->geom_contype[k] = m->geom_conaffinity[k] = 0;
+    double mu_min = INFINITY;
+    for (int g = 0; g < hm->ngeom; g++) {
+        if (hm->geom[g].nocollide) continue;
+        int k = p->geom[g];
+        if (k < 0) return sim_fail(err, errlen, "herd geometry '%s' collides but has no MuJoCo counterpart", hm->geom[g].name);
+        m->geom_contype[k] = 1;
+        m->geom_conaffinity[k] = 2;
+        m->geom_friction[3 * k] = hm->geom[g].friction;
+        mu_min = fmin(mu_min, hm->geom[g].friction);
+    }
+    if (!(mu_min < INFINITY)) return sim_fail(err, errlen, "no herd geometry collides");
+    int found = 0;
+    for (int k = 0; k < m->ngeom; k++) {
+        int b = m->geom_bodyid[k];
+        if ((b != 0 && b != root) || m->geom_type[k] != mjGEOM_BOX) continue;
+        if (b != 0) return sim_fail(err, errlen, "a terrain box is not static in MuJoCo's model");
+        m->geom_contype[k] = 2;
+        m->geom_conaffinity[k] = 1;
+        m->geom_friction[3 * k] = mu_min;
+        if (p->floor < 0) p->floor = k;
+        found++;
+    }
+    if (found != nbox) return sim_fail(err, errlen, "%d terrain boxes in MuJoCo's model, %d given", found, nbox);
+    return 0;
+}
+
+/* floor: 0 none (mj_peer_new), 1 + mj_peer_floor_kind otherwise (contacts set up by mjp_setup_floor); nbox > 0:
+ * a ground of boxes (mj_peer_new_with_boxes). */
+static mj_peer *mjp_new(const char *urdf_path, const sim_model *hm, int floor, const double *boxes, int nbox, char *err,
+                        size_t errlen)
 {
     if (!hm || hm->nv > SIM_MAX_DOF) { sim_fail(err, errlen, "no herd model"); return NULL; }
     mj_peer *p = calloc(1, sizeof *p);
     if (!p) { sim_fail(err, errlen, "out of memory"); return NULL; }
     p->floor = -1;
-    p->m = mjp_load(urdf_path, hm, floor, err, errlen);
+    p->m = mjp_load(urdf_path, hm, floor, boxes, nbox, err, errlen);
     if (!p->m) { free(p); return NULL; }
     mjModel *m = p->m;
     if (mjp_map(p, hm, err, errlen) != 0) { mj_peer_destroy(&p); return NULL; }
@@ -282,8 +328,9 @@ static mj_peer *mjp_new(const char *urdf_path, const sim_model *hm, int floor, c
     }
     for (int j = 0; j < m->njnt; j++) m->jnt_stiffness[j] = 0;
     for (int c = 0; c < 3; c++) m->opt.gravity[c] = hm->gravity[c];
-    m->opt.disableflags |= (floor ? 0 : mjDSBL_CONTACT) | mjDSBL_LIMIT | mjDSBL_FRICTIONLOSS | mjDSBL_EQUALITY;
+    m->opt.disableflags |= (floor || nbox ? 0 : mjDSBL_CONTACT) | mjDSBL_LIMIT | mjDSBL_FRICTIONLOSS | mjDSBL_EQUALITY;
     if (floor && mjp_setup_floor(p, hm, floor - 1, err, errlen) != 0) { mj_peer_destroy(&p); return NULL; }
+    if (nbox && mjp_setup_boxes(p, hm, nbox, err, errlen) != 0) { mj_peer_destroy(&p); return NULL; }
     p->d = mj_makeData(m);
     if (!p->d) { sim_fail(err, errlen, "mj_makeData failed"); mj_peer_destroy(&p); return NULL; }
     return p;
@@ -291,7 +338,7 @@ static mj_peer *mjp_new(const char *urdf_path, const sim_model *hm, int floor, c
 
 mj_peer *mj_peer_new(const char *urdf_path, const sim_model *hm, char *err, size_t errlen)
 {
-    return mjp_new(urdf_path, hm, 0, err, errlen);
+    return mjp_new(urdf_path, hm, 0, NULL, 0, err, errlen);
 }
 
 mj_peer *mj_peer_new_with_floor(const char *urdf_path, const sim_model *hm, int floor_kind, char *err, size_t errlen)
@@ -303,7 +350,7 @@ mj_peer *mj_peer_new_with_floor(const char *urdf_path, const sim_model *hm, int 
         sim_fail(err, errlen, "unknown floor kind %d", floor_kind);
         return NULL;
     }
-    return mjp_new(urdf_path, hm, 1 + floor_kind, err, errlen);
+    return mjp_new(urdf_path, hm, 1 + floor_kind, NULL, 0, err, errlen);
 }
 
 void mj_peer_destroy(mj_peer **pp)
@@ -426,4 +473,15 @@ void mj_peer_full_mass(const mj_peer *p, double *out, double *scratch)
     mj_fullM(p->m, scratch, p->d->qM);
     for (int i = 0; i < nv; i++)
         for (int j = 0; j < nv; j++) out[i * nv + j] = scratch[p->dofadr[i] * nv + p->dofadr[j]];
+}
+
+mj_peer *mj_peer_new_with_boxes(const char *urdf_path, const sim_model *hm, const double *boxes, int nbox, char *err,
+                                size_t errlen)
+{
+    if (!hm) { sim_fail(err, errlen, "no herd model"); return NULL; }
+    if (!hm->floating) { sim_fail(err, errlen, "a ground needs a floating herd model"); return NULL; }
+    if (!boxes || nbox < 1 || nbox > MJP_MAX_BOXES) { sim_fail(err, errlen, "1 .. %d boxes, not %d", MJP_MAX_BOXES, nbox); return NULL; }
+    for (int i = 0; i < 6 * nbox; i++)
+        if (!isfinite(boxes[i]) || (i % 6 >= 3 && !(boxes[i] > 0))) { sim_fail(err, errlen, "box %d is not finite and positive", i / 6); return NULL; }
+    return mjp_new(urdf_path, hm, 0, boxes, nbox, err, errlen);
 }

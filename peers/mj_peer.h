@@ -74,6 +74,13 @@ typedef enum {
  * Returns NULL with err filled on failure (fixed-base model, heightfield terrain, unmatched geom). */
 mj_peer *mj_peer_new_with_floor(const char *urdf_path, const sim_model *hm, int floor_kind, char *err, size_t errlen);
 
+/* Like mj_peer_new_with_floor with MJ_PEER_FLOOR_BOX, but the ground is nbox (1 .. 8) static boxes, boxes[6 b ..]
+ * = centre (x, y, z) and half extents (m, world axes): stairs for comparing herd's cell terrain.  The terrain
+ * boxes collide with the herd-colliding geometries only (the same filter and friction as the floor's); p->floor is
+ * the first box.  Whatever herd's terrain is, it is not read.  Returns NULL with err filled on failure. */
+mj_peer *mj_peer_new_with_boxes(const char *urdf_path, const sim_model *hm, const double *boxes, int nbox, char *err,
+                                size_t errlen);
+
 /* MuJoCo 2.2's compiler keeps an inertia as principal moments + a principal-frame quaternion, and its
  * conversion of full (rotated or fused) inertia tensors is accurate to only ~1e-7..1e-6 relative.  This
  * replaces every body's mass, COM and inertia with herd's, diagonalized to machine precision, so that

@@ -35,8 +35,15 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "env_scenario.h"
+#include "sim_collision.h"
 #include "sim_dynamics.h"
 #include "sim_model.h"
+#include "sim_step.h"
 #include "sim_urdf.h"
 #include "mj_peer.h"
 
@@ -481,6 +488,280 @@ Test(vs_mujoco, sparse_jacobian_matches_dense)
     cr_expect(w.worst == 0.0 || w.worst <= 1e-15, "sparse and dense Jacobians differ by %.3e", w.worst);
 }
 
+/* ---------------------------------------------------------------- terrain: cells against MuJoCo boxes
+ *
+ * One step: herd's cell terrain (SIM_TERRAIN_CELLS, 0.1 m cells, top 0 below x = 0.95, STEP_H from there) and, in
+ * MuJoCo, the same step as two static boxes.  Both engines at 1 ms, the same friction (MuJoCo's pair friction is the
+ * max of the two geoms': both get MU), MuJoCo's defaults otherwise (soft contacts, pyramidal cone, Newton).  herd
+ * runs its defaults (bisection solver, warm starts).  What is compared after the bodies settle is stated per test;
+ * the tolerances are MuJoCo's soft-contact penetration (a few mm under ANYmal's weight) and the two contact models'
+ * differences, not herd's own accuracy, which the checks on herd alone (penetration <= 2 mm, no normal into the
+ * terrain) bound. */
+
+#define STEP_H 0.25       /* m, riser (exact in float) */
+#define STEP_X 0.95       /* m, the riser's x */
+#define MU 0.8
+
+static float step_h[40 * 20];
+
+/* The step as herd cells: 40 x 20 cells of 0.1 m from the origin (cell ix centred at 0.1 ix). */
+static void step_cells(sim_terrain *t)
+{
+    for (int iy = 0; iy < 20; iy++)
+        for (int ix = 0; ix < 40; ix++) step_h[iy * 40 + ix] = ix >= 10 ? (float)STEP_H : 0.0f;
+    char err[256];
+    cr_assert_eq(sim_terrain_cells(t, 40, 20, 0, 0, 0.1, 0.1, step_h, NULL, err, sizeof err), 0, "%s", err);
+}
+
+/* MuJoCo model from MJCF text (through a temporary file: MuJoCo 2.2 loads XML from files). */
+static mjModel *mj_from_text(const char *xml)
+{
+    char tmp[] = "/tmp/herd_vsmj_XXXXXX.xml";
+    int fd = mkstemps(tmp, 4);
+    cr_assert(fd >= 0);
+    size_t len = strlen(xml);
+    cr_assert_eq(write(fd, xml, len), (ssize_t)len);
+    close(fd);
+    char err[1000] = "";
+    mjModel *m = mj_loadXML(tmp, NULL, err, sizeof err);
+    mj_freeLastXML();
+    unlink(tmp);
+    cr_assert_not_null(m, "MuJoCo: %s", err);
+    return m;
+}
+
+/* One free body (mass 1 kg, inertia diag 0.01) carrying geom (MJCF type/size) in MuJoCo, on the step's boxes. */
+static mjModel *mj_step_world(const char *type, const char *size)
+{
+    char xml[2048];
+    snprintf(xml, sizeof xml,
+             "<mujoco><option timestep=\"0.001\" gravity=\"0 0 -9.81\"/><worldbody>"
+             "<geom type=\"box\" pos=\"0 0 -0.5\" size=\"50 50 0.5\" friction=\"%g 0 0\"/>"
+             "<geom type=\"box\" pos=\"%.17g 0 %.17g\" size=\"5 50 %.17g\" friction=\"%g 0 0\"/>"
+             "<body name=\"b\"><freejoint/><inertial pos=\"0 0 0\" mass=\"1\" diaginertia=\"0.01 0.01 0.01\"/>"
+             "<geom type=\"%s\" size=\"%s\" friction=\"%g 0 0\"/></body></worldbody></mujoco>",
+             MU, STEP_X + 5, (STEP_H - 1) / 2, (STEP_H + 1) / 2, MU, type, size, MU);
+    return mj_from_text(xml);
+}
+
+/* herd: the same body (geometry type, sizes) on the step's cells. */
+static void herd_step_world(int type, double s0, double s1, double s2, sim_model **m, sim_data **d)
+{
+    sim_model *hm1 = sim_model_new();
+    hm1->body[0] = (sim_body){.name = "b", .parent = -1, .joint_type = SIM_JOINT_FREE, .mass = 1,
+                              .rot = {1, 0, 0, 0, 1, 0, 0, 0, 1}, .inertia = {0.01, 0, 0, 0, 0.01, 0, 0, 0, 0.01}};
+    hm1->geom[0] = (sim_geom){.name = "g", .type = type, .body = 0, .rot = {1, 0, 0, 0, 1, 0, 0, 0, 1},
+                              .size = {s0, s1, s2}, .friction = MU};
+    hm1->nbody = 1;
+    hm1->ngeom = 1;
+    step_cells(&hm1->terrain);
+    char err[256];
+    cr_assert_eq(sim_model_finalize(hm1, err, sizeof err), 0, "%s", err);
+    *m = hm1;
+    *d = sim_data_new(hm1);
+    cr_assert_not_null(*d);
+}
+
+/* Runs both from pose (x y z qw qx qy qz) at rest for steps of 1 ms; herd's deepest penetration over the last half
+ * and whether any of its contact normals pointed into the terrain. */
+static void run_pair(sim_model *m, sim_data *d, mjModel *mm, mjData *md, const double pose[7], int steps, double *pen,
+                     int *into)
+{
+    memcpy(d->q, pose, 7 * sizeof(double));
+    memset(d->u, 0, 6 * sizeof(double));
+    mj_resetData(mm, md);
+    memcpy(md->qpos, pose, 7 * sizeof(double));
+    *pen = 0, *into = 0;
+    for (int i = 0; i < steps; i++) {
+        cr_assert_eq(sim_step(m, d, 1e-3), 0);
+        mj_step(mm, md);
+        if (i >= steps / 2 && d->stats.penetration > *pen) *pen = d->stats.penetration;
+        for (int c = 0; c < d->ncon; c++) {
+            const sim_contact *k = &d->con[c];
+            const double *n = k->frame + 6;
+            double g[3], h, nn[3];
+            for (int j = 0; j < 3; j++) g[j] = k->pos[j] - k->gap * n[j] + 1e-4 * n[j];
+            sim_terrain_query(&m->terrain, g[0], g[1], &h, nn);
+            if (g[2] < h - 1e-9) (*into)++;
+        }
+    }
+}
+
+/* Rotation angle between two unit quaternions (rad). */
+static double quat_angle(const double *a, const double *b)
+{
+    double dt = fabs(a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]);
+    return 2 * acos(fmin(1, dt));
+}
+
+TestSuite(terrain_vs_mujoco, .timeout = 300);
+
+Test(terrain_vs_mujoco, sphere_rests_on_the_stair_edge)
+{
+    /* the centre straight above the nose line: both engines keep it there (the edge's normal is vertical) */
+    const double r = 0.03;
+    sim_model *m;
+    sim_data *d;
+    herd_step_world(SIM_GEOM_SPHERE, r, 0, 0, &m, &d);
+    mjModel *mm = mj_step_world("sphere", "0.03");
+    mjData *md = mj_makeData(mm);
+    const double pose[7] = {STEP_X, 1.0, STEP_H + r, 1, 0, 0, 0};
+    double pen;
+    int into;
+    run_pair(m, d, mm, md, pose, 1000, &pen, &into);
+    cr_log_info("sphere on the edge: herd (%.5f, %.5f), MuJoCo (%.5f, %.5f), herd penetration %.2e m", d->q[0], d->q[2],
+                md->qpos[0], md->qpos[2], pen);
+    cr_assert_eq(into, 0, "normals into the terrain");
+    cr_assert(pen <= 2e-3, "penetration %g", pen);
+    cr_assert(fabs(d->q[0] - STEP_X) < 1e-3 && fabs(d->q[2] - (STEP_H + r)) < 2e-3, "herd (%g, %g)", d->q[0], d->q[2]);
+    cr_assert(fabs(d->q[0] - md->qpos[0]) < 2e-3 && fabs(d->q[2] - md->qpos[2]) < 2e-3, "herd vs MuJoCo");
+    /* the centre 1 cm beyond the nose: it rolls over the edge and falls to the lower tread; positions compared
+       during the roll (0.1 s, 0.2 s) and at rest on the lower tread */
+    const double off = 0.01, pose2[7] = {STEP_X - off, 1.0, STEP_H + sqrt(r * r - off * off), 1, 0, 0, 0};
+    double diff_roll = 0;
+    memcpy(d->q, pose2, sizeof pose2);
+    memset(d->u, 0, 6 * sizeof(double));
+    mj_resetData(mm, md);
+    memcpy(md->qpos, pose2, sizeof pose2);
+    for (int i = 0; i < 1500; i++) {
+        cr_assert_eq(sim_step(m, d, 1e-3), 0);
+        mj_step(mm, md);
+        if (i == 99 || i == 199) {
+            const double e = hypot(d->q[0] - md->qpos[0], d->q[2] - md->qpos[2]);
+            cr_log_info("rolling off, t %.1f s: herd (%.4f, %.4f), MuJoCo (%.4f, %.4f)", (i + 1) * 1e-3, d->q[0], d->q[2],
+                        md->qpos[0], md->qpos[2]);
+            diff_roll = fmax(diff_roll, e);
+        }
+    }
+    cr_assert(diff_roll < 5e-3, "rolling off the edge: herd and MuJoCo %g m apart", diff_roll);
+    cr_assert(d->q[2] < r + 2e-3 && md->qpos[2] < r + 2e-3, "both on the lower tread: %g %g", d->q[2], md->qpos[2]);
+    mj_deleteData(md);
+    mj_deleteModel(mm);
+    sim_data_destroy(&d);
+    sim_model_destroy(&m);
+}
+
+Test(terrain_vs_mujoco, box_rests_across_the_step)
+{
+    /* a box 0.2 x 0.12 x 0.08 across the nose, its centre 3 cm over the upper tread, dropped from 5 mm: it comes to
+       rest flat on the tread and the nose edge */
+    sim_model *m;
+    sim_data *d;
+    herd_step_world(SIM_GEOM_BOX, 0.1, 0.06, 0.04, &m, &d);
+    mjModel *mm = mj_step_world("box", "0.1 0.06 0.04");
+    mjData *md = mj_makeData(mm);
+    const double pose[7] = {STEP_X + 0.03, 1.0, STEP_H + 0.045, 1, 0, 0, 0};
+    double pen;
+    int into;
+    run_pair(m, d, mm, md, pose, 1500, &pen, &into);
+    int classes[SIM_FACE_COUNT] = {0};
+    for (int c = 0; c < d->ncon; c++) classes[sim_contact_face(&m->terrain, d->con[c].feature)]++;
+    cr_log_info("box on the step: herd z %.5f, MuJoCo z %.5f, angle between them %.2e rad, herd penetration %.2e m, "
+                "contacts top %d wall %d edge %d", d->q[2], md->qpos[2], quat_angle(d->q + 3, md->qpos + 3), pen,
+                classes[SIM_FACE_TOP], classes[SIM_FACE_WALL], classes[SIM_FACE_EDGE]);
+    cr_assert_eq(into, 0, "normals into the terrain");
+    cr_assert(pen <= 2e-3, "penetration %g", pen);
+    cr_assert(classes[SIM_FACE_EDGE] >= 1 && classes[SIM_FACE_TOP] >= 2, "rests on the tread and the nose");
+    cr_assert(fabs(d->q[2] - md->qpos[2]) < 2e-3, "height: herd %g, MuJoCo %g", d->q[2], md->qpos[2]);
+    cr_assert(fabs(d->q[0] - md->qpos[0]) < 2e-3, "x: herd %g, MuJoCo %g", d->q[0], md->qpos[0]);
+    cr_assert(quat_angle(d->q + 3, md->qpos + 3) < 0.01, "orientation");
+    mj_deleteData(md);
+    mj_deleteModel(mm);
+    sim_data_destroy(&d);
+    sim_model_destroy(&m);
+}
+
+Test(terrain_vs_mujoco, anymal_stands_across_two_steps)
+{
+    /* ANYmal C, PD at its nominal pose (scenario "stand": feet and base collide), with its front
+       feet over a step of ANY_STEP_H whose riser is under the base centre (x = 0), hind feet on the lower tread.
+       After 2 s: base height within 3 mm (MuJoCo's soft contacts sink 1-1.5 mm) and orientation within 0.005 rad
+       (0.3 deg) of MuJoCo's. */
+#define ANY_STEP_H 0.1
+    static float hts[60 * 40];
+    for (int iy = 0; iy < 40; iy++)
+        for (int ix = 0; ix < 60; ix++) hts[iy * 60 + ix] = ix >= 30 ? (float)ANY_STEP_H : 0.0f;
+    char err[512] = "";
+    sim_model *m = sim_urdf_load_file(MODEL_PATH, NULL, err, sizeof err);
+    cr_assert_not_null(m, "%s", err);
+    cr_assert_eq(env_scenario_configure_model(m, ENV_SCN_STAND, err, sizeof err), 0, "%s", err);
+    /* cell ix spans [-3.0 + 0.1 ix, -2.9 + 0.1 ix): the riser at x = 0 between cells 29 and 30 */
+    cr_assert_eq(sim_terrain_cells(&m->terrain, 60, 40, -2.95, -1.95, 0.1, 0.1, hts, NULL, err, sizeof err), 0);
+    sim_data *d = sim_data_new(m);
+    env_scenario s;
+    cr_assert_eq(env_scenario_init(&s, m, d, ENV_SCN_STAND, 42, err, sizeof err), 0, "%s", err);
+    /* start pitched as on the step (nose up by the step over the feet's spacing), every foot 5 mm above its tread, so
+       that the landing does not decide the stance (a drop of centimetres makes the feet slide, each engine its own
+       way) */
+    const double pitch0 = -atan(ANY_STEP_H / 0.89);
+    d->q[3] = cos(pitch0 / 2), d->q[4] = 0, d->q[5] = sin(pitch0 / 2), d->q[6] = 0;
+    sim_kinematics(m, d);
+    double clear = INFINITY;
+    for (int g = 0; g < m->ngeom; g++) {
+        const sim_geom *G = &m->geom[g];
+        if (G->nocollide || G->type != SIM_GEOM_SPHERE) continue;
+        const double *R = d->xrot + 9 * G->body, *x = d->xpos + 3 * G->body;
+        double c[3], h, nn[3];
+        for (int i = 0; i < 3; i++) c[i] = x[i] + R[3 * i] * G->pos[0] + R[3 * i + 1] * G->pos[1] + R[3 * i + 2] * G->pos[2];
+        sim_terrain_query(&m->terrain, c[0], c[1], &h, nn);
+        clear = fmin(clear, c[2] - G->size[0] - h);
+    }
+    cr_assert(clear < 1, "the feet");
+    d->q[2] -= clear - 0.005;
+    const double boxes[2][6] = {{0, 0, -0.5, 50, 50, 0.5}, {1.5, 0, (ANY_STEP_H - 1) / 2, 1.5, 2, (ANY_STEP_H + 1) / 2}};
+    mj_peer *p = mj_peer_new_with_boxes(MODEL_PATH, m, &boxes[0][0], 2, err, sizeof err);
+    cr_assert_not_null(p, "%s", err);
+    mj_peer_adopt_inertia(p, m);
+    mj_peer_copy_damping(p, m);
+    p->m->opt.timestep = 1e-3;
+    /* MuJoCo's soft friction lets stance feet creep under a static tangential load (bench/bench_solver_mujoco.c); on
+       the step, pitched, its front feet slide 4 cm forward with the pyramidal cone even with noslip, and the base ends
+       7 mm lower than herd's, whose feet stick.  The elliptic cone with impratio 10 (MuJoCo's documented setting for
+       stiffer friction) and the noslip post-solver keep them in place. */
+    p->m->opt.noslip_iterations = 10;
+    p->m->opt.cone = mjCONE_ELLIPTIC;
+    p->m->opt.impratio = 10;
+    mj_peer_set_state(p, d->q, d->u);
+    double pen = 0;
+    int into = 0, fallbacks = 0;
+    long classes[SIM_FACE_COUNT] = {0};
+    for (int i = 0; i < 2000; i++) {
+        env_scenario_control(&s, m, d, 1e-3);
+        cr_assert_eq(sim_step(m, d, 1e-3), 0);
+        for (int j = 0; j < 12; j++) {
+            double t = s.kp * (s.target[j] - p->d->qpos[p->qadr[s.joints.qadr[j]]]) - s.kd * p->d->qvel[p->dofadr[s.joints.dof[j]]];
+            p->d->qfrc_applied[p->dofadr[s.joints.dof[j]]] = fmax(-s.tau_max, fmin(s.tau_max, t));
+        }
+        mj_step(p->m, p->d);
+        fallbacks += d->stats.fallback;
+        if (i >= 1000 && d->stats.penetration > pen) pen = d->stats.penetration;
+        for (int c = 0; c < d->ncon; c++) {
+            const sim_contact *k = &d->con[c];
+            const double *n = k->frame + 6;
+            double g[3], h, nn[3];
+            for (int j = 0; j < 3; j++) g[j] = k->pos[j] - k->gap * n[j] + 1e-4 * n[j];
+            sim_terrain_query(&m->terrain, g[0], g[1], &h, nn);
+            if (g[2] < h - 1e-9) into++;
+            if (i == 1999) classes[sim_contact_face(&m->terrain, k->feature)]++;
+        }
+    }
+    cr_assert_eq(s.resets, 0, "the stand scenario did not reset");
+    const double ang = quat_angle(d->q + 3, p->d->qpos + 3);
+    const double pitch_h = asin(fmax(-1, fmin(1, 2 * (d->q[3] * d->q[5] - d->q[6] * d->q[4]))));
+    const double pitch_m = asin(fmax(-1, fmin(1, 2 * (p->d->qpos[3] * p->d->qpos[5] - p->d->qpos[6] * p->d->qpos[4]))));
+    cr_log_info("ANYmal across two steps: base z herd %.4f MuJoCo %.4f, pitch herd %.4f MuJoCo %.4f rad, angle between "
+                "%.2e rad, herd penetration %.2e m, fallbacks %d, contacts top %ld wall %ld edge %ld", d->q[2],
+                p->d->qpos[2], pitch_h, pitch_m, ang, pen, fallbacks, classes[0], classes[1], classes[2]);
+    cr_assert_eq(into, 0, "normals into the terrain");
+    cr_assert(pen <= 2e-3, "penetration %g", pen);
+    cr_assert(fabs(pitch_h) > 0.05, "the base pitches on the step (%g rad)", pitch_h);
+    cr_assert(fabs(d->q[2] - p->d->qpos[2]) < 3e-3, "base height: herd %g, MuJoCo %g", d->q[2], p->d->qpos[2]);
+    cr_assert(ang < 0.005, "base orientation: %g rad apart", ang);
+    mj_peer_destroy(&p);
+    sim_data_destroy(&d);
+    sim_model_destroy(&m);
+}
+
 #else /* !HERD_MUJOCO: the tests above, by name, each a skip */
 
 #define VS_MUJOCO_SKIP(name) \
@@ -495,5 +776,10 @@ VS_MUJOCO_SKIP(mass_products_and_solves)
 VS_MUJOCO_SKIP(momentum)
 VS_MUJOCO_SKIP(feet_and_jacobians)
 VS_MUJOCO_SKIP(sparse_jacobian_matches_dense)
+#define TERRAIN_SKIP(name) \
+    Test(terrain_vs_mujoco, name) { cr_skip_test("built without MuJoCo (MUJOCO=no, or libmujoco-dev absent): not compared"); }
+TERRAIN_SKIP(sphere_rests_on_the_stair_edge)
+TERRAIN_SKIP(box_rests_across_the_step)
+TERRAIN_SKIP(anymal_stands_across_two_steps)
 
 #endif
