@@ -53,6 +53,7 @@ int bench_server(int argc, char **argv);
 int bench_poses(int argc, char **argv);
 int bench_admm(int argc, char **argv);
 int bench_terrain(int argc, char **argv);
+int bench_stairs(int argc, char **argv);
 int bench_actuator(int argc, char **argv);
 /* The comparisons with MuJoCo (bench_*_mujoco.c, peers/mj_peer.h), linked only where MuJoCo is: weak, NULL in a
  * herd-bench built without it (HERD_MUJOCO 0), whose subcommands then say so. */

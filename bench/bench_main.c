@@ -19,6 +19,7 @@
 #pragma weak bench_poses
 #pragma weak bench_admm
 #pragma weak bench_terrain
+#pragma weak bench_stairs
 #pragma weak bench_actuator
 
 static const struct { const char *name; const char *what; const char *options; } cmds[] = {
@@ -86,6 +87,15 @@ static const struct { const char *name; const char *what; const char *options; }
      "  --rows N, --cols N levels and columns (default 10, 20)\n"
      "  --seed N          (default 1)\n"
      "  --repeats R       (default 9)\n"},
+    {"stairs", "ANYmal C down three 21 cm steps on the cell terrain (a trot, or drops): contacts on tops, walls "
+               "and edges, penetration, fallbacks, and the collision's cost against the plane's",
+     "  --mode M          trot | settle: the trot scenario from the platform, or 25 drops down the steps under the\n"
+     "                    stand PD (default trot)\n"
+     "  --steps N         physics steps of 1 ms (default 5000; settle 25000)\n"
+     "  --solver NAME     contact solver (default: the model's)\n"
+     "  --geoms G         all | feet-base: which geometries collide (default all)\n"
+     "  --riser H         step height in m (default 0.21)\n"
+     "  --repeats R       collision timing repeats (default 5)\n"},
     {"actuator", "the LSTM actuator network per joint and physics step: batch, per-world calls, libm baseline",
      "  --worlds N        worlds of 12 joints (default 4096)\n"
      "  --steps S         physics steps per repeat (default 4)\n"
@@ -127,6 +137,7 @@ static bench_fn lookup(const char *name)
     if (!strcmp(name, "poses")) return bench_poses;
     if (!strcmp(name, "admm")) return bench_admm;
     if (!strcmp(name, "terrain")) return bench_terrain;
+    if (!strcmp(name, "stairs")) return bench_stairs;
     if (!strcmp(name, "actuator")) return bench_actuator;
     return NULL;
 }

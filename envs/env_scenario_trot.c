@@ -8,6 +8,8 @@
  *   - swing legs: the foot follows a trajectory from its lift-off point to a landing point chosen by
  *     Raibert's rule (under the hip at mid-stance, plus sqrt(h/g) (v - v_des)), lifted by a half sine;
  *     Cartesian PD on the foot (world frame) mapped to joint torques by the leg's Jacobian transpose;
+ *     the landing point's height is the terrain's there (sim_terrain_query), and the base height target
+ *     is taken over the mean terrain height under the hips, so that the trot can go down stairs;
  *   - stance legs: the ground forces that give the base the wanted force and moment (PD on height,
  *     attitude and heading, PI on the horizontal velocity; gravity and the speed ramp as feed-forward)
  *     are distributed over the stance feet by least norm, kept inside a friction cone (0.6 mu) with a
@@ -21,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sim_collision.h"
 #include "sim_dynamics.h"
 
 enum { NLEG = 4 };
@@ -119,6 +122,14 @@ void env_scenario_trot_reset(env_scenario *s, const sim_model *m, sim_data *d)
     t->height = t->foot_radius - zsum / NLEG + height_offset;   /* slightly crouched */
 }
 
+/* Height of the model's terrain under (x, y) (sim_terrain_query): the plane's height on flat ground. */
+static double ground(const sim_model *m, double x, double y)
+{
+    double h, n[3];
+    sim_terrain_query(&m->terrain, x, y, &h, n);
+    return h;
+}
+
 /* Leg l's gait phase in [0, 1): stance in [0, 0.5), swing in [0.5, 1). */
 static double leg_phase(double t_gait, int l)
 {
@@ -157,7 +168,12 @@ void env_scenario_trot_control(env_scenario *s, const sim_model *m, sim_data *d,
     }
     F[0] = M * (kv_xy * (vdes[0] - v[0]) + ki_xy * t->vint[0] + adx);
     F[1] = M * (kv_xy * (vdes[1] - v[1]) + ki_xy * t->vint[1]);
-    F[2] = M * (g + kp_z * (t->height - d->q[2]) - kd_z * v[2]);
+    /* the ground: the base height target is over the mean terrain height under the hips (0 on the plane z = 0) */
+    double hground = 0;
+    for (int l = 0; l < NLEG; l++)
+        hground += 0.25 * ground(m, d->q[0] + cy * t->nominal[l][0] - sy * t->nominal[l][1],
+                                 d->q[1] + sy * t->nominal[l][0] + cy * t->nominal[l][1]);
+    F[2] = M * (g + kp_z * (t->height + hground - d->q[2]) - kd_z * v[2]);
     /* attitude error toward level with yaw 0: e = 1/2 sum_i (R e_i) x e_i */
     double e[3] = {0.5 * (R[5] - R[7]), 0.5 * (R[6] - R[2]), 0.5 * (R[1] - R[3])};
     for (int k = 0; k < 3; k++) T[k] = kp_att[k] * e[k] - kd_att[k] * w_world[k];
@@ -190,7 +206,7 @@ void env_scenario_trot_control(env_scenario *s, const sim_model *m, sim_data *d,
             land[k] = hip[k] + v[k] * t_left + off;
         }
         double sm = 0.5 * (1 - cos(M_PI * sw)), dsm = 0.5 * M_PI * sin(M_PI * sw) / (0.5 * period);
-        double z0 = t->liftoff[l][2], z1 = t->foot_radius - 0.01;
+        double z0 = t->liftoff[l][2], z1 = t->foot_radius - 0.01 + ground(m, land[0], land[1]);
         double pd_[3], vd[3];
         for (int k = 0; k < 2; k++) {
             pd_[k] = t->liftoff[l][k] + (land[k] - t->liftoff[l][k]) * sm;
