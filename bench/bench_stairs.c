@@ -23,8 +23,9 @@
  * Reported (JSON line, then a table on stderr): per step the contacts on tops, walls and edges (sim_contact_face),
  * by geometry (feet, shanks and thighs, base), their maximum, the deepest penetration (sim_step_stats), solver
  * fallbacks, descents and falls; and the cost of one sim_collide on the states of the run:
- * each 10th state's geometry is collided --repeats times on the cells and on the plane z = 0 (the same model
- * otherwise), paired, thread CPU time; medians of the per-repeat mean, and their ratio. */
+ * each 10th state's geometry is collided 20 times per repeat on the cells and on a plane at the lowest ground under
+ * a foot (the same model otherwise, so that the plane has contacts too), cells and plane alternating, thread CPU
+ * time; medians over --repeats of the per-call mean, and their ratio. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,9 +125,10 @@ int bench_stairs(int argc, char **argv)
     sim_model *mp = malloc(sizeof *mp); /* the same model on the plane z = 0, for the collision's baseline */
     sim_data *d = sim_data_new(m), *dp = NULL;
     double *states = malloc(sizeof(double) * (size_t)(m->nq + m->nv) * ST_MAXSTATES);
-    if (!mp || !d || !states) {
+    double *plane_h = malloc(sizeof(double) * ST_MAXSTATES);
+    if (!mp || !d || !states || !plane_h) {
         fprintf(stderr, "herd-bench stairs: out of memory\n");
-        free(mp), free(states), sim_data_destroy(&d), sim_model_destroy(&m);
+        free(mp), free(states), free(plane_h), sim_data_destroy(&d), sim_model_destroy(&m);
         return 1;
     }
     memcpy(mp, m, sizeof *m);
@@ -135,14 +137,14 @@ int bench_stairs(int argc, char **argv)
     env_scenario s;
     if (!dp || env_scenario_init(&s, m, d, ENV_SCN_TROT, 1, err, sizeof err)) {
         fprintf(stderr, "herd-bench stairs: %s\n", dp ? err : "out of memory");
-        free(mp), free(states), sim_data_destroy(&d), sim_data_destroy(&dp), sim_model_destroy(&m);
+        free(mp), free(states), free(plane_h), sim_data_destroy(&d), sim_data_destroy(&dp), sim_model_destroy(&m);
         return 1;
     }
     /* trot: start on the platform, the scenario's pose raised by its height; settle: the stand scenario's PD */
     env_scenario stand;
     if (settle && env_scenario_init(&stand, m, d, ENV_SCN_STAND, 1, err, sizeof err)) {
         fprintf(stderr, "herd-bench stairs: %s\n", err);
-        free(mp), free(states), sim_data_destroy(&d), sim_data_destroy(&dp), sim_model_destroy(&m);
+        free(mp), free(states), free(plane_h), sim_data_destroy(&d), sim_data_destroy(&dp), sim_model_destroy(&m);
         return 1;
     }
     if (!settle) d->q[2] += 3 * riser;
@@ -189,7 +191,7 @@ int bench_stairs(int argc, char **argv)
             fprintf(stderr, "herd-bench stairs: sim_step failed at step %ld\n", i);
             break;
         }
-        if (!down && d->q[0] > 2.2) down = 1, descents++;
+        if (!settle && !down && d->q[0] > 2.2) down = 1, descents++;
         fallbacks += d->stats.fallback;
         if (d->ncon > ncon_max) ncon_max = d->ncon;
         if (d->stats.penetration > pen_max && (!settle || i % ST_SETTLE_STEPS >= ST_SETTLE_STEPS / 2))
@@ -200,6 +202,18 @@ int bench_stairs(int argc, char **argv)
             geom_hits[G->type == SIM_GEOM_SPHERE ? 0 : !strncmp(G->name, "base", 4) ? 2 : 1]++;
         }
         if (i % 10 == 0 && nstates < ST_MAXSTATES) {
+            /* the plane baseline's height: the lowest ground under a foot, so that the plane has contacts too */
+            double hlow = INFINITY;
+            for (int g = 0; g < m->ngeom; g++) {
+                const sim_geom *G = &m->geom[g];
+                if (G->type != SIM_GEOM_SPHERE) continue;
+                const double *Rg = d->xrot + 9 * G->body, *xg = d->xpos + 3 * G->body;
+                double h, n[3];
+                sim_terrain_query(&m->terrain, xg[0] + Rg[0] * G->pos[0] + Rg[1] * G->pos[1] + Rg[2] * G->pos[2],
+                                  xg[1] + Rg[3] * G->pos[0] + Rg[4] * G->pos[1] + Rg[5] * G->pos[2], &h, n);
+                if (h < hlow) hlow = h;
+            }
+            plane_h[nstates] = hlow < INFINITY ? hlow : 0;
             memcpy(states + (size_t)(m->nq + m->nv) * nstates, d->q, sizeof(double) * (size_t)m->nq);
             memcpy(states + (size_t)(m->nq + m->nv) * nstates + m->nq, d->u, sizeof(double) * (size_t)m->nv);
             nstates++;
@@ -219,6 +233,7 @@ int bench_stairs(int argc, char **argv)
             for (long k = 0; k < nstates; k++) {
                 memcpy(dd->q, states + (size_t)(m->nq + m->nv) * k, sizeof(double) * (size_t)m->nq);
                 memcpy(dd->u, states + (size_t)(m->nq + m->nv) * k + m->nq, sizeof(double) * (size_t)m->nv);
+                mp->terrain.height = plane_h[k];
                 sim_kinematics(mm, dd);
                 sim_velocity(mm, dd);
                 const uint64_t t0 = bench_thread_cpu_ns();
@@ -250,7 +265,7 @@ int bench_stairs(int argc, char **argv)
             classes[0] / (double)steps, classes[1] / (double)steps, classes[2] / (double)steps, ncon_max,
             geom_hits[0] / (double)steps, geom_hits[1] / (double)steps, geom_hits[2] / (double)steps, pen_max * 1e3,
             fallbacks, descents, falls, dist, d->q[2], ns_cells, ns_plane, ns_cells / ns_plane);
-    free(tc), free(tp), free(states), free(mp);
+    free(tc), free(tp), free(states), free(plane_h), free(mp);
     sim_data_destroy(&d), sim_data_destroy(&dp), sim_model_destroy(&m);
     return 0;
 }
