@@ -83,7 +83,8 @@ typedef struct {
  *                       (ix, iy), flat at that sample's height, with vertical walls where its neighbours are lower
  *                       (so a riser is a true step); the border cells extend to infinity.  A cell whose smooth
  *                       mask entry is nonzero is instead the HFIELD surface (bilinear) over its square and has no
- *                       walls of its own; the prisms beside it see it, for their walls, at its sample's height.
+ *                       walls of its own; the prisms beside it see it, for their walls, at its sample's height
+ *                       (a smooth cell needs a grid of at least 2 x 2 samples: on a single row it is flat at `height`).
  * The heights (and the mask) are owned by whoever owns the model. */
 typedef enum { SIM_TERRAIN_PLANE = 0, SIM_TERRAIN_HFIELD, SIM_TERRAIN_CELLS } sim_terrain_type;
 typedef struct {

@@ -219,6 +219,30 @@ Test(cells, capsule_and_cylinder_across_the_nose)
     destroy(&w);
 }
 
+Test(cells, box_against_an_outer_corner_takes_the_vertical_edge)
+{
+    /* one raised cell (a post 0.1 x 0.1, H high, its corner -x-y at (0.45, 0.15)) and a box turned 45 degrees about z
+       whose face presses 1 mm onto that vertical corner line from the -x-y side, 10 cm up: one contact, on the
+       vertical edge, its normal the horizontal bisector (-1, -1, 0) / sqrt 2 (the box face's), not into the post */
+    static float post[NX * NY];
+    post[2 * NX + 5] = (float)H;
+    world w = one_geom(SIM_GEOM_BOX, 0.05, 0.05, 0.03);
+    char err[256];
+    cr_assert_eq(sim_terrain_cells(&w.m->terrain, NX, NY, 0, 0, DX, DX, post, NULL, err, sizeof err), 0);
+    double q[4];
+    quat_axis(q, 0, 0, 1, M_PI / 4);
+    const double s = sqrt(0.5), back = 0.05 - 0.001; /* the box centre 4.9 cm from the corner line along the bisector */
+    place(w.m, w.d, (double[]){0.45 - back * s, 0.15 - back * s, 0.1}, q);
+    sim_contact c[32];
+    const int n = sim_collide(w.m, w.d, 1e-3, 0.0, c, 32);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(sim_contact_face(&w.m->terrain, c[0].feature), SIM_FACE_EDGE);
+    cr_assert_eq(sim_contact_cell(&w.m->terrain, c[0].feature), cell_of(5, 2));
+    assert_vec(c[0].frame + 6, -s, -s, 0, 1e-9, "normal");
+    cr_assert(fabs(c[0].gap - -0.001) < 1e-9, "gap %.15g", c[0].gap);
+    destroy(&w);
+}
+
 /* splitmix64 */
 static double urand(uint64_t *s, double lo, double hi)
 {
