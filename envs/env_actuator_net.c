@@ -9,6 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
 #define NI ENV_ACTUATOR_NET_INPUTS
 #define NH ENV_ACTUATOR_NET_HIDDEN
 #define NL ENV_ACTUATOR_NET_LAYERS
@@ -23,13 +27,17 @@
 extern const char herd_model_anydrive_v3_lstm_txt[];     /* embedded at build time (Makefile) */
 extern const unsigned long herd_model_anydrive_v3_lstm_txt_len;
 
-/* The weights in the layout the step reads: each matrix transposed, so that column k (the 32 gate rows that
- * input k feeds) is contiguous and a matrix-vector product is 32-lane multiply-adds, one per input. */
+/* The gate rows of a layer in the order the step reads them (layer4): row r = 4 u + g is hidden unit u's gate g
+ * (i, f, g, o); blocks of BLK rows, each stored input-major: w[block][t][i] is row (BLK block + i)'s term t, t = 0
+ * its bias (bias_ih + bias_hh), then one weight per input (the layer's input, then NH of its own h).  All negated
+ * and g's doubled, so that the sums are the arguments of the exps the activations take: exactly, as negating and
+ * doubling are (the sums are PyTorch's rows' sums, negated and doubled). */
+#define BLK 8
+#define ROWIN(l) ((l) ? NH : NI)
+#define TERMS(l) (1 + ROWIN(l) + NH)
 struct env_actuator_net {
-    double wx0[NI][NG];             /* weight_ih_l0, transposed */
-    double wx[NL][NH][NG];          /* weight_ih_l<l>, transposed (l >= 1; wx[0] unused) */
-    double wh[NL][NH][NG];          /* weight_hh_l<l>, transposed */
-    double b[NL][NG];               /* bias_ih_l<l> + bias_hh_l<l> */
+    double w0[NG / BLK][1 + NI + NH][BLK];              /* layer 0 */
+    double w[NL - 1][NG / BLK][1 + NH + NH][BLK];       /* layers 1 .. NL-1 */
     double lin_w[NH], lin_b;
     double in_scale[NI], out_scale;
     double params[NP];              /* as given, in the file's order */
@@ -47,41 +55,91 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
+/* ---- vectors of four joints ---- */
+
+/* Four joints' values, one per lane.  Every operation on them is lane by lane and rounds as the scalar operation
+ * does, so a lane's bits depend neither on the other lanes (a joint gives the same torque alone or in any batch)
+ * nor on the instruction set: min, max and the fused multiply-add are one instruction each with AVX and FMA, and
+ * their scalar C equivalents lane by lane without (fma() rounds once too). */
+typedef double v4d __attribute__((vector_size(32)));
+#if defined(__GNUC__) && !defined(__clang__)
+/* the vectors pass between this file's static functions only: that their passing convention differs with and
+ * without AVX (GCC's -Wpsabi, in builds without AVX) concerns no interface */
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+typedef unsigned long long v4u __attribute__((vector_size(32)));
+
+static inline v4d splat(double x) { return (v4d){x, x, x, x}; }
+
+/* a b + c rounded once per lane */
+static inline v4d fma4(v4d a, v4d b, v4d c)
+{
+#if defined(__FMA__) && defined(__AVX__)
+    return (v4d)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+#else
+    v4d r;
+    for (int l = 0; l < 4; l++) r[l] = MAD(a[l], b[l], c[l]);
+    return r;
+#endif
+}
+
+/* x limited to [-lim, lim] per lane, a NaN kept (minpd and maxpd return their second operand when either is NaN:
+ * x is passed second) */
+static inline v4d clamp4(v4d x, double lim)
+{
+#if defined(__AVX__)
+    return (v4d)_mm256_max_pd(_mm256_set1_pd(-lim), _mm256_min_pd(_mm256_set1_pd(lim), (__m256d)x));
+#else
+    v4d r;
+    for (int l = 0; l < 4; l++) {
+        const double y = lim < x[l] ? lim : x[l];
+        r[l] = -lim > y ? -lim : y;
+    }
+    return r;
+#endif
+}
+
 /* ---- exp ---- */
 
-/* exp(x) = 2^k exp(r), k = round(x / ln 2), r = x - k ln 2 in about [-0.347, 0.347] (ln 2 split in two, the high
- * part with trailing zeros so that k * LN2_HI is exact), exp(r) by its Taylor polynomial of degree 13 (truncation
- * below 5e-18 relative), 2^k built in the exponent bits.  Integer arithmetic on the bits only (no conversions that
- * could overflow on NaN), so the loops that call it vectorize and a NaN stays NaN. */
-static inline double net_exp(double x)
+/* exp(x[i]) per lane for n vectors x, |x| <= 708 (callers clamp), in place: 2^k exp(r), k = round(x / ln 2),
+ * r = x - k ln 2 in about [-0.347, 0.347] (ln 2 split in two, the high part with trailing zeros so that k * LN2_HI
+ * is exact), exp(r) by a polynomial of degree 11 in Horner's form, 2^k built in the exponent bits.  Integer arithmetic on the bits only (no conversions that could overflow on NaN); a
+ * NaN stays NaN.  Each operation is written for all n vectors before the next: n independent chains side by side
+ * keep the multiply-add units busy where one chain would leave them waiting on its latency (the compiler keeps the
+ * order).  The bits of a lane do not depend on n. */
+static inline void exp_n(v4d *x, int n)
 {
     const double INV_LN2 = 0x1.71547652b82fep+0, SHIFT = 0x1.8p52;
     const double LN2_HI = 0x1.62e42fee00000p-1, LN2_LO = 0x1.a39ef35793c76p-33;
-    x = fabs(x) > 708.0 ? copysign(708.0, x) : x;   /* one select (two would keep the loops from vectorizing) */
-    double kd = MAD(x, INV_LN2, SHIFT);        /* k + 1.5 * 2^52: k in the low mantissa bits */
-    uint64_t kb, sb;
-    memcpy(&kb, &kd, sizeof kb);
-    memcpy(&sb, &SHIFT, sizeof sb);
-    kd -= SHIFT;
-    const double r = MAD(-kd, LN2_LO, MAD(-kd, LN2_HI, x));
-    /* 1 + (r + r^2 Q(r)), Q by Estrin's scheme: a dependency chain of 10 operations instead of Horner's 26, and the
-     * last addition to 1 keeps the rounding near half an ulp */
-    const double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
-    const double a2 = MAD(0x1.5555555555555p-3, r, 0x1p-1);                               /* 1/2!, 1/3! */
-    const double a4 = MAD(0x1.1111111111111p-7, r, 0x1.5555555555555p-5);                /* 1/4!, 1/5! */
-    const double a6 = MAD(0x1.a01a01a01a01ap-13, r, 0x1.6c16c16c16c17p-10);               /* 1/6!, 1/7! */
-    const double a8 = MAD(0x1.71de3a556c734p-19, r, 0x1.a01a01a01a01ap-16);               /* 1/8!, 1/9! */
-    const double a10 = MAD(0x1.ae64567f544e4p-26, r, 0x1.27e4fb7789f5cp-22);              /* 1/10!, 1/11! */
-    const double a12 = MAD(0x1.6124613a86d09p-33, r, 0x1.1eed8eff8d898p-29);              /* 1/12!, 1/13! */
-    const double q = MAD(MAD(a12, r2, a10), r8, MAD(MAD(a8, r2, a6), r4, MAD(a4, r2, a2)));
-    const double p = 1.0 + MAD(r2, q, r);
-    uint64_t eb = (kb - sb + 1023u) << 52;     /* 2^k, k in [-1022, 1022] after the clamp */
-    double scale;
-    memcpy(&scale, &eb, sizeof scale);
-    return p * scale;
+    /* exp(r) = 1 + r + r^2 q(r): q of degree 9, Chebyshev-interpolated to (exp(r) - 1 - r) / r^2 on
+     * [-0.3468, 0.3468] (relative error of exp(r) below 2e-17 before rounding), highest degree first */
+    static const double C[10] = {
+        0x1.af38d53857513p-26, 0x1.2891a8c1d838dp-22, 0x1.71de0d9c145d0p-19, 0x1.a019b8ef67c6cp-16,
+        0x1.a01a01a7c8d47p-13, 0x1.6c16c17893833p-10, 0x1.11111111109adp-7, 0x1.5555555553d4fp-5,
+        0x1.5555555555556p-3, 0x1.0000000000001p-1};
+    v4d k[n], r[n], p[n];
+    v4u kb[n];
+    for (int i = 0; i < n; i++) {
+        const v4d kd = fma4(x[i], splat(INV_LN2), splat(SHIFT));   /* k + 1.5 * 2^52: k in the low mantissa bits */
+        kb[i] = (v4u)kd;
+        k[i] = kd - splat(SHIFT);
+    }
+    for (int i = 0; i < n; i++) r[i] = fma4(k[i], splat(-LN2_HI), x[i]);
+    for (int i = 0; i < n; i++) r[i] = fma4(k[i], splat(-LN2_LO), r[i]);
+    for (int i = 0; i < n; i++) p[i] = fma4(splat(C[0]), r[i], splat(C[1]));
+    for (int c = 2; c < 10; c++)
+        for (int i = 0; i < n; i++) p[i] = fma4(p[i], r[i], splat(C[c]));
+    for (int i = 0; i < n; i++) p[i] = fma4(p[i], r[i], splat(1.0));
+    for (int i = 0; i < n; i++) p[i] = fma4(p[i], r[i], splat(1.0));
+    for (int i = 0; i < n; i++)   /* 2^k, k in [-1022, 1022], built in the exponent bits */
+        x[i] = p[i] * (v4d)((kb[i] << 52) + ((v4u){1023, 1023, 1023, 1023} << 52));
 }
-
-double env_actuator_net_exp(double x) { return net_exp(x); }
+double env_actuator_net_exp(double x)
+{
+    v4d v = clamp4(splat(x), 708.0);
+    exp_n(&v, 1);
+    return v[0];
+}
 
 /* ---- construction ---- */
 
@@ -131,18 +189,19 @@ env_actuator_net *env_actuator_net_from_params(const double *p, size_t n, char *
     for (int i = 0; i < NI; i++) m->in_scale[i] = *q++;
     m->out_scale = *q++;
     for (int l = 0; l < NL; l++) {
-        const int nin = l ? NH : NI;
-        for (int r = 0; r < NG; r++)
-            for (int k = 0; k < nin; k++) {
-                if (l) m->wx[l][k][r] = q[r * nin + k];
-                else m->wx0[k][r] = q[r * nin + k];
+        const int nin = ROWIN(l);
+        const double *wih = q, *whh = wih + NG * nin, *bih = whh + NG * NH, *bhh = bih + NG;
+        double *w = l ? &m->w[l - 1][0][0][0] : &m->w0[0][0][0];
+        for (int u = 0; u < NH; u++)
+            for (int g = 0; g < 4; g++) {
+                const int r = g * NH + u, row = 4 * u + g;        /* PyTorch's row, the step's row */
+                const double s = g == 2 ? -2.0 : -1.0;
+                double *t = w + (row / BLK) * TERMS(l) * BLK + row % BLK;
+                t[0] = s * (bih[r] + bhh[r]);
+                for (int k = 0; k < nin; k++) t[(1 + k) * BLK] = s * wih[r * nin + k];
+                for (int k = 0; k < NH; k++) t[(1 + nin + k) * BLK] = s * whh[r * NH + k];
             }
-        q += NG * nin;
-        for (int r = 0; r < NG; r++)
-            for (int k = 0; k < NH; k++) m->wh[l][k][r] = q[r * NH + k];
-        q += NG * NH;
-        for (int r = 0; r < NG; r++) m->b[l][r] = q[r] + q[NG + r];
-        q += 2 * NG;
+        q = bhh + NG;
     }
     for (int k = 0; k < NH; k++) m->lin_w[k] = *q++;
     m->lin_b = *q++;
@@ -304,40 +363,93 @@ void env_actuator_state_zero(env_actuator_state *s, int n)
 
 /* ---- the step ---- */
 
-/* One LSTM cell's update from its gate pre-activations g: c' = f c + i g~, h' = o tanh(c'); the sigmoid is
- * 1 / (1 + exp(-x)) and tanh(x) = 2 sig(2x) - 1 (within a few 1e-16 of tanh, absolutely). */
-static inline void cell(const double *restrict g, double *restrict h, double *restrict c)
+/* Exp arguments beyond +-ARG_LIM are clamped: a sigmoid or tanh moves by less than exp(-200) ~ 1e-87, and a cell's
+ * three (1 + exp) factors multiply to at most ~1e261 (no overflow). */
+#define ARG_LIM 200.0
+
+/* exp(clamp(x[i])) for BLK vectors x, written out in place: BLK independent chains side by side, which keep the
+ * multiply-add units busy where one exp's chain would leave them waiting on its latency. */
+#ifndef EXP_CHAINS
+#define EXP_CHAINS 4
+#endif
+static inline void exp_blk(v4d *x)
 {
-    double a[NG], t[NH];
-    for (int r = 0; r < 2 * NH; r++) a[r] = 1.0 / (1.0 + net_exp(-g[r]));                    /* i, f */
-    for (int r = 2 * NH; r < 3 * NH; r++) a[r] = 2.0 / (1.0 + net_exp(-2.0 * g[r])) - 1.0;      /* g~: tanh */
-    for (int r = 3 * NH; r < NG; r++) a[r] = 1.0 / (1.0 + net_exp(-g[r]));                   /* o */
-    for (int k = 0; k < NH; k++) c[k] = MAD(a[NH + k], c[k], a[k] * a[2 * NH + k]);
-    for (int k = 0; k < NH; k++) t[k] = 2.0 / (1.0 + net_exp(-2.0 * c[k])) - 1.0;
-    for (int k = 0; k < NH; k++) h[k] = a[3 * NH + k] * t[k];
+    for (int i = 0; i < BLK; i++) x[i] = clamp4(x[i], ARG_LIM);
+    for (int i = 0; i < BLK; i += EXP_CHAINS) exp_n(x + i, EXP_CHAINS);
 }
 
-/* One joint's step: the torque from its position error e and velocity v.  The 32 gate rows are the vector lanes
- * throughout (a layout measured faster than four hidden units per vector with their four gates in registers). */
-static inline double joint_step(const env_actuator_net *restrict m, double e, double v, env_actuator_state *restrict s)
+/* One LSTM layer for four joints: x its input (nin vectors), h and c its state (NH vectors each, updated), w its
+ * rows (struct env_actuator_net).  Per unit, with E_q = exp(-a_q) for the gates' sums a_q (a_g doubled:
+ * tanh(a) = (1 - exp(-2a)) / (1 + exp(-2a))) and A_q = 1 + E_q:
+ *     i = 1/A_i, f = 1/A_f, g~ = (1 - E_g)/A_g, o = 1/A_o
+ *     c' = f c + i g~ = (c A_i A_g + (1 - E_g) A_f) / (A_f A_i A_g)
+ *     h' = o tanh(c') = (1 - E_c) / (A_o (1 + E_c)),   E_c = exp(-2 c')
+ * two divisions per unit instead of five; each expression within a few ulp of its terms, as the textbook's. */
+static inline void layer4(const double *restrict w, int nin, const v4d *restrict x, v4d *restrict h,
+                          v4d *restrict c)
 {
-    double g[NG];
-    const double x0 = e * m->in_scale[0], x1 = v * m->in_scale[1];
-    for (int r = 0; r < NG; r++) g[r] = MAD(m->wx0[1][r], x1, MAD(m->wx0[0][r], x0, m->b[0][r]));
-    for (int k = 0; k < NH; k++)
-        for (int r = 0; r < NG; r++) g[r] = MAD(m->wh[0][k][r], s->h[0][k], g[r]);
-    cell(g, s->h[0], s->c[0]);
-    for (int l = 1; l < NL; l++) {
-        for (int r = 0; r < NG; r++) g[r] = m->b[l][r];
+    const int terms = 1 + nin + NH;
+    v4d E[NG];
+    for (int b = 0; b < NG / BLK; b++) {         /* the sums, BLK rows at a time */
+        const double *wb = w + b * terms * BLK;
+        v4d a[BLK];
+        for (int i = 0; i < BLK; i++) a[i] = splat(wb[i]);
+        for (int k = 0; k < nin; k++)
+            for (int i = 0; i < BLK; i++) a[i] = fma4(splat(wb[(1 + k) * BLK + i]), x[k], a[i]);
         for (int k = 0; k < NH; k++)
-            for (int r = 0; r < NG; r++) g[r] = MAD(m->wx[l][k][r], s->h[l - 1][k], g[r]);
-        for (int k = 0; k < NH; k++)
-            for (int r = 0; r < NG; r++) g[r] = MAD(m->wh[l][k][r], s->h[l][k], g[r]);
-        cell(g, s->h[l], s->c[l]);
+            for (int i = 0; i < BLK; i++) a[i] = fma4(splat(wb[(1 + nin + k) * BLK + i]), h[k], a[i]);
+        exp_blk(a);
+        memcpy(E + b * BLK, a, sizeof a);
     }
-    double y = m->lin_b;
-    for (int k = 0; k < NH; k++) y = MAD(m->lin_w[k], s->h[NL - 1][k], y);
-    return m->out_scale * y;
+    const v4d one = splat(1.0);
+    v4d Ao[NH], Ec[NH];
+    for (int u = 0; u < NH; u++) {
+        const v4d *e = E + 4 * u;
+        const v4d Ai = one + e[0], Af = one + e[1], Ag = one + e[2], AiAg = Ai * Ag;
+        c[u] = fma4(c[u], AiAg, (one - e[2]) * Af) / (Af * AiAg);
+        Ao[u] = one + e[3];
+        Ec[u] = c[u] * splat(-2.0);
+    }
+    exp_blk(Ec);
+    for (int u = 0; u < NH; u++) h[u] = (one - Ec[u]) / (Ao[u] * (one + Ec[u]));
+}
+
+/* out[i] lane j = in[j][i] for i < 4: a 4 x 4 transpose */
+static inline void transpose4(v4d out[4], v4d r0, v4d r1, v4d r2, v4d r3)
+{
+    const v4d t0 = __builtin_shufflevector(r0, r1, 0, 4, 2, 6), t1 = __builtin_shufflevector(r0, r1, 1, 5, 3, 7);
+    const v4d t2 = __builtin_shufflevector(r2, r3, 0, 4, 2, 6), t3 = __builtin_shufflevector(r2, r3, 1, 5, 3, 7);
+    out[0] = __builtin_shufflevector(t0, t2, 0, 1, 4, 5), out[1] = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+    out[2] = __builtin_shufflevector(t0, t2, 2, 3, 6, 7), out[3] = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+}
+
+#define SD ENV_ACTUATOR_NET_STATE      /* doubles per joint's state: h then c, each [layer][unit] */
+
+/* Four joints' step: lane j is joint j (e[j], v[j], *s[j], tau[j]). */
+static inline void step4(const env_actuator_net *restrict m, const double *e, const double *v,
+                         env_actuator_state *const s[4], double *tau)
+{
+    _Static_assert(sizeof(env_actuator_state) == SD * sizeof(double), "the state is SD doubles, h then c");
+    v4d st[SD];                       /* st[i] lane j = joint j's i-th state double */
+    for (int i = 0; i < SD; i += 4) {
+        v4d r[4];
+        for (int j = 0; j < 4; j++) memcpy(&r[j], (const double *)s[j] + i, sizeof r[j]);
+        transpose4(st + i, r[0], r[1], r[2], r[3]);
+    }
+    const v4d x[NI] = {(v4d){e[0], e[1], e[2], e[3]} * splat(m->in_scale[0]),
+                       (v4d){v[0], v[1], v[2], v[3]} * splat(m->in_scale[1])};
+    v4d *h = st, *c = st + NL * NH;          /* h[l * NH + k], c[l * NH + k] */
+    layer4(&m->w0[0][0][0], NI, x, h, c);
+    for (int l = 1; l < NL; l++) layer4(&m->w[l - 1][0][0][0], NH, h + (l - 1) * NH, h + l * NH, c + l * NH);
+    v4d y = splat(m->lin_b);
+    for (int k = 0; k < NH; k++) y = fma4(splat(m->lin_w[k]), h[(NL - 1) * NH + k], y);
+    y *= splat(m->out_scale);
+    memcpy(tau, &y, sizeof y);
+    for (int i = 0; i < SD; i += 4) {
+        v4d r[4];
+        transpose4(r, st[i], st[i + 1], st[i + 2], st[i + 3]);
+        for (int j = 0; j < 4; j++) memcpy((double *)s[j] + i, &r[j], sizeof r[j]);
+    }
 }
 
 int env_actuator_net_step(const env_actuator_net *net, int n, const double *pos_err, const double *vel,
@@ -348,6 +460,20 @@ int env_actuator_net_step(const env_actuator_net *net, int n, const double *pos_
     if (!net || !pos_err || !vel || !state || !tau)
         return fail(err, errlen, "actuator net: %s is NULL",
                     !net ? "the network" : !pos_err ? "pos_err" : !vel ? "vel" : !state ? "the state" : "tau");
-    for (int j = 0; j < n; j++) tau[j] = joint_step(net, pos_err[j], vel[j], &state[j]);
+    int j = 0;
+    for (; j + 4 <= n; j += 4) {
+        env_actuator_state *s[4] = {&state[j], &state[j + 1], &state[j + 2], &state[j + 3]};
+        step4(net, pos_err + j, vel + j, s, tau + j);
+    }
+    if (j < n) {   /* the last 1-3 joints, in lanes of their own; the spare lanes compute a zero joint's step */
+        double e[4] = {0}, v[4] = {0}, t[4];
+        env_actuator_state pad[4];
+        env_actuator_state *s[4];
+        env_actuator_state_zero(pad, 4);
+        for (int k = 0; k < 4; k++) s[k] = j + k < n ? &state[j + k] : &pad[k];
+        for (int k = 0; j + k < n; k++) e[k] = pos_err[j + k], v[k] = vel[j + k];
+        step4(net, e, v, s, t);
+        for (int k = 0; j + k < n; k++) tau[j + k] = t[k];
+    }
     return 0;
 }

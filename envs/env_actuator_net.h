@@ -20,12 +20,13 @@
  * data, zeroed (env_actuator_state_zero) when that world resets.  Stepping allocates nothing.
  *
  * Numbers: the sigmoids and tanh use this module's own exp (env_actuator_net_exp), written in portable C rather
- * than libm's, whose implementation glibc picks by CPU at load time, and vectorizable; its multiply-adds, like
- * sim/'s, are fused where written and rounded once on every target (nothing is compiled with contraction), so the
- * torques are a property of the source.  Per joint the 32 gate pre-activations are the
- * vector lanes (weights stored transposed), so a batch needs no particular layout from the caller and a joint
- * gives the same bits alone or in any batch.  NaN inputs give NaN torques (and NaN state, until the world is
- * reset).
+ * than libm's, whose implementation glibc picks by CPU at load time; its multiply-adds, like sim/'s, are fused where
+ * written and rounded once on every target (nothing is compiled with contraction), so the torques are a property of
+ * the source.  Four joints are the four lanes of a vector (the weights broadcast), a step's remainder of 1-3 joints
+ * in lanes of their own: every operation is lane by lane, so a joint gives the same bits alone or in any batch, and
+ * an x86-64-v2 build the same as a v3 one.  Per hidden unit a cell takes five exps and two divisions (the gates'
+ * reciprocals combined into c' and h' as fractions); exp arguments are clamped to +-200 (a sigmoid moves by less
+ * than 1e-87).  NaN inputs give NaN torques (and NaN state, until the world is reset).
  *
  * Data: envs/models/anydrive_v3_lstm.txt (format in envs/models/tools/convert_actuator_net.py, which converts the
  * TorchScript archive), embedded in the library at build time; BSD-3-Clause, envs/models/anydrive_v3_lstm.LICENSE.

@@ -104,6 +104,18 @@ Test(actuator_net, matches_torchscript_in_double_precision)
                 "largest difference %.3g N·m", s.J, s.T, s.R, big, worst);
     cr_assert(worst <= TOL, "largest difference %.3g N·m > %g", worst, TOL);
     cr_assert(big > 50, "the sequences should reach the network's saturation (%.1f N·m)", big);
+    /* across every reset: the reset joint's torques from its reset on (to its next reset or the end) */
+    cr_assert(s.R >= 2, "the recording should hold resets");
+    for (int k = 0; k < s.R; k++) {
+        const int j = s.reset_j[k];
+        double after = 0;
+        for (int t = s.reset_t[k]; t < s.T; t++) {
+            const double d = fabs(tau[t * s.J + j] - s.tau[t * s.J + j]);
+            after = d > after || d != d ? d : after;
+        }
+        cr_assert(after <= TOL, "joint %d after its reset at step %d: %.3g N·m from the reference", j, s.reset_t[k],
+                  after);
+    }
     free(tau), free_ref(&s);
     env_actuator_net_destroy(&net);
     cr_assert_null(net);
@@ -148,6 +160,52 @@ Test(actuator_net, state_is_per_joint_and_reset_per_joint)
         }
     }
     free(tau), free_ref(&s);
+    env_actuator_net_destroy(&net);
+}
+
+/* A joint's torques and state are the same bits whatever the batch it is stepped in: the same 240 joints stepped
+ * in calls of 1, 3, 5, 12, 48 and 240 joints (the vector lanes' remainders included), through saturating and
+ * ordinary inputs and a reset of some joints half-way. */
+Test(actuator_net, batch_size_does_not_change_the_bits)
+{
+    enum { N = 240, STEPS = 30 };
+    static const int sizes[] = {240, 1, 3, 5, 12, 48};
+    const int ns = sizeof sizes / sizeof sizes[0];
+    env_actuator_net *net = embedded();
+    static env_actuator_state st[6][N];
+    static double e[STEPS][N], v[STEPS][N], tau[6][STEPS][N];
+    uint64_t rng = 12345;
+    for (int t = 0; t < STEPS; t++)
+        for (int j = 0; j < N; j++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            const double a = (double)(rng >> 11) / 9007199254740992.0 - 0.5;
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            const double b = (double)(rng >> 11) / 9007199254740992.0 - 0.5;
+            const double scale = j % 7 == 3 ? 40.0 : 1.0;       /* every 7th joint saturates */
+            e[t][j] = scale * a, v[t][j] = 20.0 * scale * b;
+        }
+    for (int c = 0; c < ns; c++) {
+        env_actuator_state_zero(st[c], N);
+        for (int t = 0; t < STEPS; t++) {
+            if (t == STEPS / 2)
+                for (int j = 0; j < N; j += 11) env_actuator_state_zero(&st[c][j], 1);
+            for (int j = 0; j < N; j += sizes[c]) {
+                const int m = N - j < sizes[c] ? N - j : sizes[c];
+                cr_assert_eq(env_actuator_net_step(net, m, &e[t][j], &v[t][j], &st[c][j], &tau[c][t][j], NULL, 0), 0);
+            }
+        }
+    }
+    for (int c = 1; c < ns; c++) {
+        for (int t = 0; t < STEPS; t++)
+            for (int j = 0; j < N; j++)
+                cr_assert(memcmp(&tau[c][t][j], &tau[0][t][j], sizeof(double)) == 0,
+                          "calls of %d joints: step %d joint %d: %a N·m, in one call %a", sizes[c], t, j,
+                          tau[c][t][j], tau[0][t][j]);
+        cr_assert_eq(memcmp(st[c], st[0], sizeof st[0]), 0, "calls of %d joints: other states", sizes[c]);
+    }
+    double big = 0;
+    for (int j = 0; j < N; j++) big = fmax(big, fabs(tau[0][STEPS - 1][j]));
+    cr_assert(big > 50 && isfinite(big), "the inputs should saturate some joints (%.1f N·m)", big);
     env_actuator_net_destroy(&net);
 }
 
