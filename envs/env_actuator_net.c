@@ -103,10 +103,11 @@ static inline v4d clamp4(v4d x, double lim)
 
 /* exp(x[i]) per lane for n vectors x, |x| <= 708 (callers clamp), in place: 2^k exp(r), k = round(x / ln 2),
  * r = x - k ln 2 in about [-0.347, 0.347] (ln 2 split in two, the high part with trailing zeros so that k * LN2_HI
- * is exact), exp(r) by a polynomial of degree 11 in Horner's form, 2^k built in the exponent bits.  Integer arithmetic on the bits only (no conversions that could overflow on NaN); a
- * NaN stays NaN.  Each operation is written for all n vectors before the next: n independent chains side by side
- * keep the multiply-add units busy where one chain would leave them waiting on its latency (the compiler keeps the
- * order).  The bits of a lane do not depend on n. */
+ * is exact), exp(r) by a polynomial of degree 11 in Horner's form, 2^k built in the exponent bits.  Integer
+ * arithmetic on the bits only (no conversions that could overflow on NaN); a NaN stays NaN.  Each operation is
+ * written for all n vectors before the next: n independent chains side by side keep the multiply-add units busy
+ * where one chain would leave them waiting on its latency (the compiler keeps the order).  A lane's bits do not
+ * depend on n. */
 static inline void exp_n(v4d *x, int n)
 {
     const double INV_LN2 = 0x1.71547652b82fep+0, SHIFT = 0x1.8p52;
@@ -134,6 +135,7 @@ static inline void exp_n(v4d *x, int n)
     for (int i = 0; i < n; i++)   /* 2^k, k in [-1022, 1022], built in the exponent bits */
         x[i] = p[i] * (v4d)((kb[i] << 52) + ((v4u){1023, 1023, 1023, 1023} << 52));
 }
+
 double env_actuator_net_exp(double x)
 {
     v4d v = clamp4(splat(x), 708.0);
@@ -369,9 +371,7 @@ void env_actuator_state_zero(env_actuator_state *s, int n)
 
 /* exp(clamp(x[i])) for BLK vectors x, written out in place: BLK independent chains side by side, which keep the
  * multiply-add units busy where one exp's chain would leave them waiting on its latency. */
-#ifndef EXP_CHAINS
-#define EXP_CHAINS 4
-#endif
+#define EXP_CHAINS 4     /* exps side by side: more spill the 16 vector registers */
 static inline void exp_blk(v4d *x)
 {
     for (int i = 0; i < BLK; i++) x[i] = clamp4(x[i], ARG_LIM);
