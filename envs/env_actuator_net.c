@@ -70,6 +70,13 @@ typedef double v4d __attribute__((vector_size(32)));
 typedef unsigned long long v4u __attribute__((vector_size(32)));
 
 static inline v4d splat(double x) { return (v4d){x, x, x, x}; }
+static inline v4d load4(const double *p)
+{
+    v4d v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void store4(double *p, v4d v) { memcpy(p, &v, sizeof v); }
 
 /* a b + c rounded once per lane */
 static inline v4d fma4(v4d a, v4d b, v4d c)
@@ -431,11 +438,9 @@ static inline void step4(const env_actuator_net *restrict m, const double *e, co
 {
     _Static_assert(sizeof(env_actuator_state) == SD * sizeof(double), "the state is SD doubles, h then c");
     v4d st[SD];                       /* st[i] lane j = joint j's i-th state double */
-    for (int i = 0; i < SD; i += 4) {
-        v4d r[4];
-        for (int j = 0; j < 4; j++) memcpy(&r[j], (const double *)s[j] + i, sizeof r[j]);
-        transpose4(st + i, r[0], r[1], r[2], r[3]);
-    }
+    const double *s0 = (const double *)s[0], *s1 = (const double *)s[1], *s2 = (const double *)s[2],
+                 *s3 = (const double *)s[3];
+    for (int i = 0; i < SD; i += 4) transpose4(st + i, load4(s0 + i), load4(s1 + i), load4(s2 + i), load4(s3 + i));
     const v4d x[NI] = {(v4d){e[0], e[1], e[2], e[3]} * splat(m->in_scale[0]),
                        (v4d){v[0], v[1], v[2], v[3]} * splat(m->in_scale[1])};
     v4d *h = st, *c = st + NL * NH;          /* h[l * NH + k], c[l * NH + k] */
@@ -448,7 +453,8 @@ static inline void step4(const env_actuator_net *restrict m, const double *e, co
     for (int i = 0; i < SD; i += 4) {
         v4d r[4];
         transpose4(r, st[i], st[i + 1], st[i + 2], st[i + 3]);
-        for (int j = 0; j < 4; j++) memcpy((double *)s[j] + i, &r[j], sizeof r[j]);
+        store4((double *)s[0] + i, r[0]), store4((double *)s[1] + i, r[1]);
+        store4((double *)s[2] + i, r[2]), store4((double *)s[3] + i, r[3]);
     }
 }
 
