@@ -40,6 +40,9 @@ struct env_actuator_net {
     double w[NL - 1][NG / BLK][1 + NH + NH][BLK];       /* layers 1 .. NL-1 */
     double lin_w[NH], lin_b;
     double in_scale[NI], out_scale;
+    /* the same, rounded to float, for env_actuator_net_step_f32 */
+    float f_w0[NG / BLK][1 + NI + NH][BLK], f_w[NL - 1][NG / BLK][1 + NH + NH][BLK];
+    float f_lin_w[NH], f_lin_b, f_in_scale[NI], f_out_scale;
     double params[NP];              /* as given, in the file's order */
 };
 
@@ -214,6 +217,11 @@ env_actuator_net *env_actuator_net_from_params(const double *p, size_t n, char *
     }
     for (int k = 0; k < NH; k++) m->lin_w[k] = *q++;
     m->lin_b = *q++;
+    for (size_t i = 0; i < sizeof m->w0 / sizeof(double); i++) (&m->f_w0[0][0][0])[i] = (float)(&m->w0[0][0][0])[i];
+    for (size_t i = 0; i < sizeof m->w / sizeof(double); i++) (&m->f_w[0][0][0][0])[i] = (float)(&m->w[0][0][0][0])[i];
+    for (int k = 0; k < NH; k++) m->f_lin_w[k] = (float)m->lin_w[k];
+    for (int k = 0; k < NI; k++) m->f_in_scale[k] = (float)m->in_scale[k];
+    m->f_lin_b = (float)m->lin_b, m->f_out_scale = (float)m->out_scale;
     return m;
 }
 
@@ -479,6 +487,177 @@ int env_actuator_net_step(const env_actuator_net *net, int n, const double *pos_
         for (int k = 0; k < 4; k++) s[k] = j + k < n ? &state[j + k] : &pad[k];
         for (int k = 0; j + k < n; k++) e[k] = pos_err[j + k], v[k] = vel[j + k];
         step4(net, e, v, s, t);
+        for (int k = 0; j + k < n; k++) tau[j + k] = t[k];
+    }
+    return 0;
+}
+
+/* ---- single precision (env_actuator_net_step_f32) ---- */
+
+/* The step above in float, eight joints per vector: the same algorithm, its exp's polynomial of degree 7 (within
+ * about 1e-7 relative, a float's precision) and exp arguments clamped to +-25 (a sigmoid moves by less than 1.4e-11,
+ * and three (1 + exp) factors multiply to below 2e33, a float's range).  Lane by lane as above: the same bits alone
+ * or in any batch, and on every instruction set. */
+typedef float v8f __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
+typedef unsigned int v8u __attribute__((vector_size(32)));
+#define F_ARG_LIM 25.0f
+
+static inline v8f splat8(float x) { return (v8f){x, x, x, x, x, x, x, x}; }
+
+/* a b + c rounded once per lane */
+static inline v8f fma8(v8f a, v8f b, v8f c)
+{
+#if defined(__FMA__) && defined(__AVX__)
+    return (v8f)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    v8f r;
+    for (int l = 0; l < 8; l++) r[l] = __builtin_fmaf(a[l], b[l], c[l]);
+    return r;
+#endif
+}
+
+/* x limited to [-lim, lim] per lane, a NaN kept (as clamp4) */
+static inline v8f clamp8(v8f x, float lim)
+{
+#if defined(__AVX__)
+    return (v8f)_mm256_max_ps(_mm256_set1_ps(-lim), _mm256_min_ps(_mm256_set1_ps(lim), (__m256)x));
+#else
+    v8f r;
+    for (int l = 0; l < 8; l++) {
+        const float y = lim < x[l] ? lim : x[l];
+        r[l] = -lim > y ? -lim : y;
+    }
+    return r;
+#endif
+}
+
+/* exp(x[i]) per lane for n vectors x, |x| <= 87 (callers clamp), in place, as exp_n in float: k = round(x / ln 2)
+ * (|k| < 128), r = x - k ln 2 (LN2_HI has 17 significant bits: k LN2_HI is exact), exp(r) by its Taylor polynomial
+ * of degree 7 (truncation below 2e-9 relative) in Horner's form, 2^k in the exponent bits. */
+static inline void exp8_n(v8f *x, int n)
+{
+    const float INV_LN2 = 0x1.715476p+0f, SHIFT = 0x1.8p23f, LN2_HI = 0x1.62e4p-1f, LN2_LO = 0x1.7f7d1cp-20f;
+    static const float C[6] = {0x1.a01a02p-13f, 0x1.6c16c2p-10f, 0x1.111112p-7f, 0x1.555556p-5f, 0x1.555556p-3f,
+                               0x1p-1f};   /* 1/7! .. 1/2! */
+    v8f k[n], r[n], p[n];
+    v8u kb[n];
+    for (int i = 0; i < n; i++) {
+        const v8f kd = fma8(x[i], splat8(INV_LN2), splat8(SHIFT));
+        kb[i] = (v8u)kd;
+        k[i] = kd - splat8(SHIFT);
+    }
+    for (int i = 0; i < n; i++) r[i] = fma8(k[i], splat8(-LN2_HI), x[i]);
+    for (int i = 0; i < n; i++) r[i] = fma8(k[i], splat8(-LN2_LO), r[i]);
+    for (int i = 0; i < n; i++) p[i] = fma8(splat8(C[0]), r[i], splat8(C[1]));
+    for (int c = 2; c < 6; c++)
+        for (int i = 0; i < n; i++) p[i] = fma8(p[i], r[i], splat8(C[c]));
+    for (int i = 0; i < n; i++) p[i] = fma8(p[i], r[i], splat8(1.0f));
+    for (int i = 0; i < n; i++) p[i] = fma8(p[i], r[i], splat8(1.0f));
+    for (int i = 0; i < n; i++)
+        x[i] = p[i] * (v8f)((kb[i] << 23) + ((v8u){127, 127, 127, 127, 127, 127, 127, 127} << 23));
+}
+
+static inline void exp8_blk(v8f *x)
+{
+    for (int i = 0; i < BLK; i++) x[i] = clamp8(x[i], F_ARG_LIM);
+    for (int i = 0; i < BLK; i += EXP_CHAINS) exp8_n(x + i, EXP_CHAINS);
+}
+
+/* layer4 in float for eight joints */
+static inline void layer8(const float *restrict w, int nin, const v8f *restrict x, v8f *restrict h, v8f *restrict c)
+{
+    const int terms = 1 + nin + NH;
+    v8f E[NG];
+    for (int b = 0; b < NG / BLK; b++) {
+        const float *wb = w + b * terms * BLK;
+        v8f a[BLK];
+        for (int i = 0; i < BLK; i++) a[i] = splat8(wb[i]);
+        for (int k = 0; k < nin; k++)
+            for (int i = 0; i < BLK; i++) a[i] = fma8(splat8(wb[(1 + k) * BLK + i]), x[k], a[i]);
+        for (int k = 0; k < NH; k++)
+            for (int i = 0; i < BLK; i++) a[i] = fma8(splat8(wb[(1 + nin + k) * BLK + i]), h[k], a[i]);
+        exp8_blk(a);
+        memcpy(E + b * BLK, a, sizeof a);
+    }
+    const v8f one = splat8(1.0f);
+    v8f Ao[NH], Ec[NH];
+    for (int u = 0; u < NH; u++) {
+        const v8f *e = E + 4 * u;
+        const v8f Ai = one + e[0], Af = one + e[1], Ag = one + e[2], AiAg = Ai * Ag;
+        c[u] = fma8(c[u], AiAg, (one - e[2]) * Af) / (Af * AiAg);
+        Ao[u] = one + e[3];
+        Ec[u] = c[u] * splat8(-2.0f);
+    }
+    exp8_blk(Ec);
+    for (int u = 0; u < NH; u++) h[u] = (one - Ec[u]) / (Ao[u] * (one + Ec[u]));
+}
+
+static inline v8f join8(v4d lo, v4d hi)
+{
+    return __builtin_shufflevector(__builtin_convertvector(lo, v4f), __builtin_convertvector(hi, v4f), 0, 1, 2, 3, 4,
+                                   5, 6, 7);
+}
+
+/* Eight joints' step in float: lane j is joint j (e[j], v[j], *s[j], tau[j]); the state is rounded to float. */
+static inline void step8(const env_actuator_net *restrict m, const double *e, const double *v,
+                         env_actuator_state *const s[8], double *tau)
+{
+    v8f st[SD];
+    for (int i = 0; i < SD; i += 4) {
+        v4d lo[4], hi[4];
+        const double *p[8];
+        for (int j = 0; j < 8; j++) p[j] = (const double *)s[j] + i;
+        transpose4(lo, load4(p[0]), load4(p[1]), load4(p[2]), load4(p[3]));
+        transpose4(hi, load4(p[4]), load4(p[5]), load4(p[6]), load4(p[7]));
+        for (int q = 0; q < 4; q++) st[i + q] = join8(lo[q], hi[q]);
+    }
+    const v8f x[NI] = {join8(load4(e), load4(e + 4)) * splat8(m->f_in_scale[0]),
+                       join8(load4(v), load4(v + 4)) * splat8(m->f_in_scale[1])};
+    v8f *h = st, *c = st + NL * NH;
+    layer8(&m->f_w0[0][0][0], NI, x, h, c);
+    for (int l = 1; l < NL; l++) layer8(&m->f_w[l - 1][0][0][0], NH, h + (l - 1) * NH, h + l * NH, c + l * NH);
+    v8f y = splat8(m->f_lin_b);
+    for (int k = 0; k < NH; k++) y = fma8(splat8(m->f_lin_w[k]), h[(NL - 1) * NH + k], y);
+    y *= splat8(m->f_out_scale);
+    store4(tau, __builtin_convertvector(__builtin_shufflevector(y, y, 0, 1, 2, 3), v4d));
+    store4(tau + 4, __builtin_convertvector(__builtin_shufflevector(y, y, 4, 5, 6, 7), v4d));
+    for (int i = 0; i < SD; i += 4) {
+        v4d lo[4], hi[4];
+        for (int q = 0; q < 4; q++) {
+            lo[q] = __builtin_convertvector(__builtin_shufflevector(st[i + q], st[i + q], 0, 1, 2, 3), v4d);
+            hi[q] = __builtin_convertvector(__builtin_shufflevector(st[i + q], st[i + q], 4, 5, 6, 7), v4d);
+        }
+        v4d r[4];
+        transpose4(r, lo[0], lo[1], lo[2], lo[3]);
+        for (int j = 0; j < 4; j++) store4((double *)s[j] + i, r[j]);
+        transpose4(r, hi[0], hi[1], hi[2], hi[3]);
+        for (int j = 0; j < 4; j++) store4((double *)s[4 + j] + i, r[j]);
+    }
+}
+
+int env_actuator_net_step_f32(const env_actuator_net *net, int n, const double *pos_err, const double *vel,
+                              env_actuator_state *state, double *tau, char *err, size_t errlen)
+{
+    if (n < 0) return fail(err, errlen, "actuator net: %d joints", n);
+    if (n == 0) return 0;
+    if (!net || !pos_err || !vel || !state || !tau)
+        return fail(err, errlen, "actuator net: %s is NULL",
+                    !net ? "the network" : !pos_err ? "pos_err" : !vel ? "vel" : !state ? "the state" : "tau");
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        env_actuator_state *s[8];
+        for (int k = 0; k < 8; k++) s[k] = &state[j + k];
+        step8(net, pos_err + j, vel + j, s, tau + j);
+    }
+    if (j < n) {   /* the last 1-7 joints, in lanes of their own; the spare lanes compute a zero joint's step */
+        double e[8] = {0}, v[8] = {0}, t[8];
+        env_actuator_state pad[8];
+        env_actuator_state *s[8];
+        env_actuator_state_zero(pad, 8);
+        for (int k = 0; k < 8; k++) s[k] = j + k < n ? &state[j + k] : &pad[k];
+        for (int k = 0; j + k < n; k++) e[k] = pos_err[j + k], v[k] = vel[j + k];
+        step8(net, e, v, s, t);
         for (int k = 0; j + k < n; k++) tau[j + k] = t[k];
     }
     return 0;

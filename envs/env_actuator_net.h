@@ -83,6 +83,15 @@ void env_actuator_state_zero(env_actuator_state *s, int n);
 int env_actuator_net_step(const env_actuator_net *net, int n, const double *pos_err, const double *vel,
                           env_actuator_state *state, double *tau, char *err, size_t errlen);
 
+/* env_actuator_net_step in single precision, about twice as fast: the same network and algorithm with float
+ * weights, arithmetic and state (the state's doubles hold floats), eight joints per vector; the same bits for a
+ * joint alone or in any batch, on every instruction set.  Its torques follow TorchScript's float32 module, not the
+ * double one: within ENV_ACTUATOR_NET_F32_TOL N·m of it on tests/test_actuator_net.c's recorded sequences.  A
+ * world's joints are stepped by one of the two, not both (their states differ). */
+int env_actuator_net_step_f32(const env_actuator_net *net, int n, const double *pos_err, const double *vel,
+                              env_actuator_state *state, double *tau, char *err, size_t errlen);
+#define ENV_ACTUATOR_NET_F32_TOL 1e-3
+
 /* The exp the network's activations use: within 2 ulp of exp(x) for |x| <= 708; arguments beyond are clamped
  * to +-708 (exp(-708) ~ 3e-308, exp(708) ~ 3e307: the sigmoids' limits to far below the torques' precision). */
 double env_actuator_net_exp(double x);
