@@ -612,8 +612,10 @@ static inline void step8(const env_actuator_net *restrict m, const double *e, co
         transpose4(hi, load4(p[4]), load4(p[5]), load4(p[6]), load4(p[7]));
         for (int q = 0; q < 4; q++) st[i + q] = join8(lo[q], hi[q]);
     }
-    const v8f x[NI] = {join8(load4(e), load4(e + 4)) * splat8(m->f_in_scale[0]),
-                       join8(load4(v), load4(v + 4)) * splat8(m->f_in_scale[1])};
+    /* inputs beyond +-1e30 (a float's range ends at 3.4e38) clamped: the gates saturate all the same, and the sums
+     * stay finite as in double */
+    const v8f x[NI] = {join8(clamp4(load4(e), 1e30), clamp4(load4(e + 4), 1e30)) * splat8(m->f_in_scale[0]),
+                       join8(clamp4(load4(v), 1e30), clamp4(load4(v + 4), 1e30)) * splat8(m->f_in_scale[1])};
     v8f *h = st, *c = st + NL * NH;
     layer8(&m->f_w0[0][0][0], NI, x, h, c);
     for (int l = 1; l < NL; l++) layer8(&m->f_w[l - 1][0][0][0], NH, h + (l - 1) * NH, h + l * NH, c + l * NH);

@@ -90,7 +90,7 @@ int env_actuator_net_step(const env_actuator_net *net, int n, const double *pos_
  * world's joints are stepped by one of the two, not both (their states differ). */
 int env_actuator_net_step_f32(const env_actuator_net *net, int n, const double *pos_err, const double *vel,
                               env_actuator_state *state, double *tau, char *err, size_t errlen);
-#define ENV_ACTUATOR_NET_F32_TOL 1e-3
+#define ENV_ACTUATOR_NET_F32_TOL 1e-4
 
 /* The exp the network's activations use: within 2 ulp of exp(x) for |x| <= 708; arguments beyond are clamped
  * to +-708 (exp(-708) ~ 3e-308, exp(708) ~ 3e307: the sigmoids' limits to far below the torques' precision). */

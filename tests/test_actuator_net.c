@@ -12,6 +12,7 @@
 #include "env_actuator_net.h"
 
 #define REF_FILE "tests/testdata/actuator_net_ref.txt"
+#define REF_FILE_F32 "tests/testdata/actuator_net_ref_f32.txt"    /* the float32 module's torques, same inputs */
 #define DATA_FILE "envs/models/anydrive_v3_lstm.txt"
 #define TOL 1e-9            /* N·m: the C network vs the TorchScript module in double precision */
 #define MAXJ 16
@@ -24,11 +25,11 @@ typedef struct {
     double *e, *v, *tau;    /* [t * J + j] */
 } ref_seq;
 
-static ref_seq load_ref(void)
+static ref_seq load_ref_file(const char *path)
 {
     ref_seq s = {0};
-    FILE *f = fopen(REF_FILE, "r");
-    cr_assert_not_null(f, "cannot open %s (tests run from the repository root)", REF_FILE);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot open %s (tests run from the repository root)", path);
     char line[512];
     int header = 0, rows = 0, resets = 0;
     while (fgets(line, sizeof line, f)) {
@@ -52,15 +53,17 @@ static ref_seq load_ref(void)
             s.e[t * s.J + j] = e, s.v[t * s.J + j] = v, s.tau[t * s.J + j] = tau;
             rows++;
         } else {
-            cr_assert(sscanf(line, "%31s", w) != 1, "%s: unexpected line '%s'", REF_FILE, line);
+            cr_assert(sscanf(line, "%31s", w) != 1, "%s: unexpected line '%s'", path, line);
         }
     }
     fclose(f);
     cr_assert(header);
     cr_assert_eq(resets, s.R);
-    cr_assert_eq(rows, s.J * s.T, "%s: %d rows, expected %d", REF_FILE, rows, s.J * s.T);
+    cr_assert_eq(rows, s.J * s.T, "%s: %d rows, expected %d", path, rows, s.J * s.T);
     return s;
 }
+
+static ref_seq load_ref(void) { return load_ref_file(REF_FILE); }
 
 static void free_ref(ref_seq *s) { free(s->e), free(s->v), free(s->tau); }
 
@@ -72,9 +75,12 @@ static env_actuator_net *embedded(void)
     return n;
 }
 
-/* Runs the sequences through net (all joints in one call per step, the resets applied) into tau; returns the
- * largest |tau - reference|. */
-static double run(const env_actuator_net *net, const ref_seq *s, double *tau)
+typedef int (*step_fn)(const env_actuator_net *, int, const double *, const double *, env_actuator_state *, double *,
+                       char *, size_t);
+
+/* Runs the sequences through net with step (all joints in one call per step, the resets applied) into tau; returns
+ * the largest |tau - reference|. */
+static double run_with(step_fn step, const env_actuator_net *net, const ref_seq *s, double *tau)
 {
     env_actuator_state st[MAXJ];
     env_actuator_state_zero(st, s->J);
@@ -83,14 +89,35 @@ static double run(const env_actuator_net *net, const ref_seq *s, double *tau)
     for (int t = 0; t < s->T; t++) {
         for (int k = 0; k < s->R; k++)
             if (s->reset_t[k] == t) env_actuator_state_zero(&st[s->reset_j[k]], 1);
-        cr_assert_eq(env_actuator_net_step(net, s->J, s->e + t * s->J, s->v + t * s->J, st, tau + t * s->J, err,
-                                           sizeof err), 0, "%s", err);
+        cr_assert_eq(step(net, s->J, s->e + t * s->J, s->v + t * s->J, st, tau + t * s->J, err, sizeof err), 0, "%s",
+                     err);
         for (int j = 0; j < s->J; j++) {
             double d = fabs(tau[t * s->J + j] - s->tau[t * s->J + j]);
             worst = d > worst || d != d ? d : worst;
         }
     }
     return worst;
+}
+
+static double run(const env_actuator_net *net, const ref_seq *s, double *tau)
+{
+    return run_with(env_actuator_net_step, net, s, tau);
+}
+
+/* The largest |tau - reference| of each reset joint from its reset on, checked against tol. */
+static void check_after_resets(const ref_seq *s, const double *tau, double tol)
+{
+    cr_assert(s->R >= 2, "the recording should hold resets");
+    for (int k = 0; k < s->R; k++) {
+        const int j = s->reset_j[k];
+        double after = 0;
+        for (int t = s->reset_t[k]; t < s->T; t++) {
+            const double d = fabs(tau[t * s->J + j] - s->tau[t * s->J + j]);
+            after = d > after || d != d ? d : after;
+        }
+        cr_assert(after <= tol, "joint %d after its reset at step %d: %.3g N·m from the reference", j, s->reset_t[k],
+                  after);
+    }
 }
 
 Test(actuator_net, matches_torchscript_in_double_precision)
@@ -104,21 +131,31 @@ Test(actuator_net, matches_torchscript_in_double_precision)
                 "largest difference %.3g N·m", s.J, s.T, s.R, big, worst);
     cr_assert(worst <= TOL, "largest difference %.3g N·m > %g", worst, TOL);
     cr_assert(big > 50, "the sequences should reach the network's saturation (%.1f N·m)", big);
-    /* across every reset: the reset joint's torques from its reset on (to its next reset or the end) */
-    cr_assert(s.R >= 2, "the recording should hold resets");
-    for (int k = 0; k < s.R; k++) {
-        const int j = s.reset_j[k];
-        double after = 0;
-        for (int t = s.reset_t[k]; t < s.T; t++) {
-            const double d = fabs(tau[t * s.J + j] - s.tau[t * s.J + j]);
-            after = d > after || d != d ? d : after;
-        }
-        cr_assert(after <= TOL, "joint %d after its reset at step %d: %.3g N·m from the reference", j, s.reset_t[k],
-                  after);
-    }
+    check_after_resets(&s, tau, TOL);
     free(tau), free_ref(&s);
     env_actuator_net_destroy(&net);
     cr_assert_null(net);
+}
+
+/* env_actuator_net_step_f32 against the TorchScript module run in float32 on the same sequences (its own recording),
+ * within the header's tolerance, after every reset too. */
+Test(actuator_net, f32_matches_torchscript_in_single_precision)
+{
+    ref_seq s = load_ref_file(REF_FILE_F32), d = load_ref();
+    env_actuator_net *net = embedded();
+    double *tau = malloc(sizeof(double) * s.J * s.T);
+    cr_assert(s.J == d.J && s.T == d.T && memcmp(s.e, d.e, sizeof(double) * s.J * s.T) == 0, "other inputs");
+    const double worst = run_with(env_actuator_net_step_f32, net, &s, tau);
+    double vs_double = 0, f32_vs_double = 0;
+    for (int i = 0; i < s.J * s.T; i++)
+        vs_double = fmax(vs_double, fabs(tau[i] - d.tau[i])), f32_vs_double = fmax(f32_vs_double, fabs(s.tau[i] - d.tau[i]));
+    cr_log_info("actuator net in float vs TorchScript (float32): largest difference %.3g N·m (vs the double module "
+                "%.3g N·m, where TorchScript's float32 module is %.3g N·m from it)", worst, vs_double, f32_vs_double);
+    cr_assert(worst <= ENV_ACTUATOR_NET_F32_TOL, "largest difference %.3g N·m > %g", worst, ENV_ACTUATOR_NET_F32_TOL);
+    cr_assert(f32_vs_double > 1e-6, "the float32 recording should differ from the double one (%.3g N·m)", f32_vs_double);
+    check_after_resets(&s, tau, ENV_ACTUATOR_NET_F32_TOL);
+    free(tau), free_ref(&s), free_ref(&d);
+    env_actuator_net_destroy(&net);
 }
 
 /* The recording's joint 6 gets joint 0's inputs: equal torques (bit for bit: same arithmetic) while their states
@@ -165,8 +202,8 @@ Test(actuator_net, state_is_per_joint_and_reset_per_joint)
 
 /* A joint's torques and state are the same bits whatever the batch it is stepped in: the same 240 joints stepped
  * in calls of 1, 3, 5, 12, 48 and 240 joints (the vector lanes' remainders included), through saturating and
- * ordinary inputs and a reset of some joints half-way. */
-Test(actuator_net, batch_size_does_not_change_the_bits)
+ * ordinary inputs and a reset of some joints half-way; for each of the two steps. */
+static void batch_bits(step_fn step, const char *name)
 {
     enum { N = 240, STEPS = 30 };
     static const int sizes[] = {240, 1, 3, 5, 12, 48};
@@ -174,6 +211,7 @@ Test(actuator_net, batch_size_does_not_change_the_bits)
     env_actuator_net *net = embedded();
     static env_actuator_state st[6][N];
     static double e[STEPS][N], v[STEPS][N], tau[6][STEPS][N];
+    memset(tau, 0, sizeof tau);
     uint64_t rng = 12345;
     for (int t = 0; t < STEPS; t++)
         for (int j = 0; j < N; j++) {
@@ -191,7 +229,7 @@ Test(actuator_net, batch_size_does_not_change_the_bits)
                 for (int j = 0; j < N; j += 11) env_actuator_state_zero(&st[c][j], 1);
             for (int j = 0; j < N; j += sizes[c]) {
                 const int m = N - j < sizes[c] ? N - j : sizes[c];
-                cr_assert_eq(env_actuator_net_step(net, m, &e[t][j], &v[t][j], &st[c][j], &tau[c][t][j], NULL, 0), 0);
+                cr_assert_eq(step(net, m, &e[t][j], &v[t][j], &st[c][j], &tau[c][t][j], NULL, 0), 0);
             }
         }
     }
@@ -199,15 +237,19 @@ Test(actuator_net, batch_size_does_not_change_the_bits)
         for (int t = 0; t < STEPS; t++)
             for (int j = 0; j < N; j++)
                 cr_assert(memcmp(&tau[c][t][j], &tau[0][t][j], sizeof(double)) == 0,
-                          "calls of %d joints: step %d joint %d: %a N·m, in one call %a", sizes[c], t, j,
+                          "%s, calls of %d joints: step %d joint %d: %a N·m, in one call %a", name, sizes[c], t, j,
                           tau[c][t][j], tau[0][t][j]);
-        cr_assert_eq(memcmp(st[c], st[0], sizeof st[0]), 0, "calls of %d joints: other states", sizes[c]);
+        cr_assert_eq(memcmp(st[c], st[0], sizeof st[0]), 0, "%s, calls of %d joints: other states", name,
+                     sizes[c]);
     }
     double big = 0;
     for (int j = 0; j < N; j++) big = fmax(big, fabs(tau[0][STEPS - 1][j]));
-    cr_assert(big > 50 && isfinite(big), "the inputs should saturate some joints (%.1f N·m)", big);
+    cr_assert(big > 50 && isfinite(big), "%s: the inputs should saturate some joints (%.1f N·m)", name, big);
     env_actuator_net_destroy(&net);
 }
+
+Test(actuator_net, batch_size_does_not_change_the_bits) { batch_bits(env_actuator_net_step, "double"); }
+Test(actuator_net, batch_size_does_not_change_the_bits_f32) { batch_bits(env_actuator_net_step_f32, "float"); }
 
 /* Zeroing one joint's state leaves the others' bits alone, and the zeroed joint then behaves as a fresh one. */
 Test(actuator_net, zeroing_one_joint_leaves_the_others)
@@ -288,7 +330,7 @@ Test(actuator_net, another_gate_order_fails_the_reference)
 
 /* The torques are bounded by |out_scale| (|b| + sum |w|) since |h| < 1, stay finite under any finite input (huge
  * errors saturate the gates), and a NaN input gives a NaN torque that a reset clears. */
-Test(actuator_net, saturation_is_finite_and_nan_propagates)
+static void saturation(step_fn step)
 {
     env_actuator_net *net = embedded();
     double p[ENV_ACTUATOR_NET_NPARAMS];
@@ -305,7 +347,7 @@ Test(actuator_net, saturation_is_finite_and_nan_propagates)
     for (int i = 0; i < nb; i++)
         for (int j = 0; j < nb; j++) e[i * nb + j] = big[i], v[i * nb + j] = big[j];
     for (int t = 0; t < 20; t++) {
-        cr_assert_eq(env_actuator_net_step(net, nb * nb, e, v, st, tau, NULL, 0), 0);
+        cr_assert_eq(step(net, nb * nb, e, v, st, tau, NULL, 0), 0);
         for (int k = 0; k < nb * nb; k++) {
             /* an infinite input times a zero weight would be NaN in PyTorch too; every other input is finite */
             if (isinf(e[k]) || isinf(v[k])) continue;
@@ -316,15 +358,18 @@ Test(actuator_net, saturation_is_finite_and_nan_propagates)
     env_actuator_state one;
     env_actuator_state_zero(&one, 1);
     double x = NAN, zero = 0, y;
-    cr_assert_eq(env_actuator_net_step(net, 1, &x, &zero, &one, &y, NULL, 0), 0);
+    cr_assert_eq(step(net, 1, &x, &zero, &one, &y, NULL, 0), 0);
     cr_assert(isnan(y));
-    cr_assert_eq(env_actuator_net_step(net, 1, &zero, &zero, &one, &y, NULL, 0), 0);
+    cr_assert_eq(step(net, 1, &zero, &zero, &one, &y, NULL, 0), 0);
     cr_assert(isnan(y), "the NaN stays in the state until a reset");
     env_actuator_state_zero(&one, 1);
-    cr_assert_eq(env_actuator_net_step(net, 1, &zero, &zero, &one, &y, NULL, 0), 0);
+    cr_assert_eq(step(net, 1, &zero, &zero, &one, &y, NULL, 0), 0);
     cr_assert(isfinite(y));
     env_actuator_net_destroy(&net);
 }
+
+Test(actuator_net, saturation_is_finite_and_nan_propagates) { saturation(env_actuator_net_step); }
+Test(actuator_net, saturation_is_finite_and_nan_propagates_f32) { saturation(env_actuator_net_step_f32); }
 
 /* The module's exp against libm's: within 2 ulp over the range it serves, exact at 0, clamped beyond +-708. */
 Test(actuator_net, exp_is_within_two_ulp_of_libm)
@@ -445,7 +490,7 @@ Test(actuator_net, parser_rejects_bad_files)
     env_actuator_net_destroy(&z);
 }
 
-Test(actuator_net, step_rejects_bad_arguments_and_leaves_the_state)
+static void bad_arguments(step_fn step)
 {
     env_actuator_net *net = embedded();
     env_actuator_state st[2];
@@ -455,18 +500,21 @@ Test(actuator_net, step_rejects_bad_arguments_and_leaves_the_state)
     memcpy(keep, st, sizeof st);
     double e[2] = {0.1, 0.2}, v[2] = {1, 2}, tau[2] = {7, 7};
     char err[128];
-    cr_assert_eq(env_actuator_net_step(net, -1, e, v, st, tau, err, sizeof err), -1);
+    cr_assert_eq(step(net, -1, e, v, st, tau, err, sizeof err), -1);
     cr_assert(strstr(err, "-1 joints"), "%s", err);
-    cr_assert_eq(env_actuator_net_step(NULL, 2, e, v, st, tau, err, sizeof err), -1);
+    cr_assert_eq(step(NULL, 2, e, v, st, tau, err, sizeof err), -1);
     cr_assert(strstr(err, "network"), "%s", err);
-    cr_assert_eq(env_actuator_net_step(net, 2, NULL, v, st, tau, err, sizeof err), -1);
-    cr_assert_eq(env_actuator_net_step(net, 2, e, NULL, st, tau, err, sizeof err), -1);
-    cr_assert_eq(env_actuator_net_step(net, 2, e, v, NULL, tau, err, sizeof err), -1);
-    cr_assert_eq(env_actuator_net_step(net, 2, e, v, st, NULL, err, sizeof err), -1);
+    cr_assert_eq(step(net, 2, NULL, v, st, tau, err, sizeof err), -1);
+    cr_assert_eq(step(net, 2, e, NULL, st, tau, err, sizeof err), -1);
+    cr_assert_eq(step(net, 2, e, v, NULL, tau, err, sizeof err), -1);
+    cr_assert_eq(step(net, 2, e, v, st, NULL, err, sizeof err), -1);
     cr_assert(strstr(err, "tau"), "%s", err);
-    cr_assert_eq(env_actuator_net_step(net, 0, NULL, NULL, NULL, NULL, err, sizeof err), 0);
+    cr_assert_eq(step(net, 0, NULL, NULL, NULL, NULL, err, sizeof err), 0);
     cr_assert_eq(memcmp(st, keep, sizeof st), 0);
     cr_assert(tau[0] == 7 && tau[1] == 7);
     env_actuator_state_zero(NULL, 3);   /* nothing to do */
     env_actuator_net_destroy(&net);
 }
+
+Test(actuator_net, step_rejects_bad_arguments_and_leaves_the_state) { bad_arguments(env_actuator_net_step); }
+Test(actuator_net, step_f32_rejects_bad_arguments_and_leaves_the_state) { bad_arguments(env_actuator_net_step_f32); }
