@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The PyTorch side of the actuator network's tests: the committed weights (envs/models/anydrive_v3_lstm.txt) are
 # the conversion of legged_gym's TorchScript archive, and the C test's reference sequences
-# (tests/testdata/actuator_net_ref.txt) are what that module computes in double precision.
+# (tests/testdata/actuator_net_ref.txt, and actuator_net_ref_f32.txt for the float step) are what that module
+# computes in double (and single) precision.
 # The archive: $ACTUATOR_PT, else anydrive_v3_lstm.pt in a shared/reference/anydrive_actuator_net folder beside the
 # repository or its worktree parent.  Skipped with a visible message where PyTorch or the archive is absent.
 # Prints "actuator-net: N passed, M failed"; exits non-zero on a failure.  Called by tests/run-all.sh.
