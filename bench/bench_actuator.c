@@ -3,11 +3,13 @@
  *   herd-bench actuator [--worlds 4096] [--steps 4] [--repeats 15] [--core 0]
  *
  * worlds x 12 joints, each with its own state, stepped `steps` physics steps per repeat on one pinned thread,
- * timed in thread CPU time; medians over the repeats.  Four ways, interleaved within each repeat:
+ * timed in thread CPU time; medians over the repeats.  Five ways, interleaved within each repeat:
  *   batch      one env_actuator_net_step call for all joints per physics step;
  *   per_world  one call of 12 joints per world (as a world's step would call it);
  *   f32        per-world calls of env_actuator_net_step_f32 (single precision: its largest torque difference from
  *              the baseline is reported too);
+ *   lanes_f32  one env_actuator_net_step_lanes_f32 call for all joints (the float step on its own state layout;
+ *              the same bits as f32);
  *   baseline   the textbook form measured in the same run: the weights row-major as PyTorch stores them, libm's
  *              exp and tanh, one joint at a time (the same arithmetic up to rounding: its largest torque
  *              difference from the module is reported).
@@ -105,16 +107,19 @@ int bench_actuator(int argc, char **argv)
     const textbook tb = textbook_of(p);
     env_actuator_state *sa = malloc(sizeof *sa * n), *sb = malloc(sizeof *sb * n), *sc = malloc(sizeof *sc * n);
     env_actuator_state *sf = malloc(sizeof *sf * n);
+    env_actuator_lanes *sl = aligned_alloc(32, sizeof *sl * (size_t)ENV_ACTUATOR_LANES(n));
     double *tf = malloc(sizeof(double) * n), *xf = malloc(sizeof(double) * R);
+    double *tl = malloc(sizeof(double) * n), *xl = malloc(sizeof(double) * R);
     double *e = malloc(sizeof(double) * n * S), *v = malloc(sizeof(double) * n * S);
     double *ta = malloc(sizeof(double) * n), *tb_ = malloc(sizeof(double) * n), *tc = malloc(sizeof(double) * n);
     double *xa = malloc(sizeof(double) * R), *xb = malloc(sizeof(double) * R), *xc = malloc(sizeof(double) * R);
-    if (!sa || !sb || !sc || !sf || !e || !v || !ta || !tb_ || !tc || !tf || !xa || !xb || !xc || !xf) {
+    if (!sa || !sb || !sc || !sf || !e || !v || !ta || !tb_ || !tc || !tf || !xa || !xb || !xc || !xf || !sl || !tl || !xl) {
         fprintf(stderr, "herd-bench actuator: out of memory\n");
         return 1;
     }
     env_actuator_state_zero(sa, (int)n), env_actuator_state_zero(sb, (int)n), env_actuator_state_zero(sc, (int)n);
     env_actuator_state_zero(sf, (int)n);
+    env_actuator_lanes_zero(sl, 0, (int)n);
     uint64_t rng = 7;
     double diff = 0, diff_f = 0, tmax = 0;
     for (int w = 0; w < 20; w++) {
@@ -122,6 +127,7 @@ int bench_actuator(int argc, char **argv)
         env_actuator_net_step(net, (int)n, e, v, sa, ta, NULL, 0);
         env_actuator_net_step(net, (int)n, e, v, sb, tb_, NULL, 0);
         env_actuator_net_step_f32(net, (int)n, e, v, sf, tf, NULL, 0);
+        env_actuator_net_step_lanes_f32(net, (int)n, e, v, sl, tl, NULL, 0);
         for (size_t j = 0; j < n; j++) tc[j] = textbook_step(&tb, e[j], v[j], &sc[j]);
     }
     for (int r = 0; r < R; r++) {
@@ -144,32 +150,39 @@ int bench_actuator(int argc, char **argv)
                 env_actuator_net_step_f32(net, NJ, e + o, v + o, sf + (size_t)w * NJ, tf + (size_t)w * NJ, NULL, 0);
             }
         uint64_t t4 = bench_thread_cpu_ns();
+        for (int s = 0; s < S; s++) env_actuator_net_step_lanes_f32(net, (int)n, e + n * s, v + n * s, sl, tl, NULL, 0);
+        uint64_t t5 = bench_thread_cpu_ns();
         const double js = (double)n * S;
         xa[r] = (double)(t1 - t0) / js, xb[r] = (double)(t2 - t1) / js, xc[r] = (double)(t3 - t2) / js;
-        xf[r] = (double)(t4 - t3) / js;
+        xf[r] = (double)(t4 - t3) / js, xl[r] = (double)(t5 - t4) / js;
         for (size_t j = 0; j < n; j++) {
             if (ta[j] != tb_[j]) diff = INFINITY;   /* batch and per-world calls must agree bit for bit */
+            if (tf[j] != tl[j]) diff_f = INFINITY;  /* and the two float steps */
             diff = fmax(diff, fabs(ta[j] - tc[j]));
             diff_f = fabs(tf[j] - tc[j]) > diff_f || tf[j] != tf[j] ? fabs(tf[j] - tc[j]) : diff_f;
             tmax = fmax(tmax, fabs(ta[j]));
         }
     }
     const double a = bench_median(xa, R), b = bench_median(xb, R), c = bench_median(xc, R), f = bench_median(xf, R);
+    const double fl = bench_median(xl, R);
     printf("{\"bench\":\"actuator\",\"worlds\":%d,\"joints\":%d,\"steps\":%d,\"repeats\":%d,"
            "\"batch_ns_per_joint_step\":%.2f,\"per_world_ns_per_joint_step\":%.2f,"
            "\"baseline_libm_ns_per_joint_step\":%.2f,\"speedup_vs_baseline\":%.3f,\"world_step_us\":%.3f,"
            "\"f32_ns_per_joint_step\":%.2f,\"f32_world_step_us\":%.3f,\"f32_max_diff_vs_baseline_nm\":%.3g,"
+           "\"lanes_f32_ns_per_joint_step\":%.2f,\"lanes_f32_world_step_us\":%.3f,"
            "\"max_torque_nm\":%.3f,\"max_diff_vs_baseline_nm\":%.3g,\"cpu\":\"%s\"}\n",
-           W, NJ, S, R, a, b, c, c / a, 1e-3 * a * NJ, f, 1e-3 * f * NJ, diff_f, tmax, diff, bench_cpu());
+           W, NJ, S, R, a, b, c, c / a, 1e-3 * a * NJ, f, 1e-3 * f * NJ, diff_f, fl, 1e-3 * fl * NJ, tmax, diff,
+           bench_cpu());
     fprintf(stderr, "actuator net, %d worlds x %d joints, %d steps x %d repeats (thread CPU time, medians):\n"
                     "  batch call      %8.1f ns per joint-step  (%.2f us per world step)\n"
                     "  per-world calls %8.1f ns per joint-step\n"
                     "  baseline (libm) %8.1f ns per joint-step  (%.2fx the batch)\n"
                     "  float, per world %8.1f ns per joint-step  (%.2f us per world step; %.3g N·m from the baseline)\n"
+                    "  float lanes call %8.1f ns per joint-step  (%.2f us per world step)\n"
                     "  torques up to %.1f N·m; largest difference from the baseline %.3g N·m\n",
-            W, NJ, S, R, a, 1e-3 * a * NJ, b, c, c / a, f, 1e-3 * f * NJ, diff_f, tmax, diff);
+            W, NJ, S, R, a, 1e-3 * a * NJ, b, c, c / a, f, 1e-3 * f * NJ, diff_f, fl, 1e-3 * fl * NJ, tmax, diff);
     free(sa), free(sb), free(sc), free(e), free(v), free(ta), free(tb_), free(tc), free(xa), free(xb), free(xc);
-    free(sf), free(tf), free(xf);
+    free(sf), free(tf), free(xf), free(sl), free(tl), free(xl);
     env_actuator_net_destroy(&net);
     return isfinite(diff) && diff < 1e-9 && diff_f < 1e-3 ? 0 : 1;
 }

@@ -599,6 +599,25 @@ static inline v8f join8(v4d lo, v4d hi)
                                    5, 6, 7);
 }
 
+/* Eight joints' step in float on their state as lanes (st[i] lane j = joint j's i-th state value, updated): the
+ * torques from e[j], v[j] into tau[j]. */
+static inline void core8(const env_actuator_net *restrict m, const double *e, const double *v, v8f *restrict st,
+                         double *tau)
+{
+    /* inputs beyond +-1e30 (a float's range ends at 3.4e38) clamped: the gates saturate all the same, and the sums
+     * stay finite as in double */
+    const v8f x[NI] = {join8(clamp4(load4(e), 1e30), clamp4(load4(e + 4), 1e30)) * splat8(m->f_in_scale[0]),
+                       join8(clamp4(load4(v), 1e30), clamp4(load4(v + 4), 1e30)) * splat8(m->f_in_scale[1])};
+    v8f *h = st, *c = st + NL * NH;
+    layer8(&m->f_w0[0][0][0], NI, x, h, c);
+    for (int l = 1; l < NL; l++) layer8(&m->f_w[l - 1][0][0][0], NH, h + (l - 1) * NH, h + l * NH, c + l * NH);
+    v8f y = splat8(m->f_lin_b);
+    for (int k = 0; k < NH; k++) y = fma8(splat8(m->f_lin_w[k]), h[(NL - 1) * NH + k], y);
+    y *= splat8(m->f_out_scale);
+    store4(tau, __builtin_convertvector(__builtin_shufflevector(y, y, 0, 1, 2, 3), v4d));
+    store4(tau + 4, __builtin_convertvector(__builtin_shufflevector(y, y, 4, 5, 6, 7), v4d));
+}
+
 /* Eight joints' step in float: lane j is joint j (e[j], v[j], *s[j], tau[j]); the state is rounded to float. */
 static inline void step8(const env_actuator_net *restrict m, const double *e, const double *v,
                          env_actuator_state *const s[8], double *tau)
@@ -612,18 +631,7 @@ static inline void step8(const env_actuator_net *restrict m, const double *e, co
         transpose4(hi, load4(p[4]), load4(p[5]), load4(p[6]), load4(p[7]));
         for (int q = 0; q < 4; q++) st[i + q] = join8(lo[q], hi[q]);
     }
-    /* inputs beyond +-1e30 (a float's range ends at 3.4e38) clamped: the gates saturate all the same, and the sums
-     * stay finite as in double */
-    const v8f x[NI] = {join8(clamp4(load4(e), 1e30), clamp4(load4(e + 4), 1e30)) * splat8(m->f_in_scale[0]),
-                       join8(clamp4(load4(v), 1e30), clamp4(load4(v + 4), 1e30)) * splat8(m->f_in_scale[1])};
-    v8f *h = st, *c = st + NL * NH;
-    layer8(&m->f_w0[0][0][0], NI, x, h, c);
-    for (int l = 1; l < NL; l++) layer8(&m->f_w[l - 1][0][0][0], NH, h + (l - 1) * NH, h + l * NH, c + l * NH);
-    v8f y = splat8(m->f_lin_b);
-    for (int k = 0; k < NH; k++) y = fma8(splat8(m->f_lin_w[k]), h[(NL - 1) * NH + k], y);
-    y *= splat8(m->f_out_scale);
-    store4(tau, __builtin_convertvector(__builtin_shufflevector(y, y, 0, 1, 2, 3), v4d));
-    store4(tau + 4, __builtin_convertvector(__builtin_shufflevector(y, y, 4, 5, 6, 7), v4d));
+    core8(m, e, v, st, tau);
     for (int i = 0; i < SD; i += 4) {
         v4d lo[4], hi[4];
         for (int q = 0; q < 4; q++) {
@@ -660,6 +668,45 @@ int env_actuator_net_step_f32(const env_actuator_net *net, int n, const double *
         for (int k = 0; k < 8; k++) s[k] = j + k < n ? &state[j + k] : &pad[k];
         for (int k = 0; j + k < n; k++) e[k] = pos_err[j + k], v[k] = vel[j + k];
         step8(net, e, v, s, t);
+        for (int k = 0; j + k < n; k++) tau[j + k] = t[k];
+    }
+    return 0;
+}
+
+/* ---- single precision, the state as lanes (env_actuator_lanes) ---- */
+
+_Static_assert(sizeof(env_actuator_lanes) == SD * 8 * sizeof(float), "a block is SD vectors of eight floats");
+
+void env_actuator_lanes_zero(env_actuator_lanes *s, int first, int count)
+{
+    if (!s || first < 0 || count <= 0) return;
+    for (int j = first; j < first + count; j++)
+        for (int i = 0; i < SD; i++) s[j / 8].v[i][j % 8] = 0.0f;
+}
+
+int env_actuator_net_step_lanes_f32(const env_actuator_net *net, int n, const double *pos_err, const double *vel,
+                                    env_actuator_lanes *state, double *tau, char *err, size_t errlen)
+{
+    if (n < 0) return fail(err, errlen, "actuator net: %d joints", n);
+    if (n == 0) return 0;
+    if (!net || !pos_err || !vel || !state || !tau)
+        return fail(err, errlen, "actuator net: %s is NULL",
+                    !net ? "the network" : !pos_err ? "pos_err" : !vel ? "vel" : !state ? "the state" : "tau");
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        v8f st[SD];
+        memcpy(st, state[j / 8].v, sizeof st);
+        core8(net, pos_err + j, vel + j, st, tau + j);
+        memcpy(state[j / 8].v, st, sizeof st);
+    }
+    if (j < n) {   /* the last block's 1-7 joints; its spare lanes are stepped from zero inputs and left unchanged */
+        double e[8] = {0}, v[8] = {0}, t[8];
+        v8f st[SD];
+        memcpy(st, state[j / 8].v, sizeof st);
+        for (int k = 0; j + k < n; k++) e[k] = pos_err[j + k], v[k] = vel[j + k];
+        core8(net, e, v, st, t);
+        for (int i = 0; i < SD; i++)
+            for (int k = 0; j + k < n; k++) state[j / 8].v[i][k] = st[i][k];
         for (int k = 0; j + k < n; k++) tau[j + k] = t[k];
     }
     return 0;

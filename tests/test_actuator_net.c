@@ -251,6 +251,64 @@ static void batch_bits(step_fn step, const char *name)
 Test(actuator_net, batch_size_does_not_change_the_bits) { batch_bits(env_actuator_net_step, "double"); }
 Test(actuator_net, batch_size_does_not_change_the_bits_f32) { batch_bits(env_actuator_net_step_f32, "float"); }
 
+/* The float step on lanes gives env_actuator_net_step_f32's bits (torques and state) whatever the grouping: the 240
+ * joints of batch_bits as one array of blocks, as 20 worlds of 12 joints (two blocks each), as 5 of 48 and as 240
+ * single joints, with the same half-way resets (env_actuator_lanes_zero). */
+Test(actuator_net, lanes_give_the_f32_bits)
+{
+    enum { N = 240, STEPS = 30 };
+    static const int sizes[] = {240, 12, 48, 1, 5};
+    env_actuator_net *net = embedded();
+    static env_actuator_state ref[N];
+    static env_actuator_lanes lanes[N];          /* at most one block per joint */
+    static double e[STEPS][N], v[STEPS][N], tref[STEPS][N], t[STEPS][N];
+    uint64_t rng = 777;
+    for (int k = 0; k < STEPS; k++)
+        for (int j = 0; j < N; j++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            const double a = (double)(rng >> 11) / 9007199254740992.0 - 0.5;
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            const double b = (double)(rng >> 11) / 9007199254740992.0 - 0.5;
+            e[k][j] = (j % 7 == 3 ? 40.0 : 1.0) * a, v[k][j] = 20.0 * b;
+        }
+    env_actuator_state_zero(ref, N);
+    for (int k = 0; k < STEPS; k++) {
+        if (k == STEPS / 2)
+            for (int j = 0; j < N; j += 11) env_actuator_state_zero(&ref[j], 1);
+        cr_assert_eq(env_actuator_net_step_f32(net, N, e[k], v[k], ref, tref[k], NULL, 0), 0);
+    }
+    for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+        const int m = sizes[c], groups = (N + m - 1) / m, per = ENV_ACTUATOR_LANES(m);
+        cr_assert(groups * per <= N);
+        memset(lanes, 0xff, sizeof lanes);   /* garbage in the spare lanes must not matter */
+        for (int g = 0; g < groups; g++) env_actuator_lanes_zero(lanes + g * per, 0, m);
+        for (int k = 0; k < STEPS; k++) {
+            if (k == STEPS / 2)
+                for (int j = 0; j < N; j += 11) env_actuator_lanes_zero(lanes + (j / m) * per, j % m, 1);
+            for (int g = 0; g < groups; g++) {
+                const int j0 = g * m, cnt = N - j0 < m ? N - j0 : m;
+                cr_assert_eq(env_actuator_net_step_lanes_f32(net, cnt, &e[k][j0], &v[k][j0], lanes + g * per,
+                                                             &t[k][j0], NULL, 0), 0);
+            }
+        }
+        cr_assert_eq(memcmp(t, tref, sizeof t), 0, "groups of %d joints: other torques", m);
+        for (int j = 0; j < N; j++)
+            for (int i = 0; i < ENV_ACTUATOR_NET_STATE; i++) {
+                const double want = ((const double *)&ref[j])[i];
+                const float got = lanes[(j / m) * per + (j % m) / 8].v[i][(j % m) % 8];
+                cr_assert(memcmp(&(double){got}, &want, sizeof want) == 0, "groups of %d: joint %d state %d: %a, not %a",
+                          m, j, i, (double)got, want);
+            }
+    }
+    char err[128];
+    cr_assert_eq(env_actuator_net_step_lanes_f32(net, -1, NULL, NULL, NULL, NULL, err, sizeof err), -1);
+    cr_assert(strstr(err, "-1 joints"), "%s", err);
+    cr_assert_eq(env_actuator_net_step_lanes_f32(net, 3, e[0], v[0], NULL, t[0], err, sizeof err), -1);
+    cr_assert(strstr(err, "the state"), "%s", err);
+    env_actuator_lanes_zero(NULL, 0, 3);   /* nothing to do */
+    env_actuator_net_destroy(&net);
+}
+
 /* Zeroing one joint's state leaves the others' bits alone, and the zeroed joint then behaves as a fresh one. */
 Test(actuator_net, zeroing_one_joint_leaves_the_others)
 {
