@@ -1,4 +1,5 @@
-/* env_actuator_net.c — the LSTM actuator network (env_actuator_net.h): its data file, its exp, its step. */
+/* env_actuator_net.c — the LSTM actuator network (env_actuator_net.h): its data file, its exp, its steps in double
+ * and in single precision. */
 #include "env_actuator_net.h"
 
 #include <errno.h>

@@ -7,7 +7,8 @@
  *         i = sig(W_ii x + b_ii + W_hi h + b_hi)   f = sig(...)   g = tanh(...)   o = sig(...)
  *         c' = f c + i g          h' = o tanh(c')             (layer 1's x is layer 0's new h)
  *     tau = out_scale * (w . h1' + b)                          out_scale = 20.0; N·m, not clipped here
- * computed in double precision from the archive's float32 weights (widened exactly).
+ * computed in double precision from the archive's float32 weights (widened exactly), or in single precision by
+ * env_actuator_net_step_f32 and env_actuator_net_step_lanes_f32 (eight joints per vector instead of four).
  *
  * Why in envs/ and not sim/: an actuator model turns a task's action (joint targets) into the joint torques the
  * physics is given (sim_data's tau), as the PD law does; DESIGN.md's step runs "PD/actuator" per world before the
@@ -83,8 +84,8 @@ void env_actuator_state_zero(env_actuator_state *s, int n);
 int env_actuator_net_step(const env_actuator_net *net, int n, const double *pos_err, const double *vel,
                           env_actuator_state *state, double *tau, char *err, size_t errlen);
 
-/* env_actuator_net_step in single precision, about twice as fast: the same network and algorithm with float
- * weights, arithmetic and state (the state's doubles hold floats), eight joints per vector; the same bits for a
+/* env_actuator_net_step in single precision: the same network and algorithm with float weights, arithmetic and
+ * state (the state's doubles hold floats), eight joints per vector; the same bits for a
  * joint alone or in any batch, on every instruction set.  Its torques follow TorchScript's float32 module, not the
  * double one: within ENV_ACTUATOR_NET_F32_TOL N·m of it on tests/test_actuator_net.c's recorded sequences.  A
  * world's joints are stepped by one of the two, not both (their states differ). */
@@ -103,8 +104,9 @@ typedef struct {
 /* Zeroes joints first .. first + count - 1 of an array of blocks (a world's reset); nothing for count <= 0. */
 void env_actuator_lanes_zero(env_actuator_lanes *s, int first, int count);
 /* env_actuator_net_step_f32 on joints 0 .. n-1 of the blocks state (ENV_ACTUATOR_LANES(n) of them): the same bits
- * (torques and state), without moving the state between the caller's layout and the vectors' (a third of the
- * float step's time); the fastest entry point, with the most joints per call.  The spare lanes of a last block are
+ * (torques and state), without moving the state between the caller's layout and the vectors': the fastest entry
+ * point, the more so with more joints per call (a batch of worlds' joints in a row fills the lanes; a world of 12
+ * joints alone leaves 4 of its 16 idle).  The spare lanes of a last block are
  * left as they are.  Returns 0, or -1 with err filled as env_actuator_net_step. */
 int env_actuator_net_step_lanes_f32(const env_actuator_net *net, int n, const double *pos_err, const double *vel,
                                     env_actuator_lanes *state, double *tau, char *err, size_t errlen);
