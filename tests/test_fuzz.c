@@ -148,7 +148,7 @@ Test(fixes, step_reply_of_a_task_without_reward_terms)
     proto_buf_init(&b);
     proto_step_layout lay;
     const int n = 3, od = 5;
-    cr_assert_eq(proto_encode_step_reply(&b, 7, n, od, 0, PROTO_STEP_AUTORESET, &lay), 0);
+    cr_assert_eq(proto_encode_step_reply(&b, 7, n, od, 0, 0, PROTO_STEP_AUTORESET, &lay), 0);
     herd_reply r = {0};
     cr_assert_eq(proto_decode_reply(b.data, b.len, &r.msg, NULL), PROTO_OK);
     r.ok = r.msg.ok;
