@@ -467,9 +467,9 @@ int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *
 
 int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, const uint8_t *token,
                             const uint8_t *view_token, int64_t num_worlds, env_autoreset ar, uint64_t seed,
-                            const env_spec *spec, const double *config)
+                            const env_spec *spec, const double *config, int critic_obs)
 {
-    proto_w_reply_head(b, id, 9);
+    proto_w_reply_head(b, id, 9 + !!critic_obs);
     kv_uint(b, "session", session);
     proto_w_str(b, "token");
     proto_w_bin(b, token, PROTO_TOKEN_BYTES);
@@ -487,6 +487,7 @@ int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, const u
     }
     proto_w_str(b, "spec");
     proto_w_spec(b, spec);
+    if (critic_obs) kv_bool(b, "critic_obs", 1);
     return b->oom ? -1 : 0;
 }
 

@@ -641,12 +641,12 @@ Test(golden, hello_and_make_replies_encode_to_the_bytes)
                                                      0x6e, 0x01, 0xf4, 0xc2, 0x9a, 0x7d, 0x5b, 0x10};
     static const uint8_t view_token[PROTO_TOKEN_BYTES] = {0xa7, 0x40, 0x19, 0xe2, 0x6b, 0x05, 0xc8, 0x3d,
                                                           0x91, 0xfe, 0x27, 0x54, 0x0c, 0xb3, 0x68, 0xdf};
-    proto_encode_make_reply(&b, 3, 7, token, view_token, 4, ENV_AUTORESET_SAME_STEP, 42, &spec, cfg);
+    proto_encode_make_reply(&b, 3, 7, token, view_token, 4, ENV_AUTORESET_SAME_STEP, 42, &spec, cfg, 0);
     expect_bytes(&b, "rep_make");
     proto_buf_reset(&b);
     toy_spec_critic(&spec);
     double cfg0[3] = {80, 4, 0};
-    proto_encode_make_reply(&b, 43, 7, token, view_token, 2, ENV_AUTORESET_NEXT_STEP, 0, &spec, cfg0);
+    proto_encode_make_reply(&b, 43, 7, token, view_token, 2, ENV_AUTORESET_NEXT_STEP, 0, &spec, cfg0, 1);
     expect_bytes(&b, "rep_make_critic");
     proto_buf_free(&b);
 }

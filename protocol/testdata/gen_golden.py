@@ -325,8 +325,9 @@ add("req_make_critic", "request", "make", req(42, "make", env="anymal_c-walk", n
     desc="make asking for the critic observation (minor 4)")
 add("rep_make_critic", "reply", "make",
     ok(43, session=7, token=TOKEN, view_token=VIEW_TOKEN, env="toy-v0", num_worlds=2, autoreset="next_step", seed=0,
-       config={"kp": 80.0, "decimation": 4.0, "solver": 0.0}, spec=TOY_SPEC_CRITIC),
-    desc="make reply whose spec has a critic observation: critic_obs_dim and critic_obs after reward_terms (minor 4)")
+       config={"kp": 80.0, "decimation": 4.0, "solver": 0.0}, spec=TOY_SPEC_CRITIC, critic_obs=True),
+    desc="make reply of a session made with critic_obs: its spec has critic_obs_dim and critic_obs after "
+         "reward_terms, and the reply ends with critic_obs: true (minor 4)")
 add("rep_reset_critic", "reply", "reset",
     ok(44, obs=Tensor("float32", [N, OD], f32(N * OD, 0.5, 0.125)),
        info={"critic_obs": Tensor("float32", [N, CD], f32(N * CD, 0.25, 0.5))}),
