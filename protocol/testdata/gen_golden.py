@@ -259,6 +259,11 @@ bad = [
     ("bad_op_nul", req(40, "ping\0"), "UNKNOWN_OP", 40, "an op str with a NUL byte names no op (minor 3)"),
     ("bad_env_nul", req(41, "make", env="anymal_c-walk\0", num_worlds=1), "UNKNOWN_ENV", 41,
      "an env str with a NUL byte names no env (minor 3)"),
+    # minor 4: critic_obs is a make option, a bool
+    ("bad_make_critic_obs_type", req(43, "make", env="anymal_c-walk", num_worlds=1, critic_obs=1), "BAD_FIELD", 43,
+     "critic_obs must be a bool (minor 4)"),
+    ("bad_step_critic_obs", req(44, "step", session=7, actions=Tensor("float32", [1, 1], [0.0]), critic_obs=True),
+     "BAD_FIELD", 44, "critic_obs is asked for at make, not per step (minor 4)"),
     # a duplicated key fails before "id" is decoded, but the id is readable (section 4.2): the reply carries it
     ("bad_duplicate_key", Raw(b"\x84" + b"".join(bytes(enc(x, bytearray())) for x in
                                                  ("v", 1, "op", "ping", "op", "ping", "id", 37))), "BAD_MESSAGE", 37),
