@@ -246,7 +246,8 @@ int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *
 
 /* config: the effective value of every key of the spec, in spec order; token and view_token:
  * PROTO_TOKEN_BYTES bytes each (the session's token, minor 1, and its read-only view token, minor 2);
- * critic_obs: the session was made with the option (written only then, as "critic_obs": true; minor 4). */
+ * critic_obs: the session was made with the option (minor 4): then the spec lists its critic_obs fields and the reply
+ * ends with "critic_obs": true; without it neither is written (the spec describes what the session's replies hold). */
 int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, const uint8_t *token,
                             const uint8_t *view_token, int64_t num_worlds,
                             env_autoreset ar, uint64_t seed, const env_spec *spec, const double *config, int critic_obs);

@@ -410,10 +410,11 @@ static void w_fields(proto_buf *b, const env_field *f, int n)
     for (int i = 0; i < n; i++) w_struct(b, &f[i], env_field_desc, NFIELDS(env_field_desc));
 }
 
-void proto_w_spec(proto_buf *b, const env_spec *s)
+/* A spec; with_critic 0 leaves its critic observation out (a session made without critic_obs). */
+static void w_spec(proto_buf *b, const env_spec *s, int with_critic)
 {
     /* the critic's observation only in specs that have one (minor 4): other specs encode as before */
-    const int critic = s->critic_dim > 0;
+    const int critic = with_critic && s->critic_dim > 0;
     proto_w_map(b, 13 + 2 * critic);
     kv_members(b, s, spec_head_desc, NFIELDS(spec_head_desc));
     proto_w_str(b, "obs");
@@ -443,6 +444,8 @@ void proto_w_spec(proto_buf *b, const env_spec *s)
         w_fields(b, s->critic, s->ncritic);
     }
 }
+
+void proto_w_spec(proto_buf *b, const env_spec *s) { w_spec(b, s, 1); }
 
 int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *info, const env_spec *const *specs,
                              int nspecs)
@@ -486,7 +489,7 @@ int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, const u
         proto_w_f64(b, config[i]);
     }
     proto_w_str(b, "spec");
-    proto_w_spec(b, spec);
+    w_spec(b, spec, critic_obs);
     if (critic_obs) kv_bool(b, "critic_obs", 1);
     return b->oom ? -1 : 0;
 }

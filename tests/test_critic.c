@@ -351,6 +351,7 @@ Test(critic_server, off_by_default_and_refused_for_an_env_without_one, .timeout 
     herd_session s;
     cr_assert_eq(herd_client_make(c, 0, "anymal_c-walk", 3, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, &s, &err), 0);
     cr_assert_eq(s.critic_dim, 0);
+    cr_assert(s.spec.critic_dim == 0 && s.spec.ncritic == 0, "the session's spec describes its replies: no critic_obs");
     uint64_t id = herd_client_reset_send(c, &s, -1, NULL, NULL, &err);
     herd_reply *r;
     cr_assert_eq(herd_client_wait(c, id, -1, &r, &err), 0);

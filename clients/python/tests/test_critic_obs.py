@@ -83,13 +83,14 @@ def test_critic_obs_is_zero_copy(server):
 def test_off_by_default(server):
     with herd.make_vec(WALK, 4, address=server, seed=1) as env:
         assert env.critic_obs_dim == 0
+        assert "critic_obs_dim" not in env.herd_spec      # the session's spec describes its replies
         _, infos = env.reset()
         assert "critic_obs" not in infos
         infos = env.step(acts(4))[4]
         assert "critic_obs" not in infos
     with herd.Client(server, timeout=10) as c:
         s = c.make(WALK, 2, seed=1)
-        assert "critic_obs" not in s
+        assert "critic_obs" not in s and "critic_obs" not in s["spec"]
         r = c.reset(s["session"])
         assert r["info"] == {}
         c.close_session(s["session"])
