@@ -434,7 +434,7 @@ static void message_sizes(const env_spec *sp, int n, int all, size_t *req, size_
     *req = b.len;
     proto_buf_reset(&b);
     proto_step_layout lay;
-    proto_encode_step_reply(&b, 123456, n, sp->obs_dim, sp->nterms, PROTO_STEP_AUTORESET, &lay);
+    proto_encode_step_reply(&b, 123456, n, sp->obs_dim, sp->nterms, 0, PROTO_STEP_AUTORESET, &lay);
     *rep = b.len;
     proto_buf_free(&b);
     free(ids);

@@ -296,6 +296,13 @@ void env_reset(env_t *e, int first, int n, const int32_t *ids, const uint64_t *s
     }
 }
 
+void env_critic_obs(const env_t *e, int first, int n, const int32_t *ids, float *critic)
+{
+    const int cd = e->spec.critic_dim;
+    if (cd <= 0 || !e->task->critic_observe) return;
+    for (int i = 0; i < n; i++) e->task->critic_observe(e, &e->worlds[ids ? ids[i] : first + i], critic + (size_t)i * cd);
+}
+
 int env_first_ended(const env_t *e, int first, int n, const int32_t *ids)
 {
     if (e->autoreset != ENV_AUTORESET_DISABLED) return -1;

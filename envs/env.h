@@ -138,6 +138,13 @@ void env_reset(env_t *e, int first, int n, const int32_t *ids, const uint64_t *s
 int env_step(env_t *e, int first, int n, const int32_t *ids, const float *actions, float *obs, float *reward,
              uint8_t *terminated, uint8_t *truncated, env_info *info);
 
+/* The critic's observation (spec.critic, critic_dim floats per world) of n worlds ids[i] (or first + i when ids is
+ * NULL) into critic (n x critic_dim), read from their current state: after env_reset or env_step, the state the
+ * returned obs describes (the new episode's after an autoreset).  Noise-free; draws no random number and changes
+ * nothing, so calling it or not leaves every later step bitwise the same.  Writes nothing when critic_dim is 0.
+ * Not concurrently with env_step / env_reset on the same worlds. */
+void env_critic_obs(const env_t *e, int first, int n, const int32_t *ids, float *critic);
+
 /* DISABLED autoreset: the index i (0..n-1) of the first of the n worlds ids[i] (or first + i when ids
  * is NULL) that has ended (or was never reset) and so would be refused by env_step; -1 if none.
  * Always -1 in the other autoreset modes. */

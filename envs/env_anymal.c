@@ -122,6 +122,29 @@ typedef struct {
 static const obs_def walk_obs[] = {WALK_OBS(OBS_DEF_SCALED)};
 static const obs_def stand_obs[] = {STAND_OBS(OBS_DEF)};
 
+/* The critic's observation (spec.critic) of both tasks: the task's observation table without its noise (same
+ * fields, scales and clip), then these privileged fields, in physical units (scale 1), offsets from the end of
+ * the observation:
+ *   friction      the world's foot-ground friction coefficient, drawn per reset in [friction_min, friction_max]
+ *   added_mass    the mass added to the base, drawn per reset in [added_mass_min, added_mass_max] (kg)
+ *   foot_contact  per foot (LF, RF, LH, RH): 1 when its normal contact force in the last physics step (impulse /
+ *                 sim_dt) exceeded FOOT_CONTACT_N (the contact the feet_air_time reward counts), else 0; 0 after
+ *                 a reset
+ *   push_vel      the base xy velocity (world frame) the last push set, 0 before the episode's first push (m/s)
+ * name, quantity, offset, size, low, high (the configured ranges replace these at configure), unit. */
+typedef enum { P_FRICTION, P_ADDED_MASS, P_FOOT_CONTACT, P_PUSH_VEL } privileged_quantity;
+#define CRITIC_PRIVILEGED(X, base)                                                  \
+    X("friction", P_FRICTION, (base) + 0, 1, 0, 5, "")                              \
+    X("added_mass", P_ADDED_MASS, (base) + 1, 1, -30, 30, "kg")                     \
+    X("foot_contact", P_FOOT_CONTACT, (base) + 2, 4, 0, 1, "")                      \
+    X("push_vel", P_PUSH_VEL, (base) + 6, 2, -5, 5, "m/s")
+#define PRIV_Q(nm, q, off, sz, lo, hi, un) q,
+#define PRIV_SPEC(nm, q, off, sz, lo, hi, un) {nm, off, sz, lo, hi, 1.0f, un},
+#define PRIV_SIZE(nm, q, off, sz, lo, hi, un) + (sz)
+#define PRIV_DIM (0 CRITIC_PRIVILEGED(PRIV_SIZE, 0))
+static const privileged_quantity critic_priv[] = {CRITIC_PRIVILEGED(PRIV_Q, 0)};
+#define NPRIV ((int)(sizeof critic_priv / sizeof critic_priv[0]))
+
 /* What every world of an env shares, derived from the configuration and the model at env_new. */
 typedef struct {
     anymal_cfg cfg;
@@ -142,6 +165,7 @@ typedef struct {
     double cmd[3];
     double t;                       /* time in the episode */
     double next_cmd, next_push;
+    double push_vel[2];             /* the last push's base xy velocity (m/s; the critic's push_vel) */
     double air[NFEET];
     int last_contact[NFEET];
     double tau_sq;                  /* sum of tau^2 over the env step, averaged per substep */
@@ -153,6 +177,21 @@ _Static_assert(sizeof(anymal_shared) <= sizeof(((struct env *)0)->task_env), "ta
 static anymal_shared *shared(const struct env *e) { return (anymal_shared *)(uintptr_t)e->task_env; }
 
 /* ---- configuration ---- */
+
+/* The critic's field bounds: the observation's (clip included), then the configured ranges of the privileged
+ * quantities. */
+static void critic_bounds(env_spec *spec, const anymal_cfg *c)
+{
+    for (int i = 0; i < spec->nobs; i++) spec->critic[i].low = spec->obs[i].low, spec->critic[i].high = spec->obs[i].high;
+    for (int k = 0; k < NPRIV; k++) {
+        env_field *F = &spec->critic[spec->nobs + k];
+        double lo = critic_priv[k] == P_FRICTION ? c->friction_min : critic_priv[k] == P_ADDED_MASS ? c->added_mass_min
+                    : critic_priv[k] == P_FOOT_CONTACT ? 0 : -c->push_vel_max;
+        double hi = critic_priv[k] == P_FRICTION ? c->friction_max : critic_priv[k] == P_ADDED_MASS ? c->added_mass_max
+                    : critic_priv[k] == P_FOOT_CONTACT ? 1 : c->push_vel_max;
+        F->low = (float)lo, F->high = (float)hi;
+    }
+}
 
 static int configure(struct env *e, const obs_def *obs, int nobs, char *err, size_t errlen)
 {
@@ -210,6 +249,7 @@ static int configure(struct env *e, const obs_def *obs, int nobs, char *err, siz
         if (spec->obs[i].low < -c->obs_clip) spec->obs[i].low = (float)-c->obs_clip;
         if (spec->obs[i].high > c->obs_clip) spec->obs[i].high = (float)c->obs_clip;
     }
+    critic_bounds(spec, c);
     e->model = m;
     return 0;
 }
@@ -377,6 +417,7 @@ static void maybe_push(const struct env *e, env_world *w, anymal_state *st)
     if (st->t < st->next_push) return;
     w->d->u[0] = env_rng_range(&w->rng, -c->push_vel_max, c->push_vel_max);
     w->d->u[1] = env_rng_range(&w->rng, -c->push_vel_max, c->push_vel_max);
+    st->push_vel[0] = w->d->u[0], st->push_vel[1] = w->d->u[1];
     st->next_push += c->push_interval_s;
 }
 
@@ -611,6 +652,24 @@ static void stand_step(const struct env *e, env_world *const *ws, int n, const f
     anymal_step(e, ws, n, act, obs, reward, terms, terminated, truncated, failed, b, stand_rewards);
 }
 
+/* ---- the critic's observation ---- */
+
+/* Both tasks' critic observation (CRITIC_PRIVILEGED): the observation without noise, then the privileged fields. */
+static void critic_observe(const struct env *e, env_world *w, float *o)
+{
+    const anymal_shared *s = shared(e);
+    const anymal_state *st = w->task;
+    observe(e, w, o);
+    double mu = w->d->friction_scale * s->foot_friction, mass = w->d->root_added_mass, contact[NFEET];
+    for (int f = 0; f < NFEET; f++) contact[f] = st->foot_force[f] > FOOT_CONTACT_N;
+    const double *src[] = {[P_FRICTION] = &mu, [P_ADDED_MASS] = &mass, [P_FOOT_CONTACT] = contact,
+                           [P_PUSH_VEL] = st->push_vel};
+    for (int k = 0; k < NPRIV; k++) {
+        const env_field *F = &e->spec.critic[e->spec.nobs + k];
+        for (int i = 0; i < F->size; i++) o[F->offset + i] = (float)src[critic_priv[k]][i];
+    }
+}
+
 /* ---- specs ---- */
 
 /* Every count, size and step number of a spec below comes from its tables; nothing is counted by hand. */
@@ -652,12 +711,14 @@ static void stand_step(const struct env *e, env_world *const *ws, int n, const f
 #define ANYMAL_FIELDS_TIMING(defs, TABLE, episode_s)                                                         \
     .obs_dim = OBS_DIM(TABLE), .act_dim = NJ, .nobs = (int)(sizeof defs / sizeof defs[0]), .nact = 1,      \
     .obs = {TABLE(OBS_SPEC)},                                                                                \
+    .critic_dim = OBS_DIM(TABLE) + PRIV_DIM, .ncritic = (int)(sizeof defs / sizeof defs[0]) + NPRIV,          \
+    .critic = {TABLE(OBS_SPEC) CRITIC_PRIVILEGED(PRIV_SPEC, OBS_DIM(TABLE))},                                \
     .act = {{"joint_targets", 0, NJ, -ANYMAL_ACTION_CLIP, ANYMAL_ACTION_CLIP, (float)ANYMAL_ACTION_SCALE, "rad"}}, \
     .sim_dt = ANYMAL_SIM_DT, .decimation = ANYMAL_DECIMATION, .control_dt = ANYMAL_SIM_DT * ANYMAL_DECIMATION, \
     .episode_seconds = episode_s, .max_episode_steps = EPISODE_STEPS(episode_s)
 #define ANYMAL_FUNCTIONS(task)                                                                               \
     .task_state_size = sizeof(anymal_state), .configure = task##_configure, .reset_world = task##_reset,     \
-    .observe = observe, .step_worlds = task##_step
+    .observe = observe, .step_worlds = task##_step, .critic_observe = critic_observe
 
 /* One ANYmal task: name and doc, observation table, episode (s), the task's own keys (a macro of KEY
  * entries) and its reward term names (a macro, in the order of the task's term enum, whose last entry nterm

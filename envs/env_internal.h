@@ -48,6 +48,9 @@ typedef struct {
     void (*reset_world)(const struct env *e, env_world *w, float *obs);
     /* the current observation, without stepping (no noise draw) */
     void (*observe)(const struct env *e, env_world *w, float *obs);
+    /* the critic's observation (spec.critic) of the world's current state: noise-free, no random draw, reads the
+     * state only (no scratch); NULL when the task declares none (spec.critic_dim 0) */
+    void (*critic_observe)(const struct env *e, env_world *w, float *critic);
     /* One env step: writes obs, the reward terms and their sum, terminated and truncated (0/1).
      * Returns 1 if the physics failed (NaN, inf, runaway): the world has then been reset, obs is the
      * new episode's first, reward and terms are 0.  Else 0. */

@@ -46,6 +46,12 @@ typedef struct {
     int obs_dim, act_dim;
     int nobs, nact;
     env_field obs[ENV_MAX_FIELDS], act[ENV_MAX_FIELDS];
+    /* The critic's (privileged) observation: an optional second flat float32 vector, for an asymmetric
+     * actor-critic (critic_dim 0: the task has none).  Fields as in obs; a task's critic observation starts
+     * with its observation's fields, noise-free, and appends privileged ones, so a task extending another
+     * appends its own after them. */
+    int critic_dim, ncritic;
+    env_field critic[ENV_MAX_FIELDS];
     double sim_dt;              /* physics step (s) */
     int decimation;             /* physics steps per env step */
     double control_dt;          /* sim_dt * decimation */

@@ -35,7 +35,9 @@
  * 2: the session's view token in the make reply (a read-only right: model, poses, stats).
  * 3: one rule for error codes: the wrong MessagePack type is BAD_FIELD (a tensor's dtype and shape too),
  *    a name that exists nowhere (a NUL byte in it included) gets its field's own code. */
-#define PROTO_VERSION_MINOR 3
+/* 4: privileged critic observations: the spec's critic_obs fields, make's critic_obs option, info.critic_obs
+ *    in reset and step replies. */
+#define PROTO_VERSION_MINOR 4
 #define PROTO_TOKEN_BYTES 16            /* a session token: 128 random bits (PROTOCOL.md section 9) */
 #define PROTO_NAME_MAX ENV_NAME_MAX     /* env names and config keys, with the terminating 0 */
 #define PROTO_MAX_CONFIG 64             /* config overrides per make request */
@@ -155,6 +157,7 @@ typedef struct {
     int reward_terms;           /* step: also return this step's per-term rewards */
     int contacts;               /* poses: also return the active contacts (minor 1) */
     int latest;                 /* poses: read now, without waiting for steps in flight (minor 1) */
+    int critic_obs;             /* make: reset and step replies carry info.critic_obs (minor 4) */
 } proto_request;
 
 void proto_request_init(proto_request *r);          /* zeroes; nids = nseeds = -1 */
@@ -242,10 +245,12 @@ int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *
                              int nspecs);
 
 /* config: the effective value of every key of the spec, in spec order; token and view_token:
- * PROTO_TOKEN_BYTES bytes each (the session's token, minor 1, and its read-only view token, minor 2). */
+ * PROTO_TOKEN_BYTES bytes each (the session's token, minor 1, and its read-only view token, minor 2);
+ * critic_obs: the session was made with the option (minor 4): then the spec lists its critic_obs fields and the reply
+ * ends with "critic_obs": true; without it neither is written (the spec describes what the session's replies hold). */
 int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, const uint8_t *token,
                             const uint8_t *view_token, int64_t num_worlds,
-                            env_autoreset ar, uint64_t seed, const env_spec *spec, const double *config);
+                            env_autoreset ar, uint64_t seed, const env_spec *spec, const double *config, int critic_obs);
 int proto_encode_close_reply(proto_buf *b, uint64_t id, uint64_t session, uint64_t steps);
 int proto_encode_ping_reply(proto_buf *b, uint64_t id, double unix_time);
 
@@ -270,6 +275,7 @@ typedef struct {
     size_t obs, reward, terminated, truncated;
     size_t physics_reset, episode_done, episode_return, episode_length, episode_terms;
     size_t final_obs, final_mask, reward_terms, autoreset;
+    size_t critic_obs;          /* info.critic_obs, float32 [n, critic_dim] (minor 4) */
     /* poses (minor 1): float32 [n, nbody, 3] and [n, nbody, 4]; the contacts' int32 [n], float32 [n, max, 3]
      * twice and [n, max] */
     size_t body_pos, body_quat, contact_count, contact_pos, contact_normal, contact_impulse;
@@ -282,11 +288,12 @@ enum {
     PROTO_STEP_AUTORESET = 4,       /* next-step autoreset: info.autoreset */
 };
 
-/* Lays out {"obs": float32 [n, obs_dim], "info": {}}.  The tensor regions of reset and step replies are
- * reserved but not written: the caller must write every byte of each (the workers do). */
-int proto_encode_reset_reply(proto_buf *b, uint64_t id, int n, int obs_dim, proto_step_layout *lay);
-/* Lays out a step reply (PROTOCOL.md, "step"); flags: PROTO_STEP_*. */
-int proto_encode_step_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int nterms, unsigned flags,
+/* Lays out {"obs": float32 [n, obs_dim], "info": {}}, and with critic_dim > 0 info's "critic_obs", float32
+ * [n, critic_dim] (minor 4; critic_dim 0: the bytes of a reply without it).  The tensor regions of reset and step
+ * replies are reserved but not written: the caller must write every byte of each (the workers do). */
+int proto_encode_reset_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int critic_dim, proto_step_layout *lay);
+/* Lays out a step reply (PROTOCOL.md, "step"); flags: PROTO_STEP_*; critic_dim as for reset. */
+int proto_encode_step_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int nterms, int critic_dim, unsigned flags,
                             proto_step_layout *lay);
 
 /* A scene as a map (PROTOCOL.md, "Scene"; minor 1). */

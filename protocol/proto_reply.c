@@ -304,5 +304,11 @@ int proto_decode_spec(const proto_value *o, env_spec *s, proto_error *err)
     const msgpack_object *t = pv_obj(proto_value_get(o, "reward_terms"));
     for (int i = 0; i < s->nterms; i++)
         if ((rc = read_str(&t->via.array.ptr[i], "reward_terms[]", s->terms[i], sizeof s->terms[i], err))) return rc;
+    /* the critic's observation: optional (minor 4; absent from tasks without one and from older servers) */
+    if (proto_value_get(o, "critic_obs_dim") &&
+        ((rc = get_int(o, "critic_obs_dim", 1, INT_MAX, &s->critic_dim, err)) ||
+         (rc = decode_fields(o, "critic_obs", "the 'critic_obs' array", "critic_obs fields", s->critic_dim, s->critic,
+                             &s->ncritic, err))))
+        return rc;
     return PROTO_OK;
 }

@@ -195,14 +195,15 @@ static int read_config(const msgpack_object *o, proto_request *r, proto_error *e
 /* requests */
 
 enum { K_V, K_ID, K_OP, K_SESSION, K_ENV, K_NUM_WORLDS, K_CONFIG, K_SEED, K_SEEDS, K_AUTORESET, K_WORLD_IDS,
-       K_ACTIONS, K_REWARD_TERMS, K_TOKEN, K_CONTACTS, K_LATEST, K_COUNT };
+       K_ACTIONS, K_REWARD_TERMS, K_TOKEN, K_CONTACTS, K_LATEST, K_CRITIC_OBS, K_COUNT };
 static const char *const key_names[K_COUNT] = {"v", "id", "op", "session", "env", "num_worlds", "config", "seed",
                                                "seeds", "autoreset", "world_ids", "actions", "reward_terms", "token",
-                                               "contacts", "latest"};
+                                               "contacts", "latest", "critic_obs"};
 /* Keys each op accepts besides v, id, op. */
 static const unsigned op_keys[PROTO_OP_COUNT] = {
     [PROTO_OP_HELLO] = 0,
-    [PROTO_OP_MAKE] = 1u << K_ENV | 1u << K_NUM_WORLDS | 1u << K_CONFIG | 1u << K_SEED | 1u << K_AUTORESET,
+    [PROTO_OP_MAKE] = 1u << K_ENV | 1u << K_NUM_WORLDS | 1u << K_CONFIG | 1u << K_SEED | 1u << K_AUTORESET |
+                      1u << K_CRITIC_OBS,
     [PROTO_OP_RESET] = 1u << K_SESSION | 1u << K_TOKEN | 1u << K_WORLD_IDS | 1u << K_SEEDS | 1u << K_SEED,
     [PROTO_OP_STEP] = 1u << K_SESSION | 1u << K_TOKEN | 1u << K_WORLD_IDS | 1u << K_ACTIONS | 1u << K_REWARD_TERMS,
     [PROTO_OP_CLOSE] = 1u << K_SESSION | 1u << K_TOKEN,
@@ -365,7 +366,7 @@ static int decode_make(const fields *f, const proto_limits *lim, proto_request *
         r->autoreset = (env_autoreset)m;
         r->has_autoreset = 1;
     }
-    return PROTO_OK;
+    return read_bool(f, K_CRITIC_OBS, &r->critic_obs, err);
 }
 
 /* What reset and step start with: the session (required) and the worlds addressed (optional). */

@@ -299,7 +299,7 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
                          (r->op == PROTO_OP_STATS && r->has_session);
     uint32_t n = 3 + (writes_session && r->has_token);
     switch (r->op) {
-    case PROTO_OP_MAKE: n += 2 + (r->nconfig > 0) + !!r->has_seed + !!r->has_autoreset; break;
+    case PROTO_OP_MAKE: n += 2 + (r->nconfig > 0) + !!r->has_seed + !!r->has_autoreset + !!r->critic_obs; break;
     case PROTO_OP_RESET: n += 1 + (r->world_ids != NULL) + (r->seeds != NULL || r->has_seed); break;
     case PROTO_OP_STEP: n += 2 + (r->world_ids != NULL) + !!r->reward_terms; break;
     case PROTO_OP_CLOSE: n += 1; break;
@@ -332,6 +332,9 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
         }
         if (r->has_autoreset) {
             kv_str(b, "autoreset", proto_autoreset_name(r->autoreset));
+        }
+        if (r->critic_obs) {
+            kv_bool(b, "critic_obs", 1);
         }
         break;
     case PROTO_OP_RESET:
@@ -407,9 +410,12 @@ static void w_fields(proto_buf *b, const env_field *f, int n)
     for (int i = 0; i < n; i++) w_struct(b, &f[i], env_field_desc, NFIELDS(env_field_desc));
 }
 
-void proto_w_spec(proto_buf *b, const env_spec *s)
+/* A spec; with_critic 0 leaves its critic observation out (a session made without critic_obs). */
+static void w_spec(proto_buf *b, const env_spec *s, int with_critic)
 {
-    proto_w_map(b, 13);
+    /* the critic's observation only in specs that have one (minor 4): other specs encode as before */
+    const int critic = with_critic && s->critic_dim > 0;
+    proto_w_map(b, 13 + 2 * critic);
     kv_members(b, s, spec_head_desc, NFIELDS(spec_head_desc));
     proto_w_str(b, "obs");
     w_fields(b, s->obs, s->nobs);
@@ -432,7 +438,14 @@ void proto_w_spec(proto_buf *b, const env_spec *s)
     proto_w_str(b, "reward_terms");
     proto_w_array(b, (uint32_t)s->nterms);
     for (int i = 0; i < s->nterms; i++) proto_w_str(b, s->terms[i]);
+    if (critic) {
+        kv_int(b, "critic_obs_dim", s->critic_dim);
+        proto_w_str(b, "critic_obs");
+        w_fields(b, s->critic, s->ncritic);
+    }
 }
+
+void proto_w_spec(proto_buf *b, const env_spec *s) { w_spec(b, s, 1); }
 
 int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *info, const env_spec *const *specs,
                              int nspecs)
@@ -457,9 +470,9 @@ int proto_encode_hello_reply(proto_buf *b, uint64_t id, const proto_hello_info *
 
 int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, const uint8_t *token,
                             const uint8_t *view_token, int64_t num_worlds, env_autoreset ar, uint64_t seed,
-                            const env_spec *spec, const double *config)
+                            const env_spec *spec, const double *config, int critic_obs)
 {
-    proto_w_reply_head(b, id, 9);
+    proto_w_reply_head(b, id, 9 + !!critic_obs);
     kv_uint(b, "session", session);
     proto_w_str(b, "token");
     proto_w_bin(b, token, PROTO_TOKEN_BYTES);
@@ -476,7 +489,8 @@ int proto_encode_make_reply(proto_buf *b, uint64_t id, uint64_t session, const u
         proto_w_f64(b, config[i]);
     }
     proto_w_str(b, "spec");
-    proto_w_spec(b, spec);
+    w_spec(b, spec, critic_obs);
+    if (critic_obs) kv_bool(b, "critic_obs", 1);
     return b->oom ? -1 : 0;
 }
 
@@ -507,22 +521,27 @@ int proto_encode_stats_reply(proto_buf *b, uint64_t id, const proto_server_stats
     return b->oom ? -1 : 0;
 }
 
-int proto_encode_reset_reply(proto_buf *b, uint64_t id, int n, int obs_dim, proto_step_layout *lay)
+int proto_encode_reset_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int critic_dim, proto_step_layout *lay)
 {
     memset(lay, 0, sizeof *lay);
-    uint64_t s2[2] = {(uint64_t)n, (uint64_t)obs_dim};
-    proto_buf_reserve(b, 256 + (size_t)n * (size_t)obs_dim * 4);    /* one allocation, no regrowth */
+    const int critic = critic_dim > 0;
+    uint64_t s2[2] = {(uint64_t)n, (uint64_t)obs_dim}, sc[2] = {(uint64_t)n, (uint64_t)(critic ? critic_dim : 0)};
+    /* one allocation, no regrowth */
+    proto_buf_reserve(b, 256 + (size_t)n * ((size_t)obs_dim + (size_t)sc[1]) * 4);
     proto_w_reply_head(b, id, 2);
     lay->obs = kv_region(b, "obs", PROTO_DT_FLOAT32, 2, s2);
     proto_w_str(b, "info");
-    proto_w_map(b, 0);
+    proto_w_map(b, (uint32_t)critic);
+    if (critic) lay->critic_obs = kv_region(b, "critic_obs", PROTO_DT_FLOAT32, 2, sc);
     return b->oom ? -1 : 0;
 }
 
-int proto_encode_step_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int nterms, unsigned flags,
+int proto_encode_step_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int nterms, int critic_dim, unsigned flags,
                             proto_step_layout *lay)
 {
     memset(lay, 0, sizeof *lay);
+    const int critic = critic_dim > 0;
+    uint64_t sc[2] = {(uint64_t)n, (uint64_t)(critic ? critic_dim : 0)};
     uint64_t s1[1] = {(uint64_t)n}, so[2] = {(uint64_t)n, (uint64_t)obs_dim}, st[2] = {(uint64_t)n, (uint64_t)nterms};
     /* an upper bound of the size (at most 64 bytes of keys and headers per tensor), so that the buffer is
      * allocated once and never copied while growing */
@@ -531,7 +550,8 @@ int proto_encode_step_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int n
     if (flags & PROTO_STEP_AUTORESET) data += rows;
     if (flags & PROTO_STEP_FINAL_OBS) data += rows * (4 * od + 1);
     if (flags & PROTO_STEP_REWARD_TERMS) data += rows * 4 * nt;
-    proto_buf_reserve(b, 64 + 13 * 64 + data);
+    data += rows * 4 * (size_t)sc[1];
+    proto_buf_reserve(b, 64 + 14 * 64 + data);
     proto_w_reply_head(b, id, 5);
     lay->obs = kv_region(b, "obs", PROTO_DT_FLOAT32, 2, so);
     lay->reward = kv_region(b, "reward", PROTO_DT_FLOAT32, 1, s1);
@@ -539,7 +559,7 @@ int proto_encode_step_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int n
     lay->truncated = kv_region(b, "truncated", PROTO_DT_BOOL, 1, s1);
     proto_w_str(b, "info");
     proto_w_map(b, 5 + !!(flags & PROTO_STEP_AUTORESET) + 2 * !!(flags & PROTO_STEP_FINAL_OBS) +
-                       !!(flags & PROTO_STEP_REWARD_TERMS));
+                       !!(flags & PROTO_STEP_REWARD_TERMS) + critic);
     lay->physics_reset = kv_region(b, "physics_reset", PROTO_DT_BOOL, 1, s1);
     lay->episode_done = kv_region(b, "episode_done", PROTO_DT_BOOL, 1, s1);
     lay->episode_return = kv_region(b, "episode_return", PROTO_DT_FLOAT32, 1, s1);
@@ -555,6 +575,7 @@ int proto_encode_step_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int n
     if (flags & PROTO_STEP_REWARD_TERMS) {
         lay->reward_terms = kv_region(b, "reward_terms", PROTO_DT_FLOAT32, 2, st);
     }
+    if (critic) lay->critic_obs = kv_region(b, "critic_obs", PROTO_DT_FLOAT32, 2, sc);
     return b->oom ? -1 : 0;
 }
 

@@ -160,8 +160,12 @@ static void job_rows(srv_job *j, int worker, int r, int k)
         if (met) srv_metrics_worker_busy(met, worker, srv_now_s() - t0);
         return;
     }
+    /* the critic's observation, when the session asked for it: read after the reset or step, from the state obs
+     * describes */
+    float *critic = L->critic_obs ? (float *)(void *)(R + L->critic_obs) + (size_t)r * (size_t)s->critic_dim : NULL;
     if (j->kind == SRV_JOB_RESET) {
         env_reset(s->env, first, k, ids, j->seeds ? j->seeds + r : NULL, obs);
+        if (critic) env_critic_obs(s->env, first, k, ids, critic);
         if (met) srv_metrics_worker_busy(met, worker, srv_now_s() - t0);
         return;
     }
@@ -187,6 +191,7 @@ static void job_rows(srv_job *j, int worker, int r, int k)
     if (met) info.counters = &work;
     int refused = env_step(s->env, first, k, ids, act, obs, (float *)(void *)(R + L->reward) + r, term, trunc, &info);
     if (refused) atomic_fetch_add(&j->nrefused, refused);
+    if (critic) env_critic_obs(s->env, first, k, ids, critic);
     if (met) {
         srv_metrics_env_steps(met, work.world_steps, work.physics_resets, work.solver_iterations, work.solver_capped,
                               work.solver_fallbacks);

@@ -88,6 +88,20 @@ static void handle_make(srv_server *S, incoming *in)
     const proto_request *r = &p->req;
     char m[PROTO_MSG_MAX + 64];
     int code = srv_jobs_check_env(r->env, m, sizeof m);
+    if (!code && r->critic_obs) {
+        /* the option names the env's second observation: refused, naming it, for an env that has none */
+        const env_spec *specs[MAX_SPECS];
+        const int nspecs = srv_jobs_specs(specs, MAX_SPECS), t = srv_jobs_task(r->env);
+        if (t >= 0 && t < nspecs && specs[t]->critic_dim <= 0) {
+            char with[200] = "";
+            for (int i = 0; i < nspecs; i++)
+                if (specs[i]->critic_dim > 0)
+                    snprintf(with + strlen(with), sizeof with - strlen(with), "%s%s", with[0] ? ", " : "", specs[i]->name);
+            snprintf(m, sizeof m, "'critic_obs': env '%s' has no critic observation (its spec lists no critic_obs "
+                     "fields); envs with one: %s", r->env, with[0] ? with : "none");
+            code = PROTO_E_BAD_FIELD;
+        }
+    }
     if (!code && r->num_worlds > S->cfg.max_worlds_per_session) {
         snprintf(m, sizeof m, "num_worlds %" PRId64 " exceeds the limit of %d worlds per session "
                  "(max_worlds_per_session)", r->num_worlds, S->cfg.max_worlds_per_session);
@@ -184,7 +198,7 @@ static void handle_reset(srv_server *S, incoming *in)
     }
     proto_buf b;
     proto_buf_init(&b);
-    proto_encode_reset_reply(&b, p->id, j->n, j->sess->obs_dim, &j->lay);
+    proto_encode_reset_reply(&b, p->id, j->n, j->sess->obs_dim, j->sess->critic_dim, &j->lay);
     submit_rows(S, p, &b);
 }
 
@@ -238,7 +252,7 @@ static void handle_step(srv_server *S, incoming *in)
                      (r->reward_terms ? PROTO_STEP_REWARD_TERMS : 0);
     proto_buf b;
     proto_buf_init(&b);
-    proto_encode_step_reply(&b, p->id, j->n, s->obs_dim, s->nterms, flags, &j->lay);
+    proto_encode_step_reply(&b, p->id, j->n, s->obs_dim, s->nterms, s->critic_dim, flags, &j->lay);
     submit_rows(S, p, &b);
 }
 

@@ -280,6 +280,7 @@ static void complete_make(srv_server *S, pending *p)
     s->obs_dim = s->spec->obs_dim;
     s->act_dim = s->spec->act_dim;
     s->nterms = s->spec->nterms;
+    s->critic_dim = r->critic_obs ? s->spec->critic_dim : 0;
     s->autoreset = r->autoreset;
     s->seed = r->seed;
     s->created = s->last_active = srv_now_s();
@@ -289,7 +290,8 @@ static void complete_make(srv_server *S, pending *p)
     p->hold.held = 0;
     srv_quota_commit(&S->quota, &s->hold, srv_session_cost_bytes(n, S->nthreads, &j->cost));
     proto_buf_reset(&S->out);
-    proto_encode_make_reply(&S->out, p->id, s->id, s->token, s->view_token, n, s->autoreset, s->seed, s->spec, j->config);
+    proto_encode_make_reply(&S->out, p->id, s->id, s->token, s->view_token, n, s->autoreset, s->seed, s->spec, j->config,
+                            s->critic_dim > 0);
     srv_send_small(S, &p->to);
     LOG(S, SRV_LOG_INFO, "session %" PRIu64 ": %s, %d worlds, autoreset %s, seed %" PRIu64 " (%d sessions, %ld worlds)",
         s->id, s->spec->name, n, proto_autoreset_name(s->autoreset), s->seed, S->sessions.count, S->quota.worlds);

@@ -43,6 +43,8 @@ struct srv_session {
     env_t *env;                 /* see Ownership above */
     const env_spec *spec;       /* the env's (lives as long as env) */
     int nworlds, obs_dim, act_dim, nterms;
+    int critic_dim;             /* the spec's critic_dim when the maker asked for critic_obs (reset and step replies
+                                 * carry info.critic_obs), else 0 */
     env_autoreset autoreset;
     uint64_t seed;
     int rot;                    /* slice t runs on worker (t + rot) % T: small sessions spread out */

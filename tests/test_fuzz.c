@@ -148,7 +148,7 @@ Test(fixes, step_reply_of_a_task_without_reward_terms)
     proto_buf_init(&b);
     proto_step_layout lay;
     const int n = 3, od = 5;
-    cr_assert_eq(proto_encode_step_reply(&b, 7, n, od, 0, PROTO_STEP_AUTORESET, &lay), 0);
+    cr_assert_eq(proto_encode_step_reply(&b, 7, n, od, 0, 0, PROTO_STEP_AUTORESET, &lay), 0);
     herd_reply r = {0};
     cr_assert_eq(proto_decode_reply(b.data, b.len, &r.msg, NULL), PROTO_OK);
     r.ok = r.msg.ok;
@@ -176,7 +176,7 @@ static int parse_make(int64_t num_worlds, const env_spec *spec, herd_error *err)
     proto_buf_init(&b);
     const uint8_t token[PROTO_TOKEN_BYTES] = {1, 2, 3};
     const uint8_t view_token[PROTO_TOKEN_BYTES] = {4, 5, 6};
-    cr_assert_eq(proto_encode_make_reply(&b, 3, 77, token, view_token, num_worlds, ENV_AUTORESET_NEXT_STEP, 5, spec, cfg), 0);
+    cr_assert_eq(proto_encode_make_reply(&b, 3, 77, token, view_token, num_worlds, ENV_AUTORESET_NEXT_STEP, 5, spec, cfg, 0), 0);
     herd_reply *r = herd_reply_decode(b.data, b.len, err);
     cr_assert_not_null(r, "%s", err->message);
     herd_session s;

@@ -911,7 +911,7 @@ Test(reply, step_layout_regions_are_disjoint_and_ordered)
     proto_buf_init(&b);
     proto_step_layout lay;
     int n = 4096, od = 48, nt = 10;
-    cr_assert_eq(proto_encode_step_reply(&b, 1, n, od, nt, PROTO_STEP_FINAL_OBS | PROTO_STEP_REWARD_TERMS, &lay), 0);
+    cr_assert_eq(proto_encode_step_reply(&b, 1, n, od, nt, 0, PROTO_STEP_FINAL_OBS | PROTO_STEP_REWARD_TERMS, &lay), 0);
     cr_assert(lay.obs < lay.reward && lay.reward < lay.terminated && lay.terminated < lay.truncated);
     cr_assert(lay.reward >= lay.obs + (size_t)n * od * 4);
     cr_assert(lay.final_obs && lay.final_mask && lay.reward_terms && !lay.autoreset);
@@ -990,10 +990,10 @@ Test(reply, step_reply_buffer_is_allocated_once)
             proto_buf b;
             proto_buf_init(&b);
             proto_step_layout lay;
-            cr_assert_eq(proto_encode_step_reply(&b, UINT64_MAX, n, 48, 10, flags, &lay), 0);
+            cr_assert_eq(proto_encode_step_reply(&b, UINT64_MAX, n, 48, 10, 0, flags, &lay), 0);
             cr_assert_leq(b.cap, b.len + 1024, "n %d flags %u: cap %zu for %zu bytes", n, flags, b.cap, b.len);
             proto_buf_reset(&b);
-            cr_assert_eq(proto_encode_reset_reply(&b, UINT64_MAX, n, 48, &lay), 0);
+            cr_assert_eq(proto_encode_reset_reply(&b, UINT64_MAX, n, 48, 0, &lay), 0);
             proto_buf_free(&b);
         }
     }

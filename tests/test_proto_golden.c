@@ -526,6 +526,18 @@ static void toy_spec(env_spec *s)
     snprintf(s->terms[1], sizeof s->terms[1], "effort");
 }
 
+/* gen_golden.py's TOY_SPEC_CRITIC: the toy spec with a critic observation (minor 4) */
+static void toy_spec_critic(env_spec *s)
+{
+    toy_spec(s);
+    s->critic_dim = 5;
+    s->ncritic = 4;
+    s->critic[0] = s->obs[0];
+    s->critic[1] = s->obs[1];
+    s->critic[2] = (env_field){"friction", 3, 1, 0.5f, 1.25f, 1.0f, ""};
+    s->critic[3] = (env_field){"foot_contact", 4, 1, 0.0f, 1.0f, 1.0f, ""};
+}
+
 static void field_eq(const env_field *a, const env_field *b)
 {
     cr_assert_str_eq(a->name, b->name);
@@ -554,6 +566,9 @@ static void spec_eq(const env_spec *a, const env_spec *b)
     }
     cr_assert_eq(a->nterms, b->nterms);
     for (int i = 0; i < a->nterms; i++) cr_assert_str_eq(a->terms[i], b->terms[i]);
+    cr_assert(a->critic_dim == b->critic_dim && a->ncritic == b->ncritic, "critic_obs %d/%d fields, %d/%d floats",
+              a->ncritic, b->ncritic, a->critic_dim, b->critic_dim);
+    for (int i = 0; i < a->ncritic; i++) field_eq(&a->critic[i], &b->critic[i]);
 }
 
 static void expect_bytes(proto_buf *b, const char *name)
@@ -626,8 +641,13 @@ Test(golden, hello_and_make_replies_encode_to_the_bytes)
                                                      0x6e, 0x01, 0xf4, 0xc2, 0x9a, 0x7d, 0x5b, 0x10};
     static const uint8_t view_token[PROTO_TOKEN_BYTES] = {0xa7, 0x40, 0x19, 0xe2, 0x6b, 0x05, 0xc8, 0x3d,
                                                           0x91, 0xfe, 0x27, 0x54, 0x0c, 0xb3, 0x68, 0xdf};
-    proto_encode_make_reply(&b, 3, 7, token, view_token, 4, ENV_AUTORESET_SAME_STEP, 42, &spec, cfg);
+    proto_encode_make_reply(&b, 3, 7, token, view_token, 4, ENV_AUTORESET_SAME_STEP, 42, &spec, cfg, 0);
     expect_bytes(&b, "rep_make");
+    proto_buf_reset(&b);
+    toy_spec_critic(&spec);
+    double cfg0[3] = {80, 4, 0};
+    proto_encode_make_reply(&b, 43, 7, token, view_token, 2, ENV_AUTORESET_NEXT_STEP, 0, &spec, cfg0, 1);
+    expect_bytes(&b, "rep_make_critic");
     proto_buf_free(&b);
 }
 
@@ -647,7 +667,7 @@ Test(golden, reset_and_step_replies_encode_to_the_bytes)
     vec v;
 
     load("rep_reset", &v);
-    proto_encode_reset_reply(&b, 6, 2, 3, &lay);
+    proto_encode_reset_reply(&b, 6, 2, 3, 0, &lay);
     fill(&b, lay.obs, jget(&v.json, "obs"));
     expect_bytes(&b, "rep_reset");
     unload(&v);
@@ -658,7 +678,7 @@ Test(golden, reset_and_step_replies_encode_to_the_bytes)
     for (int k = 0; k < 2; k++) {
         load(names[k], &v);
         proto_buf_reset(&b);
-        proto_encode_step_reply(&b, ids[k], 2, 3, 2, flags[k], &lay);
+        proto_encode_step_reply(&b, ids[k], 2, 3, 2, 0, flags[k], &lay);
         for (size_t i = 0; i < sizeof lay / sizeof(size_t); i++)
             if (((size_t *)&lay)[i]) cr_assert_eq(((size_t *)&lay)[i] % PROTO_ALIGN, 0, "region %zu aligned", i);
         const jv *info = jget(&v.json, "info");
@@ -682,6 +702,84 @@ Test(golden, reset_and_step_replies_encode_to_the_bytes)
         unload(&v);
     }
     proto_buf_free(&b);
+}
+
+/* Minor 4: a session made with critic_obs gets info.critic_obs, laid out after every other entry; the same
+ * encoders with critic_dim 0 gave the minor-3 bytes above. */
+Test(golden, critic_obs_replies_encode_to_the_bytes)
+{
+    proto_buf b;
+    proto_buf_init(&b);
+    proto_step_layout lay;
+    vec v;
+
+    load("rep_reset_critic", &v);
+    proto_encode_reset_reply(&b, 44, 2, 3, 5, &lay);
+    cr_assert(lay.critic_obs > 0 && lay.critic_obs % PROTO_ALIGN == 0);
+    fill(&b, lay.obs, jget(&v.json, "obs"));
+    fill(&b, lay.critic_obs, jget(jget(&v.json, "info"), "critic_obs"));
+    expect_bytes(&b, "rep_reset_critic");
+    unload(&v);
+
+    load("rep_step_critic", &v);
+    proto_buf_reset(&b);
+    proto_encode_step_reply(&b, 45, 2, 3, 2, 5, PROTO_STEP_AUTORESET, &lay);
+    cr_assert(lay.critic_obs > 0 && lay.critic_obs % PROTO_ALIGN == 0);
+    const jv *info = jget(&v.json, "info");
+    fill(&b, lay.obs, jget(&v.json, "obs"));
+    fill(&b, lay.reward, jget(&v.json, "reward"));
+    fill(&b, lay.terminated, jget(&v.json, "terminated"));
+    fill(&b, lay.truncated, jget(&v.json, "truncated"));
+    fill(&b, lay.physics_reset, jget(info, "physics_reset"));
+    fill(&b, lay.episode_done, jget(info, "episode_done"));
+    fill(&b, lay.episode_return, jget(info, "episode_return"));
+    fill(&b, lay.episode_length, jget(info, "episode_length"));
+    fill(&b, lay.episode_terms, jget(info, "episode_terms"));
+    fill(&b, lay.autoreset, jget(info, "autoreset"));
+    fill(&b, lay.critic_obs, jget(info, "critic_obs"));
+    expect_bytes(&b, "rep_step_critic");
+    unload(&v);
+
+    /* critic_dim 0: no region, and the reply is the one without the option */
+    proto_buf_reset(&b);
+    proto_encode_reset_reply(&b, 6, 2, 3, 0, &lay);
+    cr_assert_eq(lay.critic_obs, 0);
+    proto_buf_free(&b);
+}
+
+/* The critic spec decodes back to its fields; the request asking for it decodes to the option. */
+Test(golden, critic_obs_spec_and_make_request_decode)
+{
+    vec v;
+    proto_reply r = {0};
+    proto_error err;
+    load("rep_make_critic", &v);
+    cr_assert_eq(proto_decode_reply(v.bytes, v.len, &r, &err), PROTO_OK, "%s", err.message);
+    env_spec got, want;
+    toy_spec_critic(&want);
+    cr_assert_eq(proto_decode_spec(proto_value_get(r.root, "spec"), &got, &err), PROTO_OK, "%s", err.message);
+    spec_eq(&got, &want);
+    proto_reply_clear(&r);
+    unload(&v);
+
+    load("rep_make", &v);
+    cr_assert_eq(proto_decode_reply(v.bytes, v.len, &r, &err), PROTO_OK, "%s", err.message);
+    cr_assert_eq(proto_decode_spec(proto_value_get(r.root, "spec"), &got, &err), PROTO_OK, "%s", err.message);
+    cr_assert(got.critic_dim == 0 && got.ncritic == 0, "a spec without critic_obs has none");
+    proto_reply_clear(&r);
+    unload(&v);
+
+    proto_request q;
+    proto_request_init(&q);
+    load("req_make_critic", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &q, &err), PROTO_OK, "%s", err.message);
+    cr_assert(q.op == PROTO_OP_MAKE && q.critic_obs == 1);
+    unload(&v);
+    load("req_make", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &q, &err), PROTO_OK, "%s", err.message);
+    cr_assert_eq(q.critic_obs, 0, "off by default");
+    unload(&v);
+    proto_request_clear(&q);
 }
 
 /* The toy scene of gen_golden.py (TOY_SCENE). */

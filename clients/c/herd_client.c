@@ -595,6 +595,15 @@ int herd_reply_make(const herd_reply *rep, int server, herd_session *s, herd_err
         if (proto_get_bin(root, "view_token", s->view_token, sizeof s->view_token, &pe)) goto bad;
         s->has_view_token = 1;
     }
+    if (proto_value_get(root, "critic_obs")) {  /* protocol minor 4 */
+        int on = 0;
+        if (proto_get_bool(root, "critic_obs", &on, &pe)) goto bad;
+        if (on && s->spec.critic_dim <= 0) {
+            proto_fail(&pe, PROTO_E_BAD_REPLY, "'critic_obs' is true but the spec has no critic_obs fields");
+            goto bad;
+        }
+        s->critic_dim = on ? s->spec.critic_dim : 0;
+    }
     return 0;
 bad:
     return hc_fail(err, PROTO_E_BAD_REPLY, "bad make reply: %s", pe.message);
@@ -617,11 +626,22 @@ int herd_client_make_choices(herd_client *c, int server, const char *env, int nu
                              int nconfig, const herd_choice *choices, int nchoices, uint64_t seed,
                              env_autoreset autoreset, herd_session *s, herd_error *err)
 {
+    const herd_make_opts o = {config, nconfig, choices, nchoices, seed, autoreset, 0};
+    return herd_client_make_opts(c, server, env, num_worlds, &o, s, err);
+}
+
+int herd_client_make_opts(herd_client *c, int server, const char *env, int num_worlds, const herd_make_opts *opts,
+                          herd_session *s, herd_error *err)
+{
+    const herd_make_opts none = {0};
+    const herd_make_opts *o = opts ? opts : &none;
     memset(s, 0, sizeof *s);
     if (server < 0) server = c->rr++ % c->n;
     proto_request r;
-    int rc = hc_make_request(&r, env, num_worlds, config, nconfig, choices, nchoices, seed, autoreset, err);
+    int rc = hc_make_request(&r, env, num_worlds, o->config, o->nconfig, o->choices, o->nchoices, o->seed, o->autoreset,
+                             err);
     if (rc) return rc;
+    r.critic_obs = o->critic_obs;
     herd_reply *rep;
     rc = call(c, server, &r, &rep, err);
     if (rc) return rc;
@@ -707,6 +727,23 @@ static int reply_check(const herd_reply *r, herd_error *err)
     return 0;
 }
 
+const float *herd_reply_critic_obs(const herd_reply *r, const herd_session *s, int n, herd_error *err)
+{
+    if (reply_check(r, err)) return NULL;
+    if (s->critic_dim <= 0) {
+        hc_fail(err, PROTO_E_BAD_REPLY, "session %llu was not made with critic_obs", (unsigned long long)s->id);
+        return NULL;
+    }
+    proto_tensor t;
+    proto_error pe;
+    int64_t shp[2] = {n, s->critic_dim};
+    if (proto_get_tensor(r->msg.root, "info.critic_obs", PROTO_DT_FLOAT32, 2, shp, &t, &pe)) {
+        hc_fail(err, pe.code, "%s", pe.message);
+        return NULL;
+    }
+    return (const float *)(const void *)t.data;
+}
+
 int herd_reply_reset(const herd_reply *r, const herd_session *s, int n, float *obs, herd_error *err)
 {
     int rc = reply_check(r, err);
@@ -731,7 +768,8 @@ int herd_reply_step(const herd_reply *r, const herd_session *s, int n, herd_step
         (rc = copy_out(r, "info.autoreset", PROTO_DT_BOOL, n, -1, o->autoreset, s->autoreset == ENV_AUTORESET_NEXT_STEP, err)) ||
         (rc = copy_out(r, "info.final_obs", PROTO_DT_FLOAT32, n, od, o->final_obs, s->autoreset == ENV_AUTORESET_SAME_STEP, err)) ||
         (rc = copy_out(r, "info._final_obs", PROTO_DT_BOOL, n, -1, o->final_mask, s->autoreset == ENV_AUTORESET_SAME_STEP, err)) ||
-        (rc = copy_out(r, "info.reward_terms", PROTO_DT_FLOAT32, n, nt, o->reward_terms, 0, err)))
+        (rc = copy_out(r, "info.reward_terms", PROTO_DT_FLOAT32, n, nt, o->reward_terms, 0, err)) ||
+        (rc = copy_out(r, "info.critic_obs", PROTO_DT_FLOAT32, n, s->critic_dim, o->critic_obs, s->critic_dim > 0, err)))
         return rc;
     return 0;
 }

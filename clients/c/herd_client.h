@@ -65,6 +65,8 @@ typedef struct {
     int has_token;              /* 0 with a server older than protocol minor 1 */
     uint8_t view_token[PROTO_TOKEN_BYTES];  /* its read-only right (model, poses, stats), to give a viewer */
     int has_view_token;         /* 0 with a server older than protocol minor 2 */
+    int critic_dim;             /* made with critic_obs (minor 4): floats per world of its replies' info.critic_obs
+                                 * (spec.critic_dim); 0 otherwise */
 } herd_session;
 
 /* CURVE settings of a client: Z85 text keys (40 characters). */
@@ -87,6 +89,7 @@ typedef struct {
     float *final_obs;           /* n x obs_dim: same_step sessions */
     uint8_t *final_mask;        /* n: same_step sessions: final_obs row is valid */
     float *reward_terms;        /* n x nterms: when asked for */
+    float *critic_obs;          /* n x critic_dim: sessions made with critic_obs (herd_make_opts) */
 } herd_step_out;
 
 typedef struct {
@@ -170,6 +173,20 @@ typedef struct {
 int herd_client_make_choices(herd_client *c, int server, const char *env, int num_worlds, const env_kv *config,
                              int nconfig, const herd_choice *choices, int nchoices, uint64_t seed,
                              env_autoreset autoreset, herd_session *out, herd_error *err);
+/* Every option of a make (PROTOCOL.md section 6.2): zero-initialize, set what you need. */
+typedef struct {
+    const env_kv *config;       /* overrides by number */
+    int nconfig;
+    const herd_choice *choices; /* overrides by name */
+    int nchoices;
+    uint64_t seed;
+    env_autoreset autoreset;
+    int critic_obs;             /* reset and step replies carry info.critic_obs (minor 4; herd_reply_critic_obs,
+                                 * herd_step_out.critic_obs); refused (BAD_FIELD) for an env without one */
+} herd_make_opts;
+/* herd_client_make with every option (opts NULL: the defaults). */
+int herd_client_make_opts(herd_client *c, int server, const char *env, int num_worlds, const herd_make_opts *opts,
+                          herd_session *out, herd_error *err);
 /* n = -1 and ids = NULL: every world.  seeds: one per world reset, or NULL.  obs: n x obs_dim, or NULL. */
 int herd_client_reset(herd_client *c, const herd_session *s, int n, const int32_t *ids, const uint64_t *seeds,
                       float *obs, herd_error *err);
@@ -239,6 +256,10 @@ int herd_reply_step(const herd_reply *r, const herd_session *s, int n, herd_step
 /* A view of a tensor of the reply: path "obs", "reward", ..., or "info.final_obs".  Its data is
  * 8-byte aligned and valid until herd_reply_destroy. */
 int herd_reply_tensor(const herd_reply *r, const char *path, proto_tensor *t, herd_error *err);
+/* The critic observation of a reset or step reply of session s (made with critic_obs): a pointer into the
+ * reply, n x s->critic_dim floats, 8-byte aligned, valid until herd_reply_destroy.  NULL with err filled when the
+ * reply is an error, or has none of that shape (BAD_REPLY). */
+const float *herd_reply_critic_obs(const herd_reply *r, const herd_session *s, int n, herd_error *err);
 
 /* Replies from bytes, read exactly as the client reads what it receives (recorded replies, fuzzing):
  * herd_reply_decode copies len bytes and decodes them as one reply (op unknown: PROTO_OP_COUNT, server 0);

@@ -259,6 +259,11 @@ bad = [
     ("bad_op_nul", req(40, "ping\0"), "UNKNOWN_OP", 40, "an op str with a NUL byte names no op (minor 3)"),
     ("bad_env_nul", req(41, "make", env="anymal_c-walk\0", num_worlds=1), "UNKNOWN_ENV", 41,
      "an env str with a NUL byte names no env (minor 3)"),
+    # minor 4: critic_obs is a make option, a bool
+    ("bad_make_critic_obs_type", req(43, "make", env="anymal_c-walk", num_worlds=1, critic_obs=1), "BAD_FIELD", 43,
+     "critic_obs must be a bool (minor 4)"),
+    ("bad_step_critic_obs", req(44, "step", session=7, actions=Tensor("float32", [1, 1], [0.0]), critic_obs=True),
+     "BAD_FIELD", 44, "critic_obs is asked for at make, not per step (minor 4)"),
     # a duplicated key fails before "id" is decoded, but the id is readable (section 4.2): the reply carries it
     ("bad_duplicate_key", Raw(b"\x84" + b"".join(bytes(enc(x, bytearray())) for x in
                                                  ("v", 1, "op", "ping", "op", "ping", "id", 37))), "BAD_MESSAGE", 37),
@@ -272,11 +277,11 @@ add("rep_error", "reply", None,
     desc="every error reply has this form")
 add("rep_ping", "reply", "ping", ok(2, pong=True, time=1700000000.25))
 add("rep_hello", "reply", "hello",
-    ok(1, protocol=1, protocol_minor=3, server="herd 0.1.0", threads=8, auth="none",
+    ok(1, protocol=1, protocol_minor=4, server="herd 0.1.0", threads=8, auth="none",
        limits={"max_message_bytes": 16777216, "max_worlds_per_session": 16384, "max_worlds": 65536},
        envs=[TOY_SPEC]), desc="hello reply listing one (toy) env spec")
 add("rep_hello_bounds", "reply", "hello",
-    ok(1, protocol=1, protocol_minor=3, server="herd 0.1.0", threads=8, auth="curve",
+    ok(1, protocol=1, protocol_minor=4, server="herd 0.1.0", threads=8, auth="curve",
        limits={"max_message_bytes": 16777216, "max_worlds_per_session": 16384, "max_worlds": 65536,
                "max_memory_bytes": 12884901888, "max_sessions": 65536, "client_max_worlds": 65536,
                "client_max_sessions": 256, "client_max_inflight": 256, "client_max_queued_bytes": 1073741824,
@@ -314,6 +319,29 @@ add("rep_step_same", "reply", "step",
     desc="same_step autoreset with reward_terms: world 0 hit the time limit and was reset in this step; "
          "its last observation is in final_obs")
 add("rep_close", "reply", "close", ok(11, session=7, steps=123456))
+
+# minor 4: the critic observation.  A spec with one lists it after reward_terms: the observation's fields
+# (noise-free), then privileged ones; a session made with critic_obs gets info.critic_obs in reset and step replies
+CD = 5                          # critic_obs_dim of the toy spec
+TOY_SPEC_CRITIC = dict(TOY_SPEC, critic_obs_dim=CD, critic_obs=TOY_SPEC["obs"] + [
+    {"name": "friction", "offset": 3, "size": 1, "low": 0.5, "high": 1.25, "scale": 1.0, "unit": ""},
+    {"name": "foot_contact", "offset": 4, "size": 1, "low": 0.0, "high": 1.0, "scale": 1.0, "unit": ""}])
+add("req_make_critic", "request", "make", req(42, "make", env="anymal_c-walk", num_worlds=2, critic_obs=True),
+    desc="make asking for the critic observation (minor 4)")
+add("rep_make_critic", "reply", "make",
+    ok(43, session=7, token=TOKEN, view_token=VIEW_TOKEN, env="toy-v0", num_worlds=2, autoreset="next_step", seed=0,
+       config={"kp": 80.0, "decimation": 4.0, "solver": 0.0}, spec=TOY_SPEC_CRITIC, critic_obs=True),
+    desc="make reply of a session made with critic_obs: its spec has critic_obs_dim and critic_obs after "
+         "reward_terms, and the reply ends with critic_obs: true (minor 4)")
+add("rep_reset_critic", "reply", "reset",
+    ok(44, obs=Tensor("float32", [N, OD], f32(N * OD, 0.5, 0.125)),
+       info={"critic_obs": Tensor("float32", [N, CD], f32(N * CD, 0.25, 0.5))}),
+    desc="reset reply of a session made with critic_obs: info.critic_obs [n, critic_obs_dim] (minor 4)")
+add("rep_step_critic", "reply", "step",
+    step_reply(45, f32(N * OD, -1.0, 0.5), [0.25, -1.5], [0, 1], [0, 0], [0, 1], [0.0, 12.5], [0, 250],
+               [0.0, 0.0, 15.0, -2.5], autoreset=Tensor("bool", [N], [1, 0]),
+               critic_obs=Tensor("float32", [N, CD], f32(N * CD, -2.0, 0.75))),
+    desc="next_step step reply of a session made with critic_obs: info.critic_obs last (minor 4)")
 
 # a toy scene (minor 1): a base box with one leg (a capsule) ending in a sphere, on the plane z = 0
 TOY_SCENE = {

@@ -34,7 +34,8 @@ end
 The server's description of a task (PROTOCOL.md section 6.1), with the session's configuration applied:
 `name`, `doc`, `obs_dim`, `act_dim`, `obs` / `act` (`Vector{SpaceField}`), `sim_dt`, `decimation`,
 `control_dt`, `episode_seconds`, `max_episode_steps`, `config` (`Vector{ConfigKey}`), `reward_terms`
-(`Vector{String}`).  `spec["name"]` is `spec.name`.
+(`Vector{String}`), and the critic's observation (protocol minor 4): `critic_obs_dim` and `critic_obs`
+(`Vector{SpaceField}`), 0 and empty for a task without one.  `spec["name"]` is `spec.name`.
 """
 struct Spec
     name::String
@@ -50,6 +51,8 @@ struct Spec
     max_episode_steps::Int
     config::Vector{ConfigKey}
     reward_terms::Vector{String}
+    critic_obs_dim::Int
+    critic_obs::Vector{SpaceField}
 end
 Base.getindex(s::Spec, k::AbstractString) = getfield(s, Symbol(k))
 
@@ -104,9 +107,13 @@ function Spec(m)
              spec_get(m, "control_dt", Float64, "spec"), spec_get(m, "episode_seconds", Float64, "spec"),
              spec_get(m, "max_episode_steps", Int, "spec"),
              as_list(ConfigKey, ConfigKey, get(m, "config", nothing), "spec.config"),
-             as_list(String, (x, name) -> as_type(String, x, name), get(m, "reward_terms", nothing), "spec.reward_terms"))
-    (s.obs_dim >= 0 && s.act_dim >= 0) || throw(bad_reply("spec has obs_dim $(s.obs_dim), act_dim $(s.act_dim)"))
-    for (dim, fields, what) in ((s.obs_dim, s.obs, "obs"), (s.act_dim, s.act, "act"))
+             as_list(String, (x, name) -> as_type(String, x, name), get(m, "reward_terms", nothing), "spec.reward_terms"),
+             # only in specs of tasks with a critic observation (minor 4)
+             haskey(m, "critic_obs_dim") ? spec_get(m, "critic_obs_dim", Int, "spec") : 0,
+             haskey(m, "critic_obs") ? as_list(SpaceField, SpaceField, m["critic_obs"], "spec.critic_obs") : SpaceField[])
+    (s.obs_dim >= 0 && s.act_dim >= 0 && s.critic_obs_dim >= 0) ||
+        throw(bad_reply("spec has obs_dim $(s.obs_dim), act_dim $(s.act_dim), critic_obs_dim $(s.critic_obs_dim)"))
+    for (dim, fields, what) in ((s.obs_dim, s.obs, "obs"), (s.act_dim, s.act, "act"), (s.critic_obs_dim, s.critic_obs, "critic_obs"))
         for f in fields
             (f.offset >= 0 && f.size >= 0 && f.offset + f.size <= dim) ||
                 throw(bad_reply("spec.$what field \"$(f.name)\" [$(f.offset), +$(f.size)) is outside [0, $dim)"))

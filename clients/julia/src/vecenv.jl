@@ -10,7 +10,7 @@ const AUTORESET_NAMES = Dict(:next_step => "next_step", :same_step => "same_step
 
 """
     VecEnv(env_id, num_worlds; address="tcp://127.0.0.1:5555", seed=nothing, autoreset=:next_step,
-           timeout=30.0, config=Dict(), reward_terms=false)
+           timeout=30.0, config=Dict(), reward_terms=false, critic_obs=false)
 
 `num_worlds` worlds of task `env_id` (e.g. "anymal_c-walk") on the server(s) at `address` (one endpoint, a
 comma-separated string or a vector: the worlds are spread over the servers in contiguous blocks).
@@ -21,6 +21,8 @@ comma-separated string or a vector: the worlds are spread over the servers in co
 * `config`: overrides of the task's configuration keys (`Dict("target_height" => 0.55)`); a key with
   named choices takes the name (`Dict("solver" => "admm")`, see `Herd.ConfigKey`).
 * `reward_terms`: also fetch per-term rewards (`env.reward_terms`, nterms × N).
+* `critic_obs`: also fetch the critic's (privileged) observation after every reset and step (protocol minor 4;
+  `env.critic_obs`, `critic_dim` × N, fields `env.spec.critic_obs`); an env without one refuses it (BAD_FIELD).
 
 Buffers (filled by `reset!` / `step!`; column / entry i is world i): `obs` (obs_dim × N), `reward`,
 `terminated`, `truncated`, `episode_done`, `episode_return`, `episode_length`, `physics_reset`,
@@ -61,6 +63,8 @@ mutable struct VecEnv
     reward_terms::Matrix{Float32}
     ended::Vector{Bool}         # the world's episode ended (or it was never reset)
     closed::Bool
+    critic_dim::Int             # spec.critic_obs_dim when made with critic_obs, else 0
+    critic_obs::Matrix{Float32} # critic_dim x N
 end
 
 "One server's share of a request in flight: the session index, the request id, the worlds it addresses
@@ -80,7 +84,7 @@ end
 
 function VecEnv(env_id::AbstractString, num_worlds::Integer; address = DEFAULT_ADDRESS, seed = nothing,
                 autoreset::Symbol = :next_step, timeout::Real = 30.0, config = Dict{String,Float64}(),
-                reward_terms::Bool = false)
+                reward_terms::Bool = false, critic_obs::Bool = false)
     num_worlds >= 1 || throw(ArgumentError("num_worlds must be >= 1"))
     haskey(AUTORESET_NAMES, autoreset) || throw(ArgumentError("autoreset must be :next_step, :same_step or :disabled"))
     c = Client(address; timeout = timeout)
@@ -104,6 +108,7 @@ function VecEnv(env_id::AbstractString, num_worlds::Integer; address = DEFAULT_A
             f = OrderedMap("num_worlds" => counts[p], "env" => String(env_id),
                            "autoreset" => AUTORESET_NAMES[autoreset], "seed" => base)
             isempty(cfg) || (f["config"] = cfg)
+            critic_obs && (f["critic_obs"] = true)
             push!(ids, send_request(c, k, "make", f))
         end
         reps = try
@@ -133,12 +138,13 @@ function VecEnv(env_id::AbstractString, num_worlds::Integer; address = DEFAULT_A
         od, ad = spec.obs_dim, spec.act_dim
         nt = length(spec.reward_terms)
         N = Int(num_worlds)
+        cd = critic_obs ? spec.critic_obs_dim : 0
         return VecEnv(c, String(env_id), N, od, ad, nt, spec, effective, autoreset, reward_terms,
                       parts, sessions, starts, counts, base, fill(true, N),
                       zeros(Float32, od, N), zeros(Float32, N), fill(false, N), fill(false, N), fill(false, N),
                       zeros(Float32, N), zeros(Int32, N), zeros(Float32, nt, N), fill(false, N), fill(false, N),
                       zeros(Float32, od, autoreset == :same_step ? N : 0), fill(false, N),
-                      zeros(Float32, nt, reward_terms ? N : 0), fill(true, N), false)
+                      zeros(Float32, nt, reward_terms ? N : 0), fill(true, N), false, cd, zeros(Float32, cd, N))
     catch
         close(c)
         rethrow()
@@ -252,6 +258,7 @@ function reset_recv!(e::VecEnv, req::Pending; timeout::Real = e.client.timeout)
     for (q, r) in zip(req.parts, reps)
         p, g = q.part, q.worlds
         _copy!(e.obs, r, "obs", e.starts[p], e.counts[p], g, e.obs_dim)
+        e.critic_dim > 0 && _copy_critic!(e, r, e.starts[p], e.counts[p], g)
         idx = g === nothing ? (e.starts[p]+1:e.starts[p]+e.counts[p]) : (g .+ 1)
         e.ended[idx] .= false
         e.terminated[idx] .= false
@@ -276,6 +283,10 @@ function _copy_info!(dest::DenseArray, r::Reply, key::String, start::Int, count:
     _copy_tensor!(dest, r, t, start, count, cols, width)
     return true
 end
+# info.critic_obs of a session made with critic_obs: required (a reply without it is not what was asked for).
+_copy_critic!(e::VecEnv, r::Reply, start::Int, count::Int, cols) =
+    _copy_info!(e.critic_obs, r, "critic_obs", start, count, cols, e.critic_dim) ||
+    throw(HerdError("BAD_REPLY", "reply has no tensor \"info.critic_obs\"", nothing))
 function _copy_tensor!(dest::DenseArray{T}, r::Reply, t::TensorRef, start::Int, count::Int,
                        cols::Union{Nothing,Vector{Int}}, width::Int) where {T}
     rows = cols === nothing ? count : length(cols)
@@ -377,6 +388,7 @@ function step_recv!(e::VecEnv, req::Pending; timeout::Real = e.client.timeout)
             _copy_info!(e.final_mask, r, "_final_obs", s, c, g, 1)
         end
         e.want_terms && nt > 0 && _copy_info!(e.reward_terms, r, "reward_terms", s, c, g, nt)
+        e.critic_dim > 0 && _copy_critic!(e, r, s, c, g)
         idx = g === nothing ? (s+1:s+e.counts[p]) : (g .+ 1)
         for i in idx
             e.ended[i] = (e.terminated[i] | e.truncated[i]) & (e.autoreset == :disabled)

@@ -225,6 +225,15 @@ end
     broken = copy(d["spec"]); broken["obs_dim"] = 2       # field "vel" [2, 3) does not fit
     @test bad_code(() -> Herd.Spec(broken)) == "BAD_REPLY"
     @test bad_code(() -> Herd.read_config(OrderedMap("kp" => "x"))) == "BAD_REPLY"
+    # the critic observation (minor 4): none in the toy spec above, listed after reward_terms in rep_make_critic's
+    @test s.critic_obs_dim == 0 && isempty(s.critic_obs)
+    dc = decode(load_bytes("rep_make_critic"))
+    @test dc["critic_obs"] === true
+    sc = Herd.Spec(dc["spec"])
+    @test sc.critic_obs_dim == 5 && [f.name for f in sc.critic_obs] == ["pos", "vel", "friction", "foot_contact"]
+    @test sc.critic_obs[3].offset == 3 && sc.critic_obs[3].low == 0.5 && sc.critic_obs[3].high == 1.25
+    broken = copy(dc["spec"]); broken["critic_obs_dim"] = 4     # field "foot_contact" [4, 5) does not fit
+    @test bad_code(() -> Herd.Spec(broken)) == "BAD_REPLY"
 end
 
 @testset "spaces" begin
@@ -333,6 +342,32 @@ else
                 reset!(e3)                      # every world moves on to a new episode
                 @test all(e3.obs[:, i] != prev[:, i] && e3.obs[:, i] != first_[:, i] for i in 1:3)
             end
+        end
+
+        @testset "critic observation" begin
+            cfg = Dict("obs_noise" => 0.0)
+            VecEnv("anymal_c-walk", 4; address = [ep, ep2], seed = 3, critic_obs = true, config = cfg) do env
+                @test env.critic_dim == 56 && size(env.critic_obs) == (56, 4)
+                @test env.spec.critic_obs_dim == 56 && env.spec.critic_obs[9].name == "friction"
+                reset!(env)
+                @test env.critic_obs[1:48, :] == env.obs        # no noise: the proprioception is the obs
+                step!(env, acts(4, 1))
+                @test env.critic_obs[1:48, :] == env.obs
+                before = copy(env.critic_obs)
+                step!(env, acts(4, 2)[:, [4, 1]]; world_ids = [3, 0])
+                @test env.critic_obs[1:48, [4, 1]] == env.obs[:, [4, 1]]
+                @test env.critic_obs[:, [2, 3]] == before[:, [2, 3]]     # the other worlds' columns are kept
+                @test all(x -> x == 0 || x == 1, env.critic_obs[51:54, :])
+            end
+            VecEnv("anymal_c-walk", 2; address = ep) do env
+                @test env.critic_dim == 0 && size(env.critic_obs) == (0, 2)
+            end
+            e = try
+                VecEnv("paper-trot", 1; address = ep, critic_obs = true); nothing
+            catch err
+                err
+            end
+            @test e isa HerdError && e.code == "BAD_FIELD" && occursin("critic_obs", e.message)
         end
 
         @testset "subsets and pipelining" begin

@@ -475,7 +475,9 @@ class Client:
     def stats(self, server=0, session=None):
         return self.call(server, "stats", **({} if session is None else {"session": int(session)}))
 
-    def make(self, env, num_worlds, server=0, config=None, seed=None, autoreset=None):
+    def make(self, env, num_worlds, server=0, config=None, seed=None, autoreset=None, critic_obs=False):
+        """Makes a session (PROTOCOL.md 6.2).  critic_obs=True (protocol minor 4): its reset and step replies
+        carry info["critic_obs"], float32 (n, spec["critic_obs_dim"]) (BAD_FIELD for an env without one)."""
         f = {"env": env, "num_worlds": int(num_worlds)}
         if config:
             f["config"] = config_values(config)
@@ -483,6 +485,8 @@ class Client:
             f["seed"] = int(seed)
         if autoreset is not None:
             f["autoreset"] = autoreset
+        if critic_obs:
+            f["critic_obs"] = True
         return self.call(server, "make", **f)
 
     def reset(self, session, server=0, world_ids=None, seeds=None, seed=None):

@@ -105,7 +105,12 @@ class HerdVectorEnv(_VectorEnvBase):
     choices holds the name, e.g. "solver": "coulomb-stall-admm", an integer key an int, others floats),
     config_names (the name of each such key's value, e.g. {"solver": "paper-bisection"}), reward_term_names, max_episode_steps,
     episode_statistics_key (None, or the infos key of the server's episode statistics), addresses,
-    closed, render_mode (None), spec (set by gymnasium.make_vec), np_random, np_random_seed.
+    closed, render_mode (None), spec (set by gymnasium.make_vec), np_random, np_random_seed, critic_obs_dim
+    (0 unless made with critic_obs=True) and critic_obs_fields (the spec's critic_obs fields).
+
+    With critic_obs=True (protocol minor 4) reset and step also return the critic's (privileged) observation in
+    infos["critic_obs"], float32 (n, critic_obs_dim), rows as obs (a view of the message, like obs), with the
+    mask infos["_critic_obs"]; after a reset with options["reset_mask"], rows of the worlds not reset are 0.
 
     The spaces are the session's real bounds (the spec's act / obs low and high: the clips the server
     applies; see README.md "Spaces and action scaling").
@@ -119,7 +124,7 @@ class HerdVectorEnv(_VectorEnvBase):
     def __init__(self, env_id, num_envs, address=None, seed=None, autoreset_mode=None, timeout=30.0,
                  reward_terms=False, config=None, resolve=True, context=None, episode_statistics=False,
                  render_mode=None, max_episode_steps=None, server_key=None, secret_key=None, render_worlds=None,
-                 render_size=(320, 240), **config_kwargs):
+                 render_size=(320, 240), critic_obs=False, **config_kwargs):
         self.closed = True      # until the sessions exist
         if int(num_envs) < 1:
             raise ValueError("num_envs must be >= 1")
@@ -157,6 +162,8 @@ class HerdVectorEnv(_VectorEnvBase):
         fields = {"env": env_id, "autoreset": _WIRE[mode.name], "seed": self._base_seed}
         if wire_config:
             fields["config"] = wire_config
+        if critic_obs:
+            fields["critic_obs"] = True
         rids = [self._client.send(k, "make", num_worlds=int(c), **fields)
                 for k, c in zip(self._servers, self._counts)]
         try:
@@ -192,6 +199,8 @@ class HerdVectorEnv(_VectorEnvBase):
         self.obs_dim = int(spec["obs_dim"])
         self.act_dim = int(spec["act_dim"])
         self.reward_term_names = list(spec.get("reward_terms", []))
+        self.critic_obs_dim = int(spec.get("critic_obs_dim", 0)) if critic_obs else 0
+        self.critic_obs_fields = list(spec.get("critic_obs", [])) if critic_obs else []
         self.max_episode_steps = int(spec.get("max_episode_steps", 0))
         if max_episode_steps is not None and int(max_episode_steps) != self.max_episode_steps:
             want = int(max_episode_steps) * float(spec["control_dt"])
@@ -500,15 +509,21 @@ class HerdVectorEnv(_VectorEnvBase):
         else:
             self._episode_start[req.ids] = now
         self._track_obs(req.ids, obs)
+        critic = data.get("info", {}).get("critic_obs")
         if req.reset_mask is not None:
             full = self._last_obs
             if full is None:
                 full = np.zeros((self.num_envs, self.obs_dim), np.float32)
                 full[req.ids] = obs
-            return full, {}
+            infos = {}
+            if critic is not None:
+                infos["critic_obs"] = np.zeros((self.num_envs, critic.shape[1]), np.float32)
+                infos["critic_obs"][req.ids] = critic
+                infos["_critic_obs"] = req.reset_mask
+            return full, infos
         infos = {}
-        if "critic_obs" in data:
-            infos["critic_obs"] = data["critic_obs"]
+        if critic is not None:
+            infos["critic_obs"] = critic
             infos["_critic_obs"] = np.ones(req.n, dtype=np.bool_)
         if req.ids is not None:
             infos["env_id"] = req.ids
@@ -540,10 +555,6 @@ class HerdVectorEnv(_VectorEnvBase):
         if ar is not None and ar.any():
             infos["autoreset"] = ar
             infos["_autoreset"] = ar
-        if "critic_obs" in data:
-            # a task's critic (privileged) observation, when its spec has critic_obs_dim (none has yet)
-            infos["critic_obs"] = data["critic_obs"]
-            infos["_critic_obs"] = np.ones(req.n, dtype=np.bool_)
         if "reward_terms" in info:
             infos["reward_terms"] = info["reward_terms"]
             infos["_reward_terms"] = np.ones(req.n, dtype=np.bool_)
@@ -555,6 +566,10 @@ class HerdVectorEnv(_VectorEnvBase):
             infos["_final_obs"] = fmask
             infos["final_info"] = final_info
             infos["_final_info"] = fmask
+        if "critic_obs" in info:
+            # the state obs describes (after an autoreset the new episode's), so not part of final_info
+            infos["critic_obs"] = info["critic_obs"]
+            infos["_critic_obs"] = np.ones(req.n, dtype=np.bool_)
         if req.ids is not None:
             infos["env_id"] = req.ids
         self._track_obs(req.ids, obs)
@@ -714,7 +729,9 @@ def make_vec(env_id, num_envs=1, address=None, seed=None, autoreset_mode=None, *
     seed: world i's first episode is seeded with seed + i (a random seed when None).
     autoreset_mode: AutoresetMode.NEXT_STEP (default), SAME_STEP or DISABLED (or their names).
     Client options: timeout (seconds, default 30), reward_terms (bool: per-term rewards in
-      infos["reward_terms"]), config (dict of overrides), resolve (bool), context (zmq.Context),
+      infos["reward_terms"]), critic_obs (bool, protocol minor 4: the critic's privileged observation in
+      infos["critic_obs"] after reset and step, float32 (n, critic_obs_dim), for the tasks whose spec lists
+      critic_obs fields), config (dict of overrides), resolve (bool), context (zmq.Context),
       episode_statistics (False: off, the default, so gymnasium's RecordEpisodeStatistics works unchanged;
       True: the server's episode return / length in infos["episode"] with the "_episode" mask, in
       RecordEpisodeStatistics's layout; a string: the same under that key),
