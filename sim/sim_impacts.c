@@ -5,6 +5,7 @@
 #include "sim_metrics.h"
 #include "sim_solver_internal.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
@@ -55,10 +56,17 @@ static double energy_change(int N, const double *c, const double *lambda, const 
     return e;
 }
 
-static int colliding(int n, const double *v, double v_tol)
+/* 1 if contact m (a unilateral block: a contact or a joint limit) closes faster than v_tol; a bounded bilateral row
+ * never collides (its velocity has no sign condition). */
+static int closing(const double *v, const double *mu, int m, double v_tol)
+{
+    return !sim_block_is_box(mu[m]) && v[3 * m + 2] < -v_tol;
+}
+
+static int colliding(int n, const double *v, const double *mu, double v_tol)
 {
     for (int m = 0; m < n; m++)
-        if (v[3 * m + 2] < -v_tol) return 1;
+        if (closing(v, mu, m, v_tol)) return 1;
     return 0;
 }
 
@@ -79,18 +87,18 @@ static int resolve_impact(int n, const double *G, const double *c, const double 
     memset(dl, 0, sizeof(double) * (size_t)N);
     memcpy(v, c, sizeof(double) * (size_t)N);
     int k = 0;
-    while (colliding(n, v, p->v_tol) && k < p->max_increments) {
+    while (colliding(n, v, mu, p->v_tol) && k < p->max_increments) {
         k++;
         /* the bounds h p_m, with the rates renormalized over the contacts still colliding (the fastest of them
            gets h): a slow contact left alone does not stretch the impact over 1 / p_m increments */
         double pc = 0;
         for (int m = 0; m < n; m++)
-            if (v[3 * m + 2] < -p->v_tol) pc = fmax(pc, st->rates[m]);
+            if (closing(v, mu, m, p->v_tol)) pc = fmax(pc, st->rates[m]);
         for (int m = 0; m < n; m++) cap[m] = h * st->rates[m] / pc;
         /* 2. the increment problem at the current velocity, warm-started from the previous increment (with
            the rates held, consecutive increments are alike) */
         sim_cond_stats cs;
-        int rc = sim_cond_solve_capped(n, G, v, mu, cap, dl, &p->inner, &cs, vn);
+        int rc = sim_cond_solve_increment(n, G, v, mu, cap, lambda, dl, &p->inner, &cs, vn);
         st->inner_iterations += cs.iterations;
         if (rc != SIM_SOLVER_OK) st->inner_failures++;
         /* an inexact increment could add energy (dl.v' - 1/2 dl.G dl > 0): scale it down to the dissipative
@@ -100,7 +108,7 @@ static int resolve_impact(int n, const double *G, const double *c, const double 
         memcpy(v, vn, sizeof(double) * (size_t)N);
     }
     st->increments = k;
-    st->converged = !colliding(n, v, p->v_tol);
+    st->converged = !colliding(n, v, mu, p->v_tol);
     st->energy_change = energy_change(N, c, lambda, v);
     return st->converged ? SIM_SOLVER_OK : SIM_SOLVER_MAXITER;
 }
@@ -128,7 +136,7 @@ int sim_impacts_solve(int n, const double *G, const double *c, const double *v_p
         const double cn = c[3 * m + 2], gnn = G[(size_t)(3 * m + 2) * N + 3 * m + 2];
         /* arriving fast (v_pre), and with more than v_impact of closing velocity left for this step to remove (c:
            a contact the step's motion does not reach, or only grazes, is no impact) */
-        if (!(vi[3 * m + 2] < -p->v_impact) || !(cn < -p->v_impact)) continue;
+        if (sim_block_is_box(mu[m]) || !(vi[3 * m + 2] < -p->v_impact) || !(cn < -p->v_impact)) continue;
         st->n_impacting++;
         if (gnn > 0 && cn < 0) h = fmax(h, -cn / gnn);
     }
@@ -144,6 +152,21 @@ int sim_impacts_solve(int n, const double *G, const double *c, const double *v_p
     }
     st->impact = 1;
     return resolve_impact(n, G, c, mu, lambda, p, seed, p->step_frac * h, st);
+}
+
+long sim_impacts_iteration_cap(const sim_impacts_params *ip, const sim_solver_params *p)
+{
+    const long base = p ? p->max_iter : 0;
+    const long impact = (long)(ip->max_increments > 0 ? ip->max_increments : 0) *
+                        (ip->inner.max_iter > 0 ? ip->inner.max_iter : 0);
+    return base > impact ? base : impact;
+}
+
+long sim_solve_impacts_iteration_cap(const sim_solver_params *p)
+{
+    sim_impacts_params ip;
+    sim_impacts_default_params(&ip);
+    return sim_impacts_iteration_cap(&ip, p);
 }
 
 /* The solver-table entries: the stream from p->seed and the problem, the base solver with p. */
@@ -169,19 +192,11 @@ static int solve_impacts_row(int n, const double *G, const double *c, const doub
             *st = is.base_stats;
         } else {
             memset(st, 0, sizeof *st);
-            st->iterations = is.increments;
+            st->iterations = is.inner_iterations < INT_MAX ? (int)is.inner_iterations : INT_MAX;
             st->converged = is.converged;
             st->guard_scale = 1.0;
             st->impact = 1;
-            int no = 0, ns = 0, nl = 0;
-            for (int m = 0; m < n; m++) {
-                const double *l = lambda + 3 * m;
-                const double lt = sqrt(l[0] * l[0] + l[1] * l[1]);
-                if (!(l[2] > 0)) no++;
-                else if (lt >= fmin(mu[m], SIM_MU_MAX) * l[2] * (1.0 - 1e-9)) nl++;
-                else ns++;
-            }
-            st->n_open = no, st->n_stick = ns, st->n_slip = nl;
+            sim_solver_count_modes(n, mu, lambda, st);
         }
     }
     return rc;

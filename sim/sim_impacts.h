@@ -101,10 +101,19 @@ uint64_t sim_impacts_key(uint64_t seed, uint64_t world, uint64_t episode, uint64
 int sim_impacts_solve(int n, const double *G, const double *c, const double *v_pre, const double *mu,
                       double *lambda, const sim_impacts_params *p, uint64_t seed, sim_impacts_stats *st);
 
+/* The V-FPI iterations one sim_impacts_solve with p and base parameters bp (the base solver's max_iter, as
+ * cond-vfpi's) may take at most: the base solve's max_iter, or an impact's max_increments x inner.max_iter
+ * (the two paths are exclusive), whichever is larger. */
+long sim_impacts_iteration_cap(const sim_impacts_params *p, const sim_solver_params *bp);
+/* The same for the table row (its impact parameters are the defaults): sim_solver_iteration_cap's "impacts". */
+long sim_solve_impacts_iteration_cap(const sim_solver_params *p);
+
 /* The solver-table entries ("impacts"): the sim_solver.h signatures.  The stream is a hash of p->seed and the bits
  * of c (the shared parameters are per model, so p->seed alone would give every step of every world the same
  * rates; with c mixed in each problem draws its own, reproducibly: same seed and problem, same bits).  p goes
- * to the base solver (cond-vfpi) unchanged; st->impact says whether the set-valued law resolved the step.
+ * to the base solver (cond-vfpi) unchanged; st->impact says whether the set-valued law resolved the step, and
+ * st->iterations counts V-FPI iterations either way (an impact's: summed over its increments; at most
+ * sim_solve_impacts_iteration_cap(p)).
  * sim_solve_impacts_pre (the row's solve_pre, what sim_step calls) detects impacts on v_pre = J u;
  * sim_solve_impacts (solve, for callers with only the problem) on c. */
 int sim_solve_impacts(int n, const double *G, const double *c, const double *mu, double *lambda,

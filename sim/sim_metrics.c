@@ -32,7 +32,7 @@ int sim_contact_problem_valid(int n, const double *G, const double *c, const dou
     if (!G || !c || !mu || !lambda) return 0;
     const int N = 3 * n;
     for (int i = 0; i < n; i++)
-        if (!(mu[i] >= 0) || !isfinite(mu[i])) return 0;
+        if (!isfinite(mu[i])) return 0;
     return sim_all_finite(G, N * N) && sim_all_finite(c, N) && sim_all_finite(lambda, N);
 }
 
@@ -87,6 +87,12 @@ static void eps_terms(int n, const double *v, const double *mu, const double *la
     for (int i = 0; i < n; i++) {
         const double *l = lambda + 3 * i, *vi = v + 3 * i;
         double m = mu[i], a, b, k;
+        if (sim_block_is_box(m)) { /* a bounded bilateral row: its box, and its mode-wise complementarity */
+            const double bh = sim_block_box_bound(m) * h, fn = l[2] * h, wn = vi[2] * h;
+            *ep = fmax(*ep, sim_max0_(fabs(fn) - bh) + sqrt(l[0] * l[0] + l[1] * l[1]) * h);
+            *ed = fmax(*ed, sim_box_complementarity(fn, wn, bh));
+            continue;
+        }
         /* forces and De Saxcé-corrected velocities, rescaled by 1/dt */
         double f[3] = {l[0] * h, l[1] * h, l[2] * h};
         double vt = desaxce ? sqrt(vi[0] * vi[0] + vi[1] * vi[1]) : 0.0;
@@ -149,7 +155,7 @@ void sim_contact_metrics(int n, const double *G, const double *c, const double *
     eps_terms(n, v, mu, lambda, h, 1, &ep, &ed, &ec);
     for (int i = 0; i < n; i++) {
         const double *l = lambda + 3 * i, *vi = v + 3 * i;
-        sig = fmax(sig, l[2] > 0 ? fabs(vi[2]) : fmax(0.0, -vi[2]));
+        if (!sim_block_is_box(mu[i])) sig = fmax(sig, l[2] > 0 ? fabs(vi[2]) : fmax(0.0, -vi[2]));
     }
     out->eps_p = ep;
     out->eps_d = ed;

@@ -4,6 +4,16 @@
  * with the normal last, G the 3n x 3n Delassus matrix (1/kg), c the free contact velocity (m/s), mu the
  * friction coefficients, lambda the impulses (N·s), and v = G lambda + c the resulting contact velocity.
  * All arrays are owned by the caller and only read.
+ *
+ * The block kinds of sim_solver.h and how every measure here reads them:
+ *   contact (mu >= 0): as stated with each measure.  A joint limit (mu = 0, empty tangent rows) is a frictionless
+ *     contact, so every measure reduces on it to Signorini on row n (plus |lambda_T|, which must be 0).
+ *   bounded bilateral row (mu < 0, b = -mu): the box violation max(0, |lambda_n| - b) plus the complementarity
+ *     violation, the smallest of the violations of its three modes (as the friction term takes the smaller of
+ *     stick and slip):  interior |v_n|;  at +b (b - lambda_n)^+ + max(0, v_n);  at -b (lambda_n + b)^+ + max(0, -v_n)
+ *     (so |v_n| strictly inside, max(0, v_n) at lambda_n = b, max(0, -v_n) at lambda_n = -b, and continuous in
+ *     lambda_n: an iterate converging to a bound from inside is measured by its distance to it), plus |lambda_T|.
+ *     Zero exactly at the minimizer of 1/2 l.G l + c.l over the box, in N·s | m/s like the rest (sim_box_error).
  */
 #ifndef HERD_SIM_METRICS_H
 #define HERD_SIM_METRICS_H
@@ -30,8 +40,8 @@ typedef struct sim_contact_metrics_t {
     double model_error;
 } sim_contact_metrics_t;
 
-/* 1 if the problem is well formed: 0 <= n <= SIM_SOLVER_MAX_CONTACTS, no NULL array when n > 0, mu >= 0,
- * every number finite; else 0. */
+/* 1 if the problem is well formed: 0 <= n <= SIM_SOLVER_MAX_CONTACTS, no NULL array when n > 0, every number
+ * finite (mu of either sign: mu < 0 is a bounded bilateral row); else 0. */
 int sim_contact_problem_valid(int n, const double *G, const double *c, const double *mu, const double *lambda);
 /* 1 if x[0..len) are all finite (no NaN or infinity), else 0; len >= 0. */
 int sim_all_finite(const double *x, int len);
@@ -45,8 +55,23 @@ void sim_contact_velocity(int n, const double *G, const double *c, const double 
 static inline double sim_max0_(double x) { return x > 0.0 ? x : 0.0; }
 static inline double sim_fmin_(double a, double b) { return (b < a || a != a) ? b : a; }
 
+/* The complementarity violation of a bounded bilateral row (above, the smallest of its three modes'): lambda_n ln
+ * (N·s), its velocity vn (m/s), bound b >= 0 (N·s). */
+static inline double sim_box_complementarity(double ln, double vn, double b)
+{
+    const double up = sim_max0_(b - ln) + sim_max0_(vn), lo = sim_max0_(ln + b) + sim_max0_(-vn);
+    return sim_fmin_(fabs(vn), sim_fmin_(up, lo));
+}
+/* Its box violation plus its complementarity violation: zero exactly when |ln| <= b and (vn = 0, or ln = b and
+ * vn <= 0, or ln = -b and vn >= 0). */
+static inline double sim_box_error(double ln, double vn, double b)
+{
+    return sim_max0_(fabs(ln) - b) + sim_box_complementarity(ln, vn, b);
+}
+
 /* The exact violation of sim_solver.h for one contact: Gi = its 3x3 diagonal block of G with leading
- * dimension ld (G + 3i (3n) + 3i), v its contact velocity (m/s), l its impulse (N·s), mu >= 0.  Inline
+ * dimension ld (G + 3i (3n) + 3i), v its contact velocity (m/s), l its impulse (N·s), mu its kind (a bounded
+ * bilateral row when mu < 0: sim_box_error plus |lambda_T|).  Inline
  * (with the sum below) because the bisection solver's termination test runs it every sweep. */
 static inline double sim_contact_error_model(const double *Gi, int ld, const double v[3], const double l[3],
                                              double mu, int coulomb);
@@ -60,6 +85,7 @@ static inline double sim_contact_error(const double *Gi, int ld, const double v[
 static inline double sim_contact_error_model(const double *Gi, int ld, const double v[3], const double l[3],
                                              double mu, int coulomb)
 {
+    if (sim_block_is_box(mu)) return sim_box_error(l[2], v[2], sim_block_box_bound(mu)) + sqrt(l[0] * l[0] + l[1] * l[1]);
     if (mu > SIM_MU_MAX) mu = SIM_MU_MAX;
     const double lt = sqrt(l[0] * l[0] + l[1] * l[1]);
     const double ln = l[2], vn = v[2];
@@ -124,7 +150,10 @@ void sim_contact_metrics(int n, const double *G, const double *c, const double *
                          double dt, sim_contact_metrics_t *out);
 
 /* eps_abs of lambda given its contact velocity v = G lambda + c (no validation; dt = 1: impulses and velocities):
- * desaxce = 1 the NCP criterion above (Coulomb), 0 the CCP criterion (Gamma left out, Le Lidec et al. Sec. III-C). */
+ * desaxce = 1 the NCP criterion above (Coulomb), 0 the CCP criterion (Gamma left out, Le Lidec et al. Sec. III-C).
+ * A bounded bilateral row (mu < 0) enters eps_p with its box violation max(0, |f_n| - b / dt) + |f_T| and eps_d
+ * with its complementarity violation (sim_box_complementarity of f_n, w_n and b / dt); eps_c and the
+ * signorini metric leave it out (its complementarity is already in eps_d; it has no unilateral condition). */
 double sim_contact_eps_abs(int n, const double *v, const double *mu, const double *lambda, int desaxce);
 
 /* Euclidean projection of x = (x_T, x_n) onto the second-order cone { |x_T| <= mu x_n } (closed form).

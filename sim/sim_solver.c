@@ -62,7 +62,7 @@ const char *sim_solver_strerror(int code)
     case SIM_SOLVER_OK: return "converged";
     case SIM_SOLVER_MAXITER: return "not converged within max_iter sweeps";
     case SIM_SOLVER_EINVAL:
-        return "invalid contact problem (n out of range, NULL pointer, mu < 0 or non-finite numbers)";
+        return "invalid contact problem (n out of range, NULL pointer or non-finite numbers)";
     default: return "unknown solver code";
     }
 }
@@ -70,14 +70,15 @@ const char *sim_solver_strerror(int code)
 /* ------------------------------------------------------------------------------------------------ */
 /* One contact: the parts that depend on G and mu only (computed once per multi-contact solve).       */
 
-enum { PREP_NORMAL = 0, PREP_FRICTIONLESS = 1, PREP_NULL = 2 };
+/* PREP_BOX: a bounded bilateral row (mu < 0), row n only, bound in mu */
+enum { PREP_NORMAL = 0, PREP_FRICTIONLESS = 1, PREP_NULL = 2, PREP_BOX = 3 };
 
 typedef struct {
     double gxx, gxy, gxn, gyy, gyn, gnn; /* the (possibly regularized) block */
     double axx, axy, axn, ayy, ayn, ann; /* its adjugate (det G times the inverse) */
     double det;
     double K, inv_mu;                    /* G_nn / mu and 1 / mu (slip only) */
-    double mu;                           /* clamped to [0, SIM_MU_MAX] */
+    double mu;                           /* clamped to [0, SIM_MU_MAX]; PREP_BOX: the bound b */
     int kind;
 } contact_prep;
 
@@ -85,11 +86,24 @@ typedef struct {
 static void prep_init(contact_prep *k, const double *G, int ld, double mu)
 {
     double g00 = G[0], g01 = G[1], g02 = G[2], g11 = G[ld + 1], g12 = G[ld + 2], g22 = G[2 * ld + 2];
+    if (sim_block_is_box(mu)) { /* only row n is used, unregularized (G_nn <= 0 is handled by the solve) */
+        k->kind = PREP_BOX;
+        k->mu = sim_block_box_bound(mu);
+        k->gnn = g22;
+        return;
+    }
     double tr = g00 + g11 + g22;
     k->mu = mu > SIM_MU_MAX ? SIM_MU_MAX : mu;
     k->kind = k->mu < SIM_MU_FRICTIONLESS ? PREP_FRICTIONLESS : PREP_NORMAL;
     if (!(tr > 0)) { /* G = 0 (or not PSD): no impulse changes this contact's velocity */
         k->kind = PREP_NULL;
+        return;
+    }
+    if (k->kind == PREP_FRICTIONLESS && g00 == 0 && g11 == 0) {
+        /* empty tangent rows (a joint limit): the 1-D problem on row n with G_nn itself; the regularization below
+           is for a 3x3 block, and would shift this G_nn by REG_EPS */
+        k->gnn = g22;
+        if (!(g22 > 0)) k->kind = PREP_NULL;
         return;
     }
     double det = 0, c00 = 0, c01 = 0, c02 = 0, c11 = 0, c12 = 0, c22 = 0;
@@ -486,6 +500,14 @@ static inline __attribute__((always_inline)) int contact_solve_model(const conta
 {
     *steps = 0;
     const double cn = c[2];
+    if (k->kind == PREP_BOX) { /* the minimizer of 1/2 G_nn l^2 + c_n l over [-b, b] */
+        const double b = k->mu;
+        double ln = k->gnn > 0 ? -cn / k->gnn : cn > 0 ? -b : cn < 0 ? b : 0.0;
+        ln = ln > b ? b : ln < -b ? -b : ln;
+        lam[0] = lam[1] = 0;
+        lam[2] = ln;
+        return ln == b || ln == -b ? SIM_CONTACT_SLIP : SIM_CONTACT_STICK;
+    }
     if (cn > 0 || k->kind == PREP_NULL) {
         lam[0] = lam[1] = lam[2] = 0;
         return SIM_CONTACT_OPEN;
@@ -545,7 +567,7 @@ static int contact_single(const double G[9], const double c[3], double mu, doubl
     lambda[0] = lambda[1] = lambda[2] = 0;
     if (!G || !c) return SIM_SOLVER_EINVAL;
     double s = G[0] + G[1] + G[2] + G[3] + G[4] + G[5] + G[6] + G[7] + G[8] + c[0] + c[1] + c[2];
-    if (!isfinite(s) || !(mu >= 0) || isnan(mu)) return SIM_SOLVER_EINVAL;
+    if (!isfinite(s) || !isfinite(mu)) return SIM_SOLVER_EINVAL;
     if (!p) {
         sim_solver_default_params(&def);
         p = &def;
@@ -602,11 +624,24 @@ void sim_solver_count_modes(int n, const double *mu, const double *lambda, sim_s
         const double *l = lambda + 3 * i;
         double lt = sqrt(l[0] * l[0] + l[1] * l[1]);
         double m = mu[i] > SIM_MU_MAX ? SIM_MU_MAX : mu[i];
-        if (!(l[2] > 0)) no++;
+        if (sim_block_is_box(m)) { /* a bounded bilateral row: slip at a bound, else stick */
+            if (fabs(l[2]) >= sim_block_box_bound(m) * (1.0 - 1e-9)) nl++;
+            else ns++;
+        } else if (!(l[2] > 0)) no++;
         else if (lt >= m * l[2] * (1.0 - 1e-9)) nl++;
         else ns++;
     }
     st->n_open = no, st->n_stick = ns, st->n_slip = nl;
+}
+
+void sim_solver_clear_empty_tangents(int n, const double *G, const double *mu, double *lambda)
+{
+    const int N = 3 * n;
+    for (int i = 0; i < n; i++) {
+        const double *Gi = G + (size_t)(3 * i) * N + 3 * i;
+        if (sim_block_is_box(mu[i]) || (mu[i] < SIM_MU_FRICTIONLESS && Gi[0] == 0 && Gi[N + 1] == 0))
+            lambda[3 * i] = lambda[3 * i + 1] = 0;
+    }
 }
 
 /* The closing shared by the multi-contact solvers. */
@@ -653,6 +688,7 @@ static inline __attribute__((always_inline)) int sweeps_model(int n, const doubl
     for (int i = 0; i < n; i++) prep_init(&prep[i], G + (size_t)(3 * i) * N + 3 * i, N, mu[i]);
 
     unsigned char mode_of[SIM_SOLVER_MAX_CONTACTS] = {0};
+    signed char box_at[SIM_SOLVER_MAX_CONTACTS]; /* a bounded row's last bound (+1 / -1; read when at one) */
     double alpha = p->alpha;
     double err = INFINITY;
     int it = 0;
@@ -676,6 +712,7 @@ sweep:
             int mode = contact_solve_model(k, ci, ls, p, &steps, coulomb, &no_root);
             st->no_root += no_root;
             mode_of[i] = (unsigned char)mode;
+            if (k->kind == PREP_BOX) box_at[i] = ls[2] > 0 ? 1 : -1;
             st->bisection_steps += steps;
             no += mode == SIM_CONTACT_OPEN;
             ns += mode == SIM_CONTACT_STICK;
@@ -703,10 +740,20 @@ sweep:
         }
     }
     /* Line 4 only relaxes an opening contact's impulse towards 0 ((1 - alpha)^k never reaches it): release
-       the contacts found opening in the last sweep exactly, as the per-contact model prescribes. */
+       the contacts found opening in the last sweep exactly, as the per-contact model prescribes; likewise a
+       bounded row found at a bound is set to it. */
     int released = 0;
     for (int i = 0; i < n && it > 0; i++) {
         double *l = lambda + 3 * i;
+        if (mode_of[i] == SIM_CONTACT_SLIP && prep[i].kind == PREP_BOX) {
+            const double bnd = box_at[i] * prep[i].mu;
+            if (l[2] == bnd) continue;
+            double delta[3] = {0, 0, bnd - l[2]};
+            l[2] = bnd;
+            sim_solver_add_column_block(N, G, i, delta, v);
+            released = 1;
+            continue;
+        }
         if (mode_of[i] != SIM_CONTACT_OPEN || (l[0] == 0 && l[1] == 0 && l[2] == 0)) continue;
         double delta[3] = {-l[0], -l[1], -l[2]};
         l[0] = l[1] = l[2] = 0;
@@ -769,6 +816,18 @@ static __attribute__((noinline)) int pgs_sweeps(int n, const double *G, const do
             const double *vi = v + 3 * i;
             const double *Gi = G + (size_t)(3 * i) * N + 3 * i;
             double m = mu[i] > SIM_MU_MAX ? SIM_MU_MAX : mu[i];
+            if (sim_block_is_box(m)) { /* a bounded row: the same step on row n, prox = clamp to [-b, b] */
+                const double b = sim_block_box_bound(m);
+                double ln = l[2] - rz[i] * vi[2];
+                ln = ln > b ? b : ln < -b ? -b : ln;
+                const double delta[3] = {0, 0, ln - l[2]};
+                l[2] = ln;
+                if (delta[2] != 0) {
+                    sim_solver_add_column_block(N, G, i, delta, v);
+                    err += fabs(delta[2]);
+                }
+                continue;
+            }
             /* eq. 17, normal: prox_z = max(0, .) */
             double ln = fmax(0.0, l[2] - rz[i] * vi[2]);
             double dn = ln - l[2];
@@ -788,7 +847,9 @@ static __attribute__((noinline)) int pgs_sweeps(int n, const double *G, const do
                 err += sqrt(delta[0] * delta[0] + delta[1] * delta[1] + delta[2] * delta[2]);
             }
         }
-        for (int i = 0; i < n; i++) err += fmax(0.0, -v[3 * i + 2]);
+        for (int i = 0; i < n; i++) /* a bounded row: its complementarity violation instead of penetration */
+            err += sim_block_is_box(mu[i]) ? sim_box_complementarity(lambda[3 * i + 2], v[3 * i + 2], -mu[i])
+                                           : fmax(0.0, -v[3 * i + 2]);
         if (err < p->tol) break;
     }
     if (!(err < p->tol)) st->guard_scale = sim_solver_dissipation_guard(N, G, c, lambda, v);
@@ -807,6 +868,7 @@ static inline int solver_run(sim_solver_sweeps_fn sweeps, sim_solver_sweeps_tree
     if (!st) st = &st_local;
     int go = solve_begin(n, G, c, mu, lambda, &p, &def, st);
     if (go != 1) return go;
+    sim_solver_clear_empty_tangents(n, G, mu, lambda);
     double v[3 * SIM_SOLVER_MAX_CONTACTS];
     sim_contact_velocity(n, G, c, lambda, v);
     return sweeps_tree ? sweeps_tree(n, G, c, mu, lambda, p, st, v, tree) : sweeps(n, G, c, mu, lambda, p, st, v);

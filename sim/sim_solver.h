@@ -235,8 +235,9 @@ int sim_solve(int solver, int n, const double *G, const double *c, const double 
               const sim_solver_params *p, sim_solver_stats *st);
 
 /* The iterations one solve with row `solver` and parameters p may take at most: its own cap (max_iter sweeps;
- * "admm": admm_max_iter) plus, for a solver that hands stalled problems to ADMM ("coulomb-stall-admm"), the
- * fallback's admm_max_iter.  The work bound of a caller that must not trust convergence.  0 for an index out of
+ * "admm": admm_max_iter; "impacts": the larger of max_iter and an impact's increments x inner V-FPI iterations at
+ * their caps, sim_solve_impacts_iteration_cap) plus, for a solver that hands stalled problems to ADMM
+ * ("coulomb-stall-admm"), the fallback's admm_max_iter.  The work bound of a caller that must not trust convergence.  0 for an index out of
  * range or a reserved row. */
 long sim_solver_iteration_cap(int solver, const sim_solver_params *p);
 /* The row that row `solver` hands stalled problems to (SIM_SOLVER_ADMM for "coulomb-stall-admm"), or -1. */

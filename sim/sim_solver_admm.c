@@ -33,6 +33,15 @@ static int ncp_pgs_sweeps(int n, const double *G, const double *c, const double 
             const double *vi = v + 3 * i;
             const double *Gi = G + (size_t)(3 * i) * N + 3 * i;
             const double m = mu[i] > SIM_MU_MAX ? SIM_MU_MAX : mu[i];
+            if (sim_block_is_box(m)) { /* a bounded row: line 3's step, projected on [-b, b] */
+                const double b = sim_block_box_bound(m);
+                double bn = l[2] - rn[i] * vi[2];
+                bn = bn > b ? b : bn < -b ? -b : bn;
+                const double delta[3] = {0, 0, bn - l[2]};
+                l[2] = bn;
+                if (delta[2] != 0) sim_solver_add_column_block(N, G, i, delta, v);
+                continue;
+            }
             const double ln = fmax(0.0, l[2] - rn[i] * vi[2]); /* lines 3-4 */
             const double dn = ln - l[2];
             /* lines 5-6 with the tangential velocity updated by this normal change (Gauss-Seidel) */
@@ -448,10 +457,18 @@ static void shift_solve(const admm_shift *sh, double rho, double *x)
     else chol_solve(sh->L, sh->N, x);
 }
 
-/* Projection of each contact's x onto K_mu (dual = 0) or K*_mu = K_{1/mu} (dual = 1). */
+/* Projection of each contact's x onto K_mu (dual = 0) or K*_mu = K_{1/mu} (dual = 1).  A bounded row (mu < 0):
+ * onto {0} x {0} x [-b, b], and its dual is the whole line of row n (a bilateral row's velocity has no sign), so
+ * the dual projection keeps x_n (a joint limit, mu = 0, is the cone K_0 = R+ on row n, its dual the half-space). */
 static void project_cones(int n, const double *mu, const double *x, double *out, int dual)
 {
     for (int i = 0; i < n; i++) {
+        if (sim_block_is_box(mu[i])) {
+            const double b = sim_block_box_bound(mu[i]), xn = x[3 * i + 2];
+            out[3 * i] = out[3 * i + 1] = 0;
+            out[3 * i + 2] = dual ? xn : xn > b ? b : xn < -b ? -b : xn;
+            continue;
+        }
         double m = mu[i] > SIM_MU_MAX ? SIM_MU_MAX : mu[i];
         if (dual) m = m > 0 ? 1.0 / m : INFINITY;
         sim_cone_project_point(x + 3 * i, m, out + 3 * i);
@@ -574,8 +591,13 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
        G + 1e-12 tr I (every pivot is >= the smallest eigenvalue) */
     double tr = 0;
     for (int i = 0; i < N; i++) tr += G[(size_t)i * N + i];
-    if (!(tr > 0)) { /* G = 0: no impulse changes any velocity */
+    if (!(tr > 0)) { /* G = 0: no impulse changes any velocity (a bounded row minimizes c_n l alone: -b sign c_n) */
         memset(lambda, 0, sizeof(double) * (size_t)N);
+        for (int i = 0; i < n; i++)
+            if (sim_block_is_box(mu[i])) {
+                const double b = sim_block_box_bound(mu[i]), cn = c[3 * i + 2];
+                lambda[3 * i + 2] = cn > 0 ? -b : cn < 0 ? b : 0.0;
+            }
         memcpy(v, c, sizeof(double) * (size_t)N);
         *err = sim_contact_eps_abs(n, v, mu, lambda, 0);
         return 0;

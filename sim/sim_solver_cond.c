@@ -40,15 +40,22 @@ static void project_fc(const double x[3], double mu, double cap, int proximal, d
 }
 
 /* One application of the one-shot map to every contact (Alg. 2 on Gamma = W): y_m = ProjectFC(lambda_m -
- * v_m / w_m).  Returns the residual sum_m |y_m - lambda_m| (N·s).  Contacts with w_m = 0 get y_m = 0. */
+ * v_m / w_m).  Returns the residual sum_m |y_m - lambda_m| (N·s).  Contacts with w_m = 0 get y_m = 0.  A bounded
+ * row (mu < 0) is projected on {0} x {0} x [-b - a, b - a], a = acc_n,m (0 without acc), under either operator
+ * (the Euclidean projection on a box is the componentwise clamp). */
 static double one_shot(int n, const double *lambda, const double *v, const double *w, const double *mu,
-                       const double *cap, int proximal, double *y)
+                       const double *cap, const double *acc, int proximal, double *y)
 {
     double res = 0;
     for (int m = 0; m < n; m++) {
         const double *l = lambda + 3 * m, *vm = v + 3 * m;
         double *ym = y + 3 * m;
-        if (w[m] > 0) {
+        if (w[m] > 0 && sim_block_is_box(mu[m])) {
+            const double b = sim_block_box_bound(mu[m]), a = acc ? acc[3 * m + 2] : 0.0;
+            const double xn = l[2] - vm[2] / w[m], lo = -b - a, hi = b - a;
+            ym[0] = ym[1] = 0;
+            ym[2] = xn > hi ? hi : xn < lo ? lo : xn;
+        } else if (w[m] > 0) {
             const double iw = 1.0 / w[m];
             const double x[3] = {l[0] - vm[0] * iw, l[1] - vm[1] * iw, l[2] - vm[2] * iw};
             double mm = mu[m] > SIM_MU_MAX ? SIM_MU_MAX : mu[m];
@@ -85,7 +92,10 @@ static void count_modes(int n, const double *lambda, const double *mu, sim_cond_
         const double *l = lambda + 3 * m;
         const double lt = sqrt(l[0] * l[0] + l[1] * l[1]);
         const double mm = mu[m] > SIM_MU_MAX ? SIM_MU_MAX : mu[m];
-        if (!(l[2] > 0)) st->n_open++;
+        if (sim_block_is_box(mm)) { /* a bounded row: slip at a bound, else stick */
+            if (fabs(l[2]) >= sim_block_box_bound(mm) * (1.0 - SLIP_REL)) st->n_slip++;
+            else st->n_stick++;
+        } else if (!(l[2] > 0)) st->n_open++;
         else if (lt >= mm * l[2] * (1.0 - SLIP_REL)) st->n_slip++;
         else st->n_stick++;
     }
@@ -93,7 +103,7 @@ static void count_modes(int n, const double *lambda, const double *mu, sim_cond_
 
 /* The V-FPI (Algs. 1-3) on a validated problem, n > 0.  v: scratch 3n, G lambda + c on return. */
 static int cond_core(int n, const double *G, const double *c, const double *mu, const double *cap,
-                     double *lambda, const sim_cond_params *p, sim_cond_stats *st, double *v, int guard)
+                     const double *acc, double *lambda, const sim_cond_params *p, sim_cond_stats *st, double *v, int guard)
 {
     const int N = 3 * n;
     const int proximal = p->projection == SIM_COND_PROXIMAL;
@@ -105,7 +115,7 @@ static int cond_core(int n, const double *G, const double *c, const double *mu, 
 
     double res_prev = INFINITY, nu = 1.0, rho = 1.0;
     int l_start = p->cheb_start, it = 0;
-    double res = one_shot(n, lambda, v, w, mu, cap, proximal, y);
+    double res = one_shot(n, lambda, v, w, mu, cap, acc, proximal, y);
     while (it < p->max_iter && !(res < p->tol)) {
         it++;
         /* Alg. 3 line 7: the Chebyshev weight (1 before l_s, then the recurrence with the estimate rho) */
@@ -120,14 +130,14 @@ static int cond_core(int n, const double *G, const double *c, const double *mu, 
             lambda[r] = nl;
         }
         sim_contact_velocity(n, G, c, lambda, v); /* the velocity on the dynamics, v = G lambda + c */
-        const double rnew = one_shot(n, lambda, v, w, mu, cap, proximal, y);
+        const double rnew = one_shot(n, lambda, v, w, mu, cap, acc, proximal, y);
         if (accel && rnew > RESTART_GROWTH * res) {
             /* the extrapolation overshot: restart from the last one-shot output (in the cones) */
             st->restarts++;
             memcpy(lambda, y, sizeof(double) * (size_t)N);
             memcpy(prev, y, sizeof(double) * (size_t)N);
             sim_contact_velocity(n, G, c, lambda, v);
-            res = one_shot(n, lambda, v, w, mu, cap, proximal, y);
+            res = one_shot(n, lambda, v, w, mu, cap, acc, proximal, y);
             l_start = it + 1 + p->cheb_start;
             res_prev = INFINITY;
             rho = 1.0;
@@ -141,20 +151,20 @@ static int cond_core(int n, const double *G, const double *c, const double *mu, 
     /* return the one-shot output (always inside the cones) and its own residual */
     memcpy(lambda, y, sizeof(double) * (size_t)N);
     sim_contact_velocity(n, G, c, lambda, v);
-    res = one_shot(n, lambda, v, w, mu, cap, proximal, y);
+    res = one_shot(n, lambda, v, w, mu, cap, acc, proximal, y);
     st->iterations = it;
     st->error = res;
     st->converged = res < p->tol;
     if (!st->converged && guard) {
         st->guard_scale = sim_solver_dissipation_guard(N, G, c, lambda, v);
-        if (st->guard_scale != 1.0) st->error = one_shot(n, lambda, v, w, mu, cap, proximal, y);
+        if (st->guard_scale != 1.0) st->error = one_shot(n, lambda, v, w, mu, cap, acc, proximal, y);
     }
     count_modes(n, lambda, mu, st);
     return st->converged ? SIM_SOLVER_OK : SIM_SOLVER_MAXITER;
 }
 
 static int cond_entry(int n, const double *G, const double *c, const double *mu, const double *cap,
-                      double *lambda, const sim_cond_params *p, sim_cond_stats *st, double *v_out, int guard)
+                      const double *acc, double *lambda, const sim_cond_params *p, sim_cond_stats *st, double *v_out, int guard)
 {
     sim_cond_params def;
     sim_cond_stats st_local;
@@ -170,12 +180,14 @@ static int cond_entry(int n, const double *G, const double *c, const double *mu,
         return SIM_SOLVER_EINVAL;
     for (int m = 0; cap && m < n; m++)
         if (!(cap[m] >= 0)) return SIM_SOLVER_EINVAL;
+    if (acc && !sim_all_finite(acc, 3 * n)) return SIM_SOLVER_EINVAL;
     if (n == 0) {
         st->converged = 1;
         return SIM_SOLVER_OK;
     }
+    sim_solver_clear_empty_tangents(n, G, mu, lambda);
     double vs[3 * SIM_SOLVER_MAX_CONTACTS];
-    int rc = cond_core(n, G, c, mu, cap, lambda, p, st, vs, guard);
+    int rc = cond_core(n, G, c, mu, cap, acc, lambda, p, st, vs, guard);
     if (v_out) memcpy(v_out, vs, sizeof(double) * (size_t)(3 * n));
     return rc;
 }
@@ -183,13 +195,20 @@ static int cond_entry(int n, const double *G, const double *c, const double *mu,
 int sim_cond_solve(int n, const double *G, const double *c, const double *mu, double *lambda,
                    const sim_cond_params *p, sim_cond_stats *st)
 {
-    return cond_entry(n, G, c, mu, NULL, lambda, p, st, NULL, 1);
+    return cond_entry(n, G, c, mu, NULL, NULL, lambda, p, st, NULL, 1);
 }
 
 int sim_cond_solve_capped(int n, const double *G, const double *c, const double *mu, const double *cap,
                           double *lambda, const sim_cond_params *p, sim_cond_stats *st, double *v)
 {
-    return cond_entry(n, G, c, mu, cap, lambda, p, st, v, 0);
+    return cond_entry(n, G, c, mu, cap, NULL, lambda, p, st, v, 0);
+}
+
+int sim_cond_solve_increment(int n, const double *G, const double *c, const double *mu, const double *cap,
+                             const double *acc, double *lambda, const sim_cond_params *p, sim_cond_stats *st,
+                             double *v)
+{
+    return cond_entry(n, G, c, mu, cap, acc, lambda, p, st, v, 0);
 }
 
 int sim_solve_cond(int n, const double *G, const double *c, const double *mu, double *lambda,

@@ -39,6 +39,13 @@
  *     relaxed to v_n = mu |v_T| on a slipping contact (the contact separates while it slides: "gliding"), so
  *     it departs from Coulomb on every slipping contact.  It always converges (proximal gradient on a convex
  *     problem with W >= G/2) and its solution is unique in v.
+ * The other block kinds of sim_solver.h.  A joint limit (mu = 0, empty tangent rows) is a frictionless contact:
+ *   both operators give lambda_T = 0, lambda_n = max(0, lambda*_n), so a fixed point is Signorini on row n; its w_m
+ *   is its normal row's Gershgorin sum (the empty rows sum to 0), never 0 while G_nn > 0.  A bounded bilateral row
+ *   (mu < 0, b = -mu) is projected on the box, lambda_T = 0, lambda_n = clamp(lambda*_n, -b, b), the Euclidean
+ *   projection, so under either operator a fixed point is the box condition (|lambda_n| < b => v_n = 0, lambda_n =
+ *   b => v_n <= 0, lambda_n = -b => v_n >= 0): exactly what the per-contact sweeps and ADMM's projection on [-b, b]
+ *   give.  Surrogate and residual are unchanged.  The tangential impulses of both kinds are zeroed on entry.
  * Error (st->error and the stopping test): the fixed-point residual of the unaccelerated map at the final
  *   iterate, sum_m |ProjectFC(lambda_m - v_m / w_m) - lambda_m| (N·s); it is zero exactly at a solution of
  *   the model above.  Stops when it is below tol or after max_iter iterations.
@@ -88,6 +95,14 @@ int sim_cond_solve(int n, const double *G, const double *c, const double *mu, do
  * NULL, receives G lambda + c (3n). */
 int sim_cond_solve_capped(int n, const double *G, const double *c, const double *mu, const double *cap,
                           double *lambda, const sim_cond_params *p, sim_cond_stats *st, double *v);
+
+/* sim_cond_solve_capped for an increment of an impact (sim_impacts.h): a bounded bilateral row m (mu < 0) keeps its
+ * total acc_n,m + lambda_n,m in [-b, b], b = -mu[m] (acc: the impulses already received, 3n, N·s; only the normal
+ * entries of the bounded rows are read; NULL acts as 0), so each increment's box is [-b - acc_n, b - acc_n]; cap
+ * applies to the contacts only.  EINVAL also for a non-finite acc. */
+int sim_cond_solve_increment(int n, const double *G, const double *c, const double *mu, const double *cap,
+                             const double *acc, double *lambda, const sim_cond_params *p, sim_cond_stats *st,
+                             double *v);
 
 /* The solver-table entry ("cond-vfpi"): sim_solve signature; reads max_iter and tol from the shared
  * sim_solver_params (tol there is the same fixed-point residual, N·s), the rest are the defaults above. */

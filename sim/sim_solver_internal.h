@@ -30,6 +30,11 @@ double sim_solver_dissipation_guard(int N, const double *G, const double *c, dou
 /* Sets st->n_open / n_stick / n_slip from lambda alone (open: lambda_n <= 0; slip: on the cone's boundary). */
 void sim_solver_count_modes(int n, const double *mu, const double *lambda, sim_solver_stats *st);
 
+/* Sets lambda_T = 0 on the blocks that use row n only: bounded bilateral rows (mu < 0) and joint limits (mu below
+ * SIM_MU_FRICTIONLESS with G_xx = G_yy = 0, so empty tangent rows); their G columns are zero, so v is unchanged.
+ * The solvers call it on entry, so that a warm start cannot leave a tangential impulse there. */
+void sim_solver_clear_empty_tangents(int n, const double *G, const double *mu, double *lambda);
+
 /* The closing shared by the solvers: fills iterations, error, converged; SIM_SOLVER_OK or SIM_SOLVER_MAXITER. */
 int sim_solver_end(sim_solver_stats *st, int iterations, double err, double tol);
 

@@ -121,6 +121,7 @@ long sim_solver_iteration_cap(int solver, const sim_solver_params *p)
     switch (solver) {
     case SIM_SOLVER_ADMM: return p->admm_max_iter;
     case SIM_SOLVER_COULOMB_STALL_ADMM: return (long)p->max_iter + p->admm_max_iter;
+    case SIM_SOLVER_IMPACTS: return sim_solve_impacts_iteration_cap(p);
     default: return p->max_iter;
     }
 }

@@ -402,7 +402,7 @@ Test(solver_single, degenerate_blocks_and_bad_input)
     cr_assert_eq(sim_contact_single(Gn, c, 0.8, l, NULL, NULL), SIM_SOLVER_EINVAL);
     cr_assert(l[0] == 0 && l[1] == 0 && l[2] == 0);
     double G[9] = {0.2, 0, 0, 0, 0.2, 0, 0, 0, 0.2};
-    cr_assert_eq(sim_contact_single(G, c, -0.1, l, NULL, NULL), SIM_SOLVER_EINVAL);
+    cr_assert_eq(sim_contact_single(G, c, -INFINITY, l, NULL, NULL), SIM_SOLVER_EINVAL); /* mu < 0 finite: a box row */
     cr_assert_eq(sim_contact_single(G, c, NAN, l, NULL, NULL), SIM_SOLVER_EINVAL);
     double ci[3] = {INFINITY, 0, -1};
     cr_assert_eq(sim_contact_single(G, ci, 0.5, l, NULL, NULL), SIM_SOLVER_EINVAL);
@@ -906,7 +906,7 @@ Test(solver_multi, bad_input_leaves_lambda)
     cr_assert_eq(sim_solve_bisection(-1, G, c, &mu, l, NULL, &st), SIM_SOLVER_EINVAL);
     cr_assert_eq(sim_solve_bisection(SIM_SOLVER_MAX_CONTACTS + 1, G, c, &mu, l, NULL, &st), SIM_SOLVER_EINVAL);
     cr_assert_eq(sim_solve_pgs_hwangbo(1, NULL, c, &mu, l, NULL, &st), SIM_SOLVER_EINVAL);
-    double bad = -1;
+    double bad = -INFINITY; /* a finite mu < 0 is a bounded row (test_solver_rows) */
     cr_assert_eq(sim_solve_bisection(1, G, c, &bad, l, NULL, &st), SIM_SOLVER_EINVAL);
     double ln[3] = {NAN, 0, 0};
     cr_assert_eq(sim_solve_pgs_hwangbo(1, G, c, &mu, ln, NULL, &st), SIM_SOLVER_EINVAL);
