@@ -52,7 +52,7 @@ void sim_contact_velocity(int n, const double *G, const double *c, const double 
  * and the distance. */
 static double cone_ab(double t, double s, double a, double b, double *k)
 {
-    if (a * t <= b * s) { /* inside */
+    if (a * t <= b * s && s >= 0) { /* inside (s >= 0 follows unless b = 0: the ray of mu = 0) */
         *k = NAN;
         return 0.0;
     }

@@ -162,14 +162,14 @@ double sim_cone_project(const double x[3], double mu, double out[3]);
 
 /* The projection of sim_cone_project without the distance, inline (ADMM projects every contact every iteration);
  * the same expressions, so the same result.  The cone is { a |x_T| <= b x_n } with (a, b) = (1, mu) for mu <= 1,
- * else (1 / mu, 1) (no 1/0 or inf * 0); inside, x stays; in the polar cone, the apex; else
+ * else (1 / mu, 1) (no 1/0 or inf * 0); inside (a |x_T| <= b x_n and x_n >= 0), x stays; in the polar cone, the apex; else
  * k (b e_T, a), k = (b t + a s) / (a^2 + b^2), t = |x_T|, s = x_n.  out may alias x. */
 static inline void sim_cone_project_point(const double x[3], double mu, double out[3])
 {
     const double a = mu <= 1 ? 1.0 : 1.0 / mu, b = mu <= 1 ? mu : 1.0;
     const double x0 = x[0], x1 = x[1], s = x[2];
     const double t = sqrt(x0 * x0 + x1 * x1);
-    if (a * t <= b * s) {
+    if (a * t <= b * s && s >= 0) { /* (s >= 0 follows from the first test unless b = 0: mu = 0's ray R+ e_n) */
         out[0] = x0, out[1] = x1, out[2] = s;
         return;
     }
