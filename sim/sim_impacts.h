@@ -50,6 +50,14 @@
  * variable whose support is the set-valued law's; its spread is the randomization.
  * Without termination within max_increments the accumulated lambda is kept (it is dissipative and in the
  * cones), st->converged = 0 and SIM_SOLVER_MAXITER is returned.
+ * Joint limits and bounded rows (sim_solver.h).  A joint limit is a frictionless contact throughout: it can be
+ * impacting (a joint reaching its stop faster than v_impact), its increments are capped like a contact's, and the
+ * impact goes on while it closes.  A bounded row (joint Coulomb friction) has no sign condition, so it is
+ * never impacting nor colliding; during an impact it acts as friction does in Routh's method, increment by
+ * increment: each increment is a box row with the total kept in [-b, b] (dlambda_n in [-b - lambda_n, b - lambda_n],
+ * dlambda_n = its upper end => v'_n <= 0, its lower end => v'_n >= 0, else v'_n = 0: sim_cond_solve_increment), so
+ * dlambda_n v'_n <= 0 and the energy argument above holds, and the outcome has |lambda_n| <= b.  Outside impacts
+ * both go to the base solver (cond-vfpi: sim_solver_cond.h).
  */
 #ifndef HERD_SIM_IMPACTS_H
 #define HERD_SIM_IMPACTS_H

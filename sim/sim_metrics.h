@@ -85,7 +85,8 @@ static inline double sim_contact_error(const double *Gi, int ld, const double v[
 static inline double sim_contact_error_model(const double *Gi, int ld, const double v[3], const double l[3],
                                              double mu, int coulomb)
 {
-    if (sim_block_is_box(mu)) return sim_box_error(l[2], v[2], sim_block_box_bound(mu)) + sqrt(l[0] * l[0] + l[1] * l[1]);
+    if (sim_block_is_box(mu))
+        return sim_box_error(l[2], v[2], sim_block_box_bound(mu)) + sqrt(l[0] * l[0] + l[1] * l[1]);
     if (mu > SIM_MU_MAX) mu = SIM_MU_MAX;
     const double lt = sqrt(l[0] * l[0] + l[1] * l[1]);
     const double ln = l[2], vn = v[2];
@@ -162,7 +163,8 @@ double sim_cone_project(const double x[3], double mu, double out[3]);
 
 /* The projection of sim_cone_project without the distance, inline (ADMM projects every contact every iteration);
  * the same expressions, so the same result.  The cone is { a |x_T| <= b x_n } with (a, b) = (1, mu) for mu <= 1,
- * else (1 / mu, 1) (no 1/0 or inf * 0); inside (a |x_T| <= b x_n and x_n >= 0), x stays; in the polar cone, the apex; else
+ * else (1 / mu, 1) (no 1/0 or inf * 0); inside (a |x_T| <= b x_n and x_n >= 0), x stays; in the polar cone, the
+ * apex; else
  * k (b e_T, a), k = (b t + a s) / (a^2 + b^2), t = |x_T|, s = x_n.  out may alias x. */
 static inline void sim_cone_project_point(const double x[3], double mu, double out[3])
 {

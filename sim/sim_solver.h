@@ -7,9 +7,25 @@
  *   G       3n x 3n, row-major, symmetric positive semi-definite Delassus matrix, block G_ij = J_i M^-1 J_j^T
  *           (1/kg for translational contacts).  Only its symmetry is assumed, never its rank.
  *   c       3n free contact velocity: the contact velocities if every impulse were zero (m/s).
- *   mu      n Coulomb friction coefficients, mu >= 0 (values above 1e12 act as 1e12).
+ *   mu      n per-block kinds: Coulomb friction coefficients, mu >= 0 (values above 1e12 act as 1e12), or a
+ *           bounded bilateral row's bound encoded as mu < 0 (below).
  *   lambda  3n contact impulses (N·s), on input the warm start (zero it for a cold start), on output
  *           the solution.  The post-impulse contact velocity is v = G lambda + c (m/s).
+ *
+ * Block kinds (every solver of the table accepts all three, in any order; sim_limits.h names the encoding):
+ *   contact          mu >= 0: the cone of coefficient mu and Signorini on row n, as described below.
+ *   joint limit      mu = 0 with empty tangent rows: G's rows and columns 3i, 3i+1 zero, c_3i = c_3i+1 = 0.  A
+ *                    frictionless contact: lambda_T = 0; lambda_n >= 0, v_n >= 0, lambda_n v_n = 0.  Its row n is the
+ *                    joint's direction in joint-velocity space (sim_step).
+ *   bounded row      mu < 0 (SIM_BLOCK_BOX(b): mu = -b, b > 0, N·s): a bilateral row with Coulomb joint friction.
+ *                    Only row n is used (the tangent rows and columns must be zero, c_T = 0); lambda_T = 0 and
+ *                    |lambda_n| <= b;  lambda_n = b => v_n <= 0,  lambda_n = -b => v_n >= 0,  |lambda_n| < b => v_n = 0
+ *                    (the minimizer of 1/2 l.G l + c.l over the box: the friction opposes the joint's velocity).
+ * Every solver sets lambda_T = 0 on entry on the blocks that use row n only (a bounded row, or mu < 1e-9 with
+ * G_xx = G_yy = 0), divides by no empty tangent diagonal, and treats them as the 1-D problem on row n: the
+ * per-contact sweeps solve lambda_n = max(0, -c_n / G_nn) (limit) or clamp(-c_n / G_nn, -b, b) (bounded row), c_n
+ * the row's free velocity with the others fixed, and the projected methods project on R+ or [-b, b]; each solver's
+ * comment below says where.  A contact with mu = 0 and non-empty tangent rows is a frictionless contact as ever.
  *
  * The per-contact model (the paper's eq. 8, after Preclik): a contact whose velocity would open
  * (c_n > 0, others fixed) gets lambda = 0; otherwise lambda minimizes the contact-point kinetic energy
@@ -48,6 +64,11 @@
  *              2023, eq. 24); the weight min(|v_T|, |lambda_T|) keeps the term linear in the errors of both
  *              a slow slip and a small impulse.  Skipped when mu = 0.
  *              if the contact is open (v_n > lambda_n): |lambda_T| (an open contact carries no impulse).
+ * A joint limit reads only the cone and Signorini terms (it is frictionless); a bounded row measures
+ *   box        max(0, |lambda_n| - b) + |lambda_T|                                                    [N·s]
+ *   modes      the smallest of: interior |v_n|;  at +b (b - lambda_n)^+ + max(0, v_n);
+ *              at -b (lambda_n + b)^+ + max(0, -v_n)                                                  [m/s | N·s]
+ *              (so |v_n| strictly inside, max(0, v_n) at +b, max(0, -v_n) at -b; sim_metrics.h).
  * Every term is zero exactly at a solution of the model; units are mixed (N·s and m/s), so the default
  * tol 1e-6 reads "1 µN·s or 1 µm/s", as in the paper.
  */
@@ -98,7 +119,7 @@ enum { SIM_CONTACT_OPEN = 0, SIM_CONTACT_STICK = 1, SIM_CONTACT_SLIP = 2 };
 enum {
     SIM_SOLVER_OK = 0,          /* converged: error < tol */
     SIM_SOLVER_MAXITER = 1,     /* max_iter sweeps done, error >= tol (lambda is the last iterate) */
-    SIM_SOLVER_EINVAL = -1      /* bad input (n out of range, NULL, negative or non-finite numbers);
+    SIM_SOLVER_EINVAL = -1      /* bad input (n out of range, NULL, non-finite numbers);
                                    lambda is left untouched by the multi-contact solvers and zeroed by
                                    sim_contact_single */
 };
@@ -237,8 +258,8 @@ int sim_solve(int solver, int n, const double *G, const double *c, const double 
 /* The iterations one solve with row `solver` and parameters p may take at most: its own cap (max_iter sweeps;
  * "admm": admm_max_iter; "impacts": the larger of max_iter and an impact's increments x inner V-FPI iterations at
  * their caps, sim_solve_impacts_iteration_cap) plus, for a solver that hands stalled problems to ADMM
- * ("coulomb-stall-admm"), the fallback's admm_max_iter.  The work bound of a caller that must not trust convergence.  0 for an index out of
- * range or a reserved row. */
+ * ("coulomb-stall-admm"), the fallback's admm_max_iter.  The work bound of a caller that must not trust
+ * convergence.  0 for an index out of range or a reserved row. */
 long sim_solver_iteration_cap(int solver, const sim_solver_params *p);
 /* The row that row `solver` hands stalled problems to (SIM_SOLVER_ADMM for "coulomb-stall-admm"), or -1. */
 int sim_solver_fallback(int solver);
@@ -271,7 +292,9 @@ const char *sim_solver_strerror(int code);
  * mu lambda_n) within contact_tol of the exact minimizer (~1e-12 N·s with contact_refine).
  * Special cases: c_n > 0 is OPEN (lambda = 0); c_n = 0 with lambda0 outside the cone is OPEN too (the
  * ellipse shrinks to the apex); mu < 1e-9 is frictionless (lambda = (0, 0, -c_n / G_nn), SLIP when
- * closed); a near-singular G (det <= 1e-12 tr^3) gets 1e-10 tr added to its diagonal; G = 0 gives OPEN. */
+ * closed; with G_xx = G_yy = 0, a joint limit, G_nn is used unregularized); a near-singular G (det <= 1e-12 tr^3)
+ * gets 1e-10 tr added to its diagonal; G = 0 gives OPEN.  mu < 0 is a bounded row: lambda = (0, 0, clamp(-c_n / G_nn,
+ * -b, b)), SLIP at a bound, else STICK (G_nn <= 0: -b sign(c_n)). */
 int sim_contact_single(const double G[9], const double c[3], double mu, double lambda[3],
                        const sim_solver_params *p, int *steps);
 
@@ -283,8 +306,10 @@ int sim_contact_single(const double G[9], const double c[3], double mu, double l
  * per-contact iteration can cycle, e.g. when a contact's |G_nT| > G_nn / mu makes its best response jump
  * between open and a large slip impulse), a dissipation guard scales lambda by the s in [0, 1] minimizing
  * the step's kinetic-energy change c.lambda + 1/2 lambda.G lambda when that change is positive, so that a
- * non-converged step never adds energy (st->guard_scale).  Returns SIM_SOLVER_OK,
- * SIM_SOLVER_MAXITER or SIM_SOLVER_EINVAL.  p may be NULL (defaults), st NULL.  Allocation-free (stack
+ * non-converged step never adds energy (st->guard_scale).  Joint limits and bounded rows are 1-D blocks of the
+ * sweep: their exact solve (sim_contact_single's rules above) relaxed like any contact's; a limit found opening is
+ * released as a contact, and a bounded row found at a bound in the last sweep is set exactly to it.  Returns
+ * SIM_SOLVER_OK, SIM_SOLVER_MAXITER or SIM_SOLVER_EINVAL.  p may be NULL (defaults), st NULL.  Allocation-free (stack
  * scratch ~20 kB); n <= SIM_SOLVER_MAX_CONTACTS. */
 int sim_solve_bisection(int n, const double *G, const double *c, const double *mu, double *lambda,
                         const sim_solver_params *p, sim_solver_stats *st);
@@ -302,7 +327,8 @@ int sim_contact_single_coulomb(const double G[9], const double c[3], double mu, 
  * At convergence: Signorini, the cone, and Coulomb's sliding law hold at every contact (the Coulomb NCP), except
  * where a block had no slip root (st->no_root; then the violation stays above tol).  Like every per-contact
  * Gauss-Seidel method it can cycle on ill-conditioned problems (heavy-on-light stacks); not converged: the last
- * iterate, scaled by the dissipation guard. */
+ * iterate, scaled by the dissipation guard.  Joint limits and bounded rows: as in sim_solve_bisection (their 1-D
+ * solves are the same in both models; the Coulomb violation measures them as the model violation does). */
 int sim_solve_coulomb_bisection(int n, const double *G, const double *c, const double *mu, double *lambda,
                                 const sim_solver_params *p, sim_solver_stats *st);
 
@@ -311,7 +337,10 @@ int sim_solve_coulomb_bisection(int n, const double *G, const double *c, const d
  * (v updated after each change), stopping when the NCP eps_abs with De Saxcé's correction (sim_contact_eps_abs,
  * dt = 1: N·s and m/s) is below p->tol.  At convergence: the Coulomb NCP.  No convergence guarantee (the
  * horizontal projection is not a proximal step of a convex problem); not converged after max_iter sweeps: the
- * last iterate, scaled by the dissipation guard. */
+ * last iterate, scaled by the dissipation guard.  A joint limit is the 1-D block of the normal step (its tangential
+ * step divides by nothing: 1 / min(G_xx, G_yy) is taken as 0 when that is 0, and the disc of radius 0 keeps
+ * lambda_T = 0); a bounded row takes the same normal step clamped to [-b, b], and eps_abs measures it as
+ * sim_metrics.h says. */
 int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, double *lambda,
                   const sim_solver_params *p, sim_solver_stats *st);
 
@@ -331,7 +360,11 @@ int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, dou
  * no De Saxcé term, dt = 1) < p->tol or after p->admm_max_iter iterations; lambda is z, always in the cones.
  * The model differs from Coulomb on sliding contacts: the CCP lets a sliding contact separate at
  * v_n = mu |v_T| (Anitescu's relaxation); sticking and open contacts are exact.  Convergent for any PSD G
- * (proximal), hence robust on ill-conditioned problems.  n <= SIM_SOLVER_ADMM_MAX_CONTACTS, else EINVAL. */
+ * (proximal), hence robust on ill-conditioned problems.  Joint limits and bounded rows: the cone of mu = 0 is the
+ * ray R+ e_n (the projection of a limit block is (0, 0, max(0, x_n))), a bounded row's set is {0} x {0} x [-b, b]
+ * (projection: the clamp), and the problem stays convex, so ADMM solves them exactly (sticking and open limits,
+ * the box condition) and they converge with the rest; the warm start's dual of a bounded row is -v (its set's
+ * normal cone is not sign-restricted).  n <= SIM_SOLVER_ADMM_MAX_CONTACTS, else EINVAL. */
 int sim_solve_admm(int n, const double *G, const double *c, const double *mu, double *lambda,
                    const sim_solver_params *p, sim_solver_stats *st);
 
@@ -354,7 +387,9 @@ int sim_solve_admm(int n, const double *G, const double *c, const double *mu, do
  * 6 sum(path lengths) + 2 (packed factor size) is below ~3/4 of the dense Cholesky's 2 (3n)^2 (ANYmal: always),
  * _DENSE and _TREE force one;
  * st->admm_tree says which ran.
- * A tree that breaks sim_solver_tree's rules, or n > SIM_SOLVER_ADMM_MAX_CONTACTS, falls back to dense. */
+ * A tree that breaks sim_solver_tree's rules, or n > SIM_SOLVER_ADMM_MAX_CONTACTS, falls back to dense.  Limit and
+ * bounded rows enter the tree like contacts: their S columns live on their joint's root path, the tangent columns
+ * zero (zero columns add nothing to S S^T and give x_T = (x_T - 0) / rho, so their zero stays). */
 int sim_solve_admm_tree(int n, const double *G, const double *c, const double *mu, double *lambda,
                         const sim_solver_params *p, sim_solver_stats *st, const sim_solver_tree *tree);
 
@@ -362,7 +397,8 @@ int sim_solve_admm_tree(int n, const double *G, const double *c, const double *m
  * p->stall_drop times its value p->stall_window sweeps earlier (or max_iter sweeps end unconverged), the
  * problem is handed to ADMM (sim_solve_admm, warm-started from the last iterate; st->fallback = 1,
  * st->fallback_iterations), whose result (the CCP solution) is returned.  So: Coulomb per contact when the
- * sweeps converge, the CCP when they would cycle.  st->error is the final solver's own measure. */
+ * sweeps converge, the CCP when they would cycle.  st->error is the final solver's own measure.  Joint limits and
+ * bounded rows: as coulomb-bisection in the sweeps, as ADMM in the fallback. */
 int sim_solve_coulomb_stall_admm(int n, const double *G, const double *c, const double *mu, double *lambda,
                                  const sim_solver_params *p, sim_solver_stats *st);
 /* The same, its ADMM fallback solving with G + rho I as sim_solve_admm_tree. */
@@ -374,7 +410,9 @@ int sim_solve_coulomb_stall_admm_tree(int n, const double *G, const double *c, c
  * with r_z = pgs_alpha / G_ii(zz), r_T = pgs_alpha / max(G_ii(xx), G_ii(yy)), v the current velocity.
  * Error per sweep (the paper's PGS measure): sum_i |lambda_i^new - lambda_i^old| (N·s) plus
  * sum_i max(0, -v_n,i) (m/s) after the sweep.  Same arguments, return codes and dissipation guard as
- * sim_solve_bisection. */
+ * sim_solve_bisection.  A joint limit is the 1-D block of the normal step (r_T = 0 when max(G_xx, G_yy) = 0); a
+ * bounded row takes lambda_n <- clamp(lambda_n - r_z v_n, -b, b), and in the error its complementarity violation
+ * (sim_metrics.h) takes the place of max(0, -v_n). */
 int sim_solve_pgs_hwangbo(int n, const double *G, const double *c, const double *mu, double *lambda,
                           const sim_solver_params *p, sim_solver_stats *st);
 

@@ -103,7 +103,8 @@ static void count_modes(int n, const double *lambda, const double *mu, sim_cond_
 
 /* The V-FPI (Algs. 1-3) on a validated problem, n > 0.  v: scratch 3n, G lambda + c on return. */
 static int cond_core(int n, const double *G, const double *c, const double *mu, const double *cap,
-                     const double *acc, double *lambda, const sim_cond_params *p, sim_cond_stats *st, double *v, int guard)
+                     const double *acc, double *lambda, const sim_cond_params *p, sim_cond_stats *st, double *v,
+                     int guard)
 {
     const int N = 3 * n;
     const int proximal = p->projection == SIM_COND_PROXIMAL;
@@ -164,7 +165,8 @@ static int cond_core(int n, const double *G, const double *c, const double *mu, 
 }
 
 static int cond_entry(int n, const double *G, const double *c, const double *mu, const double *cap,
-                      const double *acc, double *lambda, const sim_cond_params *p, sim_cond_stats *st, double *v_out, int guard)
+                      const double *acc, double *lambda, const sim_cond_params *p, sim_cond_stats *st,
+                      double *v_out, int guard)
 {
     sim_cond_params def;
     sim_cond_stats st_local;

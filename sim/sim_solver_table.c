@@ -19,32 +19,36 @@ static const sim_solver_desc TABLE[SIM_SOLVER_NROWS] = {
         "ellipse {v_n = 0, |lambda_T| = mu lambda_n} minimizing the contact kinetic energy.  Not Coulomb: a slipping "
         "contact's velocity opposes the ellipse normal lambda_T + (mu^2 lambda_n / G_nn) G_nT, not lambda_T (they agree "
         "only when G_nT = 0), and the model does not maximize dissipation.  Not converged after max_iter sweeps: the "
-        "last iterate, scaled by the dissipation guard.",
+        "last iterate, scaled by the dissipation guard.  Joint limits and bounded joint-friction rows are "
+        "exact 1-D blocks of the sweep (max(0, .) and the clamp to [-b, b]).",
         sim_solve_bisection, NULL},
     [SIM_SOLVER_PGS] = {
         NAME[SIM_SOLVER_PGS],
         "Projected Gauss-Seidel on the Coulomb NCP (Le Lidec et al. 2023, Alg. 6), stopping on the NCP eps_abs with "
         "De Saxce's correction.  At convergence Signorini, the cone and Coulomb's sliding law hold.  No convergence "
-        "guarantee; not converged: the last iterate, scaled by the dissipation guard.",
+        "guarantee; not converged: the last iterate, scaled by the dissipation guard.  Joint limits: the normal "
+        "step alone; bounded rows: the normal step clamped to [-b, b].",
         sim_solve_pgs, NULL},
     [SIM_SOLVER_COULOMB_BISECTION] = {
         NAME[SIM_SOLVER_COULOMB_BISECTION],
         "Algorithm 2's per-contact sweeps with each contact solved exactly for Coulomb's law on the paper's ellipse "
         "(sliding velocity anti-parallel to lambda_T).  A block with no Coulomb slip root takes the paper model's slip "
         "solution (counted).  Can cycle on ill-conditioned problems; not converged: the last iterate, scaled by the "
-        "dissipation guard.",
+        "dissipation guard.  Joint limits and bounded rows: exact 1-D blocks, as paper-bisection.",
         sim_solve_coulomb_bisection, NULL},
     [SIM_SOLVER_ADMM] = {
         NAME[SIM_SOLVER_ADMM],
         "ADMM on the cone complementarity problem (Anitescu's convex relaxation; Le Lidec et al. 2023, Alg. 3), "
         "proximal with adaptive rho; G + rho I factored densely or, when cheaper, through the kinematic tree (Woodbury on "
         "rho I + S S^T, M's LTDL sparsity).  Differs from Coulomb on sliding contacts (they may "
-        "separate at v_n = mu |v_T|).  Convergent for any PSD G; not converged: the last z, in the cones.",
+        "separate at v_n = mu |v_T|).  Convergent for any PSD G; not converged: the last z, in the cones.  "
+        "Joint limits project on R+, bounded rows on [-b, b] (the problem stays convex).",
         sim_solve_admm, NULL},
     [SIM_SOLVER_COULOMB_STALL_ADMM] = {
         NAME[SIM_SOLVER_COULOMB_STALL_ADMM],
         "coulomb-bisection with a stall detector that hands a non-converging problem to admm (then the CCP "
-        "solution is returned).  Coulomb per contact where the sweeps converge, the CCP where they would cycle.",
+        "solution is returned).  Coulomb per contact where the sweeps converge, the CCP where they would cycle.  "
+        "Joint limits and bounded rows: as coulomb-bisection, then as admm.",
         sim_solve_coulomb_stall_admm, NULL},
     [SIM_SOLVER_COND_VFPI] = {
         NAME[SIM_SOLVER_COND_VFPI],
@@ -52,7 +56,8 @@ static const sim_solver_desc TABLE[SIM_SOLVER_NROWS] = {
         "bound of G, so every contact is solved in one shot and in parallel: Jacobi), strict projection, Chebyshev "
         "acceleration; stops on the fixed-point residual (N s).  A fixed point is the Coulomb NCP (Signorini, cone, "
         "sliding velocity opposite to lambda_T), as PGS.  No convergence guarantee: after max_iter iterations the last "
-        "one-shot output (in the cones), scaled by the dissipation guard.",
+        "one-shot output (in the cones), scaled by the dissipation guard.  Joint limits are frictionless "
+        "contacts, bounded rows are projected on [-b, b].",
         sim_solve_cond, NULL},
     [SIM_SOLVER_IMPACTS] = {
         NAME[SIM_SOLVER_IMPACTS],
@@ -62,13 +67,16 @@ static const sim_solver_desc TABLE[SIM_SOLVER_NROWS] = {
         "impulse rates drawn from a hash of p->seed and the problem (bounded normal increments, exact Coulomb cones), "
         "else cond-vfpi.  Every outcome has v_n >= 0, impulses in the cones and no kinetic energy added, but "
         "complementarity does not hold (a contact may leave the impact separating with impulse, or sliding).  Not "
-        "terminated within its increment cap: the accumulated (dissipative) impulses.",
+        "terminated within its increment cap: the accumulated (dissipative) impulses.  Joint limits are frictionless "
+        "contacts (they can impact); bounded rows never impact and keep their total impulse in [-b, b] increment by "
+        "increment.",
         sim_solve_impacts, sim_solve_impacts_pre},
     [SIM_SOLVER_PGS_HWANGBO] = {
         NAME[SIM_SOLVER_PGS_HWANGBO],
         "Projected Gauss-Seidel as in Hwangbo et al. 2018, eqs. 17-18 (step alpha / G_zz normal, alpha / max(G_xx, "
         "G_yy) tangential, then projection on the disc mu lambda_n); a fixed point is a Coulomb NCP solution; stops on "
-        "the impulse change per sweep.  Not converged: the last iterate, scaled by the dissipation guard.",
+        "the impulse change per sweep.  Not converged: the last iterate, scaled by the dissipation guard.  "
+        "Joint limits: the normal step alone; bounded rows: the normal step clamped to [-b, b].",
         sim_solve_pgs_hwangbo, NULL},
 };
 
