@@ -21,8 +21,9 @@ static double thread_cpu_s(void)
 #define PROBE_NV 18
 #define PROBE_N1 8
 #define PROBE_N2 32     /* SIM_SOLVER_ADMM_MAX_CONTACTS: the dense ADMM's largest */
-#define PROBE_N2_SLOW 12 /* for a row whose solve at PROBE_N1 takes over PROBE_SLOW_S ("impacts": each of its
-                          * iterations is a whole inner solve), so that the probe stays short */
+#define PROBE_N2_SLOW 12 /* for a row whose solve at PROBE_N1 takes over PROBE_SLOW_S ("impacts": its probe
+                          * problems are impacts, tens of increments each an inner solve), so that the probe stays
+                          * short */
 #define PROBE_SLOW_S 2e-4
 #define PROBE_ITERS 40
 #define PROBE_MIN_S 0.002

@@ -658,6 +658,24 @@ Test(rows, impacts_keeps_boxes_and_its_iterations_within_the_cap, .timeout = 120
         }
     }
     cr_assert(impacts == 6);
+    /* the increment solve: a bounded row's box shifted by what it already received (acc), a contact capped */
+    {
+        double Gm[36] = {0}; /* two blocks: a contact, then a bounded row */
+        Gm[0] = Gm[7] = Gm[14] = 1.0;          /* contact block */
+        Gm[35] = 2.0;                          /* the box row's G_nn */
+        Gm[2 * 6 + 5] = Gm[5 * 6 + 2] = 0.5;   /* coupled normals */
+        const double c[6] = {0.1, 0, -1.0, 0, 0, -1.0}, mu[2] = {0.8, SIM_BLOCK_BOX(0.3)}, cap[2] = {0.2, 0};
+        const double acc[6] = {0, 0, 0, 0, 0, 0.25};
+        double l[6] = {0}, v[6];
+        sim_cond_params cp;
+        sim_cond_default_params(&cp);
+        cp.tol = 1e-12, cp.max_iter = 5000;
+        cr_assert_eq(sim_cond_solve_increment(2, Gm, c, mu, cap, acc, l, &cp, NULL, v), SIM_SOLVER_OK);
+        cr_assert(l[2] == 0.2, "the contact at its cap: %g", l[2]);
+        cr_assert(l[5] == 0.3 - 0.25, "the box row's increment at b - acc: %.17g", l[5]); /* v_n = -0.8 < 0 there */
+        const double bad[6] = {0, 0, 0, 0, 0, NAN};
+        cr_assert_eq(sim_cond_solve_increment(2, Gm, c, mu, cap, bad, l, &cp, NULL, v), SIM_SOLVER_EINVAL);
+    }
     /* the cap itself: an impact's increments times its inner iterations, or max_iter when larger */
     sim_impacts_params ip;
     sim_impacts_default_params(&ip);
