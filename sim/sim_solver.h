@@ -157,7 +157,8 @@ typedef struct sim_solver_stats {
     int iterations;         /* sweeps done */
     double error;           /* final error (bisection: exact violation above; PGS: its own measure) */
     int converged;          /* 1 if error < tol */
-    int n_open, n_stick, n_slip; /* modes of the contacts in the last sweep */
+    int n_open, n_stick, n_slip; /* modes of the contacts in the last sweep (a bounded row: slip at a bound, else
+                                    stick) */
     long bisection_steps;   /* Algorithm 1 steps (stepping + bisection) summed over all slip solves */
     double guard_scale;     /* 1, or the factor applied by the dissipation guard to a non-converged result */
     int fallback;           /* 1 if a stall detector handed the problem over to ADMM ("coulomb-stall-admm") */

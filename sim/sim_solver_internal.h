@@ -27,7 +27,8 @@ void sim_solver_add_column_block(int N, const double *G, int i, const double del
  * the s in [0, 1] minimizing it; returns s (1: untouched). */
 double sim_solver_dissipation_guard(int N, const double *G, const double *c, double *lambda, double *v);
 
-/* Sets st->n_open / n_stick / n_slip from lambda alone (open: lambda_n <= 0; slip: on the cone's boundary). */
+/* Sets st->n_open / n_stick / n_slip from lambda alone (open: lambda_n <= 0; slip: on the cone's boundary;
+ * a bounded row: slip at a bound, else stick). */
 void sim_solver_count_modes(int n, const double *mu, const double *lambda, sim_solver_stats *st);
 
 /* Sets lambda_T = 0 on the blocks that use row n only: bounded bilateral rows (mu < 0) and joint limits (mu below
