@@ -231,7 +231,7 @@ viewer-meshes:
 	@if [ -z "$(MESH_REF)" ]; then echo "viewer-meshes: set MESH_REF=DIR (anymal_c_meshes/ and anymal_c/anymal.urdf in it)"; exit 2; fi
 	PYTHONPATH=clients/python /usr/bin/python3 -m herd.meshes $(MESH_REF)/anymal_c_meshes $(MESH_REF)/anymal_c/anymal.urdf \
 	    envs/models/anymal_c.urdf viewer/assets/anymal_c.glb
-	cp $(MESH_REF)/anymal_c_meshes/LICENSE viewer/assets/LICENSE.anymal_c
+	install -m 644 $(MESH_REF)/anymal_c_meshes/LICENSE viewer/assets/LICENSE.anymal_c
 test-viewer: $(BUILD)/herd-server
 	@HERD_SERVER_BIN=$(abspath $(BUILD))/herd-server tests/viewer/run.sh
 docs-pictures: $(BUILD)/herd-server
