@@ -67,7 +67,8 @@ class Browser:
         self.driver.get(url)
 
     def evaluate(self, expr):
-        return self.driver.execute_script("return (%s);" % expr)
+        """The value of JavaScript source `expr` (statements allowed: the last one's value, as eval gives)."""
+        return self.driver.execute_script("return window.eval(arguments[0]);", expr)
 
     def wait_for(self, expr, timeout=30.0):
         deadline = time.monotonic() + timeout
