@@ -24,7 +24,7 @@ const errors = [];
 window.addEventListener('error', (e) => errors.push(String(e.message)));
 window.addEventListener('unhandledrejection', (e) => errors.push(String(e.reason)));
 
-const api = { ready: false, drawn: false, drawnStep: null, frames: 0, errors, mode: null, meshes: null,
+const api = { ready: false, drawn: false, drawnStep: null, frames: 0, draws: 0, errors, mode: null, meshes: null,
               timing: { start: performance.now() } };     // ms since navigation: start, meshes, drawn
 window.herdViewer = api;
 
@@ -39,13 +39,20 @@ const b64floats = (s) => new Float32Array(b64bytes(s).buffer);
 // ---- scene construction -----------------------------------------------------------------------------
 
 const canvas = $('view');
-const renderer = new THREE.WebGLRenderer({ canvas, antialias: !/[?&]aa=0/.test(location.search), preserveDrawingBuffer: true });
-renderer.setPixelRatio(1);
+// The renderer is made once the number of worlds is known: antialiasing (multisampling, costly in a
+// software GL such as headless Chromium's SwiftShader) for up to 4 worlds; ?aa=1 or ?aa=0 decides.
+let renderer = null;
+function makeRenderer(nworlds) {
+  const q = /[?&]aa=([01])/.exec(location.search);
+  renderer = new THREE.WebGLRenderer({ canvas, antialias: q ? q[1] === '1' : nworlds <= 4, preserveDrawingBuffer: true });
+  renderer.setPixelRatio(1);
+}
 const scene3 = new THREE.Scene();
 scene3.background = new THREE.Color(0xdfe7ef);
 const camera = new THREE.PerspectiveCamera(50, 1, 0.05, 200);
 camera.up.set(0, 0, 1);
-scene3.add(new THREE.HemisphereLight(0xffffff, 0x8a8f94, 1.6));
+const hemi = new THREE.HemisphereLight(0xffffff, 0x8a8f94, 1.6);
+scene3.add(hemi);
 const sun = new THREE.DirectionalLight(0xffffff, 1.6);
 sun.position.set(3, -4, 8);
 scene3.add(sun);
@@ -86,9 +93,15 @@ function terrainMesh(terrain) {
     g.computeVertexNormals();
     return new THREE.Mesh(g, mat);
   }
+  // the plane: lit the same everywhere, so an unlit material with the lights' effect folded into its colour
+  // (three.js's Lambert: albedo / pi x (hemisphere sky intensity + sun intensity x cos)) looks the same
+  // and costs much less per pixel in a software GL
   const size = 400;
-  mat.map.repeat.set(size, size);
-  const m = new THREE.Mesh(new THREE.PlaneGeometry(size, size), mat);
+  const up = new THREE.Vector3(0, 0, 1), toSun = sun.position.clone().normalize();
+  const k = (hemi.intensity + sun.intensity * Math.max(0, up.dot(toSun))) / Math.PI;
+  const flat = new THREE.MeshBasicMaterial({ map: mat.map, color: new THREE.Color(k, k, k) });
+  flat.map.repeat.set(size, size);
+  const m = new THREE.Mesh(new THREE.PlaneGeometry(size, size), flat);
   m.position.z = terrain ? terrain.height : 0;
   return m;
 }
@@ -186,6 +199,7 @@ function makeRobot(scene, maxContacts) {
 }
 
 function showShapes(r) {
+  dirty = true;
   for (const m of r.visual) m.visible = !st.collision;
   for (const c of r.collision) c.mesh.visible = st.collision || c.visualToo;
 }
@@ -199,6 +213,7 @@ const st = {
 };
 
 function setup(scene, worlds, title) {
+  makeRenderer(Math.min(worlds.length, 16));
   st.scene = scene;
   st.nbody = scene.bodies.length;
   st.maxContacts = scene.max_contacts || 0;
@@ -225,6 +240,7 @@ function basePosition(j) {
 
 function applyFrame(f) {
   st.frame = f;
+  dirty = true;
   api.frames++;
   const nb = st.nbody, mc = st.maxContacts;
   st.robots.forEach((r, j) => {
@@ -291,7 +307,18 @@ function placeCamera() {
   camera.updateMatrixWorld();
 }
 
+// Something to draw since the last draw: a new frame, the camera moved, a toggle, a new size.
+let dirty = true;
+const touch = () => { dirty = true; };
+
+function drawIfNeeded() {
+  const w = canvas.clientWidth, h = canvas.clientHeight;
+  if (dirty || canvas.width !== w || canvas.height !== h) draw();
+}
+
 function draw() {
+  dirty = false;
+  api.draws++;
   resize();
   placeCamera();
   renderer.render(scene3, camera);
@@ -317,7 +344,15 @@ api.info = () => {
   }
   return out;
 };
-api.setFollow = (on) => { $('follow').checked = on; st.follow = on; };
+// Test hook: the mean wall time (ms) of n synchronous draws of the current frame (the GPU finished each),
+// to tell the page's drawing cost from the rate at which the browser gives it animation frames.
+api.drawCost = (n = 20) => {
+  const gl = renderer.getContext(), px = new Uint8Array(4);
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) { draw(); gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.UNSIGNED_BYTE, px); }
+  return (performance.now() - t0) / n;
+};
+api.setFollow = (on) => { $('follow').checked = on; st.follow = on; touch(); };
 
 // ---- controls -------------------------------------------------------------------------------------------
 
@@ -335,7 +370,7 @@ api.setPaused = setPaused;
 $('play').onclick = () => setPaused(!st.paused);
 window.addEventListener('keydown', (e) => { if (e.code === 'Space') { e.preventDefault(); setPaused(!st.paused); } });
 $('focus').onchange = (e) => { st.focus = Number(e.target.value); if (st.frame) applyFrame(st.frame); };
-$('follow').onchange = (e) => { st.follow = e.target.checked; };
+$('follow').onchange = (e) => { st.follow = e.target.checked; touch(); };
 $('contacts').onchange = (e) => { st.showContacts = e.target.checked; if (st.frame) applyFrame(st.frame); };
 $('collision').onchange = (e) => { st.collision = e.target.checked; st.robots.forEach(showShapes); };
 api.setCollision = (on) => { $('collision').checked = on; st.collision = on; st.robots.forEach(showShapes); };
@@ -349,8 +384,9 @@ canvas.addEventListener('pointermove', (e) => {
   st.az -= 0.008 * (e.clientX - drag[0]);
   st.el = Math.min(1.45, Math.max(-0.2, st.el + 0.008 * (e.clientY - drag[1])));
   drag = [e.clientX, e.clientY];
+  touch();
 });
-canvas.addEventListener('wheel', (e) => { e.preventDefault(); st.dist = Math.min(60, Math.max(0.4, st.dist * Math.exp(0.001 * e.deltaY))); },
+canvas.addEventListener('wheel', (e) => { e.preventDefault(); st.dist = Math.min(60, Math.max(0.4, st.dist * Math.exp(0.001 * e.deltaY))); touch(); },
                         { passive: false });
 
 // ---- sources --------------------------------------------------------------------------------------------
@@ -401,7 +437,7 @@ function startReplay(R) {
     if (i !== shown) { applyFrame(frameAt(i)); shown = i; scrub.value = i; }
     $('time').textContent = (i * R.dt).toFixed(2) + ' s';
     $('status').textContent = 'frame ' + i + ' / ' + F;
-    draw();
+    drawIfNeeded();
     requestAnimationFrame(tick);
   }
   api.ready = true;
@@ -434,7 +470,7 @@ async function startLive() {
     api.ready = true;
   };
   es.onerror = () => { $('status').textContent = 'disconnected (retrying)'; };
-  function tick() { draw(); requestAnimationFrame(tick); }
+  function tick() { drawIfNeeded(); requestAnimationFrame(tick); }
   requestAnimationFrame(tick);
 }
 
