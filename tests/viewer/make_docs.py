@@ -3,7 +3,7 @@
 
   docs/viewer_live_walk.png     the live page (python3 -m herd.view's own session) of four anymal_c-walk
                                 worlds driven by the committed walking policy (examples/walk_policy.pt)
-  docs/replay_walk.mp4, .gif    a 10-s rollout of that policy as herd.render draws it (MP4, and a GIF)
+  docs/replay_walk.mp4, .gif    a 10-s rollout of that policy as herd.render draws it (MP4; the GIF: 5 s)
   docs/replay_walk.png          a still of it (herd.render, 320 x 240)
   docs/viewer_replay_walk.png   its replay page (herd.record's HTML) in Chromium, 5 s in
   docs/replay_drop.mp4, .gif    the paper's drop scenario (Hwangbo et al. 2018: PD drop from 1 m with
@@ -25,6 +25,7 @@ import herd.record
 import herd.view
 from herd.local import LocalServer
 from herd.screenshot import Browser, screenshot
+from herd.video import write_video
 
 POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "walk_policy.pt")
 
@@ -54,12 +55,15 @@ def walk(srv, out, b):
         rec = herd.record(envs, os.path.abspath("build/docs/replay_walk.html"), 500, policy=pi, world_ids=range(4),
                           mp4=os.path.join(out, "replay_walk.mp4"), seed=3, size=(480, 360),
                           title="anymal_c-walk, trained policy")
-        rec.write_gif(os.path.join(out, "replay_walk.gif"), 320, 240, every=2)
+        # the GIF: world 0's first 5 s at 240 x 180, every third frame (about 0.6 MB)
         from PIL import Image
+        frames = []
         for i, frame in enumerate(rec.frames(320, 240)):
             if i == rec.nframes // 2:
                 Image.fromarray(frame).save(os.path.join(out, "replay_walk.png"))
-                break
+            if i <= rec.nframes // 2 and i % 3 == 0:
+                frames.append(np.asarray(Image.fromarray(frame).resize((240, 180), Image.BILINEAR)))
+        write_video(frames, os.path.join(out, "replay_walk.gif"), fps=1.0 / (3 * rec.dt))
     screenshot(rec.html_path, os.path.join(out, "viewer_replay_walk.png"), at=5.0, browser=b)
     src = herd.view.EnvSource("anymal_c-walk", 4, address=srv.address, policy=pi, seed=0, **config)
     src.title = "anymal_c-walk · trained policy (walk_policy.pt)"

@@ -102,6 +102,11 @@ class Browser:
             page = []
         return self._errors + ["page: %s" % m for m in page if not any(m in x for x in self._errors)]
 
+    def clear_errors(self):
+        """Forgets the errors logged so far (those of a page left behind)."""
+        self.driver.get_log("browser")
+        self._errors = []
+
     def screenshot(self):
         return self.driver.get_screenshot_as_png()
 
@@ -133,6 +138,9 @@ def screenshot(page, out, width=960, height=600, at=None, at_step=None, wait=0.0
     own = browser is None
     b = browser or Browser(width, height, timeout)
     try:
+        if not own:                     # a page left open before: its errors are not this page's
+            b.goto("about:blank")
+            b.clear_errors()
         t0 = time.monotonic()
         b.goto(_url(page))
         b.wait_for("window.herdViewer && herdViewer.drawn", timeout)

@@ -7,7 +7,8 @@ by Server-Sent Events.
     python3 -m herd.view --address tcp://127.0.0.1:5555 --session 1234567 --token a740...   # a trainer's session
                                                                     # (its read-only view token)
 
-Then open the printed URL (loopback by default: --host 0.0.0.0 exposes it).  From a training script, in
+Then open the printed URL (loopback by default: --host 0.0.0.0 exposes it; ?aa=1 or ?aa=0 after it turns
+antialiasing on or off, by default on for up to 4 worlds).  From a training script, in
 process (the viewer uses its own socket; the trainer's steps are not touched):
 
     viewer = herd.view.attach(envs)          # started; print(viewer.url)
