@@ -241,7 +241,6 @@ function basePosition(j) {
 function applyFrame(f) {
   st.frame = f;
   dirty = true;
-  api.frames++;
   const nb = st.nbody, mc = st.maxContacts;
   st.robots.forEach((r, j) => {
     const o = offset(j);
@@ -270,18 +269,23 @@ function showTerms(f) {
   const rows = [];
   if (f.reward) rows.push(['reward', f.reward[st.focus]]);
   if (f.terms) for (const [k, v] of Object.entries(f.terms)) rows.push([k, v[st.focus]]);
-  body.innerHTML = '';
-  if (!rows.length) {
-    body.innerHTML = '<tr><td colspan="2">(no reward terms from this source)</td></tr>';
-    return;
+  const names = rows.map((r) => r[0]).join('\n');
+  if (names !== showTerms.names) {          // the rows are rebuilt only when the terms change
+    showTerms.names = names;
+    body.innerHTML = '';
+    if (!rows.length) body.innerHTML = '<tr><td colspan="2">(no reward terms from this source)</td></tr>';
+    for (const [k] of rows) {
+      const tr = document.createElement('tr');
+      tr.innerHTML = '<td></td><td></td>';
+      tr.cells[0].textContent = k;
+      body.append(tr);
+    }
   }
-  for (const [k, v] of rows) {
-    const tr = document.createElement('tr');
-    tr.innerHTML = '<td></td><td></td>';
-    tr.cells[0].textContent = k;
-    tr.cells[1].textContent = Number.isFinite(Number(v)) ? Number(v).toFixed(4) : '–';
-    body.append(tr);
-  }
+  rows.forEach(([, v], i) => {
+    const text = Number.isFinite(Number(v)) ? Number(v).toFixed(4) : '–';
+    const cell = body.rows[i].cells[1];
+    if (cell.textContent !== text) cell.textContent = text;
+  });
 }
 
 // ---- camera and drawing ---------------------------------------------------------------------------------
@@ -434,7 +438,7 @@ function startReplay(R) {
     last = now;
     if (t >= F * R.dt) t = R.loop === false ? (F - 1) * R.dt : 0;
     const i = Math.min(F - 1, Math.floor(t / R.dt));
-    if (i !== shown) { applyFrame(frameAt(i)); shown = i; scrub.value = i; }
+    if (i !== shown) { applyFrame(frameAt(i)); api.frames++; shown = i; scrub.value = i; }
     $('time').textContent = (i * R.dt).toFixed(2) + ' s';
     $('status').textContent = 'frame ' + i + ' / ' + F;
     drawIfNeeded();
@@ -458,9 +462,13 @@ async function startLive() {
   };
   const arrivals = [];          // arrival times of the frames of the last second
   const es = new EventSource('events');
+  // frames are applied at the next animation frame, the newest only: a page drawing slower than frames
+  // arrive does not pose the robots of frames nobody sees
+  let pending = null;
   es.onmessage = (e) => {
     const f = JSON.parse(e.data);
-    applyFrame(f);
+    pending = f;
+    api.frames++;
     const now = performance.now();
     arrivals.push(now);
     while (arrivals[0] < now - 1000) arrivals.shift();
@@ -470,7 +478,11 @@ async function startLive() {
     api.ready = true;
   };
   es.onerror = () => { $('status').textContent = 'disconnected (retrying)'; };
-  function tick() { drawIfNeeded(); requestAnimationFrame(tick); }
+  function tick() {
+    if (pending) { applyFrame(pending); pending = null; }
+    drawIfNeeded();
+    requestAnimationFrame(tick);
+  }
   requestAnimationFrame(tick);
 }
 
