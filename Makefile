@@ -218,21 +218,25 @@ test-jl:
 
 # The browser viewer (viewer/): three.js into viewer/node_modules from its lock (deploy/install-deps.sh --viewer;
 # herd.view does it on first use; never `make run`, which needs no npm: without npm or its registry only the viewer is off);
-# its tests in headless Chromium against a real server; docs/ replays and screenshots of the drop scenario;
-# docs-walk: docs/replay_walk.mp4 and .png, a 10-s rollout of the committed walk policy, and its replay page in
-# Chromium (docs/viewer_replay_walk.png); needs PyTorch; the replay HTML, which inlines three.js, stays in build/docs/.
-.PHONY: viewer-deps test-viewer docs-viewer docs-walk
+# its tests in headless Chromium (Selenium, chromium-driver) against a real server.
+# viewer-meshes: viewer/assets/anymal_c.glb, the robot's visual meshes on herd's link frames, converted and
+# decimated from ANYbotics' COLLADA files (MESH_REF=DIR holding anymal_c_meshes/ and anymal_c/anymal.urdf).
+# docs-pictures: the README's pictures (docs/viewer_live_walk.png, replay_walk.{mp4,gif,png},
+# viewer_replay_walk.png, replay_drop.{mp4,gif}, viewer_replay_drop.png) with the robot as it looks; the
+# walking ones need PyTorch; the replay HTML, which inlines three.js and the meshes, stays in build/docs/.
+.PHONY: viewer-deps viewer-meshes test-viewer docs-pictures docs-viewer docs-walk
 viewer-deps:
 	@deploy/install-deps.sh --viewer
+viewer-meshes:
+	@if [ -z "$(MESH_REF)" ]; then echo "viewer-meshes: set MESH_REF=DIR (anymal_c_meshes/ and anymal_c/anymal.urdf in it)"; exit 2; fi
+	PYTHONPATH=clients/python /usr/bin/python3 -m herd.meshes $(MESH_REF)/anymal_c_meshes $(MESH_REF)/anymal_c/anymal.urdf \
+	    envs/models/anymal_c.urdf viewer/assets/anymal_c.glb
+	install -m 644 $(MESH_REF)/anymal_c_meshes/LICENSE viewer/assets/LICENSE.anymal_c
 test-viewer: $(BUILD)/herd-server
 	@HERD_SERVER_BIN=$(abspath $(BUILD))/herd-server tests/viewer/run.sh
-docs-viewer: $(BUILD)/herd-server
-	HERD_SERVER_BIN=$(abspath $(BUILD))/herd-server PYTHONPATH=clients/python:tests/viewer /usr/bin/python3 tests/viewer/make_docs.py docs
-docs-walk: $(BUILD)/herd-server
-	HERD_SERVER_BIN=$(abspath $(BUILD))/herd-server PYTHONPATH=clients/python /usr/bin/python3 examples/train_walk.py \
-	    --eval-only --eval-episodes 100 --record $(BUILD)/docs/replay_walk.html
-	cp $(BUILD)/docs/replay_walk.mp4 $(BUILD)/docs/replay_walk.png docs/
-	PYTHONPATH=clients/python:tests/viewer /usr/bin/python3 tests/viewer/make_docs.py --walk-replay $(BUILD)/docs/replay_walk.html docs
+docs-pictures: $(BUILD)/herd-server
+	HERD_SERVER_BIN=$(abspath $(BUILD))/herd-server PYTHONPATH=clients/python /usr/bin/python3 tests/viewer/make_docs.py docs
+docs-viewer docs-walk: docs-pictures
 
 test: deps-check
 	@$(MAKE) --no-print-directory all

@@ -27,7 +27,8 @@ PKGS=(
   prometheus                               # test peer: a real Prometheus scrapes --metrics
   python3-yaml                             # test: the Kubernetes manifest checks
   buildah debootstrap                      # the container test builds and runs the image
-  chromium ffmpeg python3-pil              # test: the viewer in headless Chromium; replays as MP4 / GIF
+  chromium chromium-driver python3-selenium   # test: the viewer in headless Chromium (Selenium); herd.screenshot
+  ffmpeg python3-pil python3-imageio          # replays as MP4 / GIF (herd.video)
   clang-14 libclang-rt-14-dev              # test: libFuzzer + ASan/UBSan runtimes (make fuzz, fuzz/run.sh)
 )
 VIEWER="$(cd "$(dirname "$0")/.." && pwd)/viewer"

@@ -372,7 +372,7 @@ def view_policy(opt, model, norm, address, config, seed, worlds=4):
 
 def record_policy(model, norm, address, config, html, seed, seconds=10.0, worlds=4):
     """--record: a replay (HTML, plus MP4, GIF and a PNG still of world 0 at mid-rollout when possible) of the
-    policy mean on fresh worlds (`make docs-walk` copies the MP4 and PNG to docs/)."""
+    policy mean on fresh worlds (the README's pictures come from `make docs-pictures`)."""
     with herd.make_vec(ENV, worlds, address=address, seed=seed, obs_noise=0.0, reward_terms=True,
                        **{k: v for k, v in config.items() if k != "obs_noise"}) as env:
         def pi(obs):

@@ -7,6 +7,12 @@
 // A frame: {step, worlds: [ids], body_pos [k*nbody*3], body_quat [k*nbody*4] (w x y z), contacts:
 // {count [k], pos/normal [k*max*3], impulse [k*max]} or null, reward [k] or null, terms {name: [k]} or null}.
 // World frame: z up, metres.  window.herdViewer exposes the state to tests (tests/viewer/).
+// The robot as it looks: the scene's visual meshes (one binary glTF whose nodes are named after the
+// scene's bodies, each holding that body's triangles in its frame with normals and sRGB vertex colours;
+// herd.meshes writes it) are fetched (live: GET the URL /scene names) or read from the replay
+// (HERD_REPLAY.meshes, base64); "collision shapes" shows the primitives the physics uses instead.
+// herdViewer.drawn (and <html data-herd-drawn>) turns true once the meshes are in place and a frame
+// has been drawn: what a screenshot waits for.
 import * as THREE from 'three';
 
 const SPACING = 3.0;           // m between the worlds drawn side by side
@@ -18,26 +24,35 @@ const errors = [];
 window.addEventListener('error', (e) => errors.push(String(e.message)));
 window.addEventListener('unhandledrejection', (e) => errors.push(String(e.reason)));
 
-const api = { ready: false, frames: 0, errors, mode: null };
+const api = { ready: false, drawn: false, drawnStep: null, frames: 0, draws: 0, errors, mode: null, meshes: null,
+              timing: { start: performance.now() } };     // ms since navigation: start, meshes, drawn
 window.herdViewer = api;
 
-function b64floats(s) {
+function b64bytes(s) {
   const bin = atob(s);
   const bytes = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-  return new Float32Array(bytes.buffer);
+  return bytes;
 }
+const b64floats = (s) => new Float32Array(b64bytes(s).buffer);
 
 // ---- scene construction -----------------------------------------------------------------------------
 
 const canvas = $('view');
-const renderer = new THREE.WebGLRenderer({ canvas, antialias: true, preserveDrawingBuffer: true });
-renderer.setPixelRatio(1);
+// The renderer is made once the number of worlds is known: antialiasing (multisampling, costly in a
+// software GL such as headless Chromium's SwiftShader) for up to 4 worlds; ?aa=1 or ?aa=0 decides.
+let renderer = null;
+function makeRenderer(nworlds) {
+  const q = /[?&]aa=([01])/.exec(location.search);
+  renderer = new THREE.WebGLRenderer({ canvas, antialias: q ? q[1] === '1' : nworlds <= 4, preserveDrawingBuffer: true });
+  renderer.setPixelRatio(1);
+}
 const scene3 = new THREE.Scene();
 scene3.background = new THREE.Color(0xdfe7ef);
 const camera = new THREE.PerspectiveCamera(50, 1, 0.05, 200);
 camera.up.set(0, 0, 1);
-scene3.add(new THREE.HemisphereLight(0xffffff, 0x8a8f94, 1.6));
+const hemi = new THREE.HemisphereLight(0xffffff, 0x8a8f94, 1.6);
+scene3.add(hemi);
 const sun = new THREE.DirectionalLight(0xffffff, 1.6);
 sun.position.set(3, -4, 8);
 scene3.add(sun);
@@ -78,9 +93,15 @@ function terrainMesh(terrain) {
     g.computeVertexNormals();
     return new THREE.Mesh(g, mat);
   }
+  // the plane: lit the same everywhere, so an unlit material with the lights' effect folded into its colour
+  // (three.js's Lambert: albedo / pi x (hemisphere sky intensity + sun intensity x cos)) looks the same
+  // and costs much less per pixel in a software GL
   const size = 400;
-  mat.map.repeat.set(size, size);
-  const m = new THREE.Mesh(new THREE.PlaneGeometry(size, size), mat);
+  const up = new THREE.Vector3(0, 0, 1), toSun = sun.position.clone().normalize();
+  const k = (hemi.intensity + sun.intensity * Math.max(0, up.dot(toSun))) / Math.PI;
+  const flat = new THREE.MeshBasicMaterial({ map: mat.map, color: new THREE.Color(k, k, k) });
+  flat.map.repeat.set(size, size);
+  const m = new THREE.Mesh(new THREE.PlaneGeometry(size, size), flat);
   m.position.z = terrain ? terrain.height : 0;
   return m;
 }
@@ -104,14 +125,66 @@ function primitive(g) {
   return mesh;
 }
 
-// One robot: a group per body holding its primitives, and a pool of contact arrows.
+// A binary glTF as herd.meshes writes it -> {node name: BufferGeometry}: POSITION float32, NORMAL int8
+// normalized (KHR_mesh_quantization, 4-byte rows), COLOR_0 sRGB bytes (made linear here), indices.
+function parseGLB(buf) {
+  const dv = new DataView(buf);
+  if (dv.getUint32(0, true) !== 0x46546c67) throw new Error('not a binary glTF file');
+  const jlen = dv.getUint32(12, true);
+  const doc = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 20, jlen)));
+  const bin = 28 + jlen;
+  const TYPES = { 5120: Int8Array, 5121: Uint8Array, 5123: Uint16Array, 5125: Uint32Array, 5126: Float32Array };
+  const NC = { SCALAR: 1, VEC2: 2, VEC3: 3, VEC4: 4 };
+  const read = (i) => {        // accessor i as a packed typed array of count * components
+    const a = doc.accessors[i], v = doc.bufferViews[a.bufferView], T = TYPES[a.componentType], k = NC[a.type];
+    const row = (v.byteStride || T.BYTES_PER_ELEMENT * k) / T.BYTES_PER_ELEMENT;
+    const src = new T(buf, bin + (v.byteOffset || 0) + (a.byteOffset || 0), a.count * row);
+    if (row === k) return { a, data: src, k };
+    const out = new T(a.count * k);
+    for (let j = 0; j < a.count; j++) for (let c = 0; c < k; c++) out[j * k + c] = src[j * row + c];
+    return { a, data: out, k };
+  };
+  const lin = new Float32Array(256);
+  for (let i = 0; i < 256; i++) { const c = i / 255; lin[i] = c <= 0.04045 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4); }
+  const out = {};
+  for (const node of doc.nodes) {
+    const prim = doc.meshes[node.mesh].primitives[0], at = prim.attributes, g = new THREE.BufferGeometry();
+    g.setAttribute('position', new THREE.BufferAttribute(read(at.POSITION).data, 3));
+    const n = read(at.NORMAL), nf = new Float32Array(n.data.length);
+    for (let j = 0; j < nf.length; j++) nf[j] = Math.max(-1, n.data[j] / 127);
+    g.setAttribute('normal', new THREE.BufferAttribute(nf, 3));
+    if (at.COLOR_0 !== undefined) {
+      const c = read(at.COLOR_0), cnt = c.a.count, cf = new Float32Array(cnt * 3);
+      for (let j = 0; j < cnt; j++) for (let q = 0; q < 3; q++) cf[3 * j + q] = lin[c.data[j * c.k + q]];
+      g.setAttribute('color', new THREE.BufferAttribute(cf, 3));
+    }
+    g.setIndex(new THREE.BufferAttribute(read(prim.indices).data, 1));
+    g.computeBoundingSphere();
+    out[node.name] = g;
+  }
+  return out;
+}
+
+let meshGeoms = null;                       // {body name: geometry} shared by every robot, or null
+const meshMaterial = new THREE.MeshLambertMaterial({ vertexColors: true });
+
+// One robot: a group per body holding its visual meshes and (hidden while those are shown) its
+// collision primitives, and a pool of contact arrows.
 function makeRobot(scene, maxContacts) {
   const root = new THREE.Group();
   const bodies = scene.bodies.map(() => { const b = new THREE.Group(); root.add(b); return b; });
+  const visual = [], collision = [];
+  scene.bodies.forEach((b, i) => {
+    const geo = meshGeoms && meshGeoms[b.name];
+    if (geo) { const m = new THREE.Mesh(geo, meshMaterial); bodies[i].add(m); visual.push(m); }
+  });
   for (const g of scene.geoms) {
     const m = primitive(g);
-    if (m) bodies[g.body].add(m);
+    if (m) { bodies[g.body].add(m); collision.push({ mesh: m, body: g.body }); }
   }
+  const withMesh = new Set(scene.bodies.map((b, i) => (meshGeoms && meshGeoms[b.name] ? i : -1)));
+  // a body without a visual mesh keeps its primitives in the visual view
+  for (const c of collision) c.visualToo = !withMesh.has(c.body);
   const arrows = [];
   for (let i = 0; i < maxContacts; i++) {
     const a = new THREE.ArrowHelper(new THREE.Vector3(0, 0, 1), new THREE.Vector3(), 0.1, 0xe8262b, 0.05, 0.03);
@@ -120,18 +193,27 @@ function makeRobot(scene, maxContacts) {
     arrows.push(a);
   }
   scene3.add(root);
-  return { root, bodies, arrows };
+  const robot = { root, bodies, arrows, visual, collision };
+  showShapes(robot);
+  return robot;
+}
+
+function showShapes(r) {
+  dirty = true;
+  for (const m of r.visual) m.visible = !st.collision;
+  for (const c of r.collision) c.mesh.visible = st.collision || c.visualToo;
 }
 
 // ---- state --------------------------------------------------------------------------------------------
 
 const st = {
   scene: null, nbody: 0, maxContacts: 0, robots: [], worlds: [], frame: null, focus: 0,
-  follow: true, showContacts: true, showAll: true, paused: false,
+  follow: true, showContacts: true, showAll: true, paused: false, collision: false,
   target: new THREE.Vector3(0, 0, 0.5), az: -2.2, el: 0.38, dist: 2.6,
 };
 
 function setup(scene, worlds, title) {
+  makeRenderer(Math.min(worlds.length, 16));
   st.scene = scene;
   st.nbody = scene.bodies.length;
   st.maxContacts = scene.max_contacts || 0;
@@ -158,7 +240,7 @@ function basePosition(j) {
 
 function applyFrame(f) {
   st.frame = f;
-  api.frames++;
+  dirty = true;
   const nb = st.nbody, mc = st.maxContacts;
   st.robots.forEach((r, j) => {
     const o = offset(j);
@@ -187,18 +269,23 @@ function showTerms(f) {
   const rows = [];
   if (f.reward) rows.push(['reward', f.reward[st.focus]]);
   if (f.terms) for (const [k, v] of Object.entries(f.terms)) rows.push([k, v[st.focus]]);
-  body.innerHTML = '';
-  if (!rows.length) {
-    body.innerHTML = '<tr><td colspan="2">(no reward terms from this source)</td></tr>';
-    return;
+  const names = rows.map((r) => r[0]).join('\n');
+  if (names !== showTerms.names) {          // the rows are rebuilt only when the terms change
+    showTerms.names = names;
+    body.innerHTML = '';
+    if (!rows.length) body.innerHTML = '<tr><td colspan="2">(no reward terms from this source)</td></tr>';
+    for (const [k] of rows) {
+      const tr = document.createElement('tr');
+      tr.innerHTML = '<td></td><td></td>';
+      tr.cells[0].textContent = k;
+      body.append(tr);
+    }
   }
-  for (const [k, v] of rows) {
-    const tr = document.createElement('tr');
-    tr.innerHTML = '<td></td><td></td>';
-    tr.cells[0].textContent = k;
-    tr.cells[1].textContent = Number.isFinite(Number(v)) ? Number(v).toFixed(4) : '–';
-    body.append(tr);
-  }
+  rows.forEach(([, v], i) => {
+    const text = Number.isFinite(Number(v)) ? Number(v).toFixed(4) : '–';
+    const cell = body.rows[i].cells[1];
+    if (cell.textContent !== text) cell.textContent = text;
+  });
 }
 
 // ---- camera and drawing ---------------------------------------------------------------------------------
@@ -224,10 +311,27 @@ function placeCamera() {
   camera.updateMatrixWorld();
 }
 
+// Something to draw since the last draw: a new frame, the camera moved, a toggle, a new size.
+let dirty = true;
+const touch = () => { dirty = true; };
+
+function drawIfNeeded() {
+  const w = canvas.clientWidth, h = canvas.clientHeight;
+  if (dirty || canvas.width !== w || canvas.height !== h) draw();
+}
+
 function draw() {
+  dirty = false;
+  api.draws++;
   resize();
   placeCamera();
   renderer.render(scene3, camera);
+  if (st.frame) api.drawnStep = st.frame.step;
+  if (st.frame && !api.drawn) {
+    api.drawn = true;
+    api.timing.drawn = performance.now();
+    document.documentElement.dataset.herdDrawn = '1';
+  }
 }
 
 // Test hook: where the focused world's base is, in the world and on the canvas (pixels, origin top left).
@@ -244,7 +348,15 @@ api.info = () => {
   }
   return out;
 };
-api.setFollow = (on) => { $('follow').checked = on; st.follow = on; };
+// Test hook: the mean wall time (ms) of n synchronous draws of the current frame (the GPU finished each),
+// to tell the page's drawing cost from the rate at which the browser gives it animation frames.
+api.drawCost = (n = 20) => {
+  const gl = renderer.getContext(), px = new Uint8Array(4);
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) { draw(); gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.UNSIGNED_BYTE, px); }
+  return (performance.now() - t0) / n;
+};
+api.setFollow = (on) => { $('follow').checked = on; st.follow = on; touch(); };
 
 // ---- controls -------------------------------------------------------------------------------------------
 
@@ -262,8 +374,10 @@ api.setPaused = setPaused;
 $('play').onclick = () => setPaused(!st.paused);
 window.addEventListener('keydown', (e) => { if (e.code === 'Space') { e.preventDefault(); setPaused(!st.paused); } });
 $('focus').onchange = (e) => { st.focus = Number(e.target.value); if (st.frame) applyFrame(st.frame); };
-$('follow').onchange = (e) => { st.follow = e.target.checked; };
+$('follow').onchange = (e) => { st.follow = e.target.checked; touch(); };
 $('contacts').onchange = (e) => { st.showContacts = e.target.checked; if (st.frame) applyFrame(st.frame); };
+$('collision').onchange = (e) => { st.collision = e.target.checked; st.robots.forEach(showShapes); };
+api.setCollision = (on) => { $('collision').checked = on; st.collision = on; st.robots.forEach(showShapes); };
 $('showall').onchange = (e) => { st.showAll = e.target.checked; if (st.frame) applyFrame(st.frame); };
 
 let drag = null;
@@ -274,15 +388,25 @@ canvas.addEventListener('pointermove', (e) => {
   st.az -= 0.008 * (e.clientX - drag[0]);
   st.el = Math.min(1.45, Math.max(-0.2, st.el + 0.008 * (e.clientY - drag[1])));
   drag = [e.clientX, e.clientY];
+  touch();
 });
-canvas.addEventListener('wheel', (e) => { e.preventDefault(); st.dist = Math.min(60, Math.max(0.4, st.dist * Math.exp(0.001 * e.deltaY))); },
+canvas.addEventListener('wheel', (e) => { e.preventDefault(); st.dist = Math.min(60, Math.max(0.4, st.dist * Math.exp(0.001 * e.deltaY))); touch(); },
                         { passive: false });
 
 // ---- sources --------------------------------------------------------------------------------------------
 
+function loadMeshes(buf) {
+  meshGeoms = buf ? parseGLB(buf) : null;
+  api.timing.meshes = performance.now();
+  api.meshes = meshGeoms ? Object.keys(meshGeoms) : [];
+  $('collision').disabled = !meshGeoms;
+  if (!meshGeoms) { $('collision').checked = true; st.collision = true; }
+}
+
 function startReplay(R) {
   api.mode = 'replay';
   $('mode').textContent = 'replay';
+  loadMeshes(R.meshes ? b64bytes(R.meshes).buffer : null);
   setup(R.scene, R.worlds, R.title);
   const k = R.worlds.length, nb = R.scene.bodies.length, mc = R.scene.max_contacts || 0, F = R.nframes;
   const pos = b64floats(R.body_pos), quat = b64floats(R.body_quat);
@@ -314,10 +438,10 @@ function startReplay(R) {
     last = now;
     if (t >= F * R.dt) t = R.loop === false ? (F - 1) * R.dt : 0;
     const i = Math.min(F - 1, Math.floor(t / R.dt));
-    if (i !== shown) { applyFrame(frameAt(i)); shown = i; scrub.value = i; }
+    if (i !== shown) { applyFrame(frameAt(i)); api.frames++; shown = i; scrub.value = i; }
     $('time').textContent = (i * R.dt).toFixed(2) + ' s';
     $('status').textContent = 'frame ' + i + ' / ' + F;
-    draw();
+    drawIfNeeded();
     requestAnimationFrame(tick);
   }
   api.ready = true;
@@ -328,6 +452,7 @@ async function startLive() {
   api.mode = 'live';
   $('mode').textContent = 'live';
   const info = await (await fetch('scene')).json();
+  loadMeshes(info.meshes ? await (await fetch(info.meshes)).arrayBuffer() : null);
   setup(info.scene, info.worlds, info.title);
   setPausedRemote(info.paused);
   source = {
@@ -337,9 +462,13 @@ async function startLive() {
   };
   const arrivals = [];          // arrival times of the frames of the last second
   const es = new EventSource('events');
+  // frames are applied at the next animation frame, the newest only: a page drawing slower than frames
+  // arrive does not pose the robots of frames nobody sees
+  let pending = null;
   es.onmessage = (e) => {
     const f = JSON.parse(e.data);
-    applyFrame(f);
+    pending = f;
+    api.frames++;
     const now = performance.now();
     arrivals.push(now);
     while (arrivals[0] < now - 1000) arrivals.shift();
@@ -349,7 +478,11 @@ async function startLive() {
     api.ready = true;
   };
   es.onerror = () => { $('status').textContent = 'disconnected (retrying)'; };
-  function tick() { draw(); requestAnimationFrame(tick); }
+  function tick() {
+    if (pending) { applyFrame(pending); pending = null; }
+    drawIfNeeded();
+    requestAnimationFrame(tick);
+  }
   requestAnimationFrame(tick);
 }
 

@@ -23,12 +23,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from cdp import CHROMIUM, Browser
+from browser import HAVE_BROWSER, WHY_NOT, Browser
 from test_viewer import base_rgb, is_robot_colour
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
-pytestmark = [pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium not installed"),
+pytestmark = [pytest.mark.skipif(not HAVE_BROWSER, reason=WHY_NOT),
               pytest.mark.skipif(subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode,
                                  reason="PyTorch not installed (the examples need it)")]
 

@@ -1,8 +1,12 @@
-"""The viewer in a real browser: headless Chromium (tests/viewer/cdp.py) loads the live page of
-`herd.view` (poses of a real herd-server) and a replay written by `herd.record`, takes screenshots at two
-times and checks that the robot is drawn where its base projects (pixels of the base's colour around the
-pixel this test computes itself from the server's pose and the page's camera), that it moved, that frames
-arrive at >= 30 Hz, that play/pause and the reward terms work, and that the page logs no console error.
+"""The viewer in a real browser: headless Chromium (Selenium and chromium-driver, tests/viewer/browser.py)
+loads the live page of `herd.view` (poses of a real herd-server) and a replay written by `herd.record`,
+takes screenshots at two times and checks that the robot is drawn where its base projects (pixels of the
+base's colour, the red of its shells with the visual meshes on, around the pixel this test computes itself
+from the server's pose and the page's camera), that a leg's link is drawn where its pose says (the dark
+foot at the projection of its shank's foot point), that it moved, that frames keep arriving, that
+play/pause, the collision-shape toggle and the reward terms work, that `python3 -m herd.view
+--screenshot` writes a picture of the drawn robot (not of a page still loading), and that the page logs no
+console error.
 
 Run: tests/viewer/run.sh (make test-viewer).  HERD_VIEWER_SHOTS=DIR keeps the screenshots there.
 """
@@ -10,8 +14,10 @@ import colorsys
 import io
 import math
 import os
+import re
 import shutil
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -20,14 +26,17 @@ from PIL import Image
 
 import herd
 import herd.record
+import herd.render
 import herd.view
 from herd.local import LocalServer
 
-from cdp import CHROMIUM, Browser
+from browser import HAVE_BROWSER, WHY_NOT, Browser
+from herd.meshes import read_glb, visual_path
 
 W, H = 800, 600
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium not installed")
+pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason=WHY_NOT)
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +45,45 @@ def server():
         yield s
 
 
-def base_rgb(scene):
-    """The base's colour as the page shows it: the scene's linear RGB encoded as sRGB."""
+def base_rgb(scene, collision=False):
+    """The base's colour as the page shows it: with the visual meshes, the median of the base mesh's
+    clearly coloured vertices (sRGB: the shells' red); otherwise (or collision=True) the collision
+    primitive's linear RGB encoded as sRGB."""
+    path = visual_path(scene)
+    if path and not collision:
+        C = read_glb(path)[scene["bodies"][0]["name"]][2]
+        hsv = np.array([colorsys.rgb_to_hsv(*c) for c in C])
+        return list(np.median(C[hsv[:, 1] > 0.5], axis=0))
     g = next(g for g in scene["geoms"] if g["body"] == 0)
     return [12.92 * c if c <= 0.0031308 else 1.055 * c ** (1 / 2.4) - 0.055 for c in g["rgba"][:3]]
+
+
+def foot_point(poses, world=0, leg=0):
+    """World position of leg `leg`'s foot centre (its shank frame's foot point, herd's anymal_c.urdf: the
+    FOOT frame at (+-0.08795, +-0.01305, -0.33797) in XX_SHANK, the foot 0.0225 above it) of a poses dict."""
+    shank = 3 + 3 * leg                       # bodies: base, then per leg (LF, RF, LH, RH) HIP, THIGH, SHANK
+    sign = [(1, 1), (1, -1), (-1, 1), (-1, -1)][leg]
+    off = np.array([0.08795 * sign[0], 0.01305 * sign[1], -0.33797 + 0.0225])
+    R = herd.render.quat_to_mat(poses["body_quat"][world][shank])
+    return poses["body_pos"][world][shank] + R @ off
+
+
+def check_foot(img, poses, info):
+    """The foot nearest the camera (not hidden behind the body) is drawn dark where its shank's pose puts it."""
+    cam = np.asarray(info["camera"]["position"])
+    feet = [foot_point(poses, 0, leg) for leg in range(4)]
+    leg = int(np.argmin([np.linalg.norm(f - cam) for f in feet]))
+    px = project(feet[leg], info["camera"], info["width"], info["height"])
+    frac = dark_fraction(img, px)
+    assert frac > 0.5, "leg %d: only %.0f%% dark pixels around its foot's projection %s" % (leg, 100 * frac, px)
+
+
+def dark_fraction(img, pixel, half=2):
+    """Share of the pixels around `pixel` that are dark (value < 0.3): the feet are black, the ground's
+    darker squares have value 0.59 and the sky is light."""
+    x, y = int(round(pixel[0])), int(round(pixel[1]))
+    win = img[max(0, y - half):y + half + 1, max(0, x - half):x + half + 1].reshape(-1, 3) / 255.0
+    return float(np.mean(win.max(1) < 0.3))
 
 
 def is_robot_colour(px, ref):
@@ -131,11 +175,18 @@ def test_live_page_attached_to_a_session(server):
                     assert np.allclose(px, info["pixel"], atol=1.0)       # our projection = three.js's
                     frac, img = robot_fraction(png, px, ref)
                     assert frac > 0.6, "base colour covers only %.0f%% around %s" % (100 * frac, px)
+                    check_foot(img, envs.poses([0]), info)
                     shots.append((base, px, img))
                 (b0, p0, i0), (b1, p1, i1) = shots
                 assert b0[2] - b1[2] > 0.1                 # it fell ...
                 assert np.linalg.norm(p1 - p0) > 10        # ... and moved on screen
                 assert np.mean(np.any(i0 != i1, axis=-1)) > 0.005
+                # the collision shapes instead of the meshes: the base box's own colour at the same pixel
+                assert b.evaluate("herdViewer.meshes").count("base") == 1
+                b.evaluate("herdViewer.setCollision(true)")
+                b.next_frames(2)
+                frac, _ = robot_fraction(b.screenshot(), p1, base_rgb(envs.scene(), collision=True))
+                assert frac > 0.6, "collision box colour covers only %.0f%% around %s" % (100 * frac, p1)
                 assert b.console_errors == []
         finally:
             viewer.stop()
@@ -167,10 +218,16 @@ def test_live_page_own_session_terms_and_pause(server):
             b.evaluate("document.getElementById('focus').value = '1'; "
                        "document.getElementById('focus').dispatchEvent(new Event('change'))")
             assert b.evaluate("herdViewer.info().world") == 1
+            # the camera follows world 1's base: its collision box (around the base's origin whatever the
+            # random actions did to the pose, unlike the meshes' red shells) is at the pixel info() names
+            b.evaluate("herdViewer.setCollision(true); herdViewer.setPaused(true)")
+            b.wait_for("herdViewer.info().paused")
+            time.sleep(0.3)
+            b.next_frames(2)
+            info = b.evaluate("herdViewer.info()")
             png = b.screenshot()
             keep(png, "live_walk.png")
-            info = b.evaluate("herdViewer.info()")
-            frac, _ = robot_fraction(png, info["pixel"], base_rgb(src.scene()))
+            frac, _ = robot_fraction(png, info["pixel"], base_rgb(src.scene(), collision=True))
             assert frac > 0.6
             assert b.console_errors == []
     finally:
@@ -204,6 +261,7 @@ def test_replay_offline(server, tmp_path):
             px = project(base, info["camera"], info["width"], info["height"])
             frac, img = robot_fraction(png, px, ref)
             assert frac > 0.6, "base colour covers only %.0f%% around %s" % (100 * frac, px)
+            check_foot(img, {"body_pos": rec.body_pos[i], "body_quat": rec.body_quat[i]}, info)
             shots.append((base, img))
         assert shots[0][0][2] - shots[1][0][2] > 0.1
         assert np.mean(np.any(shots[0][1] != shots[1][1], axis=-1)) > 0.005
@@ -247,3 +305,23 @@ def test_replay_on_a_heightfield(server, tmp_path):
     tile = lambda img: np.abs(img[below] - shots["plane"][below]).max(-1)    # noqa: E731
     assert np.mean(tile(shots["flat"]) < 40) > 0.8
     assert np.mean(np.any(shots["ridge"] != shots["flat"], -1)) > 0.02
+
+
+def test_screenshot_command(tmp_path):
+    """python3 -m herd.view --local --screenshot: a PNG of the drawn page while its SSE stream runs, not of a
+    page still loading (that shows no robot: here the robot's red covers part of the picture)."""
+    out = tmp_path / "live.png"
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "clients", "python"))
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "herd.view", "--local", "--task", "anymal_c-walk", "--worlds", "2",
+                        "--screenshot", str(out), "--at", "0.5", "--size", "%dx%d" % (W, H)],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    print(r.stdout.strip(), "(%.1f s in all)" % (time.monotonic() - t0))
+    assert re.search(r"fully drawn \d+\.\d+ s", r.stdout), r.stdout
+    img = np.asarray(Image.open(out).convert("RGB"))
+    assert img.shape == (H, W, 3)
+    keep(out.read_bytes(), "screenshot_command.png")
+    hsv = np.array([colorsys.rgb_to_hsv(*p) for p in img[::4, ::4].reshape(-1, 3) / 255.0])
+    red = (np.minimum(hsv[:, 0], 1 - hsv[:, 0]) * 360 < 20) & (hsv[:, 1] > 0.35) & (hsv[:, 2] > 0.2)
+    assert red.mean() > 0.01, "hardly any of the robot's red in the picture (%.2f%%)" % (100 * red.mean())

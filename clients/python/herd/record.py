@@ -4,6 +4,8 @@ it opens offline, from file://, in any browser) and the same rollout as MP4 when
     import herd
     info = herd.record(envs, "walk.html", steps=500, policy=lambda obs: pi(obs), mp4="walk.mp4")
     python3 -m herd.record --local --task paper-drop --seconds 1.5 --html drop.html --mp4 drop.mp4
+    python3 -m herd.record --local --task anymal_c-walk --worlds 4 --policy examples/walk_policy.pt \
+        --seconds 10 --html walk.html --mp4 walk.mp4 --screenshot walk.png --at 5
 
 Incrementally, from a training loop (the env is stepped by its owner):
 
@@ -13,7 +15,10 @@ Incrementally, from a training loop (the env is stepped by its owner):
     rec.write_html("replay.html"); rec.write_mp4("replay.mp4"); rec.write_gif("replay.gif")
 
 three.js is read from viewer/node_modules (installed by `make viewer-deps`) at write time: the HTML embeds
-the library for the user who makes it; do not commit such files.  The MP4 frames come from herd.render (the
+the library for the user who makes it (and the robot's visual meshes, herd.meshes); do not commit such files.
+--policy PATH: a TorchScript module (obs -> actions) or a checkpoint of the examples' PPO
+(examples/herd_ppo.py save_policy: an ELU MLP actor and its observation normalizer; its task config is
+used, with observation noise off); the actions are the policy's mean.  The MP4 frames come from herd.render (the
 numpy rasterizer) with its camera following world world_ids[0]'s base, written by herd.video.
 """
 import argparse
@@ -25,10 +30,11 @@ import types
 
 import numpy as np
 
+from .errors import HerdError
 from .video import have_ffmpeg, write_video
 from .view import MAX_WORLDS, pick_terms, server_address, three_path, viewer_dir
 
-__all__ = ["Recorder", "record", "main"]
+__all__ = ["Recorder", "record", "load_policy", "main"]
 
 
 def _b64(a):
@@ -68,7 +74,13 @@ class Recorder:
         """The replay as the page reads it (window.HERD_REPLAY)."""
         if not self.nframes:
             raise ValueError("nothing captured")
-        d = {"title": self.title, "scene": self.scene, "worlds": self.worlds, "dt": self.dt,
+        from .meshes import visual_path
+        mp = visual_path(self.scene)
+        meshes = None
+        if mp:
+            with open(mp, "rb") as f:
+                meshes = base64.b64encode(f.read()).decode("ascii")
+        d = {"title": self.title, "scene": self.scene, "worlds": self.worlds, "dt": self.dt, "meshes": meshes,
              "nframes": self.nframes, "body_pos": _b64(np.stack(self.body_pos)),
              "body_quat": _b64(np.stack(self.body_quat)),
              "contacts": {k: _b64(np.stack(v)) for k, v in self.contacts.items()}}
@@ -162,6 +174,47 @@ def record(envs, html, steps, policy=None, world_ids=(0,), every=None, mp4=None,
     return rec
 
 
+def load_policy(path):
+    """(policy obs -> actions, task config) from a TorchScript file or an examples/herd_ppo.py checkpoint."""
+    import torch
+    try:
+        module = torch.jit.load(path, map_location="cpu")
+    except (RuntimeError, ValueError):
+        module = None
+    if module is not None:
+        module.eval()
+
+        def scripted(obs):
+            with torch.no_grad():
+                return module(torch.as_tensor(np.asarray(obs, np.float32))).numpy()
+        return scripted, {}
+    ck = torch.load(path, map_location="cpu")
+    if not isinstance(ck, dict) or "model" not in ck:
+        raise ValueError("%s is neither a TorchScript module nor a herd_ppo checkpoint" % path)
+    sd = ck["model"]
+    n = 1 + max(int(k.split(".")[1]) for k in sd if k.startswith("actor.") and k.endswith(".weight"))
+    layers = []
+    for i in range(0, n, 2):
+        w, b = sd["actor.%d.weight" % i], sd["actor.%d.bias" % i]
+        lin = torch.nn.Linear(w.shape[1], w.shape[0])
+        lin.load_state_dict({"weight": w, "bias": b})
+        layers += [lin, torch.nn.ELU()]
+    actor = torch.nn.Sequential(*layers[:-1]).eval()
+    norm = ck.get("norm") or {"enabled": False}
+    if norm.get("enabled", True):
+        mean = torch.as_tensor(norm["mean"], dtype=torch.float32)
+        std = torch.as_tensor(np.sqrt(np.asarray(norm["var"]) + 1e-8), dtype=torch.float32)
+    clip = float(norm.get("clip", 5.0))
+
+    def mlp(obs):
+        x = torch.as_tensor(np.asarray(obs, np.float32))
+        if norm.get("enabled", True):
+            x = torch.clamp((x - mean) / std, -clip, clip)
+        with torch.no_grad():
+            return actor(x).numpy()
+    return mlp, dict(ck.get("config") or {})
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m herd.record", description="Record a rollout as HTML (+ MP4).")
     ap.add_argument("--address", help="herd-server endpoint")
@@ -170,25 +223,44 @@ def main(argv=None):
     ap.add_argument("--worlds", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=1.5, help="simulated seconds")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--policy", choices=["zero", "random"], default="zero")
+    ap.add_argument("--policy", default="zero", help="zero, random, or a policy file (TorchScript, or a checkpoint "
+                                                     "of examples/herd_ppo.py such as examples/walk_policy.pt)")
     ap.add_argument("--html", required=True)
     ap.add_argument("--mp4")
     ap.add_argument("--gif", help="also an animated GIF (python3-pil), 320x240")
     ap.add_argument("--size", default="640x480")
+    ap.add_argument("--screenshot", metavar="PNG", help="also a PNG of the replay page, fully drawn (headless Chromium)")
+    ap.add_argument("--at", type=float, default=0.0, help="the replay's time (s) of the screenshot")
     a = ap.parse_args(argv)
     from .vector import make_vec
+    config, pol = {}, None
+    if a.policy not in ("zero", "random"):
+        pol, config = load_policy(a.policy)
+        config.setdefault("obs_noise", 0.0)         # the policy as it acts, not as it was trained to cope
     with server_address(a.address, a.local) as address:
-        with make_vec(a.task, a.worlds, address=address, seed=a.seed, reward_terms=True) as envs:
+        try:
+            envs = make_vec(a.task, a.worlds, address=address, seed=a.seed, reward_terms=True, **config)
+        except (ValueError, HerdError):
+            if "obs_noise" not in config:
+                raise
+            config.pop("obs_noise")           # a task without that key
+            envs = make_vec(a.task, a.worlds, address=address, seed=a.seed, reward_terms=True, **config)
+        with envs:
             rng = np.random.default_rng(a.seed)
-            pol = None if a.policy == "zero" else (lambda o: rng.uniform(-1, 1, (envs.num_envs, envs.act_dim)))
+            if a.policy == "random":
+                pol = (lambda o: rng.uniform(-1, 1, (envs.num_envs, envs.act_dim)))
             steps = int(round(a.seconds / envs.herd_spec["control_dt"]))
             w, h = (int(x) for x in a.size.split("x"))
             rec = record(envs, a.html, steps, policy=pol, world_ids=range(min(a.worlds, MAX_WORLDS)),
                          mp4=a.mp4, seed=a.seed, size=(w, h))
             if a.gif:
                 rec.write_gif(a.gif)
+            if a.screenshot:
+                from .screenshot import screenshot
+                took = screenshot(rec.html_path, a.screenshot, at=a.at)
+                print("herd.record: %s fully drawn %.2f s after the page was opened" % (a.screenshot, took))
             print("herd.record: %d frames -> %s" % (rec.nframes, ", ".join(
-                p for p in (rec.html_path, rec.mp4_path, a.gif) if p)))
+                p for p in (rec.html_path, rec.mp4_path, a.gif, a.screenshot) if p)))
     return 0
 
 

@@ -132,24 +132,43 @@ def _outward(P, N):
     return P, N, keep
 
 
+# cluster size (m) of the further decimation of the visual meshes for this renderer: enough triangles to
+# show the shells, drives and feet, few enough for 100 frames/s at 320 x 240
+VISUAL_CELL = 0.025
+
+
 class Renderer:
     """Draws one world of a scene (``HerdVectorEnv.scene()``) from its body poses.
 
     width, height: pixels (default 320 x 240).  fov: vertical field of view (degrees).  distance,
     azimuth, elevation: where the camera sits relative to the point it looks at (metres, degrees; azimuth
     from +x towards +y).  segments: facets around curved primitives.  checker: ground tile size (m).
-    light: direction towards the light (world).
+    light: direction towards the light (world).  visual: draw the robot as it looks (herd.meshes: the
+    visual meshes of viewer/assets, decimated to mesh_cell) where the scene's model has them; False, or a
+    model without meshes: the collision primitives.
     """
 
     def __init__(self, scene, width=320, height=240, fov=50.0, distance=1.9, azimuth=-125.0, elevation=22.0,
-                 segments=12, checker=0.5, light=(0.35, -0.45, 0.82)):
+                 segments=12, checker=0.5, light=(0.35, -0.45, 0.82), visual=True, mesh_cell=VISUAL_CELL):
         self.width, self.height = int(width), int(height)
         self.checker = float(checker)
         self.set_view(distance, azimuth, elevation, fov)
         L = np.asarray(light, dtype=np.float64)
         self.light = L / np.linalg.norm(L)
         Ps, Ns, tb, cols = [], [], [], []
+        meshes = None
+        if visual:
+            from .meshes import load_visual
+            meshes = load_visual(scene, cell=mesh_cell)
+        self.visual = bool(meshes)
+        for b, (P, N, C) in sorted((meshes or {}).items()):
+            Ps.append(P)
+            Ns.append(N)
+            tb.append(np.full(len(P), int(b)))
+            cols.append(C.mean(1))
         for g in scene["geoms"]:
+            if meshes and int(g["body"]) in meshes:
+                continue
             P, N = primitive_mesh(g["type"], g["size"], segments)
             R = quat_to_mat(np.asarray(g["quat"], dtype=np.float64))
             P = P @ R.T + np.asarray(g["pos"], dtype=np.float64)
@@ -304,7 +323,7 @@ class Renderer:
         c = np.empty_like(self._P32)                                                  # (T, 3 corners, 3)
         for b, a, e in self._blocks:                                                  # one product per body
             b = nb if b < 0 else b
-            c[a:e] = self._P32[a:e] @ Mc[b].T + oc[b]
+            c[a:e] = (self._P32[a:e].reshape(-1, 3) @ Mc[b].T).reshape(-1, 3, 3) + oc[b]   # one GEMM per body
         z = c[..., 2]
         # back faces (the eye is the origin) and triangles reaching behind the near plane go first; the
         # camera axes (right, up, forward) are left-handed, so an outward normal facing the eye has g . c > 0

@@ -1,10 +1,13 @@
-"""Frames (uint8 H x W x 3 arrays) to a video file: MP4 through Debian's ffmpeg, GIF through Pillow.
+"""Frames (uint8 H x W x 3 arrays) to a video file: MP4 through Debian's ffmpeg, else through imageio
+(python3-imageio, with whatever ffmpeg it finds: its own from imageio-ffmpeg, or the system's); GIF
+through Pillow, else imageio.  gymnasium.wrappers.RecordVideo needs moviepy; this writer does not.
 
     from herd.video import write_video
-    path = write_video(frames, "rollout.mp4", fps=30)    # falls back to rollout.gif without ffmpeg
+    path = write_video(frames, "rollout.mp4", fps=30)    # falls back to rollout.gif without an MP4 encoder
 
-Neither tool is a dependency of herd: ffmpeg (``apt install ffmpeg``) is looked up on PATH and Pillow
-(``python3-pil``) imported when a GIF is written; a missing one is reported with what to install.
+None of these tools is a dependency of herd: ffmpeg (``apt install ffmpeg``) is looked up on PATH, imageio
+and Pillow (``python3-imageio``, ``python3-pil``) imported when needed; a missing one is reported with what
+to install.
 """
 import os
 import shutil
@@ -18,6 +21,32 @@ __all__ = ["write_video", "have_ffmpeg"]
 def have_ffmpeg():
     """The ffmpeg executable on PATH, or None."""
     return shutil.which("ffmpeg")
+
+
+def _imageio():
+    """The imageio module, or None."""
+    try:
+        import imageio
+    except ImportError:
+        return None
+    return imageio
+
+
+def _write_mp4_imageio(frames, path, fps, iio):
+    """H.264 through imageio's ffmpeg plugin; False when imageio has no ffmpeg to run."""
+    h, w = frames[0].shape[:2]
+    ph, pw = h + h % 2, w + w % 2
+    try:
+        wr = iio.get_writer(path, format="FFMPEG", mode="I", fps=fps, codec="libx264", pixelformat="yuv420p",
+                            macro_block_size=1)
+    except Exception:                   # noqa: BLE001 - no ffmpeg for imageio (its error types vary by version)
+        return False
+    with wr:
+        for f in frames:
+            if (ph, pw) != (h, w):
+                f = np.pad(f, ((0, ph - h), (0, pw - w), (0, 0)), mode="edge")
+            wr.append_data(f)
+    return True
 
 
 def _as_frames(frames):
@@ -53,7 +82,11 @@ def _write_gif(frames, path, fps):
     try:
         from PIL import Image
     except ImportError as e:      # pragma: no cover - depends on the installation
-        raise RuntimeError("writing a GIF needs Pillow (apt install python3-pil)") from e
+        iio = _imageio()
+        if iio is None:
+            raise RuntimeError("writing a GIF needs Pillow or imageio (apt install python3-pil)") from e
+        iio.mimsave(path, frames, format="GIF", duration=max(0.02, 1.0 / fps))
+        return
     imgs = [Image.fromarray(f) for f in frames]
     # one palette for the whole clip (from a few frames): no flicker, small files
     sample = Image.fromarray(np.concatenate([frames[i] for i in np.linspace(0, len(frames) - 1, 4).astype(int)]))
@@ -64,15 +97,18 @@ def _write_gif(frames, path, fps):
 
 
 def write_video(frames, path, fps=30, fallback=True):
-    """Writes frames to path: ``.mp4`` with ffmpeg (H.264), ``.gif`` with Pillow.  With fallback (default),
-    an MP4 asked for where ffmpeg is missing becomes a GIF beside it (same name, .gif).  Returns the path
-    written."""
+    """Writes frames to path: ``.mp4`` with ffmpeg (H.264; without it, imageio's), ``.gif`` with Pillow.
+    With fallback (default), an MP4 asked for where no encoder is found becomes a GIF beside it (same
+    name, .gif).  Returns the path written."""
     frames = _as_frames(frames)
     ext = os.path.splitext(path)[1].lower()
     if ext == ".mp4":
         ffmpeg = have_ffmpeg()
         if ffmpeg:
             _write_mp4(frames, path, fps, ffmpeg)
+            return path
+        iio = _imageio()
+        if iio is not None and _write_mp4_imageio(frames, path, fps, iio):
             return path
         if not fallback:
             raise RuntimeError("writing an MP4 needs ffmpeg (apt install ffmpeg)")

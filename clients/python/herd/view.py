@@ -7,7 +7,8 @@ by Server-Sent Events.
     python3 -m herd.view --address tcp://127.0.0.1:5555 --session 1234567 --token a740...   # a trainer's session
                                                                     # (its read-only view token)
 
-Then open the printed URL (loopback by default: --host 0.0.0.0 exposes it).  From a training script, in
+Then open the printed URL (loopback by default: --host 0.0.0.0 exposes it; ?aa=1 or ?aa=0 after it turns
+antialiasing on or off, by default on for up to 4 worlds).  From a training script, in
 process (the viewer uses its own socket; the trainer's steps are not touched):
 
     viewer = herd.view.attach(envs)          # started; print(viewer.url)
@@ -18,8 +19,12 @@ replies) and SessionSource (somebody else's session: only the read-only ``poses`
 neither step nor draw random numbers).  A source gives scene(), worlds, frame() (a JSON-ready dict) and
 set_paused(); the HTTP side (Viewer) knows nothing else about herd.
 
-HTTP: GET / (the page), GET /scene ({scene, worlds, title, paused}), GET /events (text/event-stream, one
+HTTP: GET / (the page), GET /scene ({scene, worlds, title, paused, meshes: the URL of the robot's visual
+meshes or null}), GET /assets/NAME.glb (those meshes, herd.meshes), GET /events (text/event-stream, one
 frame per message), POST /control ({"paused": bool}).
+
+--screenshot OUT.png [--at SECONDS] writes a PNG of the fully drawn page (headless Chromium through
+Selenium and chromium-driver; herd.screenshot) instead of serving until Ctrl-C.
 """
 import argparse
 import contextlib
@@ -293,6 +298,8 @@ class Viewer:
                        "/viewer.js": ("viewer.js", "text/javascript"), "/viewer.css": ("viewer.css", "text/css")}
         self._dir = viewer_dir()
         self._three = three_path()
+        from .meshes import visual_path
+        self._meshes = visual_path(source.scene())
         viewer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -332,10 +339,14 @@ class Viewer:
         if path == "/three.module.min.js":
             with open(self._three, "rb") as f:
                 return self._send(h, 200, f.read(), "text/javascript; charset=utf-8")
+        if self._meshes and path == "/assets/" + os.path.basename(self._meshes):
+            with open(self._meshes, "rb") as f:
+                return self._send(h, 200, f.read(), "model/gltf-binary")
         if path == "/scene":
             s = self.source
-            body = json.dumps({"scene": s.scene(), "worlds": s.worlds, "title": s.title, "paused": s.paused},
-                              default=_jsonable).encode()
+            meshes = "assets/" + os.path.basename(self._meshes) if self._meshes else None
+            body = json.dumps({"scene": s.scene(), "worlds": s.worlds, "title": s.title, "paused": s.paused,
+                               "meshes": meshes}, default=_jsonable).encode()
             return self._send(h, 200, body, "application/json")
         if path == "/events":
             return self._events(h)
@@ -465,6 +476,11 @@ def main(argv=None):
     ap.add_argument("--host", default="127.0.0.1", help="HTTP interface (default loopback only)")
     ap.add_argument("--port", type=int, default=8765, help="HTTP port (0: any free one)")
     ap.add_argument("--seconds", type=float, default=0, help="stop after this many seconds (0: until Ctrl-C)")
+    ap.add_argument("--screenshot", metavar="PNG", help="write a PNG of the fully drawn page (headless Chromium) and exit")
+    ap.add_argument("--at", type=float, default=0.0,
+                    help="with --screenshot: once the session has run this many simulated seconds (own session), "
+                         "or this many seconds after the first drawn frame (attached)")
+    ap.add_argument("--size", default="960x600", help="with --screenshot: the window, WxH pixels")
     a = ap.parse_args(argv)
     ids = [int(x) for x in a.world_ids.split(",")] if a.world_ids else None
     with server_address(a.address, a.local) as address:
@@ -473,12 +489,22 @@ def main(argv=None):
         else:
             src = EnvSource(a.task, a.worlds, address=address, world_ids=ids, policy=a.policy, seed=a.seed,
                             speed=a.speed, push_hz=a.hz)
-        with Viewer(src, host=a.host, port=a.port, period=1.0 / a.hz) as viewer:
-            print("herd.view: %s on %s" % (src.title, viewer.url), flush=True)
-            try:
-                time.sleep(a.seconds) if a.seconds > 0 else threading.Event().wait()
-            except KeyboardInterrupt:
-                pass
+        with Viewer(src, host=a.host, port=0 if a.screenshot else a.port, period=1.0 / a.hz) as viewer:
+            if a.screenshot:
+                from .screenshot import screenshot
+                w, h = (int(x) for x in a.size.lower().split("x"))
+                dt = getattr(src, "control_dt", None)
+                t = screenshot(viewer.url, a.screenshot, width=w, height=h,
+                               at_step=int(round(a.at / dt)) if dt and a.at > 0 else None,
+                               wait=0.0 if dt else a.at)
+                print("herd.view: %s (%dx%d, fully drawn %.2f s after the page was opened)"
+                      % (a.screenshot, w, h, t), flush=True)
+            else:
+                print("herd.view: %s on %s" % (src.title, viewer.url), flush=True)
+                try:
+                    time.sleep(a.seconds) if a.seconds > 0 else threading.Event().wait()
+                except KeyboardInterrupt:
+                    pass
         src.close()
     return 0
 

@@ -44,10 +44,23 @@ def test_mp4_has_the_frames(tmp_path):
     assert (w, h, n) == (66, 48, 12)
 
 
+@pytest.mark.skipif(not shutil.which("ffmpeg"), reason="ffmpeg is not installed (imageio runs it)")
+def test_mp4_through_imageio_without_the_ffmpeg_command(tmp_path, monkeypatch):
+    pytest.importorskip("imageio")
+    import herd.video
+    monkeypatch.setattr(herd.video, "have_ffmpeg", lambda: None)       # herd's own ffmpeg call is not used
+    path = write_video(frames(w=65, h=47), str(tmp_path / "i.mp4"), fps=30)
+    assert path.endswith(".mp4")
+    out = subprocess.check_output(["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                                   "stream=nb_read_frames,width,height,codec_name", "-of", "csv=p=0", path], text=True)
+    assert out.strip() == "h264,66,48,12"
+
+
 def test_mp4_falls_back_to_gif_without_ffmpeg(tmp_path, monkeypatch):
     pytest.importorskip("PIL")
     import herd.video
     monkeypatch.setattr(herd.video, "have_ffmpeg", lambda: None)
+    monkeypatch.setattr(herd.video, "_imageio", lambda: None)
     assert write_video(frames(), str(tmp_path / "b.mp4")) == str(tmp_path / "b.gif")
     with pytest.raises(RuntimeError, match="ffmpeg"):
         write_video(frames(), str(tmp_path / "c.mp4"), fallback=False)
