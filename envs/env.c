@@ -233,7 +233,7 @@ size_t env_world_bytes(const env_t *e)
 void env_get_cost(const env_t *e, env_cost *out)
 {
     out->world_bytes = e->worlds && e->worlds[0].d ? env_world_bytes(e) : 0;
-    out->fixed_bytes = (sizeof *e + 63) / 64 * 64 + sizeof *e->model;
+    out->fixed_bytes = (sizeof *e + 63) / 64 * 64 + sizeof *e->model + e->task_fixed_bytes;
     int dec = e->spec.decimation > 0 ? e->spec.decimation : 1;
     const sim_solver_params *sp = &e->model->opt.sp;
     int solver = e->model->opt.solver;

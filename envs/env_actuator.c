@@ -1,6 +1,7 @@
 /* env_actuator.c — the ANYmal tasks' joint actuators (env_actuator.h). */
 #include "env_actuator.h"
 
+#include <malloc.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -61,6 +62,8 @@ void env_actuator_free(env_actuator *a)
 }
 
 size_t env_actuator_world_bytes(const env_actuator *a) { return a->bytes; }
+/* env_actuator_net.h keeps its struct to itself: the block's usable size (glibc) is what it takes from the heap. */
+size_t env_actuator_fixed_bytes(const env_actuator *a) { return a->net ? malloc_usable_size(a->net) : 0; }
 
 /* A draw in [r[0], r[1]], or r[0] without a draw when the ends are equal. */
 static double draw(env_rng *rng, const double r[2]) { return r[0] == r[1] ? r[0] : env_rng_range(rng, r[0], r[1]); }

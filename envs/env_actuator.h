@@ -61,7 +61,10 @@ typedef struct {
 int env_actuator_setup(env_actuator *a, const char *task, char *err, size_t errlen);
 /* Frees a's network (safe on a zeroed or failed set-up). */
 void env_actuator_free(env_actuator *a);
-/* Bytes one world's actuator state takes (a multiple of 64; 0 for pd without delay). */
+/* Heap bytes a's set-up allocated (the network's block; 0 for pd). */
+size_t env_actuator_fixed_bytes(const env_actuator *a);
+/* Bytes one world's actuator state takes (a multiple of 64: its 64-byte bookkeeping, and the network state and the
+ * target ring when used). */
 size_t env_actuator_world_bytes(const env_actuator *a);
 
 /* A world's reset: draws its delay, gain scales and strength from rng (ranges with distinct ends only), zeroes its

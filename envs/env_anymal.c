@@ -248,6 +248,7 @@ static int configure(struct env *e, const obs_def *obs, int nobs, char *err, siz
     }
     s->act_offset = (sizeof(anymal_state) + 63) / 64 * 64;
     e->task_state_size = s->act_offset + env_actuator_world_bytes(&s->act);
+    e->task_fixed_bytes = env_actuator_fixed_bytes(&s->act);
     int solver = env_cfg_solver(e, c->solver, err, errlen);
     if (solver < 0) {
         sim_model_destroy(&m);

@@ -79,6 +79,7 @@ struct env {
     env_world *worlds;
     unsigned char *task_mem;
     size_t task_state_size;         /* bytes of task state per world: the task's, or what its configure sets */
+    size_t task_fixed_bytes;        /* heap bytes configure allocated besides the model (env_get_cost) */
     uint64_t seed;
     env_autoreset autoreset;
     size_t scratch_size;            /* sim_scratch_size(model): bound per call to the worlds stepped */

@@ -515,7 +515,7 @@ Test(actuator, spec_lists_the_actuator_choices, .timeout = 60)
 }
 
 /* A world's reported memory holds its actuator state: the network's (h, c) per joint for lstm and dc, the target
- * ring (ceil(delay_max / decimation) + 1 env steps of 12 targets) with a delay; pd without delay adds nothing. */
+ * ring (ceil(delay_max / decimation) + 1 env steps of 12 targets) with a delay; and the env's, the network. */
 Test(actuator, world_memory_counts_the_actuator_state)
 {
     env_kv pd[] = {{"actuator", ENV_ACTUATOR_PD}}, lstm[] = {{"actuator", ENV_ACTUATOR_LSTM}},
@@ -525,9 +525,13 @@ Test(actuator, world_memory_counts_the_actuator_state)
     cr_assert_geq(wb - wa, sizeof(env_actuator_state) * NJ, "lstm adds %zu bytes", wb - wa);
     cr_assert_lt(wb - wa, sizeof(env_actuator_state) * NJ + 256, "lstm adds %zu bytes", wb - wa);
     cr_assert_geq(wc - wa, sizeof(double) * NJ * (9 / 4 + 1 + 1), "a 9-step delay adds %zu bytes", wc - wa);
-    env_cost cost;
+    env_cost cost, cost_pd;
     env_get_cost(b, &cost);
+    env_get_cost(a, &cost_pd);
     cr_assert_eq(cost.world_bytes, wb);
+    /* the env's own memory counts the network's weights (a server's memory bound charges it per session) */
+    cr_assert_geq(cost.fixed_bytes - cost_pd.fixed_bytes, sizeof(double) * ENV_ACTUATOR_NET_NPARAMS, "%zu",
+                  cost.fixed_bytes - cost_pd.fixed_bytes);
     cr_log_info("world bytes: pd %zu, lstm %zu, pd with a 9-step delay %zu", wa, wb, wc);
     env_destroy(&a), env_destroy(&b), env_destroy(&c);
 }
