@@ -3,6 +3,7 @@
  *   herd-bench env [--env anymal_c-walk] [--worlds 4096] [--threads T] [--steps S] [--repeats R] [--warmup W]
  *   herd-bench env --profile [--env anymal_c-walk] [--worlds 256] [--steps S] [--repeats R] [--warmup W]
  *   herd-bench env --sweep 64,256,...,65536 [--threads T] [--steps S] [--repeats R] [--warmup W]
+ *   herd-bench env --solvers A,B,... | --actuators pd,lstm,... [--worlds N] [--threads T] [--steps S] [--repeats R]
  *   herd-bench env --vs-mujoco ...   (bench_env_mujoco.c)
  *
  * T threads (pinned, one contiguous slice of worlds each, taken in pieces, a thread done with its slice helping
@@ -15,7 +16,10 @@
  * bench_env_prepare), and the solver bench's single-world trot scenario (1 ms, feet + base).  One JSON line per
  * configuration; medians over repeats, with the per-repeat figures ("..._reps") for the spread.
  * --sweep 64,256,...: throughput per thread against world count, every N in the same process, repeats
- * interleaved across N (bench_env_sweep).
+ * interleaved across N (bench_env_sweep).  --solvers / --actuators: the same worlds and actions under each contact
+ * solver / actuator model, repeats interleaved, ratios to the first; with lstm among the actuators also the
+ * network's share of the lstm env step (the network timed alone on the same number of worlds, batched as env_step
+ * batches it) and lstm's extra time over pd, both in thread CPU time.
  * --once: reset and warm up once per thread count, the repeats then continue the trajectories (cheaper for
  * large N; repeat r still does the same work for every N and T, the worlds repeating with period 32).
  * Two clocks: wall time (env_steps_per_s; what a trainer sees, but inflated by other processes on a
@@ -43,6 +47,7 @@
 #include "bench.h"
 #include "bench_env_work.h"
 #include "env.h"
+#include "env_actuator_net.h"
 #include "env_anymal_model.h"
 #include "env_scenario.h"
 #include "sim_batch.h"
@@ -391,7 +396,47 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     return 0;
 }
 
-/* ---- --sweep ---- */
+/* ---- --sweep, --solvers, --actuators ---- */
+
+/* Thread CPU nanoseconds the actuator network takes per world env step: `decimation` env_actuator_net_step calls
+ * per env step over the 12 joints of SIM_BATCH_LANES worlds each (as env_step batches them), every world with its
+ * own state, inputs pseudo-random (position errors in [-0.5, 0.5] rad, velocities in [-10, 10] rad/s); the median
+ * of `repeats` runs of `steps` env steps over `worlds` worlds. */
+static double actuator_net_ns_per_world_step(int worlds, int decimation, int steps, int repeats)
+{
+    char err[256];
+    env_actuator_net *net = env_actuator_net_new(NULL, err, sizeof err);
+    const size_t nj = (size_t)worlds * ENV_ANYMAL_NJ;
+    env_actuator_state *st = malloc(sizeof *st * nj);
+    double *e = malloc(sizeof(double) * nj), *v = malloc(sizeof(double) * nj), *tau = malloc(sizeof(double) * nj);
+    if (!net || !st || !e || !v || !tau) {
+        fprintf(stderr, "herd-bench env: actuator network: %s\n", net ? "out of memory" : err);
+        exit(2);
+    }
+    env_actuator_state_zero(st, (int)nj);
+    uint64_t x = 12345;
+    for (size_t i = 0; i < nj; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        e[i] = (double)(x >> 11) / 9007199254740992.0 - 0.5;
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        v[i] = 20 * (double)(x >> 11) / 9007199254740992.0 - 10;
+    }
+    const int chunk = SIM_BATCH_LANES * ENV_ANYMAL_NJ;
+    double rep[64];
+    const int R = repeats < 64 ? repeats : 64;
+    for (int r = 0; r < R; r++) {
+        uint64_t t0 = bench_thread_cpu_ns();
+        for (int s = 0; s < steps * decimation; s++)
+            for (size_t j = 0; j < nj; j += chunk) {
+                const int m = nj - j < (size_t)chunk ? (int)(nj - j) : chunk;
+                env_actuator_net_step(net, m, e + j, v + j, st + j, tau + j, NULL, 0);
+            }
+        rep[r] = (double)(bench_thread_cpu_ns() - t0) / ((double)worlds * steps);
+    }
+    free(st), free(e), free(v), free(tau);
+    env_actuator_net_destroy(&net);
+    return bench_median(rep, R);
+}
 
 typedef struct {
     env_t *e;
@@ -404,19 +449,23 @@ typedef struct {
  * the repeats visit every N in turn (so a drift of the machine's load is shared), each repeat continuing the
  * trajectories with one untimed step (caches) and `steps` timed ones.  Actions repeat with period 32 in the world index like the seeds, so every world of every N
  * is one of the same 32 and does exactly the same work at the same step whatever N. */
-/* solvers (not NULL): the points are instead these contact solvers (names, comma-separated) on `worlds` worlds
- * each, the same trajectories' actions and seeds: a paired comparison, ratios to the first solver. */
+/* key (not NULL): the points are instead the values `solvers` (names, comma-separated) of the configuration key
+ * with named choices `key` ("solver": contact solvers, --solvers; "actuator": actuator models, --actuators) on
+ * `worlds` worlds each, the same trajectories' actions and seeds: a paired comparison, ratios to the first one. */
+static double actuator_net_ns_per_world_step(int worlds, int decimation, int steps, int repeats);
 static int bench_env_sweep(const char *name, const char *list, int threads, int steps, int repeats, int warmup,
-                           const char *solvers, int worlds)
+                           const char *key, const char *solvers, int worlds)
 {
-    int ns[32] = {0}, np = 0, sid[32] = {0};
+    int ns[32] = {0}, np = 0;
+    double sid[32] = {0};
     char sname[32][40];
     for (const char *c = solvers ? solvers : list; *c && np < 32;) {
         if (solvers) {
             size_t len = strcspn(c, ",");
+            char cerr[256];
             snprintf(sname[np], sizeof sname[np], "%.*s", (int)(len < 39 ? len : 39), c);
-            if ((sid[np] = sim_solver_index(sname[np])) < 0) {
-                fprintf(stderr, "herd-bench env: unknown solver '%s' in --solvers\n", sname[np]);
+            if (env_config_choice(name, key, sname[np], &sid[np], cerr, sizeof cerr)) {
+                fprintf(stderr, "herd-bench env: %s\n", cerr);
                 return 2;
             }
             ns[np++] = worlds;
@@ -424,13 +473,13 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
         if (!(c = strchr(c, ','))) break;
         c++;
     }
-    if (np == 0) { fprintf(stderr, "herd-bench env: empty --sweep / --solvers\n"); return 2; }
+    if (np == 0) { fprintf(stderr, "herd-bench env: empty --sweep / --solvers / --actuators\n"); return 2; }
     sweep_point *pt = calloc((size_t)np, sizeof *pt);
     char err[512];
     int rc = 0, R = repeats < 64 ? repeats : 64, ad = 0;
     float *base = NULL;
     for (int k = 0; k < np && !rc; k++) {
-        const env_kv solver_kv = {"solver", (double)sid[k]};
+        const env_kv solver_kv = {key, sid[k]};
         pt[k].e = env_new(name, ns[k], solvers ? &solver_kv : NULL, solvers ? 1 : 0, 7, ENV_AUTORESET_SAME_STEP, err,
                           sizeof err);
         if (!pt[k].e) { fprintf(stderr, "herd-bench env: %s\n", err); rc = 2; break; }
@@ -461,22 +510,43 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
             pt[k].cpu[q] = (double)ns[k] * steps / cpu;
         }
     if (!rc && solvers) {
-        fprintf(stderr, "env solvers: %s, %d worlds, %d thread(s), %d steps x %d repeats (interleaved) after %d warm-up "
-                "(cpu: %s)\n", name, worlds, threads, steps, R, warmup, bench_cpu());
+        fprintf(stderr, "env %ss: %s, %d worlds, %d thread(s), %d steps x %d repeats (interleaved) after %d warm-up "
+                "(cpu: %s)\n", key, name, worlds, threads, steps, R, warmup, bench_cpu());
+        double lstm_rate = 0, pd_rate = 0, rel_lstm = 0;
         for (int k = 0; k < np; k++) {
             double a[64], b[64], r[64];
             memcpy(a, pt[k].cpu, sizeof(double) * (size_t)R);
             memcpy(b, pt[k].wall, sizeof(double) * (size_t)R);
             for (int q = 0; q < R; q++) r[q] = pt[k].cpu[q] / pt[0].cpu[q];
             double med = bench_median(a, R), wmed = bench_median(b, R), rel = bench_median(r, R);
-            printf("{\"bench\":\"env_solvers\",\"env\":\"%s\",\"solver\":\"%s\",\"baseline_solver\":\"%s\",\"worlds\":%d,"
+            printf("{\"bench\":\"env_%ss\",\"env\":\"%s\",\"%s\":\"%s\",\"baseline_%s\":\"%s\",\"worlds\":%d,"
                    "\"threads\":%d,\"steps\":%d,\"repeats\":%d,\"warmup\":%d,\"cpu_env_steps_per_s_per_thread\":%.0f,"
                    "\"env_steps_per_s_per_thread\":%.0f,\"ratio_to_baseline\":%.4f",
-                   name, sname[k], sname[0], worlds, threads, steps, R, warmup, med, wmed, rel);
+                   key, name, key, sname[k], key, sname[0], worlds, threads, steps, R, warmup, med, wmed, rel);
+            if (!strcmp(sname[k], "lstm")) lstm_rate = med, rel_lstm = rel;
+            if (!strcmp(sname[k], "pd")) pd_rate = med;
             print_reps("cpu_env_steps_per_s_per_thread_reps", pt[k].cpu, R, 1.0);
             printf(",\"cpu\":\"%s\"}\n", bench_cpu());
             fprintf(stderr, "  %-20s %9.0f env steps per CPU-second per thread (same-repeat ratio to %s %.3f)\n", sname[k],
                     med, sname[0], rel);
+        }
+        if (!strcmp(key, "actuator") && lstm_rate > 0) {
+            /* the network's own cost per world env step (decimation calls over the world's 12 joints, batched as
+             * env_step batches them), timed apart in the same run, over the lstm env step's CPU time */
+            const int dec = env_get_spec(pt[0].e)->decimation;
+            const double net_ns = actuator_net_ns_per_world_step(worlds, dec, steps, R), step_ns = 1e9 / lstm_rate;
+            printf("{\"bench\":\"env_actuator_share\",\"env\":\"%s\",\"worlds\":%d,\"threads\":%d,\"decimation\":%d,"
+                   "\"net_us_per_env_step\":%.3f,\"lstm_us_per_env_step\":%.3f,\"net_share_of_lstm_step\":%.4f",
+                   name, worlds, threads, dec, net_ns * 1e-3, step_ns * 1e-3, net_ns / step_ns);
+            if (pd_rate > 0)
+                printf(",\"pd_us_per_env_step\":%.3f,\"extra_share_over_pd\":%.4f", 1e6 / pd_rate,
+                       1 - lstm_rate / pd_rate);
+            printf(",\"clock\":\"thread_cpu\",\"cpu\":\"%s\"}\n", bench_cpu());
+            fprintf(stderr, "  the network alone: %.2f us per world env step (%d physics steps x 12 joints) = %.1f %% of "
+                            "the lstm env step (%.2f us)", net_ns * 1e-3, dec, 100 * net_ns / step_ns, step_ns * 1e-3);
+            if (pd_rate > 0) fprintf(stderr, "; lstm over pd: %.1f %% of the lstm step (same-repeat ratio %.3f)",
+                                     100 * (1 - lstm_rate / pd_rate), rel_lstm);
+            fprintf(stderr, "\n");
         }
         fflush(stdout);
     } else if (!rc) {
@@ -552,9 +622,12 @@ int bench_env(int argc, char **argv)
     }
     if (profile) return bench_env_profile(argc, argv, name, worlds, steps, repeats, warmup);
     const char *sweep = bench_arg(argc, argv, "--sweep", NULL);
-    if (sweep) return bench_env_sweep(name, sweep, tflag ? tflag : 1, steps, repeats, warmup, NULL, 0);
+    if (sweep) return bench_env_sweep(name, sweep, tflag ? tflag : 1, steps, repeats, warmup, NULL, NULL, 0);
     const char *solvers = bench_arg(argc, argv, "--solvers", NULL);
-    if (solvers) return bench_env_sweep(name, NULL, tflag ? tflag : 1, steps, repeats, warmup, solvers, worlds);
+    if (solvers) return bench_env_sweep(name, NULL, tflag ? tflag : 1, steps, repeats, warmup, "solver", solvers, worlds);
+    const char *actuators = bench_arg(argc, argv, "--actuators", NULL);
+    if (actuators)
+        return bench_env_sweep(name, NULL, tflag ? tflag : 1, steps, repeats, warmup, "actuator", actuators, worlds);
     char err[512];
     env_t *e = env_new(name, worlds, NULL, 0, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
     if (!e) { fprintf(stderr, "herd-bench env: %s\n", err); return 2; }
