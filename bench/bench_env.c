@@ -28,7 +28,8 @@
  *
  * --profile: where a physics step's time goes, per stage, on the task's own worlds and model (after the
  * same reset and warm-up).  One thread steps every world as env_step does, SIM_BATCH_LANES consecutive worlds at
- * a time: their PD laws (the task's: target = action_scale a + default pose, its kp, kd and torque limit), one
+ * a time: their actuators (the task's model: PD with its kp, kd and torque limit, or the network with its state per
+ * joint, behind the DC clip for dc; target = action_scale a + default pose), one
  * sim_batch_smooth (kinematics, velocities, CRBA, LTDL, RNEA, free velocity and, on flat ground, every geometry's
  * contact candidates; its time shared equally by the batch's worlds), then per world the stages of sim_batch_step
  * one call each (bit-for-bit sim_step), timing each: SMOOTH (load), COLLISION, CONTACTS, SOLVE and INTEGRATE;
@@ -36,7 +37,7 @@
  * timed on their own just after it; "delassus" is prepare minus them (contact-frame Jacobians, L^-T J^T, G = S^T S,
  * targets).  Worlds the task
  * would end (walk: base contact; failed physics) are reset through env_reset, as env_step's autoreset does.
- * Env overhead = the same steps through env_step (observation, reward, noise) minus PD + physics with those
+ * Env overhead = the same steps through env_step (observation, reward, noise) minus actuator + physics with those
  * resets, both in thread CPU time.  Reference in the same run: the solver bench's trot step (CPU time).
  */
 #include <math.h>
@@ -47,6 +48,7 @@
 #include "bench.h"
 #include "bench_env_work.h"
 #include "env.h"
+#include "env_actuator.h"
 #include "env_actuator_net.h"
 #include "env_anymal_model.h"
 #include "env_scenario.h"
@@ -161,16 +163,16 @@ static void print_reps(const char *name, const double *x, int n, double scale)
 /* ---- --profile ---- */
 
 enum { ST_PD, ST_DYN, ST_LOAD, ST_COLL, ST_JAC, ST_DELASSUS, ST_SOLVE, ST_FINISH, ST_ENV, ST_N };
-static const char *const stage_name[ST_N] = {"pd", "dynamics", "load", "collision", "jacobians", "delassus", "solve",
+static const char *const stage_name[ST_N] = {"actuator", "dynamics", "load", "collision", "jacobians", "delassus", "solve",
                                              "finish", "env_overhead"};
 static const char *const stage_what[ST_N] = {
-    "PD law (12 joints)",
+    "the task's actuator (12 joints): the PD law, or the network (the batch's worlds in one call)",
     "sim_batch_smooth (4 worlds a call), per world: kinematics, CRBA, LTDL, RNEA, free velocity, contact candidates",
     "sim_batch_step through SMOOTH: a world's smooth results out of the batch",
     "sim_batch_step's COLLISION: the world's candidates (13 geometries) into its contacts",
     "contact Jacobians (sim_jacobian_sparse)", "rest of prepare: contact-frame Jacobians, L^-T J^T, Delassus, targets",
     "contact solver (the SOLVE stage)", "impulses, warm-start cache, position update",
-    "env_step minus PD and physics (obs, reward, noise)"};
+    "env_step minus actuator and physics (obs, reward, noise)"};
 
 #define PROFILE_DROP_NS 300000u
 
@@ -198,8 +200,8 @@ static sim_data *profile_world(const sim_model *m, sim_data *const *pw, int i, v
  * bench_env_prepare) and take the new state into the copy where the task would have: its physics failed, or (walk)
  * a base contact carries over 1 N (the walk task's termination, from the last substep's impulses).  So the profile's
  * worlds follow the same kind of episodes as env_step's. */
-static void profile_end(env_t *e, sim_data *const *pw, int i, const sim_data *d, int failed, int walk, double dt,
-                        float *obs)
+static int profile_end(env_t *e, sim_data *const *pw, int i, const sim_data *d, int failed, int walk, double dt,
+                       float *obs)
 {
     const sim_model *m = env_model(e);
     for (int c = 0; walk && !failed && c < d->ncon; c++)
@@ -207,11 +209,43 @@ static void profile_end(env_t *e, sim_data *const *pw, int i, const sim_data *d,
             sqrt(d->lambda[3 * c] * d->lambda[3 * c] + d->lambda[3 * c + 1] * d->lambda[3 * c + 1] +
                  d->lambda[3 * c + 2] * d->lambda[3 * c + 2]) / dt > 1.0)
             failed = 1;
-    if (!failed) return;
+    if (!failed) return 0;
     int32_t id = i;
     uint64_t seed = 1000 + (uint64_t)(i % 32);
     env_reset(e, 0, 1, &id, &seed, obs);
     profile_take(e, pw, i, 1);
+    return 1;
+}
+
+/* The profile's actuator torques of the live worlds dw[row[l]] (l < nl) of a batch whose first world is g: the task's
+ * PD law, or (net not NULL) the network over their joints, their states st[world][12] side by side (one call when the
+ * whole batch is live), behind the DC clip when dc. */
+static void profile_actuator(const env_anymal_joints *jm, sim_data *const *dw, const int *row, int nl, int n, int g,
+                             double (*target)[ENV_ANYMAL_NJ], double kp, double kd, double tau_max,
+                             const env_actuator_net *net, env_actuator_state *st, int dc)
+{
+    enum { NJ = ENV_ANYMAL_NJ };
+    if (!net) {
+        for (int l = 0; l < nl; l++) env_anymal_pd(jm, dw[row[l]], target[row[l]], kp, kd, tau_max, NULL);
+        return;
+    }
+    double err[SIM_BATCH_LANES * NJ], vel[SIM_BATCH_LANES * NJ], tau[SIM_BATCH_LANES * NJ];
+    for (int l = 0; l < nl; l++)
+        for (int q = 0; q < NJ; q++) {
+            err[l * NJ + q] = target[row[l]][q] - dw[row[l]]->q[jm->qadr[q]];
+            vel[l * NJ + q] = dw[row[l]]->u[jm->dof[q]];
+        }
+    if (nl == n) {
+        env_actuator_net_step(net, n * NJ, err, vel, st + (size_t)g * NJ, tau, NULL, 0);
+    } else {
+        for (int l = 0; l < nl; l++)
+            env_actuator_net_step(net, NJ, err + l * NJ, vel + l * NJ, st + (size_t)(g + row[l]) * NJ, tau + l * NJ, NULL, 0);
+    }
+    for (int l = 0; l < nl; l++)
+        for (int q = 0; q < NJ; q++) {
+            double t = tau[l * NJ + q];
+            dw[row[l]]->tau[jm->dof[q]] = dc ? env_actuator_dc_clip(t, vel[l * NJ + q], 120, 80, 7.5) : t;
+        }
 }
 
 static int bench_env_profile(int argc, char **argv, const char *name, int worlds, int steps, int repeats, int warmup)
@@ -234,6 +268,21 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
         fprintf(stderr, "herd-bench env --profile: %s lacks kp/kd/torque_limit/action_scale/action_clip\n", name);
         env_destroy(&e);
         return 2;
+    }
+    /* the task's actuator model (its delay and gain draws are not profiled: they are off by default) */
+    const double model = env_config(e, "actuator");
+    const int use_net = model == ENV_ACTUATOR_LSTM || model == ENV_ACTUATOR_DC, dc = model == ENV_ACTUATOR_DC;
+    if (dc && (env_config(e, "dc_saturation") != 120 || env_config(e, "dc_effort_limit") != 80 ||
+               env_config(e, "dc_velocity_limit") != 7.5)) {
+        fprintf(stderr, "herd-bench env --profile: the profile's dc clip is the default one (120, 80, 7.5)\n");
+        env_destroy(&e);
+        return 2;
+    }
+    env_actuator_net *net = use_net ? env_actuator_net_new(NULL, err, sizeof err) : NULL;
+    env_actuator_state *ast = use_net ? calloc((size_t)worlds * ENV_ANYMAL_NJ, sizeof *ast) : NULL;
+    if (use_net && (!net || !ast)) {
+        fprintf(stderr, "herd-bench env --profile: actuator network: %s\n", net ? "out of memory" : err);
+        exit(2);
     }
     size_t na = (size_t)worlds * sp->act_dim;
     float *act = bench_env_actions(na * 8), *obs = malloc(sizeof(float) * (size_t)worlds * sp->obs_dim);
@@ -261,7 +310,7 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
         for (int s = 0; s < steps; s++)
             env_step(e, 0, worlds, NULL, act + (size_t)(s & 7) * na, obs, rew, term, trunc, NULL);
         double env_ns = (double)(bench_thread_cpu_ns() - t0);
-        /* 2. the same steps from the same states, PD + sim_step only (same CPU clock); 3. once more, stage by
+        /* 2. the same steps from the same states, actuator + sim_step only (same CPU clock); 3. once more, stage by
          * stage (monotonic clock around each stage; physics steps that took over PROFILE_DROP_NS, i.e. were
          * preempted on a loaded machine, are left out of the stage means) */
         double plain_ns = 0, ns[ST_N] = {0};
@@ -269,10 +318,11 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
         for (int staged = 0; staged < 2; staged++) {
             bench_env_prepare(e, warmup, act, obs, rew, term, trunc);
             profile_take(e, pw, 0, worlds);
+            if (ast) env_actuator_state_zero(ast, worlds * ENV_ANYMAL_NJ);
             t0 = bench_thread_cpu_ns();
             for (int s = 0; s < steps; s++)
                 for (int g = 0; g < worlds; g += SIM_BATCH_LANES) {
-                    /* as env_step: SIM_BATCH_LANES consecutive worlds at a time, each substep their PD laws, one
+                    /* as env_step: SIM_BATCH_LANES consecutive worlds at a time, each substep their actuators, one
                        sim_batch_smooth, then world by world the rest of the step */
                     const int n = worlds - g < SIM_BATCH_LANES ? worlds - g : SIM_BATCH_LANES;
                     sim_data *dw[SIM_BATCH_LANES];
@@ -289,14 +339,14 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                         uint64_t c0 = bench_now_ns();
                         for (int j = 0; j < n; j++) {
                             if (bad[j]) continue;
-                            env_anymal_pd(&jm, dw[j], target[j], kp, kd, tau_max, NULL);
                             live[nl] = dw[j], row[nl++] = j;
                         }
                         if (!nl) break;
+                        profile_actuator(&jm, dw, row, nl, n, g, target, kp, kd, tau_max, net, ast, dc);
                         uint64_t c1 = bench_now_ns();
                         sim_batch_smooth(m, batch, live, nl, dt);
                         uint64_t c2 = bench_now_ns();
-                        /* the PD laws' and the batch's time, shared equally by its worlds */
+                        /* the actuators' and the batch's time, shared equally by its worlds */
                         const double pd_share = (double)(c1 - c0) / nl, dyn_share = (double)(c2 - c1) / nl;
                         for (int l = 0; l < nl; l++) {
                             sim_data *d = live[l];
@@ -336,7 +386,9 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                             }
                             /* the world's env step ends here (failed, or its last substep): read its contacts while
                                they are in the scratch, reset it where the task would */
-                            if (*b || k == sp->decimation - 1) profile_end(e, pw, g + row[l], d, *b, walk, dt, obs);
+                            if ((*b || k == sp->decimation - 1) && profile_end(e, pw, g + row[l], d, *b, walk, dt, obs) &&
+                                ast)
+                                env_actuator_state_zero(ast + (size_t)(g + row[l]) * ENV_ANYMAL_NJ, ENV_ANYMAL_NJ);
                         }
                     }
                 }
@@ -361,7 +413,8 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     }
     double tot_med = bench_median(tot, R);
     printf("{\"bench\":\"env_profile\",\"env\":\"%s\",\"worlds\":%d,\"threads\":1,\"steps\":%d,\"repeats\":%d,\"warmup\":%d,"
-           "\"solver\":%g,\"us_per_physics_step\":{", name, worlds, steps, R, warmup, env_config(e, "solver"));
+           "\"solver\":%g,\"actuator\":\"%s\",\"us_per_physics_step\":{", name, worlds, steps, R, warmup,
+           env_config(e, "solver"), dc ? "dc" : use_net ? "lstm" : "pd");
     for (int k = 0; k < ST_N; k++) printf("%s\"%s\":%.4f", k ? "," : "", stage_name[k], med[k] * 1e-3);
     printf("},\"us_per_physics_step_reps\":{");
     for (int k = 0; k < ST_N; k++) {
@@ -381,14 +434,15 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     fprintf(stderr, "  %-13s %9s %6s  %s\n", "stage", "us/step", "share", "what");
     for (int k = 0; k < ST_N; k++)
         fprintf(stderr, "  %-13s %9.3f %5.1f%%  %s\n", stage_name[k], med[k] * 1e-3, 100 * med[k] / sum, stage_what[k]);
-    fprintf(stderr, "  CPU time per physics step: env_step %.3f us, PD + sim_step alone %.3f us (stages sum to %.3f us "
+    fprintf(stderr, "  CPU time per physics step: env_step %.3f us, actuator + sim_step alone %.3f us (stages sum to %.3f us "
                     "without env_overhead; %ld preempted steps left out)\n", tot_med * 1e-3, plain_med * 1e-3,
             (sum - med[ST_ENV]) * 1e-3, dropped);
     fprintf(stderr, "  per physics step: %.2f contacts, %.2f solver sweeps, %.2f %% capped\n", bench_median(con_rep, R),
             bench_median(it_rep, R), 100 * bench_median(cap_rep, R));
     fprintf(stderr, "  the solver bench's trot (1 ms, feet + base, same run, CPU time): %.3f us per physics step; "
-                    "PD + sim_step here / trot = %.2f\n", trot_med * 1e-3, plain_med / trot_med);
-    free(act); free(obs); free(rew); free(term); free(trunc); free(scratch_raw); free(jp); free(batch_mem);
+                    "actuator + sim_step here / trot = %.2f\n", trot_med * 1e-3, plain_med / trot_med);
+    free(act); free(obs); free(rew); free(term); free(trunc); free(scratch_raw); free(jp); free(batch_mem); free(ast);
+    env_actuator_net_destroy(&net);
     for (int i = 0; pw && i < worlds; i++) sim_data_destroy(&pw[i]);
     free(pw);
     env_destroy(&e);
