@@ -3,6 +3,7 @@
  *   herd-bench env [--env anymal_c-walk] [--worlds 4096] [--threads T] [--steps S] [--repeats R] [--warmup W]
  *   herd-bench env --profile [--env anymal_c-walk] [--worlds 256] [--steps S] [--repeats R] [--warmup W]
  *   herd-bench env --sweep 64,256,...,65536 [--threads T] [--steps S] [--repeats R] [--warmup W]
+ *   herd-bench env --solvers A,B,... | --actuators pd,lstm,... [--worlds N] [--threads T] [--steps S] [--repeats R]
  *   herd-bench env --vs-mujoco ...   (bench_env_mujoco.c)
  *
  * T threads (pinned, one contiguous slice of worlds each, taken in pieces, a thread done with its slice helping
@@ -15,7 +16,10 @@
  * bench_env_prepare), and the solver bench's single-world trot scenario (1 ms, feet + base).  One JSON line per
  * configuration; medians over repeats, with the per-repeat figures ("..._reps") for the spread.
  * --sweep 64,256,...: throughput per thread against world count, every N in the same process, repeats
- * interleaved across N (bench_env_sweep).
+ * interleaved across N (bench_env_sweep).  --solvers / --actuators: the same worlds and actions under each contact
+ * solver / actuator model, repeats interleaved, ratios to the first; with lstm among the actuators also the
+ * network's share of the lstm env step (the network timed alone on the same number of worlds, batched as env_step
+ * batches it) and lstm's extra time over pd, both in thread CPU time.
  * --once: reset and warm up once per thread count, the repeats then continue the trajectories (cheaper for
  * large N; repeat r still does the same work for every N and T, the worlds repeating with period 32).
  * Two clocks: wall time (env_steps_per_s; what a trainer sees, but inflated by other processes on a
@@ -24,7 +28,8 @@
  *
  * --profile: where a physics step's time goes, per stage, on the task's own worlds and model (after the
  * same reset and warm-up).  One thread steps every world as env_step does, SIM_BATCH_LANES consecutive worlds at
- * a time: their PD laws (the task's: target = action_scale a + default pose, its kp, kd and torque limit), one
+ * a time: their actuators (the task's model: PD with its kp, kd and torque limit, or the network with its state per
+ * joint, behind the DC clip for dc; target = action_scale a + default pose), one
  * sim_batch_smooth (kinematics, velocities, CRBA, LTDL, RNEA, free velocity and, on flat ground, every geometry's
  * contact candidates; its time shared equally by the batch's worlds), then per world the stages of sim_batch_step
  * one call each (bit-for-bit sim_step), timing each: SMOOTH (load), COLLISION, CONTACTS, SOLVE and INTEGRATE;
@@ -32,7 +37,7 @@
  * timed on their own just after it; "delassus" is prepare minus them (contact-frame Jacobians, L^-T J^T, G = S^T S,
  * targets).  Worlds the task
  * would end (walk: base contact; failed physics) are reset through env_reset, as env_step's autoreset does.
- * Env overhead = the same steps through env_step (observation, reward, noise) minus PD + physics with those
+ * Env overhead = the same steps through env_step (observation, reward, noise) minus actuator + physics with those
  * resets, both in thread CPU time.  Reference in the same run: the solver bench's trot step (CPU time).
  */
 #include <math.h>
@@ -43,6 +48,8 @@
 #include "bench.h"
 #include "bench_env_work.h"
 #include "env.h"
+#include "env_actuator.h"
+#include "env_actuator_net.h"
 #include "env_anymal_model.h"
 #include "env_scenario.h"
 #include "sim_batch.h"
@@ -156,16 +163,16 @@ static void print_reps(const char *name, const double *x, int n, double scale)
 /* ---- --profile ---- */
 
 enum { ST_PD, ST_DYN, ST_LOAD, ST_COLL, ST_JAC, ST_DELASSUS, ST_SOLVE, ST_FINISH, ST_ENV, ST_N };
-static const char *const stage_name[ST_N] = {"pd", "dynamics", "load", "collision", "jacobians", "delassus", "solve",
+static const char *const stage_name[ST_N] = {"actuator", "dynamics", "load", "collision", "jacobians", "delassus", "solve",
                                              "finish", "env_overhead"};
 static const char *const stage_what[ST_N] = {
-    "PD law (12 joints)",
+    "the task's actuator (12 joints): the PD law, or the network (the batch's worlds in one call)",
     "sim_batch_smooth (4 worlds a call), per world: kinematics, CRBA, LTDL, RNEA, free velocity, contact candidates",
     "sim_batch_step through SMOOTH: a world's smooth results out of the batch",
     "sim_batch_step's COLLISION: the world's candidates (13 geometries) into its contacts",
     "contact Jacobians (sim_jacobian_sparse)", "rest of prepare: contact-frame Jacobians, L^-T J^T, Delassus, targets",
     "contact solver (the SOLVE stage)", "impulses, warm-start cache, position update",
-    "env_step minus PD and physics (obs, reward, noise)"};
+    "env_step minus actuator and physics (obs, reward, noise)"};
 
 #define PROFILE_DROP_NS 300000u
 
@@ -193,8 +200,8 @@ static sim_data *profile_world(const sim_model *m, sim_data *const *pw, int i, v
  * bench_env_prepare) and take the new state into the copy where the task would have: its physics failed, or (walk)
  * a base contact carries over 1 N (the walk task's termination, from the last substep's impulses).  So the profile's
  * worlds follow the same kind of episodes as env_step's. */
-static void profile_end(env_t *e, sim_data *const *pw, int i, const sim_data *d, int failed, int walk, double dt,
-                        float *obs)
+static int profile_end(env_t *e, sim_data *const *pw, int i, const sim_data *d, int failed, int walk, double dt,
+                       float *obs)
 {
     const sim_model *m = env_model(e);
     for (int c = 0; walk && !failed && c < d->ncon; c++)
@@ -202,11 +209,43 @@ static void profile_end(env_t *e, sim_data *const *pw, int i, const sim_data *d,
             sqrt(d->lambda[3 * c] * d->lambda[3 * c] + d->lambda[3 * c + 1] * d->lambda[3 * c + 1] +
                  d->lambda[3 * c + 2] * d->lambda[3 * c + 2]) / dt > 1.0)
             failed = 1;
-    if (!failed) return;
+    if (!failed) return 0;
     int32_t id = i;
     uint64_t seed = 1000 + (uint64_t)(i % 32);
     env_reset(e, 0, 1, &id, &seed, obs);
     profile_take(e, pw, i, 1);
+    return 1;
+}
+
+/* The profile's actuator torques of the live worlds dw[row[l]] (l < nl) of a batch whose first world is g: the task's
+ * PD law, or (net not NULL) the network over their joints, their states st[world][12] side by side (one call when the
+ * whole batch is live), behind the DC clip when dc. */
+static void profile_actuator(const env_anymal_joints *jm, sim_data *const *dw, const int *row, int nl, int n, int g,
+                             double (*target)[ENV_ANYMAL_NJ], double kp, double kd, double tau_max,
+                             const env_actuator_net *net, env_actuator_state *st, int dc)
+{
+    enum { NJ = ENV_ANYMAL_NJ };
+    if (!net) {
+        for (int l = 0; l < nl; l++) env_anymal_pd(jm, dw[row[l]], target[row[l]], kp, kd, tau_max, NULL);
+        return;
+    }
+    double err[SIM_BATCH_LANES * NJ], vel[SIM_BATCH_LANES * NJ], tau[SIM_BATCH_LANES * NJ];
+    for (int l = 0; l < nl; l++)
+        for (int q = 0; q < NJ; q++) {
+            err[l * NJ + q] = target[row[l]][q] - dw[row[l]]->q[jm->qadr[q]];
+            vel[l * NJ + q] = dw[row[l]]->u[jm->dof[q]];
+        }
+    if (nl == n) {
+        env_actuator_net_step(net, n * NJ, err, vel, st + (size_t)g * NJ, tau, NULL, 0);
+    } else {
+        for (int l = 0; l < nl; l++)
+            env_actuator_net_step(net, NJ, err + l * NJ, vel + l * NJ, st + (size_t)(g + row[l]) * NJ, tau + l * NJ, NULL, 0);
+    }
+    for (int l = 0; l < nl; l++)
+        for (int q = 0; q < NJ; q++) {
+            double t = tau[l * NJ + q];
+            dw[row[l]]->tau[jm->dof[q]] = dc ? env_actuator_dc_clip(t, vel[l * NJ + q], 120, 80, 7.5) : t;
+        }
 }
 
 static int bench_env_profile(int argc, char **argv, const char *name, int worlds, int steps, int repeats, int warmup)
@@ -229,6 +268,21 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
         fprintf(stderr, "herd-bench env --profile: %s lacks kp/kd/torque_limit/action_scale/action_clip\n", name);
         env_destroy(&e);
         return 2;
+    }
+    /* the task's actuator model (its delay and gain draws are not profiled: they are off by default) */
+    const double model = env_config(e, "actuator");
+    const int use_net = model == ENV_ACTUATOR_LSTM || model == ENV_ACTUATOR_DC, dc = model == ENV_ACTUATOR_DC;
+    if (dc && (env_config(e, "dc_saturation") != 120 || env_config(e, "dc_effort_limit") != 80 ||
+               env_config(e, "dc_velocity_limit") != 7.5)) {
+        fprintf(stderr, "herd-bench env --profile: the profile's dc clip is the default one (120, 80, 7.5)\n");
+        env_destroy(&e);
+        return 2;
+    }
+    env_actuator_net *net = use_net ? env_actuator_net_new(NULL, err, sizeof err) : NULL;
+    env_actuator_state *ast = use_net ? calloc((size_t)worlds * ENV_ANYMAL_NJ, sizeof *ast) : NULL;
+    if (use_net && (!net || !ast)) {
+        fprintf(stderr, "herd-bench env --profile: actuator network: %s\n", net ? "out of memory" : err);
+        exit(2);
     }
     size_t na = (size_t)worlds * sp->act_dim;
     float *act = bench_env_actions(na * 8), *obs = malloc(sizeof(float) * (size_t)worlds * sp->obs_dim);
@@ -256,7 +310,7 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
         for (int s = 0; s < steps; s++)
             env_step(e, 0, worlds, NULL, act + (size_t)(s & 7) * na, obs, rew, term, trunc, NULL);
         double env_ns = (double)(bench_thread_cpu_ns() - t0);
-        /* 2. the same steps from the same states, PD + sim_step only (same CPU clock); 3. once more, stage by
+        /* 2. the same steps from the same states, actuator + sim_step only (same CPU clock); 3. once more, stage by
          * stage (monotonic clock around each stage; physics steps that took over PROFILE_DROP_NS, i.e. were
          * preempted on a loaded machine, are left out of the stage means) */
         double plain_ns = 0, ns[ST_N] = {0};
@@ -264,10 +318,11 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
         for (int staged = 0; staged < 2; staged++) {
             bench_env_prepare(e, warmup, act, obs, rew, term, trunc);
             profile_take(e, pw, 0, worlds);
+            if (ast) env_actuator_state_zero(ast, worlds * ENV_ANYMAL_NJ);
             t0 = bench_thread_cpu_ns();
             for (int s = 0; s < steps; s++)
                 for (int g = 0; g < worlds; g += SIM_BATCH_LANES) {
-                    /* as env_step: SIM_BATCH_LANES consecutive worlds at a time, each substep their PD laws, one
+                    /* as env_step: SIM_BATCH_LANES consecutive worlds at a time, each substep their actuators, one
                        sim_batch_smooth, then world by world the rest of the step */
                     const int n = worlds - g < SIM_BATCH_LANES ? worlds - g : SIM_BATCH_LANES;
                     sim_data *dw[SIM_BATCH_LANES];
@@ -284,14 +339,14 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                         uint64_t c0 = bench_now_ns();
                         for (int j = 0; j < n; j++) {
                             if (bad[j]) continue;
-                            env_anymal_pd(&jm, dw[j], target[j], kp, kd, tau_max, NULL);
                             live[nl] = dw[j], row[nl++] = j;
                         }
                         if (!nl) break;
+                        profile_actuator(&jm, dw, row, nl, n, g, target, kp, kd, tau_max, net, ast, dc);
                         uint64_t c1 = bench_now_ns();
                         sim_batch_smooth(m, batch, live, nl, dt);
                         uint64_t c2 = bench_now_ns();
-                        /* the PD laws' and the batch's time, shared equally by its worlds */
+                        /* the actuators' and the batch's time, shared equally by its worlds */
                         const double pd_share = (double)(c1 - c0) / nl, dyn_share = (double)(c2 - c1) / nl;
                         for (int l = 0; l < nl; l++) {
                             sim_data *d = live[l];
@@ -331,7 +386,9 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                             }
                             /* the world's env step ends here (failed, or its last substep): read its contacts while
                                they are in the scratch, reset it where the task would */
-                            if (*b || k == sp->decimation - 1) profile_end(e, pw, g + row[l], d, *b, walk, dt, obs);
+                            if ((*b || k == sp->decimation - 1) && profile_end(e, pw, g + row[l], d, *b, walk, dt, obs) &&
+                                ast)
+                                env_actuator_state_zero(ast + (size_t)(g + row[l]) * ENV_ANYMAL_NJ, ENV_ANYMAL_NJ);
                         }
                     }
                 }
@@ -356,7 +413,8 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     }
     double tot_med = bench_median(tot, R);
     printf("{\"bench\":\"env_profile\",\"env\":\"%s\",\"worlds\":%d,\"threads\":1,\"steps\":%d,\"repeats\":%d,\"warmup\":%d,"
-           "\"solver\":%g,\"us_per_physics_step\":{", name, worlds, steps, R, warmup, env_config(e, "solver"));
+           "\"solver\":%g,\"actuator\":\"%s\",\"us_per_physics_step\":{", name, worlds, steps, R, warmup,
+           env_config(e, "solver"), dc ? "dc" : use_net ? "lstm" : "pd");
     for (int k = 0; k < ST_N; k++) printf("%s\"%s\":%.4f", k ? "," : "", stage_name[k], med[k] * 1e-3);
     printf("},\"us_per_physics_step_reps\":{");
     for (int k = 0; k < ST_N; k++) {
@@ -376,14 +434,15 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     fprintf(stderr, "  %-13s %9s %6s  %s\n", "stage", "us/step", "share", "what");
     for (int k = 0; k < ST_N; k++)
         fprintf(stderr, "  %-13s %9.3f %5.1f%%  %s\n", stage_name[k], med[k] * 1e-3, 100 * med[k] / sum, stage_what[k]);
-    fprintf(stderr, "  CPU time per physics step: env_step %.3f us, PD + sim_step alone %.3f us (stages sum to %.3f us "
+    fprintf(stderr, "  CPU time per physics step: env_step %.3f us, actuator + sim_step alone %.3f us (stages sum to %.3f us "
                     "without env_overhead; %ld preempted steps left out)\n", tot_med * 1e-3, plain_med * 1e-3,
             (sum - med[ST_ENV]) * 1e-3, dropped);
     fprintf(stderr, "  per physics step: %.2f contacts, %.2f solver sweeps, %.2f %% capped\n", bench_median(con_rep, R),
             bench_median(it_rep, R), 100 * bench_median(cap_rep, R));
     fprintf(stderr, "  the solver bench's trot (1 ms, feet + base, same run, CPU time): %.3f us per physics step; "
-                    "PD + sim_step here / trot = %.2f\n", trot_med * 1e-3, plain_med / trot_med);
-    free(act); free(obs); free(rew); free(term); free(trunc); free(scratch_raw); free(jp); free(batch_mem);
+                    "actuator + sim_step here / trot = %.2f\n", trot_med * 1e-3, plain_med / trot_med);
+    free(act); free(obs); free(rew); free(term); free(trunc); free(scratch_raw); free(jp); free(batch_mem); free(ast);
+    env_actuator_net_destroy(&net);
     for (int i = 0; pw && i < worlds; i++) sim_data_destroy(&pw[i]);
     free(pw);
     env_destroy(&e);
@@ -391,7 +450,47 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     return 0;
 }
 
-/* ---- --sweep ---- */
+/* ---- --sweep, --solvers, --actuators ---- */
+
+/* Thread CPU nanoseconds the actuator network takes per world env step: `decimation` env_actuator_net_step calls
+ * per env step over the 12 joints of SIM_BATCH_LANES worlds each (as env_step batches them), every world with its
+ * own state, inputs pseudo-random (position errors in [-0.5, 0.5] rad, velocities in [-10, 10] rad/s); the median
+ * of `repeats` runs of `steps` env steps over `worlds` worlds. */
+static double actuator_net_ns_per_world_step(int worlds, int decimation, int steps, int repeats)
+{
+    char err[256];
+    env_actuator_net *net = env_actuator_net_new(NULL, err, sizeof err);
+    const size_t nj = (size_t)worlds * ENV_ANYMAL_NJ;
+    env_actuator_state *st = malloc(sizeof *st * nj);
+    double *e = malloc(sizeof(double) * nj), *v = malloc(sizeof(double) * nj), *tau = malloc(sizeof(double) * nj);
+    if (!net || !st || !e || !v || !tau) {
+        fprintf(stderr, "herd-bench env: actuator network: %s\n", net ? "out of memory" : err);
+        exit(2);
+    }
+    env_actuator_state_zero(st, (int)nj);
+    uint64_t x = 12345;
+    for (size_t i = 0; i < nj; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        e[i] = (double)(x >> 11) / 9007199254740992.0 - 0.5;
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        v[i] = 20 * (double)(x >> 11) / 9007199254740992.0 - 10;
+    }
+    const int chunk = SIM_BATCH_LANES * ENV_ANYMAL_NJ;
+    double rep[64];
+    const int R = repeats < 64 ? repeats : 64;
+    for (int r = 0; r < R; r++) {
+        uint64_t t0 = bench_thread_cpu_ns();
+        for (int s = 0; s < steps * decimation; s++)
+            for (size_t j = 0; j < nj; j += chunk) {
+                const int m = nj - j < (size_t)chunk ? (int)(nj - j) : chunk;
+                env_actuator_net_step(net, m, e + j, v + j, st + j, tau + j, NULL, 0);
+            }
+        rep[r] = (double)(bench_thread_cpu_ns() - t0) / ((double)worlds * steps);
+    }
+    free(st), free(e), free(v), free(tau);
+    env_actuator_net_destroy(&net);
+    return bench_median(rep, R);
+}
 
 typedef struct {
     env_t *e;
@@ -404,19 +503,23 @@ typedef struct {
  * the repeats visit every N in turn (so a drift of the machine's load is shared), each repeat continuing the
  * trajectories with one untimed step (caches) and `steps` timed ones.  Actions repeat with period 32 in the world index like the seeds, so every world of every N
  * is one of the same 32 and does exactly the same work at the same step whatever N. */
-/* solvers (not NULL): the points are instead these contact solvers (names, comma-separated) on `worlds` worlds
- * each, the same trajectories' actions and seeds: a paired comparison, ratios to the first solver. */
+/* key (not NULL): the points are instead the values `solvers` (names, comma-separated) of the configuration key
+ * with named choices `key` ("solver": contact solvers, --solvers; "actuator": actuator models, --actuators) on
+ * `worlds` worlds each, the same trajectories' actions and seeds: a paired comparison, ratios to the first one. */
+static double actuator_net_ns_per_world_step(int worlds, int decimation, int steps, int repeats);
 static int bench_env_sweep(const char *name, const char *list, int threads, int steps, int repeats, int warmup,
-                           const char *solvers, int worlds)
+                           const char *key, const char *solvers, int worlds)
 {
-    int ns[32] = {0}, np = 0, sid[32] = {0};
+    int ns[32] = {0}, np = 0;
+    double sid[32] = {0};
     char sname[32][40];
     for (const char *c = solvers ? solvers : list; *c && np < 32;) {
         if (solvers) {
             size_t len = strcspn(c, ",");
+            char cerr[256];
             snprintf(sname[np], sizeof sname[np], "%.*s", (int)(len < 39 ? len : 39), c);
-            if ((sid[np] = sim_solver_index(sname[np])) < 0) {
-                fprintf(stderr, "herd-bench env: unknown solver '%s' in --solvers\n", sname[np]);
+            if (env_config_choice(name, key, sname[np], &sid[np], cerr, sizeof cerr)) {
+                fprintf(stderr, "herd-bench env: %s\n", cerr);
                 return 2;
             }
             ns[np++] = worlds;
@@ -424,13 +527,13 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
         if (!(c = strchr(c, ','))) break;
         c++;
     }
-    if (np == 0) { fprintf(stderr, "herd-bench env: empty --sweep / --solvers\n"); return 2; }
+    if (np == 0) { fprintf(stderr, "herd-bench env: empty --sweep / --solvers / --actuators\n"); return 2; }
     sweep_point *pt = calloc((size_t)np, sizeof *pt);
     char err[512];
     int rc = 0, R = repeats < 64 ? repeats : 64, ad = 0;
     float *base = NULL;
     for (int k = 0; k < np && !rc; k++) {
-        const env_kv solver_kv = {"solver", (double)sid[k]};
+        const env_kv solver_kv = {key, sid[k]};
         pt[k].e = env_new(name, ns[k], solvers ? &solver_kv : NULL, solvers ? 1 : 0, 7, ENV_AUTORESET_SAME_STEP, err,
                           sizeof err);
         if (!pt[k].e) { fprintf(stderr, "herd-bench env: %s\n", err); rc = 2; break; }
@@ -461,22 +564,43 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
             pt[k].cpu[q] = (double)ns[k] * steps / cpu;
         }
     if (!rc && solvers) {
-        fprintf(stderr, "env solvers: %s, %d worlds, %d thread(s), %d steps x %d repeats (interleaved) after %d warm-up "
-                "(cpu: %s)\n", name, worlds, threads, steps, R, warmup, bench_cpu());
+        fprintf(stderr, "env %ss: %s, %d worlds, %d thread(s), %d steps x %d repeats (interleaved) after %d warm-up "
+                "(cpu: %s)\n", key, name, worlds, threads, steps, R, warmup, bench_cpu());
+        double lstm_rate = 0, pd_rate = 0, rel_lstm = 0;
         for (int k = 0; k < np; k++) {
             double a[64], b[64], r[64];
             memcpy(a, pt[k].cpu, sizeof(double) * (size_t)R);
             memcpy(b, pt[k].wall, sizeof(double) * (size_t)R);
             for (int q = 0; q < R; q++) r[q] = pt[k].cpu[q] / pt[0].cpu[q];
             double med = bench_median(a, R), wmed = bench_median(b, R), rel = bench_median(r, R);
-            printf("{\"bench\":\"env_solvers\",\"env\":\"%s\",\"solver\":\"%s\",\"baseline_solver\":\"%s\",\"worlds\":%d,"
+            printf("{\"bench\":\"env_%ss\",\"env\":\"%s\",\"%s\":\"%s\",\"baseline_%s\":\"%s\",\"worlds\":%d,"
                    "\"threads\":%d,\"steps\":%d,\"repeats\":%d,\"warmup\":%d,\"cpu_env_steps_per_s_per_thread\":%.0f,"
                    "\"env_steps_per_s_per_thread\":%.0f,\"ratio_to_baseline\":%.4f",
-                   name, sname[k], sname[0], worlds, threads, steps, R, warmup, med, wmed, rel);
+                   key, name, key, sname[k], key, sname[0], worlds, threads, steps, R, warmup, med, wmed, rel);
+            if (!strcmp(sname[k], "lstm")) lstm_rate = med, rel_lstm = rel;
+            if (!strcmp(sname[k], "pd")) pd_rate = med;
             print_reps("cpu_env_steps_per_s_per_thread_reps", pt[k].cpu, R, 1.0);
             printf(",\"cpu\":\"%s\"}\n", bench_cpu());
             fprintf(stderr, "  %-20s %9.0f env steps per CPU-second per thread (same-repeat ratio to %s %.3f)\n", sname[k],
                     med, sname[0], rel);
+        }
+        if (!strcmp(key, "actuator") && lstm_rate > 0) {
+            /* the network's own cost per world env step (decimation calls over the world's 12 joints, batched as
+             * env_step batches them), timed apart in the same run, over the lstm env step's CPU time */
+            const int dec = env_get_spec(pt[0].e)->decimation;
+            const double net_ns = actuator_net_ns_per_world_step(worlds, dec, steps, R), step_ns = 1e9 / lstm_rate;
+            printf("{\"bench\":\"env_actuator_share\",\"env\":\"%s\",\"worlds\":%d,\"threads\":%d,\"decimation\":%d,"
+                   "\"net_us_per_env_step\":%.3f,\"lstm_us_per_env_step\":%.3f,\"net_share_of_lstm_step\":%.4f",
+                   name, worlds, threads, dec, net_ns * 1e-3, step_ns * 1e-3, net_ns / step_ns);
+            if (pd_rate > 0)
+                printf(",\"pd_us_per_env_step\":%.3f,\"extra_share_over_pd\":%.4f", 1e6 / pd_rate,
+                       1 - lstm_rate / pd_rate);
+            printf(",\"clock\":\"thread_cpu\",\"cpu\":\"%s\"}\n", bench_cpu());
+            fprintf(stderr, "  the network alone: %.2f us per world env step (%d physics steps x 12 joints) = %.1f %% of "
+                            "the lstm env step (%.2f us)", net_ns * 1e-3, dec, 100 * net_ns / step_ns, step_ns * 1e-3);
+            if (pd_rate > 0) fprintf(stderr, "; lstm over pd: %.1f %% of the lstm step (same-repeat ratio %.3f)",
+                                     100 * (1 - lstm_rate / pd_rate), rel_lstm);
+            fprintf(stderr, "\n");
         }
         fflush(stdout);
     } else if (!rc) {
@@ -552,9 +676,12 @@ int bench_env(int argc, char **argv)
     }
     if (profile) return bench_env_profile(argc, argv, name, worlds, steps, repeats, warmup);
     const char *sweep = bench_arg(argc, argv, "--sweep", NULL);
-    if (sweep) return bench_env_sweep(name, sweep, tflag ? tflag : 1, steps, repeats, warmup, NULL, 0);
+    if (sweep) return bench_env_sweep(name, sweep, tflag ? tflag : 1, steps, repeats, warmup, NULL, NULL, 0);
     const char *solvers = bench_arg(argc, argv, "--solvers", NULL);
-    if (solvers) return bench_env_sweep(name, NULL, tflag ? tflag : 1, steps, repeats, warmup, solvers, worlds);
+    if (solvers) return bench_env_sweep(name, NULL, tflag ? tflag : 1, steps, repeats, warmup, "solver", solvers, worlds);
+    const char *actuators = bench_arg(argc, argv, "--actuators", NULL);
+    if (actuators)
+        return bench_env_sweep(name, NULL, tflag ? tflag : 1, steps, repeats, warmup, "actuator", actuators, worlds);
     char err[512];
     env_t *e = env_new(name, worlds, NULL, 0, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
     if (!e) { fprintf(stderr, "herd-bench env: %s\n", err); return 2; }

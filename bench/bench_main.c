@@ -60,6 +60,8 @@ static const struct { const char *name; const char *what; const char *options; }
      "  --sweep N1,N2,..  throughput per thread for each world count, one process, repeats interleaved\n"
      "  --solvers A,B,..  the same worlds and actions under each contact solver (names as in `herd-bench solver`),\n"
      "                    one process, repeats interleaved, ratios to the first solver (paired)\n"
+     "  --actuators A,..  the same under each actuator model (pd, lstm, dc), and with lstm the network's share of\n"
+     "                    its env step (the network timed alone in the same run; thread CPU time)\n"
      "  --profile         per-stage time of a physics step on one thread (PD, dynamics, collision, Jacobians,\n"
      "                    Delassus, solve, finish, env overhead)\n"
      "  --vs-mujoco       the same env steps in MuJoCo 2.2: its fastest configuration that stands under zero\n"

@@ -117,6 +117,7 @@ void env_destroy(env_t **pe)
         for (int i = 0; i < e->nworlds; i++) sim_data_destroy(&e->worlds[i].d);
     free(e->worlds);
     free(e->task_mem);
+    if (e->task && e->task->destroy) e->task->destroy(e);
     sim_model_destroy(&e->model);
     free(e);
     *pe = NULL;
@@ -149,6 +150,7 @@ env_t *env_new_begin(const char *name, int nworlds, const env_kv *ov, int nov, u
     memset(e, 0, sizeof *e);
     e->task = task;
     e->spec = task->spec;
+    e->task_state_size = task->task_state_size;
     e->seed = seed;
     e->autoreset = autoreset;
     for (int i = 0; i < e->spec.nconfig; i++) e->cfg[i] = e->spec.config[i].def;
@@ -193,7 +195,7 @@ env_t *env_new_begin(const char *name, int nworlds, const env_kv *ov, int nov, u
     }
     e->nworlds = nworlds;
     e->worlds = calloc((size_t)nworlds, sizeof *e->worlds);
-    size_t ts = (task->task_state_size + 63) / 64 * 64;
+    size_t ts = (e->task_state_size + 63) / 64 * 64;
     e->task_mem = ts ? calloc((size_t)nworlds, ts) : NULL;
     if (!e->worlds || (ts && !e->task_mem)) {
         snprintf(err, errlen, "out of memory for %d worlds", nworlds);
@@ -205,7 +207,7 @@ env_t *env_new_begin(const char *name, int nworlds, const env_kv *ov, int nov, u
 
 int env_new_worlds(env_t *e, int first, int n, char *err, size_t errlen)
 {
-    size_t ts = (e->task->task_state_size + 63) / 64 * 64;
+    size_t ts = (e->task_state_size + 63) / 64 * 64;
     for (int i = first; i < first + n && i < e->nworlds; i++) {
         env_world *w = &e->worlds[i];
         w->d = sim_data_new_shared(e->model);
@@ -224,14 +226,14 @@ int env_new_worlds(env_t *e, int first, int n, char *err, size_t errlen)
 
 size_t env_world_bytes(const env_t *e)
 {
-    size_t ts = (e->task->task_state_size + 63) / 64 * 64;
+    size_t ts = (e->task_state_size + 63) / 64 * 64;
     return sizeof(env_world) + ts + (e->worlds[0].d ? e->worlds[0].d->nbytes : 0);
 }
 
 void env_get_cost(const env_t *e, env_cost *out)
 {
     out->world_bytes = e->worlds && e->worlds[0].d ? env_world_bytes(e) : 0;
-    out->fixed_bytes = (sizeof *e + 63) / 64 * 64 + sizeof *e->model;
+    out->fixed_bytes = (sizeof *e + 63) / 64 * 64 + sizeof *e->model + e->task_fixed_bytes;
     int dec = e->spec.decimation > 0 ? e->spec.decimation : 1;
     const sim_solver_params *sp = &e->model->opt.sp;
     int solver = e->model->opt.solver;

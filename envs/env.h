@@ -83,7 +83,8 @@ size_t env_world_bytes(const env_t *e);
 /* What an env costs whoever runs it, from its configuration: a server's bounds ask this, never the keys. */
 typedef struct {
     size_t world_bytes;         /* one world's memory (env_world_bytes) */
-    size_t fixed_bytes;         /* the env's own memory besides its worlds: its struct and its model */
+    size_t fixed_bytes;         /* the env's own memory besides its worlds: its struct, its model and what its
+                                 * task allocated (the actuator network) */
     double step_work;           /* one world-step's contact-solver iterations at the caps: physics steps per env
                                  * step x (the solver's iteration cap + its ADMM fallback's; sim_solver_iteration_cap) */
     /* what a step-time estimate needs (the server's srv_cost.h): */

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "env_actuator.h"
 #include "env_anymal_model.h"
 #include "env_internal.h"
 #include "sim_dynamics.h"
@@ -75,6 +76,8 @@ typedef struct {
     double friction_min, friction_max, added_mass_min, added_mass_max, push_interval_s, episode_seconds;
     double cmd_vx_max, cmd_vy_max, cmd_yaw_max, cmd_resample_s, only_positive_rewards;   /* walk */
     double target_height, fallen_prob;                                                   /* stand */
+    double actuator, dc_saturation, dc_effort_limit, dc_velocity_limit, delay_min, delay_max,   /* actuator */
+        kp_scale_min, kp_scale_max, kd_scale_min, kd_scale_max, motor_strength_min, motor_strength_max;
 } anymal_cfg;
 
 #define F(k) ENV_CFG_FIELD(anymal_cfg, k)
@@ -83,7 +86,9 @@ static const env_cfg_field cfg_fields[] = {
     F(obs_noise), F(init_noise), F(push_vel_max), F(solver), F(erp), F(solver_max_iter), F(solver_tol),
     F(max_contacts), F(friction_min), F(friction_max), F(added_mass_min), F(added_mass_max), F(push_interval_s),
     F(episode_seconds), F(cmd_vx_max), F(cmd_vy_max), F(cmd_yaw_max), F(cmd_resample_s), F(only_positive_rewards),
-    F(target_height), F(fallen_prob)};
+    F(target_height), F(fallen_prob),
+    F(actuator), F(dc_saturation), F(dc_effort_limit), F(dc_velocity_limit), F(delay_min), F(delay_max),
+    F(kp_scale_min), F(kp_scale_max), F(kd_scale_min), F(kd_scale_max), F(motor_strength_min), F(motor_strength_max)};
 #undef F
 
 /* What an observation field holds (before its scale). */
@@ -155,6 +160,8 @@ typedef struct {
     double foot_friction;           /* the model's pair friction, to scale per world */
     double control_dt;
     int decimation;
+    env_actuator act;               /* the joint actuators (env_actuator.h) */
+    size_t act_offset;              /* of a world's actuator state in its task memory (after anymal_state) */
 } anymal_shared;
 
 /* Per-world task state. */
@@ -175,6 +182,9 @@ typedef struct {
 
 _Static_assert(sizeof(anymal_shared) <= sizeof(((struct env *)0)->task_env), "task_env too small");
 static anymal_shared *shared(const struct env *e) { return (anymal_shared *)(uintptr_t)e->task_env; }
+/* World w's actuator state (env_actuator.h), after its anymal_state. */
+static void *act_state(const struct env *e, const env_world *w) { return (unsigned char *)w->task + shared(e)->act_offset; }
+_Static_assert(ENV_BATCH <= ENV_ACTUATOR_BATCH, "an env_actuator_batch holds the worlds of a step_worlds call");
 
 /* ---- configuration ---- */
 
@@ -226,6 +236,19 @@ static int configure(struct env *e, const obs_def *obs, int nobs, char *err, siz
     if (!(s->foot_friction > 0)) s->foot_friction = 1.0;
     s->decimation = (int)c->decimation;
     s->control_dt = c->sim_dt * s->decimation;
+    s->act = (env_actuator){.model = (int)c->actuator, .kp = c->kp, .kd = c->kd, .torque_limit = c->torque_limit,
+                            .dc_saturation = c->dc_saturation, .dc_effort_limit = c->dc_effort_limit,
+                            .dc_velocity_limit = c->dc_velocity_limit, .delay_min = (int)c->delay_min,
+                            .delay_max = (int)c->delay_max, .decimation = s->decimation,
+                            .kp_scale = {c->kp_scale_min, c->kp_scale_max}, .kd_scale = {c->kd_scale_min, c->kd_scale_max},
+                            .strength = {c->motor_strength_min, c->motor_strength_max}};
+    if (env_actuator_setup(&s->act, spec->name, err, errlen)) {
+        sim_model_destroy(&m);
+        return -1;
+    }
+    s->act_offset = (sizeof(anymal_state) + 63) / 64 * 64;
+    e->task_state_size = s->act_offset + env_actuator_world_bytes(&s->act);
+    e->task_fixed_bytes = env_actuator_fixed_bytes(&s->act);
     int solver = env_cfg_solver(e, c->solver, err, errlen);
     if (solver < 0) {
         sim_model_destroy(&m);
@@ -254,6 +277,8 @@ static int configure(struct env *e, const obs_def *obs, int nobs, char *err, siz
     return 0;
 }
 
+static void anymal_destroy(struct env *e) { env_actuator_free(&shared(e)->act); }
+
 static int walk_configure(struct env *e, char *err, size_t errlen)
 {
     return configure(e, walk_obs, (int)(sizeof walk_obs / sizeof walk_obs[0]), err, errlen);
@@ -274,33 +299,40 @@ static void base_frame(const sim_data *d, double v_b[3], double w_b[3], double g
     g_b[0] = -R[6]; g_b[1] = -R[7]; g_b[2] = -R[8];
 }
 
-/* The decimation physics substeps of an env step under PD, for n worlds at once: each substep computes every
- * live world's PD torques, their smooth stages together (sim_batch_smooth: one world per lane) and the rest of each
+/* The decimation physics substeps of an env step, for n worlds at once: each substep computes every live world's
+ * actuator torques (env_actuator.h; the network once for the joints of all n worlds), their smooth stages together (sim_batch_smooth: one world per lane) and the rest of each
  * world's step in turn; a world whose physics fails leaves the remaining substeps with failed[i] = 1.  A world's
  * contact forces of the last substep are read right after its step, while its contacts are in the scratch the
  * worlds share.  Then the mean squared torque, and the runaway check (failed[i] = 1 as well). */
-static void pd_steps(const struct env *e, env_world *const *ws, int n, sim_batch *batch, int *failed)
+static void physics_steps(const struct env *e, env_world *const *ws, int n, sim_batch *batch, int *failed)
 {
     const anymal_shared *s = shared(e);
     const sim_model *m = e->model;
     const int last = (int)s->decimation - 1;
+    void *aw[ENV_BATCH] = {0};
+    const double *targets[ENV_BATCH] = {0};
+    sim_data *dall[ENV_BATCH] = {0};
+    double tau_sq[ENV_BATCH] = {0};
+    int alive[ENV_BATCH] = {0};
+    env_actuator_batch net;
     for (int i = 0; i < n; i++) {
         anymal_state *st = ws[i]->task;
-        st->tau_sq = 0;
         st->base_contact = st->leg_contacts = 0;
         for (int f = 0; f < NFEET; f++) st->foot_force[f] = 0;
         failed[i] = 0;
+        aw[i] = act_state(e, ws[i]), targets[i] = st->targets, dall[i] = ws[i]->d, tau_sq[i] = 0;
     }
+    env_actuator_take(&s->act, aw, n, &net);
     for (int k = 0; k <= last; k++) {
         sim_data *d[ENV_BATCH];
         int row[ENV_BATCH], live = 0;
         for (int i = 0; i < n; i++) {
+            alive[i] = !failed[i];
             if (failed[i]) continue;
-            anymal_state *st = ws[i]->task;
-            env_anymal_pd(&s->j, ws[i]->d, st->targets, s->cfg.kp, s->cfg.kd, s->cfg.torque_limit, &st->tau_sq);
             d[live] = ws[i]->d, row[live++] = i;
         }
         if (!live) break;
+        env_actuator_torques(&s->act, &s->j, n, aw, targets, dall, alive, k, &net, tau_sq);
         /* a world alone steps on its own (a batch would compute three idle lanes; the numbers are the same) */
         if (live > 1) sim_batch_smooth(m, batch, d, live, s->cfg.sim_dt);
         for (int l = 0; l < live; l++) {
@@ -323,11 +355,12 @@ static void pd_steps(const struct env *e, env_world *const *ws, int n, sim_batch
             }
         }
     }
+    env_actuator_put(&s->act, aw, n, &net);
     for (int i = 0; i < n; i++) {
         if (failed[i]) continue;
         anymal_state *st = ws[i]->task;
         const sim_data *d = ws[i]->d;
-        st->tau_sq /= s->decimation;
+        st->tau_sq = tau_sq[i] / s->decimation;
         double mx = 0;
         for (int k = 0; k < m->nv; k++) mx = fmax(mx, fabs(d->u[k]));
         failed[i] = !(mx < RUNAWAY_VEL) || !(fabs(d->q[2]) < RUNAWAY_HEIGHT_M);
@@ -385,7 +418,8 @@ static void randomize_world(const struct env *e, env_world *w)
 typedef void (*start_fn)(const struct env *e, env_world *w, anymal_state *st, sim_data *d);
 
 /* Both tasks' resets: the model's reset state, randomized, task state zeroed; the task's initial
- * state; joint velocities remembered; the first (noisy) observation. */
+ * state; the actuators' (their draws after the others); joint velocities remembered; the first (noisy)
+ * observation. */
 static void anymal_reset(const struct env *e, env_world *w, float *obs, start_fn start)
 {
     const anymal_shared *s = shared(e);
@@ -395,20 +429,23 @@ static void anymal_reset(const struct env *e, env_world *w, float *obs, start_fn
     memset(st, 0, sizeof *st);
     randomize_world(e, w);
     start(e, w, st, w->d);
+    env_actuator_reset(&s->act, act_state(e, w), st->targets, &w->rng);
     st->next_push = s->cfg.push_interval_s > 0 ? s->cfg.push_interval_s : INFINITY;
     for (int i = 0; i < NJ; i++) st->last_dof_vel[i] = w->d->u[s->j.dof[i]];
     observe(e, w, obs);
     add_noise(e, w, obs);
 }
 
-static void apply_actions(const struct env *e, anymal_state *st, const float *act)
+static void apply_actions(const struct env *e, env_world *w, const float *act)
 {
     const anymal_shared *s = shared(e);
+    anymal_state *st = w->task;
     memcpy(st->last_actions, st->actions, sizeof st->actions);
     for (int i = 0; i < NJ; i++) {
         st->actions[i] = clipf(act[i], s->cfg.action_clip);
         st->targets[i] = s->cfg.action_scale * st->actions[i] + s->j.q_default[i];
     }
+    env_actuator_command(&s->act, act_state(e, w), st->targets);
 }
 
 static void maybe_push(const struct env *e, env_world *w, anymal_state *st)
@@ -444,7 +481,7 @@ static double action_rate(const anymal_state *st)
 typedef double (*reward_fn)(const struct env *e, env_world *w, const double v[3], const double om[3], const double g[3],
                             float *terms, uint8_t *terminated);
 
-/* One env step of n worlds of either task: actions and pushes, the PD-controlled physics substeps (batched), then
+/* One env step of n worlds of either task: actions and pushes, the actuated physics substeps (batched), then
  * per world the task's reward and the observation, or, where the physics failed, a reset (reward 0, terms 0, no
  * flags, failed[i] = 1). */
 static void anymal_step(const struct env *e, env_world *const *ws, int n, const float *const *act, float *const *obs,
@@ -452,10 +489,10 @@ static void anymal_step(const struct env *e, env_world *const *ws, int n, const 
                         sim_batch *batch, reward_fn rewards)
 {
     for (int i = 0; i < n; i++) {
-        apply_actions(e, ws[i]->task, act[i]);
+        apply_actions(e, ws[i], act[i]);
         maybe_push(e, ws[i], ws[i]->task);
     }
-    pd_steps(e, ws, n, batch, failed);
+    physics_steps(e, ws, n, batch, failed);
     for (int i = 0; i < n; i++) {
         env_world *w = ws[i];
         anymal_state *st = w->task;
@@ -706,6 +743,22 @@ static void critic_observe(const struct env *e, env_world *w, float *o)
     KEY("added_mass_max", mmax, 0, 30, 0, "added base mass drawn per world and reset: upper bound (kg)"),       \
     KEY("push_interval_s", push, 0, 3600, 0, "seconds between pushes (0 = never)"),                            \
     KEY("episode_seconds", episode, 0.02, 3600, 0, "time limit (truncation)")
+/* The joint actuators (env_actuator.h), with each task's model by default. */
+#define ACTUATOR_KEYS(model)                                                                                     \
+    {"actuator", model, 0, ENV_ACTUATOR_NMODELS - 1, 1,                                                          \
+     "joint actuator: pd (kp, kd, torque_limit), lstm (ANYdrive network), dc (network + DC-motor clip)",      \
+     ENV_ACTUATOR_NMODELS, ENV_ACTUATOR_CHOICES},                                                                \
+    KEY("dc_saturation", 120, 1, 1000, 0, "dc: stall torque of the torque-speed line (N m)"),                  \
+    KEY("dc_effort_limit", 80, 1, 1000, 0, "dc: torque limit (N m)"),                                         \
+    KEY("dc_velocity_limit", 7.5, 0.1, 100, 0, "dc: no-load speed of the torque-speed line (rad/s)"),         \
+    KEY("delay_min", 0, 0, ENV_ACTUATOR_DELAY_MAX, 1, "target delay drawn per world and reset: fewest physics steps"), \
+    KEY("delay_max", 0, 0, ENV_ACTUATOR_DELAY_MAX, 1, "target delay drawn per world and reset: most physics steps"), \
+    KEY("kp_scale_min", 1, 0, 10, 0, "pd: kp scale drawn per world and reset: lower bound"),                 \
+    KEY("kp_scale_max", 1, 0, 10, 0, "pd: kp scale drawn per world and reset: upper bound"),                 \
+    KEY("kd_scale_min", 1, 0, 10, 0, "pd: kd scale drawn per world and reset: lower bound"),                 \
+    KEY("kd_scale_max", 1, 0, 10, 0, "pd: kd scale drawn per world and reset: upper bound"),                 \
+    KEY("motor_strength_min", 1, 0, 10, 0, "torque scale drawn per world and reset: lower bound"),           \
+    KEY("motor_strength_max", 1, 0, 10, 0, "torque scale drawn per world and reset: upper bound")
 /* Both tasks: the observation from its table, one field of NJ joint-target actions, the default timing
  * (configure applies the keys). */
 #define ANYMAL_FIELDS_TIMING(defs, TABLE, episode_s)                                                         \
@@ -718,7 +771,7 @@ static void critic_observe(const struct env *e, env_world *w, float *o)
     .episode_seconds = episode_s, .max_episode_steps = EPISODE_STEPS(episode_s)
 #define ANYMAL_FUNCTIONS(task)                                                                               \
     .task_state_size = sizeof(anymal_state), .configure = task##_configure, .reset_world = task##_reset,     \
-    .observe = observe, .step_worlds = task##_step, .critic_observe = critic_observe
+    .observe = observe, .step_worlds = task##_step, .critic_observe = critic_observe, .destroy = anymal_destroy
 
 /* One ANYmal task: name and doc, observation table, episode (s), the task's own keys (a macro of KEY
  * entries) and its reward term names (a macro, in the order of the task's term enum, whose last entry nterm
@@ -737,9 +790,10 @@ static void critic_observe(const struct env *e, env_world *w, float *o)
     RANDOMIZATION_KEYS(0.5, 1.25, -5, 5, 15, WALK_EPISODE_S),                                                \
     KEY("cmd_vx_max", 1, 0, 5, 0, "forward velocity command drawn in U(-v, v) (m/s)"),                      \
     KEY("cmd_vy_max", 1, 0, 5, 0, "lateral velocity command drawn in U(-v, v) (m/s)"),                      \
-    KEY("cmd_yaw_max", 1, 0, 5, 0, "yaw-rate command drawn in U(-w, w) (rad/s)"),                           \
+    KEY("cmd_yaw_max", 1.5, 0, 5, 0, "yaw-rate command drawn in U(-w, w) (rad/s)"),                         \
     KEY("cmd_resample_s", 4, 0.02, 3600, 0, "seconds between command draws"),                               \
-    KEY("only_positive_rewards", 1, 0, 1, 1, "clip the total reward at 0 (legged_gym)")
+    KEY("only_positive_rewards", 1, 0, 1, 1, "clip the total reward at 0 (legged_gym)"),                   \
+    ACTUATOR_KEYS(ENV_ACTUATOR_LSTM)
 #define WALK_TERMS                                                                                           \
     "tracking_lin_vel", "tracking_ang_vel", "lin_vel_z", "ang_vel_xy", "orientation", "torques", "dof_acc",   \
         "action_rate", "collision", "feet_air_time"
@@ -752,7 +806,8 @@ ANYMAL_TASK(env_task_anymal_walk, walk, "anymal_c-walk",
 #define STAND_KEYS                                                                                           \
     RANDOMIZATION_KEYS(0.5, 1.25, -2, 2, 0, STAND_EPISODE_S),                                               \
     KEY("target_height", 0.5, 0.3, 0.65, 0, "base height to reach and hold (m)"),                           \
-    KEY("fallen_prob", 0.25, 0, 1, 0, "probability that an episode starts fallen on its side or back")
+    KEY("fallen_prob", 0.25, 0, 1, 0, "probability that an episode starts fallen on its side or back"),    \
+    ACTUATOR_KEYS(ENV_ACTUATOR_PD)
 #define STAND_TERMS "height", "upright", "standing", "lin_vel", "ang_vel", "pose", "torques", "action_rate"
 ANYMAL_TASK(env_task_anymal_stand, stand, "anymal_c-stand",
             "ANYmal C stands up from a random crouched or fallen pose and holds a target base height; "

@@ -43,7 +43,8 @@ typedef struct {
     env_spec spec;                                   /* defaults */
     size_t task_state_size;
     /* after the overrides are validated: read the configuration into the task's typed fields (in
-     * task_env), build e->model, adjust e->spec (timing, bounds).  0, or -1 with err filled. */
+     * task_env), build e->model, adjust e->spec (timing, bounds), and set e->task_state_size when a world's
+     * state depends on the configuration.  0, or -1 with err filled. */
     int (*configure)(struct env *e, char *err, size_t errlen);
     void (*reset_world)(const struct env *e, env_world *w, float *obs);
     /* the current observation, without stepping (no noise draw) */
@@ -64,6 +65,9 @@ typedef struct {
     void (*step_worlds)(const struct env *e, env_world *const *ws, int n, const float *const *act, float *const *obs,
                         float *reward, float *terms, uint8_t *terminated, uint8_t *truncated, int *failed,
                         sim_batch *batch);
+    /* Frees what configure allocated besides e->model (may be NULL; called by env_destroy, also after a configure
+     * that failed or never ran, on a task_env that is then zeroed or partly set). */
+    void (*destroy)(struct env *e);
 } env_task;
 
 struct env {
@@ -74,6 +78,8 @@ struct env {
     int nworlds;
     env_world *worlds;
     unsigned char *task_mem;
+    size_t task_state_size;         /* bytes of task state per world: the task's, or what its configure sets */
+    size_t task_fixed_bytes;        /* heap bytes configure allocated besides the model (env_get_cost) */
     uint64_t seed;
     env_autoreset autoreset;
     size_t scratch_size;            /* sim_scratch_size(model): bound per call to the worlds stepped */

@@ -12,7 +12,7 @@
 
 #define ENV_NAME_MAX 48
 #define ENV_MAX_FIELDS 16
-#define ENV_MAX_CONFIG 48
+#define ENV_MAX_CONFIG 64
 #define ENV_MAX_TERMS 16
 #define ENV_MAX_CHOICES 12
 #define ENV_CHOICE_MAX 24

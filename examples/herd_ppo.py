@@ -286,11 +286,34 @@ def desync(env, obs, seed, steps=None):
 
 
 def parse_config(items):
-    """--config KEY=VALUE items -> {key: float}."""
+    """--config KEY=VALUE items -> {key: float, or the name of a named choice (e.g. actuator=pd)}."""
     out = {}
     for it in items or []:
         k, _, v = it.partition("=")
-        out[k.strip()] = float(v)
+        try:
+            out[k.strip()] = float(v)
+        except ValueError:
+            out[k.strip()] = v.strip()
+    return out
+
+
+def recorded_config(session, keys, overrides):
+    """What a checkpoint records as its training configuration: the effective values, in the training session
+    (a herd.make_vec env: .config, .config_names), of `keys` (the keys whose defaults have changed, so that the
+    checkpoint stays evaluable on the configuration it learned), then the overrides given."""
+    out = {k: session.config_names.get(k, session.config[k]) for k in keys if k in session.config}
+    out.update(overrides)
+    return out
+
+
+def checkpoint_config(ck_config, trained_before, spec_keys, overrides):
+    """The configuration to evaluate a checkpoint on: for each key of `trained_before` (keys whose defaults
+    changed after checkpoints that do not record them were trained, with the values those were trained on) that
+    the checkpoint does not record and the server's task lists, that value; then the checkpoint's recorded
+    configuration; then the command line's overrides."""
+    out = {k: v for k, v in trained_before.items() if k in spec_keys and k not in ck_config}
+    out.update(ck_config)
+    out.update(overrides)
     return out
 
 

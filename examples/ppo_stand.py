@@ -56,6 +56,10 @@ except ImportError:  # pragma: no cover
 import herd_ppo  # noqa: E402  (the PPO shared with train_walk.py; the script's directory is on sys.path)
 
 ENV = "anymal_c-stand"
+# The keys whose defaults may differ from those examples/ppo_stand_policy.pt was trained on, with its values (the
+# PD actuator, no joint limits): a checkpoint that does not record one of them is evaluated with that value (a key
+# the server's task does not list is not passed); new checkpoints record them (herd_ppo.recorded_config).
+TRAINED_BEFORE = {"actuator": "pd", "joint_limits": 0.0}
 
 
 # ---- helpers ------------------------------------------------------------------------------------------
@@ -212,9 +216,10 @@ def run(opt, address, config, hidden):
     norm = herd_ppo.RunningNorm(od)
     if opt.load:
         model, norm, ck = herd_ppo.load_policy(opt.load, od, ad, hidden)
-        if not config and ck.get("config"):
-            config = dict(ck["config"])      # evaluate on the configuration the policy was trained on
-            print("ppo_stand: configuration from %s: %s" % (opt.load, config), flush=True)
+        # evaluate on the configuration the policy was trained on
+        config = herd_ppo.checkpoint_config(dict(ck.get("config") or {}), TRAINED_BEFORE,
+                                            {k["key"] for k in env.herd_spec["config"]}, config)
+        print("ppo_stand: configuration of %s: %s" % (opt.load, config), flush=True)
     if opt.eval_only:
         env.close()
         res = evaluate(model, norm, address, opt.eval_episodes, opt.seed + 10**9, config)
@@ -284,10 +289,10 @@ def run(opt, address, config, hidden):
     fcsv.close()
     env.close()
     train_s = time.perf_counter() - t_start
-    herd_ppo.save_policy(os.path.join(opt.out, "policy.pt"), model, norm, hidden=hidden, config=config,
-                          state_std=opt.state_std)
+    herd_ppo.save_policy(os.path.join(opt.out, "policy.pt"), model, norm, hidden=hidden,
+                          config=herd_ppo.recorded_config(env, TRAINED_BEFORE, config), state_std=opt.state_std)
     title = "PPO on %s through herd (%d worlds, %s): %.1f M steps in %.1f min" % (
-        ENV, N, ", ".join("%s=%g" % kv for kv in config.items()) or "default config", env_steps / 1e6, train_s / 60)
+        ENV, N, ", ".join("%s=%s" % kv for kv in config.items()) or "default config", env_steps / 1e6, train_s / 60)
     save_curve(os.path.join(opt.out, "learning_curve.png"), rows, title)
 
     t2 = time.perf_counter()

@@ -22,7 +22,11 @@ examples' own PPO (examples/herd_ppo.py, the same algorithm); --trainer picks on
 
 Evaluation (--eval-episodes fresh worlds on held-out seeds, one full 20 s episode each, the policy mean,
 obs_noise = 0 so that the observation holds the exact base velocity and command; every other setting is
-the task's default: commands from the task's ranges resampled every 4 s, domain randomization, pushes):
+the one the policy was trained on: the task's defaults of its time (commands from the task's ranges
+resampled every 4 s, domain randomization, pushes) and the overrides its checkpoint records.  The committed
+examples/walk_policy.pt was trained before the task's defaults moved to the ANYdrive actuator network, yaw
+commands of +-1.5 rad/s and joint limits: --eval-only evaluates it with actuator=pd, cmd_yaw_max=1 and
+joint_limits=0 (TRAINED_BEFORE; joint_limits only where the task has the key), which its figures need):
   lin_vel_error   mean over episodes of the mean over the last 15 s of |v_xy,cmd - v_xy| (m/s, base frame;
                   the command the policy saw at step t against the velocity after it)
   yaw_rate_error  same for |yaw_rate_cmd - yaw_rate| (rad/s)
@@ -65,6 +69,12 @@ import herd_ppo  # noqa: E402
 ENV = "anymal_c-walk"
 HIDDEN = [128, 64, 32]
 TARGET = {"lin_vel_error": 0.25, "yaw_rate_error": 0.3, "no_fall_fraction": 0.95}
+# The keys whose defaults changed after examples/walk_policy.pt was trained, with the values it was trained on:
+# the PD actuator (the task now runs the ANYdrive network), yaw-rate commands in +-1 rad/s (now +-1.5) and no
+# joint limits.  A checkpoint that does not record one of them predates the change and is evaluated with that
+# value; a key the server's task does not list (joint_limits before the task has it) is not passed.  New
+# checkpoints record these keys' values (herd_ppo.recorded_config).
+TRAINED_BEFORE = {"actuator": "pd", "cmd_yaw_max": 1.0, "joint_limits": 0.0}
 # observation layout of anymal_c-walk (envs/env_anymal.c): scaled base velocities and commands
 LIN_SCALE, ANG_SCALE = 2.0, 0.25
 
@@ -566,8 +576,10 @@ def run(opt, address, config, cpu):
         path = opt.policy or os.path.join(opt.out, "walk_policy.pt")
         with herd.make_vec(ENV, 1, address=address, seed=0) as probe:
             od, ad = probe.obs_dim, probe.act_dim
+            keys = {k["key"] for k in probe.herd_spec["config"]}
         model, norm, ck = herd_ppo.load_policy(path, od, ad, HIDDEN)
-        config = config or dict(ck.get("config") or {})
+        config = herd_ppo.checkpoint_config(dict(ck.get("config") or {}), TRAINED_BEFORE, keys, config)
+        print("train_walk: evaluating %s on the configuration it was trained on: %s" % (path, config), flush=True)
         watch = view_policy(opt, model, norm, address, config, eval_seed + 777) if opt.view else None
         res = evaluate(model, norm, address, opt.eval_episodes, eval_seed, config)
         print(json.dumps(eval_line(res, "trained")), flush=True)
@@ -598,6 +610,8 @@ def run(opt, address, config, cpu):
         print("train_walk: --trainer rsl_rl: rsl_rl or herd.adapters.rsl_rl does not import", file=sys.stderr)
         return 2
     train = train_rsl_rl if trainer == "rsl_rl" else train_own
+    with herd.make_vec(ENV, 1, address=address, seed=0, **config) as probe:
+        config = herd_ppo.recorded_config(probe, TRAINED_BEFORE, config)
     cpu0, t_cpu0 = cpu.read(), time.perf_counter()
     model, norm, rows, summary = train(opt, address, config, opt.out)
     cpu1, t_cpu1 = cpu.read(), time.perf_counter()
@@ -609,7 +623,7 @@ def run(opt, address, config, cpu):
                          iterations=summary["iterations"], env_steps=summary["env_steps"])
     title = ("PPO (%s) on %s through herd: %d worlds, %d iterations, %.1f M steps in %.1f min, %s" % (
         summary["trainer"], ENV, opt.num_envs, summary["iterations"], summary["env_steps"] / 1e6,
-        summary["train_wall_s"] / 60, ", ".join("%s=%g" % kv for kv in config.items()) or "default config"))
+        summary["train_wall_s"] / 60, ", ".join("%s=%s" % kv for kv in config.items()) or "default config"))
     save_curve(os.path.join(opt.out, "walk_curve.png"), rows, title)
 
     t2 = time.perf_counter()

@@ -316,7 +316,7 @@ void srv_config_usage(FILE *f)
             "                               would cross it gets LIMIT before allocating (default 0 = 3/4 of the\n"
             "                               cgroup memory limit or of the RAM); every session counts its own\n"
             "                               memory besides its worlds'\n"
-            "  --max-sessions N             open sessions in all (default 0 = the memory ceiling / 128 KiB, at\n"
+            "  --max-sessions N             open sessions in all (default 0 = the memory ceiling / 160 KiB, at\n"
             "                               most 65536)\n"
             "  --client-max-worlds N        worlds of one client's sessions (default 0 = --max-worlds)\n"
             "  --client-max-sessions N      open sessions of one client (default %d)\n"

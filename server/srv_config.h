@@ -67,8 +67,9 @@ typedef struct {
 size_t srv_config_memory_ceiling(const srv_config *c);
 
 /* Sessions of the default max_sessions: a session with its env takes at least about this much (its model
- * alone is ~74 KB), so that many fit under the ceiling whatever their worlds; and at most this many. */
-#define SRV_SESSION_BYTES_AUTO ((size_t)128 << 10)
+ * alone is ~74 KB, anymal_c-walk's actuator network ~17 KB more), so that many fit under the ceiling whatever
+ * their worlds; and at most this many. */
+#define SRV_SESSION_BYTES_AUTO ((size_t)160 << 10)
 #define SRV_MAX_SESSIONS_AUTO 65536
 /* The default --max-step-seconds.  The estimate is at the caps, far above a typical step: with anymal_c-walk's
  * defaults a world-step at the caps (the ADMM fallback's 500 iterations included) is estimated at a few ms, so

@@ -359,9 +359,10 @@ static void ref_walk_terms(const env_t *e, const sim_data *d, const double *q0, 
 }
 Test(env, walk_rewards_match_hand_computation, .timeout = 60)
 {
-    env_kv kv[] = {{"obs_noise", 0}, {"only_positive_rewards", 0}, {"push_interval_s", 0}, {"decimation", 1}};
+    /* the PD actuator, whose torques ref_pd_torque computes by hand */
+    env_kv kv[] = {{"obs_noise", 0}, {"only_positive_rewards", 0}, {"push_interval_s", 0}, {"decimation", 1}, {"actuator", 0}};
     enum { N = 3, STEPS = 200 };
-    env_t *e = mk("anymal_c-walk", N, kv, 4, ENV_AUTORESET_NEXT_STEP);
+    env_t *e = mk("anymal_c-walk", N, kv, 5, ENV_AUTORESET_NEXT_STEP);
     cr_assert_float_eq(env_get_spec(e)->control_dt, 0.005, 1e-15);
     bufs b = mkbufs(e);
     uint8_t ar[N], pr[N];
@@ -508,8 +509,8 @@ Test(env, stand_rewards_match_hand_computation, .timeout = 60)
 Test(env, pd_stand_upright_20s_at_5ms, .timeout = 120)
 {
     env_kv kv[] = {{"obs_noise", 0}, {"init_noise", 0}, {"push_interval_s", 0}, {"friction_min", 1}, {"friction_max", 1},
-                   {"added_mass_min", 0}, {"added_mass_max", 0}};
-    env_t *e = mk("anymal_c-walk", 4, kv, 7, ENV_AUTORESET_NEXT_STEP);
+                   {"added_mass_min", 0}, {"added_mass_max", 0}, {"actuator", 0}};
+    env_t *e = mk("anymal_c-walk", 4, kv, 8, ENV_AUTORESET_NEXT_STEP);
     cr_assert_float_eq(env_get_spec(e)->sim_dt, 0.005, 0);
     bufs b = mkbufs(e);
     env_reset(e, 0, 4, NULL, NULL, b.obs);

@@ -393,7 +393,7 @@ def main():
         figs["profile"] = save(fig, opt.out, "profile.png")
         md.append("![profile](%s)\n\n" % figs["profile"])
         tot = sum(m for k, m in zip(st, meds) if k != "env_overhead")
-        md.append("| stage | us per physics step (min-max) | share of PD + sim_step |\n|---|---:|---:|\n")
+        md.append("| stage | us per physics step (min-max) | share of actuator + sim_step |\n|---|---:|---:|\n")
         for k, m, rr in zip(st, meds, reps):
             md.append("| %s | %.3f (%.3f-%.3f) | %s |\n" % (k, m, min(rr), max(rr),
                                                          "%.1f %%" % (100 * m / tot) if k != "env_overhead" else "-"))

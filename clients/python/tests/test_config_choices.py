@@ -31,6 +31,40 @@ def test_hello_lists_the_solver_choices(server):
             assert "solver_tol" in keys and "solver_max_iter" in keys
 
 
+def test_hello_lists_the_actuator_choices(server):
+    """The ANYmal tasks' actuator models by name: walk runs the ANYdrive network by default, stand the PD law;
+    walk's yaw-rate commands are drawn in +-1.5 rad/s (legged_gym's range)."""
+    with Client(server) as c:
+        specs = {s["name"]: s for s in c.hello()["envs"]}
+    for name, default in (("anymal_c-walk", "lstm"), ("anymal_c-stand", "pd")):
+        keys = {k["key"]: k for k in specs[name]["config"]}
+        act = keys["actuator"]
+        assert act["choices"] == ["pd", "lstm", "dc"] and act["is_int"] and act["hi"] == 2, name
+        assert act["choices"][int(act["default"])] == default, name
+        for k, d in (("delay_min", 0), ("delay_max", 0), ("kp_scale_min", 1), ("kp_scale_max", 1),
+                     ("kd_scale_min", 1), ("kd_scale_max", 1), ("motor_strength_min", 1), ("motor_strength_max", 1),
+                     ("dc_saturation", 120), ("dc_effort_limit", 80), ("dc_velocity_limit", 7.5)):
+            assert keys[k]["default"] == d, (name, k)
+    assert {k["key"]: k for k in specs["anymal_c-walk"]["config"]}["cmd_yaw_max"]["default"] == 1.5
+
+
+def test_actuator_by_name(server):
+    with herd.make_vec("anymal_c-walk", 2, address=server, seed=1, actuator="dc", delay_max=3) as v:
+        assert v.config["actuator"] == "dc" and v.config["delay_max"] == 3
+        assert v.config_names["actuator"] == "dc"
+        v.reset()
+        obs, *_ = v.step(np.zeros((2, 12), np.float32))
+        assert np.all(np.isfinite(obs))
+    with herd.make_vec("anymal_c-walk", 1, address=server) as v:
+        assert v.config["actuator"] == "lstm" and v.config["cmd_yaw_max"] == 1.5
+    with pytest.raises(ServerError) as e:
+        herd.make_vec("anymal_c-walk", 1, address=server, actuator="servo")
+    assert e.value.code == "BAD_CONFIG" and "unknown actuator 'servo'" in e.value.message
+    with pytest.raises(ServerError) as e:
+        herd.make_vec("anymal_c-walk", 1, address=server, delay_min=4, delay_max=2)
+    assert e.value.code == "BAD_CONFIG" and "'delay_min'" in e.value.message and "'delay_max'" in e.value.message
+
+
 def test_make_by_name(server):
     with herd.make_vec("paper-hang", 2, address=server, seed=1, solver="pgs", solver_tol=1e-7) as v:
         # typed as the spec says: the name for a key with choices, an int for an integer key
