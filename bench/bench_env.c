@@ -222,7 +222,7 @@ static int profile_end(env_t *e, sim_data *const *pw, int i, const sim_data *d, 
  * whole batch is live), behind the DC clip when dc. */
 static void profile_actuator(const env_anymal_joints *jm, sim_data *const *dw, const int *row, int nl, int n, int g,
                              double (*target)[ENV_ANYMAL_NJ], double kp, double kd, double tau_max,
-                             const env_actuator_net *net, env_actuator_state *st, int dc)
+                             const env_actuator_net *net, env_actuator_state *st, env_actuator_lanes *lanes, int dc)
 {
     enum { NJ = ENV_ANYMAL_NJ };
     if (!net) {
@@ -235,7 +235,16 @@ static void profile_actuator(const env_anymal_joints *jm, sim_data *const *dw, c
             err[l * NJ + q] = target[row[l]][q] - dw[row[l]]->q[jm->qadr[q]];
             vel[l * NJ + q] = dw[row[l]]->u[jm->dof[q]];
         }
-    if (nl == n) {
+    if (lanes) {
+        /* float32, as the env runs it: one call over the batch's joints (g is a multiple of SIM_BATCH_LANES, so its
+           first joint starts a block); the rows of worlds not live get zero inputs, as env_actuator_torques gives */
+        double e2[SIM_BATCH_LANES * NJ] = {0}, v2[SIM_BATCH_LANES * NJ] = {0}, t2[SIM_BATCH_LANES * NJ];
+        for (int l = 0; l < nl; l++)
+            for (int q = 0; q < NJ; q++) e2[row[l] * NJ + q] = err[l * NJ + q], v2[row[l] * NJ + q] = vel[l * NJ + q];
+        env_actuator_net_step_lanes_f32(net, n * NJ, e2, v2, lanes + (size_t)g * NJ / 8, t2, NULL, 0);
+        for (int l = 0; l < nl; l++)
+            for (int q = 0; q < NJ; q++) tau[l * NJ + q] = t2[row[l] * NJ + q];
+    } else if (nl == n) {
         env_actuator_net_step(net, n * NJ, err, vel, st + (size_t)g * NJ, tau, NULL, 0);
     } else {
         for (int l = 0; l < nl; l++)
@@ -280,7 +289,13 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     }
     env_actuator_net *net = use_net ? env_actuator_net_new(NULL, err, sizeof err) : NULL;
     env_actuator_state *ast = use_net ? calloc((size_t)worlds * ENV_ANYMAL_NJ, sizeof *ast) : NULL;
-    if (use_net && (!net || !ast)) {
+    const int f32 = use_net && (int)env_config(e, "net_precision") == ENV_ACTUATOR_NET_FLOAT32;
+    /* float32: every world's joints as the vectors' lanes, a batch of SIM_BATCH_LANES worlds from a block's start */
+    _Static_assert(SIM_BATCH_LANES * ENV_ANYMAL_NJ % 8 == 0, "a batch's joints fill whole blocks");
+    env_actuator_lanes *alanes = f32 ? aligned_alloc(_Alignof(env_actuator_lanes),
+                                                     sizeof *alanes * ENV_ACTUATOR_LANES((size_t)worlds * ENV_ANYMAL_NJ + SIM_BATCH_LANES * ENV_ANYMAL_NJ))
+                                     : NULL;
+    if (use_net && (!net || !ast || (f32 && !alanes))) {
         fprintf(stderr, "herd-bench env --profile: actuator network: %s\n", net ? "out of memory" : err);
         exit(2);
     }
@@ -319,6 +334,7 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
             bench_env_prepare(e, warmup, act, obs, rew, term, trunc);
             profile_take(e, pw, 0, worlds);
             if (ast) env_actuator_state_zero(ast, worlds * ENV_ANYMAL_NJ);
+            if (alanes) env_actuator_lanes_zero(alanes, 0, (worlds + SIM_BATCH_LANES) * ENV_ANYMAL_NJ);
             t0 = bench_thread_cpu_ns();
             for (int s = 0; s < steps; s++)
                 for (int g = 0; g < worlds; g += SIM_BATCH_LANES) {
@@ -342,7 +358,7 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                             live[nl] = dw[j], row[nl++] = j;
                         }
                         if (!nl) break;
-                        profile_actuator(&jm, dw, row, nl, n, g, target, kp, kd, tau_max, net, ast, dc);
+                        profile_actuator(&jm, dw, row, nl, n, g, target, kp, kd, tau_max, net, ast, alanes, dc);
                         uint64_t c1 = bench_now_ns();
                         sim_batch_smooth(m, batch, live, nl, dt);
                         uint64_t c2 = bench_now_ns();
@@ -388,7 +404,11 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                                they are in the scratch, reset it where the task would */
                             if ((*b || k == sp->decimation - 1) && profile_end(e, pw, g + row[l], d, *b, walk, dt, obs) &&
                                 ast)
+                            {
                                 env_actuator_state_zero(ast + (size_t)(g + row[l]) * ENV_ANYMAL_NJ, ENV_ANYMAL_NJ);
+                                if (alanes)
+                                    env_actuator_lanes_zero(alanes, (g + row[l]) * ENV_ANYMAL_NJ, ENV_ANYMAL_NJ);
+                            }
                         }
                     }
                 }
@@ -441,7 +461,7 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
             bench_median(it_rep, R), 100 * bench_median(cap_rep, R));
     fprintf(stderr, "  the solver bench's trot (1 ms, feet + base, same run, CPU time): %.3f us per physics step; "
                     "actuator + sim_step here / trot = %.2f\n", trot_med * 1e-3, plain_med / trot_med);
-    free(act); free(obs); free(rew); free(term); free(trunc); free(scratch_raw); free(jp); free(batch_mem); free(ast);
+    free(act); free(obs); free(rew); free(term); free(trunc); free(scratch_raw); free(jp); free(batch_mem); free(ast); free(alanes);
     env_actuator_net_destroy(&net);
     for (int i = 0; pw && i < worlds; i++) sim_data_destroy(&pw[i]);
     free(pw);
@@ -456,18 +476,21 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
  * per env step over the 12 joints of SIM_BATCH_LANES worlds each (as env_step batches them), every world with its
  * own state, inputs pseudo-random (position errors in [-0.5, 0.5] rad, velocities in [-10, 10] rad/s); the median
  * of `repeats` runs of `steps` env steps over `worlds` worlds. */
-static double actuator_net_ns_per_world_step(int worlds, int decimation, int steps, int repeats)
+static double actuator_net_ns_per_world_step(int worlds, int decimation, int steps, int repeats, int f32)
 {
     char err[256];
     env_actuator_net *net = env_actuator_net_new(NULL, err, sizeof err);
     const size_t nj = (size_t)worlds * ENV_ANYMAL_NJ;
     env_actuator_state *st = malloc(sizeof *st * nj);
+    const size_t nb = ENV_ACTUATOR_LANES(nj);
+    env_actuator_lanes *lanes = f32 ? aligned_alloc(_Alignof(env_actuator_lanes), sizeof *lanes * nb) : NULL;
     double *e = malloc(sizeof(double) * nj), *v = malloc(sizeof(double) * nj), *tau = malloc(sizeof(double) * nj);
-    if (!net || !st || !e || !v || !tau) {
+    if (!net || !st || !e || !v || !tau || (f32 && !lanes)) {
         fprintf(stderr, "herd-bench env: actuator network: %s\n", net ? "out of memory" : err);
         exit(2);
     }
     env_actuator_state_zero(st, (int)nj);
+    if (lanes) env_actuator_lanes_zero(lanes, 0, (int)(nb * 8));
     uint64_t x = 12345;
     for (size_t i = 0; i < nj; i++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
@@ -483,11 +506,12 @@ static double actuator_net_ns_per_world_step(int worlds, int decimation, int ste
         for (int s = 0; s < steps * decimation; s++)
             for (size_t j = 0; j < nj; j += chunk) {
                 const int m = nj - j < (size_t)chunk ? (int)(nj - j) : chunk;
-                env_actuator_net_step(net, m, e + j, v + j, st + j, tau + j, NULL, 0);
+                if (lanes) env_actuator_net_step_lanes_f32(net, m, e + j, v + j, lanes + j / 8, tau + j, NULL, 0);
+                else env_actuator_net_step(net, m, e + j, v + j, st + j, tau + j, NULL, 0);
             }
         rep[r] = (double)(bench_thread_cpu_ns() - t0) / ((double)worlds * steps);
     }
-    free(st), free(e), free(v), free(tau);
+    free(st), free(e), free(v), free(tau), free(lanes);
     env_actuator_net_destroy(&net);
     return bench_median(rep, R);
 }
@@ -506,7 +530,7 @@ typedef struct {
 /* key (not NULL): the points are instead the values `solvers` (names, comma-separated) of the configuration key
  * with named choices `key` ("solver": contact solvers, --solvers; "actuator": actuator models, --actuators) on
  * `worlds` worlds each, the same trajectories' actions and seeds: a paired comparison, ratios to the first one. */
-static double actuator_net_ns_per_world_step(int worlds, int decimation, int steps, int repeats);
+static double actuator_net_ns_per_world_step(int worlds, int decimation, int steps, int repeats, int f32);
 static int bench_env_sweep(const char *name, const char *list, int threads, int steps, int repeats, int warmup,
                            const char *key, const char *solvers, int worlds)
 {
@@ -588,10 +612,12 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
             /* the network's own cost per world env step (decimation calls over the world's 12 joints, batched as
              * env_step batches them), timed apart in the same run, over the lstm env step's CPU time */
             const int dec = env_get_spec(pt[0].e)->decimation;
-            const double net_ns = actuator_net_ns_per_world_step(worlds, dec, steps, R), step_ns = 1e9 / lstm_rate;
+            const int f32 = (int)env_config(pt[0].e, "net_precision") == ENV_ACTUATOR_NET_FLOAT32;
+            const double net_ns = actuator_net_ns_per_world_step(worlds, dec, steps, R, f32), step_ns = 1e9 / lstm_rate;
             printf("{\"bench\":\"env_actuator_share\",\"env\":\"%s\",\"worlds\":%d,\"threads\":%d,\"decimation\":%d,"
-                   "\"net_us_per_env_step\":%.3f,\"lstm_us_per_env_step\":%.3f,\"net_share_of_lstm_step\":%.4f",
-                   name, worlds, threads, dec, net_ns * 1e-3, step_ns * 1e-3, net_ns / step_ns);
+                   "\"net_precision\":\"%s\",\"net_us_per_env_step\":%.3f,\"lstm_us_per_env_step\":%.3f,"
+                   "\"net_share_of_lstm_step\":%.4f",
+                   name, worlds, threads, dec, f32 ? "float32" : "float64", net_ns * 1e-3, step_ns * 1e-3, net_ns / step_ns);
             if (pd_rate > 0)
                 printf(",\"pd_us_per_env_step\":%.3f,\"extra_share_over_pd\":%.4f", 1e6 / pd_rate,
                        1 - lstm_rate / pd_rate);

@@ -20,9 +20,16 @@ typedef struct {
 _Static_assert(sizeof(world_head) <= HEAD_BYTES, "actuator world header fits its 64 bytes");
 
 static int uses_net(const env_actuator *a) { return a->model == ENV_ACTUATOR_LSTM || a->model == ENV_ACTUATOR_DC; }
-static size_t net_bytes(const env_actuator *a) { return uses_net(a) ? sizeof(env_actuator_state) * NJ : 0; }
+static int uses_f32(const env_actuator *a) { return a->precision == ENV_ACTUATOR_NET_FLOAT32; }
+/* A world's float32 network state: value k (h then c, [layer][unit], as env_actuator_state) of joint q at [k][q]. */
+typedef float net_state_f32[ENV_ACTUATOR_NET_STATE][NJ];
+static size_t net_bytes(const env_actuator *a)
+{
+    return !uses_net(a) ? 0 : uses_f32(a) ? sizeof(net_state_f32) : sizeof(env_actuator_state) * NJ;
+}
 static world_head *head(void *w) { return w; }
 static env_actuator_state *net_state(void *w) { return (env_actuator_state *)((unsigned char *)w + HEAD_BYTES); }
+static float (*net_state_f(void *w))[NJ] { return (float (*)[NJ])((unsigned char *)w + HEAD_BYTES); }
 static double *ring(const env_actuator *a, void *w) { return (double *)((unsigned char *)w + HEAD_BYTES + net_bytes(a)); }
 
 int env_actuator_setup(env_actuator *a, const char *task, char *err, size_t errlen)
@@ -45,6 +52,11 @@ int env_actuator_setup(env_actuator *a, const char *task, char *err, size_t errl
                      ranges[i].r[0], ranges[i].name, ranges[i].r[1]);
             return -1;
         }
+    if (a->precision < 0 || a->precision >= ENV_ACTUATOR_NET_NPRECISIONS) {
+        snprintf(err, errlen, "%s: configuration 'net_precision' = %d is not a precision (0 float32, 1 float64)", task,
+                 a->precision);
+        return -1;
+    }
     if (a->decimation < 1) {
         snprintf(err, errlen, "%s: decimation %d", task, a->decimation);
         return -1;
@@ -81,7 +93,8 @@ void env_actuator_reset(const env_actuator *a, void *w, const double *targets, e
     h->kp = a->kp * draw(rng, a->kp_scale);
     h->kd = a->kd * draw(rng, a->kd_scale);
     h->strength = draw(rng, a->strength);
-    if (uses_net(a)) env_actuator_state_zero(net_state(w), NJ);
+    if (uses_net(a) && uses_f32(a)) memset(net_state_f(w), 0, sizeof(net_state_f32));
+    else if (uses_net(a)) env_actuator_state_zero(net_state(w), NJ);
     double *r = ring(a, w);
     for (int s = 0; s < a->ring; s++) memcpy(r + (size_t)s * NJ, targets, sizeof(double) * NJ);
 }
@@ -96,13 +109,35 @@ void env_actuator_command(const env_actuator *a, void *w, const double *targets)
 void env_actuator_take(const env_actuator *a, void *const *w, int n, env_actuator_batch *b)
 {
     if (!uses_net(a)) return;
-    for (int i = 0; i < n; i++) memcpy(b->s[i], net_state(w[i]), sizeof b->s[i]);
+    if (!uses_f32(a)) {
+        for (int i = 0; i < n; i++) memcpy(b->s[i], net_state(w[i]), sizeof b->s[i]);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        float (*f)[NJ] = net_state_f(w[i]);
+        for (int q = 0; q < NJ; q++) {
+            const int g = i * NJ + q;
+            env_actuator_lanes *l = &b->lanes[g / 8];
+            for (int k = 0; k < ENV_ACTUATOR_NET_STATE; k++) l->v[k][g % 8] = f[k][q];
+        }
+    }
 }
 
 void env_actuator_put(const env_actuator *a, void *const *w, int n, const env_actuator_batch *b)
 {
     if (!uses_net(a)) return;
-    for (int i = 0; i < n; i++) memcpy(net_state(w[i]), b->s[i], sizeof b->s[i]);
+    if (!uses_f32(a)) {
+        for (int i = 0; i < n; i++) memcpy(net_state(w[i]), b->s[i], sizeof b->s[i]);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        float (*f)[NJ] = net_state_f(w[i]);
+        for (int q = 0; q < NJ; q++) {
+            const int g = i * NJ + q;
+            const env_actuator_lanes *l = &b->lanes[g / 8];
+            for (int k = 0; k < ENV_ACTUATOR_NET_STATE; k++) f[k][q] = l->v[k][g % 8];
+        }
+    }
 }
 
 /* The targets world w's actuator sees at physics step k of its current env step (the one last commanded):
@@ -151,7 +186,8 @@ void env_actuator_torques(const env_actuator *a, const env_anymal_joints *j, int
         }
     }
     /* n * NJ joints, state and outputs of the caller's arrays: the call cannot fail */
-    env_actuator_net_step(a->net, n * NJ, err, vel, &b->s[0][0], tau, NULL, 0);
+    if (uses_f32(a)) env_actuator_net_step_lanes_f32(a->net, n * NJ, err, vel, b->lanes, tau, NULL, 0);
+    else env_actuator_net_step(a->net, n * NJ, err, vel, &b->s[0][0], tau, NULL, 0);
     for (int i = 0; i < n; i++) {
         if (!live[i]) continue;
         const double s = head(w[i])->strength;

@@ -20,7 +20,8 @@
  * configuration draws what it drew before these keys existed; the draws come from the world's own counter-based
  * stream (env_rng), after every other draw of the reset.
  *
- * State per world (env_actuator_world_bytes: its bookkeeping, the LSTM's (h, c) per joint for lstm and dc, the
+ * State per world (env_actuator_world_bytes: its bookkeeping, the LSTM's (h, c) per joint for lstm and dc (floats or
+ * doubles, as net_precision says), the
  * target ring when delay_max > 0), in the world's task memory, set up by env_actuator_reset.  An env_actuator is
  * read-only once set up and shared by every world and thread of an env; env_actuator_free frees its network.
  * Units: rad, rad/s, N·m; joint order of env_anymal_model.h.
@@ -37,6 +38,11 @@
 
 typedef enum { ENV_ACTUATOR_PD = 0, ENV_ACTUATOR_LSTM, ENV_ACTUATOR_DC, ENV_ACTUATOR_NMODELS } env_actuator_model;
 #define ENV_ACTUATOR_CHOICES {"pd", "lstm", "dc"}
+/* The network's arithmetic (the tasks' `net_precision` key): float32, the precision of the TorchScript module as
+ * shipped and as legged_gym runs it (env_actuator_net_step_lanes_f32, within ENV_ACTUATOR_NET_F32_TOL of the
+ * float32 module), or float64 (env_actuator_net_step, within 1e-9 N·m of the module run in double precision). */
+typedef enum { ENV_ACTUATOR_NET_FLOAT32 = 0, ENV_ACTUATOR_NET_FLOAT64, ENV_ACTUATOR_NET_NPRECISIONS } env_actuator_precision;
+#define ENV_ACTUATOR_NET_PRECISION_CHOICES {"float32", "float64"}
 /* The largest delay (physics steps) a configuration may ask. */
 #define ENV_ACTUATOR_DELAY_MAX 50
 
@@ -44,6 +50,7 @@ typedef enum { ENV_ACTUATOR_PD = 0, ENV_ACTUATOR_LSTM, ENV_ACTUATOR_DC, ENV_ACTU
 typedef struct {
     /* configuration */
     int model;                          /* env_actuator_model */
+    int precision;                      /* lstm, dc: env_actuator_precision */
     double kp, kd, torque_limit;        /* pd: gains (N·m/rad, N·m·s/rad) and clip (N·m) */
     double dc_saturation, dc_effort_limit, dc_velocity_limit;   /* dc: N·m, N·m, rad/s */
     int delay_min, delay_max;           /* physics steps */
@@ -73,10 +80,13 @@ void env_actuator_reset(const env_actuator *a, void *w, const double *targets, e
 /* The targets of the world's next env step (call once per env step, before its physics steps). */
 void env_actuator_command(const env_actuator *a, void *w, const double *targets);
 
-/* Network state of up to ENV_ACTUATOR_BATCH worlds side by side, so that one network call covers them all. */
+/* Network state of up to ENV_ACTUATOR_BATCH worlds side by side, so that one network call covers them all: for
+ * float64 one env_actuator_state per joint, for float32 the joints of all worlds in a row as the vectors' lanes
+ * (world i's joint q is joint 12 i + q of the blocks). */
 #define ENV_ACTUATOR_BATCH 4
 typedef struct {
     env_actuator_state s[ENV_ACTUATOR_BATCH][ENV_ANYMAL_NJ];
+    env_actuator_lanes lanes[ENV_ACTUATOR_LANES(ENV_ACTUATOR_BATCH * ENV_ANYMAL_NJ)];
 } env_actuator_batch;
 /* Copies the network state of worlds w[0..n-1] into b (before an env step's physics steps), and back
  * (env_actuator_put, after them).  No-ops for pd. */

@@ -76,7 +76,7 @@ typedef struct {
     double friction_min, friction_max, added_mass_min, added_mass_max, push_interval_s, episode_seconds;
     double cmd_vx_max, cmd_vy_max, cmd_yaw_max, cmd_resample_s, only_positive_rewards;   /* walk */
     double target_height, fallen_prob;                                                   /* stand */
-    double actuator, dc_saturation, dc_effort_limit, dc_velocity_limit, delay_min, delay_max,   /* actuator */
+    double actuator, net_precision, dc_saturation, dc_effort_limit, dc_velocity_limit, delay_min, delay_max,   /* actuator */
         kp_scale_min, kp_scale_max, kd_scale_min, kd_scale_max, motor_strength_min, motor_strength_max;
 } anymal_cfg;
 
@@ -87,7 +87,7 @@ static const env_cfg_field cfg_fields[] = {
     F(max_contacts), F(friction_min), F(friction_max), F(added_mass_min), F(added_mass_max), F(push_interval_s),
     F(episode_seconds), F(cmd_vx_max), F(cmd_vy_max), F(cmd_yaw_max), F(cmd_resample_s), F(only_positive_rewards),
     F(target_height), F(fallen_prob),
-    F(actuator), F(dc_saturation), F(dc_effort_limit), F(dc_velocity_limit), F(delay_min), F(delay_max),
+    F(actuator), F(net_precision), F(dc_saturation), F(dc_effort_limit), F(dc_velocity_limit), F(delay_min), F(delay_max),
     F(kp_scale_min), F(kp_scale_max), F(kd_scale_min), F(kd_scale_max), F(motor_strength_min), F(motor_strength_max)};
 #undef F
 
@@ -236,7 +236,7 @@ static int configure(struct env *e, const obs_def *obs, int nobs, char *err, siz
     if (!(s->foot_friction > 0)) s->foot_friction = 1.0;
     s->decimation = (int)c->decimation;
     s->control_dt = c->sim_dt * s->decimation;
-    s->act = (env_actuator){.model = (int)c->actuator, .kp = c->kp, .kd = c->kd, .torque_limit = c->torque_limit,
+    s->act = (env_actuator){.model = (int)c->actuator, .precision = (int)c->net_precision, .kp = c->kp, .kd = c->kd, .torque_limit = c->torque_limit,
                             .dc_saturation = c->dc_saturation, .dc_effort_limit = c->dc_effort_limit,
                             .dc_velocity_limit = c->dc_velocity_limit, .delay_min = (int)c->delay_min,
                             .delay_max = (int)c->delay_max, .decimation = s->decimation,
@@ -748,6 +748,9 @@ static void critic_observe(const struct env *e, env_world *w, float *o)
     {"actuator", model, 0, ENV_ACTUATOR_NMODELS - 1, 1,                                                          \
      "joint actuator: pd (kp, kd, torque_limit), lstm (ANYdrive network), dc (network + DC-motor clip)",      \
      ENV_ACTUATOR_NMODELS, ENV_ACTUATOR_CHOICES},                                                                \
+    {"net_precision", ENV_ACTUATOR_NET_FLOAT32, 0, ENV_ACTUATOR_NET_NPRECISIONS - 1, 1,                          \
+     "lstm, dc: the network's arithmetic: float32 (the TorchScript module as shipped) or float64",             \
+     ENV_ACTUATOR_NET_NPRECISIONS, ENV_ACTUATOR_NET_PRECISION_CHOICES},                                          \
     KEY("dc_saturation", 120, 1, 1000, 0, "dc: stall torque of the torque-speed line (N m)"),                  \
     KEY("dc_effort_limit", 80, 1, 1000, 0, "dc: torque limit (N m)"),                                         \
     KEY("dc_velocity_limit", 7.5, 0.1, 100, 0, "dc: no-load speed of the torque-speed line (rad/s)"),         \

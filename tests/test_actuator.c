@@ -55,12 +55,14 @@ static double target_of(const env_anymal_joints *j, float a, int q) { return 0.5
  * is what that step used) equal env_actuator_net_step on the same inputs, run here with this test's own state per
  * world, times the motor strength (a fixed one: its range's ends equal); a reset of world 1 alone zeroes its state
  * and no other world's. */
-static void network_path(int model, double strength)
+static void network_path_in(int model, double strength, int precision)
 {
     enum { N = 3, STEPS = 40, RESET_AT = 20 };
     env_kv kv[] = {{"actuator", model}, {"decimation", 1}, {"obs_noise", 0}, {"push_interval_s", 0},
-                   {"motor_strength_min", strength}, {"motor_strength_max", strength}};
-    env_t *e = mk(N, kv, 6, 11);
+                   {"motor_strength_min", strength}, {"motor_strength_max", strength}, {"net_precision", precision}};
+    env_t *e = mk(N, kv, 7, 11);
+    int (*step)(const env_actuator_net *, int, const double *, const double *, env_actuator_state *, double *, char *,
+                size_t) = precision == ENV_ACTUATOR_NET_FLOAT32 ? env_actuator_net_step_f32 : env_actuator_net_step;
     const env_anymal_joints j = joints_of(e);
     char err[256];
     env_actuator_net *net = env_actuator_net_new(NULL, err, sizeof err);
@@ -85,7 +87,7 @@ static void network_path(int model, double strength)
                 vel[i * NJ + q] = d->u[j.dof[q]];
             }
         }
-        cr_assert_eq(env_actuator_net_step(net, N * NJ, err_, vel, st, tau, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(step(net, N * NJ, err_, vel, st, tau, err, sizeof err), 0, "%s", err);
         env_step(e, 0, N, NULL, act, obs, rew, term, trunc, NULL);
         for (int i = 0; i < N; i++) {
             cr_assert(!term[i] && !trunc[i], "world %d ended at step %d", i, s);
@@ -93,13 +95,21 @@ static void network_path(int model, double strength)
             for (int q = 0; q < NJ; q++) {
                 double want = strength * tau[i * NJ + q];
                 if (model == ENV_ACTUATOR_DC) want = env_actuator_dc_clip(want, vel[i * NJ + q], 120, 80, 7.5);
-                cr_assert(d->tau[j.dof[q]] == want, "%s, step %d, world %d, joint %d: %.17g != %.17g",
-                          model == ENV_ACTUATOR_DC ? "dc" : "lstm", s, i, q, d->tau[j.dof[q]], want);
+                cr_assert(d->tau[j.dof[q]] == want, "%s (%s), step %d, world %d, joint %d: %.17g != %.17g",
+                          model == ENV_ACTUATOR_DC ? "dc" : "lstm",
+                          precision == ENV_ACTUATOR_NET_FLOAT32 ? "float32" : "float64", s, i, q, d->tau[j.dof[q]], want);
             }
         }
     }
     env_actuator_net_destroy(&net);
     env_destroy(&e);
+}
+
+/* both precisions: float32 (the default) against env_actuator_net_step_f32, float64 against env_actuator_net_step */
+static void network_path(int model, double strength)
+{
+    network_path_in(model, strength, ENV_ACTUATOR_NET_FLOAT32);
+    network_path_in(model, strength, ENV_ACTUATOR_NET_FLOAT64);
 }
 
 Test(actuator, lstm_path_equals_the_network_and_resets_one_world, .timeout = 60) { network_path(ENV_ACTUATOR_LSTM, 1); }
@@ -519,11 +529,16 @@ Test(actuator, spec_lists_the_actuator_choices, .timeout = 60)
 Test(actuator, world_memory_counts_the_actuator_state)
 {
     env_kv pd[] = {{"actuator", ENV_ACTUATOR_PD}}, lstm[] = {{"actuator", ENV_ACTUATOR_LSTM}},
-           delayed[] = {{"actuator", ENV_ACTUATOR_PD}, {"delay_max", 9}};
-    env_t *a = mk(1, pd, 1, 0), *b = mk(1, lstm, 1, 0), *c = mk(1, delayed, 2, 0);
-    const size_t wa = env_world_bytes(a), wb = env_world_bytes(b), wc = env_world_bytes(c);
-    cr_assert_geq(wb - wa, sizeof(env_actuator_state) * NJ, "lstm adds %zu bytes", wb - wa);
-    cr_assert_lt(wb - wa, sizeof(env_actuator_state) * NJ + 256, "lstm adds %zu bytes", wb - wa);
+           delayed[] = {{"actuator", ENV_ACTUATOR_PD}, {"delay_max", 9}},
+           lstm64[] = {{"actuator", ENV_ACTUATOR_LSTM}, {"net_precision", ENV_ACTUATOR_NET_FLOAT64}};
+    env_t *a = mk(1, pd, 1, 0), *b = mk(1, lstm, 1, 0), *c = mk(1, delayed, 2, 0), *b64 = mk(1, lstm64, 2, 0);
+    const size_t wa = env_world_bytes(a), wb = env_world_bytes(b), wc = env_world_bytes(c), wb64 = env_world_bytes(b64);
+    const size_t f32 = sizeof(float) * ENV_ACTUATOR_NET_STATE * NJ;     /* float32: (h, c) of 12 joints as floats */
+    cr_assert_geq(wb - wa, f32, "lstm adds %zu bytes", wb - wa);
+    cr_assert_lt(wb - wa, f32 + 256, "lstm adds %zu bytes", wb - wa);
+    cr_assert_geq(wb64 - wa, sizeof(env_actuator_state) * NJ, "lstm in float64 adds %zu bytes", wb64 - wa);
+    cr_assert_lt(wb64 - wa, sizeof(env_actuator_state) * NJ + 256, "lstm in float64 adds %zu bytes", wb64 - wa);
+    env_destroy(&b64);
     cr_assert_geq(wc - wa, sizeof(double) * NJ * (9 / 4 + 1 + 1), "a 9-step delay adds %zu bytes", wc - wa);
     env_cost cost, cost_pd;
     env_get_cost(b, &cost);

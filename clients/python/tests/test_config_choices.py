@@ -45,6 +45,8 @@ def test_hello_lists_the_actuator_choices(server):
                      ("kd_scale_min", 1), ("kd_scale_max", 1), ("motor_strength_min", 1), ("motor_strength_max", 1),
                      ("dc_saturation", 120), ("dc_effort_limit", 80), ("dc_velocity_limit", 7.5)):
             assert keys[k]["default"] == d, (name, k)
+        prec = keys["net_precision"]
+        assert prec["choices"] == ["float32", "float64"] and prec["choices"][int(prec["default"])] == "float32", name
     assert {k["key"]: k for k in specs["anymal_c-walk"]["config"]}["cmd_yaw_max"]["default"] == 1.5
 
 
