@@ -78,6 +78,7 @@ typedef struct {
     double target_height, fallen_prob;                                                   /* stand */
     double actuator, net_precision, dc_saturation, dc_effort_limit, dc_velocity_limit, delay_min, delay_max,   /* actuator */
         kp_scale_min, kp_scale_max, kd_scale_min, kd_scale_max, motor_strength_min, motor_strength_max;
+    double joint_limits, joint_damping, joint_friction, joint_armature;                  /* joints */
 } anymal_cfg;
 
 #define F(k) ENV_CFG_FIELD(anymal_cfg, k)
@@ -88,7 +89,8 @@ static const env_cfg_field cfg_fields[] = {
     F(episode_seconds), F(cmd_vx_max), F(cmd_vy_max), F(cmd_yaw_max), F(cmd_resample_s), F(only_positive_rewards),
     F(target_height), F(fallen_prob),
     F(actuator), F(net_precision), F(dc_saturation), F(dc_effort_limit), F(dc_velocity_limit), F(delay_min), F(delay_max),
-    F(kp_scale_min), F(kp_scale_max), F(kd_scale_min), F(kd_scale_max), F(motor_strength_min), F(motor_strength_max)};
+    F(kp_scale_min), F(kp_scale_max), F(kd_scale_min), F(kd_scale_max), F(motor_strength_min), F(motor_strength_max),
+    F(joint_limits), F(joint_damping), F(joint_friction), F(joint_armature)};
 #undef F
 
 /* What an observation field holds (before its scale). */
@@ -259,6 +261,12 @@ static int configure(struct env *e, const obs_def *obs, int nobs, char *err, siz
     m->opt.sp.max_iter = (int)c->solver_max_iter;
     m->opt.sp.tol = c->solver_tol;
     m->opt.max_contacts = (int)c->max_contacts;
+
+    if (env_anymal_joint_options(m, &s->j, c->joint_limits, c->joint_damping, c->joint_friction, c->joint_armature,
+                                 err, errlen)) {
+        sim_model_destroy(&m);
+        return -1;
+    }
     spec->sim_dt = c->sim_dt;
     spec->decimation = s->decimation;
     spec->control_dt = s->control_dt;
@@ -791,6 +799,7 @@ static void critic_observe(const struct env *e, env_world *w, float *o)
 #define WALK_EPISODE_S 20
 #define WALK_KEYS                                                                                            \
     RANDOMIZATION_KEYS(0.5, 1.25, -5, 5, 15, WALK_EPISODE_S),                                                \
+    ENV_ANYMAL_JOINT_KEYS(0),                                                                                \
     KEY("cmd_vx_max", 1, 0, 5, 0, "forward velocity command drawn in U(-v, v) (m/s)"),                      \
     KEY("cmd_vy_max", 1, 0, 5, 0, "lateral velocity command drawn in U(-v, v) (m/s)"),                      \
     KEY("cmd_yaw_max", 1.5, 0, 5, 0, "yaw-rate command drawn in U(-w, w) (rad/s)"),                         \
@@ -808,6 +817,7 @@ ANYMAL_TASK(env_task_anymal_walk, walk, "anymal_c-walk",
 #define STAND_EPISODE_S 4
 #define STAND_KEYS                                                                                           \
     RANDOMIZATION_KEYS(0.5, 1.25, -2, 2, 0, STAND_EPISODE_S),                                               \
+    ENV_ANYMAL_JOINT_KEYS(1),                                                                               \
     KEY("target_height", 0.5, 0.3, 0.65, 0, "base height to reach and hold (m)"),                           \
     KEY("fallen_prob", 0.25, 0, 1, 0, "probability that an episode starts fallen on its side or back"),    \
     ACTUATOR_KEYS(ENV_ACTUATOR_PD)

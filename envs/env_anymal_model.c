@@ -47,6 +47,25 @@ int env_anymal_joints_init(env_anymal_joints *jm, const sim_model *m, char *err,
     return 0;
 }
 
+int env_anymal_joint_options(sim_model *m, const env_anymal_joints *j, double limits, double damping,
+                             double friction, double armature, char *err, size_t errlen)
+{
+    const struct { const char *key; double v; } opts[] = {
+        {"joint_damping", damping}, {"joint_friction", friction}, {"joint_armature", armature}};
+    if (!(limits == 0 || limits == 1)) return sim_fail(err, errlen, "joint_limits: %g is not 0 or 1", limits);
+    for (int k = 0; k < 3; k++)
+        if (!(opts[k].v >= 0) || !isfinite(opts[k].v))
+            return sim_fail(err, errlen, "%s: %g is not a finite value >= 0", opts[k].key, opts[k].v);
+    m->opt.joint_limits = (int)limits;
+    for (int i = 0; i < ENV_ANYMAL_NJ; i++) {
+        sim_body *b = &m->body[m->dof_body[j->dof[i]]];
+        b->damping = damping;
+        b->friction = friction;
+        b->armature = armature;
+    }
+    return 0;
+}
+
 env_geom_kind env_anymal_geom_kind(const sim_model *m, int g, int *leg)
 {
     const char *bn = m->body[m->geom[g].body].name;

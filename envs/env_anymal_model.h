@@ -26,6 +26,22 @@ typedef struct {
     double q_default[ENV_ANYMAL_NJ];                /* nominal standing pose: HFE +-0.4, KFE -+0.8 */
 } env_anymal_joints;
 
+/* The joint options of a task's configuration (keys for env_internal.h's key tables): `joint_limits` (1: the URDF's
+ * position limits are hard constraints, sim_step.h; 0: none, as legged_gym's ANYmal C, whose URDF has none) and the
+ * damping (implicit), Coulomb friction and armature of the 12 actuated joints.  Defaults 0 but for the limits. */
+#define ENV_ANYMAL_JOINT_KEYS(limits_default)                                                                 \
+    ENV_NUM_KEY("joint_limits", limits_default, 0, 1, 1,                                                      \
+                "1: the URDF's joint position limits are hard constraints; 0: none (legged_gym's ANYmal C)"), \
+    ENV_NUM_KEY("joint_damping", 0, 0, 100, 0, "viscous damping of the 12 joints (N m s / rad), implicit"),   \
+    ENV_NUM_KEY("joint_friction", 0, 0, 100, 0, "Coulomb friction (frictionloss) of the 12 joints (N m)"),    \
+    ENV_NUM_KEY("joint_armature", 0, 0, 10, 0, "rotor inertia added to the 12 joints (kg m^2)")
+
+/* Applies the joint options to model m (before its worlds are created): opt.joint_limits = limits, and damping,
+ * friction and armature on each of the 12 joints of map j.  Returns 0, or -1 with err naming the key of a value
+ * that is not finite and >= 0 (or, for limits, not 0 or 1). */
+int env_anymal_joint_options(sim_model *m, const env_anymal_joints *j, double limits, double damping,
+                             double friction, double armature, char *err, size_t errlen);
+
 typedef enum { ENV_GEOM_OTHER = 0, ENV_GEOM_BASE, ENV_GEOM_LEG, ENV_GEOM_FOOT } env_geom_kind;
 
 /* The ANYmal C model: the copy embedded at build time, or $HERD_MODEL_DIR/anymal_c.urdf when set.

@@ -17,12 +17,15 @@
 /* Each env's typed configuration (the keys of the spec below), read once at env_new. */
 typedef struct {
     double sim_dt, decimation, episode_seconds, solver, erp, solver_max_iter, solver_tol;
+    double joint_limits, joint_damping, joint_friction, joint_armature;
 } paper_cfg;
 
 static const env_cfg_field paper_cfg_fields[] = {
     ENV_CFG_FIELD(paper_cfg, sim_dt), ENV_CFG_FIELD(paper_cfg, decimation), ENV_CFG_FIELD(paper_cfg, episode_seconds),
     ENV_CFG_FIELD(paper_cfg, solver), ENV_CFG_FIELD(paper_cfg, erp), ENV_CFG_FIELD(paper_cfg, solver_max_iter),
-    ENV_CFG_FIELD(paper_cfg, solver_tol)};
+    ENV_CFG_FIELD(paper_cfg, solver_tol), ENV_CFG_FIELD(paper_cfg, joint_limits),
+    ENV_CFG_FIELD(paper_cfg, joint_damping), ENV_CFG_FIELD(paper_cfg, joint_friction),
+    ENV_CFG_FIELD(paper_cfg, joint_armature)};
 
 typedef struct {
     int kind;
@@ -52,6 +55,13 @@ static int paper_configure(struct env *e, char *err, size_t errlen)
     m->opt.erp = c.erp;
     m->opt.sp.max_iter = (int)c.solver_max_iter;
     m->opt.sp.tol = c.solver_tol;
+    env_anymal_joints jm;
+    if (env_anymal_joints_init(&jm, m, err, errlen) ||
+        env_anymal_joint_options(m, &jm, c.joint_limits, c.joint_damping, c.joint_friction, c.joint_armature, err,
+                                 errlen)) {
+        sim_model_destroy(&m);
+        return -1;
+    }
     paper_shared *ps = (paper_shared *)(void *)e->task_env;
     ps->kind = kind;
     ps->dt = c.sim_dt;
@@ -124,7 +134,8 @@ static int paper_step(const struct env *e, env_world *w, const float *act, float
     KEY("solver_max_iter", 150, 1, 10000, 1, "contact solver sweeps (iterations) per physics step at most"), \
     KEY("solver_tol", 1e-6, ENV_SOLVER_TOL_MIN, 1e-2, 0,                                                    \
         "contact solver termination threshold (its own error measure); >= " ENV_STR(ENV_SOLVER_TOL_MIN)      \
-        ", above the solvers' rounding floor")
+        ", above the solvers' rounding floor"),                                                             \
+    ENV_ANYMAL_JOINT_KEYS(1)
 #define PAPER_TASK(var, nm, what)                                                                           \
     const env_task var = {                                                                                  \
         .spec = {                                                                                           \

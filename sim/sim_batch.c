@@ -186,7 +186,7 @@ void sim_batch_smooth(const sim_model *m, sim_batch *b, sim_data *const *d, int 
     treeW_kinematics(m, b);
     treeW_velocity(m, b);
     treeW_crba(m, b);
-    treeW_factor(m, b);
+    treeW_factor(m, b, dt);
     treeW_rnea(m, b);
     treeW_free_velocity(m, b, dt, b->ufree);
     b->dt = dt;

@@ -23,8 +23,8 @@
 void sim_kinematics(const sim_model *m, sim_data *d);
 /* Body spatial velocities cvel and cdof_dot from d->u (needs kinematics). */
 void sim_velocity(const sim_model *m, sim_data *d);
-/* Composite-rigid-body algorithm: the joint-space mass matrix, packed along the tree in d->Mp (needs
- * kinematics).  The dense d->M is filled only by sim_full_m (the step never needs it). */
+/* Composite-rigid-body algorithm: the joint-space mass matrix (joint armature included), packed along the tree in
+ * d->Mp (needs kinematics).  The dense d->M is filled only by sim_full_m (the step never needs it). */
 void sim_crba(const sim_model *m, sim_data *d);
 /* d->M (nv x nv, row-major) from the packed d->Mp of the last sim_crba / sim_smooth; entries of dofs that are not
  * tree-coupled stay 0. */
@@ -32,6 +32,9 @@ void sim_full_m(const sim_model *m, sim_data *d);
 /* LTDL factorization M = L^T D L into d->LD, exploiting the tree (Featherstone RBDA 6.3); rows are
  * packed along each dof's ancestors (sim_model.dof_adr), so the inner loops are contiguous. */
 void sim_factor(const sim_model *m, sim_data *d);
+/* The LTDL factor of M + dt diag(damping) into d->LD (joint dofs' damping; the free velocity with this factor
+ * integrates damping implicitly, as MuJoCo's Euler integrator); dt = 0 is sim_factor.  sim_step factors this way. */
+void sim_factor_damped(const sim_model *m, sim_data *d, double dt);
 /* Recursive Newton-Euler: d->h = C(q,u) u + g(q), the generalized bias force (needs velocity). */
 void sim_rnea(const sim_model *m, sim_data *d);
 /* All of the above. */
@@ -50,7 +53,7 @@ void sim_solve_m_multi(const sim_model *m, const sim_data *d, double *X, int k);
 void sim_mul_m(const sim_model *m, const sim_data *d, const double *x, double *y);
 
 /* The free velocity d->ufree = u + dt M^-1 (tau + passive - h): the velocity a step of dt seconds reaches without
- * contact impulses (needs sim_smooth). */
+ * contact impulses (needs sim_smooth; with sim_factor_damped(dt) instead of sim_factor, damping is implicit). */
 void sim_free_velocity(const sim_model *m, sim_data *d, double dt);
 
 /* Generalized force of joint damping: out[i] = -damping * u[i] for joint dofs, 0 for the base. */

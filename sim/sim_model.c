@@ -32,6 +32,7 @@ sim_model *sim_model_new(void)
     m->opt.erp = 0;
     m->opt.warmstart = 1;
     m->opt.max_contacts = 32;
+    m->opt.joint_limits = 1;
     return m;
 }
 
@@ -205,13 +206,32 @@ int sim_model_max_contacts(const sim_model *m)
  * mass matrix and factor, contacts, Jacobians, Delassus).  sim_data_new gives a world its own scratch;
  * sim_data_new_shared leaves it to the caller, who binds one scratch to many worlds in turn
  * (sim_data_bind_scratch) so that a batch of thousands of worlds keeps only their states in memory. */
+int sim_model_joint_limited(const sim_model *m, int b)
+{
+    const sim_body *bb = &m->body[b];
+    if (b <= 0 || !m->opt.joint_limits || bb->joint_type == SIM_JOINT_CONTINUOUS) return 0;
+    return bb->lower < bb->upper && (isfinite(bb->lower) || isfinite(bb->upper));
+}
+
+int sim_model_joint_blocks(const sim_model *m)
+{
+    int n = 0;
+    for (int b = 1; b < m->nbody; b++) n += sim_model_joint_limited(m, b) + (m->body[b].friction > 0);
+    return n;
+}
+
+/* The joint blocks always fit (at most 2 per joint: SIM_MAX_BODIES < SIM_SOLVER_MAX_CONTACTS / 2); the geometry
+ * contacts get the rest of the solver's capacity. */
+_Static_assert(2 * SIM_MAX_BODIES <= SIM_SOLVER_MAX_CONTACTS, "every joint block must fit the solver");
 static size_t max_contacts(const sim_model *m)
 {
     size_t nc = (size_t)sim_model_max_contacts(m);
+    const size_t room = SIM_SOLVER_MAX_CONTACTS - (size_t)sim_model_joint_blocks(m);
     if (m->opt.max_contacts > 0 && nc > (size_t)m->opt.max_contacts) nc = (size_t)m->opt.max_contacts;
-    if (nc > SIM_SOLVER_MAX_CONTACTS) nc = SIM_SOLVER_MAX_CONTACTS;
+    if (nc > room) nc = room;
     return nc;
 }
+static size_t max_blocks(const sim_model *m) { return max_contacts(m) + (size_t)sim_model_joint_blocks(m); }
 
 /* Lays out the state part at mem (or only sizes it when d is NULL); returns its size in bytes. */
 static size_t layout_state(const sim_model *m, sim_data *d, unsigned char *mem)
@@ -228,12 +248,13 @@ static size_t layout_state(const sim_model *m, sim_data *d, unsigned char *mem)
     PLACE(tau, double, nv);
     PLACE(prev_lambda, double, 3 * nc);
     PLACE(prev_key, int, 2 * nc);
+    PLACE(prev_jlambda, double, 3 * nv);
     return off;
 }
 
 static size_t layout_scratch(const sim_model *m, sim_data *d, unsigned char *mem)
 {
-    size_t nv = (size_t)m->nv, nb = (size_t)m->nbody, nc = max_contacts(m), nM = (size_t)m->nM;
+    size_t nv = (size_t)m->nv, nb = (size_t)m->nbody, ncon = max_contacts(m), nc = max_blocks(m), nM = (size_t)m->nM;
     size_t off = 0;
     PLACE(xpos, double, 3 * nb);
     PLACE(xrot, double, 9 * nb);
@@ -259,7 +280,8 @@ static size_t layout_scratch(const sim_model *m, sim_data *d, unsigned char *mem
     PLACE(vpre, double, 3 * nc);
     PLACE(mu, double, nc);
     PLACE(ufree, double, nv);
-    PLACE(con, sim_contact, nc);
+    PLACE(con, sim_contact, ncon);
+    PLACE(jblk, int, nc - ncon);
     PLACE(con_path, int, nc * nv);
     PLACE(con_npath, int, nc);
 #undef PLACE
@@ -285,6 +307,7 @@ static sim_data *data_new(const sim_model *m, int own_scratch)
     layout_state(m, d, mem + head);
     if (own_scratch) layout_scratch(m, d, mem + head + st);
     d->ncon_max = (int)max_contacts(m);
+    d->nblk_max = (int)max_blocks(m);
     d->nbytes = nbytes;
     sim_data_reset(m, d);
     return d;
@@ -308,8 +331,9 @@ void sim_data_reset(const sim_model *m, sim_data *d)
     memset(d->tau, 0, sizeof(double) * (size_t)m->nv);
     if (m->floating) d->q[3] = 1.0;
     d->time = 0;
-    d->ncon = 0;
-    d->nprev = 0;
+    d->ncon = d->nlim = d->nfric = 0;
+    d->nprev = d->njprev = 0;
+    memset(d->prev_jlambda, 0, sizeof(double) * 3 * (size_t)m->nv);
     d->friction_scale = 1.0;
     d->root_added_mass = 0.0;
     memset(&d->stats, 0, sizeof d->stats);
@@ -319,10 +343,11 @@ void sim_data_reset(const sim_model *m, sim_data *d)
 void sim_data_copy_state(const sim_model *m, sim_data *dst, const sim_data *src)
 {
     if (dst == src) return;
-    memcpy(dst->q, src->q, layout_state(m, NULL, NULL));    /* q, u, tau, prev_lambda, prev_key: one block */
+    memcpy(dst->q, src->q, layout_state(m, NULL, NULL)); /* q, u, tau, prev_lambda, prev_key, prev_jlambda: one block */
     dst->time = src->time;
-    dst->ncon = 0;
+    dst->ncon = dst->nlim = dst->nfric = 0;
     dst->nprev = src->nprev;
+    dst->njprev = src->njprev;
     dst->friction_scale = src->friction_scale;
     dst->root_added_mass = src->root_added_mass;
     dst->stats = src->stats;

@@ -56,8 +56,9 @@ typedef struct {
     double inertia[9];              /* rotational inertia about the COM, in this body frame */
     double lower, upper;            /* position limits (rad or m); +-INFINITY if none */
     double effort, velocity;        /* effort (N·m or N) and velocity limits; INFINITY if none */
-    double damping;                 /* viscous joint damping, N·m·s/rad (or N·s/m) */
-    double friction;                /* Coulomb joint friction from the URDF (stored, not simulated) */
+    double damping;                 /* viscous joint damping, N·m·s/rad (or N·s/m); implicit in sim_step */
+    double friction;                /* Coulomb joint friction ("frictionloss"), N·m (or N): a bounded row per step */
+    double armature;                /* rotor inertia added to M's diagonal, kg·m² (or kg); 0 */
     /* derived by sim_model_finalize, for speed */
     int axis_kind;                  /* 0/1/2: axis is +x/+y/+z of the body frame, 3: general */
     int rot_identity;               /* 1 if rot is the identity */
@@ -118,6 +119,8 @@ typedef struct {
     double erp;                     /* 0 (default, off): push out penetration p at erp p / dt */
     int warmstart;                  /* 1 (default): persistent contacts start from their last impulse */
     int max_contacts;               /* per-world contact capacity (32); beyond it the deepest contacts are kept */
+    int joint_limits;               /* 1 (default): joints with finite lower / upper get limit rows (sim_step.h);
+                                       0: position limits are ignored */
 } sim_step_opt;
 
 typedef struct sim_model {
@@ -147,6 +150,11 @@ typedef struct {
     int fallback;                   /* 1 if the solver's stall detector handed the problem to ADMM */
     int impact;                     /* 1 if the "impacts" solver resolved the step as a set-valued impact */
     double penetration;             /* deepest penetration among the contacts at collision time (m) */
+    int nlim;                       /* joint-limit rows considered (sides within reach this step) */
+    int nlim_active;                /* of those, the ones with a positive impulse */
+    double limit_impulse;           /* sum of the limit impulses (N·s or N·m·s) */
+    double limit_violation;         /* largest position past a limit at the start of the step (rad or m); 0 if none */
+    int nfriction;                  /* joint-friction rows (joints with friction > 0) */
 } sim_step_stats;
 
 /* One contact found by sim_collide (sim_collision.h): a point of a geometry and the ground. */
@@ -189,22 +197,28 @@ typedef struct sim_data {
     double *cacc;         /* 6 nbody */
     double *cfrc;         /* 6 nbody */
     double *scratch;      /* 12 nv: general-purpose vectors (the step's Jacobian and solve scratch) */
-    /* contacts (sim_step); arrays sized for ncon_max = sim_model_max_contacts(model) */
+    /* the contact problem (sim_step): blocks 0 .. ncon-1 are the geometry contacts d->con, then nlim joint-limit
+       blocks, then nfric joint-friction blocks (sim_step.h); nblk = ncon + nlim + nfric <= nblk_max.  The
+       per-block arrays are sized for nblk_max; d->con for ncon_max */
     int ncon_max, ncon;
+    int nlim, nfric, nblk_max;
     sim_contact *con;  /* ncon_max: this step's contacts */
-    double *lambda;       /* 3 ncon_max: their impulses, contact frames (t1, t2, n), N·s */
-    double *Jc;           /* 3 ncon_max x nv: contact Jacobians in contact frames */
-    double *Bc;           /* 3 ncon_max x nv: rows of D^-1/2 L^-T J^T, compact along each contact's root path */
-    double *G;            /* (3 ncon)^2 used of (3 ncon_max)^2: Delassus matrix */
-    double *cfree;        /* 3 ncon_max: free contact velocity (with gap / erp targets) */
-    double *vpre;         /* 3 ncon_max: pre-step contact velocity J u (filled only for solvers that read it) */
-    double *mu;           /* ncon_max: friction of each contact */
+    int *jblk;            /* nblk_max - ncon_max: joint blocks' keys, 3 dof + side (0 lower, 1 upper, 2 friction) */
+    double *lambda;       /* 3 nblk_max: block impulses, contact frames (t1, t2, n), N·s */
+    double *Jc;           /* 3 nblk_max x nv: block Jacobians in contact frames (a joint block: row n = +-e_dof) */
+    double *Bc;           /* 3 nblk_max x nv: rows of D^-1/2 L^-T J^T, compact along each block's root path */
+    double *G;            /* (3 nblk)^2 used of (3 nblk_max)^2: Delassus matrix */
+    double *cfree;        /* 3 nblk_max: free block velocity (with gap / erp targets) */
+    double *vpre;         /* 3 nblk_max: pre-step block velocity J u (filled only for solvers that read it) */
+    double *mu;           /* nblk_max: friction of each contact; 0 for a limit, -bound for a friction row */
     double *ufree;        /* nv: velocity without contact impulses */
-    int *con_path;        /* ncon_max x nv: dofs on each contact body's root path */
-    int *con_npath;       /* ncon_max */
+    int *con_path;        /* nblk_max x nv: dofs on each block's root path */
+    int *con_npath;       /* nblk_max */
     int nprev;            /* warm-start cache: last step's contacts */
     int *prev_key;        /* 2 ncon_max: (geom, feature) */
     double *prev_lambda;  /* 3 ncon_max */
+    int njprev;           /* joint blocks of the last step (0: prev_jlambda holds nothing) */
+    double *prev_jlambda; /* 3 nv: last step's joint-block impulses by 3 dof + side, 0 where there was none */
     double friction_scale;/* per-world multiplier of every pair's friction (domain randomization); 1 */
     double root_added_mass;/* per-world point mass (kg) added at the root body's COM (domain randomization); 0 */
     sim_step_stats stats;
@@ -233,6 +247,14 @@ int sim_inertia_valid(const double I[9], double rel_tol);
 
 /* Number of contact points the model's colliding geometries can produce (upper bound on contacts). */
 int sim_model_max_contacts(const sim_model *m);
+
+/* 1 if body b's joint gets a position-limit row in sim_step: m->opt.joint_limits is on, the joint is not
+ * continuous, and lower < upper with at least one of them finite (a zeroed body, lower = upper = 0, has none). */
+int sim_model_joint_limited(const sim_model *m, int b);
+/* Joint blocks of m's contact problem: one per limited joint (sim_model_joint_limited) plus one per joint with
+ * friction > 0.  sim_data_new sizes a world for the model's options and joints at that time; change
+ * opt.joint_limits or a joint's friction only before creating the worlds. */
+int sim_model_joint_blocks(const sim_model *m);
 
 /* Allocates a world's data for model m in one allocation, zeroed, in the model's reference pose
  * (identity orientation, zero joint angles), with its own scratch.  Returns NULL if out of memory.

@@ -20,6 +20,11 @@
 
 _Static_assert(SIM_MAX_DOF <= SIM_SOLVER_TREE_MAX_DOF, "a model's dof tree must fit sim_solver_tree");
 
+/* A bounded bilateral block's mu (rows.md's encoding; sim_limits.h holds it with the solvers' helpers). */
+#ifndef SIM_BLOCK_BOX
+#define SIM_BLOCK_BOX(b) (-(b))
+#endif
+
 #define SCRATCH_B4(d, nv) ((d)->scratch)
 #define SCRATCH_INVD(d, nv) ((d)->scratch + 6 * (nv))
 #define SCRATCH_SQRTD(d, nv) ((d)->scratch + 7 * (nv))
@@ -33,7 +38,7 @@ static const double *warm_start(const sim_data *d, int geom, int feature)
     return NULL;
 }
 
-void sim_step_forget_contacts(sim_data *d) { d->nprev = 0; }
+void sim_step_forget_contacts(sim_data *d) { d->nprev = d->njprev = 0; }
 
 const double *sim_step_contact_jacobian(const sim_model *m, const sim_data *d, int k)
 {
@@ -46,6 +51,74 @@ static int finite_state(const sim_model *m, const sim_data *d)
 }
 
 /* ---- stages ---------------------------------------------------------------------------------------- */
+
+/* D^-1 and D^-1/2 of the factor's pivots (scratch), kept from the Jacobian stage to the impulse stage. */
+static inline void stage_pivots(const sim_model *m, sim_data *d)
+{
+    const int nv = m->nv;
+    double *invD = SCRATCH_INVD(d, nv), *sD = SCRATCH_SQRTD(d, nv);
+    /* the pivots gathered first, so that the divisions and square roots run as vector instructions (correctly
+       rounded either way: the same numbers as one element at a time) */
+    for (int k = 0; k < nv; k++) invD[k] = d->LD[m->dof_adr[k]];
+    for (int k = 0; k < nv; k++) invD[k] = 1.0 / invD[k];
+    for (int k = 0; k < nv; k++) sD[k] = sqrt(invD[k]);
+}
+
+/* B = L^-T J^T for the three rows of block i held in B4 along its root path (decreasing dof order: a valid L^T
+ * sweep), then the compact rows S = D^-1/2 B into d->Bc.  For a floating base a joint dof's row ends with the base
+ * dofs 5, ..., 0 (sim_factor's layout): a fixed-size loop, same terms in the same order. */
+static inline void sweep_rows(const sim_model *m, sim_data *d, int i, double *B4, const int *path, int np)
+{
+    const int nv = m->nv;
+    const double *sD = SCRATCH_SQRTD(d, nv);
+    const int nb = m->floating ? 6 : 0;
+    const int npj = nb ? np - 6 : np; /* a floating base's path ends with the base dofs 5, ..., 0 */
+    for (int t = 0; t < npj; t++) {
+        int k = path[t];
+        const int *anc = m->dof_anc[k];
+        const double *Lk = d->LD + m->dof_adr[k] + 1;
+        sim_v4d_ xk;
+        memcpy(&xk, B4 + 4 * k, sizeof xk);
+        const int nj = m->dof_nanc[k] - nb;
+        for (int u = 0; u < nj; u++) {
+            double *Bj = B4 + 4 * anc[u];
+            sim_v4d_ bj;
+            memcpy(&bj, Bj, sizeof bj);
+            bj = sim_fnma4(sim_splat4(Lk[u]), xk, bj);
+            memcpy(Bj, &bj, sizeof bj);
+        }
+        if (nb) {
+            const double *bt = Lk + nj;
+#pragma GCC unroll 6
+            for (int u = 0; u < 6; u++) {
+                double *Bj = B4 + 4 * (5 - u);
+                sim_v4d_ bj;
+                memcpy(&bj, Bj, sizeof bj);
+                bj = sim_fnma4(sim_splat4(bt[u]), xk, bj);
+                memcpy(Bj, &bj, sizeof bj);
+            }
+        }
+    }
+    if (nb) { /* the base chain (packed 6 x 6 triangle), fully unrolled, the six rows in registers */
+        sim_v4d_ bb[6];
+        memcpy(bb, B4, sizeof bb);
+#pragma GCC unroll 6
+        for (int k = 5; k >= 0; k--) {
+            const double *Lk = d->LD + k * (k + 1) / 2 + 1;
+#pragma GCC unroll 6
+            for (int u = 0; u < k; u++) bb[k - 1 - u] = sim_fnma4(sim_splat4(Lk[u]), bb[k], bb[k - 1 - u]);
+        }
+        memcpy(B4, bb, sizeof bb);
+    }
+    double *S = d->Bc + (size_t)(3 * i) * nv;
+    for (int t = 0; t < np; t++) {
+        int k = path[t];
+        sim_v4d_ bk;
+        memcpy(&bk, B4 + 4 * k, sizeof bk);
+        bk *= sD[k];
+        S[t] = bk[0], S[nv + t] = bk[1], S[2 * nv + t] = bk[2];
+    }
+}
 
 /* Per contact: J in the contact frame (d->Jc), B = L^-T J^T (three rows at once; the support stays the root
  * path), and the compact rows S = D^-1/2 B laid out along the path (body -> root), stored in d->Bc, so that
@@ -60,14 +133,7 @@ static inline void stage_contact_jacobians(const sim_model *m, sim_data *d, int 
 {
     const int nv = m->nv;
     double *B4 = SCRATCH_B4(d, nv);
-    double *invD = SCRATCH_INVD(d, nv), *sD = SCRATCH_SQRTD(d, nv);
     sim_step_stats *st = &d->stats;
-    /* the pivots gathered first, so that the divisions and square roots run as vector instructions (correctly
-       rounded either way: the same numbers as one element at a time) */
-    for (int k = 0; k < nv; k++) invD[k] = d->LD[m->dof_adr[k]];
-    for (int k = 0; k < nv; k++) invD[k] = 1.0 / invD[k];
-    for (int k = 0; k < nv; k++) sD[k] = sqrt(invD[k]);
-    const int nb = m->floating ? 6 : 0;
     for (int i = 0; i < nc; i++) {
         const sim_contact *c = &d->con[i];
         if (-c->gap > st->penetration) st->penetration = -c->gap;
@@ -94,54 +160,76 @@ static inline void stage_contact_jacobians(const sim_model *m, sim_data *d, int 
         }
         d->con_npath[i] = np;
         d->cfree[3 * i] = cf[0], d->cfree[3 * i + 1] = cf[1], d->cfree[3 * i + 2] = cf[2];
-        /* path is in decreasing dof order: a valid L^T sweep.  For a floating base a joint dof's row ends with
-           the base dofs 5, ..., 0 (sim_factor's layout): a fixed-size loop, same terms in the same order */
-        const int npj = nb ? np - 6 : np; /* a floating base's path ends with the base dofs 5, ..., 0 */
-        for (int t = 0; t < npj; t++) {
-            int k = path[t];
-            const int *anc = m->dof_anc[k];
-            const double *Lk = d->LD + m->dof_adr[k] + 1;
-            sim_v4d_ xk;
-            memcpy(&xk, B4 + 4 * k, sizeof xk);
-            const int nj = m->dof_nanc[k] - nb;
-            for (int u = 0; u < nj; u++) {
-                double *Bj = B4 + 4 * anc[u];
-                sim_v4d_ bj;
-                memcpy(&bj, Bj, sizeof bj);
-                bj = sim_fnma4(sim_splat4(Lk[u]), xk, bj);
-                memcpy(Bj, &bj, sizeof bj);
-            }
-            if (nb) {
-                const double *bt = Lk + nj;
-#pragma GCC unroll 6
-                for (int u = 0; u < 6; u++) {
-                    double *Bj = B4 + 4 * (5 - u);
-                    sim_v4d_ bj;
-                    memcpy(&bj, Bj, sizeof bj);
-                    bj = sim_fnma4(sim_splat4(bt[u]), xk, bj);
-                    memcpy(Bj, &bj, sizeof bj);
-                }
-            }
+        sweep_rows(m, d, i, B4, path, np);
+    }
+}
+
+/* ---- joint blocks: limits and friction ------------------------------------------------------------------ */
+
+/* The joint blocks of this step, after the nc contacts: first a limit block per limited joint whose nearer side is
+ * within reach (gap < margin + the distance the joint may travel toward it this step at the larger of its start
+ * and free speeds), then a friction block per joint with friction > 0.  d->jblk[j] = 3 dof + side (0 lower,
+ * 1 upper, 2 friction).  Also records the largest violation at the start of the step.  At most nblk_max - nc
+ * blocks (the capacity the world was created with). */
+static inline void find_joint_blocks(const sim_model *m, sim_data *d, int nc, double dt)
+{
+    const int cap = d->nblk_max - nc;
+    const double margin = m->opt.margin;
+    int n = 0;
+    for (int b = 1; b < m->nbody && n < cap; b++) {
+        if (!sim_model_joint_limited(m, b)) continue;
+        const sim_body *bb = &m->body[b];
+        const int k = bb->dof;
+        const double q = d->q[bb->qadr], gl = q - bb->lower, gu = bb->upper - q;
+        const int upper = gu < gl;
+        const double g = upper ? gu : gl, sgn = upper ? -1.0 : 1.0;
+        if (-g > d->stats.limit_violation) d->stats.limit_violation = -g;
+        const double a0 = -sgn * d->u[k], a1 = -sgn * d->ufree[k];
+        const double approach = a0 > a1 ? a0 : a1;
+        if (g < margin + dt * (approach > 0 ? approach : 0)) d->jblk[n++] = 3 * k + upper;
+    }
+    d->nlim = n;
+    for (int b = 1; b < m->nbody && n < cap; b++)
+        if (m->body[b].friction > 0) d->jblk[n++] = 3 * m->body[b].dof + 2;
+    d->nfric = n - d->nlim;
+}
+
+/* Jacobians (the unit row +-e_dof as row n, empty tangent rows), compact rows, free velocities with the gap-aware /
+ * erp target (limits), bounds (friction: -mu = friction dt, N·s) and warm starts of the joint blocks. */
+static inline void stage_joint_rows(const sim_model *m, sim_data *d, int nc, double dt)
+{
+    const int nv = m->nv, nj = d->nlim + d->nfric;
+    const sim_step_opt *o = &m->opt;
+    double *B4 = SCRATCH_B4(d, nv);
+    for (int j = 0; j < nj; j++) {
+        const int i = nc + j, k = d->jblk[j] / 3, side = d->jblk[j] % 3;
+        const sim_body *bb = &m->body[m->dof_body[k]];
+        const double sgn = side == 1 ? -1.0 : 1.0;
+        int *path = d->con_path + i * nv;
+        double *J0 = d->Jc + (size_t)(3 * i) * nv;
+        memset(J0, 0, sizeof(double) * 3 * (size_t)nv);
+        J0[2 * nv + k] = sgn;
+        int np = 0;
+        for (int a = k; a >= 0; a = m->dof_parent[a]) {
+            memset(B4 + 4 * a, 0, sizeof(double) * 4);
+            path[np++] = a;
         }
-        if (nb) { /* the base chain (packed 6 x 6 triangle), fully unrolled, the six rows in registers */
-            sim_v4d_ bb[6];
-            memcpy(bb, B4, sizeof bb);
-#pragma GCC unroll 6
-            for (int k = 5; k >= 0; k--) {
-                const double *Lk = d->LD + k * (k + 1) / 2 + 1;
-#pragma GCC unroll 6
-                for (int u = 0; u < k; u++) bb[k - 1 - u] = sim_fnma4(sim_splat4(Lk[u]), bb[k], bb[k - 1 - u]);
-            }
-            memcpy(B4, bb, sizeof bb);
+        B4[4 * k + 2] = sgn;
+        d->con_npath[i] = np;
+        sweep_rows(m, d, i, B4, path, np);
+        double *cf = d->cfree + 3 * i, *lam = d->lambda + 3 * i;
+        cf[0] = cf[1] = 0;
+        cf[2] = sgn * d->ufree[k];
+        if (side < 2) {
+            const double q = d->q[bb->qadr], g = side ? bb->upper - q : q - bb->lower;
+            if (g > 0 && o->gap_target) cf[2] += g / dt;
+            else if (g < 0 && o->erp > 0) cf[2] += o->erp * g / dt;
+            d->mu[i] = 0;
+        } else {
+            d->mu[i] = SIM_BLOCK_BOX(bb->friction * dt);
         }
-        double *S = d->Bc + (size_t)(3 * i) * nv;
-        for (int t = 0; t < np; t++) {
-            int k = path[t];
-            sim_v4d_ bk;
-            memcpy(&bk, B4 + 4 * k, sizeof bk);
-            bk *= sD[k];
-            S[t] = bk[0], S[nv + t] = bk[1], S[2 * nv + t] = bk[2];
-        }
+        lam[0] = lam[1] = 0;
+        lam[2] = o->warmstart && d->njprev ? d->prev_jlambda[d->jblk[j]] : 0;
     }
 }
 
@@ -229,17 +317,15 @@ static inline void stage_pre_velocity(const sim_model *m, sim_data *d, int nc)
     }
 }
 
-/* u = ufree + M^-1 J^T lambda = ufree + L^-1 D^-1 B lambda = ufree + L^-1 D^-1/2 (S lambda); counts the
- * contacts with a positive normal impulse. */
-static inline void stage_apply_impulses(const sim_model *m, sim_data *d, int nc)
+/* u = ufree + M^-1 J^T lambda = ufree + L^-1 D^-1 B lambda = ufree + L^-1 D^-1/2 (S lambda) over the nb blocks. */
+static inline void stage_apply_impulses(const sim_model *m, sim_data *d, int nb)
 {
     const int nv = m->nv;
     const double *uf = d->ufree, *sD = SCRATCH_SQRTD(d, nv);
     double *y = SCRATCH_Y(d, nv);
     memset(y, 0, sizeof(double) * (size_t)nv);
-    for (int i = 0; i < nc; i++) {
+    for (int i = 0; i < nb; i++) {
         const double *lam = d->lambda + 3 * i;
-        if (lam[2] > 0) d->stats.nactive++;
         const int *pi = d->con_path + i * nv;
         const double *S = d->Bc + (size_t)(3 * i) * nv;
         for (int t = 0; t < d->con_npath[i]; t++)
@@ -250,9 +336,26 @@ static inline void stage_apply_impulses(const sim_model *m, sim_data *d, int nc)
     for (int k = 0; k < nv; k++) d->u[k] = uf[k] + y[k];
 }
 
-/* The warm-start cache for the next step: this step's contact keys and impulses. */
-static inline void stage_remember_contacts(sim_data *d, int nc)
+/* The step's counts of active contacts and limits, and the limit impulse. */
+static inline void count_active(sim_data *d)
 {
+    const int nc = d->ncon;
+    sim_step_stats *st = &d->stats;
+    for (int i = 0; i < nc; i++) st->nactive += d->lambda[3 * i + 2] > 0;
+    for (int i = nc; i < nc + d->nlim; i++) {
+        st->nlim_active += d->lambda[3 * i + 2] > 0;
+        st->limit_impulse += d->lambda[3 * i + 2];
+    }
+}
+
+/* The warm-start caches for the next step: this step's contact keys and impulses, and the joint blocks' impulses
+ * by (dof, side). */
+static inline void stage_remember_contacts(const sim_model *m, sim_data *d, int nc)
+{
+    const int nj = d->nlim + d->nfric;
+    if (d->njprev) memset(d->prev_jlambda, 0, sizeof(double) * 3 * (size_t)m->nv);
+    for (int j = 0; j < nj; j++) d->prev_jlambda[d->jblk[j]] = d->lambda[3 * (nc + j) + 2];
+    d->njprev = nj;
     d->nprev = nc;
     for (int i = 0; i < nc; i++) {
         d->prev_key[2 * i] = d->con[i].geom;
@@ -266,10 +369,17 @@ static inline void stage_remember_contacts(sim_data *d, int nc)
 static void stage_contacts(const sim_model *m, sim_data *d, double dt)
 {
     const int nc = d->ncon;
-    d->stats = (sim_step_stats){.ncon = nc, .converged = 1}; /* the later stages fill the rest when nc > 0 */
-    if (nc > 0) {
+    d->stats = (sim_step_stats){.ncon = nc, .converged = 1}; /* the later stages fill the rest when there are blocks */
+    d->nlim = d->nfric = 0;
+    if (d->nblk_max > d->ncon_max) find_joint_blocks(m, d, nc, dt);
+    d->stats.nlim = d->nlim;
+    d->stats.nfriction = d->nfric;
+    const int nb = nc + d->nlim + d->nfric;
+    if (nb > 0) {
+        stage_pivots(m, d);
         stage_contact_jacobians(m, d, nc);
-        stage_delassus(m, d, nc);
+        stage_joint_rows(m, d, nc, dt);
+        stage_delassus(m, d, nb);
         stage_targets(m, d, nc, dt);
     }
 }
@@ -277,7 +387,7 @@ static void stage_contacts(const sim_model *m, sim_data *d, double dt)
 static void stage_solve(const sim_model *m, sim_data *d)
 {
     const sim_step_opt *o = &m->opt;
-    const int nc = d->ncon;
+    const int nc = d->ncon + d->nlim + d->nfric;
     if (nc <= 0) return;
     sim_solver_stats ss;
     /* an index without a solver (out of range, or a reserved row) acts as the default, never as "no contact" */
@@ -301,10 +411,14 @@ static void stage_solve(const sim_model *m, sim_data *d)
 
 static int stage_integrate(const sim_model *m, sim_data *d, double dt)
 {
-    const int nc = d->ncon;
-    if (nc > 0) stage_apply_impulses(m, d, nc);
-    else memcpy(d->u, d->ufree, sizeof(double) * (size_t)m->nv);
-    stage_remember_contacts(d, nc);
+    const int nb = d->ncon + d->nlim + d->nfric;
+    if (nb > 0) {
+        stage_apply_impulses(m, d, nb);
+        count_active(d);
+    } else {
+        memcpy(d->u, d->ufree, sizeof(double) * (size_t)m->nv);
+    }
+    stage_remember_contacts(m, d, d->ncon);
     sim_integrate_pos(m, d, dt);
     return finite_state(m, d) ? 0 : -1;
 }
@@ -316,8 +430,11 @@ int sim_step_stages(const sim_model *m, sim_data *d, double dt, sim_stage done, 
         switch ((sim_stage)s) {
         case SIM_STAGE_NONE: break;
         case SIM_STAGE_KINEMATICS: sim_kinematics(m, d); break;
-        case SIM_STAGE_SMOOTH:
-            sim_smooth_dynamics(m, d);
+        case SIM_STAGE_SMOOTH: /* sim_smooth_dynamics with the implicit-damping factor */
+            sim_velocity(m, d);
+            sim_crba(m, d);
+            sim_factor_damped(m, d, dt);
+            sim_rnea(m, d);
             sim_free_velocity(m, d, dt);
             break;
         case SIM_STAGE_COLLISION: d->ncon = sim_collide(m, d, m->opt.margin, dt, d->con, d->ncon_max); break;
@@ -336,12 +453,13 @@ int sim_step(const sim_model *m, sim_data *d, double dt)
 
 const double *sim_step_pre_velocity(const sim_model *m, sim_data *d)
 {
-    if (d->ncon > 0) stage_pre_velocity(m, d, d->ncon);
+    const int nb = d->ncon + d->nlim + d->nfric;
+    if (nb > 0) stage_pre_velocity(m, d, nb);
     return d->vpre;
 }
 
 void sim_step_metrics(const sim_model *m, const sim_data *d, double dt, sim_contact_metrics_t *out)
 {
     (void)m;
-    sim_contact_metrics(d->ncon, d->G, d->cfree, d->mu, d->lambda, dt, out);
+    sim_contact_metrics(d->ncon + d->nlim + d->nfric, d->G, d->cfree, d->mu, d->lambda, dt, out);
 }

@@ -64,7 +64,8 @@ static inline void tree1_inert_mul2(double *restrict f, double *restrict g, cons
 void sim_kinematics(const sim_model *m, sim_data *d) { tree1_kinematics(m, d); }
 void sim_velocity(const sim_model *m, sim_data *d) { tree1_velocity(m, d); }
 void sim_crba(const sim_model *m, sim_data *d) { tree1_crba(m, d); }
-void sim_factor(const sim_model *m, sim_data *d) { tree1_factor(m, d); }
+void sim_factor(const sim_model *m, sim_data *d) { tree1_factor(m, d, 0); }
+void sim_factor_damped(const sim_model *m, sim_data *d, double dt) { tree1_factor(m, d, dt); }
 void sim_rnea(const sim_model *m, sim_data *d) { tree1_rnea(m, d); }
 void sim_solve_m(const sim_model *m, const sim_data *d, double *x) { tree1_solve_m(m, d->LD, x); }
 void sim_ltdl_forward(const sim_model *m, const double *L, double *x) { tree1_ltdl_forward(m, L, x); }

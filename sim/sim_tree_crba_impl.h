@@ -1,6 +1,6 @@
-/* sim_tree_crba_impl.h — PRIVATE to sim/: the composite-rigid-body algorithm: the joint-space mass matrix M, packed
- * along the tree, written over the number type T of sim_tree_impl.h (its macros and small algebra), which includes
- * this file; no include guard. */
+/* sim_tree_crba_impl.h — PRIVATE to sim/: the composite-rigid-body algorithm: the joint-space mass matrix M (with
+ * each joint's armature on its diagonal), packed along the tree, written over the number type T of sim_tree_impl.h
+ * (its macros and small algebra), which includes this file; no include guard. */
 
 static void TN(crba)(const sim_model *m, D *d)
 {
@@ -20,6 +20,8 @@ static void TN(crba)(const sim_model *m, D *d)
         TN(inert_mul)(F, d->crb + 10 * m->dof_body[k], d->cdof + 6 * k);
         T *row = d->Mp + m->dof_adr[k];
         row[0] = TN(dot6)(F, d->cdof + 6 * k);
+        const double arm = m->body[m->dof_body[k]].armature; /* rotor inertia on the diagonal (MuJoCo's armature) */
+        if (arm > 0) row[0] = row[0] + TSPLAT(arm);
         const int *anc = m->dof_anc[k];
         const int na = m->dof_nanc[k] - nb; /* joint ancestors come first (nearest first) */
         for (int t = 0; t < na; t++) row[1 + t] = TN(dot6)(F, d->cdof + 6 * anc[t]);

@@ -5,17 +5,24 @@
 /* Row i of the packed base block (floating base: dofs 0..5 form a chain, packed first). */
 #define TREE_BASE_ADR(i) ((i) * ((i) + 1) / 2)
 
-/* M = L^T D L in place of the packed M (Featherstone RBDA 6.3): rows from the leaves up, each row's ancestors
- * being the tail of its own row.  For a floating base every joint row ends with the six base dofs (bt[c] belongs to
- * base dof 5 - c), and its rank-1 update of the base block touches nothing else: the base block is updated in a
- * padded dense copy B, row i holding base dof i's packed row L_i[0..i] in columns 5 - i .. 5 (column c <-> base
- * dof 5 - c), so that each update is a whole-row operation B[i] -= a_i bt (the columns left of 5 - i collect
- * values never read); written back once, then the base chain (a dense 6 x 6) is factored. */
-static void TN(factor)(const sim_model *m, D *d)
+/* M = L^T D L (of M + dt diag(damping) when dt > 0) in place of the packed M (Featherstone RBDA 6.3): rows from
+ * the leaves up, each row's ancestors being the tail of its own row.  For a floating base every joint row ends with
+ * the six base dofs (bt[c] belongs to base dof 5 - c), and its rank-1 update of the base block touches nothing
+ * else: the base block is updated in a padded dense copy B, row i holding base dof i's packed row L_i[0..i] in
+ * columns 5 - i .. 5 (column c <-> base dof 5 - c), so that each update is a whole-row operation B[i] -= a_i bt
+ * (the columns left of 5 - i collect values never read); written back once, then the base chain (a dense 6 x 6)
+ * is factored. */
+static void TN(factor)(const sim_model *m, D *d, double dt)
 {
     T *L = d->LD;
     for (int k = 0; k < m->nM; k++) L[k] = d->Mp[k];
     const int nb = m->floating ? 6 : 0;
+    /* dt > 0: the factor of M + dt diag(damping), the implicit-damping matrix of the velocity update */
+    if (dt > 0)
+        for (int k = nb; k < m->nv; k++) {
+            const double c = m->body[m->dof_body[k]].damping;
+            if (c > 0) L[m->dof_adr[k]] = L[m->dof_adr[k]] + TSPLAT(dt * c);
+        }
     T B[6][6];
     if (nb)
         for (int i = 0; i < 6; i++)

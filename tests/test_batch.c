@@ -1,8 +1,8 @@
 /* sim_batch: several worlds' smooth stages in vector lanes give, bit for bit, what the one-world code gives
- * (sim_smooth + sim_free_velocity, then sim_step), whatever the lane, the batch size or the other worlds of the
- * batch; on ANYmal C (free base, principal axes) and on a hand-built model with a fixed base, a prismatic joint,
- * a general axis and rotated joint frames; at random states, at states the fast sincos hands to libm, and along
- * trajectories with contacts. */
+ * (sim_smooth + sim_factor_damped + sim_free_velocity, then sim_step), whatever the lane, the batch size or the
+ * other worlds of the batch; on ANYmal C (free base, principal axes; joint limits) and on a hand-built model with a
+ * fixed base, a prismatic joint, a general axis, rotated joint frames, damping, armature, joint friction and a limit;
+ * at random states, at states the fast sincos hands to libm, and along trajectories with contacts. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
@@ -62,6 +62,9 @@ static sim_model *odd_tree(void)
         b[i].inertia[1] = b[i].inertia[3] = 0.001;
         b[i].lower = -INFINITY, b[i].upper = INFINITY;
         b[i].damping = i == 4 ? 0.7 : 0;
+        b[i].armature = i == 2 ? 0.05 : 0;
+        b[i].friction = i == 3 ? 0.4 : 0; /* a joint-friction row and (below) a limit row in the contact problem */
+        if (i == 4) b[i].lower = -0.5, b[i].upper = 0.25;
     }
     char err[256];
     cr_assert_eq(sim_model_finalize(m, err, sizeof err), 0, "%s", err);
@@ -96,6 +99,8 @@ static void copy_state(const sim_model *m, sim_data *dst, const sim_data *src)
     dst->nprev = src->nprev;
     memcpy(dst->prev_key, src->prev_key, sizeof(int) * 2 * (size_t)src->ncon_max);
     memcpy(dst->prev_lambda, src->prev_lambda, sizeof(double) * 3 * (size_t)src->ncon_max);
+    dst->njprev = src->njprev;
+    memcpy(dst->prev_jlambda, src->prev_jlambda, sizeof(double) * 3 * (size_t)m->nv);
 }
 
 static void same(const char *what, const double *a, const double *b, int n, int world, int step)
@@ -160,6 +165,7 @@ static void random_states(sim_model *m, int rounds, double dt)
         sim_batch_smooth(m, bt, lane, n, dt);
         for (int l = 0; l < n; l++) {
             sim_smooth(m, one[l]);
+            sim_factor_damped(m, one[l], dt); /* the step's factor: M + dt diag(damping) */
             sim_free_velocity(m, one[l], dt);
             sim_data *ref = sim_data_new(m);
             copy_state(m, ref, one[l]);
@@ -213,6 +219,7 @@ Test(batch, joint_angles_beyond_the_fast_sincos)
     sim_batch_smooth(m, bt, lane, SIM_BATCH_LANES, 0.005);
     for (int l = 0; l < SIM_BATCH_LANES; l++) {
         sim_smooth(m, one[l]);
+        sim_factor_damped(m, one[l], 0.005);
         sim_free_velocity(m, one[l], 0.005);
         sim_batch_step(m, bt, l, lane[l], 0.005, SIM_STAGE_NONE, SIM_STAGE_INTEGRATE);
         /* the joint axes and positions, as the motion subspaces carry them (the NaN lane's are NaN) */

@@ -118,7 +118,7 @@ Test(golden_steps, every_task_every_autoreset_mode, .timeout = 300)
 {
     static const char *modes[] = {"next_step", "same_step", "disabled"};
     /* short episodes so that resets (time limits, falls, physics resets) happen inside the runs */
-    env_kv short_ep[] = {{"episode_seconds", 0.6}};
+    env_kv short_ep[] = {{"episode_seconds", 0.6}, {"joint_limits", 0}};
     golden want[256], got[256];
     int nwant = load(want, 256), ngot = 0;
     const int write = getenv("HERD_WRITE_GOLDEN") != NULL;
@@ -126,20 +126,28 @@ Test(golden_steps, every_task_every_autoreset_mode, .timeout = 300)
     for (int i = 0; i < env_registry_count(); i++) {
         const env_spec *s = env_registry_spec(i);
         const int fast = s->sim_dt * s->decimation < 0.004;   /* paper-* tasks: 1 ms env steps */
-        for (int m = 0; m < 3; m++) {
-            int steps = fast ? 400 : 120;
-            for (int big = 0; big < 2; big++) {
-                float amp = big ? 3.0f : 0.5f;
-                snprintf(got[ngot].key, sizeof got[ngot].key, "%s/%s/amp%.1f", s->name, modes[m], amp);
-                got[ngot].hash = run(s->name, (env_autoreset)m, 6, steps, amp, short_ep, 1);
-                ngot++;
+        /* a task whose joint limits are on by default also runs with them off ("/joint_limits0"): those runs
+         * hold the hashes of the physics without limits, which the limit rows must leave bit for bit alone */
+        int limits = 0;
+        for (int k = 0; k < s->nconfig; k++)
+            if (!strcmp(s->config[k].key, "joint_limits")) limits = s->config[k].def != 0;
+        for (int off = 0; off <= limits; off++) {
+            const char *sfx = off ? "/joint_limits0" : "";
+            for (int m = 0; m < 3; m++) {
+                int steps = fast ? 400 : 120;
+                for (int big = 0; big < 2; big++) {
+                    float amp = big ? 3.0f : 0.5f;
+                    snprintf(got[ngot].key, sizeof got[ngot].key, "%s/%s/amp%.1f%s", s->name, modes[m], amp, sfx);
+                    got[ngot].hash = run(s->name, (env_autoreset)m, 6, steps, amp, short_ep, 1 + off);
+                    ngot++;
+                }
             }
+            /* long episodes with the task's defaults: a last-bit change anywhere (model loading, fused
+             * multiply-adds moved by a refactor) grows until it shows within a few thousand steps */
+            snprintf(got[ngot].key, sizeof got[ngot].key, "%s/long/amp0.3%s", s->name, sfx);
+            got[ngot].hash = run(s->name, ENV_AUTORESET_NEXT_STEP, 4, fast ? 4000 : 1000, 0.3f, short_ep + 1, off);
+            ngot++;
         }
-        /* long episodes with the task's defaults: a last-bit change anywhere (model loading, fused
-         * multiply-adds moved by a refactor) grows until it shows within a few thousand steps */
-        snprintf(got[ngot].key, sizeof got[ngot].key, "%s/long/amp0.3", s->name);
-        got[ngot].hash = run(s->name, ENV_AUTORESET_NEXT_STEP, 4, fast ? 4000 : 1000, 0.3f, NULL, 0);
-        ngot++;
     }
     if (write) {
         FILE *f = fopen(GOLDEN_FILE, "w");
