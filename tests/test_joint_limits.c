@@ -1,0 +1,357 @@
+/* Joint limits, joint friction, damping and armature in the step (sim_step.h), on ANYmal C.
+ *
+ * Each test that solves a contact problem runs every solver of sim's table (sim_solver_at), so that a solver that
+ * mishandles the joint blocks (empty tangent rows, box rows) fails here by name.  The comparisons with MuJoCo are in
+ * test_vs_mujoco.c; the task keys' errors are at the end. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "env.h"
+#include "env_internal.h"
+#include "sim_dynamics.h"
+#include "sim_step.h"
+#include "sim_urdf.h"
+
+#define MODEL_PATH "envs/models/anymal_c.urdf"
+#define DT 0.005      /* the walk task's physics step (s) */
+#define TOL_LIMIT 1e-3 /* rad: how far past (or short of) its limit a driven joint may sit */
+
+static sim_model *load(int fixed_base)
+{
+    char err[512] = "";
+    const sim_urdf_options o = {.fixed_base = fixed_base};
+    sim_model *m = sim_urdf_load_file(MODEL_PATH, &o, err, sizeof err);
+    cr_assert_not_null(m, "%s", err);
+    if (fixed_base) m->terrain.height = -10; /* the base hangs at z = 0: its legs free of the ground */
+    return m;
+}
+
+static int joint(const sim_model *m, const char *name)
+{
+    int b = sim_model_joint(m, name);
+    cr_assert_gt(b, 0, "no joint %s", name);
+    return b;
+}
+
+/* The standing pose (HFE +-0.4, KFE -+0.8) on every leg, base at height z (floating base). */
+static void stand(const sim_model *m, sim_data *d, double z)
+{
+    static const char *legs[4] = {"LF", "RF", "LH", "RH"};
+    sim_data_reset(m, d);
+    if (m->floating) d->q[2] = z;
+    for (int l = 0; l < 4; l++) {
+        char n[16];
+        const int front = l < 2;
+        snprintf(n, sizeof n, "%s_HFE", legs[l]);
+        d->q[m->body[joint(m, n)].qadr] = front ? 0.4 : -0.4;
+        snprintf(n, sizeof n, "%s_KFE", legs[l]);
+        d->q[m->body[joint(m, n)].qadr] = front ? -0.8 : 0.8;
+    }
+}
+
+/* PD toward the standing pose on every joint but the listed HAA joints, which get constant torques. */
+static void drive(const sim_model *m, sim_data *d, const double *q0, const int *haa, const double *tau, int nhaa)
+{
+    for (int b = 1; b < m->nbody; b++) {
+        const int k = m->body[b].dof, a = m->body[b].qadr;
+        d->tau[k] = 80 * (q0[a] - d->q[a]) - 2 * d->u[k];
+    }
+    for (int i = 0; i < nhaa; i++) d->tau[m->body[haa[i]].dof] = tau[i];
+}
+
+/* HAA joints driven by +-80 N·m into their limits: the limits hold within TOL_LIMIT at every step, and each joint
+ * ends at its limit. */
+static void limit_holds(int fixed_base)
+{
+    for (int s = 0; s < sim_solver_count(); s++) {
+        const sim_solver_desc *sd = sim_solver_at(s);
+        if (!sd || !sd->solve) continue;
+        sim_model *m = load(fixed_base);
+        m->opt.solver = s;
+        sim_data *d = sim_data_new(m);
+        cr_assert_not_null(d);
+        stand(m, d, 0.62);
+        double q0[SIM_MAX_DOF + 1];
+        memcpy(q0, d->q, sizeof(double) * (size_t)m->nq);
+        /* LF and LH into their upper limits (0.49), RF and RH into their lower (-0.49) */
+        const int haa[4] = {joint(m, "LF_HAA"), joint(m, "RF_HAA"), joint(m, "LH_HAA"), joint(m, "RH_HAA")};
+        const double tau[4] = {80, -80, 80, -80};
+        double worst = 0;
+        int active = 0;
+        for (int t = 0; t < 600; t++) {
+            drive(m, d, q0, haa, tau, 4);
+            cr_assert_eq(sim_step(m, d, DT), 0, "%s: non-finite state at step %d", sd->name, t);
+            active += d->stats.nlim_active > 0;
+            for (int i = 0; i < 4; i++) {
+                const sim_body *b = &m->body[haa[i]];
+                const double q = d->q[b->qadr], past = tau[i] > 0 ? q - b->upper : b->lower - q;
+                if (past > worst) worst = past;
+            }
+        }
+        cr_log_info("%s base, %s: worst limit violation %.3g mrad", fixed_base ? "fixed" : "floating", sd->name,
+                    worst * 1e3);
+        cr_expect(worst <= TOL_LIMIT, "%s: HAA %.3g mrad past its limit", sd->name, worst * 1e3);
+        cr_expect_gt(active, 0, "%s: no active limit", sd->name);
+        for (int i = 0; i < 4; i++) {
+            const sim_body *b = &m->body[haa[i]];
+            const double lim = tau[i] > 0 ? b->upper : b->lower;
+            cr_expect(fabs(d->q[b->qadr] - lim) <= TOL_LIMIT, "%s: %s at %.6f, limit %.6f", sd->name, b->joint_name,
+                      d->q[b->qadr], lim);
+        }
+        sim_data_destroy(&d);
+        sim_model_destroy(&m);
+    }
+}
+
+Test(joint_limits, haa_driven_into_limit_fixed_base, .timeout = 120) { limit_holds(1); }
+Test(joint_limits, haa_driven_into_limit_floating_base, .timeout = 120) { limit_holds(0); }
+
+/* With opt.joint_limits = 0 (and for a task, joint_limits 0) nothing holds the joint: the same drive passes the
+ * limit; the test above can fail. */
+Test(joint_limits, model_option_turns_limits_off)
+{
+    sim_model *m = load(1);
+    m->opt.joint_limits = 0;
+    cr_assert_eq(sim_model_joint_blocks(m), 0);
+    sim_data *d = sim_data_new(m);
+    stand(m, d, 0);
+    double q0[SIM_MAX_DOF + 1];
+    memcpy(q0, d->q, sizeof(double) * (size_t)m->nq);
+    const int haa = joint(m, "LF_HAA");
+    const double tau = 80;
+    for (int t = 0; t < 200; t++) {
+        drive(m, d, q0, &haa, &tau, 1);
+        sim_step(m, d, DT);
+        cr_assert_eq(d->stats.nlim, 0);
+    }
+    cr_assert_gt(d->q[m->body[haa].qadr], m->body[haa].upper + 0.1);
+    sim_data_destroy(&d);
+    sim_model_destroy(&m);
+}
+
+/* Continuous joints, and joints without a finite range (lower >= upper, e.g. a zeroed body), get no limit row. */
+Test(joint_limits, unlimited_joints_have_no_rows)
+{
+    static const char urdf[] =
+        "<robot name=\"r\"><link name=\"a\"><inertial><mass value=\"1\"/><inertia ixx=\"1\" iyy=\"1\" izz=\"1\" "
+        "ixy=\"0\" ixz=\"0\" iyz=\"0\"/></inertial></link>"
+        "<link name=\"b\"><inertial><mass value=\"1\"/><inertia ixx=\"1\" iyy=\"1\" izz=\"1\" ixy=\"0\" ixz=\"0\" "
+        "iyz=\"0\"/></inertial></link>"
+        "<link name=\"c\"><inertial><mass value=\"1\"/><inertia ixx=\"1\" iyy=\"1\" izz=\"1\" ixy=\"0\" ixz=\"0\" "
+        "iyz=\"0\"/></inertial></link>"
+        "<joint name=\"j1\" type=\"continuous\"><parent link=\"a\"/><child link=\"b\"/><axis xyz=\"0 0 1\"/></joint>"
+        "<joint name=\"j2\" type=\"revolute\"><parent link=\"b\"/><child link=\"c\"/><axis xyz=\"0 0 1\"/>"
+        "<limit lower=\"-1\" upper=\"1\" effort=\"1\" velocity=\"1\"/></joint></robot>";
+    char err[256];
+    sim_model *m = sim_urdf_load_string(urdf, sizeof urdf - 1, "r", NULL, err, sizeof err);
+    cr_assert_not_null(m, "%s", err);
+    cr_assert_eq(sim_model_joint_limited(m, joint(m, "j1")), 0);
+    cr_assert_eq(sim_model_joint_limited(m, joint(m, "j2")), 1);
+    cr_assert_eq(sim_model_joint_blocks(m), 1);
+    m->body[joint(m, "j2")].lower = m->body[joint(m, "j2")].upper = 0;
+    cr_assert_eq(sim_model_joint_blocks(m), 0);
+    sim_model_destroy(&m);
+}
+
+/* 1/2 u^T M u with the packed M of d's last smooth stage (the step's start, until the next smooth stage). */
+static double kinetic(const sim_model *m, const sim_data *d, const double *u)
+{
+    double y[SIM_MAX_DOF], e = 0;
+    sim_mul_m(m, d, u, y);
+    for (int k = 0; k < m->nv; k++) e += u[k] * y[k];
+    return 0.5 * e;
+}
+
+/* A leg swinging into its limit (zero gravity, no drive).  At every step with a limit impulse, the impulse takes
+ * energy out: 1/2 u+^T M u+ <= 1/2 ufree^T M ufree with the step's M (the impulse alone, apart from the integrator's
+ * own drift); and at the impact step (the first with a limit impulse) the kinetic energy grows by no more than the
+ * integrator's drift of the steps before it, without a limit (semi-implicit Euler does not conserve energy). */
+Test(joint_limits, limit_impact_adds_no_energy, .timeout = 120)
+{
+    for (int s = 0; s < sim_solver_count(); s++) {
+        const sim_solver_desc *sd = sim_solver_at(s);
+        if (!sd || !sd->solve) continue;
+        for (int fixed = 0; fixed < 2; fixed++) {
+            sim_model *m = load(fixed);
+            m->opt.solver = s;
+            m->opt.sp.tol = 1e-10; /* energy at the solver's tolerance: lambda tol (N·s · m/s) */
+            m->opt.sp.max_iter = 2000;
+            m->gravity[2] = 0;
+            sim_data *d = sim_data_new(m);
+            stand(m, d, 2.0);
+            const int haa = joint(m, "LF_HAA"), kfe = joint(m, "LF_KFE");
+            d->u[m->body[haa].dof] = 6, d->u[m->body[kfe].dof] = 3;
+            int impacts = 0, was = 0;
+            double drift = 0; /* the largest growth of the kinetic energy over a step without a limit impulse */
+            const char *base = fixed ? "fixed" : "floating";
+            for (int t = 0; t < 200; t++) {
+                sim_smooth(m, d);
+                const double before = sim_energy_kinetic(m, d);
+                sim_step(m, d, DT);
+                const int now = d->stats.nlim_active > 0;
+                if (now) {
+                    const double ef = kinetic(m, d, d->ufree), eu = kinetic(m, d, d->u);
+                    cr_expect(eu <= ef * (1 + 1e-12) + 1e-15, "%s, %s base, step %d: the limit impulse adds %.3g J",
+                              sd->name, base, t, eu - ef);
+                }
+                sim_smooth(m, d);
+                const double after = sim_energy_kinetic(m, d);
+                if (!now && after - before > drift) drift = after - before;
+                if (now && !was) {
+                    impacts++;
+                    cr_expect(after <= before + drift, "%s, %s base, impact at step %d: kinetic energy %.12g -> %.12g"
+                              " (drift %.3g J)", sd->name, base, t, before, after, drift);
+                }
+                was = now;
+            }
+            cr_expect_gt(impacts, 0, "%s: the leg never reached its limit", sd->name);
+            sim_data_destroy(&d);
+            sim_model_destroy(&m);
+        }
+    }
+}
+
+/* Coulomb joint friction f (a box row, |lambda| <= f dt): from rest a torque below f moves nothing; a torque tau
+ * above it moves the joint as tau - f would without friction. */
+Test(joint_limits, joint_friction_sticks_and_slips)
+{
+    for (int s = 0; s < sim_solver_count(); s++) {
+        const sim_solver_desc *sd = sim_solver_at(s);
+        if (!sd || !sd->solve) continue;
+        sim_model *m = load(1);
+        m->opt.solver = s;
+        m->opt.sp.tol = 1e-12;
+        m->opt.sp.max_iter = 1000;
+        m->gravity[2] = 0;
+        const int kfe = joint(m, "LF_KFE");
+        const int k = m->body[kfe].dof;
+        m->body[kfe].friction = 5;
+        cr_assert_eq(sim_model_joint_blocks(m), 13); /* 12 limited joints (all out of reach here), 1 friction row */
+        sim_data *d = sim_data_new(m), *ref = sim_data_new(m);
+        stand(m, d, 0);
+        d->tau[k] = 4;
+        sim_step(m, d, DT);
+        cr_expect_eq(d->stats.nfriction, 1, "%s", sd->name);
+        for (int j = 0; j < m->nv; j++) cr_expect(fabs(d->u[j]) < 1e-9, "%s: sticking, u[%d] = %g", sd->name, j, d->u[j]);
+        /* slipping: one step from rest with 8 N·m against 5 N·m of friction = 3 N·m without friction */
+        stand(m, d, 0);
+        d->tau[k] = 8;
+        sim_step(m, d, DT);
+        m->body[kfe].friction = 0;
+        stand(m, ref, 0);
+        ref->tau[k] = 3;
+        sim_step(m, ref, DT);
+        for (int j = 0; j < m->nv; j++)
+            cr_expect(fabs(d->u[j] - ref->u[j]) <= 1e-9 * (1 + fabs(ref->u[j])), "%s: slipping, u[%d] = %.12g vs %.12g",
+                      sd->name, j, d->u[j], ref->u[j]);
+        cr_expect_gt(fabs(ref->u[k]), 0.01);
+        sim_data_destroy(&ref);
+        sim_data_destroy(&d);
+        sim_model_destroy(&m);
+    }
+}
+
+/* Damping is implicit: a damping beyond explicit Euler's stability bound (dt c / M_kk > 2) decays the joint's
+ * velocity monotonically without a sign change, as (M + dt c) u+ = M u does. */
+Test(joint_limits, damping_is_implicit)
+{
+    sim_model *m = load(1);
+    m->gravity[2] = 0;
+    const int kfe = joint(m, "LF_KFE");
+    const int k = m->body[kfe].dof;
+    m->body[kfe].damping = 10;
+    sim_data *d = sim_data_new(m);
+    stand(m, d, 0);
+    sim_smooth(m, d);
+    cr_assert_gt(DT * 10 / d->Mp[m->dof_adr[k]], 2, "explicit Euler would be stable: not a test of implicitness");
+    d->u[k] = 5;
+    double prev = 5;
+    for (int t = 0; t < 5; t++) {
+        sim_step(m, d, DT);
+        cr_assert(d->u[k] > 0 && d->u[k] < 0.5 * prev, "step %d: u = %g after %g", t, d->u[k], prev);
+        prev = d->u[k];
+    }
+    sim_data_destroy(&d);
+    sim_model_destroy(&m);
+}
+
+/* Armature adds to M's diagonal at the joint's dof, and to nothing else. */
+Test(joint_limits, armature_on_the_diagonal)
+{
+    sim_model *m = load(0);
+    sim_data *a = sim_data_new(m), *b = sim_data_new(m);
+    stand(m, a, 0.6);
+    stand(m, b, 0.6);
+    sim_smooth(m, a);
+    const int kfe = joint(m, "RH_KFE");
+    m->body[kfe].armature = 0.25;
+    sim_smooth(m, b);
+    for (int k = 0; k < m->nM; k++) {
+        const double want = a->Mp[k] + (k == m->dof_adr[m->body[kfe].dof] ? 0.25 : 0);
+        cr_assert_eq(b->Mp[k], want, "Mp[%d]", k);
+    }
+    sim_data_destroy(&b);
+    sim_data_destroy(&a);
+    sim_model_destroy(&m);
+}
+
+/* ---------------------------------------------------------------- task keys */
+
+static const char *const joint_tasks[] = {"anymal_c-walk", "anymal_c-stand", "paper-trot"};
+
+/* The keys reach the model: limits on or off, damping, friction and armature on the 12 joints. */
+Test(joint_limits, task_keys_reach_the_model)
+{
+    for (size_t t = 0; t < sizeof joint_tasks / sizeof joint_tasks[0]; t++) {
+        char err[512] = "";
+        env_kv kv[] = {{"joint_limits", 0}, {"joint_damping", 1.5}, {"joint_friction", 0.25}, {"joint_armature", 0.125}};
+        env_t *e = env_new(joint_tasks[t], 1, kv, 4, 0, ENV_AUTORESET_NEXT_STEP, err, sizeof err);
+        cr_assert_not_null(e, "%s: %s", joint_tasks[t], err);
+        const sim_model *m = env_model(e);
+        cr_assert_eq(m->opt.joint_limits, 0);
+        int n = 0;
+        for (int b = 1; b < m->nbody; b++) {
+            const sim_body *bb = &m->body[b];
+            if (bb->damping == 1.5 && bb->friction == 0.25 && bb->armature == 0.125) n++;
+        }
+        cr_assert_eq(n, 12, "%s: %d joints configured", joint_tasks[t], n);
+        cr_assert_eq(sim_model_joint_blocks(m), 12);
+        env_destroy(&e);
+    }
+}
+
+/* Out-of-range values are refused with a message naming the key. */
+Test(joint_limits, bad_values_name_the_key)
+{
+    static const struct { const char *key; double v; } bad[] = {
+        {"joint_limits", 2}, {"joint_limits", 0.5}, {"joint_damping", -1}, {"joint_friction", -0.1},
+        {"joint_friction", 1e6}, {"joint_armature", -1}, {"joint_armature", NAN}};
+    for (size_t t = 0; t < sizeof joint_tasks / sizeof joint_tasks[0]; t++)
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            char err[512] = "";
+            env_kv kv[] = {{bad[i].key, bad[i].v}};
+            env_t *e = env_new(joint_tasks[t], 1, kv, 1, 0, ENV_AUTORESET_NEXT_STEP, err, sizeof err);
+            cr_expect_null(e, "%s accepted %s = %g", joint_tasks[t], bad[i].key, bad[i].v);
+            cr_expect(strstr(err, bad[i].key) != NULL, "%s, %s = %g: message '%s'", joint_tasks[t], bad[i].key,
+                      bad[i].v, err);
+            env_destroy(&e);
+        }
+}
+
+/* Defaults: limits off for the legged_gym task (its URDF has none), on for the others; the dynamics keys 0. */
+Test(joint_limits, task_defaults)
+{
+    for (int t = 0; t < env_registry_count(); t++) {
+        const env_spec *s = env_registry_spec(t);
+        const env_config_key *lim = NULL;
+        for (int i = 0; i < s->nconfig; i++) {
+            if (!strcmp(s->config[i].key, "joint_limits")) lim = &s->config[i];
+            if (!strncmp(s->config[i].key, "joint_", 6) && strcmp(s->config[i].key, "joint_limits"))
+                cr_expect_eq(s->config[i].def, 0, "%s: %s", s->name, s->config[i].key);
+        }
+        cr_assert_not_null(lim, "%s has no joint_limits key", s->name);
+        cr_expect_eq(lim->def, strcmp(s->name, "anymal_c-walk") ? 1 : 0, "%s", s->name);
+    }
+}
