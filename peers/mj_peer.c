@@ -444,6 +444,31 @@ void mj_peer_copy_damping(mj_peer *p, const sim_model *hm)
         if (hm->body[i].dof >= 0) p->m->dof_damping[p->dofadr[hm->body[i].dof]] = hm->body[i].damping;
 }
 
+void mj_peer_copy_joint_dynamics(mj_peer *p, const sim_model *hm, double h)
+{
+    mjModel *m = p->m;
+    const double ref[mjNREF] = {2 * h, 1}, imp[mjNIMP] = {mjMAXIMP, mjMAXIMP, 0.001, 0.5, 2};
+    int friction = 0, limits = 0;
+    for (int i = 1; i < hm->nbody; i++) {
+        const sim_body *b = &hm->body[i];
+        const int k = p->dofadr[b->dof], j = m->dof_jntid[k];
+        m->dof_damping[k] = b->damping;
+        m->dof_armature[k] = b->armature;
+        m->dof_frictionloss[k] = b->friction;
+        friction |= b->friction > 0;
+        m->jnt_limited[j] = (mjtByte)sim_model_joint_limited(hm, i);
+        limits |= m->jnt_limited[j];
+        if (m->jnt_limited[j]) m->jnt_range[2 * j] = b->lower, m->jnt_range[2 * j + 1] = b->upper;
+        m->jnt_margin[j] = 0;
+        for (int r = 0; r < mjNREF; r++) m->jnt_solref[mjNREF * j + r] = m->dof_solref[mjNREF * k + r] = ref[r];
+        for (int r = 0; r < mjNIMP; r++) m->jnt_solimp[mjNIMP * j + r] = m->dof_solimp[mjNIMP * k + r] = imp[r];
+    }
+    m->opt.timestep = h;
+    if (friction) m->opt.disableflags &= ~mjDSBL_FRICTIONLOSS;
+    if (limits) m->opt.disableflags &= ~mjDSBL_LIMIT;
+    mj_setConst(m, p->d); /* the armature changes the constant inertia terms (dof_invweight0) */
+}
+
 void mj_peer_set_state(const mj_peer *p, const double *q, const double *u)
 {
     for (int k = 0; k < p->nq; k++) p->d->qpos[p->qadr[k]] = q[k];

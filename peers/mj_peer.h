@@ -70,7 +70,7 @@ typedef enum {
  *     and rolling friction, condim (3), solref/solimp, margin, cone (pyramidal), solver (Newton),
  *     iterations, tolerance and integrator (Euler) stay MuJoCo's defaults.
  *   - As mj_peer_new otherwise: no damping, armature, stiffness, friction loss; joint limits and
- *     equality constraints disabled; herd's gravity.  (herd simulates no joint limits either.)
+ *     equality constraints disabled; herd's gravity (mj_peer_copy_joint_dynamics gives it herd's).
  * Returns NULL with err filled on failure (fixed-base model, heightfield terrain, unmatched geom). */
 mj_peer *mj_peer_new_with_floor(const char *urdf_path, const sim_model *hm, int floor_kind, char *err, size_t errlen);
 
@@ -90,6 +90,15 @@ double mj_peer_adopt_inertia(mj_peer *p, const sim_model *hm);
 
 /* Gives MuJoCo herd's joint damping (dof_damping from hm->body[].damping); by default it is 0. */
 void mj_peer_copy_damping(mj_peer *p, const sim_model *hm);
+
+/* Gives MuJoCo herd's joint dynamics for a step of h seconds: damping, armature and friction loss of every joint
+ * (hm->body[]), and the position limits of the joints herd limits (sim_model_joint_limited: jnt_limited, jnt_range,
+ * margin 0), enabling MuJoCo's limit and friction-loss constraints where there are any; opt.timestep = h.  MuJoCo's
+ * constraints are soft; these are made as hard as it allows: solref (2h, 1), the smallest time constant its
+ * reference-safety clamp keeps, and solimp (0.9999, 0.9999, ...), the largest impedance, which leaves a
+ * regularization R = (1 - 0.9999) / 0.9999 of each row's diagonal (forces within ~1e-4 relative of the hard
+ * problem's). */
+void mj_peer_copy_joint_dynamics(mj_peer *p, const sim_model *hm, double h);
 
 /* Writes herd's state (q: nq, u: nv, herd order) into p->d->qpos / qvel. */
 void mj_peer_set_state(const mj_peer *p, const double *q, const double *u);

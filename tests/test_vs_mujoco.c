@@ -762,6 +762,223 @@ Test(terrain_vs_mujoco, anymal_stands_across_two_steps)
     sim_model_destroy(&m);
 }
 
+/* ---------------------------------------------------------------- joint dynamics and limits, stepped
+ *
+ * herd's sim_step against MuJoCo's mj_step (Euler integrator) with joint damping, armature, friction loss and
+ * position limits (mj_peer_copy_joint_dynamics), each engine with its own models and data. */
+
+#define JDT 0.005 /* s: the walk task's physics step */
+
+static const char *const jleg[4] = {"LF", "RF", "LH", "RH"};
+
+static int jbody(const sim_model *m, const char *leg, const char *j)
+{
+    char n[16];
+    snprintf(n, sizeof n, "%s_%s", leg, j);
+    int b = sim_model_joint(m, n);
+    cr_assert_gt(b, 0, "no joint %s", n);
+    return b;
+}
+
+/* The standing pose, legs moving: a swing to decay freely. */
+static void jpose(const sim_model *m, sim_data *d, double z)
+{
+    sim_data_reset(m, d);
+    if (m->floating) d->q[2] = z;
+    for (int l = 0; l < 4; l++) {
+        const int front = l < 2;
+        d->q[m->body[jbody(m, jleg[l], "HFE")].qadr] = front ? 0.4 : -0.4;
+        d->q[m->body[jbody(m, jleg[l], "KFE")].qadr] = front ? -0.8 : 0.8;
+        d->u[m->body[jbody(m, jleg[l], "HAA")].dof] = 1.0 - 0.5 * l;
+        d->u[m->body[jbody(m, jleg[l], "HFE")].dof] = 3.0 * (front ? 1 : -1);
+        d->u[m->body[jbody(m, jleg[l], "KFE")].dof] = -2.0 + l;
+    }
+}
+
+/* Both engines from the same state for `steps` steps of JDT; returns the worst difference of q (rad, m) and of u
+ * (rad/s, m/s) over the run, relative to max(1, |MuJoCo's value|). */
+static void jrun(sim_model *m, sim_data *d, mj_peer *p, int steps, double *eq, double *eu)
+{
+    double q[SIM_MAX_DOF + 1], u[SIM_MAX_DOF];
+    *eq = *eu = 0;
+    mj_peer_set_state(p, d->q, d->u);
+    for (int t = 0; t < steps; t++) {
+        cr_assert_eq(sim_step(m, d, JDT), 0);
+        mj_step(p->m, p->d);
+        for (int k = 0; k < m->nq; k++) q[k] = p->d->qpos[p->qadr[k]];
+        mj_peer_vec_to_herd(p, p->d->qvel, u);
+        *eq = fmax(*eq, rel_err(d->q, q, m->nq));
+        *eu = fmax(*eu, rel_err(d->u, u, m->nv));
+    }
+}
+
+/* A fixed-base model hanging free of the ground, herd's inertias in MuJoCo; limits per `limits`. */
+static void jpair(sim_model **m, sim_data **d, mj_peer **p, int limits)
+{
+    char err[512] = "";
+    const sim_urdf_options o = {.fixed_base = 1};
+    *m = sim_urdf_load_file(MODEL_PATH, &o, err, sizeof err);
+    cr_assert_not_null(*m, "%s", err);
+    (*m)->terrain.height = -10;
+    (*m)->opt.joint_limits = limits;
+    (*m)->opt.sp.tol = 1e-12;
+    (*m)->opt.sp.max_iter = 2000;
+    *p = mj_peer_new(MODEL_PATH, *m, err, sizeof err);
+    cr_assert_not_null(*p, "%s", err);
+    cr_assert(mj_peer_adopt_inertia(*p, *m) <= 1e-14);
+}
+
+/* Damping (implicit in both: MuJoCo's Euler solves (M + h diag(damping)) qacc = M qacc_explicit) and armature, a
+ * swing decaying freely for 1 s: the same discrete system, so agreement to rounding (grown along the run). */
+#define TOL_JOINT_DYN 1e-9
+Test(vs_mujoco_joints, damping_and_armature_free_decay)
+{
+    sim_model *m;
+    sim_data *d;
+    mj_peer *p;
+    jpair(&m, &d, &p, 0);
+    for (int l = 0; l < 4; l++) {
+        static const char *const js[3] = {"HAA", "HFE", "KFE"};
+        for (int j = 0; j < 3; j++) {
+            sim_body *b = &m->body[jbody(m, jleg[l], js[j])];
+            b->damping = 1.0 + 0.5 * j; /* Menagerie's ANYmal C: 1 */
+            b->armature = 0.01 * (1 + l);
+        }
+    }
+    d = sim_data_new(m);
+    mj_peer_copy_joint_dynamics(p, m, JDT);
+    jpose(m, d, 0);
+    double eq, eu;
+    jrun(m, d, p, 200, &eq, &eu);
+    cr_log_info("herd vs MuJoCo, damping + armature free decay (1 s): q %.3e, u %.3e", eq, eu);
+    cr_expect(eq <= TOL_JOINT_DYN && eu <= TOL_JOINT_DYN, "damping + armature: q %.3e, u %.3e", eq, eu);
+    sim_data_destroy(&d);
+    mj_peer_destroy(&p);
+    sim_model_destroy(&m);
+}
+
+/* Friction loss (herd: a box row, |lambda| <= f dt, hard; MuJoCo: its friction-loss constraint, as hard as it
+ * allows): a swing decaying to rest under 2 N·m of friction on every joint, herd's default solver.  While a joint
+ * slides both apply exactly f; while it sticks MuJoCo's regularization (~1e-4 of the row's diagonal) leaves it
+ * creeping at ~1e-4 of the velocity it had, where herd's stops: 2e-4 bounds the difference along the run (2e-5
+ * seen). */
+#define TOL_FRICTIONLOSS 2e-4
+Test(vs_mujoco_joints, frictionloss_free_decay)
+{
+    sim_model *m;
+    sim_data *d;
+    mj_peer *p;
+    jpair(&m, &d, &p, 0);
+    for (int b = 1; b < m->nbody; b++) m->body[b].friction = 2.0;
+    d = sim_data_new(m);
+    mj_peer_copy_joint_dynamics(p, m, JDT);
+    p->m->opt.tolerance = 1e-12;
+    p->m->opt.iterations = 1000;
+    jpose(m, d, 0);
+    double eq, eu;
+    jrun(m, d, p, 200, &eq, &eu);
+    cr_log_info("herd vs MuJoCo, friction loss free decay (1 s): q %.3e, u %.3e", eq, eu);
+    cr_expect(eq <= TOL_FRICTIONLOSS && eu <= TOL_FRICTIONLOSS, "friction loss: q %.3e, u %.3e", eq, eu);
+    sim_data_destroy(&d);
+    mj_peer_destroy(&p);
+    sim_model_destroy(&m);
+}
+
+/* A leg pressed into the ground against its limit: LF_HAA 1e-9 rad past its upper limit and driven into it with
+ * 80 N·m, the LF foot 1e-7 m into a frictionless floor, the knee pressing it down, gravity on, at rest; one step.
+ * MuJoCo's limit and contact are made as hard as it allows (mj_peer_copy_joint_dynamics; the contact's solref and
+ * solimp alike, condim 1): its forces differ from the hard problem's by its regularization, ~1e-4 relative, and by
+ * the position terms of its reference acceleration (k r with r = 1e-9 rad, 1e-7 m), smaller still.  Tolerance
+ * 1e-3 relative on the limit force, the contact force and the velocity after the step; every solver of herd's
+ * table, converged to 1e-12. */
+#define TOL_LIMIT_CONTACT 1e-3
+Test(vs_mujoco_joints, limit_with_contact)
+{
+    char err[512] = "";
+    sim_model *m = sim_urdf_load_file(MODEL_PATH, NULL, err, sizeof err);
+    cr_assert_not_null(m, "%s", err);
+    const int haa = jbody(m, "LF", "HAA"), kfe = jbody(m, "LF", "KFE"), hfe = jbody(m, "LF", "HFE");
+    int foot = -1;
+    for (int g = 0; g < m->ngeom; g++) {
+        const sim_geom *G = &m->geom[g];
+        const int on_lf_shank = G->type == SIM_GEOM_SPHERE && strstr(m->body[G->body].name, "LF_SHANK") != NULL;
+        m->geom[g].nocollide = !on_lf_shank;
+        if (on_lf_shank) foot = g;
+        m->geom[g].friction = 0;
+    }
+    cr_assert_geq(foot, 0);
+    mj_peer *p = mj_peer_new_with_floor(MODEL_PATH, m, MJ_PEER_FLOOR_PLANE, err, sizeof err);
+    cr_assert_not_null(p, "%s", err);
+    cr_assert(mj_peer_adopt_inertia(p, m) <= 1e-14);
+    mj_peer_copy_joint_dynamics(p, m, JDT);
+    mjModel *mm = p->m;
+    for (int g = 0; g < mm->ngeom; g++) {
+        mm->geom_condim[g] = 1;
+        for (int r = 0; r < mjNREF; r++) mm->geom_solref[mjNREF * g + r] = r ? 1 : 2 * JDT;
+        const double imp[mjNIMP] = {mjMAXIMP, mjMAXIMP, 0.001, 0.5, 2};
+        for (int r = 0; r < mjNIMP; r++) mm->geom_solimp[mjNIMP * g + r] = imp[r];
+    }
+    mm->opt.tolerance = 1e-12;
+    mm->opt.iterations = 1000;
+    for (int j = 0; j < mm->njnt; j++) mm->jnt_limited[j] = 0; /* MuJoCo: only the limit under test */
+    mm->jnt_limited[mm->dof_jntid[p->dofadr[m->body[haa].dof]]] = 1;
+    mm->opt.disableflags &= ~mjDSBL_LIMIT;
+
+    sim_data *d = sim_data_new(m);
+    jpose(m, d, 1.0);
+    memset(d->u, 0, sizeof(double) * (size_t)m->nv);
+    d->q[m->body[haa].qadr] = m->body[haa].upper + 1e-9;
+    d->q[m->body[hfe].qadr] = 0.2;
+    sim_kinematics(m, d);
+    double c[3];
+    sim_point_world(m, d, m->geom[foot].body, m->geom[foot].pos, c);
+    d->q[2] -= c[2] - m->geom[foot].size[0] + 1e-7; /* the foot 1e-7 m into the ground */
+    d->tau[m->body[haa].dof] = 80;
+    d->tau[m->body[kfe].dof] = 40;
+    sim_data *d0 = sim_data_new(m);
+    sim_data_copy_state(m, d0, d);
+
+    /* MuJoCo: its constraint forces at this state, then the step */
+    mj_peer_set_state(p, d->q, d->u);
+    mj_peer_set_force(p, d->tau);
+    mj_forward(mm, p->d);
+    double f_lim = NAN, f_con = NAN;
+    int nlim = 0, ncon = 0;
+    for (int i = 0; i < p->d->nefc; i++) {
+        if (p->d->efc_type[i] == mjCNSTR_LIMIT_JOINT) f_lim = p->d->efc_force[i], nlim++;
+        if (p->d->efc_type[i] == mjCNSTR_CONTACT_FRICTIONLESS) f_con = p->d->efc_force[i], ncon++;
+    }
+    cr_assert(nlim == 1 && ncon == 1, "MuJoCo: %d limit rows, %d contact rows", nlim, ncon);
+    mj_Euler(mm, p->d);
+    double u_mj[SIM_MAX_DOF];
+    mj_peer_vec_to_herd(p, p->d->qvel, u_mj);
+    cr_log_info("MuJoCo: limit force %.9g N·m, contact force %.9g N", f_lim, f_con);
+    cr_assert(f_lim > 1 && f_con > 1, "the leg is not pressed against both");
+
+    for (int s = 0; s < sim_solver_count(); s++) {
+        const sim_solver_desc *sd = sim_solver_at(s);
+        if (!sd || !sd->solve) continue;
+        m->opt.solver = s;
+        m->opt.sp.tol = 1e-12;
+        m->opt.sp.max_iter = 5000;
+        sim_data_copy_state(m, d, d0);
+        cr_assert_eq(sim_step(m, d, JDT), 0, "%s", sd->name);
+        cr_assert(d->ncon == 1 && d->nlim == 1, "%s: %d contacts, %d limits", sd->name, d->ncon, d->nlim);
+        const double h_con = d->lambda[2] / JDT, h_lim = d->lambda[3 * 1 + 2] / JDT;
+        const double e_lim = fabs(h_lim - f_lim) / fabs(f_lim), e_con = fabs(h_con - f_con) / fabs(f_con);
+        const double e_u = rel_err(d->u, u_mj, m->nv);
+        cr_log_info("herd vs MuJoCo, limit + contact, %-20s limit %.3e, contact %.3e, u %.3e", sd->name, e_lim,
+                    e_con, e_u);
+        cr_expect(e_lim <= TOL_LIMIT_CONTACT && e_con <= TOL_LIMIT_CONTACT && e_u <= TOL_LIMIT_CONTACT,
+                  "%s: limit force %.9g vs %.9g, contact force %.9g vs %.9g, u rel err %.3e", sd->name, h_lim, f_lim,
+                  h_con, f_con, e_u);
+    }
+    sim_data_destroy(&d0);
+    sim_data_destroy(&d);
+    mj_peer_destroy(&p);
+    sim_model_destroy(&m);
+}
+
 #else /* !HERD_MUJOCO: the tests above, by name, each a skip */
 
 #define VS_MUJOCO_SKIP(name) \
@@ -781,5 +998,10 @@ VS_MUJOCO_SKIP(sparse_jacobian_matches_dense)
 TERRAIN_SKIP(sphere_rests_on_the_stair_edge)
 TERRAIN_SKIP(box_rests_across_the_step)
 TERRAIN_SKIP(anymal_stands_across_two_steps)
+#define VS_MUJOCO_JOINTS_SKIP(name) \
+    Test(vs_mujoco_joints, name) { cr_skip_test("built without MuJoCo (MUJOCO=no, or libmujoco-dev absent): not compared"); }
+VS_MUJOCO_JOINTS_SKIP(damping_and_armature_free_decay)
+VS_MUJOCO_JOINTS_SKIP(frictionloss_free_decay)
+VS_MUJOCO_JOINTS_SKIP(limit_with_contact)
 
 #endif
