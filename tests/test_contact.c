@@ -219,29 +219,38 @@ Test(contact, contact_step_never_adds_energy, .timeout = 120)
 
 /* Warm-started and cold solves of the same contact problem reach the same impulses (standing on four
  * feet under PD, where the impulses are unique) and the same contact velocities (always unique, even
- * when the robot lies on its base box and the impulses are not). */
-static void warm_cold(int kind, int compare_impulses)
+ * when the robot lies on its base box and the impulses are not), at every step both solves converge.
+ * Without joint limits they converge at every step; with them, the lying robot's legs pressing on
+ * their limits and the ground make problems on which the bisection model's Gauss-Seidel cycles (neither
+ * solve converges, also with 1e5 sweeps, where cond-vfpi and pgs-hwangbo find a solution): those steps
+ * are counted, not compared, and at least two thirds of the steps must be compared. */
+static void warm_cold(int kind, int compare_impulses, int limits)
 {
     sim_model *m = anymal();
     char err[256];
     cr_assert_eq(env_scenario_configure_model(m, kind, err, sizeof err), 0, "%s", err);
+    m->opt.joint_limits = limits;
     sim_data *d = sim_data_new(m);
     env_scenario s;
     cr_assert_eq(env_scenario_init(&s, m, d, kind, 7, err, sizeof err), 0, "%s", err);
     for (int i = 0; i < 1500; i++) { env_scenario_control(&s, m, d, 1e-3); sim_step(m, d, 1e-3); }
     cr_assert_geq(d->stats.nactive, compare_impulses ? 4 : 1);
-    int warm_iters = 0, cold_iters = 0;
+    int warm_iters = 0, cold_iters = 0, unconverged = 0;
     double worst_lam = 0, worst_vel = 0;
     for (int i = 0; i < 300; i++) {
         env_scenario_control(&s, m, d, 1e-3);
         sim_step(m, d, 1e-3);
         warm_iters += d->stats.iterations;
-        int nc = d->ncon;
+        int nc = d->ncon + d->nlim + d->nfric; /* the blocks of the contact problem: contacts, then joint limits */
         double lam[3 * 64], vw[3 * 64], vc[3 * 64];
         memset(lam, 0, sizeof(double) * 3 * nc);
         sim_solver_stats ss;
         sim_solve_bisection(nc, d->G, d->cfree, d->mu, lam, &m->opt.sp, &ss);
         cold_iters += ss.iterations;
+        if (!d->stats.converged || !ss.converged) {
+            unconverged++;
+            continue;
+        }
         double scale = 0, vscale = 0;
         for (int k = 0; k < 3 * nc; k++) {
             vw[k] = vc[k] = d->cfree[k];
@@ -258,7 +267,9 @@ static void warm_cold(int kind, int compare_impulses)
         }
     }
     cr_log_info("warm vs cold (%s): worst relative impulse difference %.3g, worst velocity difference %.3g m/s; "
-                "sweeps warm %d, cold %d", env_scenario_name(kind), worst_lam, worst_vel, warm_iters, cold_iters);
+                "sweeps warm %d, cold %d; %d of 300 steps unconverged", env_scenario_name(kind), worst_lam, worst_vel,
+                warm_iters, cold_iters, unconverged);
+    cr_assert_leq(unconverged, limits ? 100 : 0);
     /* both solves stop at the 1e-6 (N·s | m/s) violation: velocities agree to a few times that */
     cr_assert_lt(worst_vel, 1e-4, "contact velocities differ by %g m/s", worst_vel);
     if (compare_impulses) cr_assert_lt(worst_lam, 1e-3, "impulses differ by %g (relative)", worst_lam);
@@ -266,8 +277,9 @@ static void warm_cold(int kind, int compare_impulses)
     sim_data_destroy(&d);
     sim_model_destroy(&m);
 }
-Test(contact, warm_and_cold_agree_standing, .timeout = 60) { warm_cold(ENV_SCN_STAND, 1); }
-Test(contact, warm_and_cold_agree_lying, .timeout = 60) { warm_cold(ENV_SCN_HANG, 0); }
+Test(contact, warm_and_cold_agree_standing, .timeout = 60) { warm_cold(ENV_SCN_STAND, 1, 1); }
+Test(contact, warm_and_cold_agree_lying, .timeout = 60) { warm_cold(ENV_SCN_HANG, 0, 0); }
+Test(contact, warm_and_cold_agree_lying_with_limits, .timeout = 60) { warm_cold(ENV_SCN_HANG, 0, 1); }
 
 /* A flat heightfield behaves exactly like the plane; a sloped one tilts the contact normal. */
 Test(contact, heightfield)
@@ -342,7 +354,7 @@ Test(contact, delassus_matches_dense, .timeout = 60)
         env_scenario_control(&s, m, d, 1e-3);
         double u_before[64];
         sim_step(m, d, 1e-3);
-        int nc = d->ncon;
+        int nc = d->ncon + d->nlim + d->nfric; /* contacts and joint limits: their Delassus entries alike */
         if (nc < 2) continue;
         checked++;
         double X[64 * 64];
