@@ -4,6 +4,7 @@
  *   herd-bench env --profile [--env anymal_c-walk] [--worlds 256] [--steps S] [--repeats R] [--warmup W]
  *   herd-bench env --sweep 64,256,...,65536 [--threads T] [--steps S] [--repeats R] [--warmup W]
  *   herd-bench env --solvers A,B,... | --actuators pd,lstm,... [--worlds N] [--threads T] [--steps S] [--repeats R]
+ *   herd-bench env --pair joint_limits=0,1 [--env ...] [--worlds N] [--threads T] [--steps S] [--repeats R]
  *   herd-bench env --vs-mujoco ...   (bench_env_mujoco.c)
  *
  * T threads (pinned, one contiguous slice of worlds each, taken in pieces, a thread done with its slice helping
@@ -16,9 +17,9 @@
  * bench_env_prepare), and the solver bench's single-world trot scenario (1 ms, feet + base).  One JSON line per
  * configuration; medians over repeats, with the per-repeat figures ("..._reps") for the spread.
  * --sweep 64,256,...: throughput per thread against world count, every N in the same process, repeats
- * interleaved across N (bench_env_sweep).  --solvers / --actuators: the same worlds and actions under each contact
- * solver / actuator model, repeats interleaved, ratios to the first; with lstm among the actuators also the
- * network's share of the lstm env step (the network timed alone on the same number of worlds, batched as env_step
+ * interleaved across N (bench_env_sweep).  --solvers / --actuators / --pair key=v1,v2,...: the same worlds and
+ * actions under each contact solver / actuator model / value of one configuration key, repeats interleaved,
+ * ratios to the first; with lstm among the actuators also the network's share of the lstm env step (the network timed alone on the same number of worlds, batched as env_step
  * batches it) and lstm's extra time over pd, both in thread CPU time.
  * --once: reset and warm up once per thread count, the repeats then continue the trajectories (cheaper for
  * large N; repeat r still does the same work for every N and T, the worlds repeating with period 32).
@@ -542,7 +543,9 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
             size_t len = strcspn(c, ",");
             char cerr[256];
             snprintf(sname[np], sizeof sname[np], "%.*s", (int)(len < 39 ? len : 39), c);
-            if (env_config_choice(name, key, sname[np], &sid[np], cerr, sizeof cerr)) {
+            char *end;
+            sid[np] = strtod(sname[np], &end); /* a number (a plain key, --pair) or a name (a key with choices) */
+            if ((end == sname[np] || *end) && env_config_choice(name, key, sname[np], &sid[np], cerr, sizeof cerr)) {
                 fprintf(stderr, "herd-bench env: %s\n", cerr);
                 return 2;
             }
@@ -708,6 +711,17 @@ int bench_env(int argc, char **argv)
     const char *actuators = bench_arg(argc, argv, "--actuators", NULL);
     if (actuators)
         return bench_env_sweep(name, NULL, tflag ? tflag : 1, steps, repeats, warmup, "actuator", actuators, worlds);
+    const char *pair = bench_arg(argc, argv, "--pair", NULL); /* key=v1,v2,...: values of any numeric key */
+    if (pair) {
+        char pkey[40];
+        const char *eq = strchr(pair, '=');
+        if (!eq || eq == pair || eq - pair > 39 || !eq[1]) {
+            fprintf(stderr, "herd-bench env: --pair wants key=v1,v2,...\n");
+            return 2;
+        }
+        snprintf(pkey, sizeof pkey, "%.*s", (int)(eq - pair), pair);
+        return bench_env_sweep(name, NULL, tflag ? tflag : 1, steps, repeats, warmup, pkey, eq + 1, worlds);
+    }
     char err[512];
     env_t *e = env_new(name, worlds, NULL, 0, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
     if (!e) { fprintf(stderr, "herd-bench env: %s\n", err); return 2; }

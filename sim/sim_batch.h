@@ -39,9 +39,9 @@ size_t sim_batch_size(const sim_model *m);
 sim_batch *sim_batch_init(const sim_model *m, void *mem);
 
 /* The smooth stages of a step for worlds d[0..n-1] (1 <= n <= SIM_BATCH_LANES), dt in s: sim_kinematics,
- * sim_velocity, sim_crba, sim_factor, sim_rnea and sim_free_velocity of each world, into the batch (the worlds
- * are only read); on flat ground (no height field) also every geometry's contact candidates (sim_collide's points,
- * gaps and approach speeds). */
+ * sim_velocity, sim_crba, sim_factor_damped, sim_rnea and sim_free_velocity of each world, into the batch (the
+ * worlds are only read); on flat ground (no height field) also every geometry's contact candidates (sim_collide's
+ * points, gaps and approach speeds). */
 void sim_batch_smooth(const sim_model *m, sim_batch *b, sim_data *const *d, int n, double dt);
 
 /* World `lane` of the last sim_batch_smooth (d must be that world, unchanged since): the stages of its step after

@@ -206,13 +206,6 @@ int sim_model_max_contacts(const sim_model *m)
  * mass matrix and factor, contacts, Jacobians, Delassus).  sim_data_new gives a world its own scratch;
  * sim_data_new_shared leaves it to the caller, who binds one scratch to many worlds in turn
  * (sim_data_bind_scratch) so that a batch of thousands of worlds keeps only their states in memory. */
-int sim_model_joint_limited(const sim_model *m, int b)
-{
-    const sim_body *bb = &m->body[b];
-    if (b <= 0 || !m->opt.joint_limits || bb->joint_type == SIM_JOINT_CONTINUOUS) return 0;
-    return bb->lower < bb->upper && (isfinite(bb->lower) || isfinite(bb->upper));
-}
-
 int sim_model_joint_blocks(const sim_model *m)
 {
     int n = 0;
@@ -249,12 +242,16 @@ static size_t layout_state(const sim_model *m, sim_data *d, unsigned char *mem)
     PLACE(prev_lambda, double, 3 * nc);
     PLACE(prev_key, int, 2 * nc);
     PLACE(prev_jlambda, double, 3 * nv);
+    PLACE(jdof, int, (size_t)sim_model_joint_blocks(m));
     return off;
 }
 
+/* A world's capacities (d->ncon_max, d->nblk_max) once it has them, else the model's. */
 static size_t layout_scratch(const sim_model *m, sim_data *d, unsigned char *mem)
 {
-    size_t nv = (size_t)m->nv, nb = (size_t)m->nbody, ncon = max_contacts(m), nc = max_blocks(m), nM = (size_t)m->nM;
+    const int have = d && d->nblk_max > 0;
+    size_t nv = (size_t)m->nv, nb = (size_t)m->nbody, nM = (size_t)m->nM;
+    size_t ncon = have ? (size_t)d->ncon_max : max_contacts(m), nc = have ? (size_t)d->nblk_max : max_blocks(m);
     size_t off = 0;
     PLACE(xpos, double, 3 * nb);
     PLACE(xrot, double, 9 * nb);
@@ -305,9 +302,15 @@ static sim_data *data_new(const sim_model *m, int own_scratch)
     memset(mem, 0, nbytes);
     sim_data *d = (sim_data *)mem;
     layout_state(m, d, mem + head);
-    if (own_scratch) layout_scratch(m, d, mem + head + st);
     d->ncon_max = (int)max_contacts(m);
     d->nblk_max = (int)max_blocks(m);
+    if (own_scratch) layout_scratch(m, d, mem + head + st);
+    /* the joints that get blocks: limited ones first, then those with friction */
+    d->njlim = d->njfric = 0;
+    for (int b = 1; b < m->nbody; b++)
+        if (sim_model_joint_limited(m, b)) d->jdof[d->njlim++] = m->body[b].dof;
+    for (int b = 1; b < m->nbody; b++)
+        if (m->body[b].friction > 0) d->jdof[d->njlim + d->njfric++] = m->body[b].dof;
     d->nbytes = nbytes;
     sim_data_reset(m, d);
     return d;
@@ -348,6 +351,8 @@ void sim_data_copy_state(const sim_model *m, sim_data *dst, const sim_data *src)
     dst->ncon = dst->nlim = dst->nfric = 0;
     dst->nprev = src->nprev;
     dst->njprev = src->njprev;
+    dst->njlim = src->njlim;
+    dst->njfric = src->njfric;
     dst->friction_scale = src->friction_scale;
     dst->root_added_mass = src->root_added_mass;
     dst->stats = src->stats;

@@ -17,6 +17,7 @@
 #ifndef HERD_SIM_MODEL_H
 #define HERD_SIM_MODEL_H
 
+#include <math.h>
 #include <stddef.h>
 
 #include "sim_solver.h"
@@ -217,6 +218,8 @@ typedef struct sim_data {
     int nprev;            /* warm-start cache: last step's contacts */
     int *prev_key;        /* 2 ncon_max: (geom, feature) */
     double *prev_lambda;  /* 3 ncon_max */
+    int njlim, njfric;    /* joints that may get a limit block / have a friction block (fixed at creation) */
+    int *jdof;            /* njlim + njfric: their dofs, the limited joints' first */
     int njprev;           /* joint blocks of the last step (0: prev_jlambda holds nothing) */
     double *prev_jlambda; /* 3 nv: last step's joint-block impulses by 3 dof + side, 0 where there was none */
     double friction_scale;/* per-world multiplier of every pair's friction (domain randomization); 1 */
@@ -250,7 +253,12 @@ int sim_model_max_contacts(const sim_model *m);
 
 /* 1 if body b's joint gets a position-limit row in sim_step: m->opt.joint_limits is on, the joint is not
  * continuous, and lower < upper with at least one of them finite (a zeroed body, lower = upper = 0, has none). */
-int sim_model_joint_limited(const sim_model *m, int b);
+static inline int sim_model_joint_limited(const sim_model *m, int b)
+{
+    const sim_body *bb = &m->body[b];
+    if (b <= 0 || !m->opt.joint_limits || bb->joint_type == SIM_JOINT_CONTINUOUS || !(bb->lower < bb->upper)) return 0;
+    return bb->lower > -HUGE_VAL || bb->upper < HUGE_VAL;
+}
 /* Joint blocks of m's contact problem: one per limited joint (sim_model_joint_limited) plus one per joint with
  * friction > 0.  sim_data_new sizes a world for the model's options and joints at that time; change
  * opt.joint_limits or a joint's friction only before creating the worlds. */

@@ -168,18 +168,17 @@ static inline void stage_contact_jacobians(const sim_model *m, sim_data *d, int 
 
 /* The joint blocks of this step, after the nc contacts: first a limit block per limited joint whose nearer side is
  * within reach (gap < margin + the distance the joint may travel toward it this step at the larger of its start
- * and free speeds), then a friction block per joint with friction > 0.  d->jblk[j] = 3 dof + side (0 lower,
- * 1 upper, 2 friction).  Also records the largest violation at the start of the step.  At most nblk_max - nc
- * blocks (the capacity the world was created with). */
+ * and free speeds), then a friction block per joint with friction > 0 (the joints of d->jdof, listed when the
+ * world was created).  d->jblk[j] = 3 dof + side (0 lower, 1 upper, 2 friction).  Also records the largest
+ * violation at the start of the step.  At most nblk_max - nc blocks (the capacity the world was created with). */
 static inline void find_joint_blocks(const sim_model *m, sim_data *d, int nc, double dt)
 {
     const int cap = d->nblk_max - nc;
     const double margin = m->opt.margin;
     int n = 0;
-    for (int b = 1; b < m->nbody && n < cap; b++) {
-        if (!sim_model_joint_limited(m, b)) continue;
-        const sim_body *bb = &m->body[b];
-        const int k = bb->dof;
+    for (int j = 0; j < (m->opt.joint_limits ? d->njlim : 0) && n < cap; j++) {
+        const int k = d->jdof[j];
+        const sim_body *bb = &m->body[m->dof_body[k]];
         const double q = d->q[bb->qadr], gl = q - bb->lower, gu = bb->upper - q;
         const int upper = gu < gl;
         const double g = upper ? gu : gl, sgn = upper ? -1.0 : 1.0;
@@ -189,8 +188,10 @@ static inline void find_joint_blocks(const sim_model *m, sim_data *d, int nc, do
         if (g < margin + dt * (approach > 0 ? approach : 0)) d->jblk[n++] = 3 * k + upper;
     }
     d->nlim = n;
-    for (int b = 1; b < m->nbody && n < cap; b++)
-        if (m->body[b].friction > 0) d->jblk[n++] = 3 * m->body[b].dof + 2;
+    for (int j = 0; j < d->njfric && n < cap; j++) {
+        const int k = d->jdof[d->njlim + j];
+        if (m->body[m->dof_body[k]].friction > 0) d->jblk[n++] = 3 * k + 2;
+    }
     d->nfric = n - d->nlim;
 }
 
