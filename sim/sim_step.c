@@ -2,10 +2,12 @@
  * sim_step_stages (sim_step.h lists the stages):
  *   KINEMATICS, SMOOTH:  sim_dynamics.h's tree recursions and the free velocity
  *   COLLISION:           sim_collide
- *   CONTACTS:            contact Jacobians (+ the compact rows S = D^-1/2 L^-T J^T) -> Delassus matrix G = S^T S
- *                        -> free contact velocities, targets and warm starts
+ *   CONTACTS:            the joint blocks within reach (limits, friction) -> contact and joint-row Jacobians (+ the
+ *                        compact rows S = D^-1/2 L^-T J^T) -> Delassus matrix G = S^T S -> free velocities, targets
+ *                        and warm starts
  *   SOLVE:               the per-contact solver chosen by the model
- *   INTEGRATE:           apply the impulses -> remember the contacts (warm-start cache) -> integrate positions
+ *   INTEGRATE:           apply the impulses -> remember the contacts and joint blocks (warm starts) -> integrate
+ *                        positions
  *
  * Scratch (d->scratch, 12 nv): [0, 4nv) the three B rows as 4-lane vectors (one per dof), [6nv, 7nv) D^-1,
  * [7nv, 8nv) D^-1/2 (kept from the Jacobian stage to the impulse stage), [8nv, 9nv) the velocity change y.
