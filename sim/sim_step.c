@@ -22,11 +22,6 @@
 
 _Static_assert(SIM_MAX_DOF <= SIM_SOLVER_TREE_MAX_DOF, "a model's dof tree must fit sim_solver_tree");
 
-/* A bounded bilateral block's mu (rows.md's encoding; sim_limits.h holds it with the solvers' helpers). */
-#ifndef SIM_BLOCK_BOX
-#define SIM_BLOCK_BOX(b) (-(b))
-#endif
-
 #define SCRATCH_B4(d, nv) ((d)->scratch)
 #define SCRATCH_INVD(d, nv) ((d)->scratch + 6 * (nv))
 #define SCRATCH_SQRTD(d, nv) ((d)->scratch + 7 * (nv))
