@@ -591,8 +591,10 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
             pt[k].cpu[q] = (double)ns[k] * steps / cpu;
         }
     if (!rc && solvers) {
-        fprintf(stderr, "env %ss: %s, %d worlds, %d thread(s), %d steps x %d repeats (interleaved) after %d warm-up "
-                "(cpu: %s)\n", key, name, worlds, threads, steps, R, warmup, bench_cpu());
+        /* the JSON's bench: env_solvers, env_actuators, or env_<key>_pair for another key (--pair) */
+        const char *tail = !strcmp(key, "solver") || !strcmp(key, "actuator") ? "s" : "_pair";
+        fprintf(stderr, "env %s%s: %s, %d worlds, %d thread(s), %d steps x %d repeats (interleaved) after %d warm-up "
+                "(cpu: %s)\n", key, tail, name, worlds, threads, steps, R, warmup, bench_cpu());
         double lstm_rate = 0, pd_rate = 0, rel_lstm = 0;
         for (int k = 0; k < np; k++) {
             double a[64], b[64], r[64];
@@ -600,10 +602,10 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
             memcpy(b, pt[k].wall, sizeof(double) * (size_t)R);
             for (int q = 0; q < R; q++) r[q] = pt[k].cpu[q] / pt[0].cpu[q];
             double med = bench_median(a, R), wmed = bench_median(b, R), rel = bench_median(r, R);
-            printf("{\"bench\":\"env_%ss\",\"env\":\"%s\",\"%s\":\"%s\",\"baseline_%s\":\"%s\",\"worlds\":%d,"
+            printf("{\"bench\":\"env_%s%s\",\"env\":\"%s\",\"%s\":\"%s\",\"baseline_%s\":\"%s\",\"worlds\":%d,"
                    "\"threads\":%d,\"steps\":%d,\"repeats\":%d,\"warmup\":%d,\"cpu_env_steps_per_s_per_thread\":%.0f,"
                    "\"env_steps_per_s_per_thread\":%.0f,\"ratio_to_baseline\":%.4f",
-                   key, name, key, sname[k], key, sname[0], worlds, threads, steps, R, warmup, med, wmed, rel);
+                   key, tail, name, key, sname[k], key, sname[0], worlds, threads, steps, R, warmup, med, wmed, rel);
             if (!strcmp(sname[k], "lstm")) lstm_rate = med, rel_lstm = rel;
             if (!strcmp(sname[k], "pd")) pd_rate = med;
             print_reps("cpu_env_steps_per_s_per_thread_reps", pt[k].cpu, R, 1.0);
