@@ -799,7 +799,7 @@ static void critic_observe(const struct env *e, env_world *w, float *o)
 #define WALK_EPISODE_S 20
 #define WALK_KEYS                                                                                            \
     RANDOMIZATION_KEYS(0.5, 1.25, -5, 5, 15, WALK_EPISODE_S),                                                \
-    ENV_ANYMAL_JOINT_KEYS(0),                                                                                \
+    ENV_ANYMAL_JOINT_KEYS(1),                                                                                \
     KEY("cmd_vx_max", 1, 0, 5, 0, "forward velocity command drawn in U(-v, v) (m/s)"),                      \
     KEY("cmd_vy_max", 1, 0, 5, 0, "lateral velocity command drawn in U(-v, v) (m/s)"),                      \
     KEY("cmd_yaw_max", 1.5, 0, 5, 0, "yaw-rate command drawn in U(-w, w) (rad/s)"),                         \
