@@ -37,6 +37,8 @@ typedef struct {
     uint64_t solver_capped;     /* physics steps whose solver stopped at its iteration cap, not converged */
     uint64_t solver_fallbacks;  /* physics steps whose solver handed the problem to its ADMM fallback
                                  * (coulomb-stall-admm's stall detector; sim_step_stats.fallback) */
+    uint64_t joint_limits_active; /* joint-limit blocks with a positive impulse, summed over physics steps
+                                   * (sim_step_stats.nlim_active) */
 } env_counters;
 
 /* Per-step extras.  Every pointer may be NULL (not wanted); arrays have one row per stepped world. */

@@ -194,7 +194,7 @@ static void job_rows(srv_job *j, int worker, int r, int k)
     if (critic) env_critic_obs(s->env, first, k, ids, critic);
     if (met) {
         srv_metrics_env_steps(met, work.world_steps, work.physics_resets, work.solver_iterations, work.solver_capped,
-                              work.solver_fallbacks);
+                              work.solver_fallbacks, work.joint_limits_active);
         srv_metrics_worker_busy(met, worker, srv_now_s() - t0);
     }
     if (L->final_mask)

@@ -33,7 +33,7 @@ struct srv_metrics {
     atomic_uint_fast64_t errors[SRV_METRICS_OPS][SRV_METRICS_CODES];
     hist latency[SRV_METRICS_OPS];
     atomic_uint_fast64_t bytes_in, bytes_out, env_steps, physics_resets, solver_iterations, solver_capped,
-        solver_fallbacks;
+        solver_fallbacks, joint_limits_active;
     atomic_uint_fast64_t *busy_ns;      /* nworkers */
     atomic_uint_fast64_t *helped;       /* nworkers: world-steps run for another worker */
     atomic_long sessions, worlds, worlds_limit, queue_depth;
@@ -115,7 +115,7 @@ void srv_metrics_sent(srv_metrics *m, size_t bytes_out)
 }
 
 void srv_metrics_env_steps(srv_metrics *m, uint64_t world_steps, uint64_t physics_resets, uint64_t solver_iterations,
-                           uint64_t solver_capped, uint64_t solver_fallbacks)
+                           uint64_t solver_capped, uint64_t solver_fallbacks, uint64_t joint_limits_active)
 {
     if (!m) return;
     ADD(m->env_steps, world_steps);
@@ -123,6 +123,7 @@ void srv_metrics_env_steps(srv_metrics *m, uint64_t world_steps, uint64_t physic
     ADD(m->solver_iterations, solver_iterations);
     ADD(m->solver_capped, solver_capped);
     ADD(m->solver_fallbacks, solver_fallbacks);
+    ADD(m->joint_limits_active, joint_limits_active);
 }
 
 void srv_metrics_worker_busy(srv_metrics *m, int worker, double seconds)
@@ -269,6 +270,8 @@ size_t srv_metrics_render(const srv_metrics *m, char *buf, size_t cap)
     counter(&o, "herd_solver_fallbacks_total",
             "Physics steps whose contact solver handed the problem to its ADMM fallback (stall detector).",
             GET(m->solver_fallbacks));
+    counter(&o, "herd_joint_limits_active_total",
+            "Joint-limit constraints that carried an impulse, summed over physics steps.", GET(m->joint_limits_active));
 
     head(&o, "herd_worker_busy_seconds_total", "counter", "Time each worker thread spent running jobs.");
     for (int w = 0; w < m->nworkers; w++)

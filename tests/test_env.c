@@ -868,3 +868,28 @@ Test(env, default_solver_converges_every_walk_solve, .timeout = 120)
     freebufs(&b);
     env_destroy(&e);
 }
+
+/* Joint limits engaged are counted (the metric herd_joint_limits_active_total): walk's hip abduction targets driven
+ * +-1.5 rad from the default pose push the joints into their URDF ranges, so limit blocks carry impulses; with
+ * joint_limits 0 there are none to count. */
+Test(env, engaged_joint_limits_are_counted, .timeout = 120)
+{
+    enum { W = 32, S = 40 };
+    for (int limits = 1; limits >= 0; limits--) {
+        env_kv kv[] = {{"joint_limits", limits}};
+        env_t *e = mk("anymal_c-walk", W, kv, 1, ENV_AUTORESET_SAME_STEP);
+        bufs b = mkbufs(e);
+        env_reset(e, 0, W, NULL, NULL, b.obs);
+        env_counters c = {0};
+        env_info info = {.counters = &c};
+        for (int s = 0; s < S; s++) {
+            actions(b.act, W, b.ad, s);
+            for (int i = 0; i < W * b.ad; i++) b.act[i] *= 3;
+            env_step(e, 0, W, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info);
+        }
+        if (limits) cr_assert_gt(c.joint_limits_active, 0, "no limit engaged in %d physics steps", W * S * 4);
+        else cr_assert_eq(c.joint_limits_active, 0);
+        freebufs(&b);
+        env_destroy(&e);
+    }
+}
