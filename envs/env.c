@@ -10,8 +10,9 @@
 #include "env_internal.h"
 #include "sim_step.h"
 
-static const env_task *const tasks[] = {&env_task_anymal_walk,  &env_task_anymal_stand, &env_task_paper_trot,
-                                        &env_task_paper_hang,   &env_task_paper_drop,   &env_task_paper_random};
+static const env_task *const tasks[] = {&env_task_anymal_walk, &env_task_anymal_stand, &env_task_paper_trot,
+                                        &env_task_paper_hang,  &env_task_paper_drop,  &env_task_paper_random,
+                                        &env_task_anymal_rough};
 #define NTASKS ((int)(sizeof tasks / sizeof tasks[0]))
 
 int env_registry_count(void) { return NTASKS; }

@@ -167,6 +167,18 @@ const struct sim_model *env_model(const env_t *e);
  * copy, sim_data_copy_state it into a world of env_model(e).  Not concurrently with env_step / env_reset. */
 const struct sim_data *env_world_state(const env_t *e, int i);
 
+/* ---- terrain curriculum (anymal_c-rough) ---- */
+
+/* Terrain kinds of the rough task's field, in env_terrain.h's order: slope_up, slope_down, rough_slope,
+ * stairs_up, stairs_down, obstacles. */
+#define ENV_TERRAIN_KINDS 6
+/* The terrain levels (rows, 0 = easiest) of e's worlds that have been reset at least once: *mean their mean,
+ * by_kind[k] the mean over the worlds on kind k's columns (NAN where none), count_by_kind[k] those worlds (each
+ * pointer may be NULL).  Returns the number of worlds counted, or -1 if e's task has no terrain.  Not
+ * concurrently with env_step / env_reset. */
+int env_terrain_levels(const env_t *e, double *mean, double by_kind[ENV_TERRAIN_KINDS],
+                       int count_by_kind[ENV_TERRAIN_KINDS]);
+
 /* ---- looking at worlds (env_scene.c): read-only, no RNG draw, no effect on later steps ---- */
 
 /* The task's visual scene: bodies, their primitives (from the model's geometries, coloured by role) and the

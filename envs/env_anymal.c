@@ -20,10 +20,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "env_actuator.h"
 #include "env_anymal_model.h"
+#include "env_curriculum.h"
 #include "env_internal.h"
 #include "sim_dynamics.h"
 #include "sim_math.h"
@@ -79,6 +81,7 @@ typedef struct {
     double actuator, net_precision, dc_saturation, dc_effort_limit, dc_velocity_limit, delay_min, delay_max,   /* actuator */
         kp_scale_min, kp_scale_max, kd_scale_min, kd_scale_max, motor_strength_min, motor_strength_max;
     double joint_limits, joint_damping, joint_friction, joint_armature;                  /* joints */
+    double curriculum, terrain_level_min, terrain_level_max;                             /* rough */
 } anymal_cfg;
 
 #define F(k) ENV_CFG_FIELD(anymal_cfg, k)
@@ -90,11 +93,12 @@ static const env_cfg_field cfg_fields[] = {
     F(target_height), F(fallen_prob),
     F(actuator), F(net_precision), F(dc_saturation), F(dc_effort_limit), F(dc_velocity_limit), F(delay_min), F(delay_max),
     F(kp_scale_min), F(kp_scale_max), F(kd_scale_min), F(kd_scale_max), F(motor_strength_min), F(motor_strength_max),
-    F(joint_limits), F(joint_damping), F(joint_friction), F(joint_armature)};
+    F(joint_limits), F(joint_damping), F(joint_friction), F(joint_armature),
+    F(curriculum), F(terrain_level_min), F(terrain_level_max)};
 #undef F
 
 /* What an observation field holds (before its scale). */
-typedef enum { Q_LIN_VEL, Q_ANG_VEL, Q_GRAVITY, Q_CMD_LIN, Q_CMD_YAW, Q_HEIGHT_ERR, Q_DOF_POS, Q_DOF_VEL, Q_ACTIONS } obs_quantity;
+typedef enum { Q_LIN_VEL, Q_ANG_VEL, Q_GRAVITY, Q_CMD_LIN, Q_CMD_YAW, Q_HEIGHT_ERR, Q_DOF_POS, Q_DOF_VEL, Q_ACTIONS, Q_HEIGHTS } obs_quantity;
 
 /* One observation field's definition: its quantity, its scale, and its noise, uniform in
  * +-(obs_noise * noise * noise_mult): walk gives legged_gym's noise scales (physical units) times the
@@ -117,6 +121,11 @@ typedef struct {
     X("command_lin_vel", Q_CMD_LIN, 9, 2, 2.0, 0, "m/s")                            \
     X("command_yaw_rate", Q_CMD_YAW, 11, 1, 0.25, 0, "rad/s")                       \
     JOINT_OBS(X, 12, 1.5)
+/* Rough: walk's, then legged_gym's 187-point height scan (env_curriculum.h): clip(z_base - 0.5 - h, -1, 1) x 5,
+ * noise 0.1 m x 5. */
+#define ROUGH_OBS(X)                                                                \
+    WALK_OBS(X)                                                                     \
+    X("height_scan", Q_HEIGHTS, 48, ENV_HEIGHTSCAN_POINTS, 5.0, 0.1, "m")
 #define STAND_OBS(X)                                                                \
     X("base_height_error", Q_HEIGHT_ERR, 0, 1, 1.0, 0.01, "m")                      \
     X("projected_gravity", Q_GRAVITY, 1, 3, 1.0, 0.05, "")                          \
@@ -128,6 +137,7 @@ typedef struct {
 #define OBS_SPEC(nm, q, off, sz, sc, noise, un) {nm, off, sz, -ANYMAL_OBS_CLIP, ANYMAL_OBS_CLIP, (float)(sc), un},
 static const obs_def walk_obs[] = {WALK_OBS(OBS_DEF_SCALED)};
 static const obs_def stand_obs[] = {STAND_OBS(OBS_DEF)};
+static const obs_def rough_obs[] = {ROUGH_OBS(OBS_DEF_SCALED)};
 
 /* The critic's observation (spec.critic) of both tasks: the task's observation table without its noise (same
  * fields, scales and clip), then these privileged fields, in physical units (scale 1), offsets from the end of
@@ -139,7 +149,7 @@ static const obs_def stand_obs[] = {STAND_OBS(OBS_DEF)};
  *                 a reset
  *   push_vel      the base xy velocity (world frame) the last push set, 0 before the episode's first push (m/s)
  * name, quantity, offset, size, low, high (the configured ranges replace these at configure), unit. */
-typedef enum { P_FRICTION, P_ADDED_MASS, P_FOOT_CONTACT, P_PUSH_VEL } privileged_quantity;
+typedef enum { P_FRICTION, P_ADDED_MASS, P_FOOT_CONTACT, P_PUSH_VEL, P_TERRAIN_LEVEL } privileged_quantity;
 #define CRITIC_PRIVILEGED(X, base)                                                  \
     X("friction", P_FRICTION, (base) + 0, 1, 0, 5, "")                              \
     X("added_mass", P_ADDED_MASS, (base) + 1, 1, -30, 30, "kg")                     \
@@ -149,14 +159,23 @@ typedef enum { P_FRICTION, P_ADDED_MASS, P_FOOT_CONTACT, P_PUSH_VEL } privileged
 #define PRIV_SPEC(nm, q, off, sz, lo, hi, un) {nm, off, sz, lo, hi, 1.0f, un},
 #define PRIV_SIZE(nm, q, off, sz, lo, hi, un) + (sz)
 #define PRIV_DIM (0 CRITIC_PRIVILEGED(PRIV_SIZE, 0))
+/* Rough appends the world's terrain level (its row, 0 = easiest). */
+#define ROUGH_PRIVILEGED(X, base)                                                   \
+    CRITIC_PRIVILEGED(X, base)                                                      \
+    X("terrain_level", P_TERRAIN_LEVEL, (base) + 8, 1, 0, ENV_TERRAIN_ROWS - 1, "")
+#define ROUGH_PRIV_DIM (0 ROUGH_PRIVILEGED(PRIV_SIZE, 0))
 static const privileged_quantity critic_priv[] = {CRITIC_PRIVILEGED(PRIV_Q, 0)};
+static const privileged_quantity rough_priv[] = {ROUGH_PRIVILEGED(PRIV_Q, 0)};
 #define NPRIV ((int)(sizeof critic_priv / sizeof critic_priv[0]))
+#define ROUGH_NPRIV ((int)(sizeof rough_priv / sizeof rough_priv[0]))
 
 /* What every world of an env shares, derived from the configuration and the model at env_new. */
 typedef struct {
     anymal_cfg cfg;
     env_anymal_joints j;
     const obs_def *obs;             /* the task's observation table (e->spec.obs gives offsets, sizes) */
+    const privileged_quantity *priv; /* the task's privileged critic fields, after the observation's */
+    int npriv;
     unsigned char geom_kind[SIM_MAX_GEOMS];
     signed char geom_foot[SIM_MAX_GEOMS];
     double foot_friction;           /* the model's pair friction, to scale per world */
@@ -164,6 +183,12 @@ typedef struct {
     int decimation;
     env_actuator act;               /* the joint actuators (env_actuator.h) */
     size_t act_offset;              /* of a world's actuator state in its task memory (after anymal_state) */
+    /* rough: the env's terrain field (env_terrain.h), the model's cell terrain over it, and the offset of a
+     * world's rough_state (after its actuator state); NULL / 0 for the flat tasks */
+    env_terrain *terrain;
+    float *cell_heights;
+    unsigned char *cell_smooth;
+    size_t rough_offset;
 } anymal_shared;
 
 /* Per-world task state. */
@@ -182,10 +207,22 @@ typedef struct {
     double foot_force[NFEET];
 } anymal_state;
 
+/* Rough's per-world curriculum state, which outlives the episode (anymal_reset clears anymal_state only). */
+typedef struct {
+    int placed;                     /* 0 until the world's first reset */
+    int level, col;                 /* its tile: row (level) and column (terrain kind) */
+    double origin[3];               /* the tile's origin (field frame, m) */
+    double heading;                 /* the commanded heading (rad, world yaw) */
+} rough_state;
+
 _Static_assert(sizeof(anymal_shared) <= sizeof(((struct env *)0)->task_env), "task_env too small");
 static anymal_shared *shared(const struct env *e) { return (anymal_shared *)(uintptr_t)e->task_env; }
 /* World w's actuator state (env_actuator.h), after its anymal_state. */
 static void *act_state(const struct env *e, const env_world *w) { return (unsigned char *)w->task + shared(e)->act_offset; }
+static rough_state *rough_of(const struct env *e, const env_world *w)
+{
+    return (rough_state *)(void *)((unsigned char *)w->task + shared(e)->rough_offset);
+}
 _Static_assert(ENV_BATCH <= ENV_ACTUATOR_BATCH, "an env_actuator_batch holds the worlds of a step_worlds call");
 
 /* ---- configuration ---- */
@@ -195,17 +232,39 @@ _Static_assert(ENV_BATCH <= ENV_ACTUATOR_BATCH, "an env_actuator_batch holds the
 static void critic_bounds(env_spec *spec, const anymal_cfg *c)
 {
     for (int i = 0; i < spec->nobs; i++) spec->critic[i].low = spec->obs[i].low, spec->critic[i].high = spec->obs[i].high;
-    for (int k = 0; k < NPRIV; k++) {
+    const privileged_quantity *pq = spec->ncritic - spec->nobs > NPRIV ? rough_priv : critic_priv;
+    for (int k = 0; k < spec->ncritic - spec->nobs; k++) {
         env_field *F = &spec->critic[spec->nobs + k];
-        double lo = critic_priv[k] == P_FRICTION ? c->friction_min : critic_priv[k] == P_ADDED_MASS ? c->added_mass_min
-                    : critic_priv[k] == P_FOOT_CONTACT ? 0 : -c->push_vel_max;
-        double hi = critic_priv[k] == P_FRICTION ? c->friction_max : critic_priv[k] == P_ADDED_MASS ? c->added_mass_max
-                    : critic_priv[k] == P_FOOT_CONTACT ? 1 : c->push_vel_max;
+        double lo = pq[k] == P_FRICTION ? c->friction_min : pq[k] == P_ADDED_MASS ? c->added_mass_min
+                    : pq[k] == P_FOOT_CONTACT ? 0 : pq[k] == P_TERRAIN_LEVEL ? c->terrain_level_min : -c->push_vel_max;
+        double hi = pq[k] == P_FRICTION ? c->friction_max : pq[k] == P_ADDED_MASS ? c->added_mass_max
+                    : pq[k] == P_FOOT_CONTACT ? 1 : pq[k] == P_TERRAIN_LEVEL ? c->terrain_level_max : c->push_vel_max;
         F->low = (float)lo, F->high = (float)hi;
     }
 }
 
-static int configure(struct env *e, const obs_def *obs, int nobs, char *err, size_t errlen)
+/* The rough task's field, from the env's seed (legged_gym's configuration), as the model's cell terrain; its
+ * bytes count in the env's fixed bytes.  0, or -1 with err filled. */
+static int make_terrain(struct env *e, anymal_shared *s, sim_model *m, char *err, size_t errlen)
+{
+    env_terrain_config tc = env_terrain_config_default();
+    s->terrain = env_terrain_new(&tc, e->seed, err, errlen);
+    if (!s->terrain) return -1;
+    int nx, ny;
+    env_terrain_heights(s->terrain, &nx, &ny);
+    size_t n = (size_t)nx * (size_t)ny;
+    s->cell_heights = malloc(n * sizeof *s->cell_heights);
+    s->cell_smooth = malloc(n);
+    if (!s->cell_heights || !s->cell_smooth) {
+        snprintf(err, errlen, "%s: out of memory for the terrain", e->spec.name);
+        return -1;
+    }
+    if (env_terrain_to_cells(s->terrain, s->cell_heights, s->cell_smooth, n, &m->terrain, err, errlen)) return -1;
+    e->task_fixed_bytes += env_terrain_bytes(s->terrain) + n * (sizeof *s->cell_heights + 1);
+    return 0;
+}
+
+static int configure(struct env *e, const obs_def *obs, int nobs, int rough, char *err, size_t errlen)
 {
     env_spec *spec = &e->spec;
     anymal_shared *s = shared(e);
@@ -222,7 +281,13 @@ static int configure(struct env *e, const obs_def *obs, int nobs, char *err, siz
         snprintf(err, errlen, "%s: observation table does not tile the observation", spec->name);
         return -1;
     }
+    if (c->terrain_level_min > c->terrain_level_max) {
+        snprintf(err, errlen, "%s: terrain_level_min must not exceed terrain_level_max", spec->name);
+        return -1;
+    }
     s->obs = obs;
+    s->priv = rough ? rough_priv : critic_priv;
+    s->npriv = rough ? ROUGH_NPRIV : NPRIV;
     sim_model *m = env_anymal_load(err, errlen);
     if (!m) return -1;
     if (env_anymal_joints_init(&s->j, m, err, errlen) || env_anymal_count_feet(m, err, errlen)) {
@@ -251,6 +316,14 @@ static int configure(struct env *e, const obs_def *obs, int nobs, char *err, siz
     s->act_offset = (sizeof(anymal_state) + 63) / 64 * 64;
     e->task_state_size = s->act_offset + env_actuator_world_bytes(&s->act);
     e->task_fixed_bytes = env_actuator_fixed_bytes(&s->act);
+    if (rough) {
+        s->rough_offset = (e->task_state_size + 63) / 64 * 64;
+        e->task_state_size = s->rough_offset + sizeof(rough_state);
+        if (make_terrain(e, s, m, err, errlen)) {
+            sim_model_destroy(&m);
+            return -1;
+        }
+    }
     int solver = env_cfg_solver(e, c->solver, err, errlen);
     if (solver < 0) {
         sim_model_destroy(&m);
@@ -285,15 +358,27 @@ static int configure(struct env *e, const obs_def *obs, int nobs, char *err, siz
     return 0;
 }
 
-static void anymal_destroy(struct env *e) { env_actuator_free(&shared(e)->act); }
+static void anymal_destroy(struct env *e)
+{
+    anymal_shared *s = shared(e);
+    env_actuator_free(&s->act);
+    env_terrain_destroy(&s->terrain);
+    free(s->cell_heights);
+    free(s->cell_smooth);
+    s->cell_heights = NULL, s->cell_smooth = NULL;
+}
 
 static int walk_configure(struct env *e, char *err, size_t errlen)
 {
-    return configure(e, walk_obs, (int)(sizeof walk_obs / sizeof walk_obs[0]), err, errlen);
+    return configure(e, walk_obs, (int)(sizeof walk_obs / sizeof walk_obs[0]), 0, err, errlen);
+}
+static int rough_configure(struct env *e, char *err, size_t errlen)
+{
+    return configure(e, rough_obs, (int)(sizeof rough_obs / sizeof rough_obs[0]), 1, err, errlen);
 }
 static int stand_configure(struct env *e, char *err, size_t errlen)
 {
-    return configure(e, stand_obs, (int)(sizeof stand_obs / sizeof stand_obs[0]), err, errlen);
+    return configure(e, stand_obs, (int)(sizeof stand_obs / sizeof stand_obs[0]), 0, err, errlen);
 }
 
 /* ---- shared helpers ---- */
@@ -375,6 +460,13 @@ static void physics_steps(const struct env *e, env_world *const *ws, int n, sim_
     }
 }
 
+/* The base's yaw (rad) from its quaternion (w, x, y, z). */
+static double base_yaw(const sim_data *d)
+{
+    const double *q = d->q + 3;
+    return atan2(2 * (q[0] * q[3] + q[1] * q[2]), 1 - 2 * (q[2] * q[2] + q[3] * q[3]));
+}
+
 static float clipf(double x, double c) { return (float)(x > c ? c : x < -c ? -c : x); }
 
 /* The observation, field by field from the task's table: scale times the quantity, clipped. */
@@ -395,6 +487,12 @@ static void observe(const struct env *e, env_world *w, float *o)
                            [Q_ACTIONS] = act};
     for (int f = 0; f < e->spec.nobs; f++) {
         const env_field *F = &e->spec.obs[f];
+        if (s->obs[f].q == Q_HEIGHTS) {
+            double hs[ENV_HEIGHTSCAN_POINTS];
+            env_heightscan(s->terrain, d->q, base_yaw(d), hs);
+            env_heightscan_obs(hs, d->q[2], s->obs[f].scale, o + F->offset);
+            continue;
+        }
         const double *x = src[s->obs[f].q], sc = s->obs[f].scale;
         for (int i = 0; i < F->size; i++) o[F->offset + i] = clipf(sc * x[i], s->cfg.obs_clip);
     }
@@ -553,9 +651,9 @@ static void walk_start(const struct env *e, env_world *w, anymal_state *st, sim_
 
 static void walk_reset(const struct env *e, env_world *w, float *obs) { anymal_reset(e, w, obs, walk_start); }
 
-/* legged_gym's terms; resamples the command when due (after the reward, before the observation). */
-static double walk_rewards(const struct env *e, env_world *w, const double v[3], const double om[3], const double g[3],
-                           float *terms, uint8_t *terminated)
+/* legged_gym's terms with the task's scales (walk's or rough's), and the termination on base contact. */
+static double legged_rewards(const struct env *e, env_world *w, const double v[3], const double om[3], const double g[3],
+                             float *terms, uint8_t *terminated, const double *scales)
 {
     const anymal_shared *s = shared(e);
     anymal_state *st = w->task;
@@ -589,9 +687,19 @@ static double walk_rewards(const struct env *e, env_world *w, const double v[3],
         if (filt) st->air[f] = 0;
     }
     r[W_AIRTIME] = hypot(st->cmd[0], st->cmd[1]) > AIR_TIME_CMD_MIN_MPS ? air : 0;
-    double total = scale_terms(walk_scales, r, W_NTERMS, dt, terms);
+    double total = scale_terms(scales, r, W_NTERMS, dt, terms);
     if (s->cfg.only_positive_rewards > 0 && total < 0) total = 0;
     *terminated = (uint8_t)st->base_contact;
+    return total;
+}
+
+/* Walk's reward; resamples the command when due (after the reward, before the observation). */
+static double walk_rewards(const struct env *e, env_world *w, const double v[3], const double om[3], const double g[3],
+                           float *terms, uint8_t *terminated)
+{
+    const anymal_shared *s = shared(e);
+    anymal_state *st = w->task;
+    double total = legged_rewards(e, w, v, om, g, terms, terminated, walk_scales);
     if (st->t >= st->next_cmd - 1e-9) {
         walk_commands(e, w, st);
         st->next_cmd += s->cfg.cmd_resample_s;
@@ -603,6 +711,131 @@ static void walk_step(const struct env *e, env_world *const *ws, int n, const fl
                       float *reward, float *terms, uint8_t *terminated, uint8_t *truncated, int *failed, sim_batch *b)
 {
     anymal_step(e, ws, n, act, obs, reward, terms, terminated, truncated, failed, b, walk_rewards);
+}
+
+/* ---- anymal_c-rough ---- */
+
+/* legged_gym's anymal_c_rough scales: walk's terms, orientation off, torques -1e-5, feet_air_time 1. */
+static const double rough_scales[W_NTERMS] = {1.0, 0.5, -2.0, -0.05, 0.0, -1e-5, -2.5e-7, -0.01, -1.0, 1.0};
+/* legged_gym's heading control: omega_cmd = clip(HEADING_GAIN wrap(heading - yaw), -cmd_yaw_max, cmd_yaw_max). */
+#define HEADING_GAIN 0.5
+#define SPAWN_SPREAD_M 1.0          /* spawn at the tile origin + U(-1, 1) m in x and y */
+
+static void heading_command(const struct env *e, const env_world *w, anymal_state *st)
+{
+    double err = rough_of(e, w)->heading - base_yaw(w->d);
+    err = atan2(sin(err), cos(err));
+    double lim = shared(e)->cfg.cmd_yaw_max;
+    st->cmd[2] = fmin(fmax(HEADING_GAIN * err, -lim), lim);
+}
+
+/* A command: v_x, v_y as walk's (zeroed below the deadband), a heading U(-pi, pi), omega from the heading. */
+static void rough_commands(const struct env *e, env_world *w, anymal_state *st)
+{
+    const anymal_cfg *c = &shared(e)->cfg;
+    st->cmd[0] = env_rng_range(&w->rng, -c->cmd_vx_max, c->cmd_vx_max);
+    st->cmd[1] = env_rng_range(&w->rng, -c->cmd_vy_max, c->cmd_vy_max);
+    rough_of(e, w)->heading = env_rng_range(&w->rng, -M_PI, M_PI);
+    if (hypot(st->cmd[0], st->cmd[1]) <= CMD_DEADBAND_MPS) st->cmd[0] = st->cmd[1] = 0;
+    heading_command(e, w, st);
+}
+
+/* The world's tile at a reset: the first places it in its column (env_curriculum_column) at a first level
+ * (env_curriculum_first_level); a later one moves the level by env_curriculum_next_level from where the episode
+ * ended (before the state is reset) and the command it had, when the curriculum is on.  The level stays in
+ * [terrain_level_min, terrain_level_max]; one uniform draw either way. */
+static void rough_place(const struct env *e, env_world *w)
+{
+    const anymal_shared *s = shared(e);
+    const anymal_cfg *c = &s->cfg;
+    const env_terrain_config *tc = env_terrain_config_of(s->terrain);
+    rough_state *rs = rough_of(e, w);
+    const anymal_state *st = w->task;
+    double u = env_rng_uniform(&w->rng);
+    int lo = (int)c->terrain_level_min, hi = (int)c->terrain_level_max;
+    if (!rs->placed) {
+        rs->col = env_curriculum_column((int)(w - e->worlds), e->nworlds, tc->cols);
+        rs->level = c->curriculum > 0 ? env_curriculum_first_level(u, ENV_CURRICULUM_MAX_INIT_LEVEL, tc->rows)
+                                      : lo + (int)(u * (hi - lo + 1));
+        rs->placed = 1;
+    } else if (c->curriculum > 0) {
+        double dist = hypot(w->d->q[0] - rs->origin[0], w->d->q[1] - rs->origin[1]);
+        double commanded = hypot(st->cmd[0], st->cmd[1]) * c->episode_seconds;
+        rs->level = env_curriculum_next_level(rs->level, tc->rows, tc->tile_size, dist, commanded, u, NULL);
+    }
+    rs->level = rs->level < lo ? lo : rs->level > hi ? hi : rs->level;
+    env_terrain_origin(s->terrain, rs->level, rs->col, rs->origin);
+}
+
+/* Rough's initial state: walk's joints and base velocities, the base at the tile origin + U(-1, 1) m in x and y,
+ * WALK_START_HEIGHT_M above the origin, yaw 0; a first command. */
+static void rough_start(const struct env *e, env_world *w, anymal_state *st, sim_data *d)
+{
+    const anymal_shared *s = shared(e);
+    const rough_state *rs = rough_of(e, w);
+    double ni = s->cfg.init_noise;
+    for (int i = 0; i < NJ; i++) {
+        d->q[s->j.qadr[i]] = s->j.q_default[i] * (1 + ni * env_rng_range(&w->rng, -0.5, 0.5));
+        st->targets[i] = s->j.q_default[i];
+    }
+    d->q[0] = rs->origin[0] + env_rng_range(&w->rng, -SPAWN_SPREAD_M, SPAWN_SPREAD_M);
+    d->q[1] = rs->origin[1] + env_rng_range(&w->rng, -SPAWN_SPREAD_M, SPAWN_SPREAD_M);
+    d->q[2] = rs->origin[2] + WALK_START_HEIGHT_M;
+    for (int k = 0; k < 6; k++) d->u[k] = ni * env_rng_range(&w->rng, -0.5, 0.5);
+    rough_commands(e, w, st);
+    st->next_cmd = s->cfg.cmd_resample_s;
+}
+
+static void rough_reset(const struct env *e, env_world *w, float *obs)
+{
+    rough_place(e, w);
+    anymal_reset(e, w, obs, rough_start);
+}
+
+/* Rough's reward: the heading command for this step's yaw first (legged_gym computes it before its rewards),
+ * then the terms; the command is resampled when due (after the reward, before the observation). */
+static double rough_rewards(const struct env *e, env_world *w, const double v[3], const double om[3], const double g[3],
+                            float *terms, uint8_t *terminated)
+{
+    const anymal_shared *s = shared(e);
+    anymal_state *st = w->task;
+    heading_command(e, w, st);
+    double total = legged_rewards(e, w, v, om, g, terms, terminated, rough_scales);
+    if (st->t >= st->next_cmd - 1e-9) {
+        rough_commands(e, w, st);
+        st->next_cmd += s->cfg.cmd_resample_s;
+    }
+    return total;
+}
+
+static void rough_step(const struct env *e, env_world *const *ws, int n, const float *const *act, float *const *obs,
+                       float *reward, float *terms, uint8_t *terminated, uint8_t *truncated, int *failed, sim_batch *b)
+{
+    anymal_step(e, ws, n, act, obs, reward, terms, terminated, truncated, failed, b, rough_rewards);
+}
+
+_Static_assert(ENV_TERRAIN_KINDS == ENV_TILE_COUNT, "env.h names every tile kind");
+int env_terrain_levels(const env_t *e, double *mean, double by_kind[ENV_TERRAIN_KINDS], int count_by_kind[ENV_TERRAIN_KINDS])
+{
+    const anymal_shared *s = shared(e);
+    if (e->task != &env_task_anymal_rough || !s->terrain) return -1;
+    double sum = 0, ksum[ENV_TILE_COUNT] = {0};
+    int n = 0, kn[ENV_TILE_COUNT] = {0};
+    for (int i = 0; i < e->nworlds; i++) {
+        const env_world *w = &e->worlds[i];
+        if (!w->task) continue;
+        const rough_state *rs = rough_of(e, w);
+        env_terrain_tile tile;
+        if (!rs->placed || env_terrain_tile_at(s->terrain, rs->level, rs->col, &tile)) continue;
+        sum += rs->level, n++;
+        ksum[tile.kind] += rs->level, kn[tile.kind]++;
+    }
+    if (mean) *mean = n ? sum / n : NAN;
+    for (int k = 0; k < ENV_TILE_COUNT; k++) {
+        if (by_kind) by_kind[k] = kn[k] ? ksum[k] / kn[k] : NAN;
+        if (count_by_kind) count_by_kind[k] = kn[k];
+    }
+    return n;
 }
 
 /* ---- anymal_c-stand ---- */
@@ -699,19 +932,20 @@ static void stand_step(const struct env *e, env_world *const *ws, int n, const f
 
 /* ---- the critic's observation ---- */
 
-/* Both tasks' critic observation (CRITIC_PRIVILEGED): the observation without noise, then the privileged fields. */
+/* The tasks' critic observation (CRITIC_PRIVILEGED, ROUGH_PRIVILEGED): the observation without noise, then the privileged fields. */
 static void critic_observe(const struct env *e, env_world *w, float *o)
 {
     const anymal_shared *s = shared(e);
     const anymal_state *st = w->task;
     observe(e, w, o);
     double mu = w->d->friction_scale * s->foot_friction, mass = w->d->root_added_mass, contact[NFEET];
+    double level = s->terrain ? rough_of(e, w)->level : 0;
     for (int f = 0; f < NFEET; f++) contact[f] = st->foot_force[f] > FOOT_CONTACT_N;
     const double *src[] = {[P_FRICTION] = &mu, [P_ADDED_MASS] = &mass, [P_FOOT_CONTACT] = contact,
-                           [P_PUSH_VEL] = st->push_vel};
-    for (int k = 0; k < NPRIV; k++) {
+                           [P_PUSH_VEL] = st->push_vel, [P_TERRAIN_LEVEL] = &level};
+    for (int k = 0; k < s->npriv; k++) {
         const env_field *F = &e->spec.critic[e->spec.nobs + k];
-        for (int i = 0; i < F->size; i++) o[F->offset + i] = (float)src[critic_priv[k]][i];
+        for (int i = 0; i < F->size; i++) o[F->offset + i] = (float)src[s->priv[k]][i];
     }
 }
 
@@ -725,7 +959,7 @@ static void critic_observe(const struct env *e, env_world *w, float *o)
 #define EPISODE_STEPS(seconds) ENV_EPISODE_STEPS(seconds, ANYMAL_SIM_DT * ANYMAL_DECIMATION)
 
 #define KEY ENV_NUM_KEY
-#define COMMON_KEYS                                                                                             \
+#define COMMON_KEYS(contacts)                                                                                   \
     KEY("sim_dt", ANYMAL_SIM_DT, 0.0005, 0.01, 0, "physics step (s)"),                                       \
     KEY("decimation", ANYMAL_DECIMATION, 1, 50, 1, "physics steps per env step"),                            \
     KEY("kp", ENV_ANYMAL_KP, 0, 1000, 0, "PD stiffness (N m / rad)"),                                         \
@@ -742,7 +976,7 @@ static void critic_observe(const struct env *e, env_world *w, float *o)
     KEY("solver_max_iter", 50, 1, 10000, 1, "contact solver sweeps per physics step at most"),                \
     KEY("solver_tol", 1e-6, ENV_SOLVER_TOL_MIN, 1e-2, 0,                                                     \
         "contact solver termination: exact violation (N s | m/s); >= " STR(ENV_SOLVER_TOL_MIN) ", above the solvers' rounding floor"), \
-    KEY("max_contacts", 16, 4, 128, 1, "contacts per world at most (the deepest are kept)")
+    KEY("max_contacts", contacts, 4, 128, 1, "contacts per world at most (the deepest are kept)")
 /* The domain randomization and timing keys, with each task's defaults. */
 #define RANDOMIZATION_KEYS(fmin, fmax, mmin, mmax, push, episode)                                                 \
     KEY("friction_min", fmin, 0, 5, 0, "friction drawn per world and reset: lower bound"),                      \
@@ -772,11 +1006,13 @@ static void critic_observe(const struct env *e, env_world *w, float *o)
     KEY("motor_strength_max", 1, 0, 10, 0, "torque scale drawn per world and reset: upper bound")
 /* Both tasks: the observation from its table, one field of NJ joint-target actions, the default timing
  * (configure applies the keys). */
-#define ANYMAL_FIELDS_TIMING(defs, TABLE, episode_s)                                                         \
+#define PRIV_ONE(nm, q, off, sz, lo, hi, un) + 1
+#define ANYMAL_FIELDS_TIMING(defs, TABLE, episode_s, PRIV)                                                   \
     .obs_dim = OBS_DIM(TABLE), .act_dim = NJ, .nobs = (int)(sizeof defs / sizeof defs[0]), .nact = 1,      \
     .obs = {TABLE(OBS_SPEC)},                                                                                \
-    .critic_dim = OBS_DIM(TABLE) + PRIV_DIM, .ncritic = (int)(sizeof defs / sizeof defs[0]) + NPRIV,          \
-    .critic = {TABLE(OBS_SPEC) CRITIC_PRIVILEGED(PRIV_SPEC, OBS_DIM(TABLE))},                                \
+    .critic_dim = OBS_DIM(TABLE) + (0 PRIV(PRIV_SIZE, 0)),                                                   \
+    .ncritic = (int)(sizeof defs / sizeof defs[0]) + (0 PRIV(PRIV_ONE, 0)),                                  \
+    .critic = {TABLE(OBS_SPEC) PRIV(PRIV_SPEC, OBS_DIM(TABLE))},                                             \
     .act = {{"joint_targets", 0, NJ, -ANYMAL_ACTION_CLIP, ANYMAL_ACTION_CLIP, (float)ANYMAL_ACTION_SCALE, "rad"}}, \
     .sim_dt = ANYMAL_SIM_DT, .decimation = ANYMAL_DECIMATION, .control_dt = ANYMAL_SIM_DT * ANYMAL_DECIMATION, \
     .episode_seconds = episode_s, .max_episode_steps = EPISODE_STEPS(episode_s)
@@ -787,11 +1023,12 @@ static void critic_observe(const struct env *e, env_world *w, float *o)
 /* One ANYmal task: name and doc, observation table, episode (s), the task's own keys (a macro of KEY
  * entries) and its reward term names (a macro, in the order of the task's term enum, whose last entry nterm
  * counts them). */
-#define ANYMAL_TASK(var, task, nm, what, TABLE, ep, KEYS, TERMS, nterm)                                      \
+#define ANYMAL_TASK(var, task, nm, what, TABLE, PRIV, ep, contacts, KEYS, TERMS, nterm)                      \
     _Static_assert(COUNT(const char *, TERMS) == nterm, nm ": one name per reward term");                    \
     const env_task var = {                                                                                   \
-        .spec = {.name = nm, .doc = what, ANYMAL_FIELDS_TIMING(task##_obs, TABLE, ep),                      \
-                 .nconfig = COUNT(env_config_key, COMMON_KEYS, KEYS), .config = {COMMON_KEYS, KEYS},        \
+        .spec = {.name = nm, .doc = what, ANYMAL_FIELDS_TIMING(task##_obs, TABLE, ep, PRIV),                \
+                 .nconfig = COUNT(env_config_key, COMMON_KEYS(contacts), KEYS),                            \
+                 .config = {COMMON_KEYS(contacts), KEYS},        \
                  .nterms = nterm, .terms = {TERMS}},                                                         \
         ANYMAL_FUNCTIONS(task),                                                                              \
     }
@@ -812,7 +1049,7 @@ static void critic_observe(const struct env *e, env_world *w, float *o)
 ANYMAL_TASK(env_task_anymal_walk, walk, "anymal_c-walk",
             "ANYmal C flat-ground velocity tracking (legged_gym's ANYmal C flat task): 48 observations, "
             "12 joint-target actions, 50 Hz policy, " STR(WALK_EPISODE_S) " s episodes, domain randomization",
-            WALK_OBS, WALK_EPISODE_S, WALK_KEYS, WALK_TERMS, W_NTERMS);
+            WALK_OBS, CRITIC_PRIVILEGED, WALK_EPISODE_S, 16, WALK_KEYS, WALK_TERMS, W_NTERMS);
 
 #define STAND_EPISODE_S 4
 #define STAND_KEYS                                                                                           \
@@ -825,4 +1062,25 @@ ANYMAL_TASK(env_task_anymal_walk, walk, "anymal_c-walk",
 ANYMAL_TASK(env_task_anymal_stand, stand, "anymal_c-stand",
             "ANYmal C stands up from a random crouched or fallen pose and holds a target base height; "
             "46 observations, 12 joint-target actions, 50 Hz policy, " STR(STAND_EPISODE_S) " s episodes",
-            STAND_OBS, STAND_EPISODE_S, STAND_KEYS, STAND_TERMS, S_NTERMS);
+            STAND_OBS, CRITIC_PRIVILEGED, STAND_EPISODE_S, 16, STAND_KEYS, STAND_TERMS, S_NTERMS);
+
+#define ROUGH_EPISODE_S 20
+/* Contacts per world: a leg on a cell terrain touches several cells (and risers), so the 16 of the flat tasks are
+ * filled by the legs' contacts alone when the robot is down, and the base's (the termination) would be dropped. */
+#define ROUGH_MAX_CONTACTS 64
+#define ROUGH_KEYS                                                                                           \
+    RANDOMIZATION_KEYS(0.5, 1.25, -5, 5, 15, ROUGH_EPISODE_S),                                               \
+    ENV_ANYMAL_JOINT_KEYS(1),                                                                                \
+    KEY("cmd_vx_max", 1, 0, 5, 0, "forward velocity command drawn in U(-v, v) (m/s)"),                      \
+    KEY("cmd_vy_max", 1, 0, 5, 0, "lateral velocity command drawn in U(-v, v) (m/s)"),                      \
+    KEY("cmd_yaw_max", 1, 0, 5, 0, "heading control: yaw-rate command clip(0.5 (heading - yaw), +-w) (rad/s)"), \
+    KEY("cmd_resample_s", 10, 0.02, 3600, 0, "seconds between command draws (v_x, v_y, heading U(-pi, pi))"), \
+    KEY("only_positive_rewards", 1, 0, 1, 1, "clip the total reward at 0 (legged_gym)"),                   \
+    ACTUATOR_KEYS(ENV_ACTUATOR_LSTM),                                                                        \
+    KEY("curriculum", 1, 0, 1, 1, "1: levels move at each reset (legged_gym); 0: a world keeps its first level, U{terrain_level_min..max}"), \
+    KEY("terrain_level_min", 0, 0, ENV_TERRAIN_ROWS - 1, 1, "lowest terrain level (row) a world may be on"), \
+    KEY("terrain_level_max", ENV_TERRAIN_ROWS - 1, 0, ENV_TERRAIN_ROWS - 1, 1, "highest terrain level (row) a world may be on")
+ANYMAL_TASK(env_task_anymal_rough, rough, "anymal_c-rough",
+            "ANYmal C rough-terrain velocity tracking (legged_gym's anymal_c_rough): 10 x 20 terrain tiles with a "
+            "level curriculum, 235 observations (187 heights), heading commands, " STR(ROUGH_EPISODE_S) " s episodes",
+            ROUGH_OBS, ROUGH_PRIVILEGED, ROUGH_EPISODE_S, ROUGH_MAX_CONTACTS, ROUGH_KEYS, WALK_TERMS, W_NTERMS);

@@ -139,7 +139,7 @@ int env_cfg_solver(const struct env *e, double value, char *err, size_t errlen);
 
 /* Tasks. */
 extern const env_task env_task_anymal_walk;
-extern const env_task env_task_anymal_stand;
+extern const env_task env_task_anymal_stand, env_task_anymal_rough;
 extern const env_task env_task_paper_trot, env_task_paper_hang, env_task_paper_drop, env_task_paper_random;
 
 #endif

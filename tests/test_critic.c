@@ -50,17 +50,18 @@ Test(critic, spec_lists_the_fields)
             continue;
         }
         /* the observation's fields first, the same, then the privileged ones, tiling critic_dim */
-        cr_assert_eq(s->ncritic, s->nobs + 4, "%s", s->name);
+        int rough = !strcmp(s->name, "anymal_c-rough"), npriv = 4 + rough;   /* rough appends terrain_level */
+        cr_assert_eq(s->ncritic, s->nobs + npriv, "%s", s->name);
         for (int i = 0; i < s->nobs; i++) {
             cr_assert_str_eq(s->critic[i].name, s->obs[i].name);
             cr_assert(s->critic[i].offset == s->obs[i].offset && s->critic[i].size == s->obs[i].size &&
                       s->critic[i].scale == s->obs[i].scale && s->critic[i].low == s->obs[i].low &&
                       s->critic[i].high == s->obs[i].high && !strcmp(s->critic[i].unit, s->obs[i].unit));
         }
-        static const char *const names[] = {"friction", "added_mass", "foot_contact", "push_vel"};
-        static const int sizes[] = {1, 1, 4, 2};
+        static const char *const names[] = {"friction", "added_mass", "foot_contact", "push_vel", "terrain_level"};
+        static const int sizes[] = {1, 1, 4, 2, 1};
         int off = s->obs_dim;
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < npriv; k++) {
             const env_field *F = &s->critic[s->nobs + k];
             cr_assert_str_eq(F->name, names[k]);
             cr_assert(F->offset == off && F->size == sizes[k] && F->scale == 1.0f, "%s %s", s->name, F->name);
