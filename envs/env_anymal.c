@@ -81,7 +81,7 @@ typedef struct {
     double actuator, net_precision, dc_saturation, dc_effort_limit, dc_velocity_limit, delay_min, delay_max,   /* actuator */
         kp_scale_min, kp_scale_max, kd_scale_min, kd_scale_max, motor_strength_min, motor_strength_max;
     double joint_limits, joint_damping, joint_friction, joint_armature;                  /* joints */
-    double curriculum, terrain_level_min, terrain_level_max;                             /* rough */
+    double curriculum, terrain_level_min, terrain_level_max, obs_scales;                 /* rough */
 } anymal_cfg;
 
 #define F(k) ENV_CFG_FIELD(anymal_cfg, k)
@@ -94,7 +94,7 @@ static const env_cfg_field cfg_fields[] = {
     F(actuator), F(net_precision), F(dc_saturation), F(dc_effort_limit), F(dc_velocity_limit), F(delay_min), F(delay_max),
     F(kp_scale_min), F(kp_scale_max), F(kd_scale_min), F(kd_scale_max), F(motor_strength_min), F(motor_strength_max),
     F(joint_limits), F(joint_damping), F(joint_friction), F(joint_armature),
-    F(curriculum), F(terrain_level_min), F(terrain_level_max)};
+    F(curriculum), F(terrain_level_min), F(terrain_level_max), F(obs_scales)};
 #undef F
 
 /* What an observation field holds (before its scale). */
@@ -174,6 +174,7 @@ typedef struct {
     anymal_cfg cfg;
     env_anymal_joints j;
     const obs_def *obs;             /* the task's observation table (e->spec.obs gives offsets, sizes) */
+    obs_def obs_unscaled[ENV_MAX_FIELDS]; /* rough with obs_scales isaaclab: the table with every scale 1 */
     const privileged_quantity *priv; /* the task's privileged critic fields, after the observation's */
     int npriv;
     unsigned char geom_kind[SIM_MAX_GEOMS];
@@ -286,6 +287,14 @@ static int configure(struct env *e, const obs_def *obs, int nobs, int rough, cha
         return -1;
     }
     s->obs = obs;
+    if (c->obs_scales > 0) {
+        /* Isaac Lab's observation: the same quantities and physical noise, no scale (heights not x5) */
+        for (int i = 0; i < nobs; i++) {
+            s->obs_unscaled[i] = (obs_def){obs[i].q, 1.0, obs[i].noise, 1.0};
+            spec->obs[i].scale = spec->critic[i].scale = 1.0f;
+        }
+        s->obs = s->obs_unscaled;
+    }
     s->priv = rough ? rough_priv : critic_priv;
     s->npriv = rough ? ROUGH_NPRIV : NPRIV;
     sim_model *m = env_anymal_load(err, errlen);
@@ -1079,7 +1088,9 @@ ANYMAL_TASK(env_task_anymal_stand, stand, "anymal_c-stand",
     ACTUATOR_KEYS(ENV_ACTUATOR_LSTM),                                                                        \
     KEY("curriculum", 1, 0, 1, 1, "1: levels move at each reset (legged_gym); 0: a world keeps its first level, U{terrain_level_min..max}"), \
     KEY("terrain_level_min", 0, 0, ENV_TERRAIN_ROWS - 1, 1, "lowest terrain level (row) a world may be on"), \
-    KEY("terrain_level_max", ENV_TERRAIN_ROWS - 1, 0, ENV_TERRAIN_ROWS - 1, 1, "highest terrain level (row) a world may be on")
+    KEY("terrain_level_max", ENV_TERRAIN_ROWS - 1, 0, ENV_TERRAIN_ROWS - 1, 1, "highest terrain level (row) a world may be on"), \
+    {"obs_scales", 0, 0, 1, 1, "observation scales: legged_gym's (x2 lin vel, x0.25 ang vel, x5 heights, ...) or none (Isaac Lab)", \
+     2, {"legged_gym", "isaaclab"}}
 ANYMAL_TASK(env_task_anymal_rough, rough, "anymal_c-rough",
             "ANYmal C rough-terrain velocity tracking (legged_gym's anymal_c_rough): 10 x 20 terrain tiles with a "
             "level curriculum, 235 observations (187 heights), heading commands, " STR(ROUGH_EPISODE_S) " s episodes",

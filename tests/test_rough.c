@@ -290,3 +290,31 @@ Test(rough, batch_split_is_bitwise_identical, .timeout = 120)
     env_destroy(&a);
     env_destroy(&b);
 }
+
+/* obs_scales isaaclab: the same state observed without legged_gym's scales (lin vel x2, ang vel x0.25, commands,
+ * dof_vel x0.05, heights x5), and the spec says scale 1. */
+Test(rough, isaaclab_scales, .timeout = 120)
+{
+    enum { N = 4 };
+    env_kv lg_kv[] = {{"obs_noise", 0}}, il_kv[] = {{"obs_noise", 0}, {"obs_scales", 1}};
+    env_t *lg = mk(N, lg_kv, 1, 8), *il = mk(N, il_kv, 2, 8);
+    static float a[N * 235], b[N * 235];
+    env_reset(lg, 0, N, NULL, NULL, a);
+    env_reset(il, 0, N, NULL, NULL, b);
+    const env_spec *s = env_get_spec(il);
+    for (int f = 0; f < s->nobs; f++) cr_assert_eq(s->obs[f].scale, 1.0f, "%s", s->obs[f].name);
+    cr_assert_eq(env_get_spec(lg)->obs[s->nobs - 1].scale, 5.0f);
+    static const struct { int off, n; double scale; } want[] = {{0, 3, 2.0}, {3, 3, 0.25}, {6, 3, 1.0}, {9, 2, 2.0},
+                                                               {11, 1, 0.25}, {12, 12, 1.0}, {24, 12, 0.05}, {48, 187, 5.0}};
+    int differ = 0;
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < 8; k++)
+            for (int j = want[k].off; j < want[k].off + want[k].n; j++) {
+                float x = a[i * 235 + j], y = b[i * 235 + j];
+                cr_assert(fabs(x - want[k].scale * y) <= 1e-5 * (1 + fabs(x)), "world %d obs %d: %g vs %g x %g", i, j, x, y, want[k].scale);
+                differ += want[k].scale != 1.0 && y != 0 && x != y;
+            }
+    cr_assert_gt(differ, 0);
+    env_destroy(&lg);
+    env_destroy(&il);
+}

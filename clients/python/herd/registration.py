@@ -17,7 +17,7 @@ from .vector import HerdVectorEnv
 
 __all__ = ["TASKS", "gym_id", "register_envs", "make_vector_env"]
 
-TASKS = ("anymal_c-walk", "anymal_c-stand", "paper-trot", "paper-hang", "paper-drop", "paper-random")
+TASKS = ("anymal_c-walk", "anymal_c-stand", "paper-trot", "paper-hang", "paper-drop", "paper-random", "anymal_c-rough")
 
 
 def gym_id(task):
