@@ -8,6 +8,13 @@
  *   legged_gym draws the foot's friction in [0, 1.5], but Isaac Gym averages it with the ground plane's 1.0,
  *   so the foot-ground friction it simulates is in [0.5, 1.25]; here the pair friction is drawn directly,
  *   hence the default range [0.5, 1.25] (below about 0.3 ANYmal's legs splay even at rest).
+ * anymal_c-rough: legged_gym's anymal_c_rough on its curriculum terrain (env_terrain.h: one field per env, made
+ *   from the env's seed, shared read-only by its worlds as the model's cell terrain).  Walk's observation plus the
+ *   187-point height scan (ROUGH_OBS; obs_scales isaaclab drops every scale), heading commands (v_x, v_y, heading
+ *   U(-pi, pi) every 10 s; omega = clip(0.5 wrap(heading - yaw), +-cmd_yaw_max)), legged_gym's rough reward scales,
+ *   and a world's tile: its column by env_curriculum_column, its level moved at each reset by env_curriculum.h's
+ *   rules (rough_place), within [terrain_level_min, terrain_level_max]; spawn at the tile origin + U(+-1 m) in x and
+ *   y, 0.6 m above it, yaw 0.  env_terrain_levels reports the levels (mean, per terrain kind).
  * anymal_c-stand: stand up from a random crouched (or, with fallen_prob, fallen) pose and hold a target
  *   base height; 4 s episodes; a reward that pays for rolling toward upright at any tilt (see stand_rewards).
  *
