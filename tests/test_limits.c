@@ -16,14 +16,14 @@
 
 /* ---- 5. no non-finite value leaves the env ---- */
 
-/* In-process: paper-random, 12 worlds, seed 3, {sim_dt 0.01, erp 1}, world 11 stepped alone with zero actions
- * overflows at step 96.  The world must be reset at step 96, flagged (not return +-inf observations with
+/* In-process: paper-random, 12 worlds, seed 3, {sim_dt 0.01, erp 1, joint_limits 0}, world 11 stepped alone with
+ * zero actions overflows at step 96 (without joint limits: with them this world stays finite).  The world must be reset at step 96, flagged (not return +-inf observations with
  * physics_reset false until a later step reports the reset). */
 Test(nonfinite, paper_random_overflow_is_reset_in_the_same_step)
 {
     char err[256];
-    env_kv kv[2] = {{"sim_dt", 0.01}, {"erp", 1.0}};
-    env_t *e = env_new("paper-random", 12, kv, 2, 3, ENV_AUTORESET_NEXT_STEP, err, sizeof err);
+    env_kv kv[3] = {{"sim_dt", 0.01}, {"erp", 1.0}, {"joint_limits", 0}};
+    env_t *e = env_new("paper-random", 12, kv, 3, 3, ENV_AUTORESET_NEXT_STEP, err, sizeof err);
     cr_assert(e, "%s", err);
     const int od = env_get_spec(e)->obs_dim;
     float obs[12 * 64], o[64], act[12] = {0}, r;
@@ -382,9 +382,9 @@ Test(nonfinite, server_replies_carry_no_inf_and_flag_the_reset, .timeout = 60)
     srv_thread *t = start_cfg(&cfg);
     herd_client *c = client_of(t, 20000);
     herd_session s;
-    env_kv kv[2] = {{"sim_dt", 0.01}, {"erp", 1.0}};
+    env_kv kv[3] = {{"sim_dt", 0.01}, {"erp", 1.0}, {"joint_limits", 0}};
     herd_error e;
-    cr_assert_eq(herd_client_make(c, 0, "paper-random", 12, kv, 2, 3, ENV_AUTORESET_NEXT_STEP, &s, &e), 0, "%s", e.message);
+    cr_assert_eq(herd_client_make(c, 0, "paper-random", 12, kv, 3, 3, ENV_AUTORESET_NEXT_STEP, &s, &e), 0, "%s", e.message);
     float obs[12 * 64], act[12] = {0}, o[64], r;
     uint8_t te, tr, pr;
     MUST(herd_client_reset(c, &s, -1, NULL, NULL, obs, &e_));
