@@ -79,7 +79,18 @@ def scene_of(url):
 
 
 def robot_at_base(b, ref):
-    """Screenshot; share of the 9 x 9 pixels around the focused base's projection with the base's colour."""
+    """Screenshot; share of the 9 x 9 pixels around the focused base's projection with the base's colour, with
+    the collision shapes shown (the base one box of one colour, `ref` = base_rgb(scene, collision=True)): the
+    check is that the robot is drawn where its pose says; the meshes' own colours are checked by test_viewer.py
+    and test_meshes.py."""
+    if not b.evaluate("document.getElementById('collision').checked"):
+        d0 = b.evaluate("herdViewer.draws")
+        b.evaluate("herdViewer.setCollision(true)")
+        deadline = time.monotonic() + 20.0
+        while b.evaluate("herdViewer.draws") == d0:
+            assert time.monotonic() < deadline, "the page did not redraw with the collision shapes"
+            time.sleep(0.03)
+        time.sleep(0.1)         # a requestAnimationFrame later it is on the canvas
     info = b.evaluate("herdViewer.info()")
     png = b.screenshot()
     img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
@@ -101,7 +112,7 @@ def test_train_walk_view_shows_the_robot_within_a_minute(trainer, tmp_path):
         url = s.url()
         sc = scene_of(url)
         assert "training" in sc["title"] and sc["worlds"] == [0, 1, 2, 3]
-        ref = base_rgb(sc["scene"])
+        ref = base_rgb(sc["scene"], collision=True)
         with Browser(800, 600) as b:
             b.goto(url)
             b.wait_for("window.herdViewer && herdViewer.ready && herdViewer.info().pixel", timeout=BUDGET_S)
@@ -140,7 +151,7 @@ def test_eval_only_view_shows_the_trained_policy_walking(tmp_path):
         url = s.url()
         sc = scene_of(url)
         assert "trained policy" in sc["title"]
-        ref = base_rgb(sc["scene"])
+        ref = base_rgb(sc["scene"], collision=True)
         with Browser(800, 600) as b:
             b.goto(url)
             b.wait_for("window.herdViewer && herdViewer.ready && herdViewer.info().step > 25", timeout=BUDGET_S)
@@ -196,7 +207,7 @@ def test_train_walk_record_writes_a_replay_of_the_trained_policy(tmp_path):
             p0 = b.evaluate("herdViewer.info()")["base"]
             b.evaluate("herdViewer.replay.seek(%d)" % (n - 1))
             time.sleep(0.15)
-            frac, info, _ = robot_at_base(b, base_rgb(b.evaluate("window.HERD_REPLAY.scene")))
+            frac, info, _ = robot_at_base(b, base_rgb(b.evaluate("window.HERD_REPLAY.scene"), collision=True))
             assert frac > 0.6 and info["world"] == w
             travel.append(math.hypot(info["base"][0] - p0[0], info["base"][1] - p0[1]))
         assert max(travel) > 2.0, "recorded travel per world in 10 s: %s" % travel

@@ -265,10 +265,13 @@ def test_replay_offline(server, tmp_path):
             shots.append((base, img))
         assert shots[0][0][2] - shots[1][0][2] > 0.1
         assert np.mean(np.any(shots[0][1] != shots[1][1], axis=-1)) > 0.005
+        b.evaluate("herdViewer.replay.seek(2)")             # from an early frame: a replay that does not
+        f0 = wait_base(b, rec.body_pos[2][0, 0])["step"]      # loop stays on its last one
         b.evaluate("herdViewer.setPaused(false)")           # plays on its own clock
-        f0 = b.evaluate("herdViewer.info().step")
-        time.sleep(0.5)
-        assert b.evaluate("herdViewer.info().step") != f0
+        deadline = time.monotonic() + 20.0                   # however slowly the page draws here
+        while b.evaluate("herdViewer.info().step") == f0:
+            assert time.monotonic() < deadline, "the replay stayed on frame %d after it was unpaused" % f0
+            time.sleep(0.05)
         assert b.console_errors == []
     if mp4:
         probe = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-count_frames", "-show_entries",
