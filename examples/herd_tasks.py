@@ -1,0 +1,187 @@
+"""What examples/train.py and examples/play.py share: each task's training recipe (rsl_rl runner configuration,
+network sizes, world count, the task configuration keys a checkpoint records), the rsl_rl import, the env
+construction, run-folder lookup (legged_gym's --load_run / --checkpoint rules) and the local server.
+
+Recipes are legged_gym's PPO settings for its ANYmal C tasks (AnymalCFlatCfgPPO, AnymalCRoughCfgPPO): 24 steps
+per world per iteration, 5 epochs x 4 minibatches, clip 0.2, gamma 0.99, lambda 0.95, learning rate 1e-3 with
+the KL-adaptive schedule (desired KL 0.01), value-loss coefficient 1, entropy 0.01, gradient-norm clip 1, ELU
+MLPs, with these changes for a CPU budget, each measured in this repository's training runs:
+  * initial action noise std 0.5, not 1.0: with std 1.0 nearly every step's reward sum is negative, which the
+    tasks clip to 0 (legged_gym's only_positive_rewards), so PPO sees no signal.
+  * 2048 worlds, not 4096: the cost here is per sample (server and update alike); half the batch gives twice
+    the updates for the same samples.
+  * rough: [128, 64, 32] hidden units, not [512, 256, 128] (the update's cost is per sample and per weight;
+    --hidden 512,256,128 restores legged_gym's), and the critic gets the task's privileged observation.
+"""
+import glob
+import os
+import re
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+THIRD_PARTY = {1: os.path.join(REPO, "..", "shared", "third_party", "python"),
+               2: os.path.join(REPO, "..", "shared", "third_party", "python-rsl_rl-2.3.3")}
+
+
+class Task:
+    def __init__(self, name, hidden, num_envs, max_iterations, init_std=0.5, entropy=0.01, critic=False,
+                 defaults=None, experiment=None):
+        self.name, self.hidden, self.num_envs, self.max_iterations = name, hidden, num_envs, max_iterations
+        self.init_std, self.entropy, self.critic = init_std, entropy, critic
+        self.defaults = dict(defaults or {})
+        self.experiment = experiment or name
+
+    def config(self, overrides):
+        out = dict(self.defaults)
+        out.update(overrides)
+        return out
+
+    def runner_cfg(self, hidden, init_std, max_iterations, seed, version=2):
+        """rsl_rl's train_cfg: 2.x's one dict, or (version 1) 1.0.2's {"runner", "algorithm", "policy"}."""
+        policy = {"init_noise_std": self.init_std if init_std is None else init_std,
+                  "actor_hidden_dims": list(hidden), "critic_hidden_dims": list(hidden), "activation": "elu"}
+        alg = {"value_loss_coef": 1.0, "use_clipped_value_loss": True, "clip_param": 0.2,
+               "entropy_coef": self.entropy, "num_learning_epochs": 5, "num_mini_batches": 4, "learning_rate": 1e-3,
+               "schedule": "adaptive", "gamma": 0.99, "lam": 0.95, "desired_kl": 0.01, "max_grad_norm": 1.0}
+        iters = self.max_iterations if max_iterations is None else max_iterations
+        if version == 1:
+            return {"runner": {"policy_class_name": "ActorCritic", "algorithm_class_name": "PPO",
+                               "num_steps_per_env": 24, "save_interval": 50, "max_iterations": iters},
+                    "algorithm": alg, "policy": policy, "seed": seed, "max_iterations": iters}
+        return {"num_steps_per_env": 24, "save_interval": 50, "max_iterations": iters, "seed": seed,
+                "empirical_normalization": False, "logger": "tensorboard",
+                "policy": dict(policy, class_name="ActorCritic"), "algorithm": dict(alg, class_name="PPO")}
+
+
+# The task configuration keys a checkpoint records with their values in the training session, so that a policy
+# stays evaluable on the physics it learned when a task's defaults change later.
+RECORDED_KEYS = ("actuator", "cmd_yaw_max", "joint_limits", "obs_scales", "net_precision")
+
+TASKS = {t.name: t for t in (
+    Task("anymal_c-walk", [128, 64, 32], 2048, 1500),
+    Task("anymal_c-stand", [128, 64, 32], 2048, 1500),
+    Task("anymal_c-rough", [128, 64, 32], 2048, 1500, critic=True),
+)}
+
+
+def need_torch(who, quick):
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        print("SKIPPED: %s needs PyTorch (Debian: apt-get install python3-torch)" % who, file=sys.stderr)
+        sys.exit(0 if quick else 1)
+    return torch
+
+
+def import_rsl_rl(version):
+    """Imports rsl_rl of the given major version: the installed one, else the copy in ../shared/third_party
+    beside the repository (a development checkout's); exits with the reason when neither is that version."""
+    def major():
+        import rsl_rl.runners  # noqa: F401
+        from rsl_rl.env import VecEnv
+        return 1 if hasattr(VecEnv, "get_privileged_observations") else 2
+    try:
+        if major() == version:
+            return
+    except ImportError:
+        pass
+    path = os.path.abspath(THIRD_PARTY[version])
+    if not os.path.isdir(path):
+        sys.exit("rsl_rl %d is not installed (pip install rsl-rl-lib%s)" % (version, "==2.3.3" if version == 2 else
+                                                                             " from rsl_rl's v1.0.2 tag"))
+    for m in [m for m in sys.modules if m == "rsl_rl" or m.startswith("rsl_rl.")]:
+        del sys.modules[m]
+    sys.path.insert(0, path)
+    if major() != version:
+        sys.exit("could not import rsl_rl %d from %s" % (version, path))
+
+
+def parse_config(items):
+    """KEY=VALUE items -> {key: float, or the name of a named choice (e.g. actuator=pd)}."""
+    out = {}
+    for it in items or []:
+        k, _, v = it.partition("=")
+        try:
+            out[k.strip()] = float(v)
+        except ValueError:
+            out[k.strip()] = v.strip()
+    return out
+
+
+def make_rsl_rl_env(version, task, num_envs, address, seed, config, **kw):
+    if version == 1:
+        from herd.adapters.rsl_rl_v1 import RslRlVecEnv
+    else:
+        from herd.adapters.rsl_rl_v2 import RslRlVecEnv
+    return RslRlVecEnv(task.name, num_envs, address=address, seed=seed, timeout=120.0, critic_obs=task.critic,
+                       **dict(config, **kw))
+
+
+def recorded_config(env, config):
+    """The configuration a checkpoint records: the effective values of RECORDED_KEYS in the session, then the
+    overrides given."""
+    s = env.env
+    out = {k: s.config_names.get(k, s.config[k]) for k in RECORDED_KEYS if k in s.config}
+    out.update(config)
+    return out
+
+
+def desync(env, seed):
+    """Spreads the worlds' episode phases (legged_gym's random initial episode length, which a server-side time
+    limit cannot take as an assignment): world i is stepped k_i ~ U[0, max_episode_steps) times with zero
+    actions through subset steps; the adapter's buffers then hold every world's current observation."""
+    import torch
+    inner = env.env
+    rng = np.random.default_rng(seed + 12345)
+    k = rng.integers(0, inner.max_episode_steps, size=inner.num_envs)
+    obs = env.obs_buf.numpy().copy()
+    crit = None if env.critic_obs_buf is None else env.critic_obs_buf.numpy().copy()
+    for t in range(int(k.max())):
+        ids = np.flatnonzero(k > t)
+        inner.step_async(np.zeros((ids.size, inner.act_dim), np.float32), world_ids=ids)
+        o, _, _, _, info = inner.step_wait()
+        obs[ids] = o
+        if crit is not None and "critic_obs" in info:
+            crit[ids] = info["critic_obs"]
+    env.obs_buf.copy_(torch.from_numpy(obs))
+    if crit is not None:
+        env.critic_obs_buf.copy_(torch.from_numpy(crit))
+    env._episode_length.copy_(torch.from_numpy(k))
+
+
+def find_run(root, load_run):
+    """legged_gym's rule: load_run "-1" is the newest run folder under root (by name, which starts with the
+    date), else the folder of that name."""
+    if load_run in ("-1", -1, None):
+        runs = sorted(d for d in glob.glob(os.path.join(root, "*")) if os.path.isdir(d))
+        if not runs:
+            sys.exit("no run to resume under %s" % root)
+        return max(runs, key=os.path.getmtime)
+    path = load_run if os.path.isabs(load_run) else os.path.join(root, load_run)
+    if not os.path.isdir(path):
+        sys.exit("no run folder %s" % path)
+    return path
+
+
+def find_checkpoint(run_dir, checkpoint):
+    """model_<checkpoint>.pt in run_dir; -1: the highest iteration saved."""
+    if checkpoint is not None and int(checkpoint) >= 0:
+        path = os.path.join(run_dir, "model_%d.pt" % int(checkpoint))
+        if not os.path.exists(path):
+            sys.exit("no checkpoint %s" % path)
+        return path
+    its = [(int(m.group(1)), p) for p in glob.glob(os.path.join(run_dir, "model_*.pt"))
+           for m in [re.search(r"model_(\d+)\.pt$", p)] if m]
+    if not its:
+        sys.exit("no model_<iteration>.pt in %s" % run_dir)
+    return max(its)[1]
+
+
+def with_server(address, server_threads, fn):
+    """fn(address, cpu_clock) against `address`, or against a herd-server started here and stopped afterwards."""
+    sys.path.insert(0, HERE)
+    import herd_ppo
+    return herd_ppo.with_server(address, server_threads, fn)
