@@ -8,6 +8,8 @@
 #   make bench      the benchmarks (JSON lines)
 #   make contact-models-report   every contact solver on the comparative paper's experiments (docs/contact-models/)
 #   make bench-report   docs/benchmarks.md with plots (<= 10 minutes)
+#   make docs-figures   the run-derived figures of README.md (and any *.md with figure markers) from the
+#                       committed run outputs (docs/figures.py); make test checks that they agree
 #   make run        the main job: herd-server on tcp://127.0.0.1:5555
 #   make demo       the physics demo (ANYmal C dropped and standing under PD)
 #   make deps       install the Debian packages (idempotent)
@@ -330,6 +332,15 @@ contact-models-report: $(BUILD)/herd-bench
 # The benchmark report: docs/benchmarks.md + docs/benchmarks/*.png (bench/report/run.py, bounded by --budget 600 s)
 bench-report: $(BUILD)/herd-bench $(BUILD)/herd-server $(BUILD)/herd-bench-c-client
 	/usr/bin/python3 bench/report/run.py --build $(BUILD) $(REPORT_ARGS)
+	@$(MAKE) --no-print-directory docs-figures
+
+# The figures of README.md that come from runs (evaluations, training times, speeds, memory), written between their
+# markers from the files the runs committed: examples/*_eval.json, examples/ppo_stand_log.csv and
+# docs/benchmarks/results.jsonl (docs/figures.py --list).  Runs nothing; `docs/figures.py --check` is a stage of
+# make test.
+.PHONY: docs-figures
+docs-figures:
+	/usr/bin/python3 docs/figures.py
 
 # The main job: the server on loopback with every registered env (ANYmal C walk by default in clients).
 # Settings come from HERD_* variables (HERD_BIND, HERD_THREADS, ...: herd-server --help), in the environment or

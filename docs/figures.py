@@ -1,0 +1,703 @@
+#!/usr/bin/python3
+"""The documentation's run-derived figures, written from the files the runs wrote.
+
+Every figure in a tracked Markdown file that comes from a run (an evaluation, a training's wall clock, a speed, a
+memory size) sits between markers, and this script writes it from the file that run committed:
+
+    <!-- fig:walk.no_fall -->98.5 %<!-- /fig -->       one figure, inline (on one line; not inside code)
+    <!-- figs:bench.table -->                         a generated block (a table), on lines of its own
+    ...
+    <!-- /figs -->
+
+What sits between the markers is the script's; the words around them are the page's.  `--list` prints every
+figure name, its source and what it shows.  A marker whose name is unknown, whose source is missing or lacks the
+key is an error (naming the file and what writes it), never a silent blank.
+
+Usage, from anywhere (paths are the repository's):
+    docs/figures.py              rewrite every marker of every tracked *.md from its source (`make docs-figures`)
+    docs/figures.py --check      write nothing: one line per figure that disagrees with its source, the self-test,
+                                 then "N passed, M failed" (a `make test` stage); exit 1 on any disagreement
+    docs/figures.py --self-test  the self-test alone: the markers are filled, a changed number in a copy of each
+                                 committed source makes the committed pages fail the check, and so do a changed
+                                 figure in a page, an unknown name, a missing source and a broken marker
+    docs/figures.py --list       the figures and their sources
+Python's standard library only.
+"""
+import copy
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+
+# source key -> (file in the repository, what writes it)
+SOURCES = {
+    "walk": ("examples/walk_eval.json", "examples/train_walk.py (a training)"),
+    "stand": ("examples/ppo_stand_eval.json", "examples/ppo_stand.py (a training)"),
+    "stand_log": ("examples/ppo_stand_log.csv", "examples/ppo_stand.py (a training)"),
+    "rough": ("examples/rough_eval.json", "the rough-terrain training"),
+    "bench": ("docs/benchmarks/results.jsonl", "make bench-report"),
+}
+
+INLINE = re.compile(r"<!-- fig:([A-Za-z0-9_.\-]+) -->(.*?)<!-- /fig -->")
+BLOCK = re.compile(r"(<!-- figs:([A-Za-z0-9_.\-]+) -->\n)(.*?)(<!-- /figs -->)", re.S)
+OPENERS = re.compile(r"<!-- (figs?):([A-Za-z0-9_.\-]+) -->")
+CODE = re.compile(r"^(```|~~~).*?^\1[ \t]*$|`[^`\n]+`", re.S | re.M)   # fenced blocks and code spans
+
+
+class FigureError(Exception):
+    """A figure that cannot be written: its source is missing, unreadable or lacks a key."""
+
+
+# ---- formatting --------------------------------------------------------------------------------------------------
+
+def pct(x, nd=1):
+    return "%.*f %%" % (nd, 100.0 * x)
+
+
+def thousands(x):
+    return "{:,}".format(int(round(x)))
+
+
+def millions(x):
+    return "%.1f M" % (x / 1e6)
+
+
+def minutes(s):
+    return "%.1f min" % (s / 60.0)
+
+
+def times(x, nd=2):
+    return "%.*f×" % (nd, x)
+
+
+def span(lo, hi, fmt="%g"):
+    a, b = fmt % lo, fmt % hi
+    return a if a == b else "%s–%s" % (a, b)
+
+
+# ---- sources -----------------------------------------------------------------------------------------------------
+
+def _read_json_or_lines(text):
+    """A JSON document, or JSON lines (then a list of their objects)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+class Sources:
+    """The run outputs under one repository root, each read once, on first use."""
+
+    def __init__(self, root):
+        self.root = root
+        self.cache = {}
+
+    def path(self, key):
+        return os.path.join(self.root, SOURCES[key][0])
+
+    def get(self, key):
+        if key not in self.cache:
+            rel, writer = SOURCES[key]
+            path = self.path(key)
+            if not os.path.exists(path):
+                raise FigureError("%s is missing (written by %s)" % (rel, writer))
+            try:
+                with open(path, newline="") as f:
+                    self.cache[key] = list(csv.DictReader(f)) if rel.endswith(".csv") \
+                        else _read_json_or_lines(f.read())
+            except (ValueError, csv.Error) as e:
+                raise FigureError("%s does not parse: %s" % (rel, e))
+        return self.cache[key]
+
+
+def need(obj, *keys, src=""):
+    """obj[k0][k1]..., or a FigureError naming the source and the missing key."""
+    for i, k in enumerate(keys):
+        if not isinstance(obj, dict) or k not in obj:
+            raise FigureError("%s has no %s" % (SOURCES[src][0] if src in SOURCES else src,
+                                                ".".join(str(x) for x in keys[:i + 1])))
+        obj = obj[k]
+    return obj
+
+
+# ---- the figures -------------------------------------------------------------------------------------------------
+
+FIGURES = {}   # name -> (source key, function(Sources) -> str, what it shows)
+
+
+def figure(name, source, doc):
+    def reg(fn):
+        FIGURES[name] = (source, fn, doc)
+        return fn
+    return reg
+
+
+def _walk(S, *keys):
+    return need(S.get("walk"), *keys, src="walk")
+
+
+def _stand(S, *keys):
+    return need(S.get("stand"), *keys, src="stand")
+
+
+def _register_walk():
+    for name, keys, fmt, doc in (
+            ("walk.iterations", ("iterations",), thousands, "training iterations"),
+            ("walk.env_steps", ("env_steps",), millions, "env steps of the training"),
+            ("walk.train_min", ("train_wall_s",), minutes, "wall clock of the training, server and learner"),
+            ("walk.steps_per_s", ("env_steps_per_s",), thousands, "env steps/s of the training"),
+            ("walk.share_wait", ("share_waiting_on_server",), lambda x: pct(x, 0),
+             "share of the training loop waiting on the server"),
+            ("walk.share_update", ("share_learning_update",), lambda x: pct(x, 0),
+             "share of the training loop in the PPO update"),
+            ("walk.episodes", ("eval", "episodes"), thousands, "evaluation episodes"),
+            ("walk.window", ("eval", "window_s"), lambda x: "%g s" % x, "evaluation window at each episode's end")):
+        FIGURES[name] = ("walk", (lambda keys, fmt: lambda S: fmt(_walk(S, *keys)))(keys, fmt), doc)
+    for tag, part in (("", "eval"), (".untrained", "eval_untrained")):
+        who = "trained" if part == "eval" else "untrained"
+        FIGURES["walk%s.lin_vel" % tag] = ("walk", (lambda p: lambda S: "%.3f m/s" % _walk(S, p, "lin_vel_error"))(
+            part), "%s policy: mean |v_xy,cmd - v_xy|" % who)
+        FIGURES["walk%s.yaw" % tag] = ("walk", (lambda p: lambda S: "%.3f rad/s" % _walk(S, p, "yaw_rate_error"))(
+            part), "%s policy: mean yaw-rate error" % who)
+        FIGURES["walk%s.no_fall" % tag] = ("walk", (lambda p: lambda S: pct(_walk(S, p, "no_fall_fraction")))(
+            part), "%s policy: episodes without base contact" % who)
+
+
+_register_walk()
+
+
+@figure("walk.eval_s", "walk", "wall clock of the two evaluations (trained and untrained)")
+def _(S):
+    return "%.0f s" % (_walk(S, "eval", "eval_wall_s") + _walk(S, "eval_untrained", "eval_wall_s"))
+
+
+def _register_stand():
+    for name, keys, fmt, doc in (
+            ("stand.iterations", ("iterations",), thousands, "training iterations"),
+            ("stand.env_steps", ("env_steps",), millions, "env steps of the training"),
+            ("stand.train_min", ("train_wall_s",), minutes, "wall clock of the training"),
+            ("stand.episodes", ("eval", "episodes"), thousands, "evaluation episodes")):
+        FIGURES[name] = ("stand", (lambda keys, fmt: lambda S: fmt(_stand(S, *keys)))(keys, fmt), doc)
+    for tag, part in (("", "eval"), (".noise", "eval_with_training_obs_noise"), (".nothing", "eval_do_nothing")):
+        FIGURES["stand%s.success" % tag] = ("stand", (lambda p: lambda S: pct(_stand(S, p, "success_rate")))(part),
+                                            "%s: episodes ending standing" % part)
+        FIGURES["stand%s.fallen" % tag] = ("stand", (lambda p: lambda S: "%s (%d)" % (
+            pct(_stand(S, p, "success_fallen")), _stand(S, p, "fallen_starts")))(part),
+            "%s: success from fallen starts (their number)" % part)
+        FIGURES["stand%s.other" % tag] = ("stand", (lambda p: lambda S: pct(_stand(S, p, "success_not_fallen")))(
+            part), "%s: success from the other starts" % part)
+
+
+_register_stand()
+
+
+@figure("stand.standing90_min", "stand_log", "training time when the training episodes first ended standing >= 90 %")
+def _(S):
+    for row in S.get("stand_log"):
+        if float(need(row, "train_success", src="stand_log")) >= 0.9:
+            return minutes(float(need(row, "wall_s", src="stand_log")))
+    raise FigureError("%s: no iteration with train_success >= 0.9" % SOURCES["stand_log"][0])
+
+
+# ---- rough terrain (examples/rough_eval.json: "bench": "rough_eval" objects, one per terrain type) ----------------
+
+def _rough_rows(data):
+    found = []
+
+    def visit(x):
+        if isinstance(x, dict):
+            if x.get("bench") == "rough_eval":
+                found.append(x)
+                return
+            for v in x.values():
+                visit(v)
+        elif isinstance(x, list):
+            for v in x:
+                visit(v)
+    visit(data)
+    if not found:
+        raise FigureError('%s has no "bench": "rough_eval" line' % SOURCES["rough"][0])
+    return found
+
+
+def _rough_top(S, key):
+    data = S.get("rough")
+    for d in (data if isinstance(data, list) else [data]):
+        if isinstance(d, dict) and key in d:
+            return d[key]
+    raise FigureError("%s has no %s" % (SOURCES["rough"][0], key))
+
+
+def _levels(v):
+    if isinstance(v, list) and v and all(isinstance(x, (int, float)) for x in v):
+        return span(min(v), max(v))
+    if isinstance(v, list):
+        return ", ".join(str(x) for x in v)
+    return "" if v is None else str(v)
+
+
+@figure("rough.table", "rough", "table: per terrain type, episodes, velocity and yaw-rate errors, no-fall share, levels")
+def _(S):
+    out = ["| terrain | episodes | \\|v_xy,cmd − v_xy\\| | yaw-rate error | episodes without base contact | levels |",
+           "|---|---|---|---|---|---|"]
+    for d in _rough_rows(S.get("rough")):
+        name = next((d[k] for k in ("terrain", "terrain_type", "type", "name", "policy") if k in d), "all")
+        out.append("| %s | %s | %.3f m/s | %.3f rad/s | %s | %s |" % (
+            name, thousands(need(d, "episodes", src="rough")), need(d, "lin_vel_error", src="rough"),
+            need(d, "yaw_rate_error", src="rough"), pct(need(d, "no_fall_fraction", src="rough")),
+            _levels(d.get("levels"))))
+    return "\n".join(out) + "\n"
+
+
+@figure("rough.train_min", "rough", "wall clock of the rough-terrain training")
+def _(S):
+    return minutes(_rough_top(S, "train_wall_s"))
+
+
+@figure("rough.terrain_level", "rough", "mean terrain level the curriculum reached")
+def _(S):
+    return "%.2f" % _rough_top(S, "mean_terrain_level")
+
+
+# ---- benchmarks (docs/benchmarks/results.jsonl, as make bench-report wrote it) ------------------------------------
+
+def _bench(S):
+    rows = S.get("bench")
+    if not isinstance(rows, list):
+        raise FigureError("%s is not JSON lines" % SOURCES["bench"][0])
+    meta = next((d["_meta"] for d in rows if isinstance(d, dict) and "_meta" in d), None)
+    if meta is None:
+        raise FigureError("%s has no _meta line" % SOURCES["bench"][0])
+    return meta, [d for d in rows if isinstance(d, dict) and "_meta" not in d]
+
+
+def _pick(lines, bench, **match):
+    return [d for d in lines if d.get("bench") == bench and all(d.get(k) == v for k, v in match.items())]
+
+
+@figure("bench.started", "bench", "when the benchmark report ran")
+def _(S):
+    return need(_bench(S)[0], "started", src="bench")
+
+
+@figure("bench.commit", "bench", "the commit the benchmark report measured (7 digits)")
+def _(S):
+    return str(need(_bench(S)[0], "commit", src="bench"))[:7]
+
+
+@figure("bench.machine", "bench", "the machine of the benchmark report")
+def _(S):
+    m = need(_bench(S)[0], "machine", src="bench")
+    return "%d-vCPU %s" % (need(m, "cpus", src="bench"), need(m, "cpu", src="bench"))
+
+
+@figure("bench.load", "bench", "load average range during the benchmark report")
+def _(S):
+    return str(need(_bench(S)[0], "load", src="bench")).replace("-", "–")
+
+
+@figure("bench.repeats", "bench", "range of repeats the benchmark report's medians are over")
+def _(S):
+    reps = [d["repeats"] for d in _bench(S)[1] if isinstance(d.get("repeats"), int) and d.get("bench") in (
+        "env_profile", "env_sweep", "env", "env_vs_mujoco", "server", "python_client") and d.get("batch", 1024) == 1024]
+    if not reps:
+        raise FigureError("%s has no repeats" % SOURCES["bench"][0])
+    return span(min(reps), max(reps))
+
+
+@figure("bench.memory_kb", "bench", "herd-server memory per world at the largest session")
+def _(S):
+    mem = _pick(_bench(S)[1], "server_memory")
+    if not mem:
+        raise FigureError("%s has no server_memory line" % SOURCES["bench"][0])
+    return "%.1f KB" % (mem[0]["bytes_per_world"] / 1000.0)
+
+
+def _mujoco_version(v):
+    """MuJoCo's mj_version() number (222) as its release name (2.2.2)."""
+    if isinstance(v, int) and 100 <= v <= 999:
+        return "%d.%d.%d" % (v // 100, v // 10 % 10, v % 10)
+    if v is None:
+        raise FigureError("%s: an env_vs_mujoco line has no mujoco_version" % SOURCES["bench"][0])
+    return str(v)
+
+
+@figure("bench.table", "bench", "table: the benchmark report's headline figures")
+def _(S):
+    meta, lines = _bench(S)
+    rows = []
+    for d in _pick(lines, "env_profile"):
+        rows.append(("`%s` physics step (PD + `sim_step`) / the trot step of the same run" % d["env"],
+                     "%s (%.2f / %.2f µs)" % (times(d["walk_over_trot"]), d["pd_and_sim_step_us"],
+                                              d["trot_us_per_physics_step"])))
+        us = {k: v for k, v in d["us_per_physics_step"].items() if k != "env_overhead"}
+        order = sorted(us, key=lambda k: -us[k])
+        rows.append(("where a walk physics step goes (`herd-bench env --profile`, µs)",
+                     "; ".join(("%s %.2f (%.0f %%)" if i == 0 else "%s %.2f") % (
+                         (k, us[k], 100 * us[k] / d["pd_and_sim_step_us"]) if i == 0 else (k, us[k]))
+                         for i, k in enumerate(order))))
+    sweep, flat = _pick(lines, "env_sweep"), _pick(lines, "env_flatness")
+    if sweep:
+        r = [d["cpu_env_steps_per_s_per_thread"] for d in sweep]
+        s0 = sweep[0]
+        fig = "%s–%sk (CPU time, env steps %d–%d of the episodes)" % (
+            "%.0f" % (min(r) / 1e3), "%.0f" % (max(r) / 1e3), s0["warmup"] + 1,
+            s0["warmup"] + (s0["steps"] + 1) * s0["repeats"])
+        if flat:
+            fig += "; flat within %.1f %% (same-repeat ratios)" % (100 * (1 - flat[0]["relative_min_over_max"]))
+        rows.append(("`%s` env steps/s per thread, %s → %s worlds" % (
+            s0["env"], thousands(sweep[0]["worlds"]), thousands(sweep[-1]["worlds"])), fig))
+    sc = _pick(lines, "env_scaling")
+    if sc:
+        w = sc[0]["worlds"]
+        one, two = _pick(lines, "env", worlds=w, threads=1), _pick(lines, "env", worlds=w, threads=2)
+        fig = ""
+        if one and two:
+            fig = "%.1fk env steps/s on 1 thread, %.1fk on 2 (wall): " % (
+                one[0]["env_steps_per_s"] / 1e3, two[0]["env_steps_per_s"] / 1e3)
+        fig += "%s; per-thread CPU efficiency %.2f" % (times(sc[0]["speedup_1_to_2_threads"]),
+                                                      sc[0]["cpu_efficiency_2_threads"])
+        if two and two[0].get("helped_share", 0) > 0:
+            fig += "; idle threads helping"
+        rows.append(("1 → 2 threads, walk, %s worlds" % w, fig))
+    for d in _pick(lines, "env_vs_mujoco"):
+        mf, md = d["mujoco_fastest"], d["mujoco_defaults"]
+        fig = "%s its fastest standing configuration (%s, %s cone, %d iterations); %s its defaults%s" % (
+            times(d["ratio_vs_mujoco"], 1), mf["solver"], mf["cone"], mf["iterations"],
+            times(d["ratio_vs_mujoco_defaults"], 1), "" if md.get("stands", True) else " (which let the stance sink)")
+        if "ratio_fastest_vs_fastest" in d:
+            fig += "; each at its fastest standing configuration %s" % times(d["ratio_fastest_vs_fastest"], 1)
+        rows.append(("`%s` vs MuJoCo %s, same actions (`env --vs-mujoco`)" % (
+            d["env"], _mujoco_version(d.get("mujoco_version"))), fig))
+    served = {d["transport"]: d for d in _pick(lines, "server", worlds=1024)}
+    pyc = _pick(lines, "python_client")
+    if "tcp" in served:
+        fig = "%.2f" % served["tcp"]["served_fraction"]
+        if "ipc" in served:
+            fig += " (ipc %.2f)" % served["ipc"]["served_fraction"]
+        if pyc:
+            fig += "; Python client / C client %.2f" % pyc[0]["fraction"]
+        rows.append(("served over tcp / in-process, 1024 worlds, one step in flight", fig))
+        t = served["tcp"]
+        if "one_slice_fraction" in t:
+            rows.append(("one worker's slice stepped alone / the whole session, served, 1024 worlds, %d workers"
+                         % t["threads"], "%.2f (%.2f if its worker stepped it alone)"
+                         % (t["one_slice_fraction"], 1.0 / t["threads"])))
+    mem = _pick(lines, "server_memory")
+    if mem:
+        rows.append(("herd-server memory per world, %s worlds, all included" % thousands(
+            max(p["worlds"] for p in mem[0]["points"])), "%.1f KB" % (mem[0]["bytes_per_world"] / 1000.0)))
+    if not rows:
+        raise FigureError("%s has no headline benchmark line" % SOURCES["bench"][0])
+    return "| what | figure |\n|---|---|\n" + "".join("| %s | %s |\n" % r for r in rows)
+
+
+# ---- filling and checking ----------------------------------------------------------------------------------------
+
+def value(name, S):
+    if name not in FIGURES:
+        raise FigureError("unknown figure %r (docs/figures.py --list)" % name)
+    try:
+        return FIGURES[name][1](S)
+    except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as e:
+        raise FigureError("%s: cannot compute from %s: %s: %s" % (name, SOURCES[FIGURES[name][0]][0],
+                                                                   type(e).__name__, e))
+
+
+def render(text, S):
+    """(the text with every marker filled, [(line, name, written, computed or None, error or None)])."""
+    results = []
+    code = [(m.start(), m.end()) for m in CODE.finditer(text)]
+
+    def quoted(pos):
+        """A marker inside a code span or block is an example of one, not a figure."""
+        return any(a <= pos < b for a, b in code)
+
+    def line_of(pos):
+        return text.count("\n", 0, pos) + 1
+
+    def block(m):
+        name, old = m.group(2), m.group(3)
+        if quoted(m.start()):
+            return m.group(0)
+        try:
+            new = value(name, S)
+            if not new.endswith("\n"):
+                new += "\n"
+        except FigureError as e:
+            results.append((line_of(m.start()), name, old, None, str(e)))
+            return m.group(0)
+        results.append((line_of(m.start()), name, old, new, None))
+        return m.group(1) + new + m.group(4)
+
+    out = BLOCK.sub(block, text)
+    # inline markers, counted on the original text so the line numbers are the page's
+    for m in INLINE.finditer(text):
+        name, old = m.group(1), m.group(2)
+        if quoted(m.start()):
+            continue
+        try:
+            new = value(name, S)
+            if "\n" in new:
+                raise FigureError("%s is a block: use <!-- figs:%s --> on lines of their own" % (name, name))
+            results.append((line_of(m.start()), name, old, new, None))
+        except FigureError as e:
+            results.append((line_of(m.start()), name, old, None, str(e)))
+    # each inline marker must close on its line; a block must close
+    inline_ok = {m.start() for m in INLINE.finditer(text)}
+    block_ok = {m.start() for m in BLOCK.finditer(text)}
+    for m in OPENERS.finditer(text):
+        if quoted(m.start()):
+            continue
+        if (m.group(1) == "fig" and m.start() not in inline_ok) or (m.group(1) == "figs" and m.start() not in block_ok):
+            closing = "<!-- /fig --> on the same line" if m.group(1) == "fig" else "a line <!-- /figs -->"
+            results.append((line_of(m.start()), m.group(2), "", None, "marker without %s" % closing))
+
+    code_out = [(m.start(), m.end()) for m in CODE.finditer(out)]
+
+    def inline(m):
+        if any(a <= m.start() < b for a, b in code_out):
+            return m.group(0)
+        try:
+            new = value(m.group(1), S)
+        except FigureError:
+            return m.group(0)
+        return m.group(0) if "\n" in new else "<!-- fig:%s -->%s<!-- /fig -->" % (m.group(1), new)
+
+    out = INLINE.sub(inline, out)
+    results.sort(key=lambda r: r[0])
+    return out, results
+
+
+def tracked_markdown(root):
+    try:
+        out = subprocess.run(["git", "-C", root, "ls-files", "-z", "--", "*.md"], capture_output=True, check=True)
+        files = [f for f in out.stdout.decode().split("\0") if f]
+    except (OSError, subprocess.CalledProcessError):
+        files = []
+        for dirpath, dirs, names in os.walk(root):
+            dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("build", "node_modules")]
+            files += [os.path.relpath(os.path.join(dirpath, n), root) for n in names if n.endswith(".md")]
+    return sorted(f for f in files if os.path.exists(os.path.join(root, f)))
+
+
+def pages(root, files=None):
+    """{relative path: text} of the Markdown files that hold a marker."""
+    out = {}
+    for rel in (files if files is not None else tracked_markdown(root)):
+        with open(os.path.join(root, rel), encoding="utf-8") as f:
+            text = f.read()
+        if OPENERS.search(text):
+            out[rel] = text
+    return out
+
+
+def check(root, src_root=None, files=None, quiet=False):
+    """(agreeing figures, [problem lines]) for the pages under root against the sources under src_root."""
+    S = Sources(src_root or root)
+    good, bad = 0, []
+    for rel, text in pages(root, files).items():
+        for line, name, old, new, err in render(text, S)[1]:
+            if err:
+                bad.append("%s:%d: %s: %s" % (rel, line, name, err))
+            elif old != new:
+                bad.append("%s:%d: %s: the page says %r, %s gives %r (make docs-figures)"
+                           % (rel, line, name, old.strip(), SOURCES[FIGURES[name][0]][0], new.strip()))
+            else:
+                good += 1
+    if not quiet:
+        for b in bad:
+            print("not ok - " + b)
+    return good, bad
+
+
+def write(root):
+    S = Sources(root)
+    errors, changed = [], 0
+    for rel, text in pages(root).items():
+        out, results = render(text, S)
+        for line, name, old, new, err in results:
+            if err:
+                errors.append("%s:%d: %s: %s" % (rel, line, name, err))
+            elif old != new:
+                changed += 1
+                if "\n" in new:
+                    print("%s:%d: %s: %d lines rewritten" % (rel, line, name, new.count("\n")))
+                else:
+                    print("%s:%d: %s: %r -> %r" % (rel, line, name, old, new))
+        if out != text:
+            with open(os.path.join(root, rel), "w", encoding="utf-8") as f:
+                f.write(out)
+    for e in errors:
+        print("error: " + e, file=sys.stderr)
+    print("docs-figures: %d figure%s rewritten%s" % (changed, "" if changed == 1 else "s",
+                                                      ", %d error(s)" % len(errors) if errors else ""))
+    return 1 if errors else 0
+
+
+# ---- self-test ---------------------------------------------------------------------------------------------------
+
+SAMPLE_WALK = {"trainer": "rsl_rl", "iterations": 695, "env_steps": 34160640, "train_wall_s": 3411.6,
+               "env_steps_per_s": 10210, "share_waiting_on_server": 0.399, "share_learning_update": 0.557,
+               "eval": {"episodes": 1000, "lin_vel_error": 0.11185, "yaw_rate_error": 0.06319,
+                        "no_fall_fraction": 0.985, "window_s": 15.0, "eval_wall_s": 23.8},
+               "eval_untrained": {"episodes": 1000, "lin_vel_error": 0.7638, "yaw_rate_error": 0.5072,
+                                  "no_fall_fraction": 0.996, "eval_wall_s": 18.6}}
+SAMPLE_PAGE = ("# sample\n\n695 iterations in <!-- fig:walk.train_min -->1 min<!-- /fig --> "
+               "(<!-- fig:walk.iterations -->?<!-- /fig -->)\n\n"
+               "| trained | <!-- fig:walk.lin_vel -->0<!-- /fig --> | <!-- fig:walk.no_fall -->98.8 %<!-- /fig --> |\n"
+               "\n<!-- figs:rough.table -->\nold table\n<!-- /figs -->\n"
+               "rough training <!-- fig:rough.train_min -->?<!-- /fig -->, level <!-- fig:rough.terrain_level -->"
+               "?<!-- /fig -->\n")
+SAMPLE_ROUGH = [{"bench": "rough_eval", "terrain": "slope", "episodes": 200, "lin_vel_error": 0.2, "yaw_rate_error": 0.1,
+                 "no_fall_fraction": 0.97, "levels": [0, 9]},
+                {"bench": "rough_eval", "terrain": "stairs up", "episodes": 200, "lin_vel_error": 0.31,
+                 "yaw_rate_error": 0.12, "no_fall_fraction": 0.9, "levels": [0, 9]},
+                {"train_wall_s": 1200.0, "mean_terrain_level": 4.25}]
+
+
+def self_test():
+    cases = []
+
+    def case(name, ok, detail=""):
+        cases.append((name, bool(ok), detail))
+
+    def put(root, rel, obj, lines=False):
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            if lines:
+                f.write("".join(json.dumps(d) + "\n" for d in obj))
+            elif isinstance(obj, str):
+                f.write(obj)
+            else:
+                json.dump(obj, f)
+
+    with tempfile.TemporaryDirectory(prefix="herd-figures.") as tmp:
+        # 1. a sample page: the markers are filled from the sample sources, and then agree with them
+        root = os.path.join(tmp, "sample")
+        put(root, "examples/walk_eval.json", SAMPLE_WALK)
+        put(root, "examples/rough_eval.json", SAMPLE_ROUGH, lines=True)
+        put(root, "PAGE.md", SAMPLE_PAGE)
+        out, res = render(SAMPLE_PAGE, Sources(root))
+        want = ["<!-- fig:walk.train_min -->56.9 min<!-- /fig -->", "<!-- fig:walk.iterations -->695<!-- /fig -->",
+                "<!-- fig:walk.lin_vel -->0.112 m/s<!-- /fig -->", "<!-- fig:walk.no_fall -->98.5 %<!-- /fig -->",
+                "| stairs up | 200 | 0.310 m/s | 0.120 rad/s | 90.0 % | 0–9 |",
+                "<!-- fig:rough.train_min -->20.0 min<!-- /fig -->",
+                "<!-- fig:rough.terrain_level -->4.25<!-- /fig -->"]
+        case("fill: every marker written from the sources", all(w in out for w in want) and "old table" not in out
+             and not any(r[4] for r in res), [w for w in want if w not in out] or [r[4] for r in res if r[4]])
+        case("fill: the words around the markers kept", out.startswith("# sample\n\n695 iterations in ")
+             and "| trained | " in out and "\nrough training " in out)
+        g, b = check(root, files=["PAGE.md"], quiet=True)
+        case("check: the stale sample page fails on each stale figure", len(b) == 7 and g == 0, b)
+        put(root, "PAGE.md", out)
+        g, b = check(root, files=["PAGE.md"], quiet=True)
+        case("check: the filled page passes", g == 7 and not b, b)
+        case("fill: filling twice changes nothing", render(out, Sources(root))[0] == out)
+        # the rough file as one JSON object holding the lines gives the same table
+        put(root, "examples/rough_eval.json", {"train_wall_s": 1200.0, "mean_terrain_level": 4.25,
+                                               "eval": SAMPLE_ROUGH[:2]})
+        g, b = check(root, files=["PAGE.md"], quiet=True)
+        case("rough_eval.json as one object or as JSON lines", g == 7 and not b, b)
+        # 2. a changed number in the source is caught, naming the figure
+        w = copy.deepcopy(SAMPLE_WALK)
+        w["eval"]["no_fall_fraction"] = 0.975
+        put(root, "examples/walk_eval.json", w)
+        g, b = check(root, files=["PAGE.md"], quiet=True)
+        case("check: a changed source number fails, naming the figure", len(b) == 1 and "walk.no_fall" in b[0]
+             and "'98.5 %'" in b[0] and "'97.5 %'" in b[0], b)
+        put(root, "examples/walk_eval.json", SAMPLE_WALK)
+        # 3. a changed figure in the page is caught
+        put(root, "PAGE.md", out.replace("0.112 m/s", "0.109 m/s"))
+        g, b = check(root, files=["PAGE.md"], quiet=True)
+        case("check: a figure edited by hand fails", len(b) == 1 and "walk.lin_vel" in b[0], b)
+        # 4. unknown names, broken markers and missing sources are errors, not blanks
+        put(root, "PAGE.md", out + "x <!-- fig:walk.no_such -->1<!-- /fig -->\ny <!-- fig:walk.no_fall -->98.5 %\n")
+        g, b = check(root, files=["PAGE.md"], quiet=True)
+        case("check: an unknown figure and an unclosed marker fail", len(b) == 2 and "unknown figure" in b[0]
+             and "without" in b[1], b)
+        os.remove(os.path.join(root, "examples/walk_eval.json"))
+        put(root, "PAGE.md", out)
+        g, b = check(root, files=["PAGE.md"], quiet=True)
+        case("check: a missing source fails, naming the file and its writer", len(b) == 4 and all(
+            "examples/walk_eval.json is missing (written by examples/train_walk.py" in x for x in b), b)
+        put(root, "examples/walk_eval.json", {k: v for k, v in SAMPLE_WALK.items() if k != "train_wall_s"})
+        g, b = check(root, files=["PAGE.md"], quiet=True)
+        case("check: a source without the key fails, naming it", len(b) == 1 and "has no train_wall_s" in b[0], b)
+        quoted = "`<!-- fig:walk.no_fall -->1 %<!-- /fig -->` and `<!-- figs:NAME -->`\n```\n<!-- fig:x -->\n```\n"
+        put(root, "examples/walk_eval.json", SAMPLE_WALK)
+        put(root, "PAGE.md", out + quoted)
+        g, b = check(root, files=["PAGE.md"], quiet=True)
+        case("markers quoted in code are examples, left alone", g == 7 and not b
+             and render(out + quoted, Sources(root))[0].endswith(quoted), b)
+        put(root, "PAGE.md", "<!-- figs:rough.table -->\nunclosed\n")
+        g, b = check(root, files=["PAGE.md"], quiet=True)
+        case("check: an unclosed block fails", len(b) == 1 and "without a line <!-- /figs -->" in b[0], b)
+
+        # 5. the committed pages against copies of the committed sources, one number changed in each
+        committed = pages(ROOT)
+        used = {}
+        for rel, text in committed.items():
+            for _line, name, *_rest in render(text, Sources(ROOT))[1]:
+                used.setdefault(FIGURES[name][0] if name in FIGURES else "?", set()).add(name)
+        g, b = check(ROOT, quiet=True)
+        case("the committed pages agree with the committed sources", not b and g > 0, b[:3])
+        mutations = {
+            "walk": lambda d: d["eval"].__setitem__("no_fall_fraction", d["eval"]["no_fall_fraction"] - 0.01),
+            "stand": lambda d: d["eval"].__setitem__("success_rate", d["eval"]["success_rate"] - 0.01),
+            "bench": lambda rows: [r.__setitem__("bytes_per_world", r["bytes_per_world"] + 500)
+                                   for r in rows if r.get("bench") == "server_memory"],
+            "stand_log": None,
+            "rough": lambda d: [r.__setitem__("no_fall_fraction", r["no_fall_fraction"] - 0.01)
+                                for r in _rough_rows(d)],
+        }
+        for key in sorted(used):
+            if key == "?" or mutations.get(key) is None:
+                continue
+            mroot = os.path.join(tmp, "mut-" + key)
+            for k, (rel, _w) in SOURCES.items():
+                if os.path.exists(os.path.join(ROOT, rel)):
+                    os.makedirs(os.path.dirname(os.path.join(mroot, rel)), exist_ok=True)
+                    shutil.copy(os.path.join(ROOT, rel), os.path.join(mroot, rel))
+            data = copy.deepcopy(Sources(ROOT).get(key))
+            mutations[key](data)
+            put(mroot, SOURCES[key][0], data, lines=SOURCES[key][0].endswith(".jsonl"))
+            g, b = check(ROOT, src_root=mroot, quiet=True)
+            case("the committed pages fail against %s with one number changed" % SOURCES[key][0], b, b[:1])
+
+    for name, ok, detail in cases:
+        print("%s - self-test: %s%s" % ("ok" if ok else "not ok", name, "" if ok else ": %s" % (detail,)))
+    return sum(ok for _n, ok, _d in cases), sum(not ok for _n, ok, _d in cases)
+
+
+def main(argv):
+    if argv[1:2] == ["--list"]:
+        for name in sorted(FIGURES):
+            print("%-26s %-32s %s" % (name, SOURCES[FIGURES[name][0]][0], FIGURES[name][2]))
+        return 0
+    if argv[1:2] == ["--self-test"]:
+        p, f = self_test()
+        print("%d passed, %d failed" % (p, f))
+        return 1 if f else 0
+    if argv[1:2] == ["--check"]:
+        good, bad = check(ROOT)
+        if not bad:
+            print("ok - docs-figures: %d figures agree with their sources" % good)
+        p, f = self_test()
+        print("%d passed, %d failed" % (good + p, len(bad) + f))
+        return 1 if bad or f else 0
+    if len(argv) > 1:
+        sys.stderr.write(__doc__)
+        return 2
+    return write(ROOT)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
