@@ -6,6 +6,8 @@
 # Checks ("ok - ..." / "not ok - ...", then "N passed, M failed"):
 #   make-run        HERD_BIND and HERD_THREADS given to `make run` reach the server (banner)
 #   threads-source  without --threads the banner says where the worker count came from (quota or affinity)
+#   readme-banner   the README's sample banner is, line for line, what that server printed
+#                   (tests/ops/readme_banner.py: machine-dependent values compared by shape)
 #   address-in-use  a second server on a taken port says which process holds it, exit non-zero
 #   idle-stats      an idle server writes no periodic stats line; one that steps does
 #   herd-stats      python3 -m herd.stats prints a live summary from the stats op
@@ -65,6 +67,10 @@ if wait_for "$tmp/s2.log" "endpoint" 10 && grep -Eq "threads    [0-9]+ workers \
 else
   nok "threads-source"; head -n 4 "$tmp/s2.log"
 fi
+
+# 2b. the README shows the banner the server prints
+out=$("$PY" tests/ops/readme_banner.py README.md "$tmp/s2.log" 2>&1); rc=$?
+if [ $rc -eq 0 ]; then ok "readme-banner: $out"; else nok "readme-banner (README.md, section Server):"; echo "$out"; fi
 
 # 3. address in use
 "$BUILD/herd-server" --bind "tcp://127.0.0.1:$port2" >"$tmp/dup.log" 2>&1; rc=$?
