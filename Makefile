@@ -336,8 +336,8 @@ bench-report: $(BUILD)/herd-bench $(BUILD)/herd-server $(BUILD)/herd-bench-c-cli
 
 # The figures of README.md that come from runs (evaluations, training times, speeds, memory), written between their
 # markers from the files the runs committed: examples/*_eval.json, examples/ppo_stand_log.csv and
-# docs/benchmarks/results.jsonl (docs/figures.py --list).  Runs nothing; `docs/figures.py --check` is a stage of
-# make test.
+# docs/benchmarks/results.jsonl (docs/figures.py --list), and docs/benchmarks.md again from that file
+# (bench/report/run.py --replay).  Runs no benchmark or training; `docs/figures.py --check` is a stage of make test.
 .PHONY: docs-figures
 docs-figures:
 	/usr/bin/python3 docs/figures.py

@@ -9,7 +9,9 @@ memory size) sits between markers, and this script writes it from the file that 
     ...
     <!-- /figs -->
 
-What sits between the markers is the script's; the words around them are the page's.  `--list` prints every
+What sits between the markers is the script's; the words around them are the page's.  Pages generated whole
+from a run output (GENERATED: docs/benchmarks.md from docs/benchmarks/results.jsonl) are written again by their
+generator's replay mode and compared the same way.  `--list` prints every
 figure name, its source and what it shows.  A marker whose name is unknown, whose source is missing or lacks the
 key is an error (naming the file and what writes it), never a silent blank.
 
@@ -475,6 +477,37 @@ def render(text, S):
     return out, results
 
 
+# Pages generated whole from a committed run output: (page, generator and its arguments, the file it writes in
+# OUT).  `make docs-figures` writes them again from the output (no benchmark runs); the check compares.
+GENERATED = [
+    ("docs/benchmarks.md", ["bench/report/run.py", "--replay", "docs/benchmarks/results.jsonl", "--out", "{out}"],
+     "benchmarks.md"),
+]
+
+
+def regenerate(root, page, argv, name):
+    """(the page as its generator writes it from the committed output, or None; why not)."""
+    with tempfile.TemporaryDirectory(prefix="herd-figures.") as out:
+        cmd = [sys.executable] + [os.path.join(root, a) if i == 0 else a.replace("{out}", out)
+                                  for i, a in enumerate(argv)]
+        r = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+        path = os.path.join(out, name)
+        if r.returncode != 0 or not os.path.exists(path):
+            tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or [""]
+            return None, "%s failed (exit %d): %s" % (" ".join(argv[:3]), r.returncode, tail[0])
+        with open(path, encoding="utf-8") as f:
+            return f.read(), ""
+
+
+def generator_missing():
+    """Why the generated pages cannot be written here (their generator's imports), or ''."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return "matplotlib is not installed for %s (Debian: python3-matplotlib)" % sys.executable
+    return ""
+
+
 def tracked_markdown(root):
     try:
         out = subprocess.run(["git", "-C", root, "ls-files", "-z", "--", "*.md"], capture_output=True, check=True)
@@ -517,6 +550,31 @@ def check(root, src_root=None, files=None, quiet=False):
     return good, bad
 
 
+def check_generated(root, entries=None):
+    """(agreeing pages, [problem lines], [skip reasons]) for the GENERATED pages."""
+    good, bad, skipped = 0, [], []
+    why = generator_missing() if entries is None else ""
+    for page, argv, name in (GENERATED if entries is None else entries):
+        if why:
+            skipped.append("%s: %s" % (page, why))
+            continue
+        want, err = regenerate(root, page, argv, name)
+        if want is None:
+            bad.append("%s: %s" % (page, err))
+            continue
+        with open(os.path.join(root, page), encoding="utf-8") as f:
+            have = f.read()
+        if have == want:
+            good += 1
+            continue
+        a, b = have.splitlines(), want.splitlines()
+        k = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+        bad.append("%s:%d: differs from what %s writes from %s (make docs-figures): %r, expected %r"
+                   % (page, k + 1, argv[0], argv[2], a[k][:120] if k < len(a) else "(end)",
+                      b[k][:120] if k < len(b) else "(end)"))
+    return good, bad, skipped
+
+
 def write(root):
     S = Sources(root)
     errors, changed = [], 0
@@ -534,6 +592,22 @@ def write(root):
         if out != text:
             with open(os.path.join(root, rel), "w", encoding="utf-8") as f:
                 f.write(out)
+    why = generator_missing()
+    for page, argv, name in GENERATED:
+        if why:
+            errors.append("%s: not written: %s" % (page, why))
+            continue
+        want, err = regenerate(root, page, argv, name)
+        if want is None:
+            errors.append("%s: %s" % (page, err))
+            continue
+        with open(os.path.join(root, page), encoding="utf-8") as f:
+            have = f.read()
+        if have != want:
+            changed += 1
+            with open(os.path.join(root, page), "w", encoding="utf-8") as f:
+                f.write(want)
+            print("%s: written again from %s" % (page, argv[2]))
     for e in errors:
         print("error: " + e, file=sys.stderr)
     print("docs-figures: %d figure%s rewritten%s" % (changed, "" if changed == 1 else "s",
@@ -641,7 +715,19 @@ def self_test():
         g, b = check(root, files=["PAGE.md"], quiet=True)
         case("check: an unclosed block fails", len(b) == 1 and "without a line <!-- /figs -->" in b[0], b)
 
-        # 5. the committed pages against copies of the committed sources, one number changed in each
+        # 5. a generated page: equal to its generator's output passes, a changed number fails
+        put(root, "gen.py", "import json, os, sys\nd = json.load(open(sys.argv[1]))\n"
+                            "open(os.path.join(sys.argv[2], 'page.md'), 'w').write('rate %d\\n' % d['rate'])\n")
+        put(root, "out.json", {"rate": 7})
+        gen = [("PAGE2.md", ["gen.py", "out.json", "{out}"], "page.md")]
+        put(root, "PAGE2.md", "rate 7\n")
+        g1, b1, _s = check_generated(root, gen)
+        put(root, "out.json", {"rate": 8})
+        g2, b2, _s = check_generated(root, gen)
+        case("a generated page is checked against its generator's output", g1 == 1 and not b1 and g2 == 0
+             and len(b2) == 1 and "PAGE2.md:1:" in b2[0] and "'rate 8'" in b2[0], (b1, b2))
+
+        # 6. the committed pages against copies of the committed sources, one number changed in each
         committed = pages(ROOT)
         used = {}
         for rel, text in committed.items():
@@ -690,9 +776,19 @@ def main(argv):
         good, bad = check(ROOT)
         if not bad:
             print("ok - docs-figures: %d figures agree with their sources" % good)
+        ggood, gbad, gskip = check_generated(ROOT)
+        for b in gbad:
+            print("not ok - " + b)
+        for w in gskip:
+            print("SKIPPED " + w)
+        if ggood:
+            print("ok - docs-figures: %d generated page%s as %s write%s %s" % (
+                ggood, "" if ggood == 1 else "s", "its generator" if ggood == 1 else "their generators",
+                "s" if ggood == 1 else "", "it" if ggood == 1 else "them"))
         p, f = self_test()
-        print("%d passed, %d failed" % (good + p, len(bad) + f))
-        return 1 if bad or f else 0
+        print("%d passed, %d failed%s" % (good + ggood + p, len(bad) + len(gbad) + f,
+                                          ", %d skipped" % len(gskip) if gskip else ""))
+        return 1 if bad or gbad or f else 0
     if len(argv) > 1:
         sys.stderr.write(__doc__)
         return 2
