@@ -328,6 +328,7 @@ contact-models-report: $(BUILD)/herd-bench
 	mv $(BUILD)/contact-models.jsonl docs/contact-models/results.jsonl
 	mv $(BUILD)/contact-models.txt docs/contact-models/results.txt
 	/usr/bin/python3 docs/contact-models/plot.py docs/contact-models/results.jsonl docs/contact-models
+	@$(MAKE) --no-print-directory docs-figures
 .PHONY: bench-report
 # The benchmark report: docs/benchmarks.md + docs/benchmarks/*.png (bench/report/run.py, bounded by --budget 600 s)
 bench-report: $(BUILD)/herd-bench $(BUILD)/herd-server $(BUILD)/herd-bench-c-client
@@ -335,8 +336,8 @@ bench-report: $(BUILD)/herd-bench $(BUILD)/herd-server $(BUILD)/herd-bench-c-cli
 	@$(MAKE) --no-print-directory docs-figures
 
 # The figures of README.md that come from runs (evaluations, training times, speeds, memory), written between their
-# markers from the files the runs committed: examples/*_eval.json, examples/ppo_stand_log.csv and
-# docs/benchmarks/results.jsonl (docs/figures.py --list), and docs/benchmarks.md again from that file
+# markers from the files the runs committed: examples/*_eval.json, examples/ppo_stand_log.csv,
+# docs/contact-models/results.jsonl and docs/benchmarks/results.jsonl (docs/figures.py --list), and docs/benchmarks.md again from that file
 # (bench/report/run.py --replay).  Runs no benchmark or training; `docs/figures.py --check` is a stage of make test.
 .PHONY: docs-figures
 docs-figures:

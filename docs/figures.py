@@ -44,6 +44,7 @@ SOURCES = {
     "stand_log": ("examples/ppo_stand_log.csv", "examples/ppo_stand.py (a training)"),
     "rough": ("examples/rough_eval.json", "the rough-terrain training"),
     "bench": ("docs/benchmarks/results.jsonl", "make bench-report"),
+    "contact_models": ("docs/contact-models/results.jsonl", "make contact-models-report"),
 }
 
 INLINE = re.compile(r"<!-- fig:([A-Za-z0-9_.\-]+) -->(.*?)<!-- /fig -->")
@@ -400,6 +401,35 @@ def _(S):
     return "| what | figure |\n|---|---|\n" + "".join("| %s | %s |\n" % r for r in rows)
 
 
+# ---- contact models (docs/contact-models/results.jsonl, as make contact-models-report wrote it) -----------------
+
+def _cm(S, experiment, solver):
+    rows = S.get("contact_models")
+    got = [d for d in (rows if isinstance(rows, list) else [rows]) if isinstance(d, dict)
+           and d.get("experiment") == experiment and d.get("solver") == solver]
+    if not got:
+        raise FigureError("%s has no %s line of %s" % (SOURCES["contact_models"][0], experiment, solver))
+    return got
+
+
+def _register_contact_models():
+    for key, doc in (("within_1pct_stick", "stick-only steps"), ("within_1pct_slip", "steps with a slipping contact")):
+        name = "cm.paper.fig6_" + key.rsplit("_", 1)[1]
+        FIGURES[name] = ("contact_models", (lambda key: lambda S: span(
+            *(lambda v: (min(v), max(v)))([100 * need(d, key, src="contact_models")
+                                           for d in _cm(S, "fig6", "paper-bisection")]), fmt="%.0f") + " %")(key),
+            "paper-bisection: range over the four scenarios of the share of %s within 1 %% of Coulomb" % doc)
+
+
+_register_contact_models()
+
+
+@figure("cm.paper.slide_short", "contact_models", "paper-bisection: how far short of mu g the sliding cube decelerates")
+def _(S):
+    gaps = [-need(d, "decel_gap_rel", src="contact_models") for d in _cm(S, "cube_slide", "paper-bisection")]
+    return span(min(gaps) * 100, max(gaps) * 100, fmt="%.1f") + " %"
+
+
 # ---- filling and checking ----------------------------------------------------------------------------------------
 
 def value(name, S):
@@ -741,6 +771,8 @@ def self_test():
             "bench": lambda rows: [r.__setitem__("bytes_per_world", r["bytes_per_world"] + 500)
                                    for r in rows if r.get("bench") == "server_memory"],
             "stand_log": None,
+            "contact_models": lambda rows: [r.__setitem__("within_1pct_slip", 0.5) for r in rows
+                                            if r.get("experiment") == "fig6" and r.get("solver") == "paper-bisection"],
             "rough": lambda d: [r.__setitem__("no_fall_fraction", r["no_fall_fraction"] - 0.01)
                                 for r in _rough_rows(d)],
         }
