@@ -42,7 +42,8 @@ SOURCES = {
     "walk": ("examples/walk_eval.json", "examples/train_walk.py (a training)"),
     "stand": ("examples/ppo_stand_eval.json", "examples/ppo_stand.py (a training)"),
     "stand_log": ("examples/ppo_stand_log.csv", "examples/ppo_stand.py (a training)"),
-    "rough": ("examples/rough_eval.json", "the rough-terrain training"),
+    "rough": ("examples/rough_eval.json", "the rough-terrain training and evaluation (examples/train_rough.py, "
+                                          "examples/play.py)"),
     "bench": ("docs/benchmarks/results.jsonl", "make bench-report"),
     "contact_models": ("docs/contact-models/results.jsonl", "make contact-models-report"),
 }
@@ -238,6 +239,8 @@ def _rough_top(S, key):
 
 
 def _levels(v):
+    if isinstance(v, dict) and "min" in v and "max" in v:
+        return span(v["min"], v["max"])
     if isinstance(v, list) and v and all(isinstance(x, (int, float)) for x in v):
         return span(min(v), max(v))
     if isinstance(v, list):
@@ -660,7 +663,7 @@ SAMPLE_PAGE = ("# sample\n\n695 iterations in <!-- fig:walk.train_min -->1 min<!
                "rough training <!-- fig:rough.train_min -->?<!-- /fig -->, level <!-- fig:rough.terrain_level -->"
                "?<!-- /fig -->\n")
 SAMPLE_ROUGH = [{"bench": "rough_eval", "terrain": "slope", "episodes": 200, "lin_vel_error": 0.2, "yaw_rate_error": 0.1,
-                 "no_fall_fraction": 0.97, "levels": [0, 9]},
+                 "no_fall_fraction": 0.97, "levels": {"min": 0, "max": 9}},
                 {"bench": "rough_eval", "terrain": "stairs up", "episodes": 200, "lin_vel_error": 0.31,
                  "yaw_rate_error": 0.12, "no_fall_fraction": 0.9, "levels": [0, 9]},
                 {"train_wall_s": 1200.0, "mean_terrain_level": 4.25}]
@@ -692,6 +695,7 @@ def self_test():
         out, res = render(SAMPLE_PAGE, Sources(root))
         want = ["<!-- fig:walk.train_min -->56.9 min<!-- /fig -->", "<!-- fig:walk.iterations -->695<!-- /fig -->",
                 "<!-- fig:walk.lin_vel -->0.112 m/s<!-- /fig -->", "<!-- fig:walk.no_fall -->98.5 %<!-- /fig -->",
+                "| slope | 200 | 0.200 m/s | 0.100 rad/s | 97.0 % | 0–9 |",
                 "| stairs up | 200 | 0.310 m/s | 0.120 rad/s | 90.0 % | 0–9 |",
                 "<!-- fig:rough.train_min -->20.0 min<!-- /fig -->",
                 "<!-- fig:rough.terrain_level -->4.25<!-- /fig -->"]
