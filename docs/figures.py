@@ -564,11 +564,36 @@ def pages(root, files=None):
     return out
 
 
+DISTINCT = re.compile(r"\d\.\d.*[^\d\s.,]")   # a figure with a decimal and a unit: 0.112 m/s, 98.5 %
+
+
+def loose_copies(text, S):
+    """[(line, name, value)]: a marked figure's value (one with a decimal and a unit, not 0.0 % or 100.0 %) written
+    on the page outside any marker, where no script will update it."""
+    masked = BLOCK.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    masked = INLINE.sub(lambda m: " " * len(m.group(0)), masked)
+    names = {m.group(1) for m in INLINE.finditer(text)}
+    out = []
+    for name in sorted(names):
+        try:
+            v = value(name, S)
+        except FigureError:
+            continue
+        if "\n" in v or not DISTINCT.search(v) or v in ("0.0 %", "100.0 %"):
+            continue
+        for m in re.finditer(r"(?<![\d.])" + re.escape(v), masked):
+            out.append((masked.count("\n", 0, m.start()) + 1, name, v))
+    return out
+
+
 def check(root, src_root=None, files=None, quiet=False):
     """(agreeing figures, [problem lines]) for the pages under root against the sources under src_root."""
     S = Sources(src_root or root)
     good, bad = 0, []
     for rel, text in pages(root, files).items():
+        for line, name, v in loose_copies(text, S):
+            bad.append("%s:%d: %r, the value of %s, is written outside its markers: mark it "
+                       "<!-- fig:%s -->...<!-- /fig --> or leave it out" % (rel, line, v, name, name))
         for line, name, old, new, err in render(text, S)[1]:
             if err:
                 bad.append("%s:%d: %s: %s" % (rel, line, name, err))
@@ -726,8 +751,13 @@ def self_test():
         put(root, "PAGE.md", out.replace("0.112 m/s", "0.109 m/s"))
         g, b = check(root, files=["PAGE.md"], quiet=True)
         case("check: a figure edited by hand fails", len(b) == 1 and "walk.lin_vel" in b[0], b)
+        # a marked figure's value copied by hand elsewhere on the page is caught
+        put(root, "PAGE.md", out + "\nas said above, 98.5 % of the episodes\n")
+        g, b = check(root, files=["PAGE.md"], quiet=True)
+        case("check: a marked figure copied by hand outside its markers fails", len(b) == 1 and
+             "PAGE.md:%d: '98.5 %%', the value of walk.no_fall, is written outside" % (out.count("\n") + 2) in b[0], b)
         # 4. unknown names, broken markers and missing sources are errors, not blanks
-        put(root, "PAGE.md", out + "x <!-- fig:walk.no_such -->1<!-- /fig -->\ny <!-- fig:walk.no_fall -->98.5 %\n")
+        put(root, "PAGE.md", out + "x <!-- fig:walk.no_such -->1<!-- /fig -->\ny <!-- fig:walk.no_fall -->98 %\n")
         g, b = check(root, files=["PAGE.md"], quiet=True)
         case("check: an unknown figure and an unclosed marker fail", len(b) == 2 and "unknown figure" in b[0]
              and "without" in b[1], b)
