@@ -180,6 +180,35 @@ def find_checkpoint(run_dir, checkpoint):
     return max(its)[1]
 
 
+def init_from(policy, path):
+    """Initializes `policy` (an rsl_rl ActorCritic) from the rsl_rl checkpoint at `path` of a task whose
+    observation is a prefix of this one's (anymal_c-walk's 48 values are the first 48 of anymal_c-rough's 235,
+    and of its critic's 244): every tensor of the same shape is copied; a first layer with fewer input columns
+    fills the first columns and the new inputs' columns start at 0, so the new policy acts exactly as the old
+    one until it learns to use them.  Returns one line per tensor saying what was done."""
+    import torch
+    old = torch.load(path, map_location="cpu")["model_state_dict"]
+    new = policy.state_dict()
+    done = []
+    for k, v in new.items():
+        w = old.get(k)
+        if w is None:
+            done.append("%s: kept (not in %s)" % (k, os.path.basename(path)))
+        elif w.shape == v.shape:
+            new[k] = w.clone()
+            done.append("%s: copied" % k)
+        elif w.dim() == 2 and w.shape[0] == v.shape[0] and w.shape[1] < v.shape[1]:
+            t = torch.zeros_like(v)
+            t[:, :w.shape[1]] = w
+            new[k] = t
+            done.append("%s: first %d of %d input columns copied, the rest 0" % (k, w.shape[1], v.shape[1]))
+        else:
+            raise SystemExit("--init_from %s: %s has shape %s, this policy's is %s" % (path, k, tuple(w.shape),
+                                                                                      tuple(v.shape)))
+    policy.load_state_dict(new)
+    return done
+
+
 def with_server(address, server_threads, fn):
     """fn(address, cpu_clock) against `address`, or against a herd-server started here and stopped afterwards."""
     sys.path.insert(0, HERE)

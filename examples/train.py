@@ -57,6 +57,9 @@ def parse_args(argv=None):
     ap.add_argument("--resume", action="store_true", help="continue a run (--load_run, --checkpoint)")
     ap.add_argument("--load_run", default="-1", help="run folder to resume (-1: the newest)")
     ap.add_argument("--checkpoint", type=int, default=-1, help="iteration to resume from (-1: the last saved)")
+    ap.add_argument("--init_from", metavar="CHECKPOINT",
+                    help="start from another task's rsl_rl checkpoint whose observation is a prefix of this task's "
+                         "(e.g. an anymal_c-walk model for anymal_c-rough: the height scan's weights start at 0)")
     ap.add_argument("--rsl_rl", type=int, choices=[1, 2], default=2, help="rsl_rl major version to train with")
     ap.add_argument("--address", default=None, help="herd server(s), comma-separated (default: start one)")
     ap.add_argument("--server-threads", type=int, default=0, help="threads of the started server (0: all cores)")
@@ -112,7 +115,8 @@ def train(opt, torch, task, config, address, cpu):
         herd_tasks.desync(env, opt.seed)
     recorded = herd_tasks.recorded_config(env, config)
     with open(os.path.join(log_dir, "config.json"), "w") as f:
-        json.dump({"task": task.name, "rsl_rl": opt.rsl_rl, "num_envs": num_envs, "hidden": hidden,
+        json.dump({"task": task.name, "rsl_rl": opt.rsl_rl, "init_from": opt.init_from, "num_envs": num_envs,
+                   "hidden": hidden,
                    "task_config": recorded, "runner": train_cfg, "seed": opt.seed,
                    "command": " ".join(sys.argv)}, f, indent=1)
     print("train: %s x %d worlds on %s; obs %d, critic %s, act %d; actor/critic %s; rsl_rl %d; run %s"
@@ -124,6 +128,10 @@ def train(opt, torch, task, config, address, cpu):
     if resume_from:
         runner.load(resume_from)
         print("train: resumed from %s (iteration %d)" % (resume_from, runner.current_learning_iteration), flush=True)
+    elif opt.init_from:
+        policy = runner.alg.policy if hasattr(runner.alg, "policy") else runner.alg.actor_critic
+        for line in herd_tasks.init_from(policy, opt.init_from):
+            print("train: --init_from: " + line, flush=True)
     cpu0 = cpu.read()
     t_train0 = time.perf_counter()
     iterations = train_cfg["max_iterations"] if opt.max_iterations is None else opt.max_iterations
@@ -135,7 +143,8 @@ def train(opt, torch, task, config, address, cpu):
                     "setup_s": round(t_train0 - t_start, 1), "cpu_s_learner": round(cpu1[0] - cpu0[0], 1),
                     "cpu_s_server": round(cpu1[1] - cpu0[1], 1),
                     "machine_share": round((cpu1[0] - cpu0[0] + cpu1[1] - cpu0[1]) / (wall * os.cpu_count()), 3),
-                    "checkpoint": runner.last_checkpoint, "config": recorded, "resumed_from": resume_from})
+                    "checkpoint": runner.last_checkpoint, "config": recorded, "resumed_from": resume_from,
+                    "init_from": opt.init_from})
     with open(os.path.join(log_dir, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     runner.save_curve()
