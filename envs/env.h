@@ -179,6 +179,13 @@ const struct sim_data *env_world_state(const env_t *e, int i);
 int env_terrain_levels(const env_t *e, double *mean, double by_kind[ENV_TERRAIN_KINDS],
                        int count_by_kind[ENV_TERRAIN_KINDS]);
 
+/* The tiles of n worlds ids[i] (or first + i when ids is NULL), as the spec's terrain_kinds number them: level[i]
+ * the world's terrain level (row, 0 = easiest), kind[i] its tile kind (an index into spec.terrain_kinds); -1 in
+ * both for a world never reset.  After env_reset or env_step, the tile of the episode obs describes (the new one
+ * after an autoreset).  Reads only; either pointer may be NULL.  Returns 0, or -1 (nothing written) if e's task
+ * has no terrain (spec.nterrain_kinds 0).  Not concurrently with env_step / env_reset on the same worlds. */
+int env_terrain_tiles(const env_t *e, int first, int n, const int32_t *ids, int32_t *level, int32_t *kind);
+
 /* ---- looking at worlds (env_scene.c): read-only, no RNG draw, no effect on later steps ---- */
 
 /* The task's visual scene: bodies, their primitives (from the model's geometries, coloured by role) and the

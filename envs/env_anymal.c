@@ -830,6 +830,21 @@ static void rough_step(const struct env *e, env_world *const *ws, int n, const f
     anymal_step(e, ws, n, act, obs, reward, terms, terminated, truncated, failed, b, rough_rewards);
 }
 
+int env_terrain_tiles(const env_t *e, int first, int n, const int32_t *ids, int32_t *level, int32_t *kind)
+{
+    const anymal_shared *s = shared(e);
+    if (e->task != &env_task_anymal_rough || !s->terrain) return -1;
+    for (int i = 0; i < n; i++) {
+        const env_world *w = &e->worlds[ids ? ids[i] : first + i];
+        const rough_state *rs = rough_of(e, w);
+        env_terrain_tile tile;
+        const int ok = w->task && rs->placed && !env_terrain_tile_at(s->terrain, rs->level, rs->col, &tile);
+        if (level) level[i] = ok ? rs->level : -1;
+        if (kind) kind[i] = ok ? tile.kind : -1;
+    }
+    return 0;
+}
+
 _Static_assert(ENV_TERRAIN_KINDS == ENV_TILE_COUNT, "env.h names every tile kind");
 int env_terrain_levels(const env_t *e, double *mean, double by_kind[ENV_TERRAIN_KINDS], int count_by_kind[ENV_TERRAIN_KINDS])
 {
@@ -1039,15 +1054,21 @@ static void critic_observe(const struct env *e, env_world *w, float *o)
 /* One ANYmal task: name and doc, observation table, episode (s), the task's own keys (a macro of KEY
  * entries) and its reward term names (a macro, in the order of the task's term enum, whose last entry nterm
  * counts them). */
-#define ANYMAL_TASK(var, task, nm, what, TABLE, PRIV, ep, contacts, KEYS, TERMS, nterm)                      \
+/* TERRAIN: the spec's terrain kinds (NO_TERRAIN for a flat task) */
+#define ANYMAL_TASK(var, task, nm, what, TABLE, PRIV, ep, contacts, KEYS, TERMS, nterm, TERRAIN)             \
     _Static_assert(COUNT(const char *, TERMS) == nterm, nm ": one name per reward term");                    \
     const env_task var = {                                                                                   \
         .spec = {.name = nm, .doc = what, ANYMAL_FIELDS_TIMING(task##_obs, TABLE, ep, PRIV),                \
                  .nconfig = COUNT(env_config_key, COMMON_KEYS(contacts), KEYS),                            \
                  .config = {COMMON_KEYS(contacts), KEYS},        \
-                 .nterms = nterm, .terms = {TERMS}},                                                         \
+                 .nterms = nterm, .terms = {TERMS}, TERRAIN},                                                \
         ANYMAL_FUNCTIONS(task),                                                                              \
     }
+
+#define NO_TERRAIN .nterrain_kinds = 0
+_Static_assert(COUNT(const char *, ENV_TILE_NAMES) == ENV_TILE_COUNT, "one name per tile kind");
+_Static_assert(ENV_TILE_COUNT <= ENV_MAX_TERRAIN_KINDS, "the spec holds every tile kind");
+#define ROUGH_TERRAIN .nterrain_kinds = ENV_TILE_COUNT, .terrain_kinds = {ENV_TILE_NAMES}
 
 #define WALK_EPISODE_S 20
 #define WALK_KEYS                                                                                            \
@@ -1065,7 +1086,7 @@ static void critic_observe(const struct env *e, env_world *w, float *o)
 ANYMAL_TASK(env_task_anymal_walk, walk, "anymal_c-walk",
             "ANYmal C flat-ground velocity tracking (legged_gym's ANYmal C flat task): 48 observations, "
             "12 joint-target actions, 50 Hz policy, " STR(WALK_EPISODE_S) " s episodes, domain randomization",
-            WALK_OBS, CRITIC_PRIVILEGED, WALK_EPISODE_S, 16, WALK_KEYS, WALK_TERMS, W_NTERMS);
+            WALK_OBS, CRITIC_PRIVILEGED, WALK_EPISODE_S, 16, WALK_KEYS, WALK_TERMS, W_NTERMS, NO_TERRAIN);
 
 #define STAND_EPISODE_S 4
 #define STAND_KEYS                                                                                           \
@@ -1078,7 +1099,7 @@ ANYMAL_TASK(env_task_anymal_walk, walk, "anymal_c-walk",
 ANYMAL_TASK(env_task_anymal_stand, stand, "anymal_c-stand",
             "ANYmal C stands up from a random crouched or fallen pose and holds a target base height; "
             "46 observations, 12 joint-target actions, 50 Hz policy, " STR(STAND_EPISODE_S) " s episodes",
-            STAND_OBS, CRITIC_PRIVILEGED, STAND_EPISODE_S, 16, STAND_KEYS, STAND_TERMS, S_NTERMS);
+            STAND_OBS, CRITIC_PRIVILEGED, STAND_EPISODE_S, 16, STAND_KEYS, STAND_TERMS, S_NTERMS, NO_TERRAIN);
 
 #define ROUGH_EPISODE_S 20
 /* Contacts per world: a leg on a cell terrain touches several cells (and risers), so the 16 of the flat tasks are
@@ -1101,4 +1122,5 @@ ANYMAL_TASK(env_task_anymal_stand, stand, "anymal_c-stand",
 ANYMAL_TASK(env_task_anymal_rough, rough, "anymal_c-rough",
             "ANYmal C rough-terrain velocity tracking (legged_gym's anymal_c_rough): 10 x 20 terrain tiles with a "
             "level curriculum, 235 observations (187 heights), heading commands, " STR(ROUGH_EPISODE_S) " s episodes",
-            ROUGH_OBS, ROUGH_PRIVILEGED, ROUGH_EPISODE_S, ROUGH_MAX_CONTACTS, ROUGH_KEYS, WALK_TERMS, W_NTERMS);
+            ROUGH_OBS, ROUGH_PRIVILEGED, ROUGH_EPISODE_S, ROUGH_MAX_CONTACTS, ROUGH_KEYS, WALK_TERMS, W_NTERMS,
+            ROUGH_TERRAIN);

@@ -16,6 +16,7 @@
 #define ENV_MAX_TERMS 16
 #define ENV_MAX_CHOICES 12
 #define ENV_CHOICE_MAX 24
+#define ENV_MAX_TERRAIN_KINDS 8
 
 typedef enum { ENV_AUTORESET_NEXT_STEP = 0, ENV_AUTORESET_SAME_STEP, ENV_AUTORESET_DISABLED } env_autoreset;
 
@@ -61,6 +62,10 @@ typedef struct {
     env_config_key config[ENV_MAX_CONFIG];
     int nterms;                 /* reward terms (names below), summed into the reward */
     char terms[ENV_MAX_TERMS][ENV_NAME_MAX];
+    /* Tasks with a terrain curriculum: the names of its tile kinds (nterrain_kinds > 0), indexed by the kind number
+     * each world reports with its terrain level; 0 for flat tasks. */
+    int nterrain_kinds;
+    char terrain_kinds[ENV_MAX_TERRAIN_KINDS][ENV_CHOICE_MAX];
 } env_spec;
 
 /* A configuration override: key = value. */

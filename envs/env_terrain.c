@@ -34,8 +34,7 @@ struct env_terrain {
 
 const char *env_tile_name(int kind)
 {
-    static const char *const names[ENV_TILE_COUNT] = {"slope_up",  "slope_down",  "rough_slope",
-                                                      "stairs_up", "stairs_down", "obstacles"};
+    static const char *const names[ENV_TILE_COUNT] = {ENV_TILE_NAMES};
     return kind >= 0 && kind < ENV_TILE_COUNT ? names[kind] : "?";
 }
 

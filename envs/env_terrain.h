@@ -71,7 +71,9 @@ typedef enum {
     ENV_TILE_COUNT
 } env_tile_kind;
 
-/* "slope_up", "slope_down", "rough_slope", "stairs_up", "stairs_down", "obstacles" ("?" out of range). */
+/* The kinds' names, in env_tile_kind's order (a task's spec lists them as its terrain_kinds). */
+#define ENV_TILE_NAMES "slope_up", "slope_down", "rough_slope", "stairs_up", "stairs_down", "obstacles"
+/* ENV_TILE_NAMES[kind] ("?" out of range). */
 const char *env_tile_name(int kind);
 
 typedef struct {

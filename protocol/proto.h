@@ -37,7 +37,9 @@
  *    a name that exists nowhere (a NUL byte in it included) gets its field's own code. */
 /* 4: privileged critic observations: the spec's critic_obs fields, make's critic_obs option, info.critic_obs
  *    in reset and step replies. */
-#define PROTO_VERSION_MINOR 4
+/* 5: terrain curricula: the spec's terrain_kinds, info.terrain_level and info.terrain_kind in the reset and step
+ *    replies of such tasks, the session's terrain levels in stats. */
+#define PROTO_VERSION_MINOR 5
 #define PROTO_TOKEN_BYTES 16            /* a session token: 128 random bits (PROTOCOL.md section 9) */
 #define PROTO_NAME_MAX ENV_NAME_MAX     /* env names and config keys, with the terminating 0 */
 #define PROTO_MAX_CONFIG 64             /* config overrides per make request */
@@ -276,6 +278,7 @@ typedef struct {
     size_t physics_reset, episode_done, episode_return, episode_length, episode_terms;
     size_t final_obs, final_mask, reward_terms, autoreset;
     size_t critic_obs;          /* info.critic_obs, float32 [n, critic_dim] (minor 4) */
+    size_t terrain_level, terrain_kind; /* info.terrain_level and info.terrain_kind, int32 [n] (minor 5) */
     /* poses (minor 1): float32 [n, nbody, 3] and [n, nbody, 4]; the contacts' int32 [n], float32 [n, max, 3]
      * twice and [n, max] */
     size_t body_pos, body_quat, contact_count, contact_pos, contact_normal, contact_impulse;
@@ -286,12 +289,15 @@ enum {
     PROTO_STEP_FINAL_OBS = 1,       /* same-step autoreset: info.final_obs and info._final_obs */
     PROTO_STEP_REWARD_TERMS = 2,    /* info.reward_terms */
     PROTO_STEP_AUTORESET = 4,       /* next-step autoreset: info.autoreset */
+    PROTO_STEP_TERRAIN = 8,         /* a terrain task (reset and step): info.terrain_level, info.terrain_kind */
 };
 
 /* Lays out {"obs": float32 [n, obs_dim], "info": {}}, and with critic_dim > 0 info's "critic_obs", float32
- * [n, critic_dim] (minor 4; critic_dim 0: the bytes of a reply without it).  The tensor regions of reset and step
- * replies are reserved but not written: the caller must write every byte of each (the workers do). */
-int proto_encode_reset_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int critic_dim, proto_step_layout *lay);
+ * [n, critic_dim] (minor 4; critic_dim 0: the bytes of a reply without it), with PROTO_STEP_TERRAIN in flags (the
+ * only flag it reads) info's "terrain_level" and "terrain_kind", int32 [n] (minor 5).  The tensor regions of reset
+ * and step replies are reserved but not written: the caller must write every byte of each (the workers do). */
+int proto_encode_reset_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int critic_dim, unsigned flags,
+                             proto_step_layout *lay);
 /* Lays out a step reply (PROTOCOL.md, "step"); flags: PROTO_STEP_*; critic_dim as for reset. */
 int proto_encode_step_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int nterms, int critic_dim, unsigned flags,
                             proto_step_layout *lay);

@@ -310,5 +310,16 @@ int proto_decode_spec(const proto_value *o, env_spec *s, proto_error *err)
          (rc = decode_fields(o, "critic_obs", "the 'critic_obs' array", "critic_obs fields", s->critic_dim, s->critic,
                              &s->ncritic, err))))
         return rc;
+    /* the terrain kinds: optional (minor 5; absent from flat tasks and from older servers) */
+    if (proto_value_get(o, "terrain_kinds")) {
+        if ((rc = spec_array(o, "terrain_kinds", "'terrain_kinds'", "terrain kinds", ENV_MAX_TERRAIN_KINDS,
+                             &s->nterrain_kinds, err)))
+            return rc;
+        const msgpack_object *k = pv_obj(proto_value_get(o, "terrain_kinds"));
+        for (int i = 0; i < s->nterrain_kinds; i++)
+            if ((rc = read_str(&k->via.array.ptr[i], "terrain_kinds[]", s->terrain_kinds[i], sizeof s->terrain_kinds[i],
+                               err)))
+                return rc;
+    }
     return PROTO_OK;
 }

@@ -414,8 +414,8 @@ static void w_fields(proto_buf *b, const env_field *f, int n)
 static void w_spec(proto_buf *b, const env_spec *s, int with_critic)
 {
     /* the critic's observation only in specs that have one (minor 4): other specs encode as before */
-    const int critic = with_critic && s->critic_dim > 0;
-    proto_w_map(b, 13 + 2 * critic);
+    const int critic = with_critic && s->critic_dim > 0, terrain = s->nterrain_kinds > 0;
+    proto_w_map(b, 13 + 2 * critic + terrain);
     kv_members(b, s, spec_head_desc, NFIELDS(spec_head_desc));
     proto_w_str(b, "obs");
     w_fields(b, s->obs, s->nobs);
@@ -442,6 +442,12 @@ static void w_spec(proto_buf *b, const env_spec *s, int with_critic)
         kv_int(b, "critic_obs_dim", s->critic_dim);
         proto_w_str(b, "critic_obs");
         w_fields(b, s->critic, s->ncritic);
+    }
+    /* the terrain kinds only in specs of tasks with a terrain curriculum (minor 5) */
+    if (terrain) {
+        proto_w_str(b, "terrain_kinds");
+        proto_w_array(b, (uint32_t)s->nterrain_kinds);
+        for (int i = 0; i < s->nterrain_kinds; i++) proto_w_str(b, s->terrain_kinds[i]);
     }
 }
 
@@ -521,18 +527,28 @@ int proto_encode_stats_reply(proto_buf *b, uint64_t id, const proto_server_stats
     return b->oom ? -1 : 0;
 }
 
-int proto_encode_reset_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int critic_dim, proto_step_layout *lay)
+/* info's terrain_level and terrain_kind, int32 [n] each (minor 5) */
+static void terrain_regions(proto_buf *b, const uint64_t *s1, proto_step_layout *lay)
+{
+    lay->terrain_level = kv_region(b, "terrain_level", PROTO_DT_INT32, 1, s1);
+    lay->terrain_kind = kv_region(b, "terrain_kind", PROTO_DT_INT32, 1, s1);
+}
+
+int proto_encode_reset_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int critic_dim, unsigned flags,
+                             proto_step_layout *lay)
 {
     memset(lay, 0, sizeof *lay);
-    const int critic = critic_dim > 0;
+    const int critic = critic_dim > 0, terrain = !!(flags & PROTO_STEP_TERRAIN);
     uint64_t s2[2] = {(uint64_t)n, (uint64_t)obs_dim}, sc[2] = {(uint64_t)n, (uint64_t)(critic ? critic_dim : 0)};
+    uint64_t s1[1] = {(uint64_t)n};
     /* one allocation, no regrowth */
-    proto_buf_reserve(b, 256 + (size_t)n * ((size_t)obs_dim + (size_t)sc[1]) * 4);
+    proto_buf_reserve(b, 256 + (size_t)n * ((size_t)obs_dim + (size_t)sc[1] + 2 * (size_t)terrain) * 4);
     proto_w_reply_head(b, id, 2);
     lay->obs = kv_region(b, "obs", PROTO_DT_FLOAT32, 2, s2);
     proto_w_str(b, "info");
-    proto_w_map(b, (uint32_t)critic);
+    proto_w_map(b, (uint32_t)(critic + 2 * terrain));
     if (critic) lay->critic_obs = kv_region(b, "critic_obs", PROTO_DT_FLOAT32, 2, sc);
+    if (terrain) terrain_regions(b, s1, lay);
     return b->oom ? -1 : 0;
 }
 
@@ -551,7 +567,8 @@ int proto_encode_step_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int n
     if (flags & PROTO_STEP_FINAL_OBS) data += rows * (4 * od + 1);
     if (flags & PROTO_STEP_REWARD_TERMS) data += rows * 4 * nt;
     data += rows * 4 * (size_t)sc[1];
-    proto_buf_reserve(b, 64 + 14 * 64 + data);
+    if (flags & PROTO_STEP_TERRAIN) data += rows * 8;
+    proto_buf_reserve(b, 64 + 16 * 64 + data);
     proto_w_reply_head(b, id, 5);
     lay->obs = kv_region(b, "obs", PROTO_DT_FLOAT32, 2, so);
     lay->reward = kv_region(b, "reward", PROTO_DT_FLOAT32, 1, s1);
@@ -559,7 +576,7 @@ int proto_encode_step_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int n
     lay->truncated = kv_region(b, "truncated", PROTO_DT_BOOL, 1, s1);
     proto_w_str(b, "info");
     proto_w_map(b, 5 + !!(flags & PROTO_STEP_AUTORESET) + 2 * !!(flags & PROTO_STEP_FINAL_OBS) +
-                       !!(flags & PROTO_STEP_REWARD_TERMS) + critic);
+                       !!(flags & PROTO_STEP_REWARD_TERMS) + critic + 2 * !!(flags & PROTO_STEP_TERRAIN));
     lay->physics_reset = kv_region(b, "physics_reset", PROTO_DT_BOOL, 1, s1);
     lay->episode_done = kv_region(b, "episode_done", PROTO_DT_BOOL, 1, s1);
     lay->episode_return = kv_region(b, "episode_return", PROTO_DT_FLOAT32, 1, s1);
@@ -576,6 +593,7 @@ int proto_encode_step_reply(proto_buf *b, uint64_t id, int n, int obs_dim, int n
         lay->reward_terms = kv_region(b, "reward_terms", PROTO_DT_FLOAT32, 2, st);
     }
     if (critic) lay->critic_obs = kv_region(b, "critic_obs", PROTO_DT_FLOAT32, 2, sc);
+    if (flags & PROTO_STEP_TERRAIN) terrain_regions(b, s1, lay);
     return b->oom ? -1 : 0;
 }
 

@@ -134,6 +134,16 @@ static void done_push(srv_jobs *d, srv_job *j)
     if (was_empty) srv_jobs_wake(d);
 }
 
+/* A terrain task's rows r .. r + k - 1 after their reset or step: info.terrain_level and info.terrain_kind, the
+ * tiles of the episodes obs describes. */
+static void job_terrain(srv_job *j, int r, int k, int first, const int32_t *ids)
+{
+    uint8_t *R = j->reply;
+    int32_t *level = (int32_t *)(void *)(R + j->lay.terrain_level) + r;
+    int32_t *kind = (int32_t *)(void *)(R + j->lay.terrain_kind) + r;
+    env_terrain_tiles(j->sess->env, first, k, ids, level, kind);
+}
+
 /* Rows r .. r + k - 1 of a reset / step job (all owned by `worker`). */
 static void job_rows(srv_job *j, int worker, int r, int k)
 {
@@ -166,6 +176,7 @@ static void job_rows(srv_job *j, int worker, int r, int k)
     if (j->kind == SRV_JOB_RESET) {
         env_reset(s->env, first, k, ids, j->seeds ? j->seeds + r : NULL, obs);
         if (critic) env_critic_obs(s->env, first, k, ids, critic);
+        if (L->terrain_level) job_terrain(j, r, k, first, ids);
         if (met) srv_metrics_worker_busy(met, worker, srv_now_s() - t0);
         return;
     }
@@ -192,6 +203,7 @@ static void job_rows(srv_job *j, int worker, int r, int k)
     int refused = env_step(s->env, first, k, ids, act, obs, (float *)(void *)(R + L->reward) + r, term, trunc, &info);
     if (refused) atomic_fetch_add(&j->nrefused, refused);
     if (critic) env_critic_obs(s->env, first, k, ids, critic);
+    if (L->terrain_level) job_terrain(j, r, k, first, ids);
     if (met) {
         srv_metrics_env_steps(met, work.world_steps, work.physics_resets, work.solver_iterations, work.solver_capped,
                               work.solver_fallbacks, work.joint_limits_active);

@@ -198,7 +198,8 @@ static void handle_reset(srv_server *S, incoming *in)
     }
     proto_buf b;
     proto_buf_init(&b);
-    proto_encode_reset_reply(&b, p->id, j->n, j->sess->obs_dim, j->sess->critic_dim, &j->lay);
+    proto_encode_reset_reply(&b, p->id, j->n, j->sess->obs_dim, j->sess->critic_dim,
+                             j->sess->terrain ? PROTO_STEP_TERRAIN : 0, &j->lay);
     submit_rows(S, p, &b);
 }
 
@@ -249,7 +250,7 @@ static void handle_step(srv_server *S, incoming *in)
     p->has_payload = 1;
     unsigned flags = (s->autoreset == ENV_AUTORESET_NEXT_STEP ? PROTO_STEP_AUTORESET : 0) |
                      (s->autoreset == ENV_AUTORESET_SAME_STEP ? PROTO_STEP_FINAL_OBS : 0) |
-                     (r->reward_terms ? PROTO_STEP_REWARD_TERMS : 0);
+                     (r->reward_terms ? PROTO_STEP_REWARD_TERMS : 0) | (s->terrain ? PROTO_STEP_TERRAIN : 0);
     proto_buf b;
     proto_buf_init(&b);
     proto_encode_step_reply(&b, p->id, j->n, s->obs_dim, s->nterms, s->critic_dim, flags, &j->lay);

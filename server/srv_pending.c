@@ -281,6 +281,7 @@ static void complete_make(srv_server *S, pending *p)
     s->act_dim = s->spec->act_dim;
     s->nterms = s->spec->nterms;
     s->critic_dim = r->critic_obs ? s->spec->critic_dim : 0;
+    s->terrain = s->spec->nterrain_kinds > 0;
     s->autoreset = r->autoreset;
     s->seed = r->seed;
     s->created = s->last_active = srv_now_s();

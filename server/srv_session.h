@@ -45,6 +45,8 @@ struct srv_session {
     int nworlds, obs_dim, act_dim, nterms;
     int critic_dim;             /* the spec's critic_dim when the maker asked for critic_obs (reset and step replies
                                  * carry info.critic_obs), else 0 */
+    int terrain;                /* 1 for a task with a terrain curriculum (spec nterrain_kinds > 0): reset and step
+                                 * replies carry info.terrain_level and info.terrain_kind */
     env_autoreset autoreset;
     uint64_t seed;
     int rot;                    /* slice t runs on worker (t + rot) % T: small sessions spread out */

@@ -993,7 +993,7 @@ Test(reply, step_reply_buffer_is_allocated_once)
             cr_assert_eq(proto_encode_step_reply(&b, UINT64_MAX, n, 48, 10, 0, flags, &lay), 0);
             cr_assert_leq(b.cap, b.len + 1024, "n %d flags %u: cap %zu for %zu bytes", n, flags, b.cap, b.len);
             proto_buf_reset(&b);
-            cr_assert_eq(proto_encode_reset_reply(&b, UINT64_MAX, n, 48, 0, &lay), 0);
+            cr_assert_eq(proto_encode_reset_reply(&b, UINT64_MAX, n, 48, 0, 0, &lay), 0);
             proto_buf_free(&b);
         }
     }

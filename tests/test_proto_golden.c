@@ -569,6 +569,17 @@ static void spec_eq(const env_spec *a, const env_spec *b)
     cr_assert(a->critic_dim == b->critic_dim && a->ncritic == b->ncritic, "critic_obs %d/%d fields, %d/%d floats",
               a->ncritic, b->ncritic, a->critic_dim, b->critic_dim);
     for (int i = 0; i < a->ncritic; i++) field_eq(&a->critic[i], &b->critic[i]);
+    cr_assert_eq(a->nterrain_kinds, b->nterrain_kinds, "terrain kinds");
+    for (int i = 0; i < a->nterrain_kinds; i++) cr_assert_str_eq(a->terrain_kinds[i], b->terrain_kinds[i]);
+}
+
+/* The toy spec with a terrain curriculum (gen_golden.py TOY_SPEC_TERRAIN). */
+static void toy_spec_terrain(env_spec *s)
+{
+    toy_spec(s);
+    static const char *const kinds[] = {"slope_up", "stairs_down", "obstacles"};
+    s->nterrain_kinds = 3;
+    for (int i = 0; i < 3; i++) snprintf(s->terrain_kinds[i], sizeof s->terrain_kinds[i], "%s", kinds[i]);
 }
 
 static void expect_bytes(proto_buf *b, const char *name)
@@ -667,7 +678,7 @@ Test(golden, reset_and_step_replies_encode_to_the_bytes)
     vec v;
 
     load("rep_reset", &v);
-    proto_encode_reset_reply(&b, 6, 2, 3, 0, &lay);
+    proto_encode_reset_reply(&b, 6, 2, 3, 0, 0, &lay);
     fill(&b, lay.obs, jget(&v.json, "obs"));
     expect_bytes(&b, "rep_reset");
     unload(&v);
@@ -714,7 +725,7 @@ Test(golden, critic_obs_replies_encode_to_the_bytes)
     vec v;
 
     load("rep_reset_critic", &v);
-    proto_encode_reset_reply(&b, 44, 2, 3, 5, &lay);
+    proto_encode_reset_reply(&b, 44, 2, 3, 5, 0, &lay);
     cr_assert(lay.critic_obs > 0 && lay.critic_obs % PROTO_ALIGN == 0);
     fill(&b, lay.obs, jget(&v.json, "obs"));
     fill(&b, lay.critic_obs, jget(jget(&v.json, "info"), "critic_obs"));
@@ -742,7 +753,7 @@ Test(golden, critic_obs_replies_encode_to_the_bytes)
 
     /* critic_dim 0: no region, and the reply is the one without the option */
     proto_buf_reset(&b);
-    proto_encode_reset_reply(&b, 6, 2, 3, 0, &lay);
+    proto_encode_reset_reply(&b, 6, 2, 3, 0, 0, &lay);
     cr_assert_eq(lay.critic_obs, 0);
     proto_buf_free(&b);
 }
@@ -780,6 +791,76 @@ Test(golden, critic_obs_spec_and_make_request_decode)
     cr_assert_eq(q.critic_obs, 0, "off by default");
     unload(&v);
     proto_request_clear(&q);
+}
+
+/* Minor 5: a terrain task's spec ends with terrain_kinds; its reset and step replies end with info.terrain_level and
+ * info.terrain_kind (after critic_obs); flat tasks' replies are the bytes above. */
+Test(golden, terrain_replies_encode_to_the_bytes_and_decode)
+{
+    proto_buf b;
+    proto_buf_init(&b);
+    static const uint8_t token[PROTO_TOKEN_BYTES] = {0x5e, 0x1f, 0x0a, 0x9c, 0x33, 0xd2, 0xb7, 0x48,
+                                                     0x6e, 0x01, 0xf4, 0xc2, 0x9a, 0x7d, 0x5b, 0x10};
+    static const uint8_t view_token[PROTO_TOKEN_BYTES] = {0xa7, 0x40, 0x19, 0xe2, 0x6b, 0x05, 0xc8, 0x3d,
+                                                          0x91, 0xfe, 0x27, 0x54, 0x0c, 0xb3, 0x68, 0xdf};
+    env_spec spec, got;
+    toy_spec_terrain(&spec);
+    double cfg0[3] = {80, 4, 0};
+    proto_encode_make_reply(&b, 46, 7, token, view_token, 2, ENV_AUTORESET_NEXT_STEP, 0, &spec, cfg0, 0);
+    expect_bytes(&b, "rep_make_terrain");
+
+    vec v;
+    proto_reply r = {0};
+    proto_error err;
+    load("rep_make_terrain", &v);
+    cr_assert_eq(proto_decode_reply(v.bytes, v.len, &r, &err), PROTO_OK, "%s", err.message);
+    cr_assert_eq(proto_decode_spec(proto_value_get(r.root, "spec"), &got, &err), PROTO_OK, "%s", err.message);
+    spec_eq(&got, &spec);
+    proto_reply_clear(&r);
+    unload(&v);
+    load("rep_make", &v);
+    cr_assert_eq(proto_decode_reply(v.bytes, v.len, &r, &err), PROTO_OK, "%s", err.message);
+    cr_assert_eq(proto_decode_spec(proto_value_get(r.root, "spec"), &got, &err), PROTO_OK, "%s", err.message);
+    cr_assert_eq(got.nterrain_kinds, 0, "a flat spec has no terrain kinds");
+    proto_reply_clear(&r);
+    unload(&v);
+
+    proto_step_layout lay;
+    load("rep_reset_terrain", &v);
+    proto_buf_reset(&b);
+    proto_encode_reset_reply(&b, 47, 2, 3, 0, PROTO_STEP_TERRAIN, &lay);
+    cr_assert(lay.terrain_level > 0 && lay.terrain_level % PROTO_ALIGN == 0 && lay.terrain_kind % PROTO_ALIGN == 0);
+    fill(&b, lay.obs, jget(&v.json, "obs"));
+    fill(&b, lay.terrain_level, jget(jget(&v.json, "info"), "terrain_level"));
+    fill(&b, lay.terrain_kind, jget(jget(&v.json, "info"), "terrain_kind"));
+    expect_bytes(&b, "rep_reset_terrain");
+    unload(&v);
+
+    load("rep_step_terrain", &v);
+    proto_buf_reset(&b);
+    proto_encode_step_reply(&b, 48, 2, 3, 2, 5, PROTO_STEP_AUTORESET | PROTO_STEP_TERRAIN, &lay);
+    const jv *info = jget(&v.json, "info");
+    fill(&b, lay.obs, jget(&v.json, "obs"));
+    fill(&b, lay.reward, jget(&v.json, "reward"));
+    fill(&b, lay.terminated, jget(&v.json, "terminated"));
+    fill(&b, lay.truncated, jget(&v.json, "truncated"));
+    fill(&b, lay.physics_reset, jget(info, "physics_reset"));
+    fill(&b, lay.episode_done, jget(info, "episode_done"));
+    fill(&b, lay.episode_return, jget(info, "episode_return"));
+    fill(&b, lay.episode_length, jget(info, "episode_length"));
+    fill(&b, lay.episode_terms, jget(info, "episode_terms"));
+    fill(&b, lay.autoreset, jget(info, "autoreset"));
+    fill(&b, lay.critic_obs, jget(info, "critic_obs"));
+    fill(&b, lay.terrain_level, jget(info, "terrain_level"));
+    fill(&b, lay.terrain_kind, jget(info, "terrain_kind"));
+    expect_bytes(&b, "rep_step_terrain");
+    unload(&v);
+
+    /* without the flag: no regions */
+    proto_buf_reset(&b);
+    proto_encode_step_reply(&b, 9, 2, 3, 2, 0, PROTO_STEP_AUTORESET, &lay);
+    cr_assert(lay.terrain_level == 0 && lay.terrain_kind == 0);
+    proto_buf_free(&b);
 }
 
 /* The toy scene of gen_golden.py (TOY_SCENE). */

@@ -744,6 +744,25 @@ const float *herd_reply_critic_obs(const herd_reply *r, const herd_session *s, i
     return (const float *)(const void *)t.data;
 }
 
+int herd_reply_terrain(const herd_reply *r, const herd_session *s, int n, const int32_t **level, const int32_t **kind,
+                       herd_error *err)
+{
+    int rc = reply_check(r, err);
+    if (rc) return rc;
+    if (s->spec.nterrain_kinds <= 0)
+        return hc_fail(err, PROTO_E_BAD_REPLY, "session %llu: env '%s' has no terrain curriculum (no terrain_kinds)",
+                       (unsigned long long)s->id, s->spec.name);
+    proto_tensor tl, tk;
+    proto_error pe;
+    int64_t shp[1] = {n};
+    if (proto_get_tensor(r->msg.root, "info.terrain_level", PROTO_DT_INT32, 1, shp, &tl, &pe) ||
+        proto_get_tensor(r->msg.root, "info.terrain_kind", PROTO_DT_INT32, 1, shp, &tk, &pe))
+        return hc_fail(err, pe.code, "%s", pe.message);
+    if (level) *level = (const int32_t *)(const void *)tl.data;
+    if (kind) *kind = (const int32_t *)(const void *)tk.data;
+    return 0;
+}
+
 int herd_reply_reset(const herd_reply *r, const herd_session *s, int n, float *obs, herd_error *err)
 {
     int rc = reply_check(r, err);
@@ -769,7 +788,9 @@ int herd_reply_step(const herd_reply *r, const herd_session *s, int n, herd_step
         (rc = copy_out(r, "info.final_obs", PROTO_DT_FLOAT32, n, od, o->final_obs, s->autoreset == ENV_AUTORESET_SAME_STEP, err)) ||
         (rc = copy_out(r, "info._final_obs", PROTO_DT_BOOL, n, -1, o->final_mask, s->autoreset == ENV_AUTORESET_SAME_STEP, err)) ||
         (rc = copy_out(r, "info.reward_terms", PROTO_DT_FLOAT32, n, nt, o->reward_terms, 0, err)) ||
-        (rc = copy_out(r, "info.critic_obs", PROTO_DT_FLOAT32, n, s->critic_dim, o->critic_obs, s->critic_dim > 0, err)))
+        (rc = copy_out(r, "info.critic_obs", PROTO_DT_FLOAT32, n, s->critic_dim, o->critic_obs, s->critic_dim > 0, err)) ||
+        (rc = copy_out(r, "info.terrain_level", PROTO_DT_INT32, n, -1, o->terrain_level, s->spec.nterrain_kinds > 0, err)) ||
+        (rc = copy_out(r, "info.terrain_kind", PROTO_DT_INT32, n, -1, o->terrain_kind, s->spec.nterrain_kinds > 0, err)))
         return rc;
     return 0;
 }

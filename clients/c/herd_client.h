@@ -90,6 +90,9 @@ typedef struct {
     uint8_t *final_mask;        /* n: same_step sessions: final_obs row is valid */
     float *reward_terms;        /* n x nterms: when asked for */
     float *critic_obs;          /* n x critic_dim: sessions made with critic_obs (herd_make_opts) */
+    int32_t *terrain_level;     /* n: tasks with a terrain curriculum (spec.nterrain_kinds > 0; minor 5): each world's
+                                 * level (row) in the episode obs describes */
+    int32_t *terrain_kind;      /* n: the same tasks: each world's tile kind, an index into spec.terrain_kinds */
 } herd_step_out;
 
 typedef struct {
@@ -260,6 +263,13 @@ int herd_reply_tensor(const herd_reply *r, const char *path, proto_tensor *t, he
  * reply, n x s->critic_dim floats, 8-byte aligned, valid until herd_reply_destroy.  NULL with err filled when the
  * reply is an error, or has none of that shape (BAD_REPLY). */
 const float *herd_reply_critic_obs(const herd_reply *r, const herd_session *s, int n, herd_error *err);
+/* The terrain tiles of a reset or step reply of session s, whose task has a terrain curriculum (s->spec.nterrain_kinds
+ * > 0; minor 5): *level and *kind point into the reply (n int32 each, 8-byte aligned, valid until
+ * herd_reply_destroy): each world's terrain level and its tile kind (an index into s->spec.terrain_kinds).
+ * Returns 0, or an error code with err filled when the reply is an error, the task has no terrain or the reply
+ * lacks the tensors of that shape (BAD_REPLY). */
+int herd_reply_terrain(const herd_reply *r, const herd_session *s, int n, const int32_t **level, const int32_t **kind,
+                       herd_error *err);
 
 /* Replies from bytes, read exactly as the client reads what it receives (recorded replies, fuzzing):
  * herd_reply_decode copies len bytes and decodes them as one reply (op unknown: PROTO_OP_COUNT, server 0);

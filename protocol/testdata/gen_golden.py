@@ -277,11 +277,11 @@ add("rep_error", "reply", None,
     desc="every error reply has this form")
 add("rep_ping", "reply", "ping", ok(2, pong=True, time=1700000000.25))
 add("rep_hello", "reply", "hello",
-    ok(1, protocol=1, protocol_minor=4, server="herd 0.1.0", threads=8, auth="none",
+    ok(1, protocol=1, protocol_minor=5, server="herd 0.1.0", threads=8, auth="none",
        limits={"max_message_bytes": 16777216, "max_worlds_per_session": 16384, "max_worlds": 65536},
        envs=[TOY_SPEC]), desc="hello reply listing one (toy) env spec")
 add("rep_hello_bounds", "reply", "hello",
-    ok(1, protocol=1, protocol_minor=4, server="herd 0.1.0", threads=8, auth="curve",
+    ok(1, protocol=1, protocol_minor=5, server="herd 0.1.0", threads=8, auth="curve",
        limits={"max_message_bytes": 16777216, "max_worlds_per_session": 16384, "max_worlds": 65536,
                "max_memory_bytes": 12884901888, "max_sessions": 65536, "client_max_worlds": 65536,
                "client_max_sessions": 256, "client_max_inflight": 256, "client_max_queued_bytes": 1073741824,
@@ -342,6 +342,26 @@ add("rep_step_critic", "reply", "step",
                [0.0, 0.0, 15.0, -2.5], autoreset=Tensor("bool", [N], [1, 0]),
                critic_obs=Tensor("float32", [N, CD], f32(N * CD, -2.0, 0.75))),
     desc="next_step step reply of a session made with critic_obs: info.critic_obs last (minor 4)")
+
+# minor 5: terrain curricula.  A task with one lists its tile kinds in its spec (terrain_kinds, after every other
+# key); its reset and step replies carry each world's level and kind (an index into terrain_kinds), int32 [n], as
+# the last info entries (after critic_obs)
+TOY_SPEC_TERRAIN = dict(TOY_SPEC, terrain_kinds=["slope_up", "stairs_down", "obstacles"])
+add("rep_make_terrain", "reply", "make",
+    ok(46, session=7, token=TOKEN, view_token=VIEW_TOKEN, env="toy-v0", num_worlds=2, autoreset="next_step", seed=0,
+       config={"kp": 80.0, "decimation": 4.0, "solver": 0.0}, spec=TOY_SPEC_TERRAIN),
+    desc="make reply of a task with a terrain curriculum: its spec ends with terrain_kinds (minor 5)")
+add("rep_reset_terrain", "reply", "reset",
+    ok(47, obs=Tensor("float32", [N, OD], f32(N * OD, 0.5, 0.125)),
+       info={"terrain_level": Tensor("int32", [N], [3, 0]), "terrain_kind": Tensor("int32", [N], [0, 2])}),
+    desc="reset reply of a terrain task: info.terrain_level and info.terrain_kind, int32 [n] (minor 5)")
+add("rep_step_terrain", "reply", "step",
+    step_reply(48, f32(N * OD, -1.0, 0.5), [0.25, -1.5], [0, 1], [0, 0], [0, 1], [0.0, 12.5], [0, 250],
+               [0.0, 0.0, 15.0, -2.5], autoreset=Tensor("bool", [N], [1, 0]),
+               critic_obs=Tensor("float32", [N, CD], f32(N * CD, -2.0, 0.75)),
+               terrain_level=Tensor("int32", [N], [4, 9]), terrain_kind=Tensor("int32", [N], [1, 2])),
+    desc="next_step step reply of a terrain task made with critic_obs: info.terrain_level and info.terrain_kind "
+         "after critic_obs (minor 5); world 0's level is its new episode's")
 
 # a toy scene (minor 1): a base box with one leg (a capsule) ending in a sphere, on the plane z = 0
 TOY_SCENE = {

@@ -106,11 +106,19 @@ class HerdVectorEnv(_VectorEnvBase):
     config_names (the name of each such key's value, e.g. {"solver": "paper-bisection"}), reward_term_names, max_episode_steps,
     episode_statistics_key (None, or the infos key of the server's episode statistics), addresses,
     closed, render_mode (None), spec (set by gymnasium.make_vec), np_random, np_random_seed, critic_obs_dim
-    (0 unless made with critic_obs=True) and critic_obs_fields (the spec's critic_obs fields).
+    (0 unless made with critic_obs=True), critic_obs_fields (the spec's critic_obs fields) and terrain_kinds (the
+    names of the tile kinds of a task with a terrain curriculum, e.g. anymal_c-rough; [] for a flat task).
 
     With critic_obs=True (protocol minor 4) reset and step also return the critic's (privileged) observation in
     infos["critic_obs"], float32 (n, critic_obs_dim), rows as obs (a view of the message, like obs), with the
     mask infos["_critic_obs"]; after a reset with options["reset_mask"], rows of the worlds not reset are 0.
+
+    A task with a terrain curriculum (protocol minor 5; terrain_kinds not empty) reports every world's tile after
+    every reset and step: infos["terrain_level"] (int32, its level, 0 = easiest) and infos["terrain_kind"] (int32,
+    an index into terrain_kinds), rows as obs (views of the message), masks infos["_terrain_level"] and
+    infos["_terrain_kind"]; after an autoreset, the new episode's tile.  After a reset with options["reset_mask"]
+    the rows of the worlds not reset hold their last reported tile (-1 before any), the masks the reset worlds.
+    Flat tasks have neither key.
 
     The spaces are the session's real bounds (the spec's act / obs low and high: the clips the server
     applies; see README.md "Spaces and action scaling").
@@ -201,6 +209,7 @@ class HerdVectorEnv(_VectorEnvBase):
         self.reward_term_names = list(spec.get("reward_terms", []))
         self.critic_obs_dim = int(spec.get("critic_obs_dim", 0)) if critic_obs else 0
         self.critic_obs_fields = list(spec.get("critic_obs", [])) if critic_obs else []
+        self.terrain_kinds = [str(k) for k in spec.get("terrain_kinds", [])]
         self.max_episode_steps = int(spec.get("max_episode_steps", 0))
         if max_episode_steps is not None and int(max_episode_steps) != self.max_episode_steps:
             want = int(max_episode_steps) * float(spec["control_dt"])
@@ -217,6 +226,8 @@ class HerdVectorEnv(_VectorEnvBase):
         self._episode_start = np.full(self.num_envs, time.perf_counter())
         self._last_obs = None           # the latest observation of every world (for reset_mask)
         self._obs_buf = None
+        self._tiles = None              # the latest terrain level and kind of every world (for reset_mask)
+        self._tiles_own = False         # _tiles is the env's own buffer (not arrays handed out)
         self._np_random = None
         self._np_random_seed = None
 
@@ -501,6 +512,33 @@ class HerdVectorEnv(_VectorEnvBase):
                 self._last_obs = self._obs_buf
             self._obs_buf[ids] = obs
 
+    def _track_tiles(self, ids, level, kind):
+        """Keeps every world's latest tile: the reply's arrays themselves after a full batch (no copy), an own
+        buffer once a subset has been reported."""
+        if ids is None:
+            self._tiles, self._tiles_own = (level, kind), False
+            return
+        if self._tiles is None:
+            self._tiles = (np.full(self.num_envs, -1, np.int32), np.full(self.num_envs, -1, np.int32))
+        elif not self._tiles_own:
+            self._tiles = (np.array(self._tiles[0]), np.array(self._tiles[1]))
+        self._tiles_own = True
+        self._tiles[0][ids] = level
+        self._tiles[1][ids] = kind
+
+    def _tile_infos(self, infos, info, req, mask=None):
+        """infos["terrain_level"] / ["terrain_kind"] and their masks from a reply's info (terrain tasks only)."""
+        level, kind = info.get("terrain_level"), info.get("terrain_kind")
+        if level is None or kind is None:
+            return
+        self._track_tiles(req.ids, level, kind)
+        if mask is not None:
+            level, kind = np.array(self._tiles[0]), np.array(self._tiles[1])
+        else:
+            mask = np.ones(req.n, dtype=np.bool_)
+        infos["terrain_level"], infos["_terrain_level"] = level, mask
+        infos["terrain_kind"], infos["_terrain_kind"] = kind, mask
+
     def _after_reset(self, req, data):
         obs = data["obs"]
         now = time.perf_counter()
@@ -520,11 +558,13 @@ class HerdVectorEnv(_VectorEnvBase):
                 infos["critic_obs"] = np.zeros((self.num_envs, critic.shape[1]), np.float32)
                 infos["critic_obs"][req.ids] = critic
                 infos["_critic_obs"] = req.reset_mask
+            self._tile_infos(infos, data.get("info", {}), req, req.reset_mask)
             return full, infos
         infos = {}
         if critic is not None:
             infos["critic_obs"] = critic
             infos["_critic_obs"] = np.ones(req.n, dtype=np.bool_)
+        self._tile_infos(infos, data.get("info", {}), req)
         if req.ids is not None:
             infos["env_id"] = req.ids
         return obs, infos
@@ -570,6 +610,8 @@ class HerdVectorEnv(_VectorEnvBase):
             # the state obs describes (after an autoreset the new episode's), so not part of final_info
             infos["critic_obs"] = info["critic_obs"]
             infos["_critic_obs"] = np.ones(req.n, dtype=np.bool_)
+        # the tile of the episode obs describes, so not part of final_info either
+        self._tile_infos(infos, info, req)
         if req.ids is not None:
             infos["env_id"] = req.ids
         self._track_obs(req.ids, obs)
