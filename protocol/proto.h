@@ -269,6 +269,15 @@ typedef struct {
     int64_t num_worlds;
     uint64_t steps, requests, errors;
     double steps_per_s, age_s, idle_s;
+    /* a task with a terrain curriculum (minor 5): its tile kinds' names (nterrain_kinds > 0; 0 = a flat task, no
+     * "terrain" entry), the mean level of the worlds reset at least once and their count, and the same per kind
+     * (levels NAN where no world) */
+    int nterrain_kinds;
+    const char (*terrain_kinds)[ENV_CHOICE_MAX];
+    double terrain_level;
+    int64_t terrain_worlds;
+    double kind_level[ENV_MAX_TERRAIN_KINDS];
+    int64_t kind_worlds[ENV_MAX_TERRAIN_KINDS];
 } proto_session_stats;
 int proto_encode_stats_reply(proto_buf *b, uint64_t id, const proto_server_stats *s, const proto_session_stats *ss);
 

@@ -521,8 +521,25 @@ int proto_encode_stats_reply(proto_buf *b, uint64_t id, const proto_server_stats
     proto_w_reply_head(b, id, 8 + (ss != NULL));
     kv_members(b, s, server_stats_desc, NFIELDS(server_stats_desc));
     if (ss) {
+        /* the terrain levels only for tasks with a terrain curriculum (minor 5) */
+        const int nk = ss->nterrain_kinds > 0 && ss->terrain_kinds ? ss->nterrain_kinds : 0;
         proto_w_str(b, "session");
-        w_struct(b, ss, session_stats_desc, NFIELDS(session_stats_desc));
+        proto_w_map(b, (uint32_t)NFIELDS(session_stats_desc) + (nk > 0));
+        kv_members(b, ss, session_stats_desc, NFIELDS(session_stats_desc));
+        if (nk) {
+            proto_w_str(b, "terrain");
+            proto_w_map(b, 3);
+            kv_f64(b, "level", ss->terrain_level);
+            kv_int(b, "worlds", ss->terrain_worlds);
+            proto_w_str(b, "kinds");
+            proto_w_array(b, (uint32_t)nk);
+            for (int k = 0; k < nk; k++) {
+                proto_w_map(b, 3);
+                kv_str(b, "kind", ss->terrain_kinds[k]);
+                kv_f64(b, "level", ss->kind_level[k]);
+                kv_int(b, "worlds", ss->kind_worlds[k]);
+            }
+        }
     }
     return b->oom ? -1 : 0;
 }

@@ -141,7 +141,27 @@ static void job_terrain(srv_job *j, int r, int k, int first, const int32_t *ids)
     uint8_t *R = j->reply;
     int32_t *level = (int32_t *)(void *)(R + j->lay.terrain_level) + r;
     int32_t *kind = (int32_t *)(void *)(R + j->lay.terrain_kind) + r;
-    env_terrain_tiles(j->sess->env, first, k, ids, level, kind);
+    srv_session *s = j->sess;
+    env_terrain_tiles(s->env, first, k, ids, level, kind);
+    /* the session's level sums move only where a world's level moved (at its resets), by one atomic add per kind */
+    int64_t dsum[ENV_MAX_TERRAIN_KINDS] = {0}, dn[ENV_MAX_TERRAIN_KINDS] = {0};
+    int moved = 0;
+    for (int i = 0; i < k; i++) {
+        const int w = ids ? ids[i] : first + i, was = (int)s->tile_level[w] - 1, now = level[i], kd = kind[i];
+        if (now == was || now < 0 || kd < 0 || kd >= ENV_MAX_TERRAIN_KINDS) continue;
+        dsum[kd] += now - (was < 0 ? 0 : was);
+        dn[kd] += was < 0;
+        s->tile_level[w] = (uint16_t)(now + 1);
+        moved = 1;
+    }
+    if (!moved) return;
+    srv_metrics *met = j->jobs->metrics;
+    for (int kd = 0; kd < ENV_MAX_TERRAIN_KINDS; kd++) {
+        if (!dsum[kd] && !dn[kd]) continue;
+        atomic_fetch_add_explicit(&s->level_sum[kd], dsum[kd], memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->level_worlds[kd], dn[kd], memory_order_relaxed);
+        if (met && s->metric_kind[kd] >= 0) srv_metrics_terrain(met, s->metric_kind[kd], dsum[kd], dn[kd]);
+    }
 }
 
 /* Rows r .. r + k - 1 of a reset / step job (all owned by `worker`). */

@@ -39,6 +39,9 @@ struct srv_metrics {
     atomic_long sessions, worlds, worlds_limit, queue_depth;
     atomic_uint_fast64_t dropped[SRV_DROP_COUNT];
     atomic_size_t memory, memory_limit;
+    const char *kind_names[SRV_METRICS_KINDS];
+    int nkinds;
+    atomic_int_fast64_t level_sum[SRV_METRICS_KINDS], level_worlds[SRV_METRICS_KINDS];
     /* rate window: written by the I/O loop (tick), read by the HTTP thread */
     double win_start;
     uint64_t win_steps, win_busy_ns;
@@ -156,6 +159,29 @@ void srv_metrics_gauges(srv_metrics *m, int sessions, long worlds, long worlds_l
     atomic_store_explicit(&m->worlds, worlds, memory_order_relaxed);
     atomic_store_explicit(&m->worlds_limit, worlds_limit, memory_order_relaxed);
     atomic_store_explicit(&m->queue_depth, queue_depth, memory_order_relaxed);
+}
+
+int srv_metrics_terrain_kinds(srv_metrics *m, const char *const *names, int n)
+{
+    if (!m) return 0;
+    m->nkinds = 0;
+    for (int i = 0; i < n && m->nkinds < SRV_METRICS_KINDS; i++) m->kind_names[m->nkinds++] = names[i];
+    return m->nkinds;
+}
+
+int srv_metrics_terrain_kind(const srv_metrics *m, const char *name)
+{
+    if (!m || !name) return -1;
+    for (int i = 0; i < m->nkinds; i++)
+        if (!strcmp(m->kind_names[i], name)) return i;
+    return -1;
+}
+
+void srv_metrics_terrain(srv_metrics *m, int kind, int64_t dsum, int64_t dworlds)
+{
+    if (!m || kind < 0 || kind >= m->nkinds) return;
+    atomic_fetch_add_explicit(&m->level_sum[kind], dsum, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->level_worlds[kind], dworlds, memory_order_relaxed);
 }
 
 static uint64_t busy_total(const srv_metrics *m)
@@ -296,6 +322,29 @@ size_t srv_metrics_render(const srv_metrics *m, char *buf, size_t cap)
     gauge(&o, "herd_sessions", "Open sessions.", (double)GET(m->sessions));
     gauge(&o, "herd_worlds", "Worlds allocated to open sessions.", (double)GET(m->worlds));
     gauge(&o, "herd_worlds_limit", "The most worlds this server holds at once.", (double)GET(m->worlds_limit));
+    if (m->nkinds > 0) {
+        int64_t sum[SRV_METRICS_KINDS], n[SRV_METRICS_KINDS], all_sum = 0, all_n = 0;
+        for (int k = 0; k < m->nkinds; k++) {
+            sum[k] = atomic_load_explicit(&m->level_sum[k], memory_order_relaxed);
+            n[k] = atomic_load_explicit(&m->level_worlds[k], memory_order_relaxed);
+            all_sum += sum[k], all_n += n[k];
+        }
+        head(&o, "herd_terrain_level", "gauge",
+             "Mean terrain level (row, 0 = easiest) of the worlds of open terrain-curriculum sessions, by tile kind "
+             "(NaN while the kind has none).");
+        for (int k = 0; k < m->nkinds; k++) {
+            if (n[k] > 0) put(&o, "herd_terrain_level{kind=\"%s\"} %.17g\n", m->kind_names[k], (double)sum[k] / (double)n[k]);
+            else put(&o, "herd_terrain_level{kind=\"%s\"} NaN\n", m->kind_names[k]);
+        }
+        head(&o, "herd_terrain_level_mean", "gauge",
+             "Mean terrain level of the worlds of open terrain-curriculum sessions, every kind (NaN while none).");
+        if (all_n > 0) put(&o, "herd_terrain_level_mean %.17g\n", (double)all_sum / (double)all_n);
+        else put(&o, "herd_terrain_level_mean NaN\n");
+        head(&o, "herd_terrain_worlds", "gauge",
+             "Worlds of open terrain-curriculum sessions that have a terrain level, by tile kind.");
+        for (int k = 0; k < m->nkinds; k++)
+            put(&o, "herd_terrain_worlds{kind=\"%s\"} %lld\n", m->kind_names[k], (long long)n[k]);
+    }
     return o.len;
 }
 

@@ -29,6 +29,12 @@
  *                                                 envelope; reply: a client over its queued-bytes budget;
  *                                                 cancelled: work of a vanished client or a closed session)
  *   herd_memory_bytes, herd_memory_limit_bytes    worlds' memory + replies in flight; the ceiling
+ *   herd_terrain_level{kind}                      mean terrain level (row, 0 = easiest) of the worlds of every open
+ *                                                 session of a task with a terrain curriculum, by tile kind (gauge;
+ *                                                 NaN while no world of the kind has one)
+ *   herd_terrain_level_mean                       the same over every kind (gauge)
+ *   herd_terrain_worlds{kind}                     those worlds, by kind (gauge)
+ *   (the terrain series only when kinds are named: srv_metrics_terrain_kinds)
  *   herd_build_info{version,protocol}             1
  * Ownership: srv_metrics_new allocates; srv_metrics_destroy stops the endpoint (if started) and frees.
  */
@@ -41,6 +47,7 @@
 #define SRV_METRICS_OPS 16     /* >= the protocol's op count + 1 ("invalid") */
 #define SRV_METRICS_CODES 32   /* >= the protocol's error code count */
 #define SRV_METRICS_BUCKETS 16 /* finite histogram buckets */
+#define SRV_METRICS_KINDS 16   /* terrain tile kinds at most */
 
 typedef struct srv_metrics srv_metrics;
 
@@ -68,6 +75,14 @@ void srv_metrics_dropped(srv_metrics *m, srv_drop_kind what);
 void srv_metrics_memory(srv_metrics *m, size_t used, size_t limit);
 /* Called by the I/O loop at least once a second: closes a rate window when one second has passed. */
 void srv_metrics_tick(srv_metrics *m, double now_s);
+
+/* Names the terrain tile kinds the terrain series are labelled with (the strings must outlive m; at most
+ * SRV_METRICS_KINDS, more are ignored).  Before any srv_metrics_terrain; returns how many were taken. */
+int srv_metrics_terrain_kinds(srv_metrics *m, const char *const *names, int n);
+/* Kind `name`'s index among those, or -1. */
+int srv_metrics_terrain_kind(const srv_metrics *m, const char *name);
+/* Adds dsum to kind k's sum of levels and dworlds to its worlds (negative: a session closed).  Any thread. */
+void srv_metrics_terrain(srv_metrics *m, int kind, int64_t dsum, int64_t dworlds);
 
 /* Writes the exposition into buf (NUL-terminated); returns the length it needs (like snprintf). */
 size_t srv_metrics_render(const srv_metrics *m, char *buf, size_t cap);

@@ -4,6 +4,7 @@
 #include "srv_ops.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,22 @@ static void handle_stats(srv_server *S, incoming *in)
                                    .steps_per_s = srv_rate_get(&s->rate, t, s->steps, RATE_WINDOW_S),
                                    .age_s = t - s->created, .idle_s = t - s->last_active, .requests = s->requests,
                                    .errors = s->errors};
+        if (s->terrain) {
+            /* the workers' sums, read without stopping them: each kind's pair may straddle a reset */
+            int64_t all_sum = 0, all_n = 0;
+            ss.nterrain_kinds = s->spec->nterrain_kinds < ENV_MAX_TERRAIN_KINDS ? s->spec->nterrain_kinds
+                                                                                 : ENV_MAX_TERRAIN_KINDS;
+            ss.terrain_kinds = s->spec->terrain_kinds;
+            for (int k = 0; k < ss.nterrain_kinds; k++) {
+                const int64_t sum = atomic_load_explicit(&s->level_sum[k], memory_order_relaxed);
+                const int64_t n = atomic_load_explicit(&s->level_worlds[k], memory_order_relaxed);
+                ss.kind_level[k] = n > 0 ? (double)sum / (double)n : NAN;
+                ss.kind_worlds[k] = n;
+                all_sum += sum, all_n += n;
+            }
+            ss.terrain_level = all_n > 0 ? (double)all_sum / (double)all_n : NAN;
+            ss.terrain_worlds = all_n;
+        }
     }
     proto_buf_reset(&S->out);
     proto_encode_stats_reply(&S->out, in->req->id, &st, s ? &ss : NULL);

@@ -282,6 +282,8 @@ static void complete_make(srv_server *S, pending *p)
     s->nterms = s->spec->nterms;
     s->critic_dim = r->critic_obs ? s->spec->critic_dim : 0;
     s->terrain = s->spec->nterrain_kinds > 0;
+    for (int k = 0; k < s->spec->nterrain_kinds && k < ENV_MAX_TERRAIN_KINDS; k++)
+        s->metric_kind[k] = srv_metrics_terrain_kind(S->metrics, s->spec->terrain_kinds[k]);
     s->autoreset = r->autoreset;
     s->seed = r->seed;
     s->created = s->last_active = srv_now_s();
@@ -302,6 +304,11 @@ static void complete_close(srv_server *S, pending *p)
 {
     srv_session *s = p->job.sess;
     srv_client *maker = s->hold.client;
+    /* its worlds leave the terrain series (no worker touches the session any more) */
+    for (int k = 0; k < ENV_MAX_TERRAIN_KINDS; k++)
+        if (s->metric_kind[k] >= 0)
+            srv_metrics_terrain(S->metrics, s->metric_kind[k], -atomic_load(&s->level_sum[k]),
+                                -atomic_load(&s->level_worlds[k]));
     srv_quota_release(&S->quota, &s->hold);
     srv_client_release(S->clients, &maker);
     srv_session_table_remove(&S->sessions, s);

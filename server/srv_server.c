@@ -339,6 +339,17 @@ srv_server *srv_server_new(const srv_config *c, char *err, size_t errlen)
             snprintf(err, errlen, "cannot create the metrics (out of memory)");
             goto fail;
         }
+        /* the terrain series' kinds: every registered task's, each name once */
+        const env_spec *specs[MAX_SPECS];
+        const char *kinds[SRV_METRICS_KINDS];
+        int nkinds = 0;
+        for (int i = 0, ns = srv_jobs_specs(specs, MAX_SPECS); i < ns; i++)
+            for (int k = 0; k < specs[i]->nterrain_kinds && nkinds < SRV_METRICS_KINDS; k++) {
+                int seen = 0;
+                for (int q = 0; q < nkinds; q++) seen |= !strcmp(kinds[q], specs[i]->terrain_kinds[k]);
+                if (!seen) kinds[nkinds++] = specs[i]->terrain_kinds[k];
+            }
+        srv_metrics_terrain_kinds(S->metrics, kinds, nkinds);
         if (srv_metrics_listen(S->metrics, c->metrics, &S->metrics_port, merr, sizeof merr)) {
             snprintf(err, errlen, "%s", merr);
             goto fail;

@@ -18,7 +18,10 @@ srv_session *srv_session_new(int nworlds, int nthreads, int rot)
     s->rot = rot;
     s->lanes = calloc(2 * (size_t)nthreads, sizeof *s->lanes);
     s->idbits = calloc((size_t)nworlds / 8 + 1, 1);
-    if (!s->lanes || !s->idbits) srv_session_destroy(&s);
+    /* zeroed pages: a flat task's session never touches them */
+    s->tile_level = calloc((size_t)nworlds, sizeof *s->tile_level);
+    for (int k = 0; k < ENV_MAX_TERRAIN_KINDS; k++) s->metric_kind[k] = -1;
+    if (!s->lanes || !s->idbits || !s->tile_level) srv_session_destroy(&s);
     return s;
 }
 
@@ -27,8 +30,9 @@ srv_session *srv_session_new(int nworlds, int nthreads, int rot)
 
 size_t srv_session_cost_bytes(int nworlds, int nthreads, const env_cost *c)
 {
-    size_t own = sizeof(srv_session) + 2 * (size_t)nthreads * sizeof(srv_lane) + (size_t)nworlds / 8 + 1;
-    return own + 3 * ALLOC_OVERHEAD + c->fixed_bytes + (size_t)nworlds * c->world_bytes;
+    size_t own = sizeof(srv_session) + 2 * (size_t)nthreads * sizeof(srv_lane) + (size_t)nworlds / 8 + 1 +
+                 (size_t)nworlds * sizeof(uint16_t);
+    return own + 4 * ALLOC_OVERHEAD + c->fixed_bytes + (size_t)nworlds * c->world_bytes;
 }
 
 void srv_session_destroy(srv_session **ps)
@@ -38,6 +42,7 @@ void srv_session_destroy(srv_session **ps)
     assert(!s->env && "a session's env is destroyed by its close job (srv_job.h)");
     free(s->lanes);
     free(s->idbits);
+    free(s->tile_level);
     free(s);
     *ps = NULL;
 }

@@ -20,6 +20,7 @@
 #ifndef HERD_SRV_SESSION_H
 #define HERD_SRV_SESSION_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +48,13 @@ struct srv_session {
                                  * carry info.critic_obs), else 0 */
     int terrain;                /* 1 for a task with a terrain curriculum (spec nterrain_kinds > 0): reset and step
                                  * replies carry info.terrain_level and info.terrain_kind */
+    /* Its worlds' terrain levels, for stats and the metrics: tile_level[w] is world w's last reported level + 1 (0:
+     * none yet), written by the worker that runs w's rows; level_sum[k] and level_worlds[k] sum the levels and count
+     * the worlds of kind k that have one, moved by the workers (relaxed atomics) when a world's level moves, read by
+     * the I/O thread; metric_kind[k] is kind k's index in the metrics (-1: none). */
+    uint16_t *tile_level;
+    atomic_int_fast64_t level_sum[ENV_MAX_TERRAIN_KINDS], level_worlds[ENV_MAX_TERRAIN_KINDS];
+    int metric_kind[ENV_MAX_TERRAIN_KINDS];
     env_autoreset autoreset;
     uint64_t seed;
     int rot;                    /* slice t runs on worker (t + rot) % T: small sessions spread out */

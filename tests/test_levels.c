@@ -11,6 +11,7 @@
 #include "env_curriculum.h"
 #include "env_terrain.h"
 #include "herd_client.h"
+#include "srv_server.h"
 
 #include "helpers/server_start.h"
 
@@ -194,6 +195,118 @@ Test(levels_server, reset_and_step_replies_carry_the_tiles, .timeout = 180)
     cr_assert_null(proto_value_get(r->msg.root, "info.terrain_kind"));
     herd_reply_destroy(&r);
     herd_client_close(c, &s, &err);
+    herd_client_destroy(&c);
+    srv_thread_stop(&t);
+}
+
+/* The value of the exposition line that starts with `series` (name and labels) and a space; NAN when absent. */
+static double metric(const char *text, const char *series)
+{
+    size_t n = strlen(series);
+    for (const char *l = text; l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        if (!strncmp(l, series, n) && l[n] == ' ') return strtod(l + n + 1, NULL);
+    cr_assert_fail("no metric %s", series);
+    return NAN;
+}
+
+/* The stats of a rough session and the server's Prometheus series: its mean and per-kind levels and counts equal the
+ * levels the replies reported; two sessions aggregate in the metrics; a closed session leaves them. */
+Test(levels_server, stats_and_metrics_report_the_levels, .timeout = 180)
+{
+    srv_config cfg;
+    test_server_config(&cfg, 2);
+    snprintf(cfg.metrics, sizeof cfg.metrics, "127.0.0.1:0");
+    srv_thread *t = test_server_start_with(&cfg);
+    const int port = srv_server_metrics_port(srv_thread_server(t));
+    cr_assert_gt(port, 0);
+    const char *ep = srv_thread_endpoint(t);
+    herd_error err;
+    herd_client *c = herd_client_new(&ep, 1, 20000, &err);
+    cr_assert_not_null(c, "%s", err.message);
+
+    /* before any rough session: the kinds are listed, with no worlds */
+    char *m = test_http_get(port, "/metrics");
+    cr_assert_not_null(m);
+    cr_assert(strstr(m, "# TYPE herd_terrain_level gauge\n"), "the terrain series are exposed");
+    cr_assert(strstr(m, "herd_terrain_level{kind=\"stairs_up\"} NaN\n"));
+    cr_assert_eq(metric(m, "herd_terrain_worlds{kind=\"obstacles\"}"), 0);
+    free(m);
+
+    enum { NA = 40, NB = 20 };
+    env_kv kv[] = {{"episode_seconds", 1.0}};
+    herd_make_opts o = {.config = kv, .nconfig = 1, .seed = 3, .autoreset = ENV_AUTORESET_NEXT_STEP};
+    herd_session a, b;
+    cr_assert_eq(herd_client_make_opts(c, 0, ROUGH, NA, &o, &a, &err), 0, "%s", err.message);
+    o.seed = 4;
+    cr_assert_eq(herd_client_make_opts(c, 0, ROUGH, NB, &o, &b, &err), 0, "%s", err.message);
+    herd_stats st;
+    cr_assert_eq(herd_client_stats(c, 0, a.id, &st, &err), 0, "%s", err.message);
+    cr_assert(st.nterrain_kinds == ENV_TILE_COUNT && st.terrain_worlds == 0 && isnan(st.terrain_level),
+              "no world reset yet: %d kinds, %lld worlds", st.nterrain_kinds, (long long)st.terrain_worlds);
+
+    static float obs[NA * 235], act[NA * 12];
+    int32_t la[NA], ka[NA], lb[NB], kb[NB];
+    cr_assert_eq(herd_client_reset(c, &b, -1, NULL, NULL, NULL, &err), 0);
+    herd_step_out ob = {.terrain_level = lb, .terrain_kind = kb};
+    float actb[NB * 12] = {0};
+    cr_assert_eq(herd_client_step(c, &b, -1, NULL, actb, 0, &ob, &err), 0, "%s", err.message);
+    cr_assert_eq(herd_client_reset(c, &a, -1, NULL, NULL, obs, &err), 0);
+    for (int k = 0; k < 56; k++) {
+        actions(act, NA * 12, k);
+        herd_step_out out = {.terrain_level = la, .terrain_kind = ka};
+        cr_assert_eq(herd_client_step(c, &a, -1, NULL, act, 0, &out, &err), 0, "%s", err.message);
+    }
+    /* session a: its stats are the levels its last reply reported */
+    double sum = 0, ks[ENV_TILE_COUNT] = {0};
+    int kn[ENV_TILE_COUNT] = {0};
+    for (int i = 0; i < NA; i++) sum += la[i], ks[ka[i]] += la[i], kn[ka[i]]++;
+    cr_assert_eq(herd_client_stats(c, 0, a.id, &st, &err), 0, "%s", err.message);
+    cr_assert_eq(st.terrain_worlds, NA);
+    cr_assert_float_eq(st.terrain_level, sum / NA, 1e-12);
+    for (int k = 0; k < ENV_TILE_COUNT; k++) {
+        cr_assert_str_eq(st.terrain_kinds[k], env_tile_name(k));
+        cr_assert_eq(st.kind_worlds[k], kn[k], "kind %d", k);
+        if (kn[k]) cr_assert_float_eq(st.kind_level[k], ks[k] / kn[k], 1e-12, "kind %d", k);
+        else cr_assert(isnan(st.kind_level[k]));
+    }
+    /* the metrics: both sessions */
+    double all = sum, aks[ENV_TILE_COUNT];
+    int akn[ENV_TILE_COUNT];
+    memcpy(aks, ks, sizeof aks);
+    memcpy(akn, kn, sizeof akn);
+    for (int i = 0; i < NB; i++) all += lb[i], aks[kb[i]] += lb[i], akn[kb[i]]++;
+    m = test_http_get(port, "/metrics");
+    cr_assert_not_null(m);
+    cr_assert_float_eq(metric(m, "herd_terrain_level_mean"), all / (NA + NB), 1e-12);
+    for (int k = 0; k < ENV_TILE_COUNT; k++) {
+        char series[96];
+        snprintf(series, sizeof series, "herd_terrain_worlds{kind=\"%s\"}", env_tile_name(k));
+        cr_assert_eq(metric(m, series), akn[k], "%s", series);
+        snprintf(series, sizeof series, "herd_terrain_level{kind=\"%s\"}", env_tile_name(k));
+        if (akn[k]) cr_assert_float_eq(metric(m, series), aks[k] / akn[k], 1e-12, "%s", series);
+    }
+    free(m);
+    /* a closed session leaves the series: b's alone remain */
+    cr_assert_eq(herd_client_close(c, &a, &err), 0);
+    m = test_http_get(port, "/metrics");
+    double bsum = 0;
+    for (int i = 0; i < NB; i++) bsum += lb[i];
+    cr_assert_float_eq(metric(m, "herd_terrain_level_mean"), bsum / NB, 1e-12);
+    double wsum = 0;
+    for (int k = 0; k < ENV_TILE_COUNT; k++) {
+        char series[96];
+        snprintf(series, sizeof series, "herd_terrain_worlds{kind=\"%s\"}", env_tile_name(k));
+        wsum += metric(m, series);
+    }
+    cr_assert_eq(wsum, NB);
+    free(m);
+    /* a flat session's stats have no terrain */
+    herd_session w;
+    cr_assert_eq(herd_client_make(c, 0, "anymal_c-walk", 2, NULL, 0, 1, ENV_AUTORESET_NEXT_STEP, &w, &err), 0);
+    cr_assert_eq(herd_client_stats(c, 0, w.id, &st, &err), 0, "%s", err.message);
+    cr_assert(st.has_session && st.nterrain_kinds == 0);
+    herd_client_close(c, &w, &err);
+    herd_client_close(c, &b, &err);
     herd_client_destroy(&c);
     srv_thread_stop(&t);
 }

@@ -618,6 +618,45 @@ Test(golden, small_replies_encode_to_the_bytes)
     proto_buf_free(&b);
 }
 
+/* Minor 5: a terrain task's session stats add "terrain" (its levels, per kind in terrain_kinds order); the C client's
+ * stats reader gets them back. */
+Test(golden, terrain_stats_encode_to_the_bytes_and_decode)
+{
+    proto_buf b;
+    proto_buf_init(&b);
+    env_spec spec;
+    toy_spec_terrain(&spec);
+    proto_server_stats s = {.uptime_s = 12.5, .sessions = 1, .worlds = 4, .steps = 400, .steps_per_s = 40,
+                            .requests = 12, .errors = 0, .threads = 2};
+    proto_session_stats ss = {.session = 7, .env = "toy-v0", .num_worlds = 4, .steps = 400, .steps_per_s = 40,
+                              .age_s = 10, .idle_s = 0.5, .requests = 12, .errors = 0,
+                              .nterrain_kinds = 3, .terrain_kinds = spec.terrain_kinds, .terrain_level = 2.5,
+                              .terrain_worlds = 4, .kind_level = {1.5, 3.5, NAN}, .kind_worlds = {2, 2, 0}};
+    proto_encode_stats_reply(&b, 15, &s, &ss);
+    expect_bytes(&b, "rep_stats_terrain");
+    /* a flat task's: the minor-4 bytes */
+    proto_buf_reset(&b);
+    ss.nterrain_kinds = 0;
+    proto_encode_stats_reply(&b, 15, &s, &ss);
+    vec v;
+    load("rep_stats_terrain", &v);
+    cr_assert_lt(b.len, v.len);
+    unload(&v);
+    proto_buf_free(&b);
+
+    load("rep_stats_terrain", &v);
+    herd_error err;
+    herd_reply *r = herd_reply_decode(v.bytes, v.len, &err);
+    cr_assert_not_null(r, "%s", err.message);
+    herd_stats st;
+    cr_assert_eq(herd_reply_stats(r, &st, &err), 0, "%s", err.message);
+    cr_assert(st.has_session && st.nterrain_kinds == 3 && st.terrain_level == 2.5 && st.terrain_worlds == 4);
+    cr_assert_str_eq(st.terrain_kinds[1], "stairs_down");
+    cr_assert(st.kind_level[1] == 3.5 && st.kind_worlds[1] == 2 && isnan(st.kind_level[2]) && st.kind_worlds[2] == 0);
+    herd_reply_destroy(&r);
+    unload(&v);
+}
+
 Test(golden, hello_and_make_replies_encode_to_the_bytes)
 {
     env_spec spec;

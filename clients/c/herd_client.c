@@ -855,6 +855,16 @@ int herd_client_stats(herd_client *c, int server, uint64_t session, herd_stats *
     herd_reply *rep;
     int rc = call_op(c, server, PROTO_OP_STATS, session, &rep, err);
     if (rc) return rc;
+    rc = herd_reply_stats(rep, st, err);
+    herd_reply_destroy(&rep);
+    return rc;
+}
+
+int herd_reply_stats(const herd_reply *rep, herd_stats *st, herd_error *err)
+{
+    memset(st, 0, sizeof *st);
+    int rc = reply_check(rep, err);
+    if (rc) return rc;
     const proto_value *m = rep->msg.root;
     proto_error pe;
     int64_t th = 0;
@@ -873,10 +883,27 @@ int herd_client_stats(herd_client *c, int server, uint64_t session, herd_stats *
             proto_get_f64(ss, "idle_s", &st->idle_s, &pe) || proto_get_uint(ss, "requests", &st->session_requests, &pe) ||
             proto_get_uint(ss, "errors", &st->session_errors, &pe))
             goto bad;
+        const proto_value *tr = proto_value_get(ss, "terrain");     /* protocol minor 5, terrain tasks */
+        if (tr) {
+            const proto_value *kinds = proto_value_get(tr, "kinds");
+            const int nk = proto_value_len(kinds);
+            if (proto_get_f64(tr, "level", &st->terrain_level, &pe) || proto_get_int(tr, "worlds", &st->terrain_worlds, &pe))
+                goto bad;
+            if (nk < 0 || nk > ENV_MAX_TERRAIN_KINDS) {
+                proto_fail(&pe, PROTO_E_BAD_REPLY, "'session.terrain.kinds' is not an array of at most %d kinds",
+                           ENV_MAX_TERRAIN_KINDS);
+                goto bad;
+            }
+            for (int k = 0; k < nk; k++) {
+                const proto_value *e = proto_value_at(kinds, k);
+                if (proto_get_str(e, "kind", st->terrain_kinds[k], sizeof st->terrain_kinds[k], &pe) ||
+                    proto_get_f64(e, "level", &st->kind_level[k], &pe) || proto_get_int(e, "worlds", &st->kind_worlds[k], &pe))
+                    goto bad;
+            }
+            st->nterrain_kinds = nk;
+        }
     }
-    herd_reply_destroy(&rep);
     return 0;
 bad:
-    herd_reply_destroy(&rep);
     return hc_fail(err, PROTO_E_BAD_REPLY, "bad stats reply: %s", pe.message);
 }

@@ -118,6 +118,14 @@ typedef struct {
     int64_t num_worlds;
     uint64_t session_steps, session_requests, session_errors;
     double session_steps_per_s, age_s, idle_s;
+    /* the session's terrain levels (minor 5; a task with a terrain curriculum, else nterrain_kinds 0): the mean
+     * level of its worlds that have one and their count, and per kind (terrain_kinds[k]; levels NAN where none) */
+    int nterrain_kinds;
+    char terrain_kinds[ENV_MAX_TERRAIN_KINDS][ENV_CHOICE_MAX];
+    double terrain_level;
+    int64_t terrain_worlds;
+    double kind_level[ENV_MAX_TERRAIN_KINDS];
+    int64_t kind_worlds[ENV_MAX_TERRAIN_KINDS];
 } herd_stats;
 
 /* A decoded reply (views into the received message). */
@@ -199,6 +207,8 @@ int herd_client_step(herd_client *c, const herd_session *s, int n, const int32_t
 int herd_client_close(herd_client *c, const herd_session *s, herd_error *err);
 /* session: 0 for the server-wide figures only (the token of a session this client made is sent along). */
 int herd_client_stats(herd_client *c, int server, uint64_t session, herd_stats *out, herd_error *err);
+/* A stats reply read into *out (what herd_client_stats does with the reply it receives). */
+int herd_reply_stats(const herd_reply *r, herd_stats *out, herd_error *err);
 
 /* ---- several servers: one batch of worlds spread over them ---- */
 /* Global worlds [offset[k], offset[k] + part[k].num_worlds) live on session part[k] (server

@@ -401,6 +401,18 @@ add("rep_stats_session", "reply", "stats",
        session={"session": 7, "env": "anymal_c-walk", "num_worlds": 4096, "steps": 999424, "steps_per_s": 81788.5,
                 "age_s": 12.0, "idle_s": 0.0, "requests": 250, "errors": 1}))
 
+# minor 5: a session of a task with a terrain curriculum adds "terrain": the mean level of its worlds that have one,
+# their count, and per kind in terrain_kinds order (a level NaN where no world is on the kind)
+add("rep_stats_terrain", "reply", "stats",
+    ok(15, uptime_s=12.5, sessions=1, worlds=4, steps=400, steps_per_s=40.0, requests=12, errors=0, threads=2,
+       session={"session": 7, "env": "toy-v0", "num_worlds": 4, "steps": 400, "steps_per_s": 40.0,
+                "age_s": 10.0, "idle_s": 0.5, "requests": 12, "errors": 0,
+                "terrain": {"level": 2.5, "worlds": 4,
+                            "kinds": [{"kind": "slope_up", "level": 1.5, "worlds": 2},
+                                      {"kind": "stairs_down", "level": 3.5, "worlds": 2},
+                                      {"kind": "obstacles", "level": float("nan"), "worlds": 0}]}}),
+    desc="stats of a session of a terrain task (minor 5): session.terrain, its mean level, worlds, and per kind")
+
 
 def main():
     index = []

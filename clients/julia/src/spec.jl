@@ -35,7 +35,9 @@ The server's description of a task (PROTOCOL.md section 6.1), with the session's
 `name`, `doc`, `obs_dim`, `act_dim`, `obs` / `act` (`Vector{SpaceField}`), `sim_dt`, `decimation`,
 `control_dt`, `episode_seconds`, `max_episode_steps`, `config` (`Vector{ConfigKey}`), `reward_terms`
 (`Vector{String}`), and the critic's observation (protocol minor 4): `critic_obs_dim` and `critic_obs`
-(`Vector{SpaceField}`), 0 and empty for a task without one.  `spec["name"]` is `spec.name`.
+(`Vector{SpaceField}`), 0 and empty for a task without one, and `terrain_kinds` (`Vector{String}`, protocol
+minor 5): the tile kinds of a task with a terrain curriculum (empty for a flat task).  `spec["name"]` is
+`spec.name`.
 """
 struct Spec
     name::String
@@ -53,6 +55,7 @@ struct Spec
     reward_terms::Vector{String}
     critic_obs_dim::Int
     critic_obs::Vector{SpaceField}
+    terrain_kinds::Vector{String}
 end
 Base.getindex(s::Spec, k::AbstractString) = getfield(s, Symbol(k))
 
@@ -110,7 +113,11 @@ function Spec(m)
              as_list(String, (x, name) -> as_type(String, x, name), get(m, "reward_terms", nothing), "spec.reward_terms"),
              # only in specs of tasks with a critic observation (minor 4)
              haskey(m, "critic_obs_dim") ? spec_get(m, "critic_obs_dim", Int, "spec") : 0,
-             haskey(m, "critic_obs") ? as_list(SpaceField, SpaceField, m["critic_obs"], "spec.critic_obs") : SpaceField[])
+             haskey(m, "critic_obs") ? as_list(SpaceField, SpaceField, m["critic_obs"], "spec.critic_obs") : SpaceField[],
+             # only in specs of tasks with a terrain curriculum (minor 5)
+             haskey(m, "terrain_kinds") ?
+                 as_list(String, (x, name) -> as_type(String, x, name), m["terrain_kinds"], "spec.terrain_kinds") :
+                 String[])
     (s.obs_dim >= 0 && s.act_dim >= 0 && s.critic_obs_dim >= 0) ||
         throw(bad_reply("spec has obs_dim $(s.obs_dim), act_dim $(s.act_dim), critic_obs_dim $(s.critic_obs_dim)"))
     for (dim, fields, what) in ((s.obs_dim, s.obs, "obs"), (s.act_dim, s.act, "act"), (s.critic_obs_dim, s.critic_obs, "critic_obs"))

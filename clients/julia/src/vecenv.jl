@@ -27,7 +27,10 @@ comma-separated string or a vector: the worlds are spread over the servers in co
 Buffers (filled by `reset!` / `step!`; column / entry i is world i): `obs` (obs_dim × N), `reward`,
 `terminated`, `truncated`, `episode_done`, `episode_return`, `episode_length`, `physics_reset`,
 `autoreset_flag` (next_step: the world was reset by this step, its action ignored), `final_obs` and
-`final_mask` (same_step).  `spec` is the server's spec (a `Herd.Spec`: `env.spec.reward_terms`,
+`final_mask` (same_step), and for a task with a terrain curriculum (`env.spec.terrain_kinds` not empty; protocol
+minor 5) `terrain_level` and `terrain_kind` (`Vector{Int32}`, N each, -1 until the world's first reset): each
+world's terrain level and its tile kind, a 0-based index into `env.spec.terrain_kinds` (after an autoreset, the
+new episode's; empty vectors for a flat task).  `spec` is the server's spec (a `Herd.Spec`: `env.spec.reward_terms`,
 `env.spec.obs`, ...), `config` the effective configuration (`OrderedDict{String,Float64}`; a key with
 named choices holds the index: `Herd.config_names(env.spec, env.config)` gives the names).
 """
@@ -65,6 +68,8 @@ mutable struct VecEnv
     closed::Bool
     critic_dim::Int             # spec.critic_obs_dim when made with critic_obs, else 0
     critic_obs::Matrix{Float32} # critic_dim x N
+    terrain_level::Vector{Int32}    # N for a task with a terrain curriculum, else empty
+    terrain_kind::Vector{Int32}     # the same; 0-based indices into spec.terrain_kinds
 end
 
 "One server's share of a request in flight: the session index, the request id, the worlds it addresses
@@ -139,12 +144,14 @@ function VecEnv(env_id::AbstractString, num_worlds::Integer; address = DEFAULT_A
         nt = length(spec.reward_terms)
         N = Int(num_worlds)
         cd = critic_obs ? spec.critic_obs_dim : 0
+        nl = isempty(spec.terrain_kinds) ? 0 : N
         return VecEnv(c, String(env_id), N, od, ad, nt, spec, effective, autoreset, reward_terms,
                       parts, sessions, starts, counts, base, fill(true, N),
                       zeros(Float32, od, N), zeros(Float32, N), fill(false, N), fill(false, N), fill(false, N),
                       zeros(Float32, N), zeros(Int32, N), zeros(Float32, nt, N), fill(false, N), fill(false, N),
                       zeros(Float32, od, autoreset == :same_step ? N : 0), fill(false, N),
-                      zeros(Float32, nt, reward_terms ? N : 0), fill(true, N), false, cd, zeros(Float32, cd, N))
+                      zeros(Float32, nt, reward_terms ? N : 0), fill(true, N), false, cd, zeros(Float32, cd, N),
+                      fill(Int32(-1), nl), fill(Int32(-1), nl))
     catch
         close(c)
         rethrow()
@@ -259,6 +266,7 @@ function reset_recv!(e::VecEnv, req::Pending; timeout::Real = e.client.timeout)
         p, g = q.part, q.worlds
         _copy!(e.obs, r, "obs", e.starts[p], e.counts[p], g, e.obs_dim)
         e.critic_dim > 0 && _copy_critic!(e, r, e.starts[p], e.counts[p], g)
+        isempty(e.terrain_level) || _copy_terrain!(e, r, e.starts[p], e.counts[p], g)
         idx = g === nothing ? (e.starts[p]+1:e.starts[p]+e.counts[p]) : (g .+ 1)
         e.ended[idx] .= false
         e.terminated[idx] .= false
@@ -287,6 +295,14 @@ end
 _copy_critic!(e::VecEnv, r::Reply, start::Int, count::Int, cols) =
     _copy_info!(e.critic_obs, r, "critic_obs", start, count, cols, e.critic_dim) ||
     throw(HerdError("BAD_REPLY", "reply has no tensor \"info.critic_obs\"", nothing))
+# info.terrain_level and info.terrain_kind of a terrain task: required (its replies always carry them).
+function _copy_terrain!(e::VecEnv, r::Reply, start::Int, count::Int, cols)
+    for (dest, key) in ((e.terrain_level, "terrain_level"), (e.terrain_kind, "terrain_kind"))
+        _copy_info!(dest, r, key, start, count, cols, 1) ||
+            throw(HerdError("BAD_REPLY", "reply has no tensor \"info.$key\"", nothing))
+    end
+    nothing
+end
 function _copy_tensor!(dest::DenseArray{T}, r::Reply, t::TensorRef, start::Int, count::Int,
                        cols::Union{Nothing,Vector{Int}}, width::Int) where {T}
     rows = cols === nothing ? count : length(cols)
@@ -389,6 +405,7 @@ function step_recv!(e::VecEnv, req::Pending; timeout::Real = e.client.timeout)
         end
         e.want_terms && nt > 0 && _copy_info!(e.reward_terms, r, "reward_terms", s, c, g, nt)
         e.critic_dim > 0 && _copy_critic!(e, r, s, c, g)
+        isempty(e.terrain_level) || _copy_terrain!(e, r, s, c, g)
         idx = g === nothing ? (s+1:s+e.counts[p]) : (g .+ 1)
         for i in idx
             e.ended[i] = (e.terminated[i] | e.truncated[i]) & (e.autoreset == :disabled)

@@ -234,6 +234,12 @@ end
     @test sc.critic_obs[3].offset == 3 && sc.critic_obs[3].low == 0.5 && sc.critic_obs[3].high == 1.25
     broken = copy(dc["spec"]); broken["critic_obs_dim"] = 4     # field "foot_contact" [4, 5) does not fit
     @test bad_code(() -> Herd.Spec(broken)) == "BAD_REPLY"
+    # the terrain kinds (minor 5): none in a flat spec, the last key of rep_make_terrain's
+    @test isempty(s.terrain_kinds) && s.terrain_kinds isa Vector{String}
+    st = Herd.Spec(decode(load_bytes("rep_make_terrain"))["spec"])
+    @test st.terrain_kinds == ["slope_up", "stairs_down", "obstacles"]
+    broken = copy(decode(load_bytes("rep_make_terrain"))["spec"]); broken["terrain_kinds"] = [1, 2]
+    @test bad_code(() -> Herd.Spec(broken)) == "BAD_REPLY"
 end
 
 @testset "spaces" begin
@@ -368,6 +374,34 @@ else
                 err
             end
             @test e isa HerdError && e.code == "BAD_FIELD" && occursin("critic_obs", e.message)
+        end
+
+        @testset "terrain levels" begin
+            kinds = ["slope_up", "slope_down", "rough_slope", "stairs_up", "stairs_down", "obstacles"]
+            VecEnv("anymal_c-rough", 4; address = [ep, ep2], seed = 3, critic_obs = true,
+                   config = Dict("episode_seconds" => 0.1)) do env
+                @test env.spec.terrain_kinds == kinds
+                @test env.terrain_level == fill(Int32(-1), 4) && length(env.terrain_kind) == 4
+                reset!(env)
+                @test all(0 .<= env.terrain_level .<= 5) && all(0 .<= env.terrain_kind .< 6)
+                @test env.terrain_level == Int32.(env.critic_obs[end, :])     # the critic's terrain_level
+                first_kind = copy(env.terrain_kind)
+                for k in 1:7
+                    step!(env, acts(4, k))
+                    @test env.terrain_level == Int32.(env.critic_obs[end, :])
+                    @test env.terrain_kind == first_kind
+                end
+                before = copy(env.terrain_level)
+                step!(env, acts(4, 9)[:, [2]]; world_ids = [1])
+                @test env.terrain_level[[1, 3, 4]] == before[[1, 3, 4]]
+                @test env.terrain_level[2] == Int32(env.critic_obs[end, 2])
+            end
+            VecEnv("anymal_c-walk", 2; address = ep) do env
+                @test isempty(env.spec.terrain_kinds) && isempty(env.terrain_level)
+                reset!(env)
+                step!(env, acts(2, 1))
+                @test isempty(env.terrain_level)
+            end
         end
 
         @testset "subsets and pipelining" begin

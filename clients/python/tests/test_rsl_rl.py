@@ -253,3 +253,87 @@ def test_v2_on_policy_runner_learns_saves_loads(server, tmp_path, capsys):
     assert "Mean reward:" in out
     assert (tmp_path / "model_0.pt").exists() and ck.exists()
     assert stats["steps"] == 2 * 8 * 32
+
+
+# ---- the terrain curriculum's levels in the runners' logs (anymal_c-rough) ----
+
+ROUGH = "anymal_c-rough"
+ROUGH_SHORT = dict(episode_seconds=0.1)             # 5-step episodes: levels move at every reset
+KINDS = ["slope_up", "slope_down", "rough_slope", "stairs_up", "stairs_down", "obstacles"]
+
+
+def _level_extras(adapter_cls, level_key, kind_key, server):
+    """Steps a rough adapter beside a plain vector env of the same seed: in every step where episodes ended,
+    extras["episode"] holds the mean level of every world and the mean per kind, as the infos report them."""
+    n = 24
+    with adapter_cls(ROUGH, n, address=server, seed=8, device="cpu", **ROUGH_SHORT) as env, \
+            herd.make_vec(ROUGH, n, address=server, seed=8, autoreset_mode="SAME_STEP", **ROUGH_SHORT) as ref:
+        assert env.terrain_kinds == KINDS
+        ref.reset()
+        if adapter_cls is rsl_rl_v1.RslRlVecEnv:
+            env.reset()
+        logged = 0
+        for k in range(12):
+            a = acts(n, k)
+            out = env.step(torch.from_numpy(a))
+            extras = out[-1]
+            info = ref.step(a)[4]
+            np.testing.assert_array_equal(env.terrain_levels.numpy(), info["terrain_level"])
+            np.testing.assert_array_equal(env.terrain_kind_ids.numpy(), info["terrain_kind"])
+            if "episode" not in extras:
+                continue
+            ep = extras["episode"]
+            lv, kd = info["terrain_level"].astype(np.float64), info["terrain_kind"]
+            assert ep[level_key].dim() == 0
+            assert float(ep[level_key]) == pytest.approx(lv.mean())
+            for j, name in enumerate(KINDS):
+                key = kind_key.format(name)
+                if (kd == j).any():
+                    assert float(ep[key]) == pytest.approx(lv[kd == j].mean())
+                else:
+                    assert key not in ep
+            assert any(kind_key.format(name) in ep for name in KINDS)
+            logged += 1
+        assert logged >= 2
+
+
+def test_v1_extras_carry_the_terrain_levels(server):
+    _level_extras(rsl_rl_v1.RslRlVecEnv, "terrain_level", "terrain_level_{}", server)
+
+
+def test_v2_extras_carry_the_terrain_levels(server):
+    _level_extras(rsl_rl_v2.RslRlVecEnv, "Curriculum/terrain_levels", "Curriculum/terrain_levels/{}", server)
+
+
+def test_flat_task_logs_no_levels(server):
+    with rsl_rl_v1.RslRlVecEnv(STAND, 4, address=server, seed=1, device="cpu", **SHORT) as env:
+        assert env.terrain_kinds == [] and env.terrain_levels is None
+        env.reset()
+        for k in range(6):
+            extras = env.step(torch.from_numpy(acts(4, k)))[-1]
+            if "episode" in extras:
+                assert not any("terrain" in key for key in extras["episode"])
+
+
+@v1
+def test_v1_runner_prints_the_terrain_level(server, tmp_path, capsys):
+    from rsl_rl.runners import OnPolicyRunner
+    torch.manual_seed(0)
+    with RslRlVecEnv(ROUGH, 24, address=server, seed=3, device="cpu", **ROUGH_SHORT) as env:
+        runner = OnPolicyRunner(env, copy.deepcopy(TRAIN_CFG), log_dir=str(tmp_path), device="cpu")
+        runner.learn(num_learning_iterations=2)
+    out = capsys.readouterr().out
+    assert out.count("Mean episode terrain_level:") == 2, "legged_gym's key, printed every iteration"
+    assert "Mean episode terrain_level_stairs_up:" in out
+
+
+@v2
+def test_v2_runner_prints_the_terrain_levels(server, tmp_path, capsys):
+    from rsl_rl.runners import OnPolicyRunner
+    torch.manual_seed(0)
+    with RslRlVecEnv(ROUGH, 24, address=server, seed=3, device="cpu", **ROUGH_SHORT) as env:
+        runner = OnPolicyRunner(env, copy.deepcopy(TRAIN_CFG_V2), log_dir=str(tmp_path), device="cpu")
+        runner.learn(num_learning_iterations=2)
+    out = capsys.readouterr().out
+    assert out.count("Curriculum/terrain_levels:") == 2, "Isaac Lab's key, printed every iteration"
+    assert "Curriculum/terrain_levels/stairs_up:" in out

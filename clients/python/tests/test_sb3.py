@@ -166,3 +166,31 @@ def test_ppo_learns_with_vec_monitor_and_vec_normalize_and_round_trips(server, t
         assert model2.num_timesteps == 4 * 16 * 64
     finally:
         venv2.close()
+
+
+def test_rough_infos_carry_each_worlds_tile(server):
+    n = 6
+    venv = SB3VecEnv("anymal_c-rough", n, address=server, seed=2, episode_seconds=0.1)
+    try:
+        with herd.make_vec("anymal_c-rough", n, address=server, seed=2, autoreset_mode="SAME_STEP",
+                           episode_seconds=0.1) as ref:
+            assert venv.get_attr("terrain_kinds")[0][3] == "stairs_up"
+            venv.reset()
+            ref.reset()
+            for k in range(7):
+                a = np.zeros((n, 12), np.float32)
+                venv.step_async(a)
+                _, _, dones, infos = venv.step_wait()
+                info = ref.step(a)[4]
+                assert [d["terrain_level"] for d in infos] == info["terrain_level"].tolist()
+                assert [d["terrain_kind"] for d in infos] == info["terrain_kind"].tolist()
+                assert all(type(d["terrain_level"]) is int for d in infos)
+    finally:
+        venv.close()
+    venv = SB3VecEnv(STAND, 2, address=server, seed=2)
+    try:
+        venv.reset()
+        venv.step_async(np.zeros((2, 12), np.float32))
+        assert all("terrain_level" not in d for d in venv.step_wait()[3])
+    finally:
+        venv.close()

@@ -65,6 +65,10 @@ class RslRlCore:
     """The part of an rsl_rl VecEnv over herd worlds that does not depend on rsl_rl's version."""
 
     _who = "RslRlVecEnv"
+    # extras["episode"] keys of the terrain curriculum's levels (the 1.x and 2.x adapters name them as legged_gym
+    # and Isaac Lab do): the mean over every world, and the mean over the worlds of one tile kind
+    _level_key = "terrain_level"
+    _kind_level_key = "terrain_level_{}"
 
     def __init__(self, env, num_envs=None, device="cpu", **make_vec_kwargs):
         self.env = same_step_env(self._who, env, num_envs, make_vec_kwargs)
@@ -84,6 +88,13 @@ class RslRlCore:
         self.rew_buf = torch.zeros(self.num_envs, dtype=torch.float32, device=self.device)
         self.reset_buf = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         self._episode_length = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
+        # a task with a terrain curriculum: each world's level (legged_gym's env.terrain_levels) and tile kind,
+        # from the infos of every reset and step
+        self.terrain_kinds = list(getattr(self.env, "terrain_kinds", []))
+        self.terrain_levels = (torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
+                               if self.terrain_kinds else None)
+        self.terrain_kind_ids = (torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
+                                 if self.terrain_kinds else None)
         self.extras = {}
         self.infos = {}
         self._warned_length = False
@@ -110,6 +121,27 @@ class RslRlCore:
             return None
         return self._tensor(infos[CRITIC_OBS_KEY])
 
+    def _track_levels(self, infos):
+        """Copies the infos' terrain levels and kinds (every world's) into terrain_levels / terrain_kind_ids."""
+        if self.terrain_levels is None or "terrain_level" not in infos:
+            return
+        self.terrain_levels.copy_(torch.from_numpy(np.asarray(infos["terrain_level"], dtype=np.int64)))
+        self.terrain_kind_ids.copy_(torch.from_numpy(np.asarray(infos["terrain_kind"], dtype=np.int64)))
+
+    def terrain_level_log(self):
+        """The curriculum's figures as extras["episode"] entries: the mean level of every world (a 0-dim
+        tensor) under _level_key, and per tile kind with worlds the mean of its worlds under _kind_level_key;
+        {} for a task without a terrain curriculum."""
+        if self.terrain_levels is None:
+            return {}
+        lv = self.terrain_levels.to(torch.float32)
+        out = {self._level_key: lv.mean()}
+        for k, name in enumerate(self.terrain_kinds):
+            on = self.terrain_kind_ids == k
+            if bool(on.any()):
+                out[self._kind_level_key.format(name)] = lv[on].mean()
+        return out
+
     def _reset(self, env_ids):
         """Resets every world (env_ids None) or those of env_ids; returns (obs, critic_obs or None), new tensors,
         after copying them into the buffers."""
@@ -127,6 +159,7 @@ class RslRlCore:
         self.obs_buf.copy_(o)
         if c is not None:
             self.critic_obs_buf.copy_(c)
+        self._track_levels(infos)
         return o, c
 
     def _step(self, actions):
@@ -147,12 +180,16 @@ class RslRlCore:
             self.critic_obs_buf.copy_(c)
         self._episode_length += 1
         self._episode_length[d] = 0
+        self._track_levels(info)
         extras = {"time_outs": self._tensor(time_out)}
         if "episode_terms" in info:
             m = info["_episode_terms"]
             sums = np.asarray(info["episode_terms"])[m]
             extras["episode"] = {"rew_" + name: self._tensor(sums[:, j])
                                  for j, name in enumerate(self.reward_term_names)}
+            # the levels where episodes ended, as legged_gym logs them at its resets (the same keys every time, so
+            # the runners' per-iteration means see them in every entry)
+            extras["episode"].update(self.terrain_level_log())
         self.infos = info           # the last step's infos as HerdVectorEnv gives them (e.g. reward_terms)
         return o, c, r, d, extras
 

@@ -34,7 +34,11 @@ What rsl_rl gets (its env/vec_env.py and runners/on_policy_runner.py):
 * ``extras["episode"]``, only in steps where some episode ended: ``{"rew_<term>": float32 [k]}``, the
   per-term reward sums of the k episodes that ended (legged_gym's key names; the runner logs their mean
   as "Mean episode rew_<term>").  Unlike legged_gym the sums are not divided by the episode length in
-  seconds.
+  seconds.  A task with a terrain curriculum (``anymal_c-rough``) adds legged_gym's ``"terrain_level"`` (a
+  0-dim tensor: the mean level of every world; the runner prints "Mean episode terrain_level") and
+  ``"terrain_level_<kind>"`` per tile kind that has worlds.  ``terrain_levels`` / ``terrain_kind_ids`` (long
+  ``[n]``, as legged_gym's ``env.terrain_levels``) hold every world's level and kind index into
+  ``terrain_kinds`` after each reset and step (None for a flat task).
 * ``reset(env_ids=None)`` -> ``(obs, privileged_obs)``; ``get_observations()`` (a copy of ``obs_buf``);
   ``get_privileged_observations()`` -> None (or a copy of ``privileged_obs_buf``).
 * Importing this module makes ``from rsl_rl.runners import OnPolicyRunner`` work where tensorboard is not

@@ -31,6 +31,11 @@ What rsl_rl gets (its env/vec_env.py and runners/on_policy_runner.py):
   physics failure).
 * ``extras["episode"]``, in steps where some episode ended: ``{"rew_<term>": float32 [k]}``, the per-term
   reward sums of the k episodes that ended; the runner prints their means as "Mean episode rew_<term>".
+  A task with a terrain curriculum (``anymal_c-rough``) adds Isaac Lab's ``"Curriculum/terrain_levels"``
+  (a 0-dim tensor: the mean level of every world) and ``"Curriculum/terrain_levels/<kind>"`` per tile kind
+  that has worlds; the runner writes them under those names and prints them each iteration.
+  ``terrain_levels`` / ``terrain_kind_ids`` (long ``[n]``) hold every world's level and kind index into
+  ``terrain_kinds`` after each reset and step (None for a flat task).
 
 Buffers: ``obs_buf``, ``rew_buf``, ``reset_buf`` (and ``critic_obs_buf``) are allocated once and updated in
 place, so tensors the user reads after ``runner.learn()`` are normal tensors (herd.adapters._rsl_rl_core).
@@ -54,6 +59,10 @@ __all__ = ["RslRlVecEnv"]
 
 class RslRlVecEnv(RslRlCore, _VecEnvBase):
     """rsl_rl 2.x VecEnv over herd worlds; see the module docstring for the contract."""
+
+    # Isaac Lab's curriculum key: a key with a "/" is logged and printed under its own name by rsl_rl 2.x
+    _level_key = "Curriculum/terrain_levels"
+    _kind_level_key = "Curriculum/terrain_levels/{}"
 
     def __init__(self, env, num_envs=None, device="cpu", **make_vec_kwargs):
         super().__init__(env, num_envs, device, **make_vec_kwargs)

@@ -31,7 +31,9 @@ ended is reset in the same step, its last observation in ``infos[i]["terminal_ob
 ``infos[i]["TimeLimit.truncated"]`` is true when the episode hit the time limit (not for a terminal state
 nor a physics failure, which the server also reports as truncated), so PPO bootstraps exactly there.
 ``seed(s)`` applies at the next reset (world i gets s + i).  Also per world when set: ``episode_terms``
-(per-term reward sums of the ended episode), ``physics_reset``.
+(per-term reward sums of the ended episode), ``physics_reset``; and in every step of a task with a terrain
+curriculum (``anymal_c-rough``) ``terrain_level`` and ``terrain_kind`` (ints: the world's level, its tile kind as
+an index into ``get_attr("terrain_kinds")[0]``; after a reset in the step, the new episode's).
 
 Differences from a DummyVecEnv: one server session holds every world, so ``get_attr`` / ``set_attr`` /
 ``env_method`` act on the one ``HerdVectorEnv`` (``env_method`` calls it once and returns its result once
@@ -104,7 +106,13 @@ class SB3VecEnv(VecEnv):
         time_limit = trunc & ~term
         if "physics_reset" in info:
             time_limit = time_limit & ~info["physics_reset"]
-        infos = [{"TimeLimit.truncated": bool(t)} for t in time_limit]
+        if "terrain_level" in info:
+            # a terrain curriculum: each world's level and tile kind (an index into get_attr("terrain_kinds"))
+            infos = [{"TimeLimit.truncated": t, "terrain_level": lv, "terrain_kind": kd}
+                     for t, lv, kd in zip(time_limit.tolist(), info["terrain_level"].tolist(),
+                                          info["terrain_kind"].tolist())]
+        else:
+            infos = [{"TimeLimit.truncated": bool(t)} for t in time_limit]
         ended = np.flatnonzero(dones)
         if ended.size:
             final_obs = info["final_obs"]
