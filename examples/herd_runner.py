@@ -18,15 +18,6 @@ class BudgetSpent(Exception):
     """Raised from log() when the wall-clock budget is spent: learn() stops after a complete iteration."""
 
 
-def terrain_level_column(env):
-    """Column of the terrain level in the adapter's critic observation (rough tasks), else None."""
-    inner = env.env
-    for f in getattr(inner, "critic_obs_fields", []) or []:
-        if f.get("name") == "terrain_level":
-            return int(f["offset"])
-    return None
-
-
 def make_runner(version, env, train_cfg, log_dir, task, update_threads, budget_s=None):
     from rsl_rl.runners import OnPolicyRunner
 
@@ -42,7 +33,6 @@ def make_runner(version, env, train_cfg, log_dir, task, update_threads, budget_s
             self.tot = {"wait": 0.0, "infer": 0.0, "update": 0.0}
             self.env_steps = 0
             self.last_checkpoint = None
-            self.level_col = terrain_level_column(env)
             self.csv_path = os.path.join(log_dir, "log.csv")
             self._csv = None
             step = env.step
@@ -68,9 +58,10 @@ def make_runner(version, env, train_cfg, log_dir, task, update_threads, budget_s
             self.last_checkpoint = path
 
         def terrain_level(self):
-            if self.level_col is None or env.critic_obs_buf is None:
+            """Mean terrain level of all worlds now (legged_gym's logged figure); "" without a curriculum."""
+            if getattr(env, "terrain_levels", None) is None:
                 return ""
-            return float(env.critic_obs_buf[:, self.level_col].mean())
+            return float(env.terrain_levels.float().mean())
 
         def log(self, locs, *a, **k):
             super().log(locs, *a, **k)
