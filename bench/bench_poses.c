@@ -54,7 +54,7 @@ int bench_poses(int argc, char **argv)
     int32_t *cnt = malloc(sizeof(int32_t) * (size_t)k);
     float *cp = malloc(sizeof(float) * (size_t)k * mc * 3), *cn = malloc(sizeof(float) * (size_t)k * mc * 3);
     float *ci = malloc(sizeof(float) * (size_t)k * mc);
-    env_contacts c = {mc, cnt, cp, cn, ci};
+    env_contacts c = {.max = mc, .count = cnt, .pos = cp, .normal = cn, .impulse = ci};
     double *tp = malloc(sizeof(double) * R), *tq = malloc(sizeof(double) * R), *ts = malloc(sizeof(double) * R);
     const int calls = 2000, steps = 3;
     for (int r = 0; r < R; r++) {

@@ -265,6 +265,7 @@ static void reset_one(env_t *e, env_world *w, float *obs)
     w->steps = 0;
     w->needs_reset = 0;
     w->ep_return = 0;
+    w->last_fallback = 0;
     memset(w->ep_terms, 0, sizeof w->ep_terms);
     e->task->reset_world(e, w, obs);
 }
@@ -377,6 +378,7 @@ static void step_rows(env_t *e, const step_call *c, const int *rows, int n)
         float *o = obs[j], *tj = terms + (size_t)j * nt;
         float r = rew[j];
         int physics = failed[j];
+        w->last_fallback = w->solver_fallbacks != fb0[j];
         if (!physics && !step_finite(o, od, r, tj, nt)) {
             /* finite physics state, but an output overflowed float32 (or a term is NaN): no non-finite
              * value may leave the env, so this is a physics failure like any other, reported now */

@@ -192,13 +192,29 @@ int env_terrain_tiles(const env_t *e, int first, int n, const int32_t *ids, int3
  * terrain.  The same for every world of e; heights point into e's model. */
 void env_scene(const env_t *e, env_scene_t *out);
 
-/* Contacts of a poses read (env_poses): fixed-size rows of max entries per world, the first count[i] valid. */
+/* A contact's state in the last physics step's answer (env_contacts.state), by the conditions the solvers impose
+ * (sim_solver.h, sim_metrics.h): OPEN a touching contact with normal impulse 0; STICK a loaded contact whose
+ * friction impulse is inside the cone by at least its sliding speed (mu lambda_n - |lambda_T| >= |v_T|: the
+ * sticking condition v_T = 0 is the one it satisfies more closely); SLIP a loaded contact sliding (|v_T| > 0)
+ * closer to the cone's boundary than that. */
+enum { ENV_CONTACT_OPEN = 0, ENV_CONTACT_STICK = 1, ENV_CONTACT_SLIP = 2 };
+
+/* Contacts of a poses read (env_poses): fixed-size rows of max entries per world, the first count[i] valid.
+ * The diagnostics after `impulse` are each optional (NULL: not written). */
 typedef struct {
     int max;            /* row length: env_scene's max_contacts (fewer are reported when max is smaller) */
     int32_t *count;     /* n */
     float *pos;         /* n x max x 3: contact point on the geometry, world frame (m) */
     float *normal;      /* n x max x 3: ground normal (world, unit, pointing up out of the ground) */
     float *impulse;     /* n x max: normal impulse of the last physics step (N·s) */
+    int open;           /* 1: the rows also hold the touching contacts whose last normal impulse was 0 */
+    uint8_t *state;     /* n x max: ENV_CONTACT_* */
+    float *friction;    /* n x max x 3: friction (tangential) impulse of the last physics step, world frame (N·s) */
+    int32_t *body;      /* n x max: the body whose geometry touches (scene body index) */
+    uint8_t *fallback;  /* n: 1 when a physics step of the world's last env step took its contact answer from the
+                         * solver's fallback model (sim_step_stats.fallback), else 0 */
+    float *limit;       /* n x nbody: each body's joint-limit impulse in the last physics step (N·m·s or N·s),
+                         * positive at the lower limit (pushing q up), negative at the upper; 0 for the root */
 } env_contacts;
 
 /* The pose of every body of n worlds ids[i] (or first + i when ids is NULL), from their current state:
@@ -206,7 +222,10 @@ typedef struct {
  * not NULL also the active contacts: the points where the world's geometries touch the ground now (within
  * the solver's margin) whose normal impulse in the last physics step was positive.  Reads the worlds only
  * (their state is not written, no random number is drawn): calling it or not leaves every later step
- * bitwise the same.  Not concurrently with env_step / env_reset on the same worlds. */
+ * bitwise the same.  Not concurrently with env_step / env_reset on the same worlds.  The sliding
+ * speed that tells STICK from SLIP is the contact point's tangential velocity in the world's current state (the
+ * last step's answer), on the contacts as collision finds them now; the friction impulse is the last step's, in
+ * the current contact frame (the frames the warm start uses). */
 void env_poses(const env_t *e, int first, int n, const int32_t *ids, float *body_pos, float *body_quat,
                env_contacts *c);
 

@@ -29,6 +29,7 @@ typedef struct {
     uint64_t solver_capped;     /* physics steps whose solver hit its iteration cap */
     uint64_t solver_fallbacks;  /* physics steps handed to the solver's ADMM fallback */
     uint64_t joint_limits_active; /* joint-limit blocks with a positive impulse, summed over physics steps */
+    int last_fallback;  /* 1 if a physics step of the last env step was handed to the solver's fallback */
 } env_world;
 
 /* One physics step of world w that also counts the solver's work: the stages after `done` (sim_step_stages), or,

@@ -98,12 +98,63 @@ void env_scene(const env_t *e, env_scene_t *out)
     out->max_contacts = e->worlds ? e->worlds[0].d->ncon_max : sim_model_max_contacts(m);
 }
 
-/* The normal impulse world d's last physics step gave contact (geom, feature), 0 if it had none. */
-static double last_normal_impulse(const sim_data *d, int geom, int feature)
+/* The index of contact (geom, feature) in world d's warm-start cache (the last physics step's contacts), -1 if it
+ * had none. */
+static int last_contact(const sim_data *d, int geom, int feature)
 {
     for (int j = 0; j < d->nprev; j++)
-        if (d->prev_key[2 * j] == geom && d->prev_key[2 * j + 1] == feature) return d->prev_lambda[3 * j + 2];
-    return 0;
+        if (d->prev_key[2 * j] == geom && d->prev_key[2 * j + 1] == feature) return j;
+    return -1;
+}
+
+/* ENV_CONTACT_STICK or _SLIP of a loaded contact: friction impulse lt (N·s, magnitude), normal impulse ln, friction
+ * coefficient mu, sliding speed vt (m/s); env.h states the rule. */
+static int contact_mode(double lt, double ln, double mu, double vt)
+{
+    double gap = mu * ln - lt;
+    if (gap < 0) gap = 0;
+    return vt > 0 && vt > gap ? ENV_CONTACT_SLIP : ENV_CONTACT_STICK;
+}
+
+/* The diagnostics of contact k of the read (row r): state, friction impulse in the world frame, body. */
+static void contact_diag(const sim_data *src, const sim_data *d, const sim_contact *k, int j, env_contacts *c,
+                         size_t r)
+{
+    double lt[3] = {0, 0, 0}, ln = 0;
+    if (j >= 0) {
+        const double *l = src->prev_lambda + 3 * j;
+        ln = l[2];
+        for (int a = 0; a < 3; a++) lt[a] = l[0] * k->frame[a] + l[1] * k->frame[3 + a];
+    }
+    if (c->friction)
+        for (int a = 0; a < 3; a++) c->friction[3 * r + a] = (float)lt[a];
+    if (c->body) c->body[r] = k->body;
+    if (!c->state) return;
+    if (!(ln > 0)) {
+        c->state[r] = ENV_CONTACT_OPEN;
+        return;
+    }
+    /* the contact point's velocity with its body (cvel about d->ref), its part along the ground */
+    const double *cv = d->cvel + 6 * k->body, *n = k->frame + 6;
+    double v[3], rr[3];
+    for (int a = 0; a < 3; a++) rr[a] = k->pos[a] - d->ref[a];
+    v[0] = cv[3] + cv[1] * rr[2] - cv[2] * rr[1];
+    v[1] = cv[4] + cv[2] * rr[0] - cv[0] * rr[2];
+    v[2] = cv[5] + cv[0] * rr[1] - cv[1] * rr[0];
+    const double vn = v[0] * n[0] + v[1] * n[1] + v[2] * n[2];
+    double vt = 0, lm = 0;
+    for (int a = 0; a < 3; a++) vt += (v[a] - vn * n[a]) * (v[a] - vn * n[a]), lm += lt[a] * lt[a];
+    c->state[r] = (uint8_t)contact_mode(sqrt(lm), ln, k->mu * src->friction_scale, sqrt(vt));
+}
+
+/* Each body's joint-limit impulse of world d's last physics step, signed (env.h), into out[nbody]. */
+static void limit_impulses(const sim_model *m, const sim_data *d, float *out)
+{
+    for (int b = 0; b < m->nbody; b++) {
+        const int dof = m->body[b].dof;
+        out[b] = b > 0 && dof >= 0 && d->njprev
+                     ? (float)(d->prev_jlambda[3 * dof] - d->prev_jlambda[3 * dof + 1]) : 0.0f;
+    }
 }
 
 void env_poses(const env_t *e, int first, int n, const int32_t *ids, float *body_pos, float *body_quat,
@@ -126,19 +177,23 @@ void env_poses(const env_t *e, int first, int n, const int32_t *ids, float *body
             for (int k = 0; k < 4; k++) qo[4 * b + k] = (float)q[k];
         }
         if (!c) continue;
+        if (c->fallback) c->fallback[i] = (uint8_t)(e->worlds[ids ? ids[i] : first + i].last_fallback != 0);
+        if (c->limit) limit_impulses(m, src, c->limit + (size_t)i * nb);
         int cnt = 0;
-        if (d.nprev > 0 && c->max > 0) {
+        if ((d.nprev > 0 || c->open) && c->max > 0) {
             sim_velocity(m, &d);
             int nc = sim_collide(m, &d, m->opt.margin, 0.0, d.con, d.ncon_max);
             for (int k = 0; k < nc && cnt < c->max; k++) {
-                double lam = last_normal_impulse(src, d.con[k].geom, d.con[k].feature);
-                if (!(lam > 0)) continue;
+                int j = last_contact(src, d.con[k].geom, d.con[k].feature);
+                double lam = j >= 0 ? src->prev_lambda[3 * j + 2] : 0;
+                if (!(lam > 0) && !c->open) continue;
                 size_t r = (size_t)i * c->max + (size_t)cnt;
                 for (int a = 0; a < 3; a++) {
                     c->pos[3 * r + a] = (float)d.con[k].pos[a];
                     c->normal[3 * r + a] = (float)d.con[k].frame[6 + a];
                 }
-                c->impulse[r] = (float)lam;
+                c->impulse[r] = lam > 0 ? (float)lam : 0.0f;
+                contact_diag(src, &d, &d.con[k], j, c, r);
                 cnt++;
             }
         }
@@ -148,6 +203,9 @@ void env_poses(const env_t *e, int first, int n, const int32_t *ids, float *body
             memset(c->pos + 3 * r, 0, 3 * sizeof(float));
             memset(c->normal + 3 * r, 0, 3 * sizeof(float));
             c->impulse[r] = 0;
+            if (c->state) c->state[r] = 0;
+            if (c->friction) memset(c->friction + 3 * r, 0, 3 * sizeof(float));
+            if (c->body) c->body[r] = 0;
         }
     }
 }

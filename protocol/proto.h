@@ -39,7 +39,9 @@
  *    in reset and step replies. */
 /* 5: terrain curricula: the spec's terrain_kinds, info.terrain_level and info.terrain_kind in the reset and step
  *    replies of such tasks, the session's terrain levels in stats. */
-#define PROTO_VERSION_MINOR 5
+/* 6: contact diagnostics in poses: the request's diagnostics flag, each contact's state, friction impulse and
+ *    body, the open contacts, and the worlds' fallback flags and joint-limit impulses. */
+#define PROTO_VERSION_MINOR 6
 #define PROTO_TOKEN_BYTES 16            /* a session token: 128 random bits (PROTOCOL.md section 9) */
 #define PROTO_NAME_MAX ENV_NAME_MAX     /* env names and config keys, with the terminating 0 */
 #define PROTO_MAX_CONFIG 64             /* config overrides per make request */
@@ -159,6 +161,8 @@ typedef struct {
     int reward_terms;           /* step: also return this step's per-term rewards */
     int contacts;               /* poses: also return the active contacts (minor 1) */
     int latest;                 /* poses: read now, without waiting for steps in flight (minor 1) */
+    int diagnostics;            /* poses: the contacts with their states, friction impulses, bodies, and the worlds'
+                                 * fallback flags and joint-limit impulses (minor 6; implies contacts) */
     int critic_obs;             /* make: reset and step replies carry info.critic_obs (minor 4) */
 } proto_request;
 
@@ -292,6 +296,9 @@ typedef struct {
      * twice and [n, max] */
     size_t body_pos, body_quat, contact_count, contact_pos, contact_normal, contact_impulse;
     int nbody, max_contacts;    /* poses: bodies per world; the contacts' row length (0: no contacts) */
+    /* poses with diagnostics (minor 6): the contacts' uint8 [n, max], float32 [n, max, 3], int32 [n, max]; the
+     * diagnostics' uint8 [n] and float32 [n, nbody] */
+    size_t contact_state, contact_friction, contact_body, diag_fallback, diag_limit;
 } proto_step_layout;
 
 enum {
@@ -316,8 +323,10 @@ void proto_w_scene(proto_buf *b, const env_scene_t *s);
 /* {"session", "env", "scene"} (minor 1). */
 int proto_encode_model_reply(proto_buf *b, uint64_t id, uint64_t session, const char *env, const env_scene_t *s);
 /* Lays out a poses reply (PROTOCOL.md, "poses"; minor 1): body_pos, body_quat, and with max_contacts > 0 the
- * "contacts" map.  Regions reserved, not written, as for reset / step. */
-int proto_encode_poses_reply(proto_buf *b, uint64_t id, int n, int nbody, int max_contacts, proto_step_layout *lay);
+ * "contacts" map; diagnostics (minor 6; with max_contacts > 0) adds the contacts' state, friction and body and the
+ * "diagnostics" map (0: the bytes of a minor-1 reply).  Regions reserved, not written, as for reset / step. */
+int proto_encode_poses_reply(proto_buf *b, uint64_t id, int n, int nbody, int max_contacts, int diagnostics,
+                             proto_step_layout *lay);
 
 /* ---- replies (client side) ---- */
 

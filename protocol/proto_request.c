@@ -195,10 +195,10 @@ static int read_config(const msgpack_object *o, proto_request *r, proto_error *e
 /* requests */
 
 enum { K_V, K_ID, K_OP, K_SESSION, K_ENV, K_NUM_WORLDS, K_CONFIG, K_SEED, K_SEEDS, K_AUTORESET, K_WORLD_IDS,
-       K_ACTIONS, K_REWARD_TERMS, K_TOKEN, K_CONTACTS, K_LATEST, K_CRITIC_OBS, K_COUNT };
+       K_ACTIONS, K_REWARD_TERMS, K_TOKEN, K_CONTACTS, K_LATEST, K_CRITIC_OBS, K_DIAGNOSTICS, K_COUNT };
 static const char *const key_names[K_COUNT] = {"v", "id", "op", "session", "env", "num_worlds", "config", "seed",
                                                "seeds", "autoreset", "world_ids", "actions", "reward_terms", "token",
-                                               "contacts", "latest", "critic_obs"};
+                                               "contacts", "latest", "critic_obs", "diagnostics"};
 /* Keys each op accepts besides v, id, op. */
 static const unsigned op_keys[PROTO_OP_COUNT] = {
     [PROTO_OP_HELLO] = 0,
@@ -210,7 +210,8 @@ static const unsigned op_keys[PROTO_OP_COUNT] = {
     [PROTO_OP_STATS] = 1u << K_SESSION | 1u << K_TOKEN,
     [PROTO_OP_PING] = 0,
     [PROTO_OP_MODEL] = 1u << K_SESSION | 1u << K_TOKEN,
-    [PROTO_OP_POSES] = 1u << K_SESSION | 1u << K_TOKEN | 1u << K_WORLD_IDS | 1u << K_CONTACTS | 1u << K_LATEST,
+    [PROTO_OP_POSES] = 1u << K_SESSION | 1u << K_TOKEN | 1u << K_WORLD_IDS | 1u << K_CONTACTS | 1u << K_LATEST |
+                       1u << K_DIAGNOSTICS,
 };
 
 void proto_request_init(proto_request *r)
@@ -419,6 +420,7 @@ static int decode_poses(const fields *f, const proto_limits *lim, proto_request 
 {
     int rc = read_rows(f, lim, r, err);
     if (!rc) rc = read_bool(f, K_CONTACTS, &r->contacts, err);
+    if (!rc) rc = read_bool(f, K_DIAGNOSTICS, &r->diagnostics, err);
     return rc ? rc : read_bool(f, K_LATEST, &r->latest, err);
 }
 

@@ -305,7 +305,7 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
     case PROTO_OP_CLOSE: n += 1; break;
     case PROTO_OP_STATS: n += !!r->has_session; break;
     case PROTO_OP_MODEL: n += 1; break;
-    case PROTO_OP_POSES: n += 1 + (r->world_ids != NULL) + !!r->contacts + !!r->latest; break;
+    case PROTO_OP_POSES: n += 1 + (r->world_ids != NULL) + !!r->contacts + !!r->latest + !!r->diagnostics; break;
     default: break;
     }
     proto_w_map(b, n);
@@ -353,6 +353,9 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
             }
             if (r->latest) {
                 kv_bool(b, "latest", 1);
+            }
+            if (r->diagnostics) {
+                kv_bool(b, "diagnostics", 1);
             }
         } else if (r->op == PROTO_OP_RESET) {
             if (r->seeds) {
@@ -681,24 +684,38 @@ int proto_encode_model_reply(proto_buf *b, uint64_t id, uint64_t session, const 
     return b->oom ? -1 : 0;
 }
 
-int proto_encode_poses_reply(proto_buf *b, uint64_t id, int n, int nbody, int max_contacts, proto_step_layout *lay)
+int proto_encode_poses_reply(proto_buf *b, uint64_t id, int n, int nbody, int max_contacts, int diagnostics,
+                             proto_step_layout *lay)
 {
     memset(lay, 0, sizeof *lay);
     size_t rows = (size_t)n, nb = (size_t)nbody, mc = (size_t)(max_contacts > 0 ? max_contacts : 0);
-    proto_buf_reserve(b, 64 + 7 * 64 + rows * (28 * nb + 4 + 28 * mc));
+    const int diag = diagnostics && mc > 0;
+    proto_buf_reserve(b, 64 + 12 * 64 + rows * (28 * nb + 4 + 28 * mc) + (diag ? rows * (17 * mc + 1 + 4 * nb) : 0));
     uint64_t sp[3] = {rows, nb, 3}, sq[3] = {rows, nb, 4}, s1[1] = {rows}, c3[3] = {rows, mc, 3}, c1[2] = {rows, mc};
-    proto_w_reply_head(b, id, 2 + (mc > 0));
+    uint64_t sl[2] = {rows, nb};
+    proto_w_reply_head(b, id, 2 + (mc > 0) + diag);
     lay->nbody = nbody;
     lay->body_pos = kv_region(b, "body_pos", PROTO_DT_FLOAT32, 3, sp);
     lay->body_quat = kv_region(b, "body_quat", PROTO_DT_FLOAT32, 3, sq);
     if (mc > 0) {
         lay->max_contacts = (int)mc;
         proto_w_str(b, "contacts");
-        proto_w_map(b, 4);
+        proto_w_map(b, 4 + 3 * diag);
         lay->contact_count = kv_region(b, "count", PROTO_DT_INT32, 1, s1);
         lay->contact_pos = kv_region(b, "pos", PROTO_DT_FLOAT32, 3, c3);
         lay->contact_normal = kv_region(b, "normal", PROTO_DT_FLOAT32, 3, c3);
         lay->contact_impulse = kv_region(b, "impulse", PROTO_DT_FLOAT32, 2, c1);
+        if (diag) {
+            lay->contact_state = kv_region(b, "state", PROTO_DT_UINT8, 2, c1);
+            lay->contact_friction = kv_region(b, "friction", PROTO_DT_FLOAT32, 3, c3);
+            lay->contact_body = kv_region(b, "body", PROTO_DT_INT32, 2, c1);
+        }
+    }
+    if (diag) {
+        proto_w_str(b, "diagnostics");
+        proto_w_map(b, 2);
+        lay->diag_fallback = kv_region(b, "fallback", PROTO_DT_UINT8, 1, s1);
+        lay->diag_limit = kv_region(b, "limit_impulse", PROTO_DT_FLOAT32, 2, sl);
     }
     return b->oom ? -1 : 0;
 }

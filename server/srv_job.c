@@ -185,6 +185,15 @@ static void job_rows(srv_job *j, int worker, int r, int k)
             .normal = (float *)(void *)(R + L->contact_normal) + (size_t)r * (size_t)L->max_contacts * 3,
             .impulse = (float *)(void *)(R + L->contact_impulse) + (size_t)r * (size_t)L->max_contacts,
         };
+        if (L->contact_state) {     /* diagnostics (minor 6): the open contacts too, and every optional row */
+            const size_t mc = (size_t)L->max_contacts;
+            c.open = 1;
+            c.state = R + L->contact_state + (size_t)r * mc;
+            c.friction = (float *)(void *)(R + L->contact_friction) + (size_t)r * mc * 3;
+            c.body = (int32_t *)(void *)(R + L->contact_body) + (size_t)r * mc;
+            c.fallback = R + L->diag_fallback + r;
+            c.limit = (float *)(void *)(R + L->diag_limit) + (size_t)r * nb;
+        }
         env_poses(s->env, first, k, ids, (float *)(void *)(R + L->body_pos) + (size_t)r * nb * 3,
                   (float *)(void *)(R + L->body_quat) + (size_t)r * nb * 4, L->max_contacts > 0 ? &c : NULL);
         if (met) srv_metrics_worker_busy(met, worker, srv_now_s() - t0);

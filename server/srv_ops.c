@@ -309,7 +309,9 @@ static void handle_poses(srv_server *S, incoming *in)
     srv_jobs_scene(j->sess, scene);
     proto_buf b;
     proto_buf_init(&b);
-    proto_encode_poses_reply(&b, p->id, j->n, scene->nbody, p->req.contacts ? scene->max_contacts : 0, &j->lay);
+    const int contacts = p->req.contacts || p->req.diagnostics;     /* diagnostics come with the contacts */
+    proto_encode_poses_reply(&b, p->id, j->n, scene->nbody, contacts ? scene->max_contacts : 0, p->req.diagnostics,
+                             &j->lay);
     free(scene);
     j->latest = p->req.latest;
     submit_rows(S, p, &b);

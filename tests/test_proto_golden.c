@@ -489,7 +489,11 @@ Test(golden, request_fields)
     unload(&v);
     load("req_poses_latest", &v);
     cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
-    cr_assert(r.op == PROTO_OP_POSES && r.latest && !r.contacts);
+    cr_assert(r.op == PROTO_OP_POSES && r.latest && !r.contacts && !r.diagnostics);
+    unload(&v);
+    load("req_poses_diagnostics", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
+    cr_assert(r.op == PROTO_OP_POSES && r.diagnostics && !r.contacts && !r.latest && r.nids == -1);
     unload(&v);
     load("req_model", &v);
     cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
@@ -940,7 +944,7 @@ Test(golden, model_and_poses_replies_encode_to_the_bytes)
     vec v;
     load("rep_poses_all", &v);
     proto_buf_reset(&b);
-    proto_encode_poses_reply(&b, 15, 2, 2, 0, &lay);
+    proto_encode_poses_reply(&b, 15, 2, 2, 0, 0, &lay);
     cr_assert(lay.nbody == 2 && lay.max_contacts == 0 && lay.contact_count == 0);
     fill(&b, lay.body_pos, jget(&v.json, "body_pos"));
     fill(&b, lay.body_quat, jget(&v.json, "body_quat"));
@@ -949,7 +953,7 @@ Test(golden, model_and_poses_replies_encode_to_the_bytes)
 
     load("rep_poses_contacts", &v);
     proto_buf_reset(&b);
-    proto_encode_poses_reply(&b, 16, 2, 2, 2, &lay);
+    proto_encode_poses_reply(&b, 16, 2, 2, 2, 0, &lay);
     cr_assert_eq(lay.max_contacts, 2);
     /* each region and where the golden JSON has its tensor (the contacts in the "contacts" map) */
     const jv *c = jget(&v.json, "contacts");
@@ -961,6 +965,32 @@ Test(golden, model_and_poses_replies_encode_to_the_bytes)
         fill(&b, regions[i].off, jget(regions[i].map, regions[i].key));
     }
     expect_bytes(&b, "rep_poses_contacts");
+    unload(&v);
+
+    /* minor 6: the contact diagnostics; without contacts they add nothing */
+    load("rep_poses_diagnostics", &v);
+    proto_buf_reset(&b);
+    proto_encode_poses_reply(&b, 17, 2, 2, 2, 1, &lay);
+    c = jget(&v.json, "contacts");
+    const jv *dg = jget(&v.json, "diagnostics");
+    struct { size_t off; const jv *map; const char *key; } dregions[11] = {
+        {lay.body_pos, &v.json, "body_pos"}, {lay.body_quat, &v.json, "body_quat"}, {lay.contact_count, c, "count"},
+        {lay.contact_pos, c, "pos"}, {lay.contact_normal, c, "normal"}, {lay.contact_impulse, c, "impulse"},
+        {lay.contact_state, c, "state"}, {lay.contact_friction, c, "friction"}, {lay.contact_body, c, "body"},
+        {lay.diag_fallback, dg, "fallback"}, {lay.diag_limit, dg, "limit_impulse"}};
+    for (int i = 0; i < 11; i++) {
+        cr_assert(dregions[i].off > 0 && dregions[i].off % PROTO_ALIGN == 0, "%s aligned", dregions[i].key);
+        fill(&b, dregions[i].off, jget(dregions[i].map, dregions[i].key));
+    }
+    expect_bytes(&b, "rep_poses_diagnostics");
+    unload(&v);
+    load("rep_poses_all", &v);
+    proto_buf_reset(&b);
+    proto_encode_poses_reply(&b, 15, 2, 2, 0, 1, &lay);
+    cr_assert(lay.contact_state == 0 && lay.diag_fallback == 0 && lay.diag_limit == 0);
+    fill(&b, lay.body_pos, jget(&v.json, "body_pos"));
+    fill(&b, lay.body_quat, jget(&v.json, "body_quat"));
+    expect_bytes(&b, "rep_poses_all");
     unload(&v);
     proto_buf_free(&b);
 }

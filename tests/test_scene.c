@@ -124,7 +124,7 @@ Test(scene, reading_poses_changes_nothing)
         int32_t cnt[4];
         float *cp = malloc(sizeof(float) * 4 * mc * 3), *cn = malloc(sizeof(float) * 4 * mc * 3);
         float *ci = malloc(sizeof(float) * 4 * mc);
-        env_contacts c = {mc, cnt, cp, cn, ci};
+        env_contacts c = {.max = mc, .count = cnt, .pos = cp, .normal = cn, .impulse = ci};
         env_reset(a, 0, 4, NULL, NULL, oa);
         env_reset(b, 0, 4, NULL, NULL, ob);
         for (int k = 0; k < 60; k++) {
@@ -163,7 +163,7 @@ Test(scene, a_robot_at_rest_is_carried_by_its_contacts)
     float *cp = malloc(sizeof(float) * 2 * mc * 3), *cn = malloc(sizeof(float) * 2 * mc * 3);
     float *ci = malloc(sizeof(float) * 2 * mc);
     memset(ci, 0xff, sizeof(float) * 2 * mc);          /* every byte of the rows is written */
-    env_contacts c = {mc, cnt, cp, cn, ci};
+    env_contacts c = {.max = mc, .count = cnt, .pos = cp, .normal = cn, .impulse = ci};
     env_poses(e, 0, 2, NULL, pos, quat, &c);
     for (int i = 0; i < 2; i++) {
         cr_assert_geq(cnt[i], 3, "world %d: %d contacts", i, cnt[i]);
@@ -181,5 +181,112 @@ Test(scene, a_robot_at_rest_is_carried_by_its_contacts)
         cr_assert(fabs(total - weight) < 0.15 * weight, "world %d: sum of normal impulses %g, m g dt %g", i, total, weight);
     }
     free(obs), free(pos), free(quat), free(cp), free(cn), free(ci);
+    env_destroy(&e);
+}
+
+/* The diagnostics of a poses read of e's worlds 0 .. n-1 (env_contacts with every optional row). */
+typedef struct {
+    int mc, nb;
+    int32_t cnt[4];
+    float *pos, *quat, *cp, *cn, *ci, *cf, *lim;
+    uint8_t *state, fb[4];
+    int32_t *body;
+    env_contacts c;
+} diag_read;
+
+static void diag_poses(env_t *e, int n, diag_read *r)
+{
+    r->mc = e->worlds[0].d->ncon_max, r->nb = e->model->nbody;
+    size_t mc = (size_t)n * r->mc;
+    r->pos = malloc(sizeof(float) * n * r->nb * 3), r->quat = malloc(sizeof(float) * n * r->nb * 4);
+    r->cp = malloc(sizeof(float) * mc * 3), r->cn = malloc(sizeof(float) * mc * 3), r->ci = malloc(sizeof(float) * mc);
+    r->cf = malloc(sizeof(float) * mc * 3), r->lim = malloc(sizeof(float) * n * r->nb);
+    r->state = malloc(mc), r->body = malloc(sizeof(int32_t) * mc);
+    memset(r->cf, 0xff, sizeof(float) * mc * 3);     /* every byte of the rows is written */
+    memset(r->state, 0xff, mc);
+    memset(r->body, 0xff, sizeof(int32_t) * mc);
+    memset(r->fb, 0xff, sizeof r->fb);
+    r->c = (env_contacts){.max = r->mc, .count = r->cnt, .pos = r->cp, .normal = r->cn, .impulse = r->ci, .open = 1,
+                          .state = r->state, .friction = r->cf, .body = r->body, .fallback = r->fb, .limit = r->lim};
+    env_poses(e, 0, n, NULL, r->pos, r->quat, &r->c);
+}
+
+static void diag_free(diag_read *r)
+{
+    free(r->pos), free(r->quat), free(r->cp), free(r->cn), free(r->ci), free(r->cf), free(r->lim), free(r->state);
+    free(r->body);
+}
+
+/* At rest (world 0 standing, world 1 lying on its base), every loaded contact sticks: its friction impulse is
+ * tangential and inside the cone, its state STICK; open contacts have impulse 0; no fallback answered; rows past count are 0. */
+Test(scene, a_robot_standing_still_has_sticking_feet)
+{
+    env_t *e = make("anymal_c-stand", 2, 3);
+    const env_spec *sp = env_get_spec(e);
+    float *obs = malloc(sizeof(float) * 2 * (size_t)sp->obs_dim), rew[2], act[2 * 12] = {0};
+    uint8_t term[2], trunc[2];
+    env_reset(e, 0, 2, NULL, NULL, obs);
+    for (int k = 0; k < 150; k++) env_step(e, 0, 2, NULL, act, obs, rew, term, trunc, NULL);
+    diag_read r;
+    diag_poses(e, 2, &r);
+    for (int i = 0; i < 2; i++) {
+        int stick = 0;
+        cr_assert_eq(r.fb[i], 0, "world %d: no fallback answered", i);
+        for (int k = 0; k < r.cnt[i]; k++) {
+            size_t q = (size_t)i * r.mc + k;
+            const float *f = r.cf + 3 * q, *n = r.cn + 3 * q;
+            cr_assert(r.body[q] >= 0 && r.body[q] < r.nb, "a body of the robot touches (%d)", r.body[q]);
+            cr_assert(fabsf(f[0] * n[0] + f[1] * n[1] + f[2] * n[2]) < 1e-6f, "the friction impulse is tangential");
+            if (r.state[q] == ENV_CONTACT_OPEN) {
+                cr_assert_eq(r.ci[q], 0.0f, "an open contact has no normal impulse");
+                continue;
+            }
+            cr_assert_gt(r.ci[q], 0);
+            cr_assert_eq(r.state[q], ENV_CONTACT_STICK, "world %d contact %d: state %d", i, k, r.state[q]);
+            double mu = 0;
+            for (int g = 0; g < e->model->ngeom; g++)
+                if (e->model->geom[g].friction > mu) mu = e->model->geom[g].friction;
+            mu *= e->worlds[i].d->friction_scale;
+            cr_assert(sqrtf(f[0] * f[0] + f[1] * f[1]) <= mu * r.ci[q] * 1.001 + 1e-7, "inside the cone");
+            stick++;
+        }
+        cr_assert_geq(stick, 3, "world %d: %d sticking contacts", i, stick);
+        for (int k = r.cnt[i]; k < r.mc; k++) {
+            size_t q = (size_t)i * r.mc + k;
+            cr_assert(r.state[q] == 0 && r.body[q] == 0 && r.cf[3 * q] == 0 && r.cf[3 * q + 2] == 0);
+        }
+        cr_assert_eq(r.lim[(size_t)i * r.nb], 0.0f, "the root has no joint limit");
+    }
+    diag_free(&r);
+    free(obs);
+    env_destroy(&e);
+}
+
+/* Pushed sideways at 3 m/s, the feet slide: after one env step most of its loaded contacts slip, and their
+ * friction impulses oppose the push (-x). */
+Test(scene, a_robot_pushed_sideways_slips)
+{
+    env_t *e = make("anymal_c-stand", 1, 3);
+    const env_spec *sp = env_get_spec(e);
+    float *obs = malloc(sizeof(float) * (size_t)sp->obs_dim), rew[1], act[12] = {0};
+    uint8_t term[1], trunc[1];
+    env_reset(e, 0, 1, NULL, NULL, obs);
+    for (int k = 0; k < 150; k++) env_step(e, 0, 1, NULL, act, obs, rew, term, trunc, NULL);
+    e->worlds[0].d->u[0] = 3.0;                 /* the base's x velocity, world frame (m/s) */
+    env_step(e, 0, 1, NULL, act, obs, rew, term, trunc, NULL);
+    diag_read r;
+    diag_poses(e, 1, &r);
+    int slip = 0;
+    for (int k = 0; k < r.cnt[0]; k++) {
+        if (r.state[k] != ENV_CONTACT_SLIP) continue;
+        cr_assert_gt(r.ci[k], 0);
+        cr_assert_gt(r.body[k], 0, "a foot slides");
+        const float *f = r.cf + 3 * k;
+        cr_assert_lt(f[0], 0, "friction opposes the push");
+        slip++;
+    }
+    cr_assert_geq(slip, 3, "%d slipping contacts", slip);
+    diag_free(&r);
+    free(obs);
     env_destroy(&e);
 }

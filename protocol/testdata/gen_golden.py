@@ -223,6 +223,8 @@ add("req_poses_contacts", "request", "poses",
     desc="body poses and active contacts of worlds 3 and 1, rows in that order (minor 1)")
 add("req_poses_latest", "request", "poses", req(21, "poses", session=7, latest=True),
     desc="body poses of every world as they are now, not waiting for steps in flight (minor 1)")
+add("req_poses_diagnostics", "request", "poses", req(22, "poses", session=7, diagnostics=True),
+    desc="body poses and contacts of every world with the contact diagnostics (minor 6)")
 
 # requests a server must reject (decoded content = the expected error)
 bad = [
@@ -246,6 +248,7 @@ bad = [
     ("bad_token_type", req(33, "close", session=7, token=TOKEN.hex()), "BAD_FIELD", 33),
     ("bad_token_without_session", req(34, "stats", token=TOKEN), "BAD_FIELD", 34),
     ("bad_poses_contacts", req(35, "poses", session=7, contacts=1), "BAD_FIELD", 35),
+    ("bad_poses_diagnostics", req(36, "poses", session=7, diagnostics="yes"), "BAD_FIELD", 36),
     ("bad_step_contacts", req(36, "step", session=7, actions=Tensor("float32", [1, 1], [0.0]), contacts=True),
      "BAD_FIELD", 36),
     # minor 3, one rule for the codes (section 5): the wrong MessagePack type is BAD_FIELD, also inside a
@@ -277,11 +280,11 @@ add("rep_error", "reply", None,
     desc="every error reply has this form")
 add("rep_ping", "reply", "ping", ok(2, pong=True, time=1700000000.25))
 add("rep_hello", "reply", "hello",
-    ok(1, protocol=1, protocol_minor=5, server="herd 0.1.0", threads=8, auth="none",
+    ok(1, protocol=1, protocol_minor=6, server="herd 0.1.0", threads=8, auth="none",
        limits={"max_message_bytes": 16777216, "max_worlds_per_session": 16384, "max_worlds": 65536},
        envs=[TOY_SPEC]), desc="hello reply listing one (toy) env spec")
 add("rep_hello_bounds", "reply", "hello",
-    ok(1, protocol=1, protocol_minor=5, server="herd 0.1.0", threads=8, auth="curve",
+    ok(1, protocol=1, protocol_minor=6, server="herd 0.1.0", threads=8, auth="curve",
        limits={"max_message_bytes": 16777216, "max_worlds_per_session": 16384, "max_worlds": 65536,
                "max_memory_bytes": 12884901888, "max_sessions": 65536, "client_max_worlds": 65536,
                "client_max_sessions": 256, "client_max_inflight": 256, "client_max_queued_bytes": 1073741824,
@@ -392,6 +395,21 @@ add("rep_poses_contacts", "reply", "poses",
                  "normal": Tensor("float32", [N, 2, 3], [0.0, 0.0, 1.0] + [0.0] * 9),
                  "impulse": Tensor("float32", [N, 2], [0.75, 0.0, 0.0, 0.0])}),
     desc="poses with contacts (max 2 per world): world 3 has one active contact, world 1 none (minor 1)")
+add("rep_poses_diagnostics", "reply", "poses",
+    ok(17, body_pos=Tensor("float32", [N, 2, 3], f32(N * 6, 1.0, -0.125)),
+       body_quat=Tensor("float32", [N, 2, 4], [1.0, 0.0, 0.0, 0.0] * (N * 2)),
+       contacts={"count": Tensor("int32", [N], [2, 1]),
+                 "pos": Tensor("float32", [N, 2, 3], [0.5, 0.25, 0.0, -0.5, 0.25, 0.0, 0.5, 0.0, 0.0] + [0.0] * 3),
+                 "normal": Tensor("float32", [N, 2, 3], [0.0, 0.0, 1.0] * 3 + [0.0] * 3),
+                 "impulse": Tensor("float32", [N, 2], [0.75, 0.0, 0.5, 0.0]),
+                 "state": Tensor("uint8", [N, 2], [1, 0, 2, 0]),
+                 "friction": Tensor("float32", [N, 2, 3], [0.125, -0.25, 0.0] + [0.0] * 3 + [-0.375, 0.0, 0.0]
+                                    + [0.0] * 3),
+                 "body": Tensor("int32", [N, 2], [1, 1, 1, 0])},
+       diagnostics={"fallback": Tensor("uint8", [N], [0, 1]),
+                    "limit_impulse": Tensor("float32", [N, 2], [0.0, 0.0625, 0.0, -0.125])}),
+    desc="poses with the contact diagnostics (minor 6): world 3 has a sticking and an open contact, world 1 a "
+         "slipping one, its last step answered by the fallback model and a joint-limit impulse at the upper limit")
 add("rep_stats", "reply", "stats",
     ok(12, uptime_s=12.5, sessions=2, worlds=4100, steps=1000000, steps_per_s=81920.0, requests=2048, errors=3,
        threads=8))
