@@ -511,15 +511,18 @@ class Client:
         """The session's scene (PROTOCOL.md 6.8, protocol minor 1): reply["scene"] with bodies, geoms, terrain."""
         return self.call(server, "model", session=int(session))
 
-    def poses(self, session, server=0, world_ids=None, contacts=False, latest=False):
+    def poses(self, session, server=0, world_ids=None, contacts=False, latest=False, diagnostics=False):
         """Body poses of worlds of a session without stepping them (PROTOCOL.md 6.9, minor 1): body_pos
         float32 (n, nbody, 3), body_quat (n, nbody, 4) w x y z; contacts=True adds reply["contacts"];
-        latest=True reads the worlds now instead of after the session's steps in flight."""
+        latest=True reads the worlds now instead of after the session's steps in flight; diagnostics=True
+        (minor 5) adds the contacts' state, friction and body, the open contacts, and reply["diagnostics"]."""
         f = {"session": int(session)}
         if world_ids is not None:
             f["world_ids"] = np.asarray(world_ids, dtype=np.int32)
         if contacts:
             f["contacts"] = True
+        if diagnostics:
+            f["diagnostics"] = True
         if latest:
             f["latest"] = True
         return self.call(server, "poses", **f)

@@ -32,7 +32,7 @@ import numpy as np
 
 from .errors import HerdError
 from .video import have_ffmpeg, write_video
-from .view import MAX_WORLDS, pick_terms, server_address, three_path, viewer_dir
+from .view import MAX_WORLDS, pick_terms, read_poses, server_address, three_path, viewer_dir
 
 __all__ = ["Recorder", "record", "load_policy", "main"]
 
@@ -54,15 +54,22 @@ class Recorder:
         self.scene = envs.scene()
         self.body_pos, self.body_quat = [], []
         self.contacts = {"count": [], "pos": [], "normal": [], "impulse": []}
+        # the contact diagnostics (protocol minor 5), kept while the server gives them
+        self.diag = {"state": [], "friction": [], "body": [], "fallback": [], "limit_impulse": []}
+        self._support = {}
         self.reward, self.terms = [], []
 
     def capture(self, reward=None, infos=None):
         """Reads the current poses of the worlds (read-only op: the rollout is unchanged)."""
-        p = self.envs.poses(self._ids, contacts=True)
+        p = read_poses(self.envs, self._ids, self._support)
         self.body_pos.append(p["body_pos"].copy())
         self.body_quat.append(p["body_quat"].copy())
         for k in self.contacts:
             self.contacts[k].append(p["contact_" + k].copy())
+        for k in self.diag:
+            key = k if k in ("fallback", "limit_impulse") else "contact_" + k
+            if key in p:
+                self.diag[k].append(p[key].copy())
         self.reward.append(None if reward is None else np.asarray(reward, dtype=np.float32)[self._ids])
         self.terms.append(pick_terms(infos, getattr(self.envs, "reward_term_names", []), self._ids))
 
@@ -84,6 +91,10 @@ class Recorder:
              "nframes": self.nframes, "body_pos": _b64(np.stack(self.body_pos)),
              "body_quat": _b64(np.stack(self.body_quat)),
              "contacts": {k: _b64(np.stack(v)) for k, v in self.contacts.items()}}
+        if all(len(v) == self.nframes for v in self.diag.values()):     # every frame has its diagnostics
+            d["contacts"].update({k: _b64(np.stack(self.diag[k])) for k in ("state", "friction", "body")})
+            d["diag"] = {"fallback": _b64(np.stack(self.diag["fallback"])),
+                         "limit": _b64(np.stack(self.diag["limit_impulse"]))}
         k = len(self.worlds)
         if any(r is not None for r in self.reward):     # frames without a step (the first): NaN, shown as "–"
             d["reward"] = _b64(np.stack([np.full(k, np.nan, np.float32) if r is None else r for r in self.reward]))

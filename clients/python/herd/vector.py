@@ -639,7 +639,7 @@ class HerdVectorEnv(_VectorEnvBase):
             self._scene = self._client.model(self._sessions[0], server=self._servers[0])["scene"]
         return self._scene
 
-    def poses(self, world_ids=None, contacts=False, latest=False):
+    def poses(self, world_ids=None, contacts=False, latest=False, diagnostics=False):
         """The current pose of every body of the worlds world_ids (None: all), without stepping them.
 
         Returns a dict: "world_ids" (int64 (k,)), "body_pos" (float32 (k, nbody, 3), world frame, m),
@@ -651,7 +651,14 @@ class HerdVectorEnv(_VectorEnvBase):
         with latest=True (for a viewer watching someone else's training) it is served at once instead,
         between two quanta of the workers: every world is read whole, but worlds of a step in flight may
         be read before or after it.  Either way it draws no random number and leaves every later step
-        bitwise the same."""
+        bitwise the same.
+
+        diagnostics=True (protocol minor 5; implies contacts) lists the open contacts too and adds
+        "contact_state" (uint8 (k, max): 0 open, 1 stick, 2 slip; PROTOCOL.md 6.9), "contact_friction"
+        (float32 (k, max, 3): friction impulse, world frame, N s), "contact_body" (int32 (k, max): scene body
+        index), "fallback" (uint8 (k,): 1 when the world's last step took a contact answer from the solver's
+        fallback model) and "limit_impulse" (float32 (k, nbody): each body's joint-limit impulse, N m s,
+        positive at the lower limit)."""
         self._check_open()
         ids = self._world_ids(world_ids)
         parts = self._split(ids)
@@ -661,16 +668,21 @@ class HerdVectorEnv(_VectorEnvBase):
             rids.append(self._client.send(self._servers[p], "poses", session=self._sessions[p],
                                           **({} if loc is None else {"world_ids": loc}),
                                           **({"contacts": True} if contacts else {}),
+                                          **({"diagnostics": True} if diagnostics else {}),
                                           **({"latest": True} if latest else {})))
         reps = self._client.wait_all(rids)
         k = self.num_envs if ids is None else len(ids)
 
         def flat(rep):
             d = {"body_pos": rep["body_pos"], "body_quat": rep["body_quat"]}
-            if contacts:
+            if contacts or diagnostics:
                 c = rep["contacts"]
                 d.update(contact_count=c["count"], contact_pos=c["pos"], contact_normal=c["normal"],
                          contact_impulse=c["impulse"])
+            if diagnostics:
+                g = rep["diagnostics"]
+                d.update(contact_state=c["state"], contact_friction=c["friction"], contact_body=c["body"],
+                         fallback=g["fallback"], limit_impulse=g["limit_impulse"])
             return d
         flats = [flat(r) for r in reps]
         if len(flats) == 1 and parts[0][2] is None:

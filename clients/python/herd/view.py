@@ -40,6 +40,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 
 from .client import Client
+from .errors import ServerError
 
 __all__ = ["Viewer", "EnvSource", "SessionSource", "attach", "pick_terms", "server_address", "viewer_dir", "three_path", "frame_dict", "main"]
 
@@ -116,11 +117,30 @@ def frame_dict(step, poses, reward=None, terms=None, paused=False):
         f["contacts"] = {"count": np.asarray(poses["contact_count"]).astype(int).tolist(),
                          "pos": _flat(poses["contact_pos"]), "normal": _flat(poses["contact_normal"]),
                          "impulse": _flat(poses["contact_impulse"], 6)}
+    if "contact_state" in poses:        # the contact diagnostics (protocol minor 5)
+        f["contacts"].update(state=np.asarray(poses["contact_state"]).astype(int).ravel().tolist(),
+                             friction=_flat(poses["contact_friction"], 6),
+                             body=np.asarray(poses["contact_body"]).astype(int).ravel().tolist())
+        f["diag"] = {"fallback": np.asarray(poses["fallback"]).astype(int).tolist(),
+                     "limit": _flat(poses["limit_impulse"], 6)}
     if reward is not None:
         f["reward"] = _flat(reward, 6)
     if terms:
         f["terms"] = {k: _flat(v, 6) for k, v in terms.items()}
     return f
+
+
+def read_poses(envs, ids, state, latest=False):
+    """envs.poses(ids) with the contacts and, while the server has them (protocol minor 5), their diagnostics;
+    state: a dict remembering {"diagnostics": False} after a server refused them (BAD_FIELD: an older one)."""
+    if state.get("diagnostics", True):
+        try:
+            return envs.poses(ids, diagnostics=True, latest=latest)
+        except ServerError as e:
+            if e.code != "BAD_FIELD":
+                raise
+            state["diagnostics"] = False
+    return envs.poses(ids, contacts=True, latest=latest)
 
 
 def _pick(values, ids):
@@ -162,6 +182,7 @@ class EnvSource:
         self._reward = None
         self._terms = None
         self._scene = self.envs.scene()
+        self._support = {}          # read_poses: whether the server has the contact diagnostics
 
     def scene(self):
         return self._scene
@@ -185,7 +206,7 @@ class EnvSource:
                 self.step += 1
             self._reward = _pick(rew, self._ids)
             self._terms = pick_terms(infos, self.envs.reward_term_names, self._ids)
-        p = self.envs.poses(self._ids, contacts=True)
+        p = read_poses(self.envs, self._ids, self._support)
         return frame_dict(self.step, p, self._reward, self._terms, self.paused)
 
     def close(self):
@@ -223,6 +244,7 @@ class SessionSource:
         self._reward = None
         self._terms = None
         self._last = None
+        self._diag = True           # the contact diagnostics, until a server refuses them (older than minor 5)
 
     @classmethod
     def from_session(cls, address, session, token=None, **kw):
@@ -249,6 +271,16 @@ class SessionSource:
             self.step = (self.step or 0) + 1 if step is None else int(step)
 
     def _read(self):
+        if self._diag:
+            try:
+                return self._read_parts(True)
+            except ServerError as e:
+                if e.code != "BAD_FIELD":
+                    raise
+                self._diag = False
+        return self._read_parts(False)
+
+    def _read_parts(self, diag):
         ids = np.asarray(self.worlds)
         rids, rows = [], []
         for k, (_, sess, first, n) in enumerate(self.parts):
@@ -256,14 +288,21 @@ class SessionSource:
             if len(sel) == 0:
                 continue
             rids.append(self._client.send(k, "poses", session=sess, contacts=True, latest=True,
+                                          **({"diagnostics": True} if diag else {}),
                                           world_ids=(ids[sel] - first).astype(np.int32)))
             rows.append(sel)
         out = {}
         for rep, sel in zip(self._client.wait_all(rids), rows):
             c = rep["contacts"]
-            for key, a in (("body_pos", rep["body_pos"]), ("body_quat", rep["body_quat"]),
-                           ("contact_count", c["count"]), ("contact_pos", c["pos"]),
-                           ("contact_normal", c["normal"]), ("contact_impulse", c["impulse"])):
+            fields = [("body_pos", rep["body_pos"]), ("body_quat", rep["body_quat"]),
+                      ("contact_count", c["count"]), ("contact_pos", c["pos"]),
+                      ("contact_normal", c["normal"]), ("contact_impulse", c["impulse"])]
+            if diag:
+                g = rep["diagnostics"]
+                fields += [("contact_state", c["state"]), ("contact_friction", c["friction"]),
+                           ("contact_body", c["body"]), ("fallback", g["fallback"]),
+                           ("limit_impulse", g["limit_impulse"])]
+            for key, a in fields:
                 if key not in out:
                     out[key] = np.zeros((len(ids),) + a.shape[1:], dtype=a.dtype)
                 out[key][sel] = a
