@@ -6,6 +6,9 @@
 //  * replay (herd.record): window.HERD_REPLAY holds the scene and every frame (float32 arrays in base64).
 // A frame: {step, worlds: [ids], body_pos [k*nbody*3], body_quat [k*nbody*4] (w x y z), contacts:
 // {count [k], pos/normal [k*max*3], impulse [k*max]} or null, reward [k] or null, terms {name: [k]} or null}.
+// With the contact diagnostics (protocol minor 5) contacts also has state [k*max] (0 open, 1 stick, 2 slip),
+// friction [k*max*3] (friction impulse, world, N s) and body [k*max], and the frame diag: {fallback [k],
+// limit [k*nbody]} (section "contact diagnostics" below).
 // World frame: z up, metres.  window.herdViewer exposes the state to tests (tests/viewer/).
 // The robot as it looks: the scene's visual meshes (one binary glTF whose nodes are named after the
 // scene's bodies, each holding that body's triangles in its frame with normals and sRGB vertex colours;
@@ -193,7 +196,7 @@ function makeRobot(scene, maxContacts) {
     arrows.push(a);
   }
   scene3.add(root);
-  const robot = { root, bodies, arrows, visual, collision };
+  const robot = { root, bodies, arrows, visual, collision, diag: makeDiagnostics(root, maxContacts, bodies.length) };
   showShapes(robot);
   return robot;
 }
@@ -260,8 +263,10 @@ function applyFrame(f) {
       const len = Math.min(ARROW_MAX, Math.max(ARROW_MIN, IMPULSE_SCALE * c.impulse[k]));
       a.setLength(len, Math.min(0.05, 0.3 * len), Math.min(0.03, 0.2 * len));
     });
+    applyDiagnostics(r, f, j, o);
   });
   showTerms(f);
+  showContactPanel(f);
 }
 
 function showTerms(f) {
@@ -287,6 +292,146 @@ function showTerms(f) {
     if (cell.textContent !== text) cell.textContent = text;
   });
 }
+
+// ---- contact diagnostics ------------------------------------------------------------------------------
+// Each contact as a ring on the ground around its point, coloured by its state in the last physics step's
+// answer (open, stick, slip: PROTOCOL.md 6.9); its friction impulse as a blue arrow along the ground beside the
+// normal impulse's red one; each joint-limit impulse as a violet ball at the joint (the body's origin), its
+// radius growing with the impulse; and a magenta diamond above the robot when its last step's contact answer
+// came from the solver's fallback model.  The side panel lists the followed world's contacts.  Frames without
+// the diagnostics (an older server) draw the normal impulses only.
+
+const STATE_NAMES = ['open', 'stick', 'slip'];
+const STATE_COLOURS = [0x19c8e6, 0x17b83a, 0xffb000];       // open cyan, stick green, slip amber (sRGB)
+const FRICTION_COLOUR = 0x2050ff, LIMIT_COLOUR = 0x8a2be2, FALLBACK_COLOUR = 0xff00aa;
+const RING_INNER = 0.035, RING_OUTER = 0.06;                 // m: around a foot's 0.03 m sphere
+const LIMIT_SCALE = 0.5, LIMIT_MIN = 0.02, LIMIT_MAX = 0.08; // ball radius: m per N m s, bounds
+const stateMaterials = STATE_COLOURS.map((c) => new THREE.MeshBasicMaterial({
+  color: c, side: THREE.DoubleSide, polygonOffset: true, polygonOffsetFactor: -4, polygonOffsetUnits: -4 }));
+const ringGeometry = new THREE.RingGeometry(RING_INNER, RING_OUTER, 28);
+const limitMaterial = new THREE.MeshBasicMaterial({ color: LIMIT_COLOUR });
+const limitGeometry = new THREE.SphereGeometry(1, 14, 10);
+const fallbackMaterial = new THREE.MeshBasicMaterial({ color: FALLBACK_COLOUR });
+const fallbackGeometry = new THREE.OctahedronGeometry(0.07);
+const zAxis = new THREE.Vector3(0, 0, 1);
+
+function makeDiagnostics(root, maxContacts, nbody) {
+  const d = { rings: [], friction: [], limits: [], fallback: new THREE.Mesh(fallbackGeometry, fallbackMaterial) };
+  for (let i = 0; i < maxContacts; i++) {
+    const ring = new THREE.Mesh(ringGeometry, stateMaterials[0]);
+    const arrow = new THREE.ArrowHelper(zAxis, new THREE.Vector3(), 0.1, FRICTION_COLOUR, 0.04, 0.025);
+    ring.visible = arrow.visible = false;
+    root.add(ring, arrow);
+    d.rings.push(ring);
+    d.friction.push(arrow);
+  }
+  for (let b = 0; b < nbody; b++) {
+    const ball = new THREE.Mesh(limitGeometry, limitMaterial);
+    ball.visible = false;
+    root.add(ball);
+    d.limits.push(ball);
+  }
+  d.fallback.visible = false;
+  root.add(d.fallback);
+  return d;
+}
+
+// Robot r (world j of frame f, drawn at offset o): its rings, friction arrows, limit balls and fallback mark.
+function applyDiagnostics(r, f, j, o) {
+  const c = f.contacts, g = f.diag, d = r.diag, mc = st.maxContacts, nb = st.nbody;
+  const on = st.showContacts && c && c.state, n = on ? c.count[j] : 0;
+  const v = new THREE.Vector3();
+  d.rings.forEach((ring, i) => {
+    const arrow = d.friction[i];
+    ring.visible = arrow.visible = false;
+    if (i >= n) return;
+    const k = j * mc + i;
+    const p = new THREE.Vector3(c.pos[3 * k] + o.x, c.pos[3 * k + 1] + o.y, c.pos[3 * k + 2] + o.z);
+    const nrm = new THREE.Vector3(c.normal[3 * k], c.normal[3 * k + 1], c.normal[3 * k + 2]);
+    if (nrm.lengthSq() < 0.5) nrm.copy(zAxis);
+    ring.material = stateMaterials[c.state[k]] || stateMaterials[0];
+    ring.quaternion.setFromUnitVectors(zAxis, nrm);
+    ring.position.copy(p).addScaledVector(nrm, 0.002);
+    ring.visible = true;
+    if (!(c.impulse[k] > 0)) r.arrows[i].visible = false;   // an open contact has no normal impulse to show
+    v.set(c.friction[3 * k], c.friction[3 * k + 1], c.friction[3 * k + 2]);
+    const m = v.length();
+    if (m > 1e-6) {
+      const len = Math.min(ARROW_MAX, Math.max(ARROW_MIN, IMPULSE_SCALE * m));
+      arrow.position.copy(p).addScaledVector(nrm, 0.01);
+      arrow.setDirection(v.divideScalar(m));
+      arrow.setLength(len, Math.min(0.04, 0.3 * len), Math.min(0.025, 0.2 * len));
+      arrow.visible = true;
+    }
+  });
+  d.limits.forEach((ball, b) => {
+    const l = on && g && g.limit ? Math.abs(g.limit[j * nb + b]) : 0;
+    ball.visible = l > 1e-6;
+    if (!ball.visible) return;
+    ball.position.copy(r.bodies[b].position);
+    ball.scale.setScalar(Math.min(LIMIT_MAX, Math.max(LIMIT_MIN, LIMIT_SCALE * l)));
+  });
+  d.fallback.visible = !!(on && g && g.fallback && g.fallback[j]);
+  if (d.fallback.visible) d.fallback.position.copy(r.bodies[0].position).add(new THREE.Vector3(0, 0, 0.45));
+}
+
+// The followed world's contacts in the side panel: body, state (in its colour), normal and friction impulse
+// (N s); then its joint-limit impulses and whether its last step's contact answer came from the fallback.
+function showContactPanel(f) {
+  const box = $('contactpanel');
+  if (!box) return;
+  const c = f.contacts, g = f.diag, j = st.focus, mc = st.maxContacts, nb = st.nbody;
+  box.hidden = !(c && c.state);
+  if (box.hidden) return;
+  const names = st.scene.bodies.map((b) => b.name);
+  const rows = [];
+  for (let i = 0; i < c.count[j]; i++) {
+    const k = j * mc + i, s = c.state[k];
+    const ft = Math.hypot(c.friction[3 * k], c.friction[3 * k + 1], c.friction[3 * k + 2]);
+    rows.push([names[c.body[k]] || '?', STATE_NAMES[s] || '?', '#' + STATE_COLOURS[s].toString(16).padStart(6, '0'),
+               c.impulse[k].toFixed(4), ft.toFixed(4)]);
+  }
+  const limits = [];
+  if (g && g.limit) for (let b = 1; b < nb; b++) {
+    const l = g.limit[j * nb + b];
+    if (Math.abs(l) > 1e-6) limits.push(names[b] + ' ' + l.toFixed(4));
+  }
+  const fb = g && g.fallback ? !!g.fallback[j] : false;
+  const key = JSON.stringify([rows, limits, fb]);
+  if (key === showContactPanel.key) return;            // rebuilt only when a value shown changes
+  showContactPanel.key = key;
+  const body = $('contacts-table').tBodies[0];
+  body.innerHTML = '';
+  for (const [name, state, colour, ln, lt] of rows) {
+    const tr = document.createElement('tr');
+    tr.innerHTML = '<td></td><td></td><td></td><td></td>';
+    tr.cells[0].textContent = name;
+    tr.cells[1].textContent = state;
+    tr.cells[1].style.color = colour;
+    tr.cells[1].className = 'state-' + state;
+    tr.cells[2].textContent = ln;
+    tr.cells[3].textContent = lt;
+    body.append(tr);
+  }
+  if (!rows.length) body.innerHTML = '<tr><td colspan="4">(no contact)</td></tr>';
+  $('limits').textContent = limits.length ? 'joint limits: ' + limits.join(', ') : 'joint limits: none active';
+  $('fallback').textContent = 'contact answer: ' + (fb ? 'fallback model' : 'the solver\'s own');
+  $('fallback').className = fb ? 'fallback-on' : '';
+}
+
+// Test hook: the contact diagnostics of world j (default the followed one) in the current frame, as drawn.
+api.contacts = (j = st.focus) => {
+  const f = st.frame, c = f && f.contacts, mc = st.maxContacts, out = [];
+  if (!c) return out;
+  for (let i = 0; i < c.count[j]; i++) {
+    const k = j * mc + i;
+    out.push({ pos: [c.pos[3 * k], c.pos[3 * k + 1], c.pos[3 * k + 2]], impulse: c.impulse[k],
+               state: c.state ? c.state[k] : null, ring: st.robots[j].diag.rings[i].visible,
+               colour: c.state ? STATE_COLOURS[c.state[k]] : null });
+  }
+  return out;
+};
+api.fallbackShown = (j = st.focus) => st.robots[j].diag.fallback.visible;
 
 // ---- camera and drawing ---------------------------------------------------------------------------------
 
@@ -414,6 +559,9 @@ function startReplay(R) {
   const cp = R.contacts ? b64floats(R.contacts.pos) : null;
   const cn = R.contacts ? b64floats(R.contacts.normal) : null;
   const ci = R.contacts ? b64floats(R.contacts.impulse) : null;
+  const cs = R.contacts && R.contacts.state ? b64floats(R.contacts.state) : null;     // the diagnostics, when kept
+  const cf = cs ? b64floats(R.contacts.friction) : null, cb = cs ? b64floats(R.contacts.body) : null;
+  const dfb = R.diag ? b64floats(R.diag.fallback) : null, dl = R.diag ? b64floats(R.diag.limit) : null;
   const rew = R.reward ? b64floats(R.reward) : null;
   const terms = R.terms ? Object.fromEntries(Object.entries(R.terms).map(([n, s]) => [n, b64floats(s)])) : null;
   const frameAt = (i) => ({
@@ -421,8 +569,11 @@ function startReplay(R) {
     body_pos: pos.subarray(i * k * nb * 3, (i + 1) * k * nb * 3),
     body_quat: quat.subarray(i * k * nb * 4, (i + 1) * k * nb * 4),
     contacts: cc ? { count: cc.subarray(i * k, (i + 1) * k), pos: cp.subarray(i * k * mc * 3, (i + 1) * k * mc * 3),
-                     normal: cn.subarray(i * k * mc * 3, (i + 1) * k * mc * 3), impulse: ci.subarray(i * k * mc, (i + 1) * k * mc) }
+                     normal: cn.subarray(i * k * mc * 3, (i + 1) * k * mc * 3), impulse: ci.subarray(i * k * mc, (i + 1) * k * mc),
+                     ...(cs ? { state: cs.subarray(i * k * mc, (i + 1) * k * mc), body: cb.subarray(i * k * mc, (i + 1) * k * mc),
+                                friction: cf.subarray(i * k * mc * 3, (i + 1) * k * mc * 3) } : {}) }
                  : null,
+    diag: dfb ? { fallback: dfb.subarray(i * k, (i + 1) * k), limit: dl.subarray(i * k * nb, (i + 1) * k * nb) } : null,
     reward: rew ? rew.subarray(i * k, (i + 1) * k) : null,
     terms: terms ? Object.fromEntries(Object.entries(terms).map(([n, a]) => [n, a.subarray(i * k, (i + 1) * k)])) : null,
   });
