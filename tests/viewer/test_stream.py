@@ -64,11 +64,14 @@ def test_attached_stream_carries_the_servers_poses(two_servers):
             frames = read_events(viewer.url, 2.0)
             rate = (len(frames) - 1) / (frames[-1][0] - frames[0][0])
             assert rate >= 30, "%.1f frames/s" % rate
-            want = envs.poses(ids, contacts=True)
+            want = envs.poses(ids, diagnostics=True)      # what the viewer reads (protocol minor 5)
             f = frames[-1][1]
             assert np.allclose(np.reshape(f["body_pos"], want["body_pos"].shape), want["body_pos"], atol=1e-5)
             assert np.allclose(np.reshape(f["body_quat"], want["body_quat"].shape), want["body_quat"], atol=1e-5)
             assert f["contacts"]["count"] == want["contact_count"].tolist()
+            assert f["contacts"]["state"] == want["contact_state"].ravel().tolist()
+            assert f["contacts"]["body"] == want["contact_body"].ravel().tolist()
+            assert f["diag"]["fallback"] == want["fallback"].tolist()
             assert f["step"] is None and f["terms"] is None      # nobody published
             _, rew, _, _, infos = envs.step(np.zeros((4, envs.act_dim), np.float32))
             viewer.publish(rew, infos, step=121)
