@@ -68,6 +68,8 @@ class HerdEnv(_EnvBase):
         self.config_names = v.config_names
         self.reward_term_names = v.reward_term_names
         self.max_episode_steps = v.max_episode_steps
+        # frames per second of a video of its steps (gymnasium's RecordVideo reads it): one frame per control step
+        self.metadata = dict(type(self).metadata, render_fps=int(round(1.0 / float(v.herd_spec["control_dt"]))))
 
     def reset(self, *, seed=None, options=None):
         """Starts an episode: seed s keys the world's stream by s; None continues it."""

@@ -1,9 +1,12 @@
 """Frames (uint8 H x W x 3 arrays) to a video file: MP4 through Debian's ffmpeg, else through imageio
 (python3-imageio, with whatever ffmpeg it finds: its own from imageio-ffmpeg, or the system's); GIF
-through Pillow, else imageio.  gymnasium.wrappers.RecordVideo needs moviepy; this writer does not.
+through Pillow, else imageio.  gymnasium.wrappers.RecordVideo needs moviepy; this writer does not, and
+herd.video.RecordVideo is gymnasium's wrapper that uses it where moviepy is missing.
 
     from herd.video import write_video
     path = write_video(frames, "rollout.mp4", fps=30)    # falls back to rollout.gif without an MP4 encoder
+
+    env = herd.video.RecordVideo(herd.HerdEnv("anymal_c-walk", render_mode="rgb_array"), "videos")
 
 None of these tools is a dependency of herd: ffmpeg (``apt install ffmpeg``) is looked up on PATH, imageio
 and Pillow (``python3-imageio``, ``python3-pil``) imported when needed; a missing one is reported with what
@@ -15,7 +18,7 @@ import subprocess
 
 import numpy as np
 
-__all__ = ["write_video", "have_ffmpeg"]
+__all__ = ["write_video", "have_ffmpeg", "RecordVideo", "have_moviepy"]
 
 
 def have_ffmpeg():
@@ -118,3 +121,60 @@ def write_video(frames, path, fps=30, fallback=True):
         _write_gif(frames, path, fps)
         return path
     raise ValueError("unknown video type %r (use .mp4 or .gif)" % (ext,))
+
+
+def have_moviepy():
+    """True when moviepy (gymnasium's video writer) can be imported."""
+    try:
+        import moviepy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _record_video_class():
+    """gymnasium.wrappers.RecordVideo with herd's writer where moviepy is missing (built on first use: gymnasium
+    is not a dependency of herd)."""
+    import gc
+
+    import gymnasium
+    from gymnasium.wrappers import RecordVideo as GymRecordVideo
+
+    class RecordVideo(GymRecordVideo):
+        """gymnasium.wrappers.RecordVideo (same arguments, same triggers and file names: VIDEO_FOLDER/
+        NAME_PREFIX-episode-K.mp4 or -step-K.mp4) that writes its clips with moviepy where it is installed, as
+        gymnasium does, and otherwise with herd.video.write_video (ffmpeg, else imageio; an MP4 without either
+        becomes a GIF beside it).  .writer says which: "moviepy" or "herd"."""
+
+        def __init__(self, env, video_folder, **kwargs):
+            try:
+                super().__init__(env, video_folder, **kwargs)
+                self.writer = "moviepy"
+            except gymnasium.error.DependencyNotInstalled:
+                # gymnasium tests for moviepy once the wrapper is set up; anything else missing is a real error
+                if have_moviepy() or not hasattr(self, "recorded_frames") or not hasattr(self, "frames_per_sec"):
+                    raise
+                self.writer = "herd"
+
+        def stop_recording(self):
+            if self.writer == "moviepy":
+                return super().stop_recording()
+            assert self.recording, "stop_recording was called, but no recording was started"
+            if self.recorded_frames:
+                path = os.path.join(self.video_folder, "%s.mp4" % self._video_name)
+                write_video(self.recorded_frames, path, fps=self.frames_per_sec)
+            self.recorded_frames = []
+            self.recording = False
+            self._video_name = None
+            if self.gc_trigger and self.gc_trigger(self.episode_id):
+                gc.collect()
+
+    return RecordVideo
+
+
+def __getattr__(name):
+    if name == "RecordVideo":
+        cls = _record_video_class()
+        globals()["RecordVideo"] = cls
+        return cls
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

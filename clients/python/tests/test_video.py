@@ -85,3 +85,51 @@ def test_record_rollout_script(server, tmp_path):
     orange = (first[..., 0] > 150) & (first[..., 1] < 140) & (first[..., 2] < 90)
     assert orange.sum() > 30, "the robot's base is drawn"
     assert np.abs(first - last).sum() > 0, "the robot moved"
+
+
+def _probe(path):
+    out = subprocess.check_output(["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                                   "stream=nb_read_frames,width,height,codec_name", "-of", "csv=p=0", path], text=True)
+    return out.strip()
+
+
+def _record(server, folder, steps):
+    """A HerdEnv in rgb_array mode wrapped in herd.video.RecordVideo, every episode recorded, `steps` steps."""
+    gym = pytest.importorskip("gymnasium")
+    import herd
+    import herd.video
+    env = herd.video.RecordVideo(herd.HerdEnv("anymal_c-walk", render_mode="rgb_array", address=server, seed=0),
+                                 str(folder), episode_trigger=lambda e: True, name_prefix="walk")
+    assert isinstance(env, gym.wrappers.RecordVideo)
+    assert env.frames_per_sec == 50                 # HerdEnv's render_fps: one frame per 0.02 s control step
+    env.reset(seed=0)
+    for _ in range(steps):
+        env.step(np.zeros(env.action_space.shape, np.float32))
+    env.close()
+    return env
+
+
+@pytest.mark.skipif(not shutil.which("ffmpeg"), reason="ffmpeg is not installed (apt install ffmpeg)")
+def test_record_video_wrapper_writes_herd_episodes(server, tmp_path, monkeypatch):
+    """gymnasium's RecordVideo on a HerdEnv: where moviepy is missing herd's writer makes the MP4 (the reset's
+    frame and one per step, at the env's frame size); where it is installed gymnasium's own does."""
+    import herd.video
+    if herd.video.have_moviepy():
+        env = _record(server, tmp_path / "moviepy", 12)
+        assert env.writer == "moviepy"
+        assert _probe(str(tmp_path / "moviepy" / "walk-episode-0.mp4")).endswith(",320,240,13")
+    monkeypatch.setattr(herd.video, "have_moviepy", lambda: False)
+    monkeypatch.setitem(sys.modules, "moviepy", None)     # no moviepy, installed or not
+    env = _record(server, tmp_path / "herd", 12)
+    assert env.writer == "herd"
+    assert _probe(str(tmp_path / "herd" / "walk-episode-0.mp4")) == "h264,320,240,13"
+
+
+@pytest.mark.skipif(not shutil.which("ffmpeg"), reason="ffmpeg is not installed (imageio runs it)")
+def test_record_video_wrapper_through_imageio(server, tmp_path, monkeypatch):
+    pytest.importorskip("imageio")
+    import herd.video
+    monkeypatch.setitem(sys.modules, "moviepy", None)
+    monkeypatch.setattr(herd.video, "have_ffmpeg", lambda: None)       # imageio's ffmpeg, not herd's own call
+    _record(server, tmp_path, 5)
+    assert _probe(str(tmp_path / "walk-episode-0.mp4")) == "h264,320,240,6"
