@@ -290,3 +290,41 @@ Test(scene, a_robot_pushed_sideways_slips)
     free(obs);
     env_destroy(&e);
 }
+
+/* A hip abduction joint (LF_HAA, moving LF_HIP; limits -0.72 .. 0.49 rad) put past its upper limit and driven into
+ * it gets the limit row's impulse, reported negative (pushing q down) on that body and nowhere else; past its lower
+ * limit, a positive one. */
+Test(scene, a_joint_past_its_limit_reports_the_limit_impulse)
+{
+    for (int side = 0; side < 2; side++) {
+        env_t *e = make("anymal_c-stand", 1, 3);
+        const env_spec *sp = env_get_spec(e);
+        float *obs = malloc(sizeof(float) * (size_t)sp->obs_dim), rew[1], act[12] = {0};
+        uint8_t term[1], trunc[1];
+        env_reset(e, 0, 1, NULL, NULL, obs);
+        for (int k = 0; k < 50; k++) env_step(e, 0, 1, NULL, act, obs, rew, term, trunc, NULL);
+        const sim_model *m = e->model;
+        int hip = -1;
+        for (int b = 0; b < m->nbody; b++)
+            if (!strcmp(m->body[b].name, "LF_HIP")) hip = b;
+        cr_assert(hip > 0 && sim_model_joint_limited(m, hip), "LF_HAA has a limit");
+        sim_data *d = e->worlds[0].d;
+        const sim_body *bb = &m->body[hip];
+        d->q[bb->qadr] = side ? bb->lower - 0.05 : bb->upper + 0.05;
+        d->u[bb->dof] = side ? -1.0 : 1.0;          /* moving further past it ... */
+        act[0] = side ? -20.0f : 20.0f;             /* ... and driven into it (LF_HAA, action 0) */
+        env_step(e, 0, 1, NULL, act, obs, rew, term, trunc, NULL);
+        diag_read r;
+        diag_poses(e, 1, &r);
+        for (int b = 0; b < r.nb; b++) {
+            if (b == hip) {
+                cr_assert(side ? r.lim[b] > 0 : r.lim[b] < 0, "side %d: LF_HAA limit impulse %g", side, r.lim[b]);
+            } else {
+                cr_assert_eq(r.lim[b], 0.0f, "side %d: body %s has limit impulse %g", side, m->body[b].name, r.lim[b]);
+            }
+        }
+        diag_free(&r);
+        free(obs);
+        env_destroy(&e);
+    }
+}
