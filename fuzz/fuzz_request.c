@@ -55,7 +55,8 @@ static void check_same(const proto_request *a, const proto_request *b, const cha
                    what);
     }
     fuzz_check(a->reward_terms == b->reward_terms, "%s: reward_terms", what);
-    fuzz_check(a->contacts == b->contacts && a->latest == b->latest, "%s: poses flags", what);
+    fuzz_check(a->contacts == b->contacts && a->latest == b->latest && a->diagnostics == b->diagnostics, "%s: poses flags",
+               what);
 }
 
 /* The checks the server makes against a session of num_worlds worlds, act_dim actions. */
