@@ -55,7 +55,7 @@ int bench_poses(int argc, char **argv)
     float *cp = malloc(sizeof(float) * (size_t)k * mc * 3), *cn = malloc(sizeof(float) * (size_t)k * mc * 3);
     float *ci = malloc(sizeof(float) * (size_t)k * mc);
     env_contacts c = {.max = mc, .count = cnt, .pos = cp, .normal = cn, .impulse = ci};
-    /* the diagnostics (protocol minor 5): the same rows plus state, friction, body, fallback and limit impulses */
+    /* the diagnostics (protocol minor 6): the same rows plus state, friction, body, fallback and limit impulses */
     uint8_t *cs = malloc((size_t)k * mc), *fb = malloc((size_t)k);
     float *cf = malloc(sizeof(float) * (size_t)k * mc * 3), *lim = malloc(sizeof(float) * (size_t)k * nb);
     int32_t *cb = malloc(sizeof(int32_t) * (size_t)k * mc);

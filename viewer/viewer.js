@@ -6,7 +6,7 @@
 //  * replay (herd.record): window.HERD_REPLAY holds the scene and every frame (float32 arrays in base64).
 // A frame: {step, worlds: [ids], body_pos [k*nbody*3], body_quat [k*nbody*4] (w x y z), contacts:
 // {count [k], pos/normal [k*max*3], impulse [k*max]} or null, reward [k] or null, terms {name: [k]} or null}.
-// With the contact diagnostics (protocol minor 5) contacts also has state [k*max] (0 open, 1 stick, 2 slip),
+// With the contact diagnostics (protocol minor 6) contacts also has state [k*max] (0 open, 1 stick, 2 slip),
 // friction [k*max*3] (friction impulse, world, N s) and body [k*max], and the frame diag: {fallback [k],
 // limit [k*nbody]} (section "contact diagnostics" below).
 // World frame: z up, metres.  window.herdViewer exposes the state to tests (tests/viewer/).

@@ -1,4 +1,4 @@
-"""The per-contact diagnostics on screen (protocol minor 5), in headless Chromium: a robot standing still shows its
+"""The per-contact diagnostics on screen (protocol minor 6), in headless Chromium: a robot standing still shows its
 loaded contacts as rings of the stick colour around the pixels its contacts project to (this test projects them
 itself from the recorded poses and the page's camera) and none of the slip colour; a robot pushed every step
 shows the slip colour at a slipping contact; a step answered by the solver's fallback model shows the fallback

@@ -64,7 +64,7 @@ def test_attached_stream_carries_the_servers_poses(two_servers):
             frames = read_events(viewer.url, 2.0)
             rate = (len(frames) - 1) / (frames[-1][0] - frames[0][0])
             assert rate >= 30, "%.1f frames/s" % rate
-            want = envs.poses(ids, diagnostics=True)      # what the viewer reads (protocol minor 5)
+            want = envs.poses(ids, diagnostics=True)      # what the viewer reads (protocol minor 6)
             f = frames[-1][1]
             assert np.allclose(np.reshape(f["body_pos"], want["body_pos"].shape), want["body_pos"], atol=1e-5)
             assert np.allclose(np.reshape(f["body_quat"], want["body_quat"].shape), want["body_quat"], atol=1e-5)

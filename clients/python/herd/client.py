@@ -515,7 +515,7 @@ class Client:
         """Body poses of worlds of a session without stepping them (PROTOCOL.md 6.9, minor 1): body_pos
         float32 (n, nbody, 3), body_quat (n, nbody, 4) w x y z; contacts=True adds reply["contacts"];
         latest=True reads the worlds now instead of after the session's steps in flight; diagnostics=True
-        (minor 5) adds the contacts' state, friction and body, the open contacts, and reply["diagnostics"]."""
+        (minor 6) adds the contacts' state, friction and body, the open contacts, and reply["diagnostics"]."""
         f = {"session": int(session)}
         if world_ids is not None:
             f["world_ids"] = np.asarray(world_ids, dtype=np.int32)

@@ -54,7 +54,7 @@ class Recorder:
         self.scene = envs.scene()
         self.body_pos, self.body_quat = [], []
         self.contacts = {"count": [], "pos": [], "normal": [], "impulse": []}
-        # the contact diagnostics (protocol minor 5), kept while the server gives them
+        # the contact diagnostics (protocol minor 6), kept while the server gives them
         self.diag = {"state": [], "friction": [], "body": [], "fallback": [], "limit_impulse": []}
         self._support = {}
         self.reward, self.terms = [], []

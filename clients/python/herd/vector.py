@@ -113,7 +113,7 @@ class HerdVectorEnv(_VectorEnvBase):
     infos["critic_obs"], float32 (n, critic_obs_dim), rows as obs (a view of the message, like obs), with the
     mask infos["_critic_obs"]; after a reset with options["reset_mask"], rows of the worlds not reset are 0.
 
-    A task with a terrain curriculum (protocol minor 5; terrain_kinds not empty) reports every world's tile after
+    A task with a terrain curriculum (protocol minor 6; terrain_kinds not empty) reports every world's tile after
     every reset and step: infos["terrain_level"] (int32, its level, 0 = easiest) and infos["terrain_kind"] (int32,
     an index into terrain_kinds), rows as obs (views of the message), masks infos["_terrain_level"] and
     infos["_terrain_kind"]; after an autoreset, the new episode's tile.  After a reset with options["reset_mask"]
@@ -653,7 +653,7 @@ class HerdVectorEnv(_VectorEnvBase):
         be read before or after it.  Either way it draws no random number and leaves every later step
         bitwise the same.
 
-        diagnostics=True (protocol minor 5; implies contacts) lists the open contacts too and adds
+        diagnostics=True (protocol minor 6; implies contacts) lists the open contacts too and adds
         "contact_state" (uint8 (k, max): 0 open, 1 stick, 2 slip; PROTOCOL.md 6.9), "contact_friction"
         (float32 (k, max, 3): friction impulse, world frame, N s), "contact_body" (int32 (k, max): scene body
         index), "fallback" (uint8 (k,): 1 when the world's last step took a contact answer from the solver's

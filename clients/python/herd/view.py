@@ -117,7 +117,7 @@ def frame_dict(step, poses, reward=None, terms=None, paused=False):
         f["contacts"] = {"count": np.asarray(poses["contact_count"]).astype(int).tolist(),
                          "pos": _flat(poses["contact_pos"]), "normal": _flat(poses["contact_normal"]),
                          "impulse": _flat(poses["contact_impulse"], 6)}
-    if "contact_state" in poses:        # the contact diagnostics (protocol minor 5)
+    if "contact_state" in poses:        # the contact diagnostics (protocol minor 6)
         f["contacts"].update(state=np.asarray(poses["contact_state"]).astype(int).ravel().tolist(),
                              friction=_flat(poses["contact_friction"], 6),
                              body=np.asarray(poses["contact_body"]).astype(int).ravel().tolist())
@@ -131,7 +131,7 @@ def frame_dict(step, poses, reward=None, terms=None, paused=False):
 
 
 def read_poses(envs, ids, state, latest=False):
-    """envs.poses(ids) with the contacts and, while the server has them (protocol minor 5), their diagnostics;
+    """envs.poses(ids) with the contacts and, while the server has them (protocol minor 6), their diagnostics;
     state: a dict remembering {"diagnostics": False} after a server refused them (BAD_FIELD: an older one)."""
     if state.get("diagnostics", True):
         try:
@@ -244,7 +244,7 @@ class SessionSource:
         self._reward = None
         self._terms = None
         self._last = None
-        self._diag = True           # the contact diagnostics, until a server refuses them (older than minor 5)
+        self._diag = True           # the contact diagnostics, until a server refuses them (older than minor 6)
 
     @classmethod
     def from_session(cls, address, session, token=None, **kw):

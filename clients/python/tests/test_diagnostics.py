@@ -1,4 +1,4 @@
-"""The contact diagnostics of the poses op (protocol minor 5) over a real server: stick and slip states, friction
+"""The contact diagnostics of the poses op (protocol minor 6) over a real server: stick and slip states, friction
 impulses, the fallback flag, the viewer's frames and the replays that keep them, and their absence from replies
 that did not ask."""
 import base64
@@ -17,9 +17,9 @@ def _stand(server, n=1, seed=3, **config):
     return envs
 
 
-def test_hello_announces_minor_5(server):
+def test_hello_announces_minor_6(server):
     with Client(server) as c:
-        assert c.hello()["protocol_minor"] >= 5
+        assert c.hello()["protocol_minor"] >= 6
 
 
 def test_a_standing_robot_sticks_and_a_pushed_one_slips(server):
