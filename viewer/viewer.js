@@ -309,7 +309,7 @@ const LIMIT_SCALE = 0.5, LIMIT_MIN = 0.02, LIMIT_MAX = 0.08; // ball radius: m p
 const stateMaterials = STATE_COLOURS.map((c) => new THREE.MeshBasicMaterial({
   color: c, side: THREE.DoubleSide, polygonOffset: true, polygonOffsetFactor: -4, polygonOffsetUnits: -4 }));
 const ringGeometry = new THREE.RingGeometry(RING_INNER, RING_OUTER, 28);
-const limitMaterial = new THREE.MeshBasicMaterial({ color: LIMIT_COLOUR });
+const limitMaterial = new THREE.MeshBasicMaterial({ color: LIMIT_COLOUR, depthTest: false });  // seen through the drives
 const limitGeometry = new THREE.SphereGeometry(1, 14, 10);
 const fallbackMaterial = new THREE.MeshBasicMaterial({ color: FALLBACK_COLOUR });
 const fallbackGeometry = new THREE.OctahedronGeometry(0.07);
@@ -328,6 +328,7 @@ function makeDiagnostics(root, maxContacts, nbody) {
   for (let b = 0; b < nbody; b++) {
     const ball = new THREE.Mesh(limitGeometry, limitMaterial);
     ball.visible = false;
+    ball.renderOrder = 10;           // after the robot, over it
     root.add(ball);
     d.limits.push(ball);
   }

@@ -2,7 +2,8 @@
 loaded contacts as rings of the stick colour around the pixels its contacts project to (this test projects them
 itself from the recorded poses and the page's camera) and none of the slip colour; a robot pushed every step
 shows the slip colour at a slipping contact; a step answered by the solver's fallback model shows the fallback
-mark above the robot; the side panel lists the followed world's contacts with their states; the live page and
+mark above the robot; a joint-limit impulse (written into a replay: no task's step reaches a limit on demand
+through the protocol) shows the limit ball at its joint; the side panel lists the followed world's contacts with their states; the live page and
 HTML replays both draw them; and the page logs no console error.
 
 Run: tests/viewer/run.sh tests/viewer/test_diagnostics.py.  HERD_VIEWER_SHOTS=DIR keeps the screenshots."""
@@ -24,7 +25,7 @@ from test_viewer import W, H, keep, project, wait_base
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason=WHY_NOT)
 
 # the page's colours (viewer.js, STATE_COLOURS and FALLBACK_COLOUR), sRGB
-STICK, SLIP, FALLBACK = (0x17, 0xb8, 0x3a), (0xff, 0xb0, 0x00), (0xff, 0x00, 0xaa)
+STICK, SLIP, FALLBACK, LIMIT = (0x17, 0xb8, 0x3a), (0xff, 0xb0, 0x00), (0xff, 0x00, 0xaa), (0x8a, 0x2b, 0xe2)
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +160,27 @@ def test_the_live_page_colours_the_contacts(server):
     finally:
         viewer.stop()
         src.close()
+
+
+def test_a_joint_limit_impulse_shows_at_its_joint(server, tmp_path):
+    with herd.make_vec("anymal_c-stand", 1, address=server.address, seed=3) as envs:
+        rec = herd.record(envs, str(tmp_path / "limit.html"), steps=50, seed=3)
+    i = rec.nframes - 1
+    hip = [b["name"] for b in rec.scene["bodies"]].index("LF_HIP")
+    assert not np.any(rec.diag["limit_impulse"][i]), "no limit is reached standing"
+    with Browser(W, H) as b:
+        info = open_replay(b, rec, i)
+        b.next_frames(2)
+        _, before = shot(b)
+        at = project(rec.body_pos[i][0, hip], info["camera"], W, H)
+        assert colour_fraction(before, at, LIMIT, half=5) < 0.01
+        rec.diag["limit_impulse"][i][0, hip] = -0.1         # LF_HAA at its upper limit
+        rec.write_html(str(tmp_path / "limit2.html"))
+        rec.html_path = str(tmp_path / "limit2.html")
+        info = open_replay(b, rec, i)
+        b.next_frames(2)
+        png, after = shot(b)
+        keep(png, "diag_limit.png")
+        assert colour_fraction(after, at, LIMIT, half=5) > 0.5, "no limit ball at LF_HIP's joint"
+        assert b.evaluate("document.getElementById('limits').textContent") == "joint limits: LF_HIP -0.1000"
+        assert b.console_errors == []
