@@ -1031,6 +1031,31 @@ Test(golden, model_and_poses_replies_decode_through_the_client_decoder)
     cr_assert(cnt[0] == 1 && cnt[1] == 0);
     proto_reply_clear(&r);
     unload(&v);
+
+    /* minor 6: the contact diagnostics */
+    load("rep_poses_diagnostics", &v);
+    cr_assert_eq(proto_decode_reply(v.bytes, v.len, &r, &err), PROTO_OK, "%s", err.message);
+    int64_t s2[2] = {2, 2};
+    cr_assert_eq(proto_get_tensor(r.root, "contacts.state", PROTO_DT_UINT8, 2, s2, &t, &err), PROTO_OK, "%s", err.message);
+    uint8_t state[4];
+    memcpy(state, t.data, sizeof state);
+    cr_assert(state[0] == 1 && state[1] == 0 && state[2] == 2 && state[3] == 0);
+    cr_assert_eq(proto_get_tensor(r.root, "contacts.friction", PROTO_DT_FLOAT32, 3, s3, &t, &err), PROTO_OK, "%s",
+                 err.message);
+    float fr[12];
+    memcpy(fr, t.data, sizeof fr);
+    cr_assert(fr[0] == 0.125f && fr[1] == -0.25f && fr[6] == -0.375f);
+    cr_assert_eq(proto_get_tensor(r.root, "contacts.body", PROTO_DT_INT32, 2, s2, &t, &err), PROTO_OK, "%s", err.message);
+    cr_assert_eq(proto_get_tensor(r.root, "diagnostics.fallback", PROTO_DT_UINT8, 1, s1, &t, &err), PROTO_OK, "%s",
+                 err.message);
+    cr_assert(t.data[0] == 0 && t.data[1] == 1);
+    cr_assert_eq(proto_get_tensor(r.root, "diagnostics.limit_impulse", PROTO_DT_FLOAT32, 2, s2, &t, &err), PROTO_OK,
+                 "%s", err.message);
+    float lim[4];
+    memcpy(lim, t.data, sizeof lim);
+    cr_assert(lim[1] == 0.0625f && lim[3] == -0.125f);
+    proto_reply_clear(&r);
+    unload(&v);
 }
 
 
