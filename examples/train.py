@@ -109,7 +109,7 @@ def train(opt, torch, task, config, address, cpu):
     os.makedirs(log_dir, exist_ok=True)
     num_envs = opt.num_envs or task.num_envs
     hidden = [int(x) for x in opt.hidden.split(",")] if opt.hidden else list(task.hidden)
-    train_cfg = task.runner_cfg(hidden, opt.init_std, opt.max_iterations, opt.seed)
+    train_cfg = task.runner_cfg(hidden, opt.init_std, opt.max_iterations, opt.seed, version=opt.rsl_rl)
     env = herd_tasks.make_rsl_rl_env(opt.rsl_rl, task, num_envs, address, opt.seed, config)
     if not opt.no_desync:
         herd_tasks.desync(env, opt.seed)
