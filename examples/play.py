@@ -333,7 +333,7 @@ def _rough_line(res, policy, levels, terrain):
     return out
 
 
-def evaluate(loaded, task, address, episodes, seed, config, levels=("0-4",), log=print):
+def evaluate(loaded, task, address, episodes, seed, config, levels=("0-4",), log=print, window_s=15.0):
     """The task's evaluation of `loaded`; prints and returns its JSON lines (and the full figures)."""
     lines, full = [], {}
     if task == "anymal_c-stand":
@@ -351,7 +351,7 @@ def evaluate(loaded, task, address, episodes, seed, config, levels=("0-4",), log
         for lv in levels:
             lo, hi = parse_levels(lv)
             cfg = dict(config, curriculum=0, terrain_level_min=lo, terrain_level_max=hi)
-            ep, spec = tracking_episodes(loaded.act, task, address, episodes, seed, cfg)
+            ep, spec = tracking_episodes(loaded.act, task, address, episodes, seed, cfg, window_s)
             if (ep["level"] >= 0).any() and not ((ep["level"] >= lo) & (ep["level"] <= hi)).all():
                 raise RuntimeError("the worlds' terrain levels %s leave the frozen range %s"
                                    % (sorted(set(ep["level"].tolist())), lv))
@@ -361,7 +361,7 @@ def evaluate(loaded, task, address, episodes, seed, config, levels=("0-4",), log
             lines += ls
             full[lv] = res
     else:
-        ep, spec = tracking_episodes(loaded.act, task, address, episodes, seed, config)
+        ep, spec = tracking_episodes(loaded.act, task, address, episodes, seed, config, window_s)
         res = summarize(ep, np.ones(episodes, bool))
         lines.append(walk_line(res, _policy_name(loaded)))
         full["all"] = res

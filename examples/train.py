@@ -128,6 +128,10 @@ def train(opt, torch, task, config, address, cpu):
     if resume_from:
         runner.load(resume_from)
         print("train: resumed from %s (iteration %d)" % (resume_from, runner.current_learning_iteration), flush=True)
+        if opt.rsl_rl == 2:
+            # 2.x records the index of the checkpoint's last iteration and starts a loaded runner at that index:
+            # the resumed run would redo index N and overwrite model_N.pt.  1.0.2 records the count done.
+            runner.current_learning_iteration += 1
     elif opt.init_from:
         policy = runner.alg.policy if hasattr(runner.alg, "policy") else runner.alg.actor_critic
         for line in herd_tasks.init_from(policy, opt.init_from):

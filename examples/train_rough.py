@@ -58,6 +58,8 @@ def parse_args(argv=None):
     ap.add_argument("--episodes", type=int, default=1000, help="held-out episodes per level range")
     ap.add_argument("--untrained-episodes", type=int, default=None, help="per level range (default: --episodes)")
     ap.add_argument("--levels", default="0-4,5-9")
+    ap.add_argument("--config", action="append", metavar="KEY=VALUE",
+                    help="evaluation: task configuration override (e.g. episode_seconds=2 for a smoke test)")
     ap.add_argument("--address", default=None, help="herd server(s) for the evaluation (default: start one)")
     ap.add_argument("--server-threads", type=int, default=0, help="threads of the evaluation's server (0: all cores)")
     ap.add_argument("--quick", action="store_true", help="train.py --quick, tiny evaluation, OUT examples/out/...")
@@ -119,7 +121,7 @@ def evaluate(opt, policy_path):
         with herd.make_vec(TASK, 1, address=address, seed=0) as probe:
             od, ad = probe.obs_dim, probe.act_dim
             keys = {k["key"] for k in probe.herd_spec["config"]}
-        config = play.eval_config(TASK, loaded, keys, {})
+        config = play.eval_config(TASK, loaded, keys, herd_tasks.parse_config(opt.config))
         print("train_rough: evaluating %s on %s" % (play.path_name(policy_path), config), flush=True)
         seed = 1 + 10**9
         lines, _ = play.evaluate(loaded, TASK, address, opt.episodes, seed, config, levels)
@@ -201,6 +203,8 @@ def main(argv=None):
                 args += [k, v]
         if opt.quick:
             args += ["--quick", "--logdir", os.path.join(opt.out, "logs")]
+        for c in opt.config or []:           # the training's configuration (the run records it)
+            args += ["--config", c]
         if opt.address and "--address" not in rest:
             args += ["--address", opt.address]
         if not opt.quick and "--run_name" not in rest:
