@@ -249,14 +249,18 @@ def test_train_rough_package_and_eval_only(tmp_path, server):
     assert doc["train_wall_s"] > 0 and doc["mean_terrain_level"] is not None
     lines = doc["lines"]
     assert lines == json_lines(out.stdout, "rough_eval")
+    import herd
+    with herd.make_vec("anymal_c-rough", 1, address=server, seed=0) as probe:
+        kinds = probe.herd_spec.get("terrain_kinds")       # a server that reports each world's terrain kind
     for pol, n in (("trained", 6), ("untrained", 3)):
         for lv in ("0-1", "8-9"):
             group = [l for l in lines if l["policy"] == pol and l["levels"] == lv]
             assert group[-1]["terrain"] == "all" and group[-1]["episodes"] == n
             per_type = group[:-1]
-            if per_type:                  # the server reports each world's terrain kind
-                assert sum(l["episodes"] for l in per_type) == n
-                assert len({l["terrain"] for l in per_type}) == len(per_type)
+            assert bool(per_type) == bool(kinds)
+            assert sum(l["episodes"] for l in per_type) == (n if kinds else 0)
+            assert len({l["terrain"] for l in per_type}) == len(per_type)
+            assert {l["terrain"] for l in per_type} <= set(kinds or [])
             for l in group:
                 assert set(l) >= {"bench", "policy", "levels", "terrain", "lin_vel_error", "yaw_rate_error",
                                   "no_fall_fraction", "episodes"}
