@@ -274,3 +274,39 @@ def test_train_rough_package_and_eval_only(tmp_path, server):
         json.dump(doc, f)
     out = run("train_rough.py", "--eval-only", *small, ok=False)
     assert out.returncode == 1 and "differ" in out.stdout
+
+
+def test_normalizers_load_and_export(tmp_path):
+    """The observation normalizers a checkpoint may carry are part of the loaded and the exported policy: an
+    examples-format file's running normalizer ((x - mean) / sqrt(var + 1e-8), clipped to +-5) and rsl_rl 2.x's
+    empirical one ((x - mean) / (std + 0.01)); TorchScript and ONNX give the same actions."""
+    import herd_ppo
+    rng = np.random.default_rng(3)
+    od, ad = 10, 4
+    x = (rng.standard_normal((64, od)) * 3).astype(np.float32)
+    torch.manual_seed(0)
+    model = herd_ppo.ActorCritic(od, ad, [16, 8], 0.5)
+    with torch.no_grad():
+        model.actor[-1].weight.mul_(100.0)          # actions far from 0, so a missing normalizer shows
+    norm = herd_ppo.RunningNorm(od)
+    norm.update(rng.standard_normal((500, od)) * 0.5 + 2.0)
+    herd_ppo.save_policy(str(tmp_path / "own.pt"), model, norm, hidden=[16, 8])
+    with torch.no_grad():
+        want_own = model.actor(norm(torch.as_tensor(x))).numpy()
+    mean = torch.as_tensor(rng.standard_normal(od), dtype=torch.float32)
+    std = torch.as_tensor(rng.uniform(0.5, 2.0, od), dtype=torch.float32)
+    sd = {"actor." + k: v for k, v in model.actor.state_dict().items()}
+    torch.save({"model_state_dict": sd, "iter": 5, "obs_norm_state_dict": {
+        "_mean": mean[None], "_var": (std ** 2)[None], "_std": std[None], "count": torch.tensor(9)}},
+        str(tmp_path / "rsl.pt"))
+    with torch.no_grad():
+        want_rsl = model.actor((torch.as_tensor(x) - mean) / (std + 0.01)).numpy()
+    assert np.abs(want_own - want_rsl).max() > 0.1
+    for name, want in (("own.pt", want_own), ("rsl.pt", want_rsl)):
+        loaded = play.load_policy(str(tmp_path / name))
+        np.testing.assert_allclose(loaded.act(x), want, rtol=1e-5, atol=1e-5)
+        jit_path, onnx_path = play.export_policy(loaded, str(tmp_path / ("exp_" + name)), od)
+        chk = play.check_export(loaded, jit_path, onnx_path, x)
+        assert chk["torchscript_max_abs_diff"] <= 1e-5, chk
+        if chk["onnx_max_abs_diff"] is not None:
+            assert chk["onnx_max_abs_diff"] <= 1e-4 * max(1.0, chk["max_action_abs"]), chk
