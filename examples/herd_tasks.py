@@ -79,6 +79,9 @@ def need_torch(who, quick):
 def import_rsl_rl(version):
     """Imports rsl_rl of the given major version: the installed one, else the copy in ../shared/third_party
     beside the repository (a development checkout's); exits with the reason when neither is that version."""
+    from herd.adapters._rsl_rl_core import provide_tensorboard
+    provide_tensorboard()        # rsl_rl 1.0.2 imports tensorboard with its runner: the stand-in where it is missing
+
     def major():
         import rsl_rl.runners  # noqa: F401
         from rsl_rl.env import VecEnv

@@ -109,7 +109,7 @@ def train(opt, torch, task, config, address, cpu):
     os.makedirs(log_dir, exist_ok=True)
     num_envs = opt.num_envs or task.num_envs
     hidden = [int(x) for x in opt.hidden.split(",")] if opt.hidden else list(task.hidden)
-    train_cfg = task.runner_cfg(hidden, opt.init_std, opt.max_iterations, opt.seed)
+    train_cfg = task.runner_cfg(hidden, opt.init_std, opt.max_iterations, opt.seed, version=opt.rsl_rl)
     env = herd_tasks.make_rsl_rl_env(opt.rsl_rl, task, num_envs, address, opt.seed, config)
     if not opt.no_desync:
         herd_tasks.desync(env, opt.seed)
@@ -128,6 +128,10 @@ def train(opt, torch, task, config, address, cpu):
     if resume_from:
         runner.load(resume_from)
         print("train: resumed from %s (iteration %d)" % (resume_from, runner.current_learning_iteration), flush=True)
+        if opt.rsl_rl == 2:
+            # 2.x records the index of the checkpoint's last iteration and starts a loaded runner at that index:
+            # the resumed run would redo index N and overwrite model_N.pt.  1.0.2 records the count done.
+            runner.current_learning_iteration += 1
     elif opt.init_from:
         policy = runner.alg.policy if hasattr(runner.alg, "policy") else runner.alg.actor_critic
         for line in herd_tasks.init_from(policy, opt.init_from):

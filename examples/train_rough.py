@@ -1,0 +1,230 @@
+#!/usr/bin/python3
+"""ANYmal C on rough terrain (anymal_c-rough: legged_gym's rough task, its terrain curriculum, height scan and a
+privileged critic) trained through herd with rsl_rl's OnPolicyRunner, and the committed policy's evaluation.
+
+    PYTHONPATH=clients/python /usr/bin/python3 examples/train_rough.py --eval-only     # examples/rough_policy.pt vs examples/rough_eval.json
+    PYTHONPATH=clients/python /usr/bin/python3 examples/train_rough.py                 # train (95 min), package, evaluate
+    PYTHONPATH=clients/python /usr/bin/python3 examples/train_rough.py --from-run logs/anymal_c-rough/Nov27_16-20-00_rough2
+    PYTHONPATH=clients/python /usr/bin/python3 examples/train_rough.py --quick         # CI smoke run (examples/out/)
+
+Training is examples/train.py --task anymal_c-rough with this machine's settings (2 cores: --num_envs 2048,
+--minutes 95, --server-threads 1, --update-threads 1; every train.py flag is accepted and passed on): the run
+goes to logs/anymal_c-rough/<date>_<run>/.  Its last checkpoint is then packaged (--from-run does only this and
+what follows, for a run trained earlier) as OUT/rough_policy.pt: the rsl_rl checkpoint without its optimizer
+state, with the run's record (config.json: task configuration, network sizes, rsl_rl version) embedded under
+infos["herd"], so that examples/play.py and rsl_rl's OnPolicyRunner.load(path, load_optimizer=False) read it
+alone; and evaluated into OUT/rough_eval.json.
+
+Evaluation (examples/play.py's): the policy mean on --episodes fresh worlds per level range (default 1,000 on
+levels 0-4 and 1,000 on 5-9, held-out seeds), the curriculum frozen (curriculum=0, terrain_level_min/max),
+one 20 s episode each, obs_noise 0; one JSON line ("bench": "rough_eval") per terrain type and range and one
+per range with "terrain": "all" (lin_vel_error m/s, yaw_rate_error rad/s, no_fall_fraction, episodes), then
+the same for the untrained actor (--untrained-episodes per range).  Target on levels 0-4: lin_vel_error <= 0.35,
+no_fall_fraction >= 0.90.
+
+examples/rough_eval.json: {"task", "policy_file", "train_wall_s", "mean_terrain_level" (the training's last
+logged mean level), "training" (the run's summary), "target", "episodes", "untrained_episodes", "levels",
+"lines" (every JSON line printed, trained then untrained), "eval_wall_s", "command"}.  --eval-only compares its
+lines with the file's and exits 1 when a figure differs (--update rewrites the figures instead, keeping the
+training's keys).
+"""
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import herd_tasks  # noqa: E402
+import play  # noqa: E402
+
+TASK = "anymal_c-rough"
+# the rough training's settings on this 2-core machine (train.py's flags): the server and the learner one core each
+TRAIN_DEFAULTS = {"--minutes": "95", "--max_iterations": "100000", "--server-threads": "1", "--update-threads": "1"}
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--eval-only", action="store_true", help="evaluate OUT/rough_policy.pt, compare OUT/rough_eval.json")
+    ap.add_argument("--update", action="store_true", help="--eval-only: rewrite OUT/rough_eval.json's figures")
+    ap.add_argument("--from-run", metavar="RUN_DIR", help="package and evaluate a run's checkpoint (no training)")
+    ap.add_argument("--checkpoint", type=int, default=-1, help="--from-run: iteration (-1: the last saved)")
+    ap.add_argument("--policy", default=None, help="--eval-only: policy file (default OUT/rough_policy.pt)")
+    ap.add_argument("--out", default=HERE, help="folder of rough_policy.pt and rough_eval.json")
+    ap.add_argument("--episodes", type=int, default=1000, help="held-out episodes per level range")
+    ap.add_argument("--untrained-episodes", type=int, default=None, help="per level range (default: --episodes)")
+    ap.add_argument("--levels", default="0-4,5-9")
+    ap.add_argument("--config", action="append", metavar="KEY=VALUE",
+                    help="evaluation: task configuration override (e.g. episode_seconds=2 for a smoke test)")
+    ap.add_argument("--address", default=None, help="herd server(s) for the evaluation (default: start one)")
+    ap.add_argument("--server-threads", type=int, default=0, help="threads of the evaluation's server (0: all cores)")
+    ap.add_argument("--quick", action="store_true", help="train.py --quick, tiny evaluation, OUT examples/out/...")
+    opt, rest = ap.parse_known_args(argv)
+    if opt.quick:
+        opt.episodes = min(opt.episodes, 8)
+        if opt.out == HERE:
+            opt.out = os.path.join(HERE, "out", "train_rough_quick")
+    if opt.untrained_episodes is None:
+        opt.untrained_episodes = opt.episodes
+    return opt, rest
+
+
+def package(ckpt, out_path):
+    """OUT/rough_policy.pt from a run's checkpoint: the model (and empirical normalizer) without the optimizer,
+    the run's config.json and summary.json under infos["herd"]."""
+    torch = herd_tasks.need_torch("examples/train_rough.py", False)
+    ck = torch.load(ckpt, map_location="cpu")
+    run_dir = os.path.dirname(os.path.abspath(ckpt))
+    record = play.run_config(ckpt)
+    if not record:
+        sys.exit("train_rough: no config.json beside %s (a run folder of examples/train.py)" % ckpt)
+    record = {k: v for k, v in record.items() if k != "command"}
+    out = {k: v for k, v in ck.items() if k != "optimizer_state_dict"}
+    out["infos"] = dict(ck.get("infos") or {}, herd=dict(record, checkpoint=os.path.basename(ckpt)))
+    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
+    torch.save(out, out_path)
+    return run_dir
+
+
+def training_record(run_dir):
+    """train_wall_s, mean_terrain_level (the last logged) and the summary of a run folder."""
+    import herd_runner
+    summary = {}
+    p = os.path.join(run_dir, "summary.json")
+    if os.path.exists(p):
+        with open(p) as f:
+            summary = json.load(f)
+    rows = herd_runner.read_log(os.path.join(run_dir, "log.csv"))
+    levels = [float(r["terrain_level"]) for r in rows if r.get("terrain_level") not in ("", None)]
+    keep = ("trainer", "iterations", "env_steps", "train_wall_s", "num_envs", "env_steps_per_s",
+            "env_steps_per_s_server_only", "share_waiting_on_server", "share_policy_inference",
+            "share_learning_update", "cpu_s_learner", "cpu_s_server", "machine_share", "config")
+    return {"train_wall_s": summary.get("train_wall_s"),
+            "mean_terrain_level": round(levels[-1], 3) if levels else None,
+            "training": {k: summary[k] for k in keep if k in summary}}
+
+
+def evaluate(opt, policy_path):
+    """(lines, wall seconds) of the policy and the untrained actor."""
+    loaded = play.load_policy(policy_path)
+    levels = [s for s in opt.levels.split(",") if s]
+    if loaded.task not in (None, TASK):
+        sys.exit("train_rough: %s was trained on %s" % (policy_path, loaded.task))
+
+    def run(address, cpu):
+        t0 = time.perf_counter()
+        import herd
+        with herd.make_vec(TASK, 1, address=address, seed=0) as probe:
+            od, ad = probe.obs_dim, probe.act_dim
+            keys = {k["key"] for k in probe.herd_spec["config"]}
+        config = play.eval_config(TASK, loaded, keys, herd_tasks.parse_config(opt.config))
+        print("train_rough: evaluating %s on %s" % (play.path_name(policy_path), config), flush=True)
+        seed = 1 + 10**9
+        lines, _ = play.evaluate(loaded, TASK, address, opt.episodes, seed, config, levels)
+        if opt.untrained_episodes > 0:
+            base = play.untrained(od, ad, loaded.hidden, 1)
+            lines += play.evaluate(base, TASK, address, opt.untrained_episodes, seed, config, levels)[0]
+        return lines, round(time.perf_counter() - t0, 1)
+    herd_tasks.need_torch("examples/train_rough.py", opt.quick).set_num_threads(1)
+    return herd_tasks.with_server(opt.address, opt.server_threads, run)
+
+
+def write_eval(opt, path, policy_path, lines, wall, record):
+    doc = {"task": TASK, "policy_file": play.path_name(policy_path)}
+    doc.update(record)
+    doc.update({"target": play.TARGETS[TASK], "episodes": opt.episodes, "untrained_episodes": opt.untrained_episodes,
+                "levels": [s for s in opt.levels.split(",") if s], "lines": lines, "eval_wall_s": wall,
+                "command": "examples/train_rough.py " + " ".join(sys.argv[1:])})
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
+def key(line):
+    return (line.get("policy"), line.get("levels"), line.get("terrain"))
+
+
+def compare(lines, saved):
+    """The differences between fresh lines and a saved file's (figures of the same policy / levels / terrain)."""
+    old = {key(l): l for l in saved.get("lines", [])}
+    diffs = []
+    for line in lines:
+        o = old.pop(key(line), None)
+        if o is None:
+            diffs.append("%s: not in the file" % (key(line),))
+            continue
+        for k in ("episodes", "lin_vel_error", "yaw_rate_error", "no_fall_fraction"):
+            if o.get(k) != line.get(k):
+                diffs.append("%s %s: file %s, now %s" % (key(line), k, o.get(k), line.get(k)))
+    diffs += ["%s: in the file, not evaluated now" % (k,) for k in old]
+    return diffs
+
+
+def main(argv=None):
+    opt, rest = parse_args(argv)
+    json_path = os.path.join(opt.out, "rough_eval.json")
+    policy_path = os.path.join(opt.out, "rough_policy.pt")
+    if opt.eval_only:
+        if rest:
+            sys.exit("train_rough: --eval-only does not take %s" % " ".join(rest))
+        path = opt.policy or policy_path
+        if not os.path.exists(path):
+            sys.exit("train_rough: no policy %s (train one, or --from-run RUN_DIR)" % path)
+        lines, wall = evaluate(opt, path)
+        saved = {}
+        if os.path.exists(json_path):
+            with open(json_path) as f:
+                saved = json.load(f)
+        print(json.dumps({"bench": "rough_eval_wall", "eval_wall_s": wall}), flush=True)
+        if opt.update or not saved:
+            record = {k: saved[k] for k in ("train_wall_s", "mean_terrain_level", "training") if k in saved}
+            write_eval(opt, json_path, path, lines, wall, record)
+            print("train_rough: figures written to %s" % play.path_name(json_path), flush=True)
+            return 0
+        diffs = compare(lines, saved)
+        if diffs:
+            print("train_rough: the figures differ from %s:\n  %s" % (play.path_name(json_path), "\n  ".join(diffs)),
+                  flush=True)
+            return 1
+        print("train_rough: the figures match %s" % play.path_name(json_path), flush=True)
+        return 0
+
+    if opt.from_run:
+        run_dir = opt.from_run
+    else:
+        import train
+        args = ["--task", TASK] + rest
+        for k, v in TRAIN_DEFAULTS.items():
+            if k not in rest and not (opt.quick and k in ("--minutes", "--max_iterations")):
+                args += [k, v]
+        if opt.quick:
+            args += ["--quick", "--logdir", os.path.join(opt.out, "logs")]
+        for c in opt.config or []:           # the training's configuration (the run records it)
+            args += ["--config", c]
+        if opt.address and "--address" not in rest:
+            args += ["--address", opt.address]
+        if not opt.quick and "--run_name" not in rest:
+            args += ["--run_name", "rough"]
+        t_start = datetime.datetime.now()
+        rc = train.main(args)
+        if rc:
+            return rc
+        logdir = rest[rest.index("--logdir") + 1] if "--logdir" in rest else (
+            os.path.join(opt.out, "logs") if opt.quick else os.path.join(REPO, "logs"))
+        run_dir = herd_tasks.find_run(os.path.join(logdir, TASK), "-1")
+        print("train_rough: trained %s (started %s)" % (run_dir, t_start.strftime("%H:%M:%S")), flush=True)
+    ckpt = herd_tasks.find_checkpoint(run_dir, opt.checkpoint)
+    package(ckpt, policy_path)
+    print("train_rough: %s -> %s" % (ckpt, play.path_name(policy_path)), flush=True)
+    lines, wall = evaluate(opt, policy_path)
+    write_eval(opt, json_path, policy_path, lines, wall, training_record(run_dir))
+    print("train_rough: evaluation written to %s" % play.path_name(json_path), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
