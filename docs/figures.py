@@ -248,16 +248,17 @@ def _levels(v):
     return "" if v is None else str(v)
 
 
-@figure("rough.table", "rough", "table: per terrain type, episodes, velocity and yaw-rate errors, no-fall share, levels")
+@figure("rough.table", "rough", "table: per policy, level range and terrain type, episodes, velocity and yaw-rate "
+                                 "errors, no-fall share")
 def _(S):
-    out = ["| terrain | episodes | \\|v_xy,cmd − v_xy\\| | yaw-rate error | episodes without base contact | levels |",
-           "|---|---|---|---|---|---|"]
+    out = ["| policy | levels | terrain | episodes | \\|v_xy,cmd − v_xy\\| | yaw-rate error | episodes without base contact |",
+           "|---|---|---|---|---|---|---|"]
     for d in _rough_rows(S.get("rough")):
-        name = next((d[k] for k in ("terrain", "terrain_type", "type", "name", "policy") if k in d), "all")
-        out.append("| %s | %s | %.3f m/s | %.3f rad/s | %s | %s |" % (
-            name, thousands(need(d, "episodes", src="rough")), need(d, "lin_vel_error", src="rough"),
-            need(d, "yaw_rate_error", src="rough"), pct(need(d, "no_fall_fraction", src="rough")),
-            _levels(d.get("levels"))))
+        name = next((d[k] for k in ("terrain", "terrain_type", "type", "name") if k in d), "all")
+        out.append("| %s | %s | %s | %s | %.3f m/s | %.3f rad/s | %s |" % (
+            d.get("policy", "trained"), _levels(d.get("levels")), name, thousands(need(d, "episodes", src="rough")),
+            need(d, "lin_vel_error", src="rough"), need(d, "yaw_rate_error", src="rough"),
+            pct(need(d, "no_fall_fraction", src="rough"))))
     return "\n".join(out) + "\n"
 
 
@@ -689,7 +690,7 @@ SAMPLE_PAGE = ("# sample\n\n695 iterations in <!-- fig:walk.train_min -->1 min<!
                "?<!-- /fig -->\n")
 SAMPLE_ROUGH = [{"bench": "rough_eval", "terrain": "slope", "episodes": 200, "lin_vel_error": 0.2, "yaw_rate_error": 0.1,
                  "no_fall_fraction": 0.97, "levels": {"min": 0, "max": 9}},
-                {"bench": "rough_eval", "terrain": "stairs up", "episodes": 200, "lin_vel_error": 0.31,
+                {"bench": "rough_eval", "policy": "untrained", "terrain": "stairs up", "episodes": 200, "lin_vel_error": 0.31,
                  "yaw_rate_error": 0.12, "no_fall_fraction": 0.9, "levels": [0, 9]},
                 {"train_wall_s": 1200.0, "mean_terrain_level": 4.25}]
 
@@ -720,8 +721,8 @@ def self_test():
         out, res = render(SAMPLE_PAGE, Sources(root))
         want = ["<!-- fig:walk.train_min -->56.9 min<!-- /fig -->", "<!-- fig:walk.iterations -->695<!-- /fig -->",
                 "<!-- fig:walk.lin_vel -->0.112 m/s<!-- /fig -->", "<!-- fig:walk.no_fall -->98.5 %<!-- /fig -->",
-                "| slope | 200 | 0.200 m/s | 0.100 rad/s | 97.0 % | 0–9 |",
-                "| stairs up | 200 | 0.310 m/s | 0.120 rad/s | 90.0 % | 0–9 |",
+                "| trained | 0–9 | slope | 200 | 0.200 m/s | 0.100 rad/s | 97.0 % |",
+                "| untrained | 0–9 | stairs up | 200 | 0.310 m/s | 0.120 rad/s | 90.0 % |",
                 "<!-- fig:rough.train_min -->20.0 min<!-- /fig -->",
                 "<!-- fig:rough.terrain_level -->4.25<!-- /fig -->"]
         case("fill: every marker written from the sources", all(w in out for w in want) and "old table" not in out
