@@ -115,6 +115,17 @@ enum {
 /* Modes returned by sim_contact_single and counted in sim_solver_stats. */
 enum { SIM_CONTACT_OPEN = 0, SIM_CONTACT_STICK = 1, SIM_CONTACT_SLIP = 2 };
 
+/* Which model a solve's answer satisfies (sim_solver_stats.answer, sim_step_stats.answer). */
+enum {
+    SIM_ANSWER_NONE = 0,    /* none within tol: not converged (or no solve ran) */
+    SIM_ANSWER_COULOMB = 1, /* Coulomb's law within tol: the Coulomb violation (sim_contact_coulomb_error, or the NCP
+                               eps_abs with De Saxce's correction for "pgs") below p->tol; an empty problem too */
+    SIM_ANSWER_CCP = 2,     /* the cone complementarity problem within tol (ADMM's eps_abs) but not Coulomb: the
+                               answer of "admm", or of a fallback to it whose result is not also a Coulomb solution */
+    SIM_ANSWER_OWN = 3      /* the solver's own model within its own measure, which is neither (paper-bisection,
+                               cond-vfpi, impacts, pgs-hwangbo) */
+};
+
 /* Return codes of the solvers. */
 enum {
     SIM_SOLVER_OK = 0,          /* converged: error < tol */
@@ -170,6 +181,7 @@ typedef struct sim_solver_stats {
     int admm_tree;          /* 1 if ADMM solved with G + rho I through the tree (sim_solver_tree), 0 if densely */
     int admm_factors;       /* factorizations of G + rho I (or of rho I + S S^T) ADMM did, the lambda_min estimate's
                                included */
+    int answer;             /* SIM_ANSWER_*: the model the returned lambda satisfies within p->tol */
 } sim_solver_stats;
 
 /* ------------------------------------------------------------------------------------------------ */

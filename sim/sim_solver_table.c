@@ -119,7 +119,10 @@ int sim_solve(int solver, int n, const double *G, const double *c, const double 
         if (st) memset(st, 0, sizeof *st), st->guard_scale = 1.0;
         return SIM_SOLVER_EINVAL;
     }
-    return d->solve(n, G, c, mu, lambda, p, st);
+    const int r = d->solve(n, G, c, mu, lambda, p, st);
+    /* the rows that do not set it (cond-vfpi, impacts) stop on their own measures */
+    if (st && st->answer == SIM_ANSWER_NONE && st->converged && r == SIM_SOLVER_OK) st->answer = SIM_ANSWER_OWN;
+    return r;
 }
 
 long sim_solver_iteration_cap(int solver, const sim_solver_params *p)
@@ -146,6 +149,10 @@ int sim_solve_pre(int solver, int n, const double *G, const double *c, const dou
                   double *lambda, const sim_solver_params *p, sim_solver_stats *st)
 {
     const sim_solver_desc *d = sim_solver_at(solver);
-    if (v_pre && d && d->solve && d->solve_pre) return d->solve_pre(n, G, c, v_pre, mu, lambda, p, st);
+    if (v_pre && d && d->solve && d->solve_pre) {
+        const int r = d->solve_pre(n, G, c, v_pre, mu, lambda, p, st);
+        if (st && st->answer == SIM_ANSWER_NONE && st->converged && r == SIM_SOLVER_OK) st->answer = SIM_ANSWER_OWN;
+        return r;
+    }
     return sim_solve(solver, n, G, c, mu, lambda, p, st);
 }
