@@ -318,6 +318,13 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     }
     double rep[ST_N][64], tot[64], plain_rep[64], con_rep[64], it_rep[64], cap_rep[64], trot_rep[64];
     long solves = 0, coulomb = 0, ccp = 0; /* contact solves of the staged runs, and the models their answers satisfy */
+    /* --harvest FILE: the problems of the first repeat whose sweeps stalled (the stall detector fired), appended to
+       FILE as "n, G (3n x 3n), c (3n), mu (n), warm start (3n)" in %.17g, one problem after another */
+    const char *harvest_path = bench_arg(argc, argv, "--harvest", NULL);
+    FILE *harvest = harvest_path ? fopen(harvest_path, "a") : NULL;
+    if (harvest_path && !harvest) { fprintf(stderr, "herd-bench env --profile: cannot open %s\n", harvest_path); return 2; }
+    long harvested = 0;
+    double warm[3 * SIM_SOLVER_MAX_CONTACTS];
     int R = repeats < 64 ? repeats : 64;
     long dropped = 0;
     for (int q = 0; q < R; q++) {
@@ -382,8 +389,19 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                                 uint64_t c6 = bench_now_ns();
                                 for (int c = 0; c < nc; c++) sim_jacobian_sparse(m, d, d->con[c].body, d->con[c].pos, jp, cols);
                                 uint64_t c7 = bench_now_ns();
+                                const int nb = d->ncon + d->nlim + d->nfric;
+                                if (harvest && q == 0) memcpy(warm, d->lambda, sizeof(double) * 3 * (size_t)nb);
                                 sim_step_stages(m, d, dt, SIM_STAGE_CONTACTS, SIM_STAGE_SOLVE);
                                 uint64_t c8 = bench_now_ns();
+                                if (harvest && q == 0 && d->stats.fallback) {
+                                    const int N = 3 * nb;
+                                    fprintf(harvest, "%d\n", nb);
+                                    for (int a = 0; a < N * N; a++) fprintf(harvest, "%.17g%c", d->G[a], a % N == N - 1 ? '\n' : ' ');
+                                    for (int a = 0; a < N; a++) fprintf(harvest, "%.17g%c", d->cfree[a], a == N - 1 ? '\n' : ' ');
+                                    for (int a = 0; a < nb; a++) fprintf(harvest, "%.17g%c", d->mu[a], a == nb - 1 ? '\n' : ' ');
+                                    for (int a = 0; a < N; a++) fprintf(harvest, "%.17g%c", warm[a], a == N - 1 ? '\n' : ' ');
+                                    harvested++;
+                                }
                                 *b = sim_step_stages(m, d, dt, SIM_STAGE_SOLVE, SIM_STAGE_INTEGRATE) != 0;
                                 uint64_t c9 = bench_now_ns();
                                 ncon += nc;
@@ -466,6 +484,10 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     fprintf(stderr, "  CPU time per physics step: env_step %.3f us, actuator + sim_step alone %.3f us (stages sum to %.3f us "
                     "without env_overhead; %ld preempted steps left out)\n", tot_med * 1e-3, plain_med * 1e-3,
             (sum - med[ST_ENV]) * 1e-3, dropped);
+    if (harvest) {
+        fclose(harvest);
+        fprintf(stderr, "  harvested %ld stalled problems into %s\n", harvested, harvest_path);
+    }
     fprintf(stderr, "  contact solves %ld: answer satisfies Coulomb within tol %.4f %%, answered by the CCP fallback %.4f %%\n",
             solves, solves ? 100.0 * (double)coulomb / (double)solves : 100.0, solves ? 100.0 * (double)ccp / (double)solves : 0.0);
     fprintf(stderr, "  per physics step: %.2f contacts, %.2f solver sweeps, %.2f %% capped\n", bench_median(con_rep, R),

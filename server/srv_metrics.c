@@ -296,7 +296,8 @@ size_t srv_metrics_render(const srv_metrics *m, char *buf, size_t cap)
     counter(&o, "herd_solver_capped_total", "Physics steps whose contact solver stopped at its iteration cap.",
             GET(m->solver_capped));
     counter(&o, "herd_solver_fallbacks_total",
-            "Physics steps whose contact solver handed the problem to its ADMM fallback (stall detector).",
+            "Physics steps whose contact solver's stall detector handed the problem to its fallbacks (a direct Coulomb "
+            "solve, then ADMM).",
             GET(m->solver_fallbacks));
     counter(&o, "herd_solver_ccp_answers_total",
             "Physics steps whose contact solve was answered by the cone complementarity problem (ADMM), not Coulomb's "

@@ -14,7 +14,7 @@
  *   herd_physics_resets_total                     worlds reset because their physics failed
  *   herd_solver_iterations_total                  contact-solver sweeps, summed over physics steps
  *   herd_solver_capped_total                      physics steps whose solver stopped at its iteration cap
- *   herd_solver_fallbacks_total                   physics steps handed to the solver's ADMM fallback
+ *   herd_solver_fallbacks_total                   physics steps handed to the solver's fallbacks (direct, ADMM)
  *                                                 (coulomb-stall-admm, the walk/stand default)
  *   herd_solver_ccp_answers_total                 physics steps whose contact solve was answered by the cone
  *                                                 complementarity problem, not Coulomb's law (sim_step_stats.answer)

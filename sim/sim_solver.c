@@ -53,6 +53,8 @@ void sim_solver_default_params(sim_solver_params *p)
     p->admm_factor = SIM_ADMM_FACTOR_AUTO;
     p->stall_window = 8;
     p->stall_drop = 0.5;
+    p->direct_rounds = 8;
+    p->direct_max_iter = 100;
     p->seed = 0;
 }
 

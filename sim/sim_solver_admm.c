@@ -784,8 +784,29 @@ static int stall_admm_sweeps_tree(int n, const double *G, const double *c, const
                                   const sim_solver_params *p, sim_solver_stats *st, double *v,
                                   const sim_solver_tree *tree)
 {
+    double warm[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
+    const int direct = n <= SIM_SOLVER_DIRECT_MAX_CONTACTS && p->direct_rounds > 0;
+    if (direct) memcpy(warm, lambda, sizeof(double) * 3 * (size_t)n);
     const int r = sim_solver_coulomb_sweeps_stall(n, G, c, mu, lambda, p, st, v);
     if (r != SIM_SOLVER_STALLED) return r;
+    if (direct) { /* the direct Coulomb solve, from the modes of the stalled iterate, then of the warm start */
+        const double *guess[2] = {lambda, warm};
+        double l[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], vd[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
+        int dit = 0;
+        const int found = sim_solver_coulomb_direct(n, G, c, mu, guess, 2, p->tol, p->direct_rounds, p->direct_max_iter,
+                                                    l, vd, &dit);
+        st->direct_iterations = dit;
+        st->fallback = 1;
+        if (found) {
+            memcpy(lambda, l, sizeof(double) * 3 * (size_t)n);
+            memcpy(v, vd, sizeof(double) * 3 * (size_t)n);
+            st->direct = 1;
+            sim_solver_count_modes(n, mu, lambda, st);
+            const int rd = sim_solver_end(st, st->iterations, sim_contact_error_sum_model(n, G, v, mu, lambda, 1), p->tol);
+            st->answer = SIM_ANSWER_COULOMB;
+            return rd;
+        }
+    }
     if (n > SIM_SOLVER_ADMM_MAX_CONTACTS) { /* too large for the dense factor: finish as coulomb-bisection */
         sim_solver_params q = *p;
         q.stall_window = 0;
@@ -799,8 +820,22 @@ static int stall_admm_sweeps_tree(int n, const double *G, const double *c, const
     const int it = admm_iterate(n, G, c, mu, lambda, p, st, v, &err, tree);
     st->fallback = 1;
     st->fallback_iterations = it;
-    const int r3 = sim_solver_end(st, sweeps + it, err, p->tol);
+    int r3 = sim_solver_end(st, sweeps + it, err, p->tol);
     st->answer = answer_of_ccp(n, G, c, mu, lambda, p->tol, st->converged);
+    if (direct && st->answer != SIM_ANSWER_COULOMB) { /* last, the modes of the CCP answer */
+        const double *guess[1] = {lambda};
+        double l[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], vd[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
+        int dit = 0;
+        if (sim_solver_coulomb_direct(n, G, c, mu, guess, 1, p->tol, p->direct_rounds, p->direct_max_iter, l, vd, &dit)) {
+            memcpy(lambda, l, sizeof(double) * 3 * (size_t)n);
+            memcpy(v, vd, sizeof(double) * 3 * (size_t)n);
+            st->direct = 1;
+            sim_solver_count_modes(n, mu, lambda, st);
+            r3 = sim_solver_end(st, st->iterations, sim_contact_error_sum_model(n, G, v, mu, lambda, 1), p->tol);
+            st->answer = SIM_ANSWER_COULOMB;
+        }
+        st->direct_iterations += dit;
+    }
     return r3;
 }
 

@@ -46,9 +46,11 @@ static const sim_solver_desc TABLE[SIM_SOLVER_NROWS] = {
         sim_solve_admm, NULL},
     [SIM_SOLVER_COULOMB_STALL_ADMM] = {
         NAME[SIM_SOLVER_COULOMB_STALL_ADMM],
-        "coulomb-bisection with a stall detector that hands a non-converging problem to admm (then the CCP "
-        "solution is returned).  Coulomb per contact where the sweeps converge, the CCP where they would cycle.  "
-        "Joint limits and bounded rows: as coulomb-bisection, then as admm.",
+        "coulomb-bisection with a stall detector that hands a non-converging problem to a direct Coulomb solve (each "
+        "block's mode guessed from the stalled iterate and the warm start, the mode set's equations solved by Newton's "
+        "method, violated modes switched; accepted only below tol), then to admm, whose CCP answer is returned only "
+        "when a direct solve from its modes finds no Coulomb solution either (the step's answer is then flagged CCP).  "
+        "Joint limits and bounded rows: as coulomb-bisection, 1-D blocks of the direct solve, then as admm.",
         sim_solve_coulomb_stall_admm, NULL},
     [SIM_SOLVER_COND_VFPI] = {
         NAME[SIM_SOLVER_COND_VFPI],

@@ -563,6 +563,9 @@ Test(admm, walk_problem_whose_rho_flips_converges_below_the_cap)
     sim_solver_params p;
     sim_solver_default_params(&p);
     p.max_iter = 50; /* the walk task's solver_max_iter */
+    p.direct_rounds = 0; /* ADMM alone after the stall (with the direct solve it ends Coulomb: below) */
+    double warm[24];
+    memcpy(warm, l, sizeof(double) * (size_t)N);
     sim_solver_stats st;
     const int rc = sim_solve_coulomb_stall_admm(n, G, c, mu, l, &p, &st);
     cr_assert_eq(st.fallback, 1, "the sweeps no longer stall on this problem: it tests nothing");
@@ -575,6 +578,15 @@ Test(admm, walk_problem_whose_rho_flips_converges_below_the_cap)
     /* the step says which model its answer satisfies, from the answer itself */
     const double ce = sim_contact_coulomb_error(n, G, c, mu, l);
     cr_assert_eq(st.answer, ce < p.tol ? SIM_ANSWER_COULOMB : SIM_ANSWER_CCP, "answer %d, Coulomb error %g", st.answer, ce);
+    /* the default (the direct Coulomb solve before ADMM) answers it with a Coulomb solution, without ADMM */
+    sim_solver_default_params(&p);
+    p.max_iter = 50;
+    memcpy(l, warm, sizeof(double) * (size_t)N);
+    cr_assert_eq(sim_solve_coulomb_stall_admm(n, G, c, mu, l, &p, &st), SIM_SOLVER_OK);
+    cr_assert_eq(st.fallback, 1);
+    cr_assert_eq(st.direct, 1);
+    cr_assert_eq(st.answer, SIM_ANSWER_COULOMB);
+    cr_assert_lt(sim_contact_coulomb_error(n, G, c, mu, l), p.tol);
 }
 
 /* sim_solver_stats.answer names the model the returned impulses satisfy: Coulomb for converged Coulomb sweeps, the
