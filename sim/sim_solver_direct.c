@@ -210,7 +210,7 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
         memcpy(lambda, lt, sizeof(double) * (size_t)N);
         memcpy(v, vt, sizeof(double) * (size_t)N);
         memcpy(F, Ft, sizeof(double) * (size_t)m);
-        /* converged: the step no longer changes lambda measurably */
+        /* the step is below 1e-14 of lambda: Newton has converged */
         double sx = 0, sl = 0;
         for (int a = 0; a < m; a++) {
             const double s = fabs(t * dx[a]), la = fabs(lambda[3 * col_blk[a] + col_row[a]]);
