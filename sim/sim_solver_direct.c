@@ -148,7 +148,9 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
     sim_contact_velocity(n, G, c, lambda, v);
     if (m == 0) return 0;
     double J[DIRECT_MAX_UNKNOWNS * DIRECT_MAX_UNKNOWNS], F[DIRECT_MAX_UNKNOWNS], dx[DIRECT_MAX_UNKNOWNS], lt[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS],
-        vt[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], Ft[DIRECT_MAX_UNKNOWNS];
+        vt[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], Ft[DIRECT_MAX_UNKNOWNS], Gd[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
+    int slips = 0;
+    for (int i = 0; i < n; i++) slips += mode[i] == M_SLIP;
     residual(n, mu, mode, lambda, v, F);
     double f2 = sumsq(m, F);
     int it = 0;
@@ -192,13 +194,18 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
         }
         for (int a = 0; a < m; a++) dx[a] = -F[a];
         if (gauss_solve(m, J, dx)) break;
-        /* backtracking on |F|^2 */
+        /* backtracking on |F|^2; the trial velocities are v + t G dx (G dx once per iteration) */
+        for (int k = 0; k < N; k++) Gd[k] = 0;
+        for (int a = 0; a < m; a++) {
+            const double *g = G + (size_t)(3 * col_blk[a] + col_row[a]) * N, d = dx[a];
+            for (int k = 0; k < N; k++) Gd[k] += g[k] * d;
+        }
         double t = 1.0, ft2 = f2;
         int ok = 0;
         for (int ls = 0; ls < LINE_SEARCH_MAX; ls++, t *= 0.5) {
             memcpy(lt, lambda, sizeof(double) * (size_t)N);
             for (int a = 0; a < m; a++) lt[3 * col_blk[a] + col_row[a]] += t * dx[a];
-            sim_contact_velocity(n, G, c, lt, vt);
+            for (int k = 0; k < N; k++) vt[k] = v[k] + t * Gd[k];
             residual(n, mu, mode, lt, vt, Ft);
             ft2 = sumsq(m, Ft);
             if (ft2 <= (1.0 - 1e-4 * t) * f2) {
@@ -217,9 +224,13 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
             sx = s > sx ? s : sx;
             sl = la > sl ? la : sl;
         }
+        const double f2_before = f2;
         f2 = ft2;
         if (sx <= 1e-14 * (sl + 1e-12)) break;
+        /* without a slip block the system is linear: a full step that removed the residual solved it */
+        if (!slips && t == 1.0 && f2 <= 1e-20 * f2_before) break;
     }
+    sim_contact_velocity(n, G, c, lambda, v); /* exact, not the sum of the steps */
     return it;
 }
 
