@@ -203,6 +203,9 @@ $(BUILD)/tests/test_vs_mujoco: $(BUILD)/obj/tests/test_vs_mujoco.o $(PEER_OBJ) $
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -lcriterion $(LDLIBS) $(MUJOCO_LIBS)
 
+# test_bench_pin checks herd-bench's pinning helper (bench/bench_util.c) on its own.
+$(BUILD)/tests/test_bench_pin: $(BUILD)/obj/bench/bench_util.o
+
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TESTHELP_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -lcriterion $(LDLIBS)

@@ -17,8 +17,10 @@ double bench_percentile(double *x, int n, double p);
 /* Value of "--name V" in argv, or def. */
 const char *bench_arg(int argc, char **argv, const char *name, const char *def);
 int bench_flag(int argc, char **argv, const char *name);
-/* Pins the calling thread to a core (best effort). */
-void bench_pin(int core);
+/* Pins the calling thread to core k of the affinity mask the process inherited (taskset, cgroup cpusets): the k-th
+ * CPU of that mask (modulo its size), so that `taskset -c 1 herd-bench ...` runs on CPU 1.  The mask is read at the
+ * first call, before any pinning narrows it.  Best effort; returns the CPU chosen, or -1 if none was set. */
+int bench_pin(int core);
 /* Name of this machine's CPU (from /proc/cpuinfo), for the JSON lines. */
 const char *bench_cpu(void);
 

@@ -317,6 +317,14 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
         exit(2);
     }
     double rep[ST_N][64], tot[64], plain_rep[64], con_rep[64], it_rep[64], cap_rep[64], trot_rep[64];
+    long solves = 0, coulomb = 0, ccp = 0; /* contact solves of the staged runs, and the models their answers satisfy */
+    /* --harvest FILE: the problems of the first repeat whose sweeps stalled (the stall detector fired), appended to
+       FILE as "n, G (3n x 3n), c (3n), mu (n), warm start (3n)" in %.17g, one problem after another */
+    const char *harvest_path = bench_arg(argc, argv, "--harvest", NULL);
+    FILE *harvest = harvest_path ? fopen(harvest_path, "a") : NULL;
+    if (harvest_path && !harvest) { fprintf(stderr, "herd-bench env --profile: cannot open %s\n", harvest_path); return 2; }
+    long harvested = 0;
+    double warm[3 * SIM_SOLVER_MAX_CONTACTS];
     int R = repeats < 64 ? repeats : 64;
     long dropped = 0;
     for (int q = 0; q < R; q++) {
@@ -381,13 +389,29 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                                 uint64_t c6 = bench_now_ns();
                                 for (int c = 0; c < nc; c++) sim_jacobian_sparse(m, d, d->con[c].body, d->con[c].pos, jp, cols);
                                 uint64_t c7 = bench_now_ns();
+                                const int nb = d->ncon + d->nlim + d->nfric;
+                                if (harvest && q == 0) memcpy(warm, d->lambda, sizeof(double) * 3 * (size_t)nb);
                                 sim_step_stages(m, d, dt, SIM_STAGE_CONTACTS, SIM_STAGE_SOLVE);
                                 uint64_t c8 = bench_now_ns();
+                                if (harvest && q == 0 && d->stats.fallback) {
+                                    const int N = 3 * nb;
+                                    fprintf(harvest, "%d\n", nb);
+                                    for (int a = 0; a < N * N; a++) fprintf(harvest, "%.17g%c", d->G[a], a % N == N - 1 ? '\n' : ' ');
+                                    for (int a = 0; a < N; a++) fprintf(harvest, "%.17g%c", d->cfree[a], a == N - 1 ? '\n' : ' ');
+                                    for (int a = 0; a < nb; a++) fprintf(harvest, "%.17g%c", d->mu[a], a == nb - 1 ? '\n' : ' ');
+                                    for (int a = 0; a < N; a++) fprintf(harvest, "%.17g%c", warm[a], a == N - 1 ? '\n' : ' ');
+                                    harvested++;
+                                }
                                 *b = sim_step_stages(m, d, dt, SIM_STAGE_SOLVE, SIM_STAGE_INTEGRATE) != 0;
                                 uint64_t c9 = bench_now_ns();
                                 ncon += nc;
                                 iters += d->stats.iterations;
                                 capped += nc > 0 && !d->stats.converged;
+                                if (d->stats.ncon + d->stats.nlim + d->stats.nfriction > 0) {
+                                    solves++;
+                                    coulomb += d->stats.answer == SIM_ANSWER_COULOMB;
+                                    ccp += d->stats.answer == SIM_ANSWER_CCP;
+                                }
                                 nsteps++;
                                 if (pd_share + dyn_share + (double)(c9 - c3) <= PROFILE_DROP_NS) {
                                     kept++;
@@ -447,8 +471,10 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     printf("},\"trot_us_per_physics_step\":%.4f,\"walk_over_trot\":%.3f", trot_med * 1e-3, plain_med / trot_med);
     printf(",\"env_step_us_per_physics_step\":%.4f,\"pd_and_sim_step_us\":%.4f,\"clock\":{\"stages\":\"monotonic\","
            "\"env_step_and_plain\":\"thread_cpu\"},\"dropped_preempted_steps\":%ld,\"mean_contacts\":%.3f,"
-           "\"mean_iterations\":%.3f,\"capped_fraction\":%.4f,\"cpu\":\"%s\"}\n", tot_med * 1e-3, plain_med * 1e-3, dropped,
-           bench_median(con_rep, R), bench_median(it_rep, R), bench_median(cap_rep, R), bench_cpu());
+           "\"mean_iterations\":%.3f,\"capped_fraction\":%.4f,\"contact_solves\":%ld,\"coulomb_fraction\":%.6f,"
+           "\"ccp_fraction\":%.6f,\"cpu\":\"%s\"}\n", tot_med * 1e-3, plain_med * 1e-3, dropped,
+           bench_median(con_rep, R), bench_median(it_rep, R), bench_median(cap_rep, R), solves,
+           solves ? (double)coulomb / (double)solves : 1.0, solves ? (double)ccp / (double)solves : 0.0, bench_cpu());
     fflush(stdout);
     fprintf(stderr, "env profile: %s, %d worlds, 1 thread, %d env steps x %d repeats after %d warm-up (cpu: %s)\n", name,
             worlds, steps, R, warmup, bench_cpu());
@@ -458,6 +484,12 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     fprintf(stderr, "  CPU time per physics step: env_step %.3f us, actuator + sim_step alone %.3f us (stages sum to %.3f us "
                     "without env_overhead; %ld preempted steps left out)\n", tot_med * 1e-3, plain_med * 1e-3,
             (sum - med[ST_ENV]) * 1e-3, dropped);
+    if (harvest) {
+        fclose(harvest);
+        fprintf(stderr, "  harvested %ld stalled problems into %s\n", harvested, harvest_path);
+    }
+    fprintf(stderr, "  contact solves %ld: answer satisfies Coulomb within tol %.4f %%, answered by the CCP fallback %.4f %%\n",
+            solves, solves ? 100.0 * (double)coulomb / (double)solves : 100.0, solves ? 100.0 * (double)ccp / (double)solves : 0.0);
     fprintf(stderr, "  per physics step: %.2f contacts, %.2f solver sweeps, %.2f %% capped\n", bench_median(con_rep, R),
             bench_median(it_rep, R), 100 * bench_median(cap_rep, R));
     fprintf(stderr, "  the solver bench's trot (1 ms, feet + base, same run, CPU time): %.3f us per physics step; "

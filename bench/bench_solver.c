@@ -4,7 +4,10 @@
  *                     [--repeats R] [--dt S] [--no-warmstart]
  *   herd-bench solver --compare [--steps N]     Table II, Fig. 6 (paper model and Coulomb, split stick / slip),
  *                                               warm-start savings, box-slide gap
- *   herd-bench solver --walk [--steps N]        every solver at the walk task's physics (stall detector figures)
+ *   herd-bench solver --walk [--steps N]        every solver at the walk task's physics (stall detector figures):
+ *                                               the random-PD scenario's problems ("problems":"random_pd_scenario"),
+ *                                               and the fallback / CCP-answer shares counted in the real anymal_c-walk
+ *                                               env ("env_*" fields)
  *   herd-bench solver --tol-floor [--steps N] [--scenario S] [--dt S] [--max-iter K]
  *                                               the smallest termination tolerance each solver reaches on the walk
  *                                               task's contact problems (random, 5 ms; or scenario S at --dt), with a
@@ -247,22 +250,32 @@ static void box_slide(int solver)
     sim_model_destroy(&m);
 }
 
-/* The walk task's contact problems for every solver: the random scenario's PD targets (std 1 rad around the
- * nominal pose, redrawn every 50 ms: random actions) at the walk task's physics (dt 5 ms, at most 50 sweeps,
- * 16 contacts per world).  Counts the physics steps whose solve ran to the iteration cap unconverged and those
- * the stall detector handed to ADMM, and times the solver; then the anymal_c-walk env itself (256 worlds, one
- * thread, random actions) with the config key solver set to each index: env steps per second (walk_env_sps).
+/* The walk task's contact problems for every solver, from two sources.  First the random-PD scenario (not the
+ * env: PD targets of std 1 rad around the nominal pose, redrawn every 50 ms, at the walk task's physics: dt 5 ms, at
+ * most 50 sweeps, 16 contacts per world): counts the physics steps whose solve ran to the iteration cap unconverged,
+ * those the stall detector handed to ADMM and those answered by the CCP, and times the solver; its fields are the
+ * unprefixed ones ("problems":"random_pd_scenario").  Then the anymal_c-walk env itself (256 worlds, one thread,
+ * random actions) with the config key solver set to each index: env steps per second, and from the env's own
+ * counters (env_counters) the share of its physics steps handed to ADMM and answered by the CCP ("env_*" fields;
+ * the scenario's problems stall several times less often than the env's).
  * With --paired A,B only the env throughput of solvers A and B, interleaved over --repeats runs: their ratio. */
 /* anymal_c-walk env steps per second, one thread, 256 worlds, random actions, with the config key solver = sv:
  * the median over `repeats` runs of 20 env steps. */
-static double walk_env_sps(int sv, int repeats)
+typedef struct {
+    double sps;              /* env steps per second */
+    double physics_steps;    /* physics steps counted (worlds x env steps x decimation) */
+    double fallbacks, ccp;   /* of those, handed to ADMM / answered by the CCP (env_counters) */
+} walk_env_result;
+
+static walk_env_result walk_env_sps(int sv, int repeats)
 {
+    walk_env_result out = {NAN, 0, 0, 0};
     char err[256];
     env_kv kv = {"solver", (double)sv};
     env_t *e = env_new("anymal_c-walk", 256, &kv, 1, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
     if (!e) {
         fprintf(stderr, "walk env with solver %d: %s\n", sv, err);
-        return NAN;
+        return out;
     }
     const env_spec *sp = env_get_spec(e);
     const int nw = 256, envsteps = 20;
@@ -272,6 +285,8 @@ static double walk_env_sps(int sv, int repeats)
     uint8_t term[256], trunc[256];
     uint64_t r = 88172645463325252ull;
     env_reset(e, 0, nw, NULL, NULL, obs);
+    env_counters cnt = {0};
+    env_info info = {.counters = &cnt};
     for (int rep = 0; rep < repeats; rep++) {
         uint64_t t0 = bench_now_ns();
         for (int k = 0; k < envsteps; k++) {
@@ -279,14 +294,16 @@ static double walk_env_sps(int sv, int repeats)
                 r ^= r << 13; r ^= r >> 7; r ^= r << 17;
                 act[q] = (float)((r >> 11) * (2.0 / 9007199254740992.0) - 1.0);
             }
-            env_step(e, 0, nw, NULL, act, obs, rew, term, trunc, NULL);
+            env_step(e, 0, nw, NULL, act, obs, rew, term, trunc, &info);
         }
         sps[rep] = (double)nw * envsteps / ((double)(bench_now_ns() - t0) * 1e-9);
     }
-    const double med = bench_median(sps, repeats);
+    out.sps = bench_median(sps, repeats);
+    out.physics_steps = (double)cnt.world_steps * sp->decimation;
+    out.fallbacks = (double)cnt.solver_fallbacks, out.ccp = (double)cnt.solver_ccp_answers;
     free(act), free(obs), free(rew), free(sps);
     env_destroy(&e);
-    return med;
+    return out;
 }
 
 static int walk(long steps, int repeats)
@@ -302,7 +319,7 @@ static int walk(long steps, int repeats)
         env_scenario s;
         char err[256];
         if (env_scenario_init(&s, m, d, ENV_SCN_RANDOM, 42, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
-        long ncs = 0, cap = 0, unconv = 0, fb = 0, iters = 0, fb_iters = 0;
+        long ncs = 0, cap = 0, unconv = 0, fb = 0, iters = 0, fb_iters = 0, ccp = 0, coulomb = 0;
         double ns = 0, eps_max = 0, ns_fb = 0;
         for (long i = 0; i < steps; i++) {
             env_scenario_control(&s, m, d, dt);
@@ -318,6 +335,8 @@ static int walk(long steps, int repeats)
                 cap += d->stats.iterations >= m->opt.sp.max_iter && !d->stats.converged && !d->stats.fallback;
                 unconv += !d->stats.converged;
                 fb += d->stats.fallback;
+                ccp += d->stats.answer == SIM_ANSWER_CCP;
+                coulomb += d->stats.answer == SIM_ANSWER_COULOMB;
                 sim_contact_metrics_t mt;
                 sim_step_metrics(m, d, dt, &mt);
                 if (isfinite(mt.eps_abs)) eps_max = fmax(eps_max, mt.eps_abs);
@@ -326,20 +345,28 @@ static int walk(long steps, int repeats)
         }
         sim_data_destroy(&d);
         sim_model_destroy(&m);
-        const double env_sps = walk_env_sps(sv, repeats);
-        printf("{\"bench\":\"solver_walk\",\"solver\":\"%s\",\"dt\":%g,\"max_iter\":50,\"physics_steps\":%ld,"
+        const walk_env_result we = walk_env_sps(sv, repeats);
+        const double env_fb = we.physics_steps > 0 ? we.fallbacks / we.physics_steps : 0;
+        const double env_ccp = we.physics_steps > 0 ? we.ccp / we.physics_steps : 0;
+        printf("{\"bench\":\"solver_walk\",\"solver\":\"%s\",\"problems\":\"random_pd_scenario\",\"dt\":%g,"
+               "\"max_iter\":50,\"physics_steps\":%ld,"
                "\"contact_steps\":%ld,\"mean_iterations\":%.3f,\"at_cap_frac\":%.5f,\"unconverged_frac\":%.5f,"
-               "\"fallback_frac\":%.5f,\"us_solver_per_contact_step\":%.3f,\"fallback_share_of_solver_time\":%.4f,"
+               "\"fallback_frac\":%.5f,\"ccp_answer_frac\":%.5f,\"coulomb_answer_frac\":%.5f,"
+               "\"us_solver_per_contact_step\":%.3f,\"fallback_share_of_solver_time\":%.4f,"
                "\"us_per_fallback\":%.2f,\"iterations_per_fallback\":%.1f,\"eps_abs_max\":%.3g,"
-               "\"walk_env_steps_per_s_1thread\":%.0f,\"cpu\":\"%s\"}\n",
+               "\"walk_env_steps_per_s_1thread\":%.0f,\"env_physics_steps\":%.0f,\"env_fallback_frac\":%.5f,"
+               "\"env_ccp_answer_frac\":%.5f,\"cpu\":\"%s\"}\n",
                solver_name(sv), dt, steps, ncs, ncs ? (double)iters / ncs : 0, ncs ? (double)cap / ncs : 0,
-               ncs ? (double)unconv / ncs : 0, ncs ? (double)fb / ncs : 0, ncs ? ns / 1e3 / ncs : 0,
-               ns > 0 ? ns_fb / ns : 0, fb ? ns_fb / 1e3 / fb : 0, fb ? (double)fb_iters / fb : 0, eps_max, env_sps,
-               bench_cpu());
+               ncs ? (double)unconv / ncs : 0, ncs ? (double)fb / ncs : 0, ncs ? (double)ccp / ncs : 0,
+               ncs ? (double)coulomb / ncs : 0, ncs ? ns / 1e3 / ncs : 0,
+               ns > 0 ? ns_fb / ns : 0, fb ? ns_fb / 1e3 / fb : 0, fb ? (double)fb_iters / fb : 0, eps_max, we.sps,
+               we.physics_steps, env_fb, env_ccp, bench_cpu());
         fflush(stdout);
-        fprintf(stderr, "walk %-19s sweeps %6.2f  at cap %6.2f %%  unconverged %6.2f %%  fallback %6.2f %%  solver %7.3f us  "
-                "env %8.0f steps/s\n", solver_name(sv), ncs ? (double)iters / ncs : 0, ncs ? 100.0 * cap / ncs : 0,
-                ncs ? 100.0 * unconv / ncs : 0, ncs ? 100.0 * fb / ncs : 0, ncs ? ns / 1e3 / ncs : 0, env_sps);
+        fprintf(stderr, "walk %-19s scenario: sweeps %6.2f  at cap %6.2f %%  unconverged %6.2f %%  fallback %6.2f %%  "
+                "CCP answers %6.2f %%  solver %7.3f us | env: %8.0f steps/s  fallback %6.3f %%  CCP answers %6.3f %%\n",
+                solver_name(sv), ncs ? (double)iters / ncs : 0, ncs ? 100.0 * cap / ncs : 0,
+                ncs ? 100.0 * unconv / ncs : 0, ncs ? 100.0 * fb / ncs : 0, ncs ? 100.0 * ccp / ncs : 0,
+                ncs ? ns / 1e3 / ncs : 0, we.sps, 100 * env_fb, 100 * env_ccp);
     }
     return 0;
 }
@@ -444,7 +471,7 @@ int bench_solver(int argc, char **argv)
         const int sa = solver_from_name(a), sb = solver_from_name(comma + 1);
         if (sa < 0 || sb < 0) { fprintf(stderr, "herd-bench solver: unknown solver in --paired\n"); return 2; }
         double *ra = malloc(sizeof(double) * (size_t)repeats), *rb = malloc(sizeof(double) * (size_t)repeats);
-        for (int rep = 0; rep < repeats; rep++) ra[rep] = walk_env_sps(sa, 1), rb[rep] = walk_env_sps(sb, 1);
+        for (int rep = 0; rep < repeats; rep++) ra[rep] = walk_env_sps(sa, 1).sps, rb[rep] = walk_env_sps(sb, 1).sps;
         double ratio[1000];
         for (int rep = 0; rep < repeats && rep < 1000; rep++) ratio[rep] = rb[rep] / ra[rep];
         const double ma = bench_median(ra, repeats), mb = bench_median(rb, repeats);

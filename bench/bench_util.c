@@ -98,12 +98,33 @@ int bench_flag(int argc, char **argv, const char *name)
     return 0;
 }
 
-void bench_pin(int core)
+static cpu_set_t pin_mask;
+static int pin_mask_ok;
+static pthread_once_t pin_once = PTHREAD_ONCE_INIT;
+
+/* The mask the process started with: only bench_pin narrows a thread's mask, and a thread created after a pin
+ * inherits the narrowed one, so it is read once, at the first pin. */
+static void pin_read_mask(void)
 {
+    CPU_ZERO(&pin_mask);
+    pin_mask_ok = pthread_getaffinity_np(pthread_self(), sizeof pin_mask, &pin_mask) == 0 && CPU_COUNT(&pin_mask) > 0;
+}
+
+int bench_pin(int core)
+{
+    pthread_once(&pin_once, pin_read_mask);
+    if (!pin_mask_ok || core < 0) return -1;
+    int k = core % CPU_COUNT(&pin_mask), cpu = -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &pin_mask) && k-- == 0) {
+            cpu = c;
+            break;
+        }
+    if (cpu < 0) return -1;
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(core, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    CPU_SET(cpu, &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0 ? cpu : -1;
 }
 
 const char *bench_cpu(void)

@@ -357,12 +357,13 @@ static void step_rows(env_t *e, const step_call *c, const int *rows, int n)
     float *obs[ENV_BATCH], rew[ENV_BATCH], terms[ENV_BATCH * ENV_MAX_TERMS];
     uint8_t term[ENV_BATCH], trunc[ENV_BATCH];
     int failed[ENV_BATCH];
-    uint64_t it0[ENV_BATCH], cap0[ENV_BATCH], fb0[ENV_BATCH], jl0[ENV_BATCH];
+    uint64_t it0[ENV_BATCH], cap0[ENV_BATCH], fb0[ENV_BATCH], ccp0[ENV_BATCH], jl0[ENV_BATCH];
     for (int j = 0; j < n; j++) {
         ws[j] = call_world(e, c, rows[j]);
         act[j] = c->act + (size_t)rows[j] * ad;
         obs[j] = c->obs + (size_t)rows[j] * od;
         it0[j] = ws[j]->solver_iterations, cap0[j] = ws[j]->solver_capped, fb0[j] = ws[j]->solver_fallbacks;
+        ccp0[j] = ws[j]->solver_ccp_answers;
         jl0[j] = ws[j]->joint_limits_active;
     }
     if (e->task->step_worlds) {
@@ -394,6 +395,7 @@ static void step_rows(env_t *e, const step_call *c, const int *rows, int n)
             info->counters->solver_iterations += w->solver_iterations - it0[j];
             info->counters->solver_capped += w->solver_capped - cap0[j];
             info->counters->solver_fallbacks += w->solver_fallbacks - fb0[j];
+            info->counters->solver_ccp_answers += w->solver_ccp_answers - ccp0[j];
             info->counters->joint_limits_active += w->joint_limits_active - jl0[j];
         }
         w->steps++;
@@ -479,6 +481,7 @@ static int counted(env_world *w, int rc)
     w->solver_iterations += (uint64_t)w->d->stats.iterations;
     w->solver_capped += (uint64_t)(w->d->stats.ncon > 0 && !w->d->stats.converged);
     w->solver_fallbacks += (uint64_t)(w->d->stats.fallback != 0);
+    w->solver_ccp_answers += (uint64_t)(w->d->stats.answer == SIM_ANSWER_CCP);
     w->joint_limits_active += (uint64_t)w->d->stats.nlim_active;
     return rc;
 }

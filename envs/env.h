@@ -35,8 +35,11 @@ typedef struct {
     uint64_t physics_resets;    /* worlds reset because their physics failed */
     uint64_t solver_iterations; /* contact-solver sweeps over all physics steps */
     uint64_t solver_capped;     /* physics steps whose solver stopped at its iteration cap, not converged */
-    uint64_t solver_fallbacks;  /* physics steps whose solver handed the problem to its ADMM fallback
+    uint64_t solver_fallbacks;  /* physics steps whose solver handed the problem to its fallbacks (direct, ADMM)
                                  * (coulomb-stall-admm's stall detector; sim_step_stats.fallback) */
+    uint64_t solver_ccp_answers; /* physics steps whose contact solve was answered by the cone complementarity
+                                  * problem and not Coulomb's law (sim_step_stats.answer == SIM_ANSWER_CCP: the
+                                  * fallback's answer where it is not also a Coulomb solution, or solver admm) */
     uint64_t joint_limits_active; /* joint-limit blocks with a positive impulse, summed over physics steps
                                    * (sim_step_stats.nlim_active) */
 } env_counters;

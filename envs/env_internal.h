@@ -28,6 +28,7 @@ typedef struct {
     uint64_t solver_iterations; /* contact-solver sweeps over the world's life (for env_counters) */
     uint64_t solver_capped;     /* physics steps whose solver hit its iteration cap */
     uint64_t solver_fallbacks;  /* physics steps handed to the solver's ADMM fallback */
+    uint64_t solver_ccp_answers; /* physics steps answered by the CCP, not Coulomb (env_counters) */
     uint64_t joint_limits_active; /* joint-limit blocks with a positive impulse, summed over physics steps */
     int last_fallback;  /* 1 if a physics step of the last env step was handed to the solver's fallback */
 } env_world;

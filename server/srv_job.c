@@ -235,7 +235,7 @@ static void job_rows(srv_job *j, int worker, int r, int k)
     if (L->terrain_level) job_terrain(j, r, k, first, ids);
     if (met) {
         srv_metrics_env_steps(met, work.world_steps, work.physics_resets, work.solver_iterations, work.solver_capped,
-                              work.solver_fallbacks, work.joint_limits_active);
+                              work.solver_fallbacks, work.solver_ccp_answers, work.joint_limits_active);
         srv_metrics_worker_busy(met, worker, srv_now_s() - t0);
     }
     if (L->final_mask)

@@ -33,7 +33,7 @@ struct srv_metrics {
     atomic_uint_fast64_t errors[SRV_METRICS_OPS][SRV_METRICS_CODES];
     hist latency[SRV_METRICS_OPS];
     atomic_uint_fast64_t bytes_in, bytes_out, env_steps, physics_resets, solver_iterations, solver_capped,
-        solver_fallbacks, joint_limits_active;
+        solver_fallbacks, solver_ccp_answers, joint_limits_active;
     atomic_uint_fast64_t *busy_ns;      /* nworkers */
     atomic_uint_fast64_t *helped;       /* nworkers: world-steps run for another worker */
     atomic_long sessions, worlds, worlds_limit, queue_depth;
@@ -118,7 +118,8 @@ void srv_metrics_sent(srv_metrics *m, size_t bytes_out)
 }
 
 void srv_metrics_env_steps(srv_metrics *m, uint64_t world_steps, uint64_t physics_resets, uint64_t solver_iterations,
-                           uint64_t solver_capped, uint64_t solver_fallbacks, uint64_t joint_limits_active)
+                           uint64_t solver_capped, uint64_t solver_fallbacks, uint64_t solver_ccp_answers,
+                           uint64_t joint_limits_active)
 {
     if (!m) return;
     ADD(m->env_steps, world_steps);
@@ -126,6 +127,7 @@ void srv_metrics_env_steps(srv_metrics *m, uint64_t world_steps, uint64_t physic
     ADD(m->solver_iterations, solver_iterations);
     ADD(m->solver_capped, solver_capped);
     ADD(m->solver_fallbacks, solver_fallbacks);
+    ADD(m->solver_ccp_answers, solver_ccp_answers);
     ADD(m->joint_limits_active, joint_limits_active);
 }
 
@@ -294,8 +296,13 @@ size_t srv_metrics_render(const srv_metrics *m, char *buf, size_t cap)
     counter(&o, "herd_solver_capped_total", "Physics steps whose contact solver stopped at its iteration cap.",
             GET(m->solver_capped));
     counter(&o, "herd_solver_fallbacks_total",
-            "Physics steps whose contact solver handed the problem to its ADMM fallback (stall detector).",
+            "Physics steps whose contact solver's stall detector handed the problem to its fallbacks (a direct Coulomb "
+            "solve, then ADMM).",
             GET(m->solver_fallbacks));
+    counter(&o, "herd_solver_ccp_answers_total",
+            "Physics steps whose contact solve was answered by the cone complementarity problem (ADMM), not Coulomb's "
+            "law within the solver's tolerance.",
+            GET(m->solver_ccp_answers));
     counter(&o, "herd_joint_limits_active_total",
             "Joint-limit constraints that carried an impulse, summed over physics steps.", GET(m->joint_limits_active));
 

@@ -14,8 +14,10 @@
  *   herd_physics_resets_total                     worlds reset because their physics failed
  *   herd_solver_iterations_total                  contact-solver sweeps, summed over physics steps
  *   herd_solver_capped_total                      physics steps whose solver stopped at its iteration cap
- *   herd_solver_fallbacks_total                   physics steps handed to the solver's ADMM fallback
+ *   herd_solver_fallbacks_total                   physics steps handed to the solver's fallbacks (direct, ADMM)
  *                                                 (coulomb-stall-admm, the walk/stand default)
+ *   herd_solver_ccp_answers_total                 physics steps whose contact solve was answered by the cone
+ *                                                 complementarity problem, not Coulomb's law (sim_step_stats.answer)
  *   herd_joint_limits_active_total                joint-limit constraints with an impulse, summed over physics steps
  *   herd_worker_busy_seconds_total{worker}        time each worker spent running jobs
  *   herd_worker_helped_worlds_total{worker}       worlds a worker ran from another worker's share of a
@@ -66,7 +68,8 @@ void srv_metrics_request(srv_metrics *m, int op, size_t bytes_in);
 void srv_metrics_reply(srv_metrics *m, int op, int code, double seconds, size_t bytes_out); /* code 0 = ok */
 void srv_metrics_sent(srv_metrics *m, size_t bytes_out);      /* bytes sent outside srv_metrics_reply */
 void srv_metrics_env_steps(srv_metrics *m, uint64_t world_steps, uint64_t physics_resets, uint64_t solver_iterations,
-                           uint64_t solver_capped, uint64_t solver_fallbacks, uint64_t joint_limits_active);
+                           uint64_t solver_capped, uint64_t solver_fallbacks, uint64_t solver_ccp_answers,
+                           uint64_t joint_limits_active);
 void srv_metrics_worker_busy(srv_metrics *m, int worker, double seconds);
 void srv_metrics_worker_helped(srv_metrics *m, int worker, uint64_t worlds);
 void srv_metrics_gauges(srv_metrics *m, int sessions, long worlds, long worlds_limit, long queue_depth);

@@ -156,6 +156,8 @@ typedef struct {
     double limit_impulse;           /* sum of the limit impulses (N·s or N·m·s) */
     double limit_violation;         /* largest position past a limit at the start of the step (rad or m); 0 if none */
     int nfriction;                  /* joint-friction rows (joints with friction > 0) */
+    int answer;                     /* the model the contact solve's answer satisfies (sim_solver_stats.answer,
+                                       SIM_ANSWER_*); SIM_ANSWER_NONE when no solve ran (no contact rows) */
 } sim_step_stats;
 
 /* One contact found by sim_collide (sim_collision.h): a point of a geometry and the ground. */

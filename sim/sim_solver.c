@@ -53,6 +53,8 @@ void sim_solver_default_params(sim_solver_params *p)
     p->admm_factor = SIM_ADMM_FACTOR_AUTO;
     p->stall_window = 8;
     p->stall_drop = 0.5;
+    p->direct_rounds = 8;
+    p->direct_max_iter = 100;
     p->seed = 0;
 }
 
@@ -612,6 +614,7 @@ static int solve_begin(int n, const double *G, const double *c, const double *mu
     if (!sim_contact_problem_valid(n, G, c, mu, lambda)) return SIM_SOLVER_EINVAL;
     if (n == 0) {
         st->converged = 1;
+        st->answer = SIM_ANSWER_COULOMB;
         return SIM_SOLVER_OK;
     }
     return 1;
@@ -768,7 +771,9 @@ sweep:
         st->guard_scale = sim_solver_dissipation_guard(N, G, c, lambda, v);
         if (st->guard_scale != 1.0) err = sim_contact_error_sum_model(n, G, v, mu, lambda, coulomb);
     }
-    return sim_solver_end(st, it, err, p->tol);
+    const int r = sim_solver_end(st, it, err, p->tol);
+    st->answer = st->converged ? (coulomb ? SIM_ANSWER_COULOMB : SIM_ANSWER_OWN) : SIM_ANSWER_NONE;
+    return r;
 }
 
 static __attribute__((noinline)) int bisection_sweeps(int n, const double *G, const double *c, const double *mu,
@@ -854,7 +859,9 @@ static __attribute__((noinline)) int pgs_sweeps(int n, const double *G, const do
     }
     if (!(err < p->tol)) st->guard_scale = sim_solver_dissipation_guard(N, G, c, lambda, v);
     sim_solver_count_modes(n, mu, lambda, st);
-    return sim_solver_end(st, it, err, p->tol);
+    const int r = sim_solver_end(st, it, err, p->tol);
+    st->answer = st->converged ? SIM_ANSWER_OWN : SIM_ANSWER_NONE; /* its own measure: the impulse change */
+    return r;
 }
 
 /* The entry shared by the multi-contact solvers (sim_solver_internal.h): defaults, validation, the initial

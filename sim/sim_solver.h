@@ -115,6 +115,17 @@ enum {
 /* Modes returned by sim_contact_single and counted in sim_solver_stats. */
 enum { SIM_CONTACT_OPEN = 0, SIM_CONTACT_STICK = 1, SIM_CONTACT_SLIP = 2 };
 
+/* Which model a solve's answer satisfies (sim_solver_stats.answer, sim_step_stats.answer). */
+enum {
+    SIM_ANSWER_NONE = 0,    /* none within tol: not converged (or no solve ran) */
+    SIM_ANSWER_COULOMB = 1, /* Coulomb's law within tol: the Coulomb violation (sim_contact_coulomb_error, or the NCP
+                               eps_abs with De Saxce's correction for "pgs") below p->tol; an empty problem too */
+    SIM_ANSWER_CCP = 2,     /* the cone complementarity problem within tol (ADMM's eps_abs) but not Coulomb: the
+                               answer of "admm", or of a fallback to it whose result is not also a Coulomb solution */
+    SIM_ANSWER_OWN = 3      /* the solver's own model within its own measure, which is neither (paper-bisection,
+                               cond-vfpi, impacts, pgs-hwangbo) */
+};
+
 /* Return codes of the solvers. */
 enum {
     SIM_SOLVER_OK = 0,          /* converged: error < tol */
@@ -150,6 +161,9 @@ typedef struct sim_solver_params {
     int stall_window;       /* hand the problem to ADMM when the error has not dropped below stall_drop times its
                                best value of stall_window sweeps earlier (8) */
     double stall_drop;      /* (0.5) */
+    int direct_rounds;      /* "coulomb-stall-admm": mode corrections per start of its direct Coulomb solve (8); 0 turns
+                               the direct solve off (the stalled problem goes to ADMM alone) */
+    int direct_max_iter;    /* its Newton iterations at most, per attempt (before ADMM, and after it) (100) */
     unsigned long long seed; /* per-world stream for randomized models ("impacts"); 0 by default */
 } sim_solver_params;
 
@@ -170,6 +184,9 @@ typedef struct sim_solver_stats {
     int admm_tree;          /* 1 if ADMM solved with G + rho I through the tree (sim_solver_tree), 0 if densely */
     int admm_factors;       /* factorizations of G + rho I (or of rho I + S S^T) ADMM did, the lambda_min estimate's
                                included */
+    int answer;             /* SIM_ANSWER_*: the model the returned lambda satisfies within p->tol */
+    int direct;             /* 1 if the answer came from the direct Coulomb solve ("coulomb-stall-admm") */
+    int direct_iterations;  /* Newton iterations of that direct solve (successful or not) */
 } sim_solver_stats;
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -396,10 +413,17 @@ int sim_solve_admm_tree(int n, const double *G, const double *c, const double *m
 
 /* "coulomb-stall-admm": coulomb-bisection with a stall detector: when the Coulomb violation is not below
  * p->stall_drop times its value p->stall_window sweeps earlier (or max_iter sweeps end unconverged), the
- * problem is handed to ADMM (sim_solve_admm, warm-started from the last iterate; st->fallback = 1,
- * st->fallback_iterations), whose result (the CCP solution) is returned.  So: Coulomb per contact when the
- * sweeps converge, the CCP when they would cycle.  st->error is the final solver's own measure.  Joint limits and
- * bounded rows: as coulomb-bisection in the sweeps, as ADMM in the fallback. */
+ * problem goes to the fallbacks (st->fallback = 1).  First a direct Coulomb solve (up to
+ * SIM_SOLVER_DIRECT_MAX_CONTACTS = 16 blocks, p->direct_rounds > 0): each block's mode (open, stick, slip; a limit
+ * open or closed; a bounded row inside or at a bound) guessed from the stalled iterate, then from the warm start, the
+ * square system of those modes solved by Newton's method, the blocks that break their mode's inequalities switched
+ * (active-set rounds), then single-block changes of the best mode set, at most p->direct_max_iter Newton iterations;
+ * an answer is taken only when its exact Coulomb violation is below p->tol (st->direct = 1, st->direct_iterations).
+ * Else ADMM (sim_solve_admm, warm-started from the last iterate; st->fallback_iterations), and when its CCP answer is
+ * not also a Coulomb solution, the direct solve once more from the CCP answer's modes; the CCP answer is returned
+ * only when that fails too (st->answer = SIM_ANSWER_CCP).  So: Coulomb when the sweeps converge or a Coulomb
+ * solution is found near them, the CCP as the last resort.  st->error is the final solver's own measure.  Joint
+ * limits and bounded rows: as coulomb-bisection in the sweeps, 1-D blocks in the direct solve, as ADMM in ADMM. */
 int sim_solve_coulomb_stall_admm(int n, const double *G, const double *c, const double *mu, double *lambda,
                                  const sim_solver_params *p, sim_solver_stats *st);
 /* The same, its ADMM fallback solving with G + rho I as sim_solve_admm_tree. */

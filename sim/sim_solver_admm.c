@@ -63,7 +63,9 @@ static int ncp_pgs_sweeps(int n, const double *G, const double *c, const double 
         if (st->guard_scale != 1.0) err = sim_contact_eps_abs(n, v, mu, lambda, 1);
     }
     sim_solver_count_modes(n, mu, lambda, st);
-    return sim_solver_end(st, it, err, p->tol);
+    const int r = sim_solver_end(st, it, err, p->tol);
+    st->answer = st->converged ? SIM_ANSWER_COULOMB : SIM_ANSWER_NONE; /* eps_abs with De Saxce's term: the NCP */
+    return r;
 }
 
 int sim_solve_pgs(int n, const double *G, const double *c, const double *mu, double *lambda,
@@ -744,7 +746,9 @@ static int admm_sweeps_tree(int n, const double *G, const double *c, const doubl
     double err;
     const int it = admm_iterate(n, G, c, mu, lambda, p, st, v, &err, tree);
     sim_solver_count_modes(n, mu, lambda, st);
-    return sim_solver_end(st, it, err, p->tol);
+    const int r = sim_solver_end(st, it, err, p->tol);
+    st->answer = st->converged ? SIM_ANSWER_CCP : SIM_ANSWER_NONE;
+    return r;
 }
 
 /* The two entry points of a solver that can use G's structure: name_tree (sim_solver_run_tree with tree, which
@@ -767,12 +771,42 @@ TREE_SOLVER_ENTRY_POINTS(sim_solve_admm, admm_sweeps_tree)
 /* ------------------------------------------------------------------------------------------------ */
 /* The robust default: Coulomb per-contact sweeps, handed to ADMM when they stall.                   */
 
+/* The model an answer of ADMM satisfies: Coulomb when its Coulomb violation is below tol as well (no contact
+ * separating while it slides, e.g. every contact sticking or open), else the CCP when ADMM converged. */
+static int answer_of_ccp(int n, const double *G, const double *c, const double *mu, const double *lambda, double tol,
+                         int converged)
+{
+    if (sim_contact_coulomb_error(n, G, c, mu, lambda) < tol) return SIM_ANSWER_COULOMB;
+    return converged ? SIM_ANSWER_CCP : SIM_ANSWER_NONE;
+}
+
 static int stall_admm_sweeps_tree(int n, const double *G, const double *c, const double *mu, double *lambda,
                                   const sim_solver_params *p, sim_solver_stats *st, double *v,
                                   const sim_solver_tree *tree)
 {
+    double warm[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
+    const int direct = n <= SIM_SOLVER_DIRECT_MAX_CONTACTS && p->direct_rounds > 0;
+    if (direct) memcpy(warm, lambda, sizeof(double) * 3 * (size_t)n);
     const int r = sim_solver_coulomb_sweeps_stall(n, G, c, mu, lambda, p, st, v);
     if (r != SIM_SOLVER_STALLED) return r;
+    if (direct) { /* the direct Coulomb solve, from the modes of the stalled iterate, then of the warm start */
+        const double *guess[2] = {lambda, warm};
+        double l[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], vd[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
+        int dit = 0;
+        const int found = sim_solver_coulomb_direct(n, G, c, mu, guess, 2, p->tol, p->direct_rounds, p->direct_max_iter,
+                                                    l, vd, &dit);
+        st->direct_iterations = dit;
+        st->fallback = 1;
+        if (found) {
+            memcpy(lambda, l, sizeof(double) * 3 * (size_t)n);
+            memcpy(v, vd, sizeof(double) * 3 * (size_t)n);
+            st->direct = 1;
+            sim_solver_count_modes(n, mu, lambda, st);
+            const int rd = sim_solver_end(st, st->iterations, sim_contact_error_sum_model(n, G, v, mu, lambda, 1), p->tol);
+            st->answer = SIM_ANSWER_COULOMB;
+            return rd;
+        }
+    }
     if (n > SIM_SOLVER_ADMM_MAX_CONTACTS) { /* too large for the dense factor: finish as coulomb-bisection */
         sim_solver_params q = *p;
         q.stall_window = 0;
@@ -786,7 +820,23 @@ static int stall_admm_sweeps_tree(int n, const double *G, const double *c, const
     const int it = admm_iterate(n, G, c, mu, lambda, p, st, v, &err, tree);
     st->fallback = 1;
     st->fallback_iterations = it;
-    return sim_solver_end(st, sweeps + it, err, p->tol);
+    int r3 = sim_solver_end(st, sweeps + it, err, p->tol);
+    st->answer = answer_of_ccp(n, G, c, mu, lambda, p->tol, st->converged);
+    if (direct && st->answer != SIM_ANSWER_COULOMB) { /* last, the modes of the CCP answer */
+        const double *guess[1] = {lambda};
+        double l[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], vd[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
+        int dit = 0;
+        if (sim_solver_coulomb_direct(n, G, c, mu, guess, 1, p->tol, p->direct_rounds, p->direct_max_iter, l, vd, &dit)) {
+            memcpy(lambda, l, sizeof(double) * 3 * (size_t)n);
+            memcpy(v, vd, sizeof(double) * 3 * (size_t)n);
+            st->direct = 1;
+            sim_solver_count_modes(n, mu, lambda, st);
+            r3 = sim_solver_end(st, st->iterations, sim_contact_error_sum_model(n, G, v, mu, lambda, 1), p->tol);
+            st->answer = SIM_ANSWER_COULOMB;
+        }
+        st->direct_iterations += dit;
+    }
+    return r3;
 }
 
 /* sim_solve_coulomb_stall_admm_tree and sim_solve_coulomb_stall_admm */

@@ -46,9 +46,11 @@ static const sim_solver_desc TABLE[SIM_SOLVER_NROWS] = {
         sim_solve_admm, NULL},
     [SIM_SOLVER_COULOMB_STALL_ADMM] = {
         NAME[SIM_SOLVER_COULOMB_STALL_ADMM],
-        "coulomb-bisection with a stall detector that hands a non-converging problem to admm (then the CCP "
-        "solution is returned).  Coulomb per contact where the sweeps converge, the CCP where they would cycle.  "
-        "Joint limits and bounded rows: as coulomb-bisection, then as admm.",
+        "coulomb-bisection with a stall detector that hands a non-converging problem to a direct Coulomb solve (each "
+        "block's mode guessed from the stalled iterate and the warm start, the mode set's equations solved by Newton's "
+        "method, violated modes switched; accepted only below tol), then to admm, whose CCP answer is returned only "
+        "when a direct solve from its modes finds no Coulomb solution either (the step's answer is then flagged CCP).  "
+        "Joint limits and bounded rows: as coulomb-bisection, 1-D blocks of the direct solve, then as admm.",
         sim_solve_coulomb_stall_admm, NULL},
     [SIM_SOLVER_COND_VFPI] = {
         NAME[SIM_SOLVER_COND_VFPI],
@@ -119,7 +121,10 @@ int sim_solve(int solver, int n, const double *G, const double *c, const double 
         if (st) memset(st, 0, sizeof *st), st->guard_scale = 1.0;
         return SIM_SOLVER_EINVAL;
     }
-    return d->solve(n, G, c, mu, lambda, p, st);
+    const int r = d->solve(n, G, c, mu, lambda, p, st);
+    /* the rows that do not set it (cond-vfpi, impacts) stop on their own measures */
+    if (st && st->answer == SIM_ANSWER_NONE && st->converged && r == SIM_SOLVER_OK) st->answer = SIM_ANSWER_OWN;
+    return r;
 }
 
 long sim_solver_iteration_cap(int solver, const sim_solver_params *p)
@@ -146,6 +151,10 @@ int sim_solve_pre(int solver, int n, const double *G, const double *c, const dou
                   double *lambda, const sim_solver_params *p, sim_solver_stats *st)
 {
     const sim_solver_desc *d = sim_solver_at(solver);
-    if (v_pre && d && d->solve && d->solve_pre) return d->solve_pre(n, G, c, v_pre, mu, lambda, p, st);
+    if (v_pre && d && d->solve && d->solve_pre) {
+        const int r = d->solve_pre(n, G, c, v_pre, mu, lambda, p, st);
+        if (st && st->answer == SIM_ANSWER_NONE && st->converged && r == SIM_SOLVER_OK) st->answer = SIM_ANSWER_OWN;
+        return r;
+    }
     return sim_solve(solver, n, G, c, mu, lambda, p, st);
 }

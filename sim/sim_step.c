@@ -405,6 +405,7 @@ static void stage_solve(const sim_model *m, sim_data *d)
     d->stats.converged = ss.converged;
     d->stats.fallback = ss.fallback;
     d->stats.impact = ss.impact;
+    d->stats.answer = ss.answer;
 }
 
 static int stage_integrate(const sim_model *m, sim_data *d, double dt)

@@ -563,6 +563,9 @@ Test(admm, walk_problem_whose_rho_flips_converges_below_the_cap)
     sim_solver_params p;
     sim_solver_default_params(&p);
     p.max_iter = 50; /* the walk task's solver_max_iter */
+    p.direct_rounds = 0; /* ADMM alone after the stall (with the direct solve it ends Coulomb: below) */
+    double warm[24];
+    memcpy(warm, l, sizeof(double) * (size_t)N);
     sim_solver_stats st;
     const int rc = sim_solve_coulomb_stall_admm(n, G, c, mu, l, &p, &st);
     cr_assert_eq(st.fallback, 1, "the sweeps no longer stall on this problem: it tests nothing");
@@ -572,6 +575,50 @@ Test(admm, walk_problem_whose_rho_flips_converges_below_the_cap)
     cr_assert_leq(st.admm_factors, 14);
     sim_contact_velocity(n, G, c, l, v);
     cr_assert_lt(sim_contact_eps_abs(n, v, mu, l, 0), p.tol);
+    /* the step says which model its answer satisfies, from the answer itself */
+    const double ce = sim_contact_coulomb_error(n, G, c, mu, l);
+    cr_assert_eq(st.answer, ce < p.tol ? SIM_ANSWER_COULOMB : SIM_ANSWER_CCP, "answer %d, Coulomb error %g", st.answer, ce);
+    /* the default (the direct Coulomb solve before ADMM) answers it with a Coulomb solution, without ADMM */
+    sim_solver_default_params(&p);
+    p.max_iter = 50;
+    memcpy(l, warm, sizeof(double) * (size_t)N);
+    cr_assert_eq(sim_solve_coulomb_stall_admm(n, G, c, mu, l, &p, &st), SIM_SOLVER_OK);
+    cr_assert_eq(st.fallback, 1);
+    cr_assert_eq(st.direct, 1);
+    cr_assert_eq(st.answer, SIM_ANSWER_COULOMB);
+    cr_assert_lt(sim_contact_coulomb_error(n, G, c, mu, l), p.tol);
+}
+
+/* sim_solver_stats.answer names the model the returned impulses satisfy: Coulomb for converged Coulomb sweeps, the
+ * CCP for admm's answer when it is not also a Coulomb solution, the solver's own model for paper-bisection, none when
+ * a solve stops unconverged.  One contact pushed sideways against a coupled block slides: the CCP lets it separate
+ * (v_n = mu |v_T| > 0 with an impulse), Coulomb does not. */
+Test(admm, answer_names_the_model_satisfied)
+{
+    const double G[9] = {1.0, 0.0, 0.3, 0.0, 1.0, 0.0, 0.3, 0.0, 1.0};
+    const double c[3] = {-2.0, 0.0, -1.0}, mu[1] = {0.5};
+    sim_solver_params p;
+    sim_solver_default_params(&p);
+    p.admm_max_iter = 5000;
+    sim_solver_stats st;
+    double l[3] = {0};
+    cr_assert_eq(sim_solve_coulomb_bisection(1, G, c, mu, l, &p, &st), SIM_SOLVER_OK);
+    cr_assert_eq(st.answer, SIM_ANSWER_COULOMB);
+    cr_assert_lt(sim_contact_coulomb_error(1, G, c, mu, l), p.tol);
+    double la[3] = {0}, v[3];
+    cr_assert_eq(sim_solve_admm(1, G, c, mu, la, &p, &st), SIM_SOLVER_OK);
+    sim_contact_velocity(1, G, c, la, v);
+    cr_assert_gt(v[2], 1e-3, "the CCP answer should separate while sliding (v_n %g)", v[2]);
+    cr_assert_geq(sim_contact_coulomb_error(1, G, c, mu, la), p.tol);
+    cr_assert_eq(st.answer, SIM_ANSWER_CCP);
+    double lp[3] = {0};
+    cr_assert_eq(sim_solve_bisection(1, G, c, mu, lp, &p, &st), SIM_SOLVER_OK);
+    cr_assert_eq(st.answer, SIM_ANSWER_OWN);
+    double lu[3] = {0};
+    p.max_iter = 1, p.tol = 1e-30;
+    sim_solve_pgs(1, G, c, mu, lu, &p, &st);
+    cr_assert_eq(st.converged, 0);
+    cr_assert_eq(st.answer, SIM_ANSWER_NONE);
 }
 
 /* Two free cubes (side 0.2 m, light 1 kg below, heavy 1e6 kg on top) resting on the ground, 8 corner contacts,

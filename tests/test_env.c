@@ -855,7 +855,7 @@ Test(env, default_solver_converges_every_walk_solve, .timeout = 120)
         actions(b.act, W, b.ad, s);
         env_step(e, 0, W, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info);
     }
-    cr_log_info("walk, default solver: %llu world-steps, %llu sweeps, %llu unconverged solves, %llu ADMM fallbacks",
+    cr_log_info("walk, default solver: %llu world-steps, %llu sweeps, %llu unconverged solves, %llu fallbacks (direct, ADMM)",
                 (unsigned long long)c.world_steps, (unsigned long long)c.solver_iterations,
                 (unsigned long long)c.solver_capped, (unsigned long long)c.solver_fallbacks);
     cr_assert_eq(c.world_steps, (uint64_t)W * S);
@@ -865,6 +865,9 @@ Test(env, default_solver_converges_every_walk_solve, .timeout = 120)
     cr_assert_lt(c.solver_fallbacks, (uint64_t)W * S * 4 / 20, "%llu", (unsigned long long)c.solver_fallbacks);
     cr_assert_leq(c.solver_capped, (uint64_t)W * S * 4 / 10000, "%llu of %d physics steps ended unconverged",
                   (unsigned long long)c.solver_capped, W * S * 4);
+    /* a CCP answer (herd_solver_ccp_answers_total) comes only from a fallback */
+    cr_log_info("walk, default solver: %llu CCP answers", (unsigned long long)c.solver_ccp_answers);
+    cr_assert_leq(c.solver_ccp_answers, c.solver_fallbacks);
     freebufs(&b);
     env_destroy(&e);
 }

@@ -35,7 +35,7 @@ Test(metrics, counters_and_errors_by_op_and_code)
     srv_metrics_request(m, 1, 10);
     srv_metrics_reply(m, 3, 0, 0.002, 400);
     srv_metrics_reply(m, 3, 3, 0.0001, 60);   /* a BAD_FIELD error reply */
-    srv_metrics_env_steps(m, 4096, 2, 5000, 7, 3, 11);
+    srv_metrics_env_steps(m, 4096, 2, 5000, 7, 3, 2, 11);
     srv_metrics_gauges(m, 3, 12288, 262144, 5);
     char *t = render(m);
     has(t, "herd_build_info{version=\"1.2.3\",protocol=\"1\"} 1\n");
@@ -51,6 +51,7 @@ Test(metrics, counters_and_errors_by_op_and_code)
     has(t, "herd_solver_iterations_total 5000\n");
     has(t, "herd_solver_capped_total 7\n");
     has(t, "herd_solver_fallbacks_total 3\n");
+    has(t, "herd_solver_ccp_answers_total 2\n");
     has(t, "herd_joint_limits_active_total 11\n");
     has(t, "herd_sessions 3\n");
     has(t, "herd_worlds 12288\n");
@@ -88,7 +89,7 @@ Test(metrics, rate_window_gives_steps_per_second_and_utilization)
 {
     srv_metrics *m = srv_metrics_new(ops, 4, codes, 4, 2, "v", 1);
     srv_metrics_tick(m, 100.0);                 /* opens the window */
-    srv_metrics_env_steps(m, 30000, 0, 0, 0, 0, 0);
+    srv_metrics_env_steps(m, 30000, 0, 0, 0, 0, 0, 0);
     srv_metrics_worker_busy(m, 0, 1.0);
     srv_metrics_worker_busy(m, 1, 0.5);
     srv_metrics_worker_helped(m, 1, 48);

@@ -103,6 +103,7 @@ static const variant VARIANTS[] = {
     {"coulomb-stall-admm tree", SIM_SOLVER_COULOMB_STALL_ADMM, SIM_ADMM_FACTOR_TREE, 0},
     {"coulomb-stall-admm forced dense", SIM_SOLVER_COULOMB_STALL_ADMM, SIM_ADMM_FACTOR_DENSE, 1},
     {"coulomb-stall-admm forced tree", SIM_SOLVER_COULOMB_STALL_ADMM, SIM_ADMM_FACTOR_TREE, 1},
+    {"coulomb-stall-admm forced direct", SIM_SOLVER_COULOMB_STALL_ADMM, 0, 2},
     {"cond-vfpi", SIM_SOLVER_COND_VFPI, 0, 0},
     {"impacts", SIM_SOLVER_IMPACTS, 0, 0},
     {"pgs-hwangbo", SIM_SOLVER_PGS_HWANGBO, 0, 0},
@@ -118,14 +119,19 @@ static int solve(const variant *v, const problem *P, double *l, double tol, sim_
     p.max_iter = 20000;
     p.admm_max_iter = 20000;
     p.admm_factor = v->factor;
-    if (v->forced_stall) p.stall_window = 1, p.stall_drop = 1e-300; /* no sweep ever drops enough: ADMM finishes */
+    /* forced stall: no sweep ever drops enough; 1: ADMM finishes (the direct solve off), 2: the direct solve does */
+    if (v->forced_stall) p.stall_window = 1, p.stall_drop = 1e-300, p.direct_rounds = v->forced_stall == 2 ? 8 : 0;
     const sim_solver_tree t = {NV, PARENT, P->S, P->path, P->npath, NV};
     const int rc = sim_solve_tree(v->row, P->n, P->G, P->c, P->mu, l, &p, st, &t);
-    if (v->factor && (v->row == SIM_SOLVER_ADMM || st->fallback))
+    if (v->factor && (v->row == SIM_SOLVER_ADMM || (st->fallback && st->admm_factors > 0)))
         cr_assert_eq(st->admm_tree, v->factor == SIM_ADMM_FACTOR_TREE, "%s: factored the other way", v->name);
     if (v->forced_stall) /* (a problem solved by the first sweep never stalls) */
         cr_assert(st->fallback || st->iterations <= 1, "%s: the stall detector did not hand over (%d sweeps)",
                   v->name, st->iterations);
+    /* the rows' problems have Coulomb solutions: found directly up to the direct solve's 16 blocks */
+    if (v->forced_stall == 2 && st->fallback && P->n <= 16)
+        cr_assert_eq(st->direct, 1, "%s: the direct solve found no Coulomb solution (n %d, tol %g, answer %d, error %g)",
+                     v->name, P->n, tol, st->answer, st->error);
     return rc;
 }
 
@@ -531,7 +537,7 @@ Test(rows, empty_tangent_rows_and_zero_blocks_give_no_nan)
         sim_solver_default_params(&p);
         p.tol = 1e-12, p.max_iter = 5000, p.admm_max_iter = 5000;
         p.admm_factor = v->factor;
-        if (v->forced_stall) p.stall_window = 1, p.stall_drop = 1e-300;
+        if (v->forced_stall) p.stall_window = 1, p.stall_drop = 1e-300, p.direct_rounds = v->forced_stall == 2 ? 8 : 0;
         const int rc = sim_solve(v->row, 3, P.G, P.c, P.mu, l, &p, &st);
         cr_assert(rc == SIM_SOLVER_OK || rc == SIM_SOLVER_MAXITER, "%s: rc %d", v->name, rc);
         assert_finite_dissipative(v, &P, l, "empty rows");

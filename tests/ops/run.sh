@@ -163,6 +163,7 @@ want = {
     'herd_solver_iterations_total': lambda v: v > 0,
     'herd_solver_capped_total': lambda v: v >= 0,
     'herd_solver_fallbacks_total': lambda v: v >= 0,
+    'herd_solver_ccp_answers_total': lambda v: v >= 0,
     'herd_memory_bytes': lambda v: v > 0,
     'rate(herd_env_steps_total[5s])': lambda v: v > 0,
 }

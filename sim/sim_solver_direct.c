@@ -1,0 +1,424 @@
+/* sim_solver_direct.c — a direct solve of the Coulomb NCP by guessing every block's mode and solving the square
+ * system that mode set defines (sim_solver_internal.h: sim_solver_coulomb_direct).
+ *
+ * Given a mode per block, Coulomb's law is a system of equations:
+ *   open          lambda = 0                                                 (no unknowns)
+ *   stick         v = G lambda + c = 0                                       (unknowns lambda, 3 equations)
+ *   slip          v_n = 0,  |lambda_T| = mu lambda_n,  lambda_T x v_T = 0      (unknowns lambda, 3 equations)
+ *   normal        lambda_T = 0, v_n = 0   (a frictionless contact or a joint limit, closed; unknown lambda_n)
+ *   box, inside   lambda_T = 0, v_n = 0   (a bounded row strictly inside its bound; unknown lambda_n)
+ *   box, at +-b   lambda = (0, 0, +-b)    (no unknowns)
+ * Only the slip equations are nonlinear; they are written without angles (no transcendental call, so the answer is
+ * the same bit for bit wherever IEEE arithmetic and sqrt are), and solved by Newton's method with a backtracking
+ * line search on |F|^2, the linear system by Gaussian elimination with partial pivoting (a pivot below 1e-13 of the
+ * largest entry is raised to that floor: a redundant stick set has many solutions and any one will do).
+ * The solution of a mode set is a Coulomb solution when its inequalities hold: an open block separates (v_n >= 0), a
+ * sticking one is in its cone, a slipping one pushes (lambda_n >= 0) and slides against its friction
+ * (lambda_T . v_T <= 0), a closed normal block pushes, a bounded row inside is inside and one at a bound is driven
+ * against it.  The blocks that break theirs change mode (open -> stick, stick -> slip or open, slip -> stick or
+ * open, ...; the primal-dual active-set rule) and the system is solved again, up to a bound of rounds; the answer is
+ * accepted only when the exact Coulomb violation (sim_contact_error_sum_model with Coulomb's law) is below tol, so
+ * what the mode logic decides never has to be trusted. */
+#include "sim_metrics.h"
+#include "sim_solver.h"
+#include "sim_solver_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { M_OPEN, M_STICK, M_SLIP, M_NORMAL, M_BOX_IN, M_BOX_HI, M_BOX_LO };
+
+#define DIRECT_MAX_UNKNOWNS (3 * SIM_SOLVER_DIRECT_MAX_CONTACTS)
+#define NEWTON_MAX 30        /* Newton iterations per mode set */
+#define NEWTON_SLOW 12       /* ... of which the first ones must reduce |F|^2 by 1e20 */
+#define PIVOT_FLOOR 1e-13    /* relative to the largest entry of the Jacobian */
+#define LINE_SEARCH_MAX 6    /* step halvings per Newton iteration (a mode set without a solution needs many) */
+
+/* The kind of block i: 0 a contact with friction, 1 a frictionless contact or joint limit, 2 a bounded row. */
+static int block_kind(double mu) { return sim_block_is_box(mu) ? 2 : mu < SIM_MU_FRICTIONLESS ? 1 : 0; }
+
+static double mu_of(double mu) { return mu > SIM_MU_MAX ? SIM_MU_MAX : mu; }
+
+/* The unknowns of block i in mode md: a mask of its rows (bit a: lambda_a is free). */
+static int free_rows(int md)
+{
+    switch (md) {
+    case M_STICK:
+    case M_SLIP: return 7;
+    case M_NORMAL:
+    case M_BOX_IN: return 4;
+    default: return 0;
+    }
+}
+
+/* Sets the fixed entries of lambda for the modes (open: 0; a bound: +-b; normal: lambda_T = 0). */
+static void fix_entries(int n, const double *mu, const unsigned char *mode, double *lambda)
+{
+    for (int i = 0; i < n; i++) {
+        double *l = lambda + 3 * i;
+        switch (mode[i]) {
+        case M_OPEN: l[0] = l[1] = l[2] = 0; break;
+        case M_NORMAL:
+        case M_BOX_IN: l[0] = l[1] = 0; break;
+        case M_BOX_HI: l[0] = l[1] = 0, l[2] = sim_block_box_bound(mu[i]); break;
+        case M_BOX_LO: l[0] = l[1] = 0, l[2] = -sim_block_box_bound(mu[i]); break;
+        default: break;
+        }
+    }
+}
+
+/* The residual F of the mode set's equations at lambda (v = G lambda + c), in the order of the unknowns. */
+static int residual(int n, const double *mu, const unsigned char *mode, const double *lambda, const double *v,
+                    double *F)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const double *l = lambda + 3 * i, *vi = v + 3 * i;
+        switch (mode[i]) {
+        case M_STICK: F[k++] = vi[0], F[k++] = vi[1], F[k++] = vi[2]; break;
+        case M_SLIP:
+            F[k++] = vi[2];
+            F[k++] = sqrt(l[0] * l[0] + l[1] * l[1]) - mu_of(mu[i]) * l[2];
+            F[k++] = l[0] * vi[1] - l[1] * vi[0];
+            break;
+        case M_NORMAL:
+        case M_BOX_IN: F[k++] = vi[2]; break;
+        default: break;
+        }
+    }
+    return k;
+}
+
+/* Solves A x = b in place (A m x m row-major, overwritten; b becomes x) by Gaussian elimination with partial
+ * pivoting, tiny pivots raised to PIVOT_FLOOR times the largest entry.  Returns 0, or -1 if A is zero. */
+static int gauss_solve(int m, double *A, double *b)
+{
+    double amax = 0;
+    for (int a = 0; a < m * m; a++) amax = fabs(A[a]) > amax ? fabs(A[a]) : amax;
+    if (!(amax > 0)) return -1;
+    const double floor_ = PIVOT_FLOOR * amax;
+    for (int k = 0; k < m; k++) {
+        int p = k;
+        for (int r = k + 1; r < m; r++)
+            if (fabs(A[r * m + k]) > fabs(A[p * m + k])) p = r;
+        if (p != k) {
+            for (int j = 0; j < m; j++) {
+                const double t = A[k * m + j];
+                A[k * m + j] = A[p * m + j], A[p * m + j] = t;
+            }
+            const double t = b[k];
+            b[k] = b[p], b[p] = t;
+        }
+        double piv = A[k * m + k];
+        if (fabs(piv) < floor_) piv = A[k * m + k] = piv < 0 ? -floor_ : floor_;
+        for (int r = k + 1; r < m; r++) {
+            const double f = A[r * m + k] / piv;
+            if (f == 0) continue;
+            for (int j = k + 1; j < m; j++) A[r * m + j] -= f * A[k * m + j];
+            b[r] -= f * b[k];
+        }
+    }
+    for (int k = m - 1; k >= 0; k--) {
+        double s = b[k];
+        for (int j = k + 1; j < m; j++) s -= A[k * m + j] * b[j];
+        b[k] = s / A[k * m + k];
+    }
+    return 0;
+}
+
+static double sumsq(int m, const double *F)
+{
+    double s = 0;
+    for (int a = 0; a < m; a++) s += F[a] * F[a];
+    return s;
+}
+
+/* Newton on the mode set's equations from lambda (its fixed entries already set); v = G lambda + c kept up to
+ * date.  Returns the iterations done (lambda, v: the last iterate). */
+static int newton(int n, const double *G, const double *c, const double *mu, const unsigned char *mode,
+                  double *lambda, double *v, int max_it)
+{
+    const int N = 3 * n;
+    int col_blk[DIRECT_MAX_UNKNOWNS], col_row[DIRECT_MAX_UNKNOWNS], m = 0;
+    for (int i = 0; i < n; i++) {
+        const int f = free_rows(mode[i]);
+        for (int a = 0; a < 3; a++)
+            if (f >> a & 1) col_blk[m] = i, col_row[m++] = a;
+    }
+    sim_contact_velocity(n, G, c, lambda, v);
+    if (m == 0) return 0;
+    double J[DIRECT_MAX_UNKNOWNS * DIRECT_MAX_UNKNOWNS], F[DIRECT_MAX_UNKNOWNS], dx[DIRECT_MAX_UNKNOWNS], lt[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS],
+        vt[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], Ft[DIRECT_MAX_UNKNOWNS], Gd[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
+    int slips = 0;
+    for (int i = 0; i < n; i++) slips += mode[i] == M_SLIP;
+    residual(n, mu, mode, lambda, v, F);
+    double f2 = sumsq(m, F);
+    int it = 0;
+    const double f2_start = f2;
+    while (it < max_it && f2 > 0) {
+        /* a mode set without a solution makes Newton crawl: past NEWTON_SLOW iterations, |F| must have dropped */
+        if (it == NEWTON_SLOW && f2 > 1e-20 * f2_start) break;
+        it++;
+        /* the Jacobian, column j = d F / d lambda[3 col_blk[j] + col_row[j]]: dv/dx_j is column (3 b + a) of G */
+        double tn_of[SIM_SOLVER_DIRECT_MAX_CONTACTS];
+        for (int i = 0; i < n; i++)
+            tn_of[i] = mode[i] == M_SLIP ? sqrt(lambda[3 * i] * lambda[3 * i] + lambda[3 * i + 1] * lambda[3 * i + 1]) : 0;
+        for (int j = 0; j < m; j++) {
+            const int x = 3 * col_blk[j] + col_row[j];
+            int r = 0;
+            for (int i = 0; i < n; i++) {
+                const double *l = lambda + 3 * i, *vi = v + 3 * i;
+                const double *g = G + (size_t)x * N + 3 * i; /* G symmetric: row x = column x */
+                const int own = col_blk[j] == i;
+                switch (mode[i]) {
+                case M_STICK:
+                    J[r++ * m + j] = g[0], J[r++ * m + j] = g[1], J[r++ * m + j] = g[2];
+                    break;
+                case M_SLIP: {
+                    J[r++ * m + j] = g[2];
+                    const double tn = tn_of[i];
+                    double dn = 0;
+                    if (own) dn = col_row[j] == 2 ? -mu_of(mu[i]) : tn > 0 ? l[col_row[j]] / tn : 0;
+                    J[r++ * m + j] = dn;
+                    double dc = l[0] * g[1] - l[1] * g[0];
+                    if (own && col_row[j] == 0) dc += vi[1];
+                    if (own && col_row[j] == 1) dc -= vi[0];
+                    J[r++ * m + j] = dc;
+                    break;
+                }
+                case M_NORMAL:
+                case M_BOX_IN: J[r++ * m + j] = g[2]; break;
+                default: break;
+                }
+            }
+        }
+        for (int a = 0; a < m; a++) dx[a] = -F[a];
+        if (gauss_solve(m, J, dx)) break;
+        /* backtracking on |F|^2; the trial velocities are v + t G dx (G dx once per iteration) */
+        for (int k = 0; k < N; k++) Gd[k] = 0;
+        for (int a = 0; a < m; a++) {
+            const double *g = G + (size_t)(3 * col_blk[a] + col_row[a]) * N, d = dx[a];
+            for (int k = 0; k < N; k++) Gd[k] += g[k] * d;
+        }
+        double t = 1.0, ft2 = f2;
+        int ok = 0;
+        for (int ls = 0; ls < LINE_SEARCH_MAX; ls++, t *= 0.5) {
+            memcpy(lt, lambda, sizeof(double) * (size_t)N);
+            for (int a = 0; a < m; a++) lt[3 * col_blk[a] + col_row[a]] += t * dx[a];
+            for (int k = 0; k < N; k++) vt[k] = v[k] + t * Gd[k];
+            residual(n, mu, mode, lt, vt, Ft);
+            ft2 = sumsq(m, Ft);
+            if (ft2 <= (1.0 - 1e-4 * t) * f2) {
+                ok = 1;
+                break;
+            }
+        }
+        if (!ok) break;
+        memcpy(lambda, lt, sizeof(double) * (size_t)N);
+        memcpy(v, vt, sizeof(double) * (size_t)N);
+        memcpy(F, Ft, sizeof(double) * (size_t)m);
+        /* the step is below 1e-14 of lambda: Newton has converged */
+        double sx = 0, sl = 0;
+        for (int a = 0; a < m; a++) {
+            const double s = fabs(t * dx[a]), la = fabs(lambda[3 * col_blk[a] + col_row[a]]);
+            sx = s > sx ? s : sx;
+            sl = la > sl ? la : sl;
+        }
+        const double f2_before = f2;
+        f2 = ft2;
+        if (sx <= 1e-14 * (sl + 1e-12)) break;
+        /* without a slip block the system is linear: a full step that removed the residual solved it */
+        if (!slips && t == 1.0 && f2 <= 1e-20 * f2_before) break;
+    }
+    sim_contact_velocity(n, G, c, lambda, v); /* exact, not the sum of the steps */
+    return it;
+}
+
+/* The modes read from a candidate lambda (v = G lambda + c). */
+static void modes_of(int n, const double *mu, const double *lambda, const double *v, unsigned char *mode)
+{
+    for (int i = 0; i < n; i++) {
+        const double *l = lambda + 3 * i, *vi = v + 3 * i;
+        switch (block_kind(mu[i])) {
+        case 2: {
+            const double b = sim_block_box_bound(mu[i]);
+            mode[i] = l[2] >= b * (1 - 1e-9) ? M_BOX_HI : l[2] <= -b * (1 - 1e-9) ? M_BOX_LO : M_BOX_IN;
+            break;
+        }
+        case 1: mode[i] = l[2] > 0 && vi[2] <= l[2] ? M_NORMAL : M_OPEN; break;
+        default: {
+            const double tn = sqrt(l[0] * l[0] + l[1] * l[1]), m = mu_of(mu[i]);
+            if (!(l[2] > 0) || vi[2] > l[2]) mode[i] = M_OPEN;
+            else mode[i] = tn >= m * l[2] * (1 - 1e-6) ? M_SLIP : M_STICK;
+        }
+        }
+    }
+}
+
+/* The active-set correction: the blocks whose solution breaks their mode's inequalities change mode.  Returns the
+ * number changed. */
+static int correct_modes(int n, const double *mu, const double *lambda, const double *v, double eps,
+                         unsigned char *mode, int only_worst)
+{
+    unsigned char next[SIM_SOLVER_DIRECT_MAX_CONTACTS];
+    double worst = 0;
+    int at = -1, changed = 0;
+    for (int i = 0; i < n; i++) {
+        const double *l = lambda + 3 * i, *vi = v + 3 * i;
+        const int kind = block_kind(mu[i]);
+        unsigned char md = mode[i];
+        double by = 0; /* how far the inequality is broken */
+        switch (mode[i]) {
+        case M_OPEN:
+            if (vi[2] < -eps) md = kind == 0 ? M_STICK : M_NORMAL, by = -vi[2];
+            break;
+        case M_STICK: {
+            const double tn = sqrt(l[0] * l[0] + l[1] * l[1]);
+            if (l[2] < -eps) md = M_OPEN, by = -l[2];
+            else if (tn > mu_of(mu[i]) * l[2] + eps) md = M_SLIP, by = tn - mu_of(mu[i]) * l[2];
+            break;
+        }
+        case M_SLIP: {
+            const double along = l[0] * vi[0] + l[1] * vi[1];
+            const double tn = sqrt(l[0] * l[0] + l[1] * l[1]);
+            if (l[2] < -eps) md = M_OPEN, by = -l[2];
+            else if (along > eps * tn) md = M_STICK, by = tn > 0 ? along / tn : 0; /* sliding along its friction */
+            break;
+        }
+        case M_NORMAL:
+            if (l[2] < -eps) md = M_OPEN, by = -l[2];
+            break;
+        case M_BOX_IN: {
+            const double b = sim_block_box_bound(mu[i]);
+            if (l[2] > b + eps) md = M_BOX_HI, by = l[2] - b;
+            else if (l[2] < -b - eps) md = M_BOX_LO, by = -b - l[2];
+            break;
+        }
+        case M_BOX_HI:
+            if (vi[2] > eps) md = M_BOX_IN, by = vi[2];
+            break;
+        case M_BOX_LO:
+            if (vi[2] < -eps) md = M_BOX_IN, by = -vi[2];
+            break;
+        default: break;
+        }
+        next[i] = md;
+        if (md != mode[i]) {
+            changed++;
+            if (at < 0 || by > worst) worst = by, at = i;
+        }
+    }
+    if (!changed) return 0;
+    if (only_worst) mode[at] = next[at];
+    else memcpy(mode, next, (size_t)n);
+    return changed;
+}
+
+#define SEEN_MAX 32 /* mode sets remembered per start */
+
+static int seen_before(unsigned char (*seen)[SIM_SOLVER_DIRECT_MAX_CONTACTS], int nseen, const unsigned char *mode, int n)
+{
+    for (int s = 0; s < nseen; s++)
+        if (!memcmp(seen[s], mode, (size_t)n)) return 1;
+    return 0;
+}
+
+/* Solves the mode set from l (its entries for the free rows: the start); returns the exact Coulomb violation. */
+static double solve_mode_set(int n, const double *G, const double *c, const double *mu, const unsigned char *mode,
+                             double tol, double *l, double *vl, int *its, int budget)
+{
+    fix_entries(n, mu, mode, l);
+    sim_contact_velocity(n, G, c, l, vl);
+    /* a slip block needs a tangential impulse to start from: a small one against its sliding (or along x) */
+    for (int i = 0; i < n; i++) {
+        double *li = l + 3 * i;
+        if (mode[i] != M_SLIP && mode[i] != M_STICK) continue;
+        if (!(li[2] > 0)) li[2] = 1e-3 * tol + fabs(li[2]);
+        if (mode[i] == M_SLIP && li[0] == 0 && li[1] == 0) {
+            const double *vi = vl + 3 * i, vn = sqrt(vi[0] * vi[0] + vi[1] * vi[1]);
+            const double r = mu_of(mu[i]) * li[2];
+            if (vn > 0) li[0] = -r * vi[0] / vn, li[1] = -r * vi[1] / vn;
+            else li[0] = r;
+        }
+    }
+    *its += newton(n, G, c, mu, mode, l, vl, budget - *its < NEWTON_MAX ? budget - *its : NEWTON_MAX);
+    return sim_contact_error_sum_model(n, G, vl, mu, l, 1);
+}
+
+/* The modes block i may take besides md (its kind's others), at most two. */
+static int other_modes(double mu, unsigned char md, unsigned char out[2])
+{
+    static const unsigned char contact[3] = {M_OPEN, M_STICK, M_SLIP}, limit[2] = {M_OPEN, M_NORMAL},
+                               box[3] = {M_BOX_IN, M_BOX_HI, M_BOX_LO};
+    const int kind = block_kind(mu);
+    const unsigned char *all = kind == 0 ? contact : kind == 1 ? limit : box;
+    const int na = kind == 1 ? 2 : 3;
+    int k = 0;
+    for (int a = 0; a < na; a++)
+        if (all[a] != md) out[k++] = all[a];
+    return k;
+}
+
+int sim_solver_coulomb_direct(int n, const double *G, const double *c, const double *mu, const double *const *guesses,
+                              int nguess, double tol, int max_rounds, int budget, double *lambda, double *v,
+                              int *iterations)
+{
+    if (n <= 0 || n > SIM_SOLVER_DIRECT_MAX_CONTACTS) return 0;
+    const int N = 3 * n;
+    double l[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], vl[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
+    unsigned char mode[SIM_SOLVER_DIRECT_MAX_CONTACTS], trial[SIM_SOLVER_DIRECT_MAX_CONTACTS];
+    unsigned char seen[SEEN_MAX][SIM_SOLVER_DIRECT_MAX_CONTACTS];
+    const double eps = 1e-3 * tol / n;
+    int its = 0;
+    double best_err = INFINITY, best_l[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
+    unsigned char best_mode[SIM_SOLVER_DIRECT_MAX_CONTACTS];
+    for (int g = 0; g < nguess; g++) {
+        memcpy(l, guesses[g], sizeof(double) * (size_t)N);
+        sim_contact_velocity(n, G, c, l, vl);
+        modes_of(n, mu, l, vl, mode);
+        int nseen = 0;
+        for (int round = 0; round < max_rounds && its < budget; round++) {
+            if (nseen < SEEN_MAX) memcpy(seen[nseen++], mode, (size_t)n);
+            const double err = solve_mode_set(n, G, c, mu, mode, tol, l, vl, &its, budget);
+            if (err < tol) {
+                memcpy(lambda, l, sizeof(double) * (size_t)N);
+                memcpy(v, vl, sizeof(double) * (size_t)N);
+                if (iterations) *iterations += its;
+                return 1;
+            }
+            if (err < best_err) {
+                best_err = err;
+                memcpy(best_mode, mode, (size_t)n);
+                memcpy(best_l, l, sizeof(double) * (size_t)N);
+            }
+            /* every violated block changes mode (the active-set step); when that leads back to a mode set already
+               solved (a cycle), only the most violated one does; when that too, this start is done */
+            memcpy(trial, mode, (size_t)n);
+            if (!correct_modes(n, mu, l, vl, eps, trial, 0)) break; /* no mode to change */
+            if (seen_before(seen, nseen, trial, n)) {
+                memcpy(trial, mode, (size_t)n);
+                correct_modes(n, mu, l, vl, eps, trial, 1);
+                if (seen_before(seen, nseen, trial, n)) break;
+            }
+            memcpy(mode, trial, (size_t)n);
+        }
+    }
+    /* the neighbours of the best mode set found: each block in turn takes each of its other modes */
+    for (int i = 0; i < n && best_err < INFINITY && its < budget; i++) {
+        unsigned char alt[2];
+        const int na = other_modes(mu[i], best_mode[i], alt);
+        for (int a = 0; a < na && its < budget; a++) {
+            memcpy(mode, best_mode, (size_t)n);
+            mode[i] = alt[a];
+            memcpy(l, best_l, sizeof(double) * (size_t)N);
+            if (solve_mode_set(n, G, c, mu, mode, tol, l, vl, &its, budget) < tol) {
+                memcpy(lambda, l, sizeof(double) * (size_t)N);
+                memcpy(v, vl, sizeof(double) * (size_t)N);
+                if (iterations) *iterations += its;
+                return 1;
+            }
+        }
+    }
+    if (iterations) *iterations += its;
+    return 0;
+}

@@ -1,0 +1,133 @@
+/* coulomb-stall-admm's direct Coulomb solve (sim/sim_solver_direct.c) on contact problems harvested where the default
+ * solver's sweeps stall: in the real anymal_c-walk env (`herd-bench env --env anymal_c-walk --profile --harvest FILE`,
+ * 256 worlds, random actions; tests/testdata/walk_stalls.txt holds the ones with at most 5 blocks: "n, G, c, mu, warm
+ * start" each).  The reference is tests/helpers/coulomb_ref.c: brute force over every block's mode in long double,
+ * sharing no code with sim/. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "helpers/coulomb_ref.h"
+#include "sim_metrics.h"
+#include "sim_solver.h"
+
+#define MAXN 5
+typedef struct {
+    int n;
+    double G[9 * MAXN * MAXN], c[3 * MAXN], mu[MAXN], warm[3 * MAXN];
+} problem;
+
+static int load(problem *ps, int cap)
+{
+    FILE *f = fopen("tests/testdata/walk_stalls.txt", "r");
+    cr_assert_not_null(f);
+    int k = 0, n;
+    while (k < cap && fscanf(f, "%d", &n) == 1) {
+        cr_assert(n >= 1 && n <= MAXN, "fixture %d: n = %d", k, n);
+        problem *p = &ps[k];
+        const int N = 3 * n;
+        p->n = n;
+        for (int a = 0; a < N * N; a++) cr_assert_eq(fscanf(f, "%lf", &p->G[a]), 1);
+        for (int a = 0; a < N; a++) cr_assert_eq(fscanf(f, "%lf", &p->c[a]), 1);
+        for (int a = 0; a < n; a++) cr_assert_eq(fscanf(f, "%lf", &p->mu[a]), 1);
+        for (int a = 0; a < N; a++) cr_assert_eq(fscanf(f, "%lf", &p->warm[a]), 1);
+        k++;
+    }
+    fclose(f);
+    return k;
+}
+
+static void walk_params(sim_solver_params *p)
+{
+    sim_solver_default_params(p);
+    p->max_iter = 50; /* the walk task's solver_max_iter */
+}
+
+/* Every harvested stall on which the reference finds a Coulomb solution is answered with one (flagged Coulomb, and
+ * within tolerance by the reference's own check); an answer flagged Coulomb always is one; the problems still
+ * stall (else the fixtures test nothing), and the reference solves at least half of them. */
+Test(coulomb_direct, harvested_walk_stalls_end_coulomb, .timeout = 300)
+{
+    static problem ps[64];
+    const int np = load(ps, 64);
+    cr_assert_geq(np, 20);
+    sim_solver_params p;
+    walk_params(&p);
+    int solvable = 0, found = 0, missed = 0;
+    for (int k = 0; k < np; k++) {
+        const problem *q = &ps[k];
+        double l[3 * MAXN], lr[3 * MAXN];
+        memcpy(l, q->warm, sizeof l);
+        sim_solver_stats st;
+        sim_solve_coulomb_stall_admm(q->n, q->G, q->c, q->mu, l, &p, &st);
+        cr_assert_eq(st.fallback, 1, "fixture %d no longer stalls", k);
+        const int ref = coulomb_ref_solve(q->n, q->G, q->c, q->mu, 1e-9, lr);
+        cr_assert_geq(ref, 0);
+        const double viol = coulomb_ref_violation(q->n, q->G, q->c, q->mu, l);
+        if (st.answer == SIM_ANSWER_COULOMB) {
+            cr_assert_lt(sim_contact_coulomb_error(q->n, q->G, q->c, q->mu, l), p.tol, "fixture %d", k);
+            cr_assert_leq(viol, p.tol, "fixture %d: flagged Coulomb, the reference measures %g", k, viol);
+            found++;
+        } else {
+            cr_assert_eq(st.answer, SIM_ANSWER_CCP, "fixture %d: answer %d", k, st.answer);
+        }
+        if (ref == 1) {
+            solvable++;
+            if (st.answer != SIM_ANSWER_COULOMB) {
+                missed++;
+                cr_log_info("fixture %d (n %d): the reference solves it (violation %g), the solver answers CCP", k,
+                            q->n, coulomb_ref_violation(q->n, q->G, q->c, q->mu, lr));
+            }
+        }
+    }
+    cr_log_info("%d harvested stalls: the reference solves %d, the solver answers Coulomb on %d (%d missed)", np,
+                solvable, found, missed);
+    cr_assert_geq(solvable, np / 2);
+    cr_assert_eq(missed, 0);
+}
+
+/* Without the direct solve (direct_rounds = 0) the same stalls end as CCP answers far more often: what the direct
+ * solve adds, and that the fixtures are hard for the sweeps and ADMM's relaxation. */
+Test(coulomb_direct, without_it_the_stalls_end_ccp)
+{
+    static problem ps[64];
+    const int np = load(ps, 64);
+    sim_solver_params p;
+    walk_params(&p);
+    int coulomb[2] = {0, 0};
+    for (int off = 0; off < 2; off++) {
+        p.direct_rounds = off ? 0 : 8;
+        for (int k = 0; k < np; k++) {
+            double l[3 * MAXN];
+            memcpy(l, ps[k].warm, sizeof l);
+            sim_solver_stats st;
+            sim_solve_coulomb_stall_admm(ps[k].n, ps[k].G, ps[k].c, ps[k].mu, l, &p, &st);
+            coulomb[off] += st.answer == SIM_ANSWER_COULOMB;
+            if (off) cr_assert_eq(st.direct, 0);
+        }
+    }
+    cr_log_info("Coulomb answers: %d with the direct solve, %d without, of %d", coulomb[0], coulomb[1], np);
+    cr_assert_geq(coulomb[0], coulomb[1] + np / 2);
+}
+
+/* The answer depends on the problem alone: the same problem solved twice, and from a copy placed elsewhere in
+ * memory, gives the same bits (the step's determinism across thread splits rests on it). */
+Test(coulomb_direct, bit_for_bit_repeatable)
+{
+    static problem ps[64], copy;
+    const int np = load(ps, 64);
+    sim_solver_params p;
+    walk_params(&p);
+    for (int k = 0; k < np; k++) {
+        double a[3 * MAXN], b[3 * MAXN];
+        memcpy(a, ps[k].warm, sizeof a);
+        copy = ps[k];
+        memcpy(b, copy.warm, sizeof b);
+        sim_solver_stats sa, sb;
+        sim_solve_coulomb_stall_admm(ps[k].n, ps[k].G, ps[k].c, ps[k].mu, a, &p, &sa);
+        sim_solve_coulomb_stall_admm(copy.n, copy.G, copy.c, copy.mu, b, &p, &sb);
+        cr_assert_eq(memcmp(a, b, sizeof(double) * 3 * (size_t)ps[k].n), 0, "fixture %d", k);
+        cr_assert_eq(sa.answer, sb.answer);
+        cr_assert_eq(sa.direct_iterations, sb.direct_iterations);
+    }
+}
