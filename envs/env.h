@@ -194,6 +194,11 @@ int env_terrain_tiles(const env_t *e, int first, int n, const int32_t *ids, int3
 /* The task's visual scene: bodies, their primitives (from the model's geometries, coloured by role) and the
  * terrain.  The same for every world of e; heights point into e's model. */
 void env_scene(const env_t *e, env_scene_t *out);
+/* On a cell terrain, selects the region of its samples whose cells meet the box [x_min, y_min, x_max, y_max]
+ * (world frame, m; clipped to the grid, so at least one sample: the border cells extend to infinity).  Returns
+ * 0 (also for a plane or heightfield, which the scene holds whole), or -1 with err filled when the region would
+ * hold more than ENV_SCENE_REGION_MAX_SAMPLES samples or the box is not finite with min <= max. */
+int env_scene_region(env_scene_t *s, const double box[4], char *err, size_t errlen);
 
 /* A contact's state in the last physics step's answer (env_contacts.state), by the conditions the solvers impose
  * (sim_solver.h, sim_metrics.h): OPEN a touching contact with normal impulse 0; STICK a loaded contact whose

@@ -84,9 +84,11 @@ void env_scene(const env_t *e, env_scene_t *out)
         o->collides = !sg->nocollide;
     }
     const sim_terrain *t = &m->terrain;
-    out->terrain.type = t->type == SIM_TERRAIN_HFIELD ? ENV_TERRAIN_HEIGHTFIELD : ENV_TERRAIN_PLANE;
+    out->terrain.type = t->type == SIM_TERRAIN_HFIELD ? ENV_TERRAIN_HEIGHTFIELD
+                      : t->type == SIM_TERRAIN_CELLS ? ENV_TERRAIN_CELLS : ENV_TERRAIN_PLANE;
     out->terrain.height = t->height;
-    if (t->type == SIM_TERRAIN_HFIELD) {
+    if (t->type == SIM_TERRAIN_CELLS) out->terrain.smooth = t->smooth;
+    if (t->type != SIM_TERRAIN_PLANE) {
         out->terrain.nx = t->nx;
         out->terrain.ny = t->ny;
         out->terrain.x0 = t->x0;
@@ -96,6 +98,40 @@ void env_scene(const env_t *e, env_scene_t *out)
         out->terrain.heights = t->heights;
     }
     out->max_contacts = e->worlds ? e->worlds[0].d->ncon_max : sim_model_max_contacts(m);
+}
+
+/* The sample whose cell holds coordinate v along an axis of n samples from v0, spacing h, clamped to the grid. */
+static int region_index(double v, double v0, double h, int n)
+{
+    double k = floor((v - v0) / h + 0.5);
+    return k < 0 ? 0 : k > n - 1 ? n - 1 : (int)k;
+}
+
+int env_scene_region(env_scene_t *s, const double box[4], char *err, size_t errlen)
+{
+    env_scene_terrain *t = &s->terrain;
+    for (int i = 0; i < 4; i++)
+        if (!isfinite(box[i])) {
+            snprintf(err, errlen, "terrain_region[%d] is not finite", i);
+            return -1;
+        }
+    if (box[0] > box[2] || box[1] > box[3]) {
+        snprintf(err, errlen, "terrain_region: a minimum exceeds its maximum");
+        return -1;
+    }
+    if (t->type != ENV_TERRAIN_CELLS) return 0;
+    const int x0 = region_index(box[0], t->x0, t->dx, t->nx), x1 = region_index(box[2], t->x0, t->dx, t->nx);
+    const int y0 = region_index(box[1], t->y0, t->dy, t->ny), y1 = region_index(box[3], t->y0, t->dy, t->ny);
+    const double count = (double)(x1 - x0 + 1) * (double)(y1 - y0 + 1);
+    if (count > ENV_SCENE_REGION_MAX_SAMPLES) {
+        snprintf(err, errlen, "terrain_region [%g, %g, %g, %g] covers %d x %d = %.0f samples of %g x %g m, at most %d",
+                 box[0], box[1], box[2], box[3], x1 - x0 + 1, y1 - y0 + 1, count, t->dx, t->dy,
+                 ENV_SCENE_REGION_MAX_SAMPLES);
+        return -1;
+    }
+    t->has_region = 1;
+    t->rx = x0, t->ry = y0, t->rnx = x1 - x0 + 1, t->rny = y1 - y0 + 1;
+    return 0;
 }
 
 /* The index of contact (geom, feature) in world d's warm-start cache (the last physics step's contacts), -1 if it

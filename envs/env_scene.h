@@ -7,8 +7,8 @@
  * Frames and units: metres; a geometry's pos / quat are its frame in its body's frame, quat = (w, x, y, z);
  * sizes as sim_model.h's sim_geom_type: sphere (radius), box (half extents x y z), cylinder and capsule
  * (radius, half length along the local z).  Colours are linear RGBA in [0, 1].
- * Ownership: everything is held by value except terrain.heights, which points into the env's model (valid
- * as long as the env).
+ * Ownership: everything is held by value except terrain.heights and terrain.smooth, which point into the env's
+ * model (valid as long as the env).
  */
 #ifndef HERD_ENV_SCENE_H
 #define HERD_ENV_SCENE_H
@@ -40,15 +40,23 @@ typedef struct {
     int collides;                   /* 0: visual only (never generates contacts) */
 } env_scene_geom;
 
-typedef enum { ENV_TERRAIN_PLANE = 0, ENV_TERRAIN_HEIGHTFIELD } env_terrain_type;
+typedef enum { ENV_TERRAIN_PLANE = 0, ENV_TERRAIN_HEIGHTFIELD, ENV_TERRAIN_CELLS } env_terrain_type;
 
+/* A cell terrain (sim_model.h SIM_TERRAIN_CELLS) is too large to send whole: the scene gives its grid, and the
+ * samples of one region of it when env_scene_region asked for one. */
 typedef struct {
     int type;                       /* env_terrain_type */
-    double height;                  /* plane: z of the ground (normal +z) */
-    int nx, ny;                     /* heightfield: nx * ny heights, row-major, x fastest ... */
+    double height;                  /* plane: z of the ground (normal +z); cells: offset added to the heights */
+    int nx, ny;                     /* heightfield, cells: nx * ny heights, row-major, x fastest ... */
     double x0, y0, dx, dy;          /* ... point (i, j) at (x0 + i dx, y0 + j dy); outside, the border continues */
     const float *heights;           /* (not owned) */
+    const unsigned char *smooth;    /* cells: nx * ny, nonzero = a bilinear cell, or NULL (none); not owned */
+    int has_region;                 /* cells: the region rx .. rx + rnx - 1, ry .. ry + rny - 1 of the samples */
+    int rx, ry, rnx, rny;
 } env_scene_terrain;
+
+/* Most samples one region of a cell terrain may hold (env_scene_region): 4 MiB of heights. */
+#define ENV_SCENE_REGION_MAX_SAMPLES (1 << 20)
 
 typedef struct {
     int nbody, ngeom;

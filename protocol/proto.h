@@ -41,7 +41,8 @@
  *    replies of such tasks, the session's terrain levels in stats. */
 /* 6: contact diagnostics in poses: the request's diagnostics flag, each contact's state, friction impulse and
  *    body, the open contacts, and the worlds' fallback flags and joint-limit impulses. */
-#define PROTO_VERSION_MINOR 6
+/* 7: the model op's terrain_region and the "cells" terrain of its scene (a region of a cell terrain's samples). */
+#define PROTO_VERSION_MINOR 7
 #define PROTO_TOKEN_BYTES 16            /* a session token: 128 random bits (PROTOCOL.md section 9) */
 #define PROTO_NAME_MAX ENV_NAME_MAX     /* env names and config keys, with the terminating 0 */
 #define PROTO_MAX_CONFIG 64             /* config overrides per make request */
@@ -164,6 +165,8 @@ typedef struct {
     int diagnostics;            /* poses: the contacts with their states, friction impulses, bodies, and the worlds'
                                  * fallback flags and joint-limit impulses (minor 6; implies contacts) */
     int critic_obs;             /* make: reset and step replies carry info.critic_obs (minor 4) */
+    int has_terrain_region;     /* model: the cells of a cell terrain within this box are returned (minor 7) */
+    double terrain_region[4];   /* x_min, y_min, x_max, y_max (m, world frame; finite, min <= max) */
 } proto_request;
 
 void proto_request_init(proto_request *r);          /* zeroes; nids = nseeds = -1 */

@@ -195,10 +195,11 @@ static int read_config(const msgpack_object *o, proto_request *r, proto_error *e
 /* requests */
 
 enum { K_V, K_ID, K_OP, K_SESSION, K_ENV, K_NUM_WORLDS, K_CONFIG, K_SEED, K_SEEDS, K_AUTORESET, K_WORLD_IDS,
-       K_ACTIONS, K_REWARD_TERMS, K_TOKEN, K_CONTACTS, K_LATEST, K_CRITIC_OBS, K_DIAGNOSTICS, K_COUNT };
+       K_ACTIONS, K_REWARD_TERMS, K_TOKEN, K_CONTACTS, K_LATEST, K_CRITIC_OBS, K_DIAGNOSTICS, K_TERRAIN_REGION, K_COUNT };
 static const char *const key_names[K_COUNT] = {"v", "id", "op", "session", "env", "num_worlds", "config", "seed",
                                                "seeds", "autoreset", "world_ids", "actions", "reward_terms", "token",
-                                               "contacts", "latest", "critic_obs", "diagnostics"};
+                                               "contacts", "latest", "critic_obs", "diagnostics",
+                                               "terrain_region"};
 /* Keys each op accepts besides v, id, op. */
 static const unsigned op_keys[PROTO_OP_COUNT] = {
     [PROTO_OP_HELLO] = 0,
@@ -209,7 +210,7 @@ static const unsigned op_keys[PROTO_OP_COUNT] = {
     [PROTO_OP_CLOSE] = 1u << K_SESSION | 1u << K_TOKEN,
     [PROTO_OP_STATS] = 1u << K_SESSION | 1u << K_TOKEN,
     [PROTO_OP_PING] = 0,
-    [PROTO_OP_MODEL] = 1u << K_SESSION | 1u << K_TOKEN,
+    [PROTO_OP_MODEL] = 1u << K_SESSION | 1u << K_TOKEN | 1u << K_TERRAIN_REGION,
     [PROTO_OP_POSES] = 1u << K_SESSION | 1u << K_TOKEN | 1u << K_WORLD_IDS | 1u << K_CONTACTS | 1u << K_LATEST |
                        1u << K_DIAGNOSTICS,
 };
@@ -424,7 +425,34 @@ static int decode_poses(const fields *f, const proto_limits *lim, proto_request 
     return rc ? rc : read_bool(f, K_LATEST, &r->latest, err);
 }
 
-/* close, model: the session only */
+/* model: the session, then an optional "terrain_region", [x_min, y_min, x_max, y_max] (m, finite, min <= max;
+ * minor 7). */
+static int decode_model(const fields *f, const proto_limits *lim, proto_request *r, proto_error *err)
+{
+    int rc = read_session(f, 1, r, err);
+    const msgpack_object *o = f->val[K_TERRAIN_REGION];
+    if (rc || !o) return rc;
+    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 4)
+        return proto_bad_type(err, PROTO_E_BAD_FIELD, "terrain_region", "an array of 4 numbers [x_min, y_min, x_max, "
+                              "y_max]", o);
+    for (int i = 0; i < 4; i++) {
+        const msgpack_object *v = &o->via.array.ptr[i];
+        if (!proto_is_num(v))
+            return proto_bad_type(err, PROTO_E_BAD_FIELD, "terrain_region", "an array of 4 numbers [x_min, y_min, "
+                                  "x_max, y_max]", o);
+        r->terrain_region[i] = proto_num_value(v);
+        if (!isfinite(r->terrain_region[i]))
+            return proto_fail(err, PROTO_E_BAD_FIELD, "terrain_region[%d] = %g is not finite", i, r->terrain_region[i]);
+    }
+    for (int i = 0; i < 2; i++)
+        if (r->terrain_region[i] > r->terrain_region[i + 2])
+            return proto_fail(err, PROTO_E_BAD_FIELD, "terrain_region: %s_min %g exceeds %s_max %g", i ? "y" : "x",
+                              r->terrain_region[i], i ? "y" : "x", r->terrain_region[i + 2]);
+    r->has_terrain_region = 1;
+    return PROTO_OK;
+}
+
+/* close: the session only */
 static int decode_session_only(const fields *f, const proto_limits *lim, proto_request *r, proto_error *err)
 {
     return read_session(f, 1, r, err);
@@ -438,7 +466,7 @@ static int decode_stats(const fields *f, const proto_limits *lim, proto_request 
 static const op_decoder op_decoders[PROTO_OP_COUNT] = {
     [PROTO_OP_HELLO] = decode_no_fields, [PROTO_OP_MAKE] = decode_make,   [PROTO_OP_RESET] = decode_reset,
     [PROTO_OP_STEP] = decode_step,       [PROTO_OP_CLOSE] = decode_session_only, [PROTO_OP_STATS] = decode_stats,
-    [PROTO_OP_PING] = decode_no_fields, [PROTO_OP_MODEL] = decode_session_only,  [PROTO_OP_POSES] = decode_poses,
+    [PROTO_OP_PING] = decode_no_fields, [PROTO_OP_MODEL] = decode_model,  [PROTO_OP_POSES] = decode_poses,
 };
 
 int proto_decode_request(const void *buf, size_t len, const proto_limits *lim, proto_request *r, proto_error *err)

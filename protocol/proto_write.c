@@ -304,7 +304,7 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
     case PROTO_OP_STEP: n += 2 + (r->world_ids != NULL) + !!r->reward_terms; break;
     case PROTO_OP_CLOSE: n += 1; break;
     case PROTO_OP_STATS: n += !!r->has_session; break;
-    case PROTO_OP_MODEL: n += 1; break;
+    case PROTO_OP_MODEL: n += 1 + !!r->has_terrain_region; break;
     case PROTO_OP_POSES: n += 1 + (r->world_ids != NULL) + !!r->contacts + !!r->latest + !!r->diagnostics; break;
     default: break;
     }
@@ -377,6 +377,11 @@ int proto_encode_request(proto_buf *b, const proto_request *r)
     case PROTO_OP_STATS:
     case PROTO_OP_MODEL:
         if (r->has_session || r->op != PROTO_OP_STATS) kv_session(b, r);
+        if (r->op == PROTO_OP_MODEL && r->has_terrain_region) {
+            proto_w_str(b, "terrain_region");
+            proto_w_array(b, 4);
+            for (int i = 0; i < 4; i++) proto_w_f64(b, r->terrain_region[i]);
+        }
         break;
     default: break;
     }
@@ -628,6 +633,36 @@ static void kv_floats(proto_buf *b, const char *key, const float *v, int n)
     for (int i = 0; i < n; i++) proto_w_f64(b, v[i]);
 }
 
+/* "region" of a cell terrain: its first sample, its size, its heights (the offset added) and smooth mask. */
+static void w_cells_region(proto_buf *b, const env_scene_terrain *t)
+{
+    const size_t w = (size_t)t->rnx, h = (size_t)t->rny, nx = (size_t)t->nx;
+    const uint64_t shp[2] = {h, w};
+    proto_w_str(b, "region");
+    proto_w_map(b, 6);
+    kv_int(b, "ix", t->rx);
+    kv_int(b, "iy", t->ry);
+    kv_int(b, "nx", t->rnx);
+    kv_int(b, "ny", t->rny);
+    proto_w_str(b, "heights");
+    size_t at = proto_w_tensor(b, PROTO_DT_FLOAT32, 2, shp, NULL);
+    if (!b->oom)
+        for (size_t j = 0; j < h; j++) {
+            const float *row = t->heights + ((size_t)t->ry + j) * nx + (size_t)t->rx;
+            for (size_t i = 0; i < w; i++) {
+                float v = (float)(t->height + row[i]);
+                memcpy(b->data + at + 4 * (j * w + i), &v, 4);      /* little-endian hosts (PROTOCOL.md) */
+            }
+        }
+    proto_w_str(b, "smooth");
+    at = proto_w_tensor(b, PROTO_DT_UINT8, 2, shp, NULL);
+    if (!b->oom && t->smooth)
+        for (size_t j = 0; j < h; j++) {
+            const unsigned char *row = t->smooth + ((size_t)t->ry + j) * nx + (size_t)t->rx;
+            for (size_t i = 0; i < w; i++) b->data[at + j * w + i] = row[i] != 0;
+        }
+}
+
 void proto_w_scene(proto_buf *b, const env_scene_t *s)
 {
     proto_w_map(b, 4);
@@ -666,6 +701,17 @@ void proto_w_scene(proto_buf *b, const env_scene_t *s)
         uint64_t shp[2] = {(uint64_t)t->ny, (uint64_t)t->nx};
         proto_w_str(b, "heights");
         proto_w_tensor(b, PROTO_DT_FLOAT32, 2, shp, t->heights);
+    } else if (t->type == ENV_TERRAIN_CELLS) {
+        proto_w_map(b, 8 + !!t->has_region);
+        kv_str(b, "type", "cells");
+        kv_f64(b, "height", t->height);
+        kv_int(b, "nx", t->nx);
+        kv_int(b, "ny", t->ny);
+        kv_f64(b, "x0", t->x0);
+        kv_f64(b, "y0", t->y0);
+        kv_f64(b, "dx", t->dx);
+        kv_f64(b, "dy", t->dy);
+        if (t->has_region) w_cells_region(b, t);
     } else {
         proto_w_map(b, 2);
         kv_str(b, "type", "plane");

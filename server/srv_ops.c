@@ -274,7 +274,8 @@ static void handle_step(srv_server *S, incoming *in)
     submit_rows(S, p, &b);
 }
 
-/* model: the session's scene, from its immutable model, answered at once. */
+/* model: the session's scene, from its immutable model, answered at once; with terrain_region, the samples of
+ * a cell terrain within it (BAD_FIELD for a region too large). */
 static void handle_model(srv_server *S, incoming *in)
 {
     srv_session *s = in->sess;
@@ -288,6 +289,12 @@ static void handle_model(srv_server *S, incoming *in)
         return;
     }
     srv_jobs_scene(s, scene);
+    char msg[PROTO_MSG_MAX];
+    if (in->req->has_terrain_region && env_scene_region(scene, in->req->terrain_region, msg, sizeof msg)) {
+        free(scene);
+        srv_send_error(S, &in->to, in->req->id, s, PROTO_E_BAD_FIELD, msg);
+        return;
+    }
     proto_buf_reset(&S->out);
     proto_encode_model_reply(&S->out, in->req->id, s->id, s->spec->name, scene);
     free(scene);

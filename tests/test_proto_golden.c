@@ -14,6 +14,7 @@
 
 #include <msgpack.h>
 
+#include "env.h"
 #include "herd_client.h"
 #include "proto.h"
 
@@ -497,7 +498,14 @@ Test(golden, request_fields)
     unload(&v);
     load("req_model", &v);
     cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK);
-    cr_assert(r.op == PROTO_OP_MODEL && r.has_session && r.session == 7);
+    cr_assert(r.op == PROTO_OP_MODEL && r.has_session && r.session == 7 && !r.has_terrain_region);
+    unload(&v);
+    /* minor 7: model's terrain_region */
+    load("req_model_region", &v);
+    cr_assert_eq(proto_decode_request(v.bytes, v.len, NULL, &r, &err), PROTO_OK, "%s", err.message);
+    cr_assert(r.op == PROTO_OP_MODEL && r.has_terrain_region);
+    cr_assert(r.terrain_region[0] == -1.5 && r.terrain_region[1] == 2.0 && r.terrain_region[2] == 6.5 &&
+              r.terrain_region[3] == 10.0);
     unload(&v);
     proto_request_clear(&r);
 }
@@ -928,6 +936,43 @@ static void toy_scene(env_scene_t *s)
     s->geom[0] = g0, s->geom[1] = g1, s->geom[2] = g2;
     s->terrain.type = ENV_TERRAIN_PLANE;
     s->max_contacts = 2;
+}
+
+/* minor 7: a cell terrain's scene with a region (gen_golden.py's CELLS_SCENE): a 4 x 3 grid whose region of
+ * samples 1..2 x 0..1 holds 0, 0.125 / 0.25, 0.375 (the other samples 9), sample (2, 0) smooth. */
+Test(golden, cells_scene_with_a_region_encodes_to_the_bytes)
+{
+    static const float heights[12] = {9, 0, 0.125f, 9, 9, 0.25f, 0.375f, 9, 9, 9, 9, 9};
+    static const unsigned char smooth[12] = {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    env_scene_t *scene = malloc(sizeof *scene);
+    toy_scene(scene);
+    env_scene_terrain *t = &scene->terrain;
+    t->type = ENV_TERRAIN_CELLS;
+    t->nx = 4, t->ny = 3, t->x0 = -1, t->y0 = -0.5, t->dx = 0.5, t->dy = 0.5;
+    t->heights = heights, t->smooth = smooth;
+    char msg[PROTO_MSG_MAX];
+    /* the cells meeting [-0.6, -0.6] .. [0.2, 0.1]: samples x 1..2 (centres -0.5, 0), y 0..1 (centres -0.5, 0) */
+    const double box[4] = {-0.6, -0.6, 0.2, 0.1};
+    cr_assert_eq(env_scene_region(scene, box, msg, sizeof msg), 0, "%s", msg);
+    cr_assert(t->has_region && t->rx == 1 && t->ry == 0 && t->rnx == 2 && t->rny == 2, "region %d %d %d %d", t->rx,
+              t->ry, t->rnx, t->rny);
+    proto_buf b;
+    proto_buf_init(&b);
+    proto_encode_model_reply(&b, 17, 7, "toy-v0", scene);
+    expect_bytes(&b, "rep_model_cells");
+    /* far outside the grid: clipped to its corner sample (the border cells extend to infinity) */
+    const double far[4] = {100, 100, 200, 200};
+    cr_assert_eq(env_scene_region(scene, far, msg, sizeof msg), 0, "%s", msg);
+    cr_assert(t->rx == 3 && t->ry == 2 && t->rnx == 1 && t->rny == 1);
+    /* more than ENV_SCENE_REGION_MAX_SAMPLES samples: refused, naming the count */
+    t->nx = 2048, t->ny = 1024, t->heights = NULL;
+    const double big[4] = {-1, -0.5, 2047 * 0.5, 1024 * 0.5};
+    cr_assert_eq(env_scene_region(scene, big, msg, sizeof msg), -1);
+    cr_assert(strstr(msg, "2097152 samples"), "%s", msg);
+    const double bad[4] = {1, 0, 0, 1};
+    cr_assert_eq(env_scene_region(scene, bad, msg, sizeof msg), -1);
+    free(scene);
+    proto_buf_free(&b);
 }
 
 Test(golden, model_and_poses_replies_encode_to_the_bytes)

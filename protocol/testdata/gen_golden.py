@@ -217,6 +217,8 @@ add("req_step_token", "request", "step",
 add("req_close_token", "request", "close", req(15, "close", session=7, token=TOKEN),
     desc="close with the session token")
 add("req_model", "request", "model", req(18, "model", session=7), desc="the session's scene (minor 1)")
+add("req_model_region", "request", "model", req(22, "model", session=7, terrain_region=[-1.5, 2.0, 6.5, 10.0]),
+    desc="the scene with the samples of a cell terrain within [x_min, y_min, x_max, y_max] (minor 7)")
 add("req_poses_all", "request", "poses", req(19, "poses", session=7), desc="body poses of every world (minor 1)")
 add("req_poses_contacts", "request", "poses",
     req(20, "poses", session=7, world_ids=Tensor("int32", [2], [3, 1]), contacts=True),
@@ -267,6 +269,17 @@ bad = [
      "critic_obs must be a bool (minor 4)"),
     ("bad_step_critic_obs", req(44, "step", session=7, actions=Tensor("float32", [1, 1], [0.0]), critic_obs=True),
      "BAD_FIELD", 44, "critic_obs is asked for at make, not per step (minor 4)"),
+    # minor 7: model's terrain_region, four finite numbers, minimum <= maximum
+    ("bad_model_region_type", req(46, "model", session=7, terrain_region="all"), "BAD_FIELD", 46,
+     "terrain_region must be an array of 4 numbers (minor 7)"),
+    ("bad_model_region_length", req(47, "model", session=7, terrain_region=[0.0, 0.0, 1.0]), "BAD_FIELD", 47,
+     "terrain_region has 4 entries (minor 7)"),
+    ("bad_model_region_order", req(48, "model", session=7, terrain_region=[2.0, 0.0, 1.0, 1.0]), "BAD_FIELD", 48,
+     "terrain_region's x_min exceeds its x_max (minor 7)"),
+    ("bad_model_region_nan", req(49, "model", session=7, terrain_region=[0.0, float("nan"), 1.0, 1.0]), "BAD_FIELD",
+     49, "terrain_region's numbers are finite (minor 7)"),
+    ("bad_poses_region", req(50, "poses", session=7, terrain_region=[0.0, 0.0, 1.0, 1.0]), "BAD_FIELD", 50,
+     "terrain_region is a field of model only (minor 7)"),
     # a duplicated key fails before "id" is decoded, but the id is readable (section 4.2): the reply carries it
     ("bad_duplicate_key", Raw(b"\x84" + b"".join(bytes(enc(x, bytearray())) for x in
                                                  ("v", 1, "op", "ping", "op", "ping", "id", 37))), "BAD_MESSAGE", 37),
@@ -280,11 +293,11 @@ add("rep_error", "reply", None,
     desc="every error reply has this form")
 add("rep_ping", "reply", "ping", ok(2, pong=True, time=1700000000.25))
 add("rep_hello", "reply", "hello",
-    ok(1, protocol=1, protocol_minor=6, server="herd 0.1.0", threads=8, auth="none",
+    ok(1, protocol=1, protocol_minor=7, server="herd 0.1.0", threads=8, auth="none",
        limits={"max_message_bytes": 16777216, "max_worlds_per_session": 16384, "max_worlds": 65536},
        envs=[TOY_SPEC]), desc="hello reply listing one (toy) env spec")
 add("rep_hello_bounds", "reply", "hello",
-    ok(1, protocol=1, protocol_minor=6, server="herd 0.1.0", threads=8, auth="curve",
+    ok(1, protocol=1, protocol_minor=7, server="herd 0.1.0", threads=8, auth="curve",
        limits={"max_message_bytes": 16777216, "max_worlds_per_session": 16384, "max_worlds": 65536,
                "max_memory_bytes": 12884901888, "max_sessions": 65536, "client_max_worlds": 65536,
                "client_max_sessions": 256, "client_max_inflight": 256, "client_max_queued_bytes": 1073741824,
@@ -383,6 +396,14 @@ TOY_SCENE = {
 }
 add("rep_model", "reply", "model", ok(14, session=7, env="toy-v0", scene=TOY_SCENE),
     desc="the scene of a session (minor 1): bodies, primitives in body frames, terrain")
+# minor 7: a cell terrain (a 4 x 3 grid of 0.5 m cells) and the region of its samples 1..2 x 0..1 (2 x 2)
+CELLS_SCENE = dict(TOY_SCENE, terrain={
+    "type": "cells", "height": 0.0, "nx": 4, "ny": 3, "x0": -1.0, "y0": -0.5, "dx": 0.5, "dy": 0.5,
+    "region": {"ix": 1, "iy": 0, "nx": 2, "ny": 2,
+               "heights": Tensor("float32", [2, 2], [0.0, 0.125, 0.25, 0.375]),
+               "smooth": Tensor("uint8", [2, 2], [0, 1, 0, 0])}})
+add("rep_model_cells", "reply", "model", ok(17, session=7, env="toy-v0", scene=CELLS_SCENE),
+    desc="the scene of a session on a cell terrain, asked with terrain_region: the grid and a region of it (minor 7)")
 add("rep_poses_all", "reply", "poses",
     ok(15, body_pos=Tensor("float32", [N, 2, 3], f32(N * 6, 0.0, 0.25)),
        body_quat=Tensor("float32", [N, 2, 4], [1.0, 0.0, 0.0, 0.0, 0.5, 0.5, 0.5, 0.5] * N)),

@@ -507,9 +507,14 @@ class Client:
             f["reward_terms"] = True
         return self.call(server, "step", **f)
 
-    def model(self, session, server=0):
-        """The session's scene (PROTOCOL.md 6.8, protocol minor 1): reply["scene"] with bodies, geoms, terrain."""
-        return self.call(server, "model", session=int(session))
+    def model(self, session, server=0, terrain_region=None):
+        """The session's scene (PROTOCOL.md 6.8, protocol minor 1): reply["scene"] with bodies, geoms, terrain.
+        terrain_region (x_min, y_min, x_max, y_max), m, world frame (minor 6): on a cell terrain (anymal_c-rough)
+        the scene's terrain also holds the "region" of its samples whose cells meet that box."""
+        f = {"session": int(session)}
+        if terrain_region is not None:
+            f["terrain_region"] = [float(v) for v in terrain_region]
+        return self.call(server, "model", **f)
 
     def poses(self, session, server=0, world_ids=None, contacts=False, latest=False, diagnostics=False):
         """Body poses of worlds of a session without stepping them (PROTOCOL.md 6.9, minor 1): body_pos
