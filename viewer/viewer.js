@@ -16,6 +16,10 @@
 // (HERD_REPLAY.meshes, base64); "collision shapes" shows the primitives the physics uses instead.
 // herdViewer.drawn (and <html data-herd-drawn>) turns true once the meshes are in place and a frame
 // has been drawn: what a screenshot waits for.
+// A cell terrain (scene.terrain.type "cells": anymal_c-rough's field, too large to send whole) is drawn as
+// the 8 m tiles of herd.terrain around the followed robot: live, GET terrain?tx=&ty= gives a tile's samples
+// (the server's `model` op with terrain_region); a replay holds the tiles its worlds visited
+// (HERD_REPLAY.terrain_tiles).  The worlds are then drawn where they are on the field, not side by side.
 import * as THREE from 'three';
 
 const SPACING = 3.0;           // m between the worlds drawn side by side
@@ -108,6 +112,165 @@ function terrainMesh(terrain) {
   m.position.z = terrain ? terrain.height : 0;
   return m;
 }
+
+// ---- cell terrain tiles (the rules of clients/python/herd/terrain.py) ----------------------------------
+
+const TILE_M = 8.0;
+const GROUND_A = [0.80, 0.80, 0.78], GROUND_B = [0.55, 0.57, 0.58], WALL = [0.62, 0.60, 0.56];
+const srgbToLinear = (c) => (c <= 0.04045 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4));
+const tileK = (t) => [Math.max(1, Math.round(TILE_M / t.dx)), Math.max(1, Math.round(TILE_M / t.dy))];
+const tileOrigin = (t) => [Math.round(-t.x0 / t.dx), Math.round(-t.y0 / t.dy)];
+
+// The tile holding the cell under (x, y), clamped to the grid.
+function tileOf(t, x, y) {
+  const [kx, ky] = tileK(t), [ox, oy] = tileOrigin(t);
+  const ix = Math.min(Math.max(Math.floor((x - t.x0) / t.dx + 0.5), 0), t.nx - 1);
+  const iy = Math.min(Math.max(Math.floor((y - t.y0) / t.dy + 0.5), 0), t.ny - 1);
+  return [Math.floor((ix - ox) / kx), Math.floor((iy - oy) / ky)];
+}
+
+// The tiles of the 3 x 3 square around (x, y) that hold samples.
+function tilesAround(t, x, y) {
+  const [kx, ky] = tileK(t), [ox, oy] = tileOrigin(t);
+  const lo = [Math.floor(-ox / kx), Math.floor(-oy / ky)];
+  const hi = [Math.floor((t.nx - 1 - ox) / kx), Math.floor((t.ny - 1 - oy) / ky)];
+  const [tx, ty] = tileOf(t, x, y), out = [];
+  for (let j = ty - 1; j <= ty + 1; j++) for (let i = tx - 1; i <= tx + 1; i++)
+    if (i >= lo[0] && i <= hi[0] && j >= lo[1] && j <= hi[1]) out.push([i, j]);
+  return out;
+}
+
+// One tile's triangles: prism tops (equal heights along x merged), smooth cells as quads whose corners are
+// on the bilinear surface, vertical walls on the +x and +y sides of each cell where the tops differ.
+function tileGeometry(t) {
+  const H = t.heights, S = t.smooth, nx = t.nx, ny = t.ny, dx = t.dx, dy = t.dy;
+  const h = (j, i) => H[j * nx + i], sm = (j, i) => S[j * nx + i] !== 0;
+  const cl = (v, n) => Math.min(Math.max(v, 0), n - 1);
+  const C = (j, i) => 0.25 * (h(cl(j - 1, ny), cl(i - 1, nx)) + h(cl(j - 1, ny), cl(i, nx)) +
+                              h(cl(j, ny), cl(i - 1, nx)) + h(cl(j, ny), cl(i, nx)));
+  const xs = (i) => t.x0 + (t.ix + i) * dx, ys = (j) => t.y0 + (t.iy + j) * dy;
+  const i0 = Math.max(t.sx - t.ix, 0), j0 = Math.max(t.sy - t.iy, 0);
+  const i1 = Math.min(t.sx + t.kx - t.ix, nx), j1 = Math.min(t.sy + t.ky - t.iy, ny);
+  const pos = [], nrm = [], col = [];
+  let low = Infinity;
+  const quad = (a, b, c, d, n, rgb) => {
+    const e1 = [b[0] - a[0], b[1] - a[1], b[2] - a[2]], e2 = [c[0] - a[0], c[1] - a[1], c[2] - a[2]];
+    const g = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
+    if (g[0] * n[0] + g[1] * n[1] + g[2] * n[2] < 0) [b, d] = [d, b];      // front faces wind around n
+    for (const p of [a, b, c, a, c, d]) { pos.push(p[0], p[1], p[2]); nrm.push(n[0], n[1], n[2]); col.push(...rgb); }
+    low = Math.min(low, a[2], b[2], c[2], d[2]);
+  };
+  const lin = (c) => c.map(srgbToLinear);
+  const A = lin(GROUND_A), B = lin(GROUND_B), Wc = lin(WALL);
+  const band = (z) => (Math.floor(z / 0.05 + 1e-6) & 1 ? B : A);
+  for (let j = j0; j < j1; j++) {
+    const ya = ys(j) - dy / 2, yb = ys(j) + dy / 2;
+    for (let i = i0; i < i1;) {
+      if (sm(j, i)) {
+        const xa = xs(i) - dx / 2, xb = xs(i) + dx / 2;
+        const a = [xa, ya, C(j, i)], b = [xb, ya, C(j, i + 1)], c = [xb, yb, C(j + 1, i + 1)], d = [xa, yb, C(j + 1, i)];
+        const u = [c[0] - a[0], c[1] - a[1], c[2] - a[2]], v = [d[0] - b[0], d[1] - b[1], d[2] - b[2]];
+        const n = [u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]];
+        const l = Math.hypot(n[0], n[1], n[2]);
+        quad(a, b, c, d, [n[0] / l, n[1] / l, n[2] / l], (Math.floor(xs(i) * 2) + Math.floor(ys(j) * 2)) & 1 ? B : A);
+        i++;
+        continue;
+      }
+      let e = i;
+      while (e + 1 < i1 && !sm(j, e + 1) && h(j, e + 1) === h(j, i)) e++;
+      const z = h(j, i), xa = xs(i) - dx / 2, xb = xs(e) + dx / 2;
+      quad([xa, ya, z], [xb, ya, z], [xb, yb, z], [xa, yb, z], [0, 0, 1], band(z));
+      i = e + 1;
+    }
+  }
+  // walls: axis 0 between (j, i) and (j, i + 1) at x = xs(i) + dx / 2; axis 1 between (j, i) and (j + 1, i)
+  const EPS = 1e-6;
+  for (let axis = 0; axis < 2; axis++) {
+    const ie = axis === 0 ? Math.min(i1, nx - 1) : i1, je = axis === 0 ? j1 : Math.min(j1, ny - 1);
+    const outer = axis === 0 ? [i0, ie] : [j0, je], inner = axis === 0 ? [j0, je] : [i0, ie];
+    for (let o = outer[0]; o < outer[1]; o++) {
+      for (let k = inner[0]; k < inner[1];) {
+        const [j, i] = axis === 0 ? [k, o] : [o, k], [jn, in_] = axis === 0 ? [j, i + 1] : [j + 1, i];
+        const sa = sm(j, i), sb = sm(jn, in_);
+        // the shared edge's two corners, low end first, and each cell's top there
+        const c0 = axis === 0 ? [j, i + 1] : [j + 1, i], c1 = axis === 0 ? [j + 1, i + 1] : [j + 1, i + 1];
+        const a0 = sa ? C(...c0) : h(j, i), a1 = sa ? C(...c1) : h(j, i);
+        const b0 = sb ? C(...c0) : h(jn, in_), b1 = sb ? C(...c1) : h(jn, in_);
+        if (Math.abs(a0 - b0) <= EPS && Math.abs(a1 - b1) <= EPS) { k++; continue; }
+        let e = k;
+        if (!sa && !sb) {      // prism-prism: merged along the edge while both heights stay
+          const same = (q) => {
+            const [jj, ii] = axis === 0 ? [q, o] : [o, q], [jm, im] = axis === 0 ? [jj, ii + 1] : [jj + 1, ii];
+            return !sm(jj, ii) && !sm(jm, im) && h(jj, ii) === h(j, i) && h(jm, im) === h(jn, in_);
+          };
+          while (e + 1 < inner[1] && same(e + 1)) e++;
+        }
+        const s = Math.sign(a0 + a1 - b0 - b1);
+        if (axis === 0) {
+          const x = xs(i) + dx / 2, p0 = ys(k) - dy / 2, p1 = ys(e) + dy / 2;
+          const e0 = sa ? a0 : h(j, i), e1 = sa ? a1 : h(j, i), f0 = sb ? b0 : h(jn, in_), f1 = sb ? b1 : h(jn, in_);
+          quad([x, p0, e0], [x, p1, e1], [x, p1, f1], [x, p0, f0], [s, 0, 0], Wc);
+        } else {
+          const y = ys(j) + dy / 2, p0 = xs(k) - dx / 2, p1 = xs(e) + dx / 2;
+          const e0 = sa ? a0 : h(j, i), e1 = sa ? a1 : h(j, i), f0 = sb ? b0 : h(jn, in_), f1 = sb ? b1 : h(jn, in_);
+          quad([p0, y, e0], [p1, y, e1], [p1, y, f1], [p0, y, f0], [0, s, 0], Wc);
+        }
+        k = e + 1;
+      }
+    }
+  }
+  const g = new THREE.BufferGeometry();
+  g.setAttribute('position', new THREE.BufferAttribute(new Float32Array(pos), 3));
+  g.setAttribute('normal', new THREE.BufferAttribute(new Float32Array(nrm), 3));
+  g.setAttribute('color', new THREE.BufferAttribute(new Float32Array(col), 3));
+  g.computeBoundingSphere();
+  return { geometry: g, low };
+}
+
+const tileMaterial = new THREE.MeshLambertMaterial({ vertexColors: true });
+const tiles = { terrain: null, map: new Map(), pending: new Set(), group: new THREE.Group(), center: null,
+                fetch: null, far: null };
+scene3.add(tiles.group);
+api.terrainTiles = () => [...tiles.map.keys()];
+
+// A fetched tile (JSON as herd.terrain.tile_json writes it) -> a mesh in the scene.
+function addTile(key, d) {
+  const t = Object.assign({}, d, { heights: b64floats(d.heights), smooth: b64bytes(d.smooth) });
+  const { geometry, low } = tileGeometry(t);
+  const m = new THREE.Mesh(geometry, tileMaterial);
+  m.userData.low = low;
+  tiles.group.add(m);
+  tiles.map.set(key, m);
+  if (tiles.far && Number.isFinite(low)) tiles.far.position.z = Math.min(tiles.far.position.z, low - 0.02);
+  dirty = true;
+}
+
+// Keeps the tiles around (x, y) in the scene (fetching the missing ones) and drops the far ones.
+function updateTiles(x, y) {
+  const t = tiles.terrain;
+  const c = tileOf(t, x, y), ck = c.join(',');
+  if (ck === tiles.center) return;
+  tiles.center = ck;
+  const want = new Set(tilesAround(t, x, y).map((k) => k.join(',')));
+  for (const [key, m] of tiles.map) {
+    const [i, j] = key.split(',').map(Number);
+    if (Math.abs(i - c[0]) > 2 || Math.abs(j - c[1]) > 2) { tiles.group.remove(m); m.geometry.dispose(); tiles.map.delete(key); }
+  }
+  for (const key of want) {
+    if (tiles.map.has(key) || tiles.pending.has(key)) continue;
+    tiles.pending.add(key);
+    Promise.resolve(tiles.fetch(key)).then((d) => { if (d && tiles.pending.has(key)) addTile(key, d); })
+      .catch((e) => errors.push(String(e))).finally(() => tiles.pending.delete(key));
+  }
+}
+
+// Test hook: the terrain's height drawn under (x, y) (a ray down onto the tiles), null where none is drawn.
+api.terrainHeight = (x, y) => {
+  const rc = new THREE.Raycaster(new THREE.Vector3(x, y, 100), new THREE.Vector3(0, 0, -1));
+  const hit = rc.intersectObjects(tiles.group.children, false)[0];
+  return hit ? hit.point.z : null;
+};
+api.tilesPending = () => tiles.pending.size;
 
 function primitive(g) {
   const s = g.size;
@@ -222,7 +385,14 @@ function setup(scene, worlds, title) {
   st.maxContacts = scene.max_contacts || 0;
   st.worlds = worlds.slice(0, 16);
   st.robots = st.worlds.map(() => makeRobot(scene, st.maxContacts));
-  scene3.add(terrainMesh(scene.terrain));
+  st.cells = !!(scene.terrain && scene.terrain.type === 'cells');
+  const ground = terrainMesh(st.cells ? { type: 'plane', height: scene.terrain.height } : scene.terrain);
+  scene3.add(ground);
+  if (st.cells) {       // the plane stays under the tiles: the ground beyond them
+    tiles.terrain = scene.terrain;
+    tiles.far = ground;
+    ground.position.z = scene.terrain.height - 0.02;
+  }
   const sel = $('focus');
   sel.innerHTML = '';
   st.worlds.forEach((w, j) => { const o = document.createElement('option'); o.value = j; o.textContent = w; sel.append(o); });
@@ -230,6 +400,7 @@ function setup(scene, worlds, title) {
 }
 
 function offset(j) {
+  if (st.cells) return new THREE.Vector3(0, 0, 0);      // on a field: each world where it is
   const cols = Math.ceil(Math.sqrt(st.worlds.length));
   return new THREE.Vector3((j % cols) * SPACING, -Math.floor(j / cols) * SPACING, 0);
 }
@@ -455,6 +626,7 @@ function placeCamera() {
                       st.target.z + st.dist * Math.sin(st.el));
   camera.lookAt(st.target);
   camera.updateMatrixWorld();
+  if (st.cells && tiles.fetch) updateTiles(st.target.x, st.target.y);
 }
 
 // Something to draw since the last draw: a new frame, the camera moved, a toggle, a new size.
@@ -473,7 +645,9 @@ function draw() {
   placeCamera();
   renderer.render(scene3, camera);
   if (st.frame) api.drawnStep = st.frame.step;
-  if (st.frame && !api.drawn) {
+  // on a cell terrain, drawn once the tiles around the followed robot are in place too
+  const tilesIn = !st.cells || !tiles.fetch || (tiles.center !== null && tiles.pending.size === 0);
+  if (st.frame && !api.drawn && tilesIn) {
     api.drawn = true;
     api.timing.drawn = performance.now();
     document.documentElement.dataset.herdDrawn = '1';
@@ -554,6 +728,7 @@ function startReplay(R) {
   $('mode').textContent = 'replay';
   loadMeshes(R.meshes ? b64bytes(R.meshes).buffer : null);
   setup(R.scene, R.worlds, R.title);
+  tiles.fetch = (key) => (R.terrain_tiles || {})[key] || null;
   const k = R.worlds.length, nb = R.scene.bodies.length, mc = R.scene.max_contacts || 0, F = R.nframes;
   const pos = b64floats(R.body_pos), quat = b64floats(R.body_quat);
   const cc = R.contacts ? b64floats(R.contacts.count) : null;
@@ -606,6 +781,12 @@ async function startLive() {
   const info = await (await fetch('scene')).json();
   loadMeshes(info.meshes ? await (await fetch(info.meshes)).arrayBuffer() : null);
   setup(info.scene, info.worlds, info.title);
+  tiles.fetch = async (key) => {
+    const [i, j] = key.split(',');
+    const r = await fetch('terrain?tx=' + i + '&ty=' + j);
+    if (!r.ok) throw new Error('terrain tile ' + key + ': ' + r.status + ' ' + (await r.text()));
+    return r.json();
+  };
   setPausedRemote(info.paused);
   source = {
     setPaused(p) {

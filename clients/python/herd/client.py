@@ -509,7 +509,7 @@ class Client:
 
     def model(self, session, server=0, terrain_region=None):
         """The session's scene (PROTOCOL.md 6.8, protocol minor 1): reply["scene"] with bodies, geoms, terrain.
-        terrain_region (x_min, y_min, x_max, y_max), m, world frame (minor 6): on a cell terrain (anymal_c-rough)
+        terrain_region (x_min, y_min, x_max, y_max), m, world frame (minor 7): on a cell terrain (anymal_c-rough)
         the scene's terrain also holds the "region" of its samples whose cells meet that box."""
         f = {"session": int(session)}
         if terrain_region is not None:

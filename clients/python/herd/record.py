@@ -15,7 +15,8 @@ Incrementally, from a training loop (the env is stepped by its owner):
     rec.write_html("replay.html"); rec.write_mp4("replay.mp4"); rec.write_gif("replay.gif")
 
 three.js is read from viewer/node_modules (installed by `make viewer-deps`) at write time: the HTML embeds
-the library for the user who makes it (and the robot's visual meshes, herd.meshes); do not commit such files.
+the library for the user who makes it (and the robot's visual meshes, herd.meshes; on a cell terrain, the
+terrain tiles of herd.terrain around every recorded world); do not commit such files.
 --policy PATH: a TorchScript module (obs -> actions) or a checkpoint of the examples' PPO
 (examples/herd_ppo.py save_policy: an ELU MLP actor and its observation normalizer; its task config is
 used, with observation noise off); the actions are the policy's mean.  The MP4 frames come from herd.render (the
@@ -52,6 +53,11 @@ class Recorder:
         self.dt = float(dt if dt is not None else envs.herd_spec["control_dt"])
         self.title = title or "%s replay" % envs.env_id
         self.scene = envs.scene()
+        # on a cell terrain, the tiles (herd.terrain) around every recorded world's base, kept for the page and
+        # the MP4 frames
+        self.tiles = envs.terrain_tiles() if hasattr(envs, "terrain_tiles") else None
+        if self.tiles is not None:
+            self.tiles.max_tiles = 1 << 30
         self.body_pos, self.body_quat = [], []
         self.contacts = {"count": [], "pos": [], "normal": [], "impulse": []}
         # the contact diagnostics (protocol minor 6), kept while the server gives them
@@ -62,6 +68,10 @@ class Recorder:
     def capture(self, reward=None, infos=None):
         """Reads the current poses of the worlds (read-only op: the rollout is unchanged)."""
         p = read_poses(self.envs, self._ids, self._support)
+        if self.tiles is not None:
+            for x, y in p["body_pos"][:, 0, :2]:
+                for k in self.tiles.around(float(x), float(y)):
+                    self.tiles.get(k)
         self.body_pos.append(p["body_pos"].copy())
         self.body_quat.append(p["body_quat"].copy())
         for k in self.contacts:
@@ -95,6 +105,9 @@ class Recorder:
             d["contacts"].update({k: _b64(np.stack(self.diag[k])) for k in ("state", "friction", "body")})
             d["diag"] = {"fallback": _b64(np.stack(self.diag["fallback"])),
                          "limit": _b64(np.stack(self.diag["limit_impulse"]))}
+        if self.tiles is not None:
+            from .terrain import tile_json
+            d["terrain_tiles"] = {"%d,%d" % key: tile_json(t) for key, t in self.tiles.tiles.items()}
         k = len(self.worlds)
         if any(r is not None for r in self.reward):     # frames without a step (the first): NaN, shown as "–"
             d["reward"] = _b64(np.stack([np.full(k, np.nan, np.float32) if r is None else r for r in self.reward]))
@@ -132,7 +145,7 @@ class Recorder:
     def frames(self, width=640, height=480, world=0):
         """uint8 (H, W, 3) frames of the j-th recorded world, drawn by herd.render."""
         from .render import Renderer
-        r = Renderer(self.scene, width=width, height=height)
+        r = Renderer(self.scene, width=width, height=height, tiles=self.tiles)
         for bp, bq in zip(self.body_pos, self.body_quat):
             yield r.render(bp[world], bq[world])
 

@@ -7,7 +7,8 @@
 
 What it draws: every geometry of the scene (spheres, boxes, cylinders, capsules) as triangles with a
 z-buffer and Lambert shading (per-vertex intensities interpolated across each triangle: Gouraud), on a
-checkered ground (the plane, or the heightfield as triangles) under a sky gradient.  The camera looks at
+checkered ground (the plane, or the heightfield as triangles; a cell terrain as the tiles of herd.terrain
+around the camera's target, stair risers as vertical walls) under a sky gradient.  The camera looks at
 the base (body 0) from a fixed direction and distance, so it follows the robot without turning.
 
 How it is fast enough in Python: the triangles of a frame are transformed, culled and shaded as arrays;
@@ -120,6 +121,22 @@ def primitive_mesh(kind, size, segments=12):
     raise ValueError("unknown primitive %r" % (kind,))
 
 
+TERRAIN_WALL = np.array([0.62, 0.60, 0.56])
+
+
+def _terrain_colours(P, N, checker):
+    """Colours of terrain triangles: flat tops alternate by 5 cm height bands (so that each stair tread
+    differs from the next), sloped quads by a checker of the given size, walls one colour."""
+    c = P.mean(1)
+    flat = N[:, 0, 2] > 0.999
+    wall = np.abs(N[:, 0, 2]) < 1e-6
+    band = np.floor(c[:, 2] / 0.05 + 1e-6).astype(np.int64) & 1
+    chk = (np.floor(c[:, 0] / checker).astype(np.int64) + np.floor(c[:, 1] / checker).astype(np.int64)) & 1
+    odd = np.where(flat, band, chk).astype(bool)
+    out = np.where(odd[:, None], GROUND_B, GROUND_A)
+    return np.where(wall[:, None], TERRAIN_WALL, out)
+
+
 def _outward(P, N):
     """Orders each triangle's corners so that its geometric normal agrees with its corner normals (for
     back-face culling); also returns which triangles are not degenerate (the caller keeps those)."""
@@ -145,11 +162,14 @@ class Renderer:
     from +x towards +y).  segments: facets around curved primitives.  checker: ground tile size (m).
     light: direction towards the light (world).  visual: draw the robot as it looks (herd.meshes: the
     visual meshes of viewer/assets, decimated to mesh_cell) where the scene's model has them; False, or a
-    model without meshes: the collision primitives.
+    model without meshes: the collision primitives.  tiles: on a cell terrain (anymal_c-rough), a
+    herd.terrain.TileCache of it: the tiles within tile_radius (m) of the camera's target are drawn (fetched
+    when the target moves on), over a plane just below them; without it the cell terrain is drawn as its plane.
     """
 
     def __init__(self, scene, width=320, height=240, fov=50.0, distance=1.9, azimuth=-125.0, elevation=22.0,
-                 segments=12, checker=0.5, light=(0.35, -0.45, 0.82), visual=True, mesh_cell=VISUAL_CELL):
+                 segments=12, checker=0.5, light=(0.35, -0.45, 0.82), visual=True, mesh_cell=VISUAL_CELL,
+                 tiles=None, tile_radius=6.0):
         self.width, self.height = int(width), int(height)
         self.checker = float(checker)
         self.set_view(distance, azimuth, elevation, fov)
@@ -178,7 +198,9 @@ class Renderer:
             tb.append(np.full(len(P), int(g["body"])))
             cols.append(np.broadcast_to(np.asarray(g["rgba"][:3], dtype=np.float64), (len(P), 3)))
         terrain = scene.get("terrain", {"type": "plane", "height": 0.0})
-        self.plane = terrain.get("type", "plane") == "plane"
+        from .terrain import is_cells
+        self.cells = is_cells(terrain)
+        self.plane = terrain.get("type", "plane") == "plane" or self.cells
         self.ground_height = float(terrain.get("height", 0.0)) if self.plane else 0.0
         if not self.plane:
             P, N, C = self._heightfield(terrain)
@@ -186,6 +208,16 @@ class Renderer:
             Ns.append(N)
             tb.append(np.full(len(P), -1))
             cols.append(C)
+        self.tiles = tiles if self.cells else None
+        self.tile_radius = float(tile_radius)
+        self._tile_keys = None
+        self._fixed = (Ps, Ns, tb, cols)
+        self._build([], [], [], [])
+        self.target = None
+
+    def _build(self, Ps, Ns, tb, cols):
+        """The triangle arrays: the scene's (self._fixed) and the world-fixed ones given (terrain tiles)."""
+        Ps, Ns, tb, cols = (a + b for a, b in zip(self._fixed, (Ps, Ns, tb, cols)))
         if Ps:
             P, N, ok = _outward(np.concatenate(Ps), np.concatenate(Ns))
             self._P, self._N = P[ok], N[ok]
@@ -203,7 +235,37 @@ class Renderer:
         ends = np.append(starts[1:], len(self._tb))
         self._blocks = [(int(b), int(a), int(e)) for b, a, e in zip(bodies, starts, ends)]
         self._tb = np.where(self._world, 0, self._tb)
-        self.target = None
+
+    def _terrain_near(self, target):
+        """On a cell terrain: the tiles (herd.terrain) within tile_radius of target drawn, the plane under them."""
+        from .terrain import TILE_M, tiles_around
+        t = self.tiles.terrain
+        keys = []
+        for k in tiles_around(t, target[0], target[1], radius=2):
+            # the tile's square, from its first sample's cell corner
+            ox, oy = round(-t["x0"] / t["dx"]), round(-t["y0"] / t["dy"])
+            xa = t["x0"] + (ox + k[0] * round(TILE_M / t["dx"]) - 0.5) * t["dx"]
+            ya = t["y0"] + (oy + k[1] * round(TILE_M / t["dy"]) - 0.5) * t["dy"]
+            ddx = max(xa - target[0], 0.0, target[0] - xa - TILE_M)
+            ddy = max(ya - target[1], 0.0, target[1] - ya - TILE_M)
+            if math.hypot(ddx, ddy) <= self.tile_radius:
+                keys.append(k)
+        if keys == self._tile_keys:
+            return
+        Ps, Ns, tb, cols = [], [], [], []
+        low = math.inf
+        for k in keys:
+            P, N = self.tiles.mesh(k)
+            if not len(P):
+                continue
+            Ps.append(P)
+            Ns.append(N)
+            tb.append(np.full(len(P), -1))
+            cols.append(_terrain_colours(P, N, self.checker))
+            low = min(low, float(P[..., 2].min()))
+        self._build(Ps, Ns, tb, cols)
+        self._tile_keys = keys
+        self.ground_height = (low if math.isfinite(low) else float(t.get("height", 0.0))) - 0.02
 
     # ---- camera ------------------------------------------------------------------------------------
 
@@ -292,9 +354,12 @@ class Renderer:
         bp = np.asarray(body_pos, dtype=np.float64).reshape(-1, 3)
         target = bp[0] if target is None else np.asarray(target, dtype=np.float64)
         self.target = target
+        if self.tiles is not None:
+            self._terrain_near(target)
         eye = self.eye_for(target)
         W, H = self.width, self.height
-        # ground: checker of the plane z = h along the precomputed rays
+        # ground: checker of the plane z = h along the precomputed rays (on a cell terrain, the far ground: drawn
+        # under the tiles, hiding none of them)
         if self.plane and eye[2] > self.ground_height:
             k = eye[2] - self.ground_height
             inv = 1.0 / self.checker
@@ -302,7 +367,7 @@ class Renderer:
             iy = np.floor((eye[1] * inv) + (k * inv) * self._gy).astype(np.int32)
             odd = ((ix + iy) & 1).astype(bool)
             img = np.where(odd[..., None], self._C1, self._C0)
-            ground_iz = self._ground_iz / np.float32(k)
+            ground_iz = self._ground_iz / np.float32(k) if not self.cells else np.zeros(W * H, np.float32)
         else:
             img = self._Csky.copy()
             ground_iz = np.zeros(W * H, np.float32)
@@ -441,7 +506,11 @@ def _bench(argv=None):
         for _ in range(a.frames):        # a real rollout's poses, so the frames differ
             env.step(np.zeros((1, env.act_dim), np.float32))
             poses.append(env.poses([0]))
-        r = Renderer(env.scene(), width=w, height=h)
+        r = Renderer(env.scene(), width=w, height=h, tiles=env.terrain_tiles())
+        r.render(poses[0]["body_pos"][0], poses[0]["body_quat"][0])
+        if r.tiles is not None:              # every tile the rollout needs, fetched before the session closes
+            for p in poses:
+                r._terrain_near(p["body_pos"][0][0])
         env.close()
     finally:
         if srv:

@@ -639,6 +639,16 @@ class HerdVectorEnv(_VectorEnvBase):
             self._scene = self._client.model(self._sessions[0], server=self._servers[0])["scene"]
         return self._scene
 
+    def terrain_tiles(self):
+        """On a cell terrain (anymal_c-rough): a herd.terrain.TileCache fetching its tiles through the `model`
+        op's terrain_region (protocol minor 7); None for a plane or heightfield (the scene holds those whole)."""
+        from .terrain import TileCache, is_cells
+        t = self.scene().get("terrain")
+        if not is_cells(t):
+            return None
+        client, session, server = self._client, self._sessions[0], self._servers[0]
+        return TileCache(t, lambda terrain_region: client.model(session, server=server, terrain_region=terrain_region))
+
     def poses(self, world_ids=None, contacts=False, latest=False, diagnostics=False):
         """The current pose of every body of the worlds world_ids (None: all), without stepping them.
 
@@ -710,7 +720,8 @@ class HerdVectorEnv(_VectorEnvBase):
             return None
         from .render import Renderer
         if self._renderer is None:
-            self._renderer = Renderer(self.scene(), width=self.render_size[0], height=self.render_size[1])
+            self._renderer = Renderer(self.scene(), width=self.render_size[0], height=self.render_size[1],
+                                      tiles=self.terrain_tiles())
         one = isinstance(world_ids, (int, np.integer))
         if world_ids is None:
             ids = self.render_worlds

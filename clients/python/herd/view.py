@@ -21,7 +21,8 @@ set_paused(); the HTTP side (Viewer) knows nothing else about herd.
 
 HTTP: GET / (the page), GET /scene ({scene, worlds, title, paused, meshes: the URL of the robot's visual
 meshes or null}), GET /assets/NAME.glb (those meshes, herd.meshes), GET /events (text/event-stream, one
-frame per message), POST /control ({"paused": bool}).
+frame per message), POST /control ({"paused": bool}), GET /terrain?tx=I&ty=J (on a cell terrain such as
+anymal_c-rough's: tile (I, J) of herd.terrain, the samples the page meshes; 404 on other terrains).
 
 --screenshot OUT.png [--at SECONDS] writes a PNG of the fully drawn page (headless Chromium through
 Selenium and chromium-driver; herd.screenshot) instead of serving until Ctrl-C.
@@ -183,9 +184,18 @@ class EnvSource:
         self._terms = None
         self._scene = self.envs.scene()
         self._support = {}          # read_poses: whether the server has the contact diagnostics
+        self._tiles = self.envs.terrain_tiles()
+        self._io = threading.Lock()     # the page's tile requests and advance() share the env's socket
 
     def scene(self):
         return self._scene
+
+    def terrain_tile(self, tx, ty):
+        """Tile (tx, ty) of a cell terrain (herd.terrain: its samples), None for any other terrain."""
+        if self._tiles is None:
+            return None
+        with self._io:
+            return self._tiles.get((tx, ty))
 
     def set_paused(self, paused):
         self.paused = bool(paused)
@@ -200,6 +210,10 @@ class EnvSource:
 
     def advance(self):
         """Steps (unless paused) and returns the next frame."""
+        with self._io:
+            return self._advance()
+
+    def _advance(self):
         if not self.paused:
             for _ in range(self.steps_per_frame):
                 self._obs, rew, _, _, infos = self.envs.step(self._actions())
@@ -237,6 +251,12 @@ class SessionSource:
             if not 0 <= w < self.num_worlds:
                 raise ValueError("world %d is not in the session(s) (%d worlds)" % (w, self.num_worlds))
         self._scene = self._client.model(self.parts[0][1], server=0)["scene"]
+        from .terrain import TileCache, is_cells
+        self._tiles = None
+        if is_cells(self._scene.get("terrain")):
+            session = self.parts[0][1]
+            self._tiles = TileCache(self._scene["terrain"], lambda terrain_region: self._client.model(
+                session, server=0, terrain_region=terrain_region))
         self.paused = False
         self.step = None            # the owner's step count, once it publishes
         self._lock = threading.Lock()
@@ -261,6 +281,14 @@ class SessionSource:
 
     def set_paused(self, paused):
         self.paused = bool(paused)
+
+    def terrain_tile(self, tx, ty):
+        """Tile (tx, ty) of a cell terrain (herd.terrain: its samples, read with the `model` op), None for any
+        other terrain."""
+        if self._tiles is None:
+            return None
+        with self._io:
+            return self._tiles.get((tx, ty))
 
     def publish(self, reward=None, infos=None, step=None):
         """From the session's owner, after a step: rewards (num_worlds,) and infos (reward_terms)."""
@@ -389,7 +417,27 @@ class Viewer:
             return self._send(h, 200, body, "application/json")
         if path == "/events":
             return self._events(h)
+        if path == "/terrain":
+            return self._terrain(h)
         self._send(h, 404, b"not found", "text/plain")
+
+    def _terrain(self, h):
+        """GET /terrain?tx=I&ty=J: tile (I, J) of the source's cell terrain (herd.terrain.tile_json)."""
+        from urllib.parse import parse_qs, urlsplit
+        from .terrain import tile_json
+        q = parse_qs(urlsplit(h.path).query)
+        try:
+            tx, ty = int(q["tx"][0]), int(q["ty"][0])
+        except (KeyError, ValueError, IndexError):
+            return self._send(h, 400, b"terrain: give integer tx and ty", "text/plain")
+        fn = getattr(self.source, "terrain_tile", None)
+        try:
+            t = fn(tx, ty) if fn else None
+        except Exception as e:          # the server's error (a closed session, ...), shown by the page
+            return self._send(h, 502, str(e).encode(), "text/plain")
+        if t is None:
+            return self._send(h, 404, b"this source has no cell terrain", "text/plain")
+        return self._send(h, 200, json.dumps(tile_json(t)).encode(), "application/json")
 
     def _post(self, h):
         if h.path.split("?")[0] != "/control":
