@@ -140,8 +140,9 @@ function tilesAround(t, x, y) {
   return out;
 }
 
-// One tile's triangles: prism tops (equal heights along x merged), smooth cells as quads whose corners are
-// on the bilinear surface, vertical walls on the +x and +y sides of each cell where the tops differ.
+// One tile's triangles: prism tops (equal heights along x merged), smooth cells as four triangles from their
+// sample to their corners (on the bilinear surface: the mean of the four samples around), vertical walls on
+// the +x and +y sides of each cell where the tops differ.
 function tileGeometry(t) {
   const H = t.heights, S = t.smooth, nx = t.nx, ny = t.ny, dx = t.dx, dy = t.dy;
   const h = (j, i) => H[j * nx + i], sm = (j, i) => S[j * nx + i] !== 0;
@@ -160,19 +161,25 @@ function tileGeometry(t) {
     for (const p of [a, b, c, a, c, d]) { pos.push(p[0], p[1], p[2]); nrm.push(n[0], n[1], n[2]); col.push(...rgb); }
     low = Math.min(low, a[2], b[2], c[2], d[2]);
   };
+  const tri = (a, b, c, rgb) => {       // counter-clockwise seen from above: its normal points up
+    const e1 = [b[0] - a[0], b[1] - a[1], b[2] - a[2]], e2 = [c[0] - a[0], c[1] - a[1], c[2] - a[2]];
+    const n = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
+    const l = Math.hypot(n[0], n[1], n[2]) * Math.sign(n[2] || 1);
+    if (n[2] < 0) [b, c] = [c, b];
+    for (const p of [a, b, c]) { pos.push(p[0], p[1], p[2]); nrm.push(n[0] / l, n[1] / l, n[2] / l); col.push(...rgb); }
+    low = Math.min(low, a[2], b[2], c[2]);
+  };
   const lin = (c) => c.map(srgbToLinear);
   const A = lin(GROUND_A), B = lin(GROUND_B), Wc = lin(WALL);
   const band = (z) => (Math.floor(z / 0.05 + 1e-6) & 1 ? B : A);
   for (let j = j0; j < j1; j++) {
     const ya = ys(j) - dy / 2, yb = ys(j) + dy / 2;
     for (let i = i0; i < i1;) {
-      if (sm(j, i)) {
+      if (sm(j, i)) {        // four triangles from the sample (the surface at the centre) to the corners
         const xa = xs(i) - dx / 2, xb = xs(i) + dx / 2;
-        const a = [xa, ya, C(j, i)], b = [xb, ya, C(j, i + 1)], c = [xb, yb, C(j + 1, i + 1)], d = [xa, yb, C(j + 1, i)];
-        const u = [c[0] - a[0], c[1] - a[1], c[2] - a[2]], v = [d[0] - b[0], d[1] - b[1], d[2] - b[2]];
-        const n = [u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]];
-        const l = Math.hypot(n[0], n[1], n[2]);
-        quad(a, b, c, d, [n[0] / l, n[1] / l, n[2] / l], (Math.floor(xs(i) * 2) + Math.floor(ys(j) * 2)) & 1 ? B : A);
+        const ring = [[xa, ya, C(j, i)], [xb, ya, C(j, i + 1)], [xb, yb, C(j + 1, i + 1)], [xa, yb, C(j + 1, i)]];
+        const m = [xs(i), ys(j), h(j, i)], rgb = (Math.floor(xs(i) * 2) + Math.floor(ys(j) * 2)) & 1 ? B : A;
+        for (let q = 0; q < 4; q++) tri(m, ring[q], ring[(q + 1) % 4], rgb);
         i++;
         continue;
       }

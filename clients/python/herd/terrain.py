@@ -12,9 +12,10 @@ A tile's mesh (the same rules in viewer/viewer.js, which meshes the same samples
 * a prism cell (sim_model.h SIM_TERRAIN_CELLS: a square of dx x dy centred on its sample, flat at the sample's
   height) is its flat top; equal heights side by side are merged into rectangles (runs along x, then equal
   runs in consecutive rows), so treads, obstacle tops and the flat border cost a few triangles;
-* a smooth cell (slopes and rough slopes: the bilinear surface) is the quad over its square whose corners
-  take the surface's height there (the mean of the four samples around the corner); here (not in the page)
-  smooth cells side by side along x whose corner lines are straight within SMOOTH_BEND are merged;
+* a smooth cell (slopes and rough slopes: the bilinear surface) is four triangles over its square from its
+  sample (the surface's height at its centre) to its corners, which take the surface's height there (the
+  mean of the four samples around the corner); here (not in the page) smooth cells side by side along x whose
+  corner lines are straight within SMOOTH_BEND are merged into one quad;
 * between a cell and its +x or +y neighbour whose top lines differ, a vertical wall joins them (stair risers,
   obstacle sides), facing the lower side.  A tile draws the walls on its +x and +y sides (it fetches one
   sample beyond them), its -x and -y sides belong to the tiles before it.
@@ -31,8 +32,9 @@ __all__ = ["TILE_M", "is_cells", "tile_of", "tiles_around", "fetch_tile", "tile_
 
 TILE_M = 8.0            # m, side of a tile
 EPS = 1e-6              # m: tops closer than this are one height (no wall)
-SMOOTH_BEND = 0.011     # m: smooth cells merge along x while their corner lines bend less than this ...
-SMOOTH_RUN = 16         # ... and at most this many cells (the drawn surface stays within ~1 cm of the samples)
+SMOOTH_BEND = 0.011     # m: smooth cells merge along x while their corner lines bend less than this, ...
+SMOOTH_TWIST = 0.006    # m: ... each cell's two edge lines rise alike within this (no twisted quads), ...
+SMOOTH_RUN = 8          # ... and at most this many cells (the drawn surface stays within ~2 cm of the samples)
 
 
 def is_cells(terrain):
@@ -174,12 +176,13 @@ def tile_mesh(t):
             Ps.append(P)
             Ns.append(N)
         # smooth cells: quads with their corners on the bilinear surface, side by side along x merged (at most
-        # SMOOTH_RUN of them) while both edge lines bend by less than SMOOTH_BEND: a slope's samples are
-        # quantized to 5 mm, so its rows are straight but for those steps
+        # SMOOTH_RUN of them) while both edge lines bend by less than SMOOTH_BEND and rise alike: a slope's
+        # samples are quantized to 5 mm, so its rows are straight but for those steps
         Cl, Ch = C[j0:j1, i0:i1 + 1], C[j0 + 1:j1 + 1, i0:i1 + 1]
         cont = np.zeros(Si.shape, bool)
-        cont[:, 1:] = ((np.abs(Cl[:, 2:] - 2 * Cl[:, 1:-1] + Cl[:, :-2]) < SMOOTH_BEND) &
-                       (np.abs(Ch[:, 2:] - 2 * Ch[:, 1:-1] + Ch[:, :-2]) < SMOOTH_BEND))
+        dl, dh = np.diff(Cl, axis=1), np.diff(Ch, axis=1)          # per cell: the rise of its low and high edge
+        cont[:, 1:] = ((np.abs(dl[:, 1:] - dl[:, :-1]) < SMOOTH_BEND) & (np.abs(dh[:, 1:] - dh[:, :-1]) < SMOOTH_BEND) &
+                       (np.abs(dl[:, 1:] - dh[:, 1:]) < SMOOTH_TWIST) & (np.abs(dl[:, :-1] - dh[:, :-1]) < SMOOTH_TWIST))
         cont[:, ::SMOOTH_RUN] = False
         rr, ss, ee = _runs(None, Si, cont)
         if len(rr):
@@ -189,11 +192,23 @@ def tile_mesh(t):
             b = np.stack([xb, ya, C[J, E + 1]], 1)
             c = np.stack([xb, yb, C[J + 1, E + 1]], 1)
             d = np.stack([xa, yb, C[J + 1, I]], 1)
+            one = E == I
+            # a run of one cell: four triangles around its sample (the surface's height at its centre is the
+            # sample's); a longer run: one quad
             n = np.cross(c - a, d - b)
             n /= np.linalg.norm(n, axis=1, keepdims=True)
-            P, N = _quads(a, b, c, d, n)
+            P, N = _quads(a[~one], b[~one], c[~one], d[~one], n[~one])
             Ps.append(P)
             Ns.append(N)
+            if one.any():
+                m = np.stack([xs[I[one]], ys[J[one]], H[J[one], I[one]]], 1)
+                ring = [a[one], b[one], c[one], d[one]]
+                for q in range(4):
+                    T = np.stack([m, ring[q], ring[(q + 1) % 4]], 1)
+                    g = np.cross(T[:, 1] - T[:, 0], T[:, 2] - T[:, 0])
+                    g /= np.linalg.norm(g, axis=1, keepdims=True)
+                    Ps.append(T)
+                    Ns.append(np.broadcast_to(g[:, None, :], T.shape).copy())
     # walls on the +x side of each interior cell (neighbour i + 1 in the region), then on the +y side
     for axis in (0, 1):
         if axis == 0:
