@@ -227,7 +227,8 @@ test-jl:
 # viewer-meshes: viewer/assets/anymal_c.glb, the robot's visual meshes on herd's link frames, converted and
 # decimated from ANYbotics' COLLADA files (MESH_REF=DIR holding anymal_c_meshes/ and anymal_c/anymal.urdf).
 # docs-pictures: the README's pictures (docs/viewer_live_walk.png, replay_walk.{mp4,gif,png},
-# viewer_replay_walk.png, replay_drop.{mp4,gif}, viewer_replay_drop.png) with the robot as it looks; the
+# viewer_replay_walk.png, replay_drop.{mp4,gif}, viewer_replay_drop.png, viewer_replay_rough.png,
+# replay_rough.png) with the robot as it looks; the
 # walking ones need PyTorch; the replay HTML, which inlines three.js and the meshes, stays in build/docs/.
 .PHONY: viewer-deps viewer-meshes test-viewer docs-pictures docs-viewer docs-walk
 viewer-deps:

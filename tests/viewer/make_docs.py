@@ -9,11 +9,14 @@
   docs/replay_drop.mp4, .gif    the paper's drop scenario (Hwangbo et al. 2018: PD drop from 1 m with
                                 1 m/s tangential velocity) as herd.render draws it
   docs/viewer_replay_drop.png   its replay page in Chromium
+  docs/viewer_replay_rough.png  anymal_c-rough's cell terrain: the replay page of a world (zero actions) in a
+                                stairs-up pit of level 6, and world 12 on stairs down beside it
+  docs/replay_rough.png         the same world as herd.render draws it (320 x 240)
 
 The replay HTML files (they embed three.js and the meshes) go to build/docs/, not to docs/.  The policy
 needs PyTorch; without it the walking pictures are skipped with a message.
 
-    PYTHONPATH=clients/python python3 tests/viewer/make_docs.py docs
+    PYTHONPATH=clients/python python3 tests/viewer/make_docs.py docs [walk drop rough]   # all, or those
 """
 import os
 import sys
@@ -74,14 +77,28 @@ def walk(srv, out, b):
         size(os.path.join(out, n))
 
 
-def main(out):
+def rough(srv, out, b):
+    # one world per column of the field, all on level 6: world 6 stands on stairs up (a pit), 12 on stairs down
+    with herd.make_vec("anymal_c-rough", 20, address=srv.address, seed=3, reward_terms=True, curriculum=0,
+                       terrain_level_min=6, terrain_level_max=6) as envs:
+        rec = herd.record(envs, os.path.abspath("build/docs/replay_rough.html"), 50, world_ids=[6, 12], seed=3,
+                          title="anymal_c-rough, level 6 (zero actions)")
+        frames = list(rec.frames(320, 240))
+    from PIL import Image
+    Image.fromarray(frames[-1]).save(os.path.join(out, "replay_rough.png"))
+    screenshot(rec.html_path, os.path.join(out, "viewer_replay_rough.png"), at=(rec.nframes - 1) * rec.dt, browser=b)
+    for n in ("replay_rough.png", "viewer_replay_rough.png"):
+        size(os.path.join(out, n))
+
+
+def main(out, which=("walk", "drop", "rough")):
     os.makedirs(out, exist_ok=True)
     os.makedirs("build/docs", exist_ok=True)
     np.seterr(all="ignore")
     with LocalServer(threads=1) as srv, Browser(960, 600) as b:
-        walk(srv, out, b)
-        drop(srv, out, b)
+        for name in which:
+            {"walk": walk, "drop": drop, "rough": rough}[name](srv, out, b)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "docs")
+    main(sys.argv[1] if len(sys.argv) > 1 else "docs", sys.argv[2:] or ("walk", "drop", "rough"))
