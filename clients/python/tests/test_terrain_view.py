@@ -1,4 +1,4 @@
-"""anymal_c-rough's cell terrain as viewers draw it: the `model` op's terrain_region (protocol minor 6), the
+"""anymal_c-rough's cell terrain as viewers draw it: the `model` op's terrain_region (protocol minor 7), the
 tiles and meshes of herd.terrain, the renderer's frames and the live viewer's GET /terrain.  The page itself
 is tested in a browser by tests/viewer/test_terrain_view.py."""
 import json
