@@ -57,6 +57,9 @@ static void check_same(const proto_request *a, const proto_request *b, const cha
     fuzz_check(a->reward_terms == b->reward_terms, "%s: reward_terms", what);
     fuzz_check(a->contacts == b->contacts && a->latest == b->latest && a->diagnostics == b->diagnostics, "%s: poses flags",
                what);
+    fuzz_check(a->has_terrain_region == b->has_terrain_region &&
+                   (!a->has_terrain_region || !memcmp(a->terrain_region, b->terrain_region, sizeof a->terrain_region)),
+               "%s: terrain_region", what);
 }
 
 /* The checks the server makes against a session of num_worlds worlds, act_dim actions. */
