@@ -325,6 +325,9 @@ static int configure(struct env *e, const obs_def *obs, int nobs, int rough, cha
         s->geom_kind[g] = (unsigned char)env_anymal_geom_kind(m, g, &leg);
         s->geom_foot[g] = (signed char)leg;
         if (s->geom_kind[g] == ENV_GEOM_FOOT) s->foot_friction = m->geom[g].friction;
+        /* a full contact list (max_contacts) drops the feet's contacts first, then the legs' (the collision
+           penalty), the base's (the termination) last (sim_geom.contact_priority) */
+        m->geom[g].contact_priority = s->geom_kind[g] == ENV_GEOM_BASE ? 2 : s->geom_kind[g] == ENV_GEOM_LEG;
     }
     if (!(s->foot_friction > 0)) s->foot_friction = 1.0;
     s->decimation = (int)c->decimation;

@@ -303,6 +303,22 @@ Test(rough, runaway_world_is_not_stepped, .timeout = 120)
     env_destroy(&ref);
 }
 
+/* A full contact list keeps the base's contacts: with 4 slots and the legs and feet far deeper in the ground than
+ * the base (5 cm in), the base contact still terminates every world. */
+Test(rough, full_contact_list_keeps_the_base, .timeout = 120)
+{
+    enum { N = 8 };
+    env_kv kv[] = {{"terrain_level_max", 0}, {"init_noise", 0}, {"max_contacts", 4}};
+    env_t *e = mk(N, kv, 3, 4);
+    static float obs[N * 235], act[N * 12], rew[N];
+    uint8_t term[N], trunc[N];
+    env_reset(e, 0, N, NULL, NULL, obs);
+    for (int i = 0; i < N; i++) e->worlds[i].d->q[2] -= 0.55;
+    env_step(e, 0, N, NULL, act, obs, rew, term, trunc, NULL);
+    for (int i = 0; i < N; i++) cr_assert_eq(term[i], 1, "world %d", i);
+    env_destroy(&e);
+}
+
 /* Steps are bitwise the same whether the worlds are stepped in one call or in two (the split the threads make). */
 Test(rough, batch_split_is_bitwise_identical, .timeout = 120)
 {
