@@ -200,7 +200,8 @@ static sim_data *profile_world(const sim_model *m, sim_data *const *pw, int i, v
 }
 
 /* After an env step of world i (its copy d): reset it through the env (env_reset, seed 1000 + i % 32, as
- * bench_env_prepare) and take the new state into the copy where the task would have: its physics failed, or (walk)
+ * bench_env_prepare) and take the new state into the copy where the task would have: its physics failed or ran away
+ * (env_anymal_runaway, after any substep), or (walk)
  * a base contact carries over 1 N (the walk task's termination, from the last substep's impulses).  So the profile's
  * worlds follow the same kind of episodes as env_step's. */
 static int profile_end(env_t *e, sim_data *const *pw, int i, const sim_data *d, int failed, int walk, double dt,
@@ -385,7 +386,7 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                                 uint64_t c7 = bench_now_ns();
                                 sim_step_stages(m, d, dt, SIM_STAGE_CONTACTS, SIM_STAGE_SOLVE);
                                 uint64_t c8 = bench_now_ns();
-                                *b = sim_step_stages(m, d, dt, SIM_STAGE_SOLVE, SIM_STAGE_INTEGRATE) != 0;
+                                *b = sim_step_stages(m, d, dt, SIM_STAGE_SOLVE, SIM_STAGE_INTEGRATE) != 0 || env_anymal_runaway(m, d);
                                 uint64_t c9 = bench_now_ns();
                                 ncon += nc;
                                 iters += d->stats.iterations;

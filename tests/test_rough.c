@@ -276,7 +276,7 @@ static double thread_cpu_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* A world whose physics ran away (here: the base at 1e4 m/s, beyond RUNAWAY_VEL) is failed and reset without being
+/* A world whose physics ran away (here: the base at 1e4 m/s, beyond ENV_ANYMAL_RUNAWAY_VEL) is failed and reset without being
  * stepped: its collision look-ahead (speed x dt, 50 m) would span a million cells of the field per geometry point
  * and take seconds.  The other worlds of the call step as usual. */
 Test(rough, runaway_world_is_not_stepped, .timeout = 120)
