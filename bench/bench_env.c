@@ -26,6 +26,8 @@
  * Two clocks: wall time (env_steps_per_s; what a trainer sees, but inflated by other processes on a
  * loaded machine) and the worker threads' CPU time (cpu_env_steps_per_s_per_thread: worlds x steps per
  * CPU-second of the stepping threads, which time slicing does not inflate; cache sharing still counts).
+ * The env and sweep lines carry the memory too (env_get_cost): bytes_per_world, and shared_bytes, what the worlds
+ * share (the model, the task's tables, a terrain field).
  *
  * --profile: where a physics step's time goes, per stage, on the task's own worlds and model (after the
  * same reset and warm-up).  One thread steps every world as env_step does, SIM_BATCH_LANES consecutive worlds at
@@ -198,7 +200,8 @@ static sim_data *profile_world(const sim_model *m, sim_data *const *pw, int i, v
 }
 
 /* After an env step of world i (its copy d): reset it through the env (env_reset, seed 1000 + i % 32, as
- * bench_env_prepare) and take the new state into the copy where the task would have: its physics failed, or (walk)
+ * bench_env_prepare) and take the new state into the copy where the task would have: its physics failed or ran away
+ * (env_anymal_runaway, after any substep), or (walk)
  * a base contact carries over 1 N (the walk task's termination, from the last substep's impulses).  So the profile's
  * worlds follow the same kind of episodes as env_step's. */
 static int profile_end(env_t *e, sim_data *const *pw, int i, const sim_data *d, int failed, int walk, double dt,
@@ -402,7 +405,7 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                                     for (int a = 0; a < N; a++) fprintf(harvest, "%.17g%c", warm[a], a == N - 1 ? '\n' : ' ');
                                     harvested++;
                                 }
-                                *b = sim_step_stages(m, d, dt, SIM_STAGE_SOLVE, SIM_STAGE_INTEGRATE) != 0;
+                                *b = sim_step_stages(m, d, dt, SIM_STAGE_SOLVE, SIM_STAGE_INTEGRATE) != 0 || env_anymal_runaway(m, d);
                                 uint64_t c9 = bench_now_ns();
                                 ncon += nc;
                                 iters += d->stats.iterations;
@@ -682,9 +685,12 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
                    name, ns[k], threads, steps, R, warmup, med[k], wmed);
             print_reps("cpu_env_steps_per_s_per_thread_reps", pt[k].cpu, R, 1.0);
             print_reps("env_steps_per_s_per_thread_reps", pt[k].wall, R, 1.0);
-            printf(",\"cpu\":\"%s\"}\n", bench_cpu());
-            fprintf(stderr, "  %6d worlds: %9.0f env steps per CPU-second per thread, %9.0f per wall second per thread\n",
-                    ns[k], med[k], wmed);
+            env_cost cost;
+            env_get_cost(pt[k].e, &cost);
+            printf(",\"bytes_per_world\":%zu,\"shared_bytes\":%zu,\"cpu\":\"%s\"}\n", cost.world_bytes, cost.fixed_bytes,
+                   bench_cpu());
+            fprintf(stderr, "  %6d worlds: %9.0f env steps per CPU-second per thread, %9.0f per wall second per thread; "
+                    "%.1f kB per world + %.1f MB shared\n", ns[k], med[k], wmed, cost.world_bytes / 1e3, cost.fixed_bytes / 1e6);
         }
         double tmp[32];
         for (int k = 0; k < np; k++) tmp[k] = med[k];
@@ -787,6 +793,10 @@ int bench_env(int argc, char **argv)
     fprintf(stderr, "env bench: %s, %d worlds, %d steps x %d repeats after %d warm-up (cpu: %s)\n", name, worlds, steps,
             repeats, warmup, bench_cpu());
     fprintf(stderr, "  baselines per thread: same env, 1 world: %.0f physics steps/s; solver bench trot: %.0f\n", single, trot);
+    env_cost mem;
+    env_get_cost(e, &mem);
+    fprintf(stderr, "  memory: %.1f kB per world + %.1f MB shared by the worlds (model, task tables, terrain)\n",
+            mem.world_bytes / 1e3, mem.fixed_bytes / 1e6);
     for (int k = 0; k < nt; k++) {
         int T = tlist[k];
         double rep[64], eps_rep[64], cpu_rep[64];
@@ -818,7 +828,10 @@ int bench_env(int argc, char **argv)
                per_thread / single, trot, per_thread / trot, util, helped);
         print_reps("env_steps_per_s_reps", eps_rep, R, 1.0);
         print_reps("cpu_env_steps_per_s_per_thread_reps", cpu_rep, R, 1.0);
-        printf(",\"cpu\":\"%s\"}\n", bench_cpu());
+        env_cost cost;
+        env_get_cost(e, &cost);
+        printf(",\"bytes_per_world\":%zu,\"shared_bytes\":%zu,\"cpu\":\"%s\"}\n", cost.world_bytes, cost.fixed_bytes,
+               bench_cpu());
         fflush(stdout);
         fprintf(stderr, "  %d thread(s): %9.0f env steps/s, %9.0f physics steps/s (%.0f per thread, %.2f of 1-world, %.2f of trot), %.2f us/env step/thread, busy %.0f %% (%.1f %% of worlds stepped by a helping thread); %.0f env steps per CPU-second\n",
                 T, eps, pps, per_thread, per_thread / single, per_thread / trot, 1e6 * T / eps, 100 * util, 100 * helped,

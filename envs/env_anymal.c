@@ -53,10 +53,6 @@ enum { NJ = ENV_ANYMAL_NJ, NFEET = 4 };
 #define FOOT_CONTACT_N 1.0
 #define BASE_CONTACT_N 1.0
 #define LEG_CONTACT_N 0.1
-/* A world whose physics ran away is failed (and reset): a generalized velocity component beyond this (m/s or
- * rad/s), or a base height beyond this (m). */
-#define RUNAWAY_VEL 1e3
-#define RUNAWAY_HEIGHT_M 1e3
 
 /* Walk (legged_gym's values): a drawn xy command at most CMD_DEADBAND_MPS fast is zeroed; the tracking rewards
  * are exp(-error^2 / TRACKING_SIGMA_SQ); feet_air_time pays air time beyond AIR_TIME_TARGET_S at each touchdown,
@@ -315,6 +311,9 @@ static int configure(struct env *e, const obs_def *obs, int nobs, int rough, cha
         s->geom_kind[g] = (unsigned char)env_anymal_geom_kind(m, g, &leg);
         s->geom_foot[g] = (signed char)leg;
         if (s->geom_kind[g] == ENV_GEOM_FOOT) s->foot_friction = m->geom[g].friction;
+        /* a full contact list (max_contacts) drops the feet's contacts first, then the legs' (the collision
+           penalty), the base's (the termination) last (sim_geom.contact_priority) */
+        m->geom[g].contact_priority = s->geom_kind[g] == ENV_GEOM_BASE ? 2 : s->geom_kind[g] == ENV_GEOM_LEG;
     }
     if (!(s->foot_friction > 0)) s->foot_friction = 1.0;
     s->decimation = (int)c->decimation;
@@ -409,10 +408,11 @@ static void base_frame(const sim_data *d, double v_b[3], double w_b[3], double g
 }
 
 /* The decimation physics substeps of an env step, for n worlds at once: each substep computes every live world's
- * actuator torques (env_actuator.h; the network once for the joints of all n worlds), their smooth stages together (sim_batch_smooth: one world per lane) and the rest of each
- * world's step in turn; a world whose physics fails leaves the remaining substeps with failed[i] = 1.  A world's
- * contact forces of the last substep are read right after its step, while its contacts are in the scratch the
- * worlds share.  Then the mean squared torque, and the runaway check (failed[i] = 1 as well). */
+ * actuator torques (env_actuator.h; the network once for the joints of all n worlds), their smooth stages together
+ * (sim_batch_smooth: one world per lane) and the rest of each world's step in turn; a world whose physics fails or
+ * runs away (env_anymal_runaway, checked before the first substep and after each) leaves the remaining substeps
+ * with failed[i] = 1.  A world's contact forces of the last substep are read right after its step, while its
+ * contacts are in the scratch the worlds share.  Then the mean squared torque. */
 static void physics_steps(const struct env *e, env_world *const *ws, int n, sim_batch *batch, int *failed)
 {
     const anymal_shared *s = shared(e);
@@ -436,6 +436,7 @@ static void physics_steps(const struct env *e, env_world *const *ws, int n, sim_
         sim_data *d[ENV_BATCH];
         int row[ENV_BATCH], live = 0;
         for (int i = 0; i < n; i++) {
+            if (k == 0 && env_anymal_runaway(m, ws[i]->d)) failed[i] = 1; /* a state that ran away before the step */
             alive[i] = !failed[i];
             if (failed[i]) continue;
             d[live] = ws[i]->d, row[live++] = i;
@@ -447,7 +448,7 @@ static void physics_steps(const struct env *e, env_world *const *ws, int n, sim_
         for (int l = 0; l < live; l++) {
             env_world *w = ws[row[l]];
             const int rc = env_world_physics(m, w, s->cfg.sim_dt, live > 1 ? batch : NULL, l, SIM_STAGE_NONE);
-            if (rc) {
+            if (rc || env_anymal_runaway(m, w->d)) {
                 failed[row[l]] = 1;
                 continue;
             }
@@ -468,11 +469,7 @@ static void physics_steps(const struct env *e, env_world *const *ws, int n, sim_
     for (int i = 0; i < n; i++) {
         if (failed[i]) continue;
         anymal_state *st = ws[i]->task;
-        const sim_data *d = ws[i]->d;
         st->tau_sq = tau_sq[i] / s->decimation;
-        double mx = 0;
-        for (int k = 0; k < m->nv; k++) mx = fmax(mx, fabs(d->u[k]));
-        failed[i] = !(mx < RUNAWAY_VEL) || !(fabs(d->q[2]) < RUNAWAY_HEIGHT_M);
     }
 }
 

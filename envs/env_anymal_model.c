@@ -100,3 +100,10 @@ void env_anymal_pd(const env_anymal_joints *j, sim_data *d, const double target[
         if (tau_sq) *tau_sq = fma(t, t, *tau_sq);
     }
 }
+
+int env_anymal_runaway(const sim_model *m, const sim_data *d)
+{
+    double mx = 0;
+    for (int k = 0; k < m->nv; k++) mx = fmax(mx, fabs(d->u[k]));
+    return !(mx < ENV_ANYMAL_RUNAWAY_VEL) || !(fabs(d->q[2]) < ENV_ANYMAL_RUNAWAY_HEIGHT_M);
+}

@@ -58,6 +58,14 @@ env_geom_kind env_anymal_geom_kind(const sim_model *m, int g, int *leg);
 /* Returns 0 if m has exactly 4 foot geometries, else -1 with err naming the count found. */
 int env_anymal_count_feet(const sim_model *m, char *err, size_t errlen);
 
+/* Whether a world's physics ran away: a generalized velocity component beyond ENV_ANYMAL_RUNAWAY_VEL (m/s or rad/s)
+ * or a base height beyond ENV_ANYMAL_RUNAWAY_HEIGHT_M (m), or either not finite.  The tasks fail (and reset) such a
+ * world at once and do not step it again: the collision's look-ahead (speed x dt) of a runaway state could span the
+ * whole terrain and cost seconds. */
+#define ENV_ANYMAL_RUNAWAY_VEL 1e3
+#define ENV_ANYMAL_RUNAWAY_HEIGHT_M 1e3
+int env_anymal_runaway(const sim_model *m, const sim_data *d);
+
 /* Joint-space PD: tau = kp (target - q) - kd qdot, clipped to +-tau_max, written to d->tau of each
  * joint.  Adds each joint's tau^2 (N²·m²) to *tau_sq when tau_sq is not NULL. */
 void env_anymal_pd(const env_anymal_joints *j, sim_data *d, const double target[ENV_ANYMAL_NJ], double kp, double kd,

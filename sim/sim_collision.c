@@ -98,7 +98,8 @@ static void point_vel(const sim_data *d, int b, const double p[3], double v[3])
 static const double up_frame[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
 
 /* Puts the contact (geometry g, feature, point p, ground normal n, signed gap) into the list, or, when it is full,
- * in place of the shallowest contact if this one is deeper. */
+ * in place of the least kept contact: the shallowest of those of the lowest geometry contact_priority, replaced if
+ * this one's priority is higher, or equal and this one is deeper. */
 static void insert(ctx *c, int g, int feature, const double p[3], const double n[3], double gap)
 {
     const sim_geom *G = &c->m->geom[g];
@@ -106,11 +107,13 @@ static void insert(ctx *c, int g, int feature, const double p[3], const double n
     if (c->n < c->max) {
         k = &c->out[c->n++];
     } else {
-        /* full: replace the shallowest contact if this one is deeper */
-        int w = 0;
-        for (int i = 1; i < c->n; i++)
-            if (c->out[i].gap > c->out[w].gap) w = i;
-        if (c->out[w].gap <= gap) return;
+        const sim_geom *geom = c->m->geom;
+        int w = 0, pw = geom[c->out[0].geom].contact_priority;
+        for (int i = 1; i < c->n; i++) {
+            const int pi = geom[c->out[i].geom].contact_priority;
+            if (pi < pw || (pi == pw && c->out[i].gap > c->out[w].gap)) w = i, pw = pi;
+        }
+        if (G->contact_priority < pw || (G->contact_priority == pw && c->out[w].gap <= gap)) return;
         k = &c->out[w];
     }
     k->geom = g;

@@ -74,6 +74,8 @@ typedef struct {
     double size[3];                 /* see sim_geom_type */
     double friction;                /* Coulomb coefficient of the (geometry, ground) pair */
     int nocollide;                  /* 1: the geometry never generates contacts (0 by default) */
+    int contact_priority;           /* when a world's contacts exceed opt.max_contacts, those of a geometry with a
+                                       higher priority are kept before any of a lower one (0 by default) */
 } sim_geom;
 
 /* The ground.  Three shapes, all on a grid of nx * ny heights (row-major, x fastest) with spacing dx, dy whose
@@ -119,7 +121,8 @@ typedef struct {
     int gap_target;                 /* 1 (default): a positive gap may close within the step, v_n >= -gap/dt */
     double erp;                     /* 0 (default, off): push out penetration p at erp p / dt */
     int warmstart;                  /* 1 (default): persistent contacts start from their last impulse */
-    int max_contacts;               /* per-world contact capacity (32); beyond it the deepest contacts are kept */
+    int max_contacts;               /* per-world contact capacity (32); beyond it those of the geometries of the
+                                       highest contact_priority are kept, the deepest first among equal priorities */
     int joint_limits;               /* 1 (default): joints with finite lower / upper get limit rows (sim_step.h);
                                        0: position limits are ignored */
 } sim_step_opt;

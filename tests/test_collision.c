@@ -378,6 +378,34 @@ Test(collision, capacity_keeps_the_deepest)
     destroy(&wm);
 }
 
+/* A full list keeps the contacts of the geometry of the higher contact_priority before deeper ones of a lower: a box
+ * 5 cm into the ground and a sphere 20 cm above it, one slot. */
+Test(collision, capacity_keeps_the_higher_priority)
+{
+    world wm = one_geom(SIM_GEOM_BOX, 0.3, 0.2, 0.1);
+    sim_model *m = wm.m;
+    m->geom[1] = (sim_geom){.name = "s", .type = SIM_GEOM_SPHERE, .body = 0, .pos = {0, 0, 0.15},
+                            .rot = {1, 0, 0, 0, 1, 0, 0, 0, 1}, .size = {0.05}, .friction = 0.7};
+    m->ngeom = 2;
+    char err[256];
+    cr_assert_eq(sim_model_finalize(m, err, sizeof err), 0, "%s", err);
+    for (int prio = 0; prio < 2; prio++) {
+        m->geom[1].contact_priority = prio;
+        place(m, wm.d, (double[]){0, 0, 0.05}, QID, NULL, NULL);
+        sim_contact one[1], all[5];
+        cr_assert_eq(sim_collide(m, wm.d, 10.0, 0.0, all, 5), 5);
+        cr_assert_eq(sim_collide(m, wm.d, 10.0, 0.0, one, 1), 1);
+        if (prio) {
+            cr_assert_eq(one[0].geom, 1, "the sphere's contact is kept");
+            cr_assert(fabs(one[0].gap - 0.15) < TOL, "gap %g", one[0].gap);
+        } else {
+            cr_assert_eq(one[0].geom, 0, "equal priorities: the deepest (a box corner) is kept");
+            cr_assert(fabs(one[0].gap + 0.05) < TOL, "gap %g", one[0].gap);
+        }
+    }
+    destroy(&wm);
+}
+
 Test(collision, max_contacts_counts_features)
 {
     world wm = one_geom(SIM_GEOM_SPHERE, 0.1, 0, 0);

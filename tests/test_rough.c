@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "env.h"
 #include "env_curriculum.h"
@@ -262,6 +263,56 @@ Test(rough, base_contact_terminates, .timeout = 120)
     uint8_t term[N], trunc[N];
     env_reset(e, 0, N, NULL, NULL, obs);
     /* level 0: every tile flat within 5 cm; the base 5 cm above its origin */
+    for (int i = 0; i < N; i++) e->worlds[i].d->q[2] -= 0.55;
+    env_step(e, 0, N, NULL, act, obs, rew, term, trunc, NULL);
+    for (int i = 0; i < N; i++) cr_assert_eq(term[i], 1, "world %d", i);
+    env_destroy(&e);
+}
+
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A world whose physics ran away (here: the base at 1e4 m/s, beyond ENV_ANYMAL_RUNAWAY_VEL) is failed and reset without being
+ * stepped: its collision look-ahead (speed x dt, 50 m) would span a million cells of the field per geometry point
+ * and take seconds.  The other worlds of the call step as usual. */
+Test(rough, runaway_world_is_not_stepped, .timeout = 120)
+{
+    enum { N = 2 };
+    env_t *e = mk(N, NULL, 0, 5), *ref = mk(N, NULL, 0, 5);
+    static float obs[N * 235], oref[N * 235], act[N * 12], rew[N], rref[N];
+    uint8_t term[N], trunc[N], tr2[N], tu2[N];
+    env_reset(e, 0, N, NULL, NULL, obs);
+    env_reset(ref, 0, N, NULL, NULL, oref);
+    e->worlds[0].d->u[0] = 1e4;
+    uint8_t reset[N] = {0};
+    env_info info = {.physics_reset = reset};
+    const double t0 = thread_cpu_s();
+    env_step(e, 0, N, NULL, act, obs, rew, term, trunc, &info);
+    const double sec = thread_cpu_s() - t0;
+    cr_assert_eq(reset[0], 1);
+    cr_assert_eq(trunc[0], 1);
+    cr_assert_lt(sec, 0.2, "one env step of 2 worlds took %.3f s of CPU", sec);
+    env_step(ref, 0, N, NULL, act, oref, rref, tr2, tu2, NULL);
+    cr_assert_eq(memcmp(obs + 235, oref + 235, 235 * sizeof(float)), 0, "world 1 steps as without world 0's runaway");
+    cr_assert_eq(reset[1], 0);
+    env_destroy(&e);
+    env_destroy(&ref);
+}
+
+/* A full contact list keeps the base's contacts: with 4 slots and the legs and feet far deeper in the ground than
+ * the base (5 cm in), the base contact still terminates every world. */
+Test(rough, full_contact_list_keeps_the_base, .timeout = 120)
+{
+    enum { N = 8 };
+    env_kv kv[] = {{"terrain_level_max", 0}, {"init_noise", 0}, {"max_contacts", 4}};
+    env_t *e = mk(N, kv, 3, 4);
+    static float obs[N * 235], act[N * 12], rew[N];
+    uint8_t term[N], trunc[N];
+    env_reset(e, 0, N, NULL, NULL, obs);
     for (int i = 0; i < N; i++) e->worlds[i].d->q[2] -= 0.55;
     env_step(e, 0, N, NULL, act, obs, rew, term, trunc, NULL);
     for (int i = 0; i < N; i++) cr_assert_eq(term[i], 1, "world %d", i);
