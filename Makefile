@@ -87,7 +87,7 @@ ALL_LIBS     := $(LIB_SERVER) $(LIB_CLIENT) $(LIB_PROTOCOL) $(LIB_ENVS) $(LIB_SI
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # herd-bench's MuJoCo comparisons; without MuJoCo the rest of herd-bench is built and names what it lacks
-BENCH_MUJOCO_SRC := bench/bench_dynamics.c bench/bench_env_mujoco.c bench/bench_solver_mujoco.c
+BENCH_MUJOCO_SRC := bench/bench_accuracy_mj.c bench/bench_dynamics.c bench/bench_env_mujoco.c bench/bench_solver_mujoco.c
 BENCH_SRC:= $(if $(PEER_OBJ),$(wildcard bench/*.c),$(filter-out $(BENCH_MUJOCO_SRC),$(wildcard bench/*.c)))
 BENCH_OBJ:= $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 TESTHELP := $(wildcard tests/helpers/*.c)
@@ -113,7 +113,7 @@ $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 # Whether this build has MuJoCo: the peer's users are compiled with HERD_MUJOCO 0 or 1 (and again when it changes).
 MUJOCO_STAMP := $(BUILD)/.mujoco
 $(shell mkdir -p $(BUILD) && echo '$(HAVE_MUJOCO)' | cmp -s - $(MUJOCO_STAMP) || echo '$(HAVE_MUJOCO)' > $(MUJOCO_STAMP))
-PEER_USERS := $(BENCH_OBJ) $(BUILD)/obj/tests/test_vs_mujoco.o $(BUILD)/obj/peers/mj_peer.o
+PEER_USERS := $(BENCH_OBJ) $(BUILD)/obj/tests/test_vs_mujoco.o $(BUILD)/obj/tests/test_bench_accuracy.o $(BUILD)/obj/peers/mj_peer.o
 $(PEER_USERS): ALL_CFLAGS += -Ipeers -DHERD_MUJOCO=$(if $(PEER_OBJ),1,0)
 $(PEER_USERS): $(MUJOCO_STAMP)
 
@@ -200,6 +200,14 @@ $(BUILD)/tests/test_fuzz: $(BUILD)/obj/tests/test_fuzz.o $(FUZZ_OBJ) $(TESTHELP_
 
 # Only the peer tests link MuJoCo (without it they are built to skip, each with a message).
 $(BUILD)/tests/test_vs_mujoco: $(BUILD)/obj/tests/test_vs_mujoco.o $(PEER_OBJ) $(TESTHELP_OBJ) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -lcriterion $(LDLIBS) $(MUJOCO_LIBS)
+
+# test_bench_accuracy checks herd-bench env --vs-mujoco's accuracy measure (bench/bench_accuracy*.c), MuJoCo's part
+# where MuJoCo is.
+$(BUILD)/tests/test_bench_accuracy: $(BUILD)/obj/tests/test_bench_accuracy.o $(BUILD)/obj/bench/bench_accuracy.o \
+		$(BUILD)/obj/bench/bench_util.o $(if $(PEER_OBJ),$(BUILD)/obj/bench/bench_accuracy_mj.o) $(PEER_OBJ) \
+		$(TESTHELP_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -lcriterion $(LDLIBS) $(MUJOCO_LIBS)
 

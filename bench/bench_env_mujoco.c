@@ -34,6 +34,16 @@
  * fastest timed beside the rest: "herd_fastest" and ratio_fastest_vs_fastest.  The headline ratios (ratio_vs_mujoco,
  * ratio_vs_mujoco_defaults) stay herd's defaults (50 sweeps, 1e-6) against MuJoCo's fastest and defaults: a capped
  * solve leaves Coulomb's law unconverged, which standing still does not show.
+ * Accuracy (bench_accuracy.h): every configuration of both grids, and both engines' defaults, against its own engine's
+ * converged solve on the same saved states: MuJoCo's are the states before each physics step of env steps 5 .. 12 of
+ * the first 8 worlds run with its defaults (Newton, converged at the compiled tolerance: the warm start is a converged
+ * previous step's), its reference Newton with 1000 iterations to 1e-10 and the configuration's cone; herd's are the
+ * states of the first 32 worlds after env steps 5 .. 12 of its defaults (with the last physics step's torques), its
+ * reference the task's solver to 1e-10 with up to 10000 sweeps.  Per configuration: median and p90 over the states of
+ * the relative error of the stacked per-contact impulses and of the velocity after the step ("mujoco_grid",
+ * "herd_grid", "..._accuracy").  The accurate headline, ratio_vs_mujoco_accurate: herd's defaults against the fastest
+ * (median of the repeats) of the 3 fastest (screen) standing MuJoCo configurations whose median impulse error is at
+ * most 1 % ("mujoco_accurate"; null when none is).
  * Clocks: the stepping thread's CPU time (the ratios: robust to a loaded machine's time slicing) and wall time
  * (..._wall figures).  Prints one JSON line ("bench": "env_vs_mujoco") and a table; medians over repeats.
  */
@@ -45,6 +55,7 @@
 #include "bench.h"
 #include "bench_env_work.h"
 #include "mj_peer.h"
+#include "bench_accuracy.h"     /* after MuJoCo's header: its MuJoCo part */
 #include "env.h"
 #include "env_anymal_model.h"
 #include "sim_model.h"
@@ -55,6 +66,13 @@
 #define EVM_STAND_TOL 0.08      /* m: MuJoCo's base height vs herd's after the zero-action run */
 #define EVM_UPRIGHT 0.95        /* world z of the base z axis */
 #define EVM_FINALISTS 3         /* fastest standing configurations of a grid's screen timed in the repeats */
+#define EVM_ACC_WORLDS 8        /* accuracy: states of the first worlds ... */
+#define EVM_ACC_SKIP 4          /* ... after this many env steps ... */
+#define EVM_ACC_STEPS 8         /* ... over this many (MuJoCo: every physics step; herd: every env step) */
+#define EVM_ACC_BOUND 0.01      /* the headline's MuJoCo configuration: median impulse error at most this */
+#define EVM_REF_ITER 1000       /* MuJoCo's converged reference: Newton, this many iterations, ... */
+#define EVM_REF_TOL 1e-10       /* ... this tolerance (herd's: its default solver to this tolerance, ...) */
+#define EVM_HREF_ITER 10000     /* ... at most this many sweeps) */
 
 typedef struct {
     int solver, iterations, cone;
@@ -70,6 +88,8 @@ typedef struct {
     double *q0, *u0;            /* nw x nq / nv: herd's state after reset, herd order */
     int *steps;                 /* env steps in the current episode */
     long resets, failures;
+    mjData **snap;              /* when set: the state before each mj_step is copied here, up to snap_cap */
+    int nsnap, snap_cap;
 } evm_mj;
 
 /* MuJoCo's warnings (an unstable grid configuration) go to stderr, once each, not into the JSON on stdout. */
@@ -136,6 +156,7 @@ static int evm_env_step(evm_mj *w, int i, const float *a, int restart)
             double t = w->kp * (target[j] - d->qpos[w->qadr[j]]) - w->kd * d->qvel[w->dof[j]];
             d->qfrc_applied[w->dof[j]] = t > w->tau_max ? w->tau_max : t < -w->tau_max ? -w->tau_max : t;
         }
+        if (w->snap && w->nsnap < w->snap_cap) mj_copyData(w->snap[w->nsnap++], m, d);
         mj_step(m, d);
     }
     int bad = !isfinite(d->qpos[w->p->qadr[2]]) || evm_warnings(d) > 0;
@@ -281,6 +302,65 @@ static int evm_herd_stands(env_t *e, evm_bufs *b, int steps, const evm_stand_ref
     return ok;
 }
 
+/* The states the accuracy is measured on, MuJoCo's: the first EVM_ACC_WORLDS worlds in configuration c from their
+ * initial states under the timed actions, the state before every physics step of env steps EVM_ACC_SKIP + 1 ..
+ * EVM_ACC_SKIP + EVM_ACC_STEPS (a world that ends restarts).  Returns the count (at most cap) or -1. */
+static int evm_mj_states(evm_mj *w, const evm_cfg *c, const float *act, mjData **snap, int cap)
+{
+    size_t na = (size_t)w->nw * w->ad;
+    int nw = w->nw < EVM_ACC_WORLDS ? w->nw : EVM_ACC_WORLDS;
+    evm_apply(w, c);
+    for (int i = 0; i < nw; i++) evm_restart(w, i);
+    w->nsnap = 0;
+    w->snap_cap = cap;
+    for (int s = 0; s < EVM_ACC_SKIP + EVM_ACC_STEPS; s++) {
+        w->snap = s >= EVM_ACC_SKIP ? snap : NULL;
+        for (int i = 0; i < nw; i++) evm_env_step(w, i, act + (size_t)(s & 7) * na + (size_t)i * w->ad, 1);
+    }
+    w->snap = NULL;
+    for (int i = 0; i < nw; i++) evm_restart(w, i);
+    return w->nsnap;
+}
+
+/* herd's states: the first 4 EVM_ACC_WORLDS worlds of env e (at most `cap` states) after each of env steps
+ * EVM_ACC_SKIP + 1 .. EVM_ACC_SKIP + EVM_ACC_STEPS of the timed actions, with the last physics step's applied force
+ * (herd's states are env steps, MuJoCo's physics steps: 4 x the worlds for as many states).  Returns the count or -1. */
+static int evm_herd_states(env_t *e, evm_bufs *b, sim_data **snap, int cap)
+{
+    int n = env_num_worlds(e), k = 0;
+    size_t na = (size_t)n * env_get_spec(e)->act_dim;
+    const sim_model *m = env_model(e);
+    bench_env_prepare(e, EVM_ACC_SKIP, b->act, b->obs, b->rew, b->term, b->trunc);
+    for (int s = 0; s < EVM_ACC_STEPS; s++) {
+        env_step(e, 0, n, NULL, b->act + (size_t)((EVM_ACC_SKIP + s) & 7) * na, b->obs, b->rew, b->term, b->trunc, NULL);
+        for (int i = 0; i < n && i < EVM_ACC_WORLDS * 4 && k < cap; i++) {
+            if (!(snap[k] = sim_data_new(m))) return -1;
+            sim_data_copy_state(m, snap[k++], env_world_state(e, i));
+        }
+    }
+    return k;
+}
+
+/* ,"key":{"impulse_err_median":..,...} (null for a figure without data: no contact in the states) */
+static void evm_print_num(const char *key, double x, int first)
+{
+    if (isfinite(x)) printf("%s\"%s\":%.4g", first ? "" : ",", key, x);
+    else printf("%s\"%s\":null", first ? "" : ",", key);
+}
+static void evm_print_acc_fields(const bench_accuracy *a, int first)
+{
+    evm_print_num("impulse_err_median", a->impulse_median, first);
+    evm_print_num("impulse_err_p90", a->impulse_p90, 0);
+    evm_print_num("velocity_err_median", a->velocity_median, 0);
+    evm_print_num("velocity_err_p90", a->velocity_p90, 0);
+}
+static void evm_print_acc(const char *key, const bench_accuracy *a)
+{
+    printf(",\"%s\":{", key);
+    evm_print_acc_fields(a, 1);
+    printf(",\"states\":%d,\"contact_states\":%d}", a->states, a->contact_states);
+}
+
 int bench_env_vs_mujoco(int argc, char **argv)
 {
     const char *name = bench_arg(argc, argv, "--env", "anymal_c-walk");
@@ -300,6 +380,17 @@ int bench_env_vs_mujoco(int argc, char **argv)
     int rc = 1;
     enum { EVM_HERD_MAX = 15 };
     env_t *henv[EVM_HERD_MAX] = {NULL}, *hfin_env[EVM_FINALISTS] = {NULL}; /* herd's grid (below) */
+    /* the accuracy's saved states (bench_accuracy.h) and herd's converged reference model */
+    enum { EVM_MJ_SNAP = EVM_ACC_WORLDS * EVM_ACC_STEPS * 16, EVM_H_SNAP = EVM_ACC_WORLDS * 4 * EVM_ACC_STEPS };
+    mjData **msnap = calloc(EVM_MJ_SNAP, sizeof(mjData *));
+    sim_data **hsnap = calloc(EVM_H_SNAP, sizeof(sim_data *));
+    sim_model *href = malloc(sizeof(sim_model));
+    int nmsnap = 0, nhsnap = 0;
+    if (!msnap || !hsnap || !href) {
+        fprintf(stderr, "herd-bench env --vs-mujoco: out of memory\n");
+        free(msnap), free(hsnap), free(href);
+        return 1;
+    }
     mju_user_warning = evm_warning;
     evm_mj w;
     memset(&w, 0, sizeof w);
@@ -368,6 +459,33 @@ int bench_env_vs_mujoco(int argc, char **argv)
     evm_cfg defaults = {w.p->m->opt.solver, w.p->m->opt.iterations, w.p->m->opt.cone};
     double tolerance = w.p->m->opt.tolerance;
 
+    /* ---- the states the accuracy is measured on: MuJoCo's along its defaults' run, herd's along its own */
+    int msnap_cap = EVM_ACC_WORLDS * EVM_ACC_STEPS * w.dec < EVM_MJ_SNAP ? EVM_ACC_WORLDS * EVM_ACC_STEPS * w.dec : EVM_MJ_SNAP;
+    for (int k = 0; k < msnap_cap; k++)
+        if (!(msnap[k] = mj_makeData(w.p->m))) { fprintf(stderr, "herd-bench: mj_makeData failed\n"); goto done; }
+    nmsnap = evm_mj_states(&w, &defaults, b.act, msnap, msnap_cap);
+    nhsnap = evm_herd_states(e, &b, hsnap, EVM_H_SNAP);
+    if (nhsnap < 0) { fprintf(stderr, "herd-bench env --vs-mujoco: out of memory\n"); goto done; }
+    *href = *hm;
+    href->opt.sp.tol = EVM_REF_TOL;
+    href->opt.sp.max_iter = EVM_HREF_ITER;
+    /* one configuration of MuJoCo's (c, its tolerance) against its converged solve with the same cone */
+#define EVM_MJ_ACC(c, out)                                                                                        \
+    do {                                                                                                          \
+        bench_mj_cfg cc_ = {(c).solver, (c).iterations, (c).cone, tolerance};                                   \
+        bench_mj_cfg rc_ = {mjSOL_NEWTON, EVM_REF_ITER, (c).cone, EVM_REF_TOL};                                  \
+        if (bench_mj_accuracy(w.p->m, msnap, nmsnap, &cc_, &rc_, (out))) {                                      \
+            fprintf(stderr, "herd-bench env --vs-mujoco: out of memory\n");                                      \
+            goto done;                                                                                            \
+        }                                                                                                         \
+    } while (0)
+    bench_accuracy def_acc, hdef_acc;
+    EVM_MJ_ACC(defaults, &def_acc);
+    if (bench_herd_accuracy(hm, href, sp->sim_dt, (const sim_data *const *)hsnap, nhsnap, &hdef_acc)) {
+        fprintf(stderr, "herd-bench env --vs-mujoco: out of memory\n");
+        goto done;
+    }
+
     /* ---- which configurations stand under zero actions (as herd does) */
     int stand_steps = (int)lround(stand_s / sp->control_dt);
     if (stand_steps >= sp->max_episode_steps) stand_steps = sp->max_episode_steps - 1;
@@ -378,7 +496,10 @@ int bench_env_vs_mujoco(int argc, char **argv)
     const int *iters = strcmp(grid, "quick") ? iters_full : iters_quick;
     int niters = strcmp(grid, "quick") ? 8 : 4;
     static const int solvers[3] = {mjSOL_PGS, mjSOL_CG, mjSOL_NEWTON}, cones[2] = {mjCONE_PYRAMIDAL, mjCONE_ELLIPTIC};
-    evm_cfg best = defaults, fin[EVM_FINALISTS];
+    evm_cfg best = defaults, fin[EVM_FINALISTS], gcfg[48];
+    bench_accuracy gacc[48], fin_acc[EVM_FINALISTS], best_acc = def_acc;
+    double gscreen[48];
+    int gstands[48];
     double fin_cpu[EVM_FINALISTS], def_dz = 0;
     int nfin = 0;
     int nstand = 0, ntried = 0;
@@ -388,7 +509,8 @@ int bench_env_vs_mujoco(int argc, char **argv)
     fprintf(stderr, "env vs MuJoCo %d.%d.%d: %s, %d worlds, %d colliding geometries; zero-action stand test: %d worlds, %.1f s\n",
             mj_version() / 100, mj_version() / 10 % 10, mj_version() % 10, name, worlds, ncollide, ref.n,
             stand_steps * sp->control_dt);
-    fprintf(stderr, "  %-7s %-10s %5s  %6s  %9s\n", "solver", "cone", "iter", "stands", "screen us");
+    fprintf(stderr, "  %-7s %-10s %5s  %6s  %9s  %s\n", "solver", "cone", "iter", "stands", "screen us",
+            "impulse err median / p90, velocity err median (vs its converged solve)");
     for (int si = 0; si < 3; si++)
         for (int ci = 0; ci < 2; ci++)
             for (int k = 0; k < niters; k++) {
@@ -396,8 +518,8 @@ int bench_env_vs_mujoco(int argc, char **argv)
                 evm_apply(&w, &c);
                 double dz;
                 int ok = evm_stands(&w, &ref, stand_steps, &dz);
-                ntried++;
                 double us = NAN;
+                EVM_MJ_ACC(c, &gacc[ntried]);
                 if (ok) {
                     nstand++;
                     evm_time t = evm_time_mujoco(&w, b.act, screen_steps, screen_steps);
@@ -408,10 +530,13 @@ int bench_env_vs_mujoco(int argc, char **argv)
                         if (at < EVM_FINALISTS) fin[at] = fin[at - 1], fin_cpu[at] = fin_cpu[at - 1];
                         at--;
                     }
-                    if (at < EVM_FINALISTS) fin[at] = c, fin_cpu[at] = t.cpu_s;
+                    if (at < EVM_FINALISTS) fin[at] = c, fin_acc[at] = gacc[ntried], fin_cpu[at] = t.cpu_s;
                 }
-                fprintf(stderr, "  %-7s %-10s %5d  %6s  %9.1f   (max |dz| %.3f m)\n", evm_solver(c.solver), evm_cone(c.cone),
-                        c.iterations, ok ? "yes" : "no", us, dz);
+                gcfg[ntried] = c, gscreen[ntried] = us, gstands[ntried] = ok;
+                fprintf(stderr, "  %-7s %-10s %5d  %6s  %9.1f  %.2g / %.2g, %.2g   (max |dz| %.3f m)\n", evm_solver(c.solver),
+                        evm_cone(c.cone), c.iterations, ok ? "yes" : "no", us, gacc[ntried].impulse_median,
+                        gacc[ntried].impulse_p90, gacc[ntried].velocity_median, dz);
+                ntried++;
             }
     if (!nstand) fprintf(stderr, "  no configuration of the grid stands: the defaults are the 'fastest'\n");
 
@@ -422,7 +547,10 @@ int bench_env_vs_mujoco(int argc, char **argv)
     static const int hiters_full[] = {1, 2, 3, 5, 10}, hiters_quick[] = {1, 3};
     const int *hiters = strcmp(grid, "quick") ? hiters_full : hiters_quick;
     const int nhiters = strcmp(grid, "quick") ? 5 : 2;
-    evm_herd_cfg hcfg[EVM_HERD_MAX], hfin[EVM_FINALISTS];
+    evm_herd_cfg hcfg[EVM_HERD_MAX], hfin[EVM_FINALISTS], hgcfg[EVM_HERD_MAX];
+    bench_accuracy hacc[EVM_HERD_MAX], hfin_acc[EVM_FINALISTS], hgacc[EVM_HERD_MAX];
+    double hgscreen[EVM_HERD_MAX];
+    int hgstands[EVM_HERD_MAX];
     double hcpu[EVM_HERD_MAX];
     int nhfin = 0, nhstand = 0, nhtried = 0;
     const double htol = env_config(e, "solver_tol");
@@ -434,33 +562,59 @@ int bench_env_vs_mujoco(int argc, char **argv)
             if (!he) { fprintf(stderr, "herd-bench env --vs-mujoco: %s\n", err); goto done; }
             double dz;
             int ok = evm_herd_stands(he, &b, stand_steps, &ref, &dz);
-            nhtried++;
+            bench_accuracy *ha = &hgacc[nhtried];
+            if (bench_herd_accuracy(env_model(he), href, sp->sim_dt, (const sim_data *const *)hsnap, nhsnap, ha)) {
+                fprintf(stderr, "herd-bench env --vs-mujoco: out of memory\n");
+                env_destroy(&he);
+                goto done;
+            }
             double us = NAN;
             if (ok) {
                 evm_time t = evm_time_herd(he, &b, screen_steps, screen_steps);
                 us = 1e6 * t.cpu_s / ((double)worlds * screen_steps);
-                hcfg[nhstand] = c, henv[nhstand] = he, hcpu[nhstand++] = t.cpu_s;
+                hcfg[nhstand] = c, hacc[nhstand] = *ha, henv[nhstand] = he, hcpu[nhstand++] = t.cpu_s;
             } else {
                 env_destroy(&he);
             }
-            fprintf(stderr, "  herd    %-20s %5d  %6s  %9.1f   (max |dz| %.3f m)\n", sim_solver_at(c.solver)->name, c.max_iter,
-                    ok ? "yes" : "no", us, dz);
+            hgcfg[nhtried] = c, hgscreen[nhtried] = us, hgstands[nhtried] = ok;
+            fprintf(stderr, "  herd    %-20s %5d  %6s  %9.1f  %.2g / %.2g, %.2g   (max |dz| %.3f m)\n",
+                    sim_solver_at(c.solver)->name, c.max_iter, ok ? "yes" : "no", us, ha->impulse_median, ha->impulse_p90,
+                    ha->velocity_median, dz);
+            nhtried++;
         }
     /* its EVM_FINALISTS fastest by the screen go on to the timed repeats */
     while (nhfin < EVM_FINALISTS && nhfin < nhstand) {
         int f = -1;
         for (int k = 0; k < nhstand; k++)
             if (henv[k] && (f < 0 || hcpu[k] < hcpu[f])) f = k;
-        hfin[nhfin] = hcfg[f], hfin_env[nhfin++] = henv[f], henv[f] = NULL;
+        hfin[nhfin] = hcfg[f], hfin_acc[nhfin] = hacc[f], hfin_env[nhfin++] = henv[f], henv[f] = NULL;
     }
     for (int k = 0; k < nhstand; k++) env_destroy(&henv[k]);
+
+    /* ---- MuJoCo's accurate finalists: the EVM_FINALISTS fastest by the screen of the standing configurations whose
+     * median impulse error is within EVM_ACC_BOUND of its converged solve */
+    evm_cfg afin[EVM_FINALISTS];
+    bench_accuracy afin_acc[EVM_FINALISTS];
+    int nafin = 0, naccurate = 0, gleft[48];
+    for (int k = 0; k < ntried; k++) {
+        gleft[k] = gstands[k];
+        naccurate += gstands[k] && gacc[k].impulse_median <= EVM_ACC_BOUND;
+    }
+    {
+        double gmed[48];
+        for (int k = 0; k < ntried; k++) gmed[k] = gacc[k].impulse_median;
+        for (int f; nafin < EVM_FINALISTS && (f = bench_pick_accurate(ntried, gscreen, gmed, gleft, EVM_ACC_BOUND)) >= 0;) {
+            afin[nafin] = gcfg[f], afin_acc[nafin++] = gacc[f];
+            gleft[f] = 0;
+        }
+    }
 
     /* ---- timed repeats: herd, the screen's finalists (its EVM_FINALISTS fastest standing configurations: one
      * short screen is too noisy to choose alone) and MuJoCo's defaults, in turn; the fastest finalist by median
      * is "MuJoCo's fastest" */
     double hc[64], hw[64], fc[64], fw[64], dc[64], dw[64], xc[EVM_FINALISTS][64], xw[EVM_FINALISTS][64];
     long fres = 0, ffail = 0, dres = 0, dfail = 0, xres[EVM_FINALISTS] = {0}, xfail[EVM_FINALISTS] = {0};
-    double yc[EVM_FINALISTS][64], yw[EVM_FINALISTS][64];
+    double yc[EVM_FINALISTS][64], yw[EVM_FINALISTS][64], zc[EVM_FINALISTS][64], zw[EVM_FINALISTS][64];
     for (int r = 0; r < repeats; r++) {
         evm_time t = evm_time_herd(e, &b, warmup, steps);
         hc[r] = t.cpu_s, hw[r] = t.wall_s;
@@ -473,6 +627,11 @@ int bench_env_vs_mujoco(int argc, char **argv)
             w.resets = w.failures = 0;
             t = evm_time_mujoco(&w, b.act, warmup, steps);
             xc[k][r] = t.cpu_s, xw[k][r] = t.wall_s, xres[k] += w.resets, xfail[k] += w.failures;
+        }
+        for (int k = 0; k < nafin; k++) {
+            evm_apply(&w, &afin[k]);
+            t = evm_time_mujoco(&w, b.act, warmup, steps);
+            zc[k][r] = t.cpu_s, zw[k][r] = t.wall_s;
         }
         evm_apply(&w, &defaults);
         w.resets = w.failures = 0;
@@ -487,7 +646,27 @@ int bench_env_vs_mujoco(int argc, char **argv)
         double m = bench_median(tmp, repeats);
         if (m < kb_sec) kb_sec = m, kb = k;
     }
-    if (nfin) best = fin[kb];
+    if (nfin) best = fin[kb], best_acc = fin_acc[kb];
+    /* the headline's MuJoCo configuration: the fastest accurate finalist by median */
+    int ka = -1;
+    double acc_eps = NAN, acc_eps_wall = NAN;
+    {
+        double amed[EVM_FINALISTS], aerr[EVM_FINALISTS];
+        int all[EVM_FINALISTS];
+        for (int k = 0; k < nafin; k++) {
+            double tmp[64];
+            memcpy(tmp, zc[k], sizeof(double) * (size_t)repeats);
+            amed[k] = bench_median(tmp, repeats), aerr[k] = afin_acc[k].impulse_median, all[k] = 1;
+        }
+        ka = bench_pick_accurate(nafin, amed, aerr, all, EVM_ACC_BOUND);
+        if (ka >= 0) {
+            double tmp[64];
+            for (int r = 0; r < repeats; r++) tmp[r] = (double)worlds * steps / zc[ka][r];
+            acc_eps = bench_median(tmp, repeats);
+            for (int r = 0; r < repeats; r++) tmp[r] = (double)worlds * steps / zw[ka][r];
+            acc_eps_wall = bench_median(tmp, repeats);
+        }
+    }
     memcpy(fc, xc[kb], sizeof(double) * (size_t)repeats);
     memcpy(fw, xw[kb], sizeof(double) * (size_t)repeats);
     fres = xres[kb], ffail = xfail[kb];
@@ -544,7 +723,7 @@ int bench_env_vs_mujoco(int argc, char **argv)
            "\"friction\":%g,\"colliding_geoms\":%d,\"mujoco_version\":%d,\"mujoco_floor\":\"plane\",\"inertia_adopted_err\":%.3g,"
            "\"herd_includes_obs_reward\":true,\"herd_fastest\":{\"solver\":\"%s\",\"solver_max_iter\":%d,\"solver_tol\":%g,"
            "\"env_steps_per_s\":%.1f,\"env_steps_per_s_wall\":%.1f,\"us_per_physics_step\":%.4f,\"grid_configs\":%d,"
-           "\"grid_standing\":%d},\"ratio_fastest_vs_fastest\":%.4f,\"cpu\":\"%s\"}\n",
+           "\"grid_standing\":%d},\"ratio_fastest_vs_fastest\":%.4f,\"cpu\":\"%s\"",
            evm_solver(best.solver), best.iterations, evm_cone(best.cone), tolerance, nstand ? "true" : "false", fres / repeats,
            ffail, evm_solver(defaults.solver), defaults.iterations, evm_cone(defaults.cone), tolerance,
            def_stands ? "true" : "false", def_dz, dres / repeats, dfail, grid, ntried, nstand, stand_steps * sp->control_dt,
@@ -552,6 +731,47 @@ int bench_env_vs_mujoco(int argc, char **argv)
            mj_version(), inertia_err, hb >= 0 ? sim_solver_at(hfin[hb].solver)->name : "none",
            hb >= 0 ? hfin[hb].max_iter : 0, hb >= 0 ? hfin[hb].tol : 0.0, hbest_eps, hbest_eps_wall,
            1e6 / (hbest_eps * w.dec), nhtried, nhstand, hbest_eps / eps[2], bench_cpu());
+    /* accuracy: each timed configuration against its own engine's converged solve on the same states */
+    printf(",\"accuracy\":{\"bound\":%g,\"mujoco_states\":%d,\"herd_states\":%d,\"accurate_standing\":%d,"
+           "\"mujoco_reference\":{\"solver\":\"Newton\",\"iterations\":%d,\"tolerance\":%g,\"cone\":\"the configuration's\"},"
+           "\"herd_reference\":{\"solver\":\"%s\",\"solver_max_iter\":%d,\"solver_tol\":%g},"
+           "\"impulse_error\":\"relative norm of the step's stacked per-contact impulses (normal and friction, contact frames)\","
+           "\"velocity_error\":\"relative norm of the generalized velocity after the step\"}",
+           EVM_ACC_BOUND, nmsnap, nhsnap, naccurate, EVM_REF_ITER, EVM_REF_TOL, sim_solver_at(href->opt.solver)->name,
+           EVM_HREF_ITER, EVM_REF_TOL);
+    evm_print_acc("herd_accuracy", &hdef_acc);
+    evm_print_acc("mujoco_fastest_accuracy", &best_acc);
+    evm_print_acc("mujoco_defaults_accuracy", &def_acc);
+    if (hb >= 0) evm_print_acc("herd_fastest_accuracy", &hfin_acc[hb]);
+    if (ka >= 0) {
+        printf(",\"mujoco_accurate\":{\"solver\":\"%s\",\"iterations\":%d,\"cone\":\"%s\",\"noslip_iterations\":0,"
+               "\"tolerance\":%g,\"stands\":true,\"env_steps_per_s\":%.1f,\"env_steps_per_s_wall\":%.1f,"
+               "\"us_per_physics_step\":%.4f,",
+               evm_solver(afin[ka].solver), afin[ka].iterations, evm_cone(afin[ka].cone), tolerance, acc_eps, acc_eps_wall,
+               1e6 / (acc_eps * w.dec));
+        evm_print_acc_fields(&afin_acc[ka], 1);
+        printf("},\"ratio_vs_mujoco_accurate\":%.4f,\"ratio_vs_mujoco_accurate_wall\":%.4f", eps[0] / acc_eps,
+               eps[1] / acc_eps_wall);
+    } else {
+        printf(",\"mujoco_accurate\":null,\"ratio_vs_mujoco_accurate\":null,\"ratio_vs_mujoco_accurate_wall\":null");
+    }
+    printf(",\"mujoco_grid\":[");
+    for (int k = 0; k < ntried; k++) {
+        printf("%s{\"solver\":\"%s\",\"cone\":\"%s\",\"iterations\":%d,\"stands\":%s,", k ? "," : "",
+               evm_solver(gcfg[k].solver), evm_cone(gcfg[k].cone), gcfg[k].iterations, gstands[k] ? "true" : "false");
+        evm_print_num("screen_us_per_env_step", gscreen[k], 1);
+        evm_print_acc_fields(&gacc[k], 0);
+        printf("}");
+    }
+    printf("],\"herd_grid\":[");
+    for (int k = 0; k < nhtried; k++) {
+        printf("%s{\"solver\":\"%s\",\"solver_max_iter\":%d,\"stands\":%s,", k ? "," : "",
+               sim_solver_at(hgcfg[k].solver)->name, hgcfg[k].max_iter, hgstands[k] ? "true" : "false");
+        evm_print_num("screen_us_per_env_step", hgscreen[k], 1);
+        evm_print_acc_fields(&hgacc[k], 0);
+        printf("}");
+    }
+    printf("]}\n");
     fflush(stdout);
     fprintf(stderr, "  timed: %d worlds x %d env steps after %d warm-up, median of %d, per thread (CPU time | wall)\n", worlds,
             steps, warmup, repeats);
@@ -566,10 +786,31 @@ int bench_env_vs_mujoco(int argc, char **argv)
         fprintf(stderr, "    herd fastest (%s, at most %d sweep%s)  %9.0f | %9.0f              (%.2f us)\n",
                 sim_solver_at(hfin[hb].solver)->name, hfin[hb].max_iter, hfin[hb].max_iter == 1 ? "" : "s", hbest_eps,
                 hbest_eps_wall, 1e6 / (hbest_eps * w.dec));
+    if (ka >= 0)
+        fprintf(stderr, "    MuJoCo accurate (%s, %s, %d it.) %9.0f | %9.0f              (%.2f us)\n", evm_solver(afin[ka].solver),
+                evm_cone(afin[ka].cone), afin[ka].iterations, acc_eps, acc_eps_wall, 1e6 / (acc_eps * w.dec));
     fprintf(stderr, "  herd / MuJoCo fastest: %.2fx; herd / MuJoCo defaults: %.2fx; herd fastest / MuJoCo fastest: %.2fx\n",
             eps[0] / eps[2], eps[0] / eps[4], hbest_eps / eps[2]);
+    fprintf(stderr, "  accuracy vs each engine's converged solve (impulse err median / p90, velocity err median):\n"
+                    "    herd defaults %.2g / %.2g, %.2g; MuJoCo fastest %.2g / %.2g, %.2g; MuJoCo defaults %.2g / %.2g, %.2g\n",
+            hdef_acc.impulse_median, hdef_acc.impulse_p90, hdef_acc.velocity_median, best_acc.impulse_median,
+            best_acc.impulse_p90, best_acc.velocity_median, def_acc.impulse_median, def_acc.impulse_p90,
+            def_acc.velocity_median);
+    if (ka >= 0)
+        fprintf(stderr, "  herd / MuJoCo's fastest standing configuration with median impulse error <= %g %%: %.2fx "
+                        "(its error %.2g / %.2g, %.2g)\n", 100 * EVM_ACC_BOUND, eps[0] / acc_eps, afin_acc[ka].impulse_median,
+                afin_acc[ka].impulse_p90, afin_acc[ka].velocity_median);
+    else
+        fprintf(stderr, "  no standing MuJoCo configuration of the grid has a median impulse error <= %g %%\n", 100 * EVM_ACC_BOUND);
     rc = 0;
 done:
+#undef EVM_MJ_ACC
+    for (int k = 0; k < EVM_MJ_SNAP; k++)
+        if (msnap[k]) mj_deleteData(msnap[k]);
+    for (int k = 0; k < EVM_H_SNAP; k++) sim_data_destroy(&hsnap[k]);
+    free(msnap);
+    free(hsnap);
+    free(href);
     for (int k = 0; k < EVM_FINALISTS; k++) env_destroy(&hfin_env[k]);
     for (int k = 0; k < EVM_HERD_MAX; k++) env_destroy(&henv[k]);
     if (w.d)

@@ -65,7 +65,9 @@ static const struct { const char *name; const char *what; const char *options; }
      "  --profile         per-stage time of a physics step on one thread (PD, dynamics, collision, Jacobians,\n"
      "                    Delassus, solve, finish, env overhead)\n"
      "  --vs-mujoco       the same env steps in MuJoCo 2.2: its fastest configuration that stands under zero\n"
-     "                    actions (a grid; --grid full|quick, --stand-seconds S) and its defaults\n"},
+     "                    actions (a grid; --grid full|quick, --stand-seconds S), its fastest standing one whose\n"
+     "                    median contact-impulse error is <= 1 %, and its defaults; every configuration's accuracy\n"
+     "                    against its own engine's converged solve on the same states (herd's grid too)\n"},
     {"server", "served vs in-process throughput and latency over ZeroMQ, and one worker's slice stepped alone "
                "against the whole session; --memory: server memory per world",
      "  --env NAME        (default anymal_c-walk)\n"
