@@ -750,7 +750,9 @@ int bench_env_vs_mujoco(int argc, char **argv)
                evm_solver(afin[ka].solver), afin[ka].iterations, evm_cone(afin[ka].cone), tolerance, acc_eps, acc_eps_wall,
                1e6 / (acc_eps * w.dec));
         evm_print_acc_fields(&afin_acc[ka], 1);
-        printf("},\"ratio_vs_mujoco_accurate\":%.4f,\"ratio_vs_mujoco_accurate_wall\":%.4f", eps[0] / acc_eps,
+        printf(",\"env_steps_per_s_reps\":[");
+        for (int r = 0; r < repeats; r++) printf("%s%.1f", r ? "," : "", work / zc[ka][r]);
+        printf("]},\"ratio_vs_mujoco_accurate\":%.4f,\"ratio_vs_mujoco_accurate_wall\":%.4f", eps[0] / acc_eps,
                eps[1] / acc_eps_wall);
     } else {
         printf(",\"mujoco_accurate\":null,\"ratio_vs_mujoco_accurate\":null,\"ratio_vs_mujoco_accurate_wall\":null");

@@ -326,6 +326,13 @@ def _(S):
     return "%.1f KB" % (mem[0]["bytes_per_world"] / 1000.0)
 
 
+def _relerr(x):
+    """A relative error as a percentage, two significant digits ("n/a" without a measurement)."""
+    if x is None or x != x:
+        return "n/a"
+    return "%.2g %%" % (100.0 * x)
+
+
 def _mujoco_version(v):
     """MuJoCo's mj_version() number (222) as its release name (2.2.2)."""
     if isinstance(v, int) and 100 <= v <= 999:
@@ -380,6 +387,25 @@ def _(S):
             times(d["ratio_vs_mujoco_defaults"], 1), "" if md.get("stands", True) else " (which let the stance sink)")
         if "ratio_fastest_vs_fastest" in d:
             fig += "; each at its fastest standing configuration %s" % times(d["ratio_fastest_vs_fastest"], 1)
+        if "mujoco_fastest_accuracy" in d:
+            # the accuracy beside every ratio (each configuration against its own engine's converged solve), and the
+            # ratio at equal accuracy first
+            a, bound = d.get("mujoco_accurate"), _relerr(d["accuracy"]["bound"])
+            if a:
+                head = "%s its fastest standing configuration within %s median contact-impulse error (%s, %s cone, " \
+                       "%d iterations: %s; herd's %s)" % (
+                           times(d["ratio_vs_mujoco_accurate"], 1), bound, a["solver"], a["cone"], a["iterations"],
+                           _relerr(a["impulse_err_median"]), _relerr(d["herd_accuracy"]["impulse_err_median"]))
+            else:
+                head = "no standing configuration within %s median contact-impulse error (herd's %s)" % (
+                    bound, _relerr(d["herd_accuracy"]["impulse_err_median"]))
+            fig = "%s; %s its fastest standing configuration (%s, %s cone, %d iterations: %s); %s its defaults (%s)" % (
+                head, times(d["ratio_vs_mujoco"], 1), mf["solver"], mf["cone"], mf["iterations"],
+                _relerr(d["mujoco_fastest_accuracy"]["impulse_err_median"]), times(d["ratio_vs_mujoco_defaults"], 1),
+                _relerr(d["mujoco_defaults_accuracy"]["impulse_err_median"]))
+            if "herd_fastest_accuracy" in d and "ratio_fastest_vs_fastest" in d:
+                fig += "; each at its fastest standing configuration %s (herd's %s)" % (
+                    times(d["ratio_fastest_vs_fastest"], 1), _relerr(d["herd_fastest_accuracy"]["impulse_err_median"]))
         rows.append(("`%s` vs MuJoCo %s, same actions (`env --vs-mujoco`)" % (
             d["env"], _mujoco_version(d.get("mujoco_version"))), fig))
     served = {d["transport"]: d for d in _pick(lines, "server", worlds=1024)}

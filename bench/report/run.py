@@ -142,6 +142,21 @@ def fmt(x, nd=0):
     return ("{:,.%df}" % nd).format(x)
 
 
+def pcterr(x):
+    """A relative error as a percentage (None: no measurement)."""
+    if x is None or x != x:
+        return "n/a"
+    return "%.2g %%" % (100.0 * x)
+
+
+def accuracy(a):
+    """An env_vs_mujoco accuracy object (impulse_err_median, ...) as "impulse median / p90, velocity median"."""
+    if not a:
+        return "n/a"
+    return "%s / %s, velocity %s" % (pcterr(a.get("impulse_err_median")), pcterr(a.get("impulse_err_p90")),
+                                     pcterr(a.get("velocity_err_median")))
+
+
 def stamp(fig, ctx, note):
     fig.text(0.01, 0.005, "%s; %d CPUs; commit %s; load avg %s; %s" % (ctx["machine"]["cpu"], ctx["machine"]["cpus"],
              ctx["commit"], ctx["load"], note), fontsize=6.5, color="0.35", ha="left", va="bottom")
@@ -263,10 +278,24 @@ def main():
         head.append(("1 -> 2 threads, walk, 4096 worlds", "%.2fx wall; per-thread CPU efficiency %.2f"
                      % (sc_[0]["speedup_1_to_2_threads"], sc_[0]["cpu_efficiency_2_threads"])))
     for d in mj_walk + mj_stand:
-        head.append(("herd / MuJoCo 2.2.2, %s (env steps/s per thread)" % d["env"],
-                     "%.2fx its fastest standing configuration (%s, %s, %d it.); %.2fx its defaults"
-                     % (d["ratio_vs_mujoco"], d["mujoco_fastest"]["solver"], d["mujoco_fastest"]["cone"],
-                        d["mujoco_fastest"]["iterations"], d["ratio_vs_mujoco_defaults"])))
+        fig = ("%.2fx its fastest standing configuration (%s, %s, %d it.); %.2fx its defaults"
+               % (d["ratio_vs_mujoco"], d["mujoco_fastest"]["solver"], d["mujoco_fastest"]["cone"],
+                  d["mujoco_fastest"]["iterations"], d["ratio_vs_mujoco_defaults"]))
+        if "mujoco_fastest_accuracy" in d:
+            a = d.get("mujoco_accurate")
+            fig = ("%.2fx its fastest standing configuration (%s, %s, %d it.; median contact-impulse error %s against "
+                   "its converged solve, herd's %s)" % (d["ratio_vs_mujoco"], d["mujoco_fastest"]["solver"],
+                                                        d["mujoco_fastest"]["cone"], d["mujoco_fastest"]["iterations"],
+                                                        pcterr(d["mujoco_fastest_accuracy"]["impulse_err_median"]),
+                                                        pcterr(d["herd_accuracy"]["impulse_err_median"])))
+            if a:
+                fig += ("; **%.2fx its fastest within %s impulse error** (%s, %s, %d it.; %s)"
+                        % (d["ratio_vs_mujoco_accurate"], pcterr(d["accuracy"]["bound"]), a["solver"], a["cone"],
+                           a["iterations"], pcterr(a["impulse_err_median"])))
+            else:
+                fig += "; no standing configuration within %s impulse error" % pcterr(d["accuracy"]["bound"])
+            fig += "; %.2fx its defaults" % d["ratio_vs_mujoco_defaults"]
+        head.append(("herd / MuJoCo 2.2.2, %s (env steps/s per thread)" % d["env"], fig))
     if mem:
         head.append(("herd-server memory per world", "%s B (%s worlds, all included)"
                      % (fmt(mem[0]["bytes_per_world"]), fmt(max(p["worlds"] for p in mem[0]["points"])))))
@@ -486,12 +515,15 @@ def main():
     mj = mj_walk + mj_stand
     if mj:
         fig, ax = plt.subplots(figsize=(7.5, 4))
-        width = 0.27
-        for k, (key, label) in enumerate((("herd_env_steps_per_s_reps", "herd"),
-                                          ("mujoco_fastest_env_steps_per_s_reps", "MuJoCo fastest standing"),
-                                          ("mujoco_defaults_env_steps_per_s_reps", "MuJoCo defaults"))):
-            sp = [spread(d[key]) for d in mj]
-            ax.bar([i + (k - 1) * width for i in range(len(mj))], [s[0] for s in sp], width,
+        bars = [("herd_env_steps_per_s_reps", "herd"), ("mujoco_fastest_env_steps_per_s_reps", "MuJoCo fastest standing"),
+                ("mujoco_defaults_env_steps_per_s_reps", "MuJoCo defaults")]
+        if any(d.get("mujoco_accurate") for d in mj):
+            bars.insert(2, ("mujoco_accurate", "MuJoCo fastest standing within 1 % impulse error"))
+        width = 0.27 if len(bars) == 3 else 0.2
+        for k, (key, label) in enumerate(bars):
+            sp = [spread((d.get(key) or {}).get("env_steps_per_s_reps", []) if key == "mujoco_accurate" else d[key])
+                  for d in mj]
+            ax.bar([i + (k - (len(bars) - 1) / 2.0) * width for i in range(len(mj))], [s[0] for s in sp], width,
                    yerr=[[s[0] - s[1] for s in sp], [s[2] - s[0] for s in sp]], capsize=3, label=label)
         ax.set_xticks(range(len(mj)))
         ax.set_xticklabels(["%s\n(MuJoCo fastest: %s %s %d it.)" % (d["env"], d["mujoco_fastest"]["solver"],
@@ -536,6 +568,46 @@ def main():
                                    fmt(x["mujoco_fastest_env_steps_per_s"]), x["ratio_fastest_vs_fastest"]) for x in hf))
             md.append(".  The headline ratios above are herd's defaults (up to 50 sweeps to a 1e-6 violation: "
                       "Coulomb's law solved), which standing still does not require.\n")
+        acc = [x for x in mj if "herd_accuracy" in x]
+        if acc:
+            md.append("\n### Accuracy beside every ratio\n\nEach configuration against its own engine's converged "
+                      "solve, one physics step from the same saved states: the relative error of the stacked per-contact "
+                      "impulses (normal and friction; median / p90 over the states) and of the velocity after the step "
+                      "(median).  herd / X is herd's defaults' env steps/s over X's.\n\n"
+                      "| task | configuration | env steps/s | herd / X | impulse error median / p90, velocity error |\n"
+                      "|---|---|---:|---:|---|\n")
+            for x in acc:
+                rows = [("herd defaults (%s)" % x["accuracy"]["herd_reference"]["solver"], x["herd_env_steps_per_s"],
+                         1.0, x["herd_accuracy"])]
+                hf_ = x.get("herd_fastest")
+                if hf_ and hf_["solver"] != "none" and "herd_fastest_accuracy" in x:
+                    rows.append(("herd fastest standing (%s, at most %d sweep%s)" % (
+                                     hf_["solver"], hf_["solver_max_iter"], "" if hf_["solver_max_iter"] == 1 else "s"),
+                                 hf_["env_steps_per_s"], x["herd_env_steps_per_s"] / hf_["env_steps_per_s"],
+                                 x["herd_fastest_accuracy"]))
+                f = x["mujoco_fastest"]
+                rows.append(("MuJoCo fastest standing (%s, %s, %d it.)" % (f["solver"], f["cone"], f["iterations"]),
+                             x["mujoco_fastest_env_steps_per_s"], x["ratio_vs_mujoco"], x["mujoco_fastest_accuracy"]))
+                a = x.get("mujoco_accurate")
+                if a:
+                    rows.append(("**MuJoCo fastest standing within %s** (%s, %s, %d it.)"
+                                 % (pcterr(x["accuracy"]["bound"]), a["solver"], a["cone"], a["iterations"]),
+                                 a["env_steps_per_s"], x["ratio_vs_mujoco_accurate"], a))
+                f = x["mujoco_defaults"]
+                rows.append(("MuJoCo defaults (%s, %s, %d it.)" % (f["solver"], f["cone"], f["iterations"]),
+                             x["mujoco_defaults_env_steps_per_s"], x["ratio_vs_mujoco_defaults"],
+                             x["mujoco_defaults_accuracy"]))
+                for name, eps, ratio, ac in rows:
+                    md.append("| %s | %s | %s | %.2fx | %s |\n" % (x["env"], name, fmt(eps), ratio, accuracy(ac)))
+            x = acc[0]
+            md.append("\nStates: %d of MuJoCo's (before each physics step of a short run of its defaults), %d of herd's "
+                      "(after each env step of its defaults).  References: MuJoCo %s with %d iterations to %g and the "
+                      "configuration's cone; herd %s with up to %d sweeps to %g.  Every grid configuration's accuracy is "
+                      "in the JSON lines (`mujoco_grid`, `herd_grid`).\n"
+                      % (x["accuracy"]["mujoco_states"], x["accuracy"]["herd_states"],
+                         x["accuracy"]["mujoco_reference"]["solver"], x["accuracy"]["mujoco_reference"]["iterations"],
+                         x["accuracy"]["mujoco_reference"]["tolerance"], x["accuracy"]["herd_reference"]["solver"],
+                         x["accuracy"]["herd_reference"]["solver_max_iter"], x["accuracy"]["herd_reference"]["solver_tol"]))
     # ---- memory
     md.append("\n## Memory per world (herd-server VmRSS, `herd-bench server --memory`)\n")
     if mem:
