@@ -2,8 +2,8 @@
  * on the same saved states (herd-bench env --vs-mujoco).
  *
  * For each state: one physics step with the configuration and one with the engine's converged reference, both from
- * an exact copy of the state (herd: sim_data_copy_state, which keeps the warm-start cache; MuJoCo: mj_copyData,
- * which keeps qacc_warmstart), then
+ * an exact copy of the state (herd: sim_data_copy_state, which keeps the warm-start cache; MuJoCo:
+ * bench_mj_save_state, which keeps qacc_warmstart), then
  *   impulse error   |f - f_ref| / |f_ref| over the stacked per-contact vectors (normal and both friction
  *                   components, contact frames) of the step's contacts: herd's impulses d->lambda, MuJoCo's
  *                   mj_contactForce (its force x dt is the impulse, so the relative error is the same); states without
@@ -46,9 +46,17 @@ typedef struct {
     double tolerance;
 } bench_mj_cfg;
 
-/* One mj_step with cfg and one with ref from each of the n states (mj_copyData of each; their qfrc_applied is the
- * applied force), compared as above.  m->opt is restored before returning.  Returns 0, or -1 if out of memory. */
-int bench_mj_accuracy(mjModel *m, mjData *const *states, int n, const bench_mj_cfg *cfg, const bench_mj_cfg *ref,
+/* A saved MuJoCo state: what mj_step reads of a model without actuators, mocap bodies or xfrc_applied (qpos, qvel,
+ * qacc_warmstart, qfrc_applied and time), bench_mj_state_size(m) doubles; a few hundred bytes where a whole mjData
+ * (mj_copyData) takes megabytes. */
+int bench_mj_state_size(const mjModel *m);
+void bench_mj_save_state(const mjModel *m, const mjData *d, double *state);
+/* d = a fresh mjData (mj_resetData) with the saved state: it steps on exactly as the saved one. */
+void bench_mj_load_state(const mjModel *m, mjData *d, const double *state);
+
+/* One mj_step with cfg and one with ref from each of the n saved states (states + k bench_mj_state_size(m)),
+ * compared as above.  m->opt is restored before returning.  Returns 0, or -1 if out of memory. */
+int bench_mj_accuracy(mjModel *m, const double *states, int n, const bench_mj_cfg *cfg, const bench_mj_cfg *ref,
                       bench_accuracy *out);
 #endif
 

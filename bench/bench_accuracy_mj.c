@@ -25,7 +25,30 @@ static void bam_forces(const mjModel *m, const mjData *d, double *f)
     }
 }
 
-int bench_mj_accuracy(mjModel *m, mjData *const *states, int n, const bench_mj_cfg *cfg, const bench_mj_cfg *ref,
+int bench_mj_state_size(const mjModel *m) { return m->nq + 3 * m->nv + 1; }
+
+void bench_mj_save_state(const mjModel *m, const mjData *d, double *state)
+{
+    double *x = state;
+    for (int k = 0; k < m->nq; k++) *x++ = d->qpos[k];
+    for (int k = 0; k < m->nv; k++) *x++ = d->qvel[k];
+    for (int k = 0; k < m->nv; k++) *x++ = d->qacc_warmstart[k];
+    for (int k = 0; k < m->nv; k++) *x++ = d->qfrc_applied[k];
+    *x = d->time;
+}
+
+void bench_mj_load_state(const mjModel *m, mjData *d, const double *state)
+{
+    const double *x = state;
+    mj_resetData(m, d);
+    for (int k = 0; k < m->nq; k++) d->qpos[k] = *x++;
+    for (int k = 0; k < m->nv; k++) d->qvel[k] = *x++;
+    for (int k = 0; k < m->nv; k++) d->qacc_warmstart[k] = *x++;
+    for (int k = 0; k < m->nv; k++) d->qfrc_applied[k] = *x++;
+    d->time = *x;
+}
+
+int bench_mj_accuracy(mjModel *m, const double *states, int n, const bench_mj_cfg *cfg, const bench_mj_cfg *ref,
                       bench_accuracy *out)
 {
     const mjOption saved = m->opt;
@@ -37,10 +60,11 @@ int bench_mj_accuracy(mjModel *m, mjData *const *states, int n, const bench_mj_c
     if (!a || !b || !fa || !fb || !imp || !vel) goto done;
     int ni = 0, nvel = 0;
     for (int s = 0; s < n; s++) {
-        mj_copyData(a, m, states[s]);
+        const double *st = states + (size_t)s * bench_mj_state_size(m);
+        bench_mj_load_state(m, a, st);
         bam_apply(m, cfg);
         mj_step(m, a);
-        mj_copyData(b, m, states[s]);
+        bench_mj_load_state(m, b, st);
         bam_apply(m, ref);
         mj_step(m, b);
         vel[nvel++] = bench_rel_err(a->qvel, b->qvel, m->nv);

@@ -88,7 +88,8 @@ typedef struct {
     double *q0, *u0;            /* nw x nq / nv: herd's state after reset, herd order */
     int *steps;                 /* env steps in the current episode */
     long resets, failures;
-    mjData **snap;              /* when set: the state before each mj_step is copied here, up to snap_cap */
+    double *snap;               /* when set: the state before each mj_step is saved here (bench_mj_save_state), up
+                                   to snap_cap states */
     int nsnap, snap_cap;
 } evm_mj;
 
@@ -156,7 +157,7 @@ static int evm_env_step(evm_mj *w, int i, const float *a, int restart)
             double t = w->kp * (target[j] - d->qpos[w->qadr[j]]) - w->kd * d->qvel[w->dof[j]];
             d->qfrc_applied[w->dof[j]] = t > w->tau_max ? w->tau_max : t < -w->tau_max ? -w->tau_max : t;
         }
-        if (w->snap && w->nsnap < w->snap_cap) mj_copyData(w->snap[w->nsnap++], m, d);
+        if (w->snap && w->nsnap < w->snap_cap) bench_mj_save_state(m, d, w->snap + (size_t)w->nsnap++ * bench_mj_state_size(m));
         mj_step(m, d);
     }
     int bad = !isfinite(d->qpos[w->p->qadr[2]]) || evm_warnings(d) > 0;
@@ -305,7 +306,7 @@ static int evm_herd_stands(env_t *e, evm_bufs *b, int steps, const evm_stand_ref
 /* The states the accuracy is measured on, MuJoCo's: the first EVM_ACC_WORLDS worlds in configuration c from their
  * initial states under the timed actions, the state before every physics step of env steps EVM_ACC_SKIP + 1 ..
  * EVM_ACC_SKIP + EVM_ACC_STEPS (a world that ends restarts).  Returns the count (at most cap) or -1. */
-static int evm_mj_states(evm_mj *w, const evm_cfg *c, const float *act, mjData **snap, int cap)
+static int evm_mj_states(evm_mj *w, const evm_cfg *c, const float *act, double *snap, int cap)
 {
     size_t na = (size_t)w->nw * w->ad;
     int nw = w->nw < EVM_ACC_WORLDS ? w->nw : EVM_ACC_WORLDS;
@@ -334,7 +335,7 @@ static int evm_herd_states(env_t *e, evm_bufs *b, sim_data **snap, int cap)
     for (int s = 0; s < EVM_ACC_STEPS; s++) {
         env_step(e, 0, n, NULL, b->act + (size_t)((EVM_ACC_SKIP + s) & 7) * na, b->obs, b->rew, b->term, b->trunc, NULL);
         for (int i = 0; i < n && i < EVM_ACC_WORLDS * 4 && k < cap; i++) {
-            if (!(snap[k] = sim_data_new(m))) return -1;
+            if (!(snap[k] = sim_data_new_shared(m))) return -1;   /* the state only: it is copied, never stepped */
             sim_data_copy_state(m, snap[k++], env_world_state(e, i));
         }
     }
@@ -380,17 +381,6 @@ int bench_env_vs_mujoco(int argc, char **argv)
     int rc = 1;
     enum { EVM_HERD_MAX = 15 };
     env_t *henv[EVM_HERD_MAX] = {NULL}, *hfin_env[EVM_FINALISTS] = {NULL}; /* herd's grid (below) */
-    /* the accuracy's saved states (bench_accuracy.h) and herd's converged reference model */
-    enum { EVM_MJ_SNAP = EVM_ACC_WORLDS * EVM_ACC_STEPS * 16, EVM_H_SNAP = EVM_ACC_WORLDS * 4 * EVM_ACC_STEPS };
-    mjData **msnap = calloc(EVM_MJ_SNAP, sizeof(mjData *));
-    sim_data **hsnap = calloc(EVM_H_SNAP, sizeof(sim_data *));
-    sim_model *href = malloc(sizeof(sim_model));
-    int nmsnap = 0, nhsnap = 0;
-    if (!msnap || !hsnap || !href) {
-        fprintf(stderr, "herd-bench env --vs-mujoco: out of memory\n");
-        free(msnap), free(hsnap), free(href);
-        return 1;
-    }
     mju_user_warning = evm_warning;
     evm_mj w;
     memset(&w, 0, sizeof w);
@@ -407,6 +397,18 @@ int bench_env_vs_mujoco(int argc, char **argv)
     if (!isfinite(mu)) { fprintf(stderr, "herd-bench env --vs-mujoco: %s is not an ANYmal task\n", name); return 2; }
     e = evm_env(name, worlds, mu, NULL, err, sizeof err);
     if (!e) { fprintf(stderr, "herd-bench env --vs-mujoco: %s\n", err); return 2; }
+    /* the accuracy's saved states (bench_accuracy.h) and herd's converged reference model */
+    enum { EVM_MJ_SNAP = EVM_ACC_WORLDS * EVM_ACC_STEPS * 16, EVM_H_SNAP = EVM_ACC_WORLDS * 4 * EVM_ACC_STEPS };
+    double *msnap = NULL;          /* allocated once MuJoCo's model exists */
+    sim_data **hsnap = calloc(EVM_H_SNAP, sizeof(sim_data *));
+    sim_model *href = malloc(sizeof(sim_model));
+    int nmsnap = 0, nhsnap = 0;
+    if (!hsnap || !href) {
+        fprintf(stderr, "herd-bench env --vs-mujoco: out of memory\n");
+        free(hsnap), free(href);
+        env_destroy(&e);
+        return 1;
+    }
     const sim_model *hm = env_model(e);
     const env_spec *sp = env_get_spec(e);
     env_anymal_joints jm;
@@ -461,8 +463,10 @@ int bench_env_vs_mujoco(int argc, char **argv)
 
     /* ---- the states the accuracy is measured on: MuJoCo's along its defaults' run, herd's along its own */
     int msnap_cap = EVM_ACC_WORLDS * EVM_ACC_STEPS * w.dec < EVM_MJ_SNAP ? EVM_ACC_WORLDS * EVM_ACC_STEPS * w.dec : EVM_MJ_SNAP;
-    for (int k = 0; k < msnap_cap; k++)
-        if (!(msnap[k] = mj_makeData(w.p->m))) { fprintf(stderr, "herd-bench: mj_makeData failed\n"); goto done; }
+    if (!(msnap = malloc(sizeof(double) * (size_t)msnap_cap * bench_mj_state_size(w.p->m)))) {
+        fprintf(stderr, "herd-bench env --vs-mujoco: out of memory\n");
+        goto done;
+    }
     nmsnap = evm_mj_states(&w, &defaults, b.act, msnap, msnap_cap);
     nhsnap = evm_herd_states(e, &b, hsnap, EVM_H_SNAP);
     if (nhsnap < 0) { fprintf(stderr, "herd-bench env --vs-mujoco: out of memory\n"); goto done; }
@@ -807,8 +811,6 @@ int bench_env_vs_mujoco(int argc, char **argv)
     rc = 0;
 done:
 #undef EVM_MJ_ACC
-    for (int k = 0; k < EVM_MJ_SNAP; k++)
-        if (msnap[k]) mj_deleteData(msnap[k]);
     for (int k = 0; k < EVM_H_SNAP; k++) sim_data_destroy(&hsnap[k]);
     free(msnap);
     free(hsnap);

@@ -34,7 +34,7 @@ static env_t *walk_states(sim_data **st)
         for (int k = 0; k < NW * sp->act_dim; k++) act[k] = (float)((x = x * 1103515245u + 12345u) >> 16 & 0x7fff) / 16383.5f - 1;
         env_step(e, 0, NW, NULL, act, obs, rew, term, trunc, NULL);
         for (int i = 0; i < NW; i++) {
-            st[s * NW + i] = sim_data_new(env_model(e));
+            st[s * NW + i] = sim_data_new_shared(env_model(e));   /* the state only: copied, never stepped */
             sim_data_copy_state(env_model(e), st[s * NW + i], env_world_state(e, i));
         }
     }
@@ -115,17 +115,15 @@ Test(bench_accuracy, mujoco_reference_agrees_with_itself_and_one_iteration_is_of
     /* MuJoCo's states: from each herd state with its applied force held, MuJoCo's own steps (its soft contacts settle
      * deeper than herd's), the state before each of steps 3 .. 6 saved */
     enum { NS = NW * NSTEPS * 4 };
-    mjData **snap = calloc(NS, sizeof(mjData *));
+    const int size = bench_mj_state_size(p->m);
+    double *snap = calloc((size_t)NS * size, sizeof(double));
     int n = 0;
     for (int s = 0; s < NW * NSTEPS; s++) {
         mj_resetData(p->m, p->d);
         mj_peer_set_state(p, st[s]->q, st[s]->u);
         mj_peer_set_force(p, st[s]->tau);
         for (int k = 0; k < 7; k++) {
-            if (k >= 3) {
-                snap[n] = mj_makeData(p->m);
-                mj_copyData(snap[n++], p->m, p->d);
-            }
+            if (k >= 3) bench_mj_save_state(p->m, p->d, snap + (size_t)n++ * size);
             mj_step(p->m, p->d);
         }
     }
@@ -142,7 +140,6 @@ Test(bench_accuracy, mujoco_reference_agrees_with_itself_and_one_iteration_is_of
     cr_assert_gt(capped.impulse_median, 0.05, "one PGS iteration: %g", capped.impulse_median);
     cr_assert_gt(capped.impulse_median, 1000 * self.impulse_median);
     cr_assert_gt(capped.velocity_median, 100 * self.velocity_median);
-    for (int k = 0; k < n; k++) mj_deleteData(snap[k]);
     free(snap);
     mj_peer_destroy(&p);
     free_states(st, NW * NSTEPS);
