@@ -63,7 +63,8 @@ static const struct { const char *name; const char *what; const char *options; }
      "  --actuators A,..  the same under each actuator model (pd, lstm, dc), and with lstm the network's share of\n"
      "                    its env step (the network timed alone in the same run; thread CPU time)\n"
      "  --profile         per-stage time of a physics step on one thread (PD, dynamics, collision, Jacobians,\n"
-     "                    Delassus, solve, finish, env overhead)\n"
+     "                    Delassus, solve, finish, env overhead) and the models the solves' answers satisfy\n"
+     "  --solver NAME     with --profile: the task under this contact solver (default: the task's own)\n"
      "  --vs-mujoco       the same env steps in MuJoCo 2.2: its fastest configuration that stands under zero\n"
      "                    actions (a grid; --grid full|quick, --stand-seconds S) and its defaults\n"},
     {"server", "served vs in-process throughput and latency over ZeroMQ, and one worker's slice stepped alone "
