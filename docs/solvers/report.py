@@ -3,16 +3,17 @@
 
     make solver-report                                         # build herd-bench, then this script (a few minutes)
     /usr/bin/python3 docs/solvers/report.py [--build build] [--out docs] [--worlds 64] [--steps 20] [--repeats 9]
+                                            [--profile-steps 100] [--profile-repeats 3] [--envs A,B]
     /usr/bin/python3 docs/solvers/report.py --replay docs/solvers/results.jsonl --out DIR   # the page, run nothing
 
 What it runs, for each env (anymal_c-walk, anymal_c-rough):
   cost       herd-bench env --env E --solvers DEFAULT,A,B,... --threads 1: the same worlds and actions under every
              solver in one process, repeats interleaved; thread CPU time per env step, median over the repeats, and
              each solver's same-repeat ratio to the default (the first), median over the repeats
-  models     herd-bench env --profile --env E --solver S, per solver: of its contact solves (physics steps with a
-             contact problem), the share the solver flags Coulomb / CCP / its own model, the share handed to a
-             fallback, and the share whose Coulomb violation is below the solver's tol, measured alike for every
-             solver (coulomb_measured_fraction)
+  models     herd-bench env --profile --env E --solver S (--profile-steps env steps, each pass the same ones), per
+             solver: of its contact solves (physics steps with a contact problem), the share the solver flags
+             Coulomb / CCP / its own model, the share handed to a fallback, and the share whose Coulomb violation is
+             below the solver's tol, measured alike for every solver (coulomb_measured_fraction)
 Output: <out>/solvers/results.jsonl (a _meta line, then every JSON line with the command that printed it, "_cmd") and
 <out>/solvers.md, written from that file alone (--replay writes it again from a committed file: docs/figures.py
 --check compares the two, so the page cannot drift from its data).
@@ -140,6 +141,7 @@ def measure(opt):
         raise ReportError("%s is not built (make %s/herd-bench)" % (bench, opt.build))
     os.makedirs(os.path.join(opt.out, "solvers"), exist_ok=True)
     size = ["--worlds", str(opt.worlds), "--steps", str(opt.steps), "--repeats", str(opt.repeats)]
+    psize = ["--worlds", str(opt.worlds), "--steps", str(opt.profile_steps), "--repeats", str(opt.profile_repeats)]
     lines, loads = [], [os.getloadavg()[0]]
     t0 = time.time()
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -148,7 +150,7 @@ def measure(opt):
             lines += _bench(bench, ["env", "--env", env, "--solvers", ",".join(SOLVERS), "--threads", "1"] + size, log)
             loads.append(os.getloadavg()[0])
             for s in SOLVERS:
-                lines += _bench(bench, ["env", "--profile", "--env", env, "--solver", s] + size, log)
+                lines += _bench(bench, ["env", "--profile", "--env", env, "--solver", s] + psize, log)
                 loads.append(os.getloadavg()[0])
     meta = {"started": started, "commit": _commit(), "machine": _machine(), "wall_s": round(time.time() - t0, 1),
             "load": "%.1f-%.1f" % (min(loads), max(loads)), "nice": os.nice(0),
@@ -242,30 +244,36 @@ def page(rows):
           "- **fallback**: the share handed by a stall detector to the fallbacks (only `coulomb-stall-admm` has "
           "one: the direct Coulomb solve, then ADMM).",
           "- **capped**: physics steps with contacts whose solver stopped unconverged.",
-          "- **CPU µs / env step** (`env --solvers`, `env_step` of every world, one thread, median over the "
-          "repeats) and **/ default**: the same-repeat ratio of that cost to `%s`'s, median over the repeats "
-          "(**repeats**: its smallest and largest value, the spread under this load)." %
-          DEFAULT,
+          "- **CPU µs / env step** (`env --solvers`, `env_step` of every world, one thread): the median over the "
+          "repeats, and the mean over them (all the steps' CPU time over their number: a repeat with a few very "
+          "slow solves shows here, not in the median); **median / default**: the same-repeat ratio of that cost "
+          "to `%s`'s, median over the repeats (**repeats**: its smallest and largest value)." % DEFAULT,
           "- **solve µs / physics step**: the contact solve's share of a physics step (`env --profile`, monotonic "
-          "clock around the stage, preempted steps dropped).", ""]
+          "clock around the stage; physics steps over 300 µs, preempted or slow, are left out of this mean).", ""]
     for env, got in by_env.items():
         p0, c0 = got[0][1], got[0][2]
-        n = sorted(g[1]["contact_solves"] for g in got)
+        n = sorted(g[1]["contact_solves"] // g[1]["repeats"] for g in got)
+        w = c0["warmup"]
         L += ["### `%s`" % env, "",
               "%d worlds from the same resets, each solver stepping them with the same fixed pseudo-random actions "
-              "in [-1, 1] (not a trained policy): %d env steps × %d repeats after %d warm-up steps, %.1f contacts "
-              "per physics step on average under `%s`; %s contact solves per solver in the profile." % (
-                  c0["worlds"], c0["steps"], c0["repeats"], c0["warmup"], p0["mean_contacts"], DEFAULT,
-                  "{:,}".format(n[0]) if n[0] == n[-1] else "{:,}–{:,}".format(n[0], n[-1])), "",
+              "in [-1, 1] (not a trained policy), so the later steps include fallen robots.  Cost (`env --solvers`): "
+              "env steps %d–%d of the episodes, %d repeats of %d timed steps, interleaved across the solvers.  "
+              "Fractions (`env --profile`): env steps %d–%d, %s contact solves per solver (each of the profile's %d "
+              "passes steps the same ones; the fractions are those of one pass), %.1f contacts per physics step on "
+              "average under `%s`." % (
+                  c0["worlds"], w + 1, w + c0["repeats"] * (c0["steps"] + 1), c0["repeats"], c0["steps"],
+                  w + 1, w + p0["steps"], "{:,}".format(n[0]) if n[0] == n[-1] else "{:,}–{:,}".format(n[0], n[-1]),
+                  p0["repeats"], p0["mean_contacts"], DEFAULT), "",
               "| solver | Coulomb (measured) | flagged Coulomb | flagged CCP | flagged own model | fallback | capped "
-              "| CPU µs / env step | / default | (repeats) | solve µs / physics step |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| CPU µs / env step: median | mean | median / default | (repeats) | solve µs / physics step |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for s, p, c in got:
-            L.append("| `%s` | %s | %s | %s | %s | %s | %s | %.1f | %.2f× | %s | %.2f |" % (
+            reps = c["cpu_env_steps_per_s_per_thread_reps"]
+            L.append("| `%s` | %s | %s | %s | %s | %s | %s | %.1f | %.1f | %.2f× | %s | %.2f |" % (
                 s, _pct(p["coulomb_measured_fraction"]), _pct(p["coulomb_fraction"]), _pct(p["ccp_fraction"]),
                 _pct(p["own_fraction"]), _pct(p["fallback_fraction"]), _pct(p["capped_fraction"]),
-                1e6 / c["cpu_env_steps_per_s_per_thread"], 1.0 / c["ratio_to_baseline"], _ratio_span(c, c0),
-                p["us_per_physics_step"]["solve"]))
+                1e6 / c["cpu_env_steps_per_s_per_thread"], statistics.mean(1e6 / r for r in reps),
+                1.0 / c["ratio_to_baseline"], _ratio_span(c, c0), p["us_per_physics_step"]["solve"]))
         L.append("")
     L += ["## Reproducing", "",
           "`make solver-report` builds `herd-bench`, runs the measurements above (a few minutes) and writes "
@@ -293,6 +301,8 @@ def main(argv):
     ap.add_argument("--worlds", type=int, default=64)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=9)
+    ap.add_argument("--profile-steps", type=int, default=100, help="env steps of each profile pass (the fractions)")
+    ap.add_argument("--profile-repeats", type=int, default=3)
     ap.add_argument("--envs", default=",".join(ENVS))
     ap.add_argument("--replay", default=None, help="results.jsonl of an earlier run: write the page from it, run nothing")
     opt = ap.parse_args(argv[1:])
