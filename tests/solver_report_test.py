@@ -42,7 +42,7 @@ def main():
 
     text = rep.page(sample())
     lines = text.splitlines()
-    # the mean CPU cost of the default: (20 + 25 + 16.67) / 3 µs; of paper-bisection (30 + 41.25 + 25) / 3
+    # the mean column: the mean over the sample repeats of 1e6 over each repeat's rate
     want = ["| `coulomb-stall-admm` | 90.0 % | 99.70 % | 0.2 % | 0 % | 3.4 % | 0 % | 20.0 | 20.6 | 1.00× | 1.00–1.00 "
             "| 1.50 |",
             "| `paper-bisection` | 80.0 % | 0 % | 0 % | 50.0 % | 0 % | 0.040 % | 30.0 | 32.1 | 1.50× | 1.50–1.65 | 2.50 |",
