@@ -8,6 +8,8 @@
 #   make bench      the benchmarks (JSON lines)
 #   make contact-models-report   every contact solver on the comparative paper's experiments (docs/contact-models/)
 #   make bench-report   docs/benchmarks.md with plots (<= 10 minutes)
+#   make solver-report  docs/solvers.md: each contact solver's model, fallback rate, Coulomb fraction and cost on
+#                       anymal_c-walk and anymal_c-rough (a few minutes)
 #   make docs-figures   the run-derived figures of README.md (and any *.md with figure markers) from the
 #                       committed run outputs (docs/figures.py); make test checks that they agree
 #   make run        the main job: herd-server on tcp://127.0.0.1:5555
@@ -345,6 +347,13 @@ contact-models-report: $(BUILD)/herd-bench
 # The benchmark report: docs/benchmarks.md + docs/benchmarks/*.png (bench/report/run.py, bounded by --budget 600 s)
 bench-report: $(BUILD)/herd-bench $(BUILD)/herd-server $(BUILD)/herd-bench-c-client
 	/usr/bin/python3 bench/report/run.py --build $(BUILD) $(REPORT_ARGS)
+	@$(MAKE) --no-print-directory docs-figures
+
+# The contact-solver page: docs/solvers.md and docs/solvers/results.jsonl (docs/solvers/report.py; SOLVER_REPORT_ARGS
+# e.g. --worlds 64 --steps 20 --repeats 5, the defaults)
+.PHONY: solver-report
+solver-report: $(BUILD)/herd-bench
+	/usr/bin/python3 docs/solvers/report.py --build $(BUILD) $(SOLVER_REPORT_ARGS)
 	@$(MAKE) --no-print-directory docs-figures
 
 # The figures of README.md that come from runs (evaluations, training times, speeds, memory), written between their

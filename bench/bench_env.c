@@ -1,7 +1,7 @@
 /* herd-bench env — batched environment stepping in-process.
  *
  *   herd-bench env [--env anymal_c-walk] [--worlds 4096] [--threads T] [--steps S] [--repeats R] [--warmup W]
- *   herd-bench env --profile [--env anymal_c-walk] [--worlds 256] [--steps S] [--repeats R] [--warmup W]
+ *   herd-bench env --profile [--env anymal_c-walk] [--solver NAME] [--worlds 256] [--steps S] [--repeats R] [--warmup W]
  *   herd-bench env --sweep 64,256,...,65536 [--threads T] [--steps S] [--repeats R] [--warmup W]
  *   herd-bench env --solvers A,B,... | --actuators pd,lstm,... [--worlds N] [--threads T] [--steps S] [--repeats R]
  *   herd-bench env --pair joint_limits=0,1 [--env ...] [--worlds N] [--threads T] [--steps S] [--repeats R]
@@ -42,6 +42,11 @@
  * would end (walk: base contact; failed physics) are reset through env_reset, as env_step's autoreset does.
  * Env overhead = the same steps through env_step (observation, reward, noise) minus actuator + physics with those
  * resets, both in thread CPU time.  Reference in the same run: the solver bench's trot step (CPU time).
+ * --solver NAME: the task with that contact solver instead of its own.  Of the staged runs' contact solves, the
+ * JSON gives the shares whose answer the solver flags Coulomb, CCP or its own model (coulomb_fraction,
+ * ccp_fraction, own_fraction: sim_solver_stats.answer), that went to a fallback (fallback_fraction), and whose
+ * Coulomb violation (sim_contact_coulomb_error) is below the solver's tol whatever the flag says
+ * (coulomb_measured_fraction).
  */
 #include <math.h>
 #include <pthread.h>
@@ -57,6 +62,7 @@
 #include "env_scenario.h"
 #include "sim_batch.h"
 #include "sim_dynamics.h"
+#include "sim_metrics.h"
 #include "sim_solver.h"
 #include "sim_step.h"
 #include "sim_urdf.h"
@@ -264,7 +270,15 @@ static void profile_actuator(const env_anymal_joints *jm, sim_data *const *dw, c
 static int bench_env_profile(int argc, char **argv, const char *name, int worlds, int steps, int repeats, int warmup)
 {
     char err[512];
-    env_t *e = env_new(name, worlds, NULL, 0, 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
+    /* --solver NAME: the task with that contact solver (its config key "solver"), else the task's own */
+    const char *solver_name = bench_arg(argc, argv, "--solver", NULL);
+    env_kv solver_kv = {"solver", 0};
+    if (solver_name && env_config_choice(name, "solver", solver_name, &solver_kv.value, err, sizeof err)) {
+        fprintf(stderr, "herd-bench env --profile: %s\n", err);
+        return 2;
+    }
+    env_t *e = env_new(name, worlds, solver_name ? &solver_kv : NULL, solver_name ? 1 : 0, 7, ENV_AUTORESET_SAME_STEP,
+                       err, sizeof err);
     if (!e) { fprintf(stderr, "herd-bench env --profile: %s\n", err); return 2; }
     const sim_model *m = env_model(e);
     const int walk = strstr(name, "walk") != NULL;
@@ -320,7 +334,11 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
         exit(2);
     }
     double rep[ST_N][64], tot[64], plain_rep[64], con_rep[64], it_rep[64], cap_rep[64], trot_rep[64];
-    long solves = 0, coulomb = 0, ccp = 0; /* contact solves of the staged runs, and the models their answers satisfy */
+    /* contact solves of the staged runs, and the models their answers satisfy (sim_solver_stats.answer); apart from
+       the solver's own flag, the answers whose Coulomb violation (sim_contact_coulomb_error) is below the solver's
+       tol, measured the same way for every solver, and the solves handed to a fallback (stats.fallback) */
+    long solves = 0, coulomb = 0, ccp = 0, own = 0, coulomb_measured = 0, fallbacks = 0;
+    const double tol = m->opt.sp.tol;
     /* --harvest FILE: the problems of the first repeat whose sweeps stalled (the stall detector fired), appended to
        FILE as "n, G (3n x 3n), c (3n), mu (n), warm start (3n)" in %.17g, one problem after another */
     const char *harvest_path = bench_arg(argc, argv, "--harvest", NULL);
@@ -405,6 +423,12 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                                     for (int a = 0; a < N; a++) fprintf(harvest, "%.17g%c", warm[a], a == N - 1 ? '\n' : ' ');
                                     harvested++;
                                 }
+                                /* the answer's Coulomb violation on the problem it solved (its time, skip, is
+                                   taken out of the finishing stage's) */
+                                const uint64_t r0 = bench_now_ns();
+                                const int coulomb_ok = nb > 0 && sim_contact_coulomb_error(nb, d->G, d->cfree, d->mu,
+                                                                                           d->lambda) < tol;
+                                const double skip = (double)(bench_now_ns() - r0);
                                 *b = sim_step_stages(m, d, dt, SIM_STAGE_SOLVE, SIM_STAGE_INTEGRATE) != 0 || env_anymal_runaway(m, d);
                                 uint64_t c9 = bench_now_ns();
                                 ncon += nc;
@@ -414,9 +438,12 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                                     solves++;
                                     coulomb += d->stats.answer == SIM_ANSWER_COULOMB;
                                     ccp += d->stats.answer == SIM_ANSWER_CCP;
+                                    own += d->stats.answer == SIM_ANSWER_OWN;
+                                    fallbacks += d->stats.fallback != 0;
+                                    coulomb_measured += coulomb_ok;
                                 }
                                 nsteps++;
-                                if (pd_share + dyn_share + (double)(c9 - c3) <= PROFILE_DROP_NS) {
+                                if (pd_share + dyn_share + (double)(c9 - c3) - skip <= PROFILE_DROP_NS) {
                                     kept++;
                                     ns[ST_PD] += pd_share;
                                     ns[ST_DYN] += dyn_share;
@@ -425,7 +452,7 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                                     ns[ST_JAC] += (double)(c7 - c6);
                                     ns[ST_DELASSUS] += (double)(c6 - c5) - (double)(c7 - c6);
                                     ns[ST_SOLVE] += (double)(c8 - c7);
-                                    ns[ST_FINISH] += (double)(c9 - c8);
+                                    ns[ST_FINISH] += (double)(c9 - c8) - skip;
                                 }
                             }
                             /* the world's env step ends here (failed, or its last substep): read its contacts while
@@ -475,9 +502,14 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     printf(",\"env_step_us_per_physics_step\":%.4f,\"pd_and_sim_step_us\":%.4f,\"clock\":{\"stages\":\"monotonic\","
            "\"env_step_and_plain\":\"thread_cpu\"},\"dropped_preempted_steps\":%ld,\"mean_contacts\":%.3f,"
            "\"mean_iterations\":%.3f,\"capped_fraction\":%.4f,\"contact_solves\":%ld,\"coulomb_fraction\":%.6f,"
-           "\"ccp_fraction\":%.6f,\"cpu\":\"%s\"}\n", tot_med * 1e-3, plain_med * 1e-3, dropped,
+           "\"ccp_fraction\":%.6f,\"own_fraction\":%.6f,\"fallback_fraction\":%.6f,\"coulomb_measured_fraction\":%.6f,"
+           "\"tol\":%g,\"solver_name\":\"%s\",\"cpu\":\"%s\"}\n", tot_med * 1e-3, plain_med * 1e-3, dropped,
            bench_median(con_rep, R), bench_median(it_rep, R), bench_median(cap_rep, R), solves,
-           solves ? (double)coulomb / (double)solves : 1.0, solves ? (double)ccp / (double)solves : 0.0, bench_cpu());
+           solves ? (double)coulomb / (double)solves : 1.0, solves ? (double)ccp / (double)solves : 0.0,
+           solves ? (double)own / (double)solves : 0.0, solves ? (double)fallbacks / (double)solves : 0.0,
+           solves ? (double)coulomb_measured / (double)solves : 1.0, tol,
+           sim_solver_at((int)env_config(e, "solver")) ? sim_solver_at((int)env_config(e, "solver"))->name : "?",
+           bench_cpu());
     fflush(stdout);
     fprintf(stderr, "env profile: %s, %d worlds, 1 thread, %d env steps x %d repeats after %d warm-up (cpu: %s)\n", name,
             worlds, steps, R, warmup, bench_cpu());
@@ -491,8 +523,12 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
         fclose(harvest);
         fprintf(stderr, "  harvested %ld stalled problems into %s\n", harvested, harvest_path);
     }
-    fprintf(stderr, "  contact solves %ld: answer satisfies Coulomb within tol %.4f %%, answered by the CCP fallback %.4f %%\n",
-            solves, solves ? 100.0 * (double)coulomb / (double)solves : 100.0, solves ? 100.0 * (double)ccp / (double)solves : 0.0);
+    fprintf(stderr, "  contact solves %ld (%s): answer flagged Coulomb %.4f %%, CCP %.4f %%, the solver's own model %.4f %%; "
+            "handed to a fallback %.4f %%; Coulomb violation below tol (measured) %.4f %%\n", solves,
+            sim_solver_at((int)env_config(e, "solver")) ? sim_solver_at((int)env_config(e, "solver"))->name : "?",
+            solves ? 100.0 * (double)coulomb / (double)solves : 100.0, solves ? 100.0 * (double)ccp / (double)solves : 0.0,
+            solves ? 100.0 * (double)own / (double)solves : 0.0, solves ? 100.0 * (double)fallbacks / (double)solves : 0.0,
+            solves ? 100.0 * (double)coulomb_measured / (double)solves : 100.0);
     fprintf(stderr, "  per physics step: %.2f contacts, %.2f solver sweeps, %.2f %% capped\n", bench_median(con_rep, R),
             bench_median(it_rep, R), 100 * bench_median(cap_rep, R));
     fprintf(stderr, "  the solver bench's trot (1 ms, feet + base, same run, CPU time): %.3f us per physics step; "

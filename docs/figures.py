@@ -10,8 +10,9 @@ memory size) sits between markers, and this script writes it from the file that 
     <!-- /figs -->
 
 What sits between the markers is the script's; the words around them are the page's.  Pages generated whole
-from a run output (GENERATED: docs/benchmarks.md from docs/benchmarks/results.jsonl) are written again by their
-generator's replay mode and compared the same way.  `--list` prints every
+from a run output (GENERATED: docs/benchmarks.md from docs/benchmarks/results.jsonl; GENERATED_STDLIB:
+docs/solvers.md from docs/solvers/results.jsonl) are written again by their generator's replay mode and compared
+the same way.  `--list` prints every
 figure name, its source and what it shows.  A marker whose name is unknown, whose source is missing or lacks the
 key is an error (naming the file and what writes it), never a silent blank.
 
@@ -46,6 +47,7 @@ SOURCES = {
                                           "examples/play.py)"),
     "bench": ("docs/benchmarks/results.jsonl", "make bench-report"),
     "contact_models": ("docs/contact-models/results.jsonl", "make contact-models-report"),
+    "solvers": ("docs/solvers/results.jsonl", "make solver-report"),
 }
 
 INLINE = re.compile(r"<!-- fig:([A-Za-z0-9_.\-]+) -->(.*?)<!-- /fig -->")
@@ -460,6 +462,42 @@ def _(S):
     return span(min(gaps) * 100, max(gaps) * 100, fmt="%.1f") + " %"
 
 
+# ---- contact solvers on the tasks (docs/solvers/results.jsonl, as make solver-report wrote it) --------------------
+
+def _solver_profile(S, env, solver):
+    rows = S.get("solvers")
+    got = [d for d in (rows if isinstance(rows, list) else [rows]) if isinstance(d, dict)
+           and d.get("bench") == "env_profile" and d.get("env") == env and d.get("solver_name") == solver]
+    if len(got) != 1:
+        raise FigureError("%s has %d env_profile lines of %s on %s (want one)" % (SOURCES["solvers"][0], len(got),
+                                                                                  solver, env))
+    return got[0]
+
+
+def _solver_share(x):
+    """A share in per cent as docs/solvers.md writes it: 0 and 1 exactly as 0 % and 100 %, others never rounded to
+    either."""
+    if x == 0 or x == 1:
+        return "%d %%" % (100 * x)
+    p = 100.0 * x
+    nd = 3 if p < 0.1 else 2
+    while nd < 8 and float("%.*f" % (nd, p)) in (0.0, 100.0):
+        nd += 1
+    return "%.*f %%" % (nd, p)
+
+
+def _register_solvers():
+    for tag, env in (("walk", "anymal_c-walk"), ("rough", "anymal_c-rough")):
+        for key, what in (("coulomb_measured_fraction", "coulomb"), ("fallback_fraction", "fallback"),
+                          ("ccp_fraction", "ccp")):
+            FIGURES["solvers.%s.%s" % (tag, what)] = ("solvers", (lambda env, key: lambda S: _solver_share(
+                need(_solver_profile(S, env, "coulomb-stall-admm"), key, src="solvers")))(env, key),
+                "coulomb-stall-admm on %s: %s of its contact solves" % (env, key))
+
+
+_register_solvers()
+
+
 # ---- filling and checking ----------------------------------------------------------------------------------------
 
 def value(name, S):
@@ -543,6 +581,20 @@ GENERATED = [
     ("docs/benchmarks.md", ["bench/report/run.py", "--replay", "docs/benchmarks/results.jsonl", "--out", "{out}"],
      "benchmarks.md"),
 ]
+
+
+# Generated pages whose generator needs Python's standard library only: checked wherever python3 runs, matplotlib or
+# not.  docs/solvers.md: each contact solver's model, fallbacks and cost (make solver-report).
+GENERATED_STDLIB = [
+    ("docs/solvers.md", ["docs/solvers/report.py", "--replay", "docs/solvers/results.jsonl", "--out", "{out}"],
+     "solvers.md"),
+]
+
+
+def generated_entries():
+    """[(page, argv, name), why it cannot be written here or ''] for every generated page."""
+    why = generator_missing()
+    return [(e, why) for e in GENERATED] + [(e, "") for e in GENERATED_STDLIB]
 
 
 def regenerate(root, page, argv, name):
@@ -638,8 +690,7 @@ def check(root, src_root=None, files=None, quiet=False):
 def check_generated(root, entries=None):
     """(agreeing pages, [problem lines], [skip reasons]) for the GENERATED pages."""
     good, bad, skipped = 0, [], []
-    why = generator_missing() if entries is None else ""
-    for page, argv, name in (GENERATED if entries is None else entries):
+    for (page, argv, name), why in (generated_entries() if entries is None else [(e, "") for e in entries]):
         if why:
             skipped.append("%s: %s" % (page, why))
             continue
@@ -677,8 +728,7 @@ def write(root):
         if out != text:
             with open(os.path.join(root, rel), "w", encoding="utf-8") as f:
                 f.write(out)
-    why = generator_missing()
-    for page, argv, name in GENERATED:
+    for (page, argv, name), why in generated_entries():
         if why:
             errors.append("%s: not written: %s" % (page, why))
             continue
@@ -836,6 +886,8 @@ def self_test():
                                             if r.get("experiment") == "fig6" and r.get("solver") == "paper-bisection"],
             "rough": lambda d: [r.__setitem__("no_fall_fraction", r["no_fall_fraction"] - 0.01)
                                 for r in _rough_rows(d)],
+            "solvers": lambda rows: [r.__setitem__(k, 0.5) for r in rows if r.get("bench") == "env_profile"
+                                     for k in ("coulomb_measured_fraction", "fallback_fraction", "ccp_fraction")],
         }
         for key in sorted(used):
             if key == "?" or mutations.get(key) is None:
@@ -850,6 +902,8 @@ def self_test():
             put(mroot, SOURCES[key][0], data, lines=SOURCES[key][0].endswith(".jsonl"))
             g, b = check(ROOT, src_root=mroot, quiet=True)
             case("the committed pages fail against %s with one number changed" % SOURCES[key][0], b, b[:1])
+
+        _self_test_solver_page(case, tmp)
 
     # the accuracy beside the herd / MuJoCo ratios, when the env_vs_mujoco lines carry it
     rows = [dict(d) for d in (Sources(ROOT).get("bench") or []) if isinstance(d, dict)]
@@ -874,6 +928,31 @@ def self_test():
     for name, ok, detail in cases:
         print("%s - self-test: %s%s" % ("ok" if ok else "not ok", name, "" if ok else ": %s" % (detail,)))
     return sum(ok for _n, ok, _d in cases), sum(not ok for _n, ok, _d in cases)
+
+
+def _self_test_solver_page(case, tmp):
+    """docs/solvers.md against copies of its generator and data: as committed it passes, with one measured number of
+    the data changed it fails."""
+    (page, argv, _name), = GENERATED_STDLIB
+    for variant in ("same", "changed"):
+        mroot = os.path.join(tmp, "solvers-" + variant)
+        for rel in (page, argv[0], argv[2]):
+            os.makedirs(os.path.dirname(os.path.join(mroot, rel)), exist_ok=True)
+            shutil.copy(os.path.join(ROOT, rel), os.path.join(mroot, rel))
+        if variant == "changed":
+            with open(os.path.join(mroot, argv[2])) as f:
+                rows = [json.loads(line) for line in f if line.strip()]
+            prof = next(d for d in rows if d.get("bench") == "env_profile")
+            prof["coulomb_measured_fraction"] = 1.0 - prof["coulomb_measured_fraction"] if \
+                prof["coulomb_measured_fraction"] != 0.5 else 0.25
+            with open(os.path.join(mroot, argv[2]), "w") as f:
+                f.write("".join(json.dumps(d) + "\n" for d in rows))
+        g, b, _s = check_generated(mroot, GENERATED_STDLIB)
+        if variant == "same":
+            case("%s agrees with %s's replay of %s" % (page, argv[0], argv[2]), g == 1 and not b, b)
+        else:
+            case("%s fails against %s with one number changed" % (page, argv[2]), g == 0 and len(b) == 1
+                 and b[0].startswith(page + ":"), b)
 
 
 def main(argv):

@@ -47,6 +47,7 @@ run "bits-v2" make --no-print-directory test-bits
 run "c-no-mujoco" make --no-print-directory test-no-mujoco
 run "comments" /usr/bin/python3 tests/comments.py
 run "docs-figures" /usr/bin/python3 docs/figures.py --check
+run "solver-report" /usr/bin/python3 tests/solver_report_test.py
 run "actuator-net" tests/actuator_net_check.sh
 [ -d clients/python/tests ] && run "python" tests/run-py-tests.sh
 [ -d clients/julia/test ] && run "julia" tests/run-jl-tests.sh
