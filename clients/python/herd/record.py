@@ -213,8 +213,10 @@ def load_policy(path):
                 return module(torch.as_tensor(np.asarray(obs, np.float32))).numpy()
         return scripted, {}
     ck = torch.load(path, map_location="cpu")
+    if isinstance(ck, dict) and "model_state_dict" in ck:
+        return _rsl_rl_policy(torch, ck)
     if not isinstance(ck, dict) or "model" not in ck:
-        raise ValueError("%s is neither a TorchScript module nor a herd_ppo checkpoint" % path)
+        raise ValueError("%s is neither a TorchScript module, an rsl_rl checkpoint nor a herd_ppo checkpoint" % path)
     sd = ck["model"]
     n = 1 + max(int(k.split(".")[1]) for k in sd if k.startswith("actor.") and k.endswith(".weight"))
     layers = []
@@ -237,6 +239,38 @@ def load_policy(path):
         with torch.no_grad():
             return actor(x).numpy()
     return mlp, dict(ck.get("config") or {})
+
+
+def _actor(torch, sd):
+    """The ELU MLP of the state dict's actor.<i>.weight / .bias layers."""
+    n = 1 + max(int(k.split(".")[1]) for k in sd if k.startswith("actor.") and k.endswith(".weight"))
+    layers = []
+    for i in range(0, n, 2):
+        w, b = sd["actor.%d.weight" % i], sd["actor.%d.bias" % i]
+        lin = torch.nn.Linear(w.shape[1], w.shape[0])
+        lin.load_state_dict({"weight": w, "bias": b})
+        layers += [lin, torch.nn.ELU()]
+    return torch.nn.Sequential(*layers[:-1]).eval()
+
+
+def _rsl_rl_policy(torch, ck):
+    """(policy, task config) of an rsl_rl checkpoint (examples/train.py's model_<iter>.pt, or a packaged file such as
+    examples/rough_policy.pt, whose infos["herd"] records the task configuration it was trained on): the actor's
+    mean action, after rsl_rl's empirical observation normalizer when the checkpoint has one."""
+    actor = _actor(torch, ck["model_state_dict"])
+    norm = ck.get("obs_norm_state_dict")
+    if norm is not None:
+        mean, std = norm["_mean"].reshape(-1), norm["_std"].reshape(-1)
+        eps = 1e-2                          # rsl_rl EmpiricalNormalization's default (not in its state dict)
+
+    def mlp(obs):
+        x = torch.as_tensor(np.asarray(obs, np.float32))
+        if norm is not None:
+            x = (x - mean) / (std + eps)
+        with torch.no_grad():
+            return actor(x).numpy()
+    herd_rec = (ck.get("infos") or {}).get("herd") or {}
+    return mlp, dict(herd_rec.get("task_config") or {})
 
 
 def main(argv=None):

@@ -152,6 +152,11 @@ def test_train_resume_and_rsl_rl_loads(tmp_path, server, task, version):
     # the resumed run trained on: its actor is not the one it resumed from
     a, b = (play.load_policy(os.path.join(run_dir, "model_%d.pt" % i)) for i in (first[-1], last))
     assert any(not torch.equal(p, q) for p, q in zip(a.module.state_dict().values(), b.module.state_dict().values()))
+    # herd.record (herd.record --policy, the docs' pictures) reads the same checkpoint and acts as play.py's actor
+    import herd.record
+    pi, _cfg = herd.record.load_policy(os.path.join(run_dir, "model_%d.pt" % last))
+    x = np.random.default_rng(0).normal(size=(5, 48 if task == "anymal_c-walk" else 235)).astype(np.float32)
+    assert np.abs(pi(x) - b.act(x)).max() < 1e-6
 
 
 @pytest.mark.parametrize("task,version", [
