@@ -9,7 +9,8 @@
   docs/replay_drop.mp4, .gif    the paper's drop scenario (Hwangbo et al. 2018: PD drop from 1 m with
                                 1 m/s tangential velocity) as herd.render draws it
   docs/viewer_replay_drop.png   its replay page in Chromium
-  docs/viewer_replay_rough.png  anymal_c-rough's cell terrain: the replay page of a world (zero actions) in a
+  docs/viewer_replay_rough.png  anymal_c-rough's cell terrain: the replay page of a world driven by the committed
+                                rough policy (examples/rough_policy.pt; zero actions without PyTorch) in a
                                 stairs-up pit of level 6, and world 12 on stairs down beside it
   docs/replay_rough.png         the same world as herd.render draws it (320 x 240)
 
@@ -31,6 +32,7 @@ from herd.screenshot import Browser, screenshot
 from herd.video import write_video
 
 POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "walk_policy.pt")
+ROUGH_POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "rough_policy.pt")
 
 
 def size(p):
@@ -78,11 +80,18 @@ def walk(srv, out, b):
 
 
 def rough(srv, out, b):
-    # one world per column of the field, all on level 6: world 6 stands on stairs up (a pit), 12 on stairs down
-    with herd.make_vec("anymal_c-rough", 20, address=srv.address, seed=3, reward_terms=True, curriculum=0,
-                       terrain_level_min=6, terrain_level_max=6) as envs:
-        rec = herd.record(envs, os.path.abspath("build/docs/replay_rough.html"), 50, world_ids=[6, 12], seed=3,
-                          title="anymal_c-rough, level 6 (zero actions)")
+    # one world per column of the field, all on level 6: world 6 stands on stairs up (a pit), 12 on stairs down;
+    # driven by the committed rough policy (examples/rough_policy.pt) where PyTorch is installed, else zero actions
+    pi, config, who = None, {}, "zero actions"
+    try:
+        pi, config = herd.record.load_policy(ROUGH_POLICY)
+        who = "trained policy"
+    except (ImportError, OSError) as e:
+        print("make_docs: the rough pictures with zero actions (%s)" % e, file=sys.stderr)
+    config = dict(config, obs_noise=0.0, curriculum=0, terrain_level_min=6, terrain_level_max=6)
+    with herd.make_vec("anymal_c-rough", 20, address=srv.address, seed=3, reward_terms=True, **config) as envs:
+        rec = herd.record(envs, os.path.abspath("build/docs/replay_rough.html"), 100, policy=pi, world_ids=[6, 12],
+                          seed=3, title="anymal_c-rough, level 6 (%s)" % who)
         frames = list(rec.frames(320, 240))
     from PIL import Image
     Image.fromarray(frames[-1]).save(os.path.join(out, "replay_rough.png"))
