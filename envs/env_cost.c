@@ -70,6 +70,8 @@ static double probe_iteration_s(probe_scratch *w, int solver, int n, double *sol
     p.tol = 0;
     p.max_iter = PROBE_ITERS;
     p.admm_max_iter = PROBE_ITERS;
+    p.direct_rounds = 0;    /* the sweeps' cost per iteration: with tol 0 they always stall, and the direct solve a
+                             * stall starts would be timed as part of every iteration */
     double t = 0;
     long iters = 0;
     int rep = 0;
