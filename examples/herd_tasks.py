@@ -103,15 +103,10 @@ def import_rsl_rl(version):
 
 
 def parse_config(items):
-    """KEY=VALUE items -> {key: float, or the name of a named choice (e.g. actuator=pd)}."""
-    out = {}
-    for it in items or []:
-        k, _, v = it.partition("=")
-        try:
-            out[k.strip()] = float(v)
-        except ValueError:
-            out[k.strip()] = v.strip()
-    return out
+    """KEY=VALUE items -> {key: float, or the name of a named choice (e.g. actuator=pd)}: herd_ppo's parser."""
+    sys.path.insert(0, HERE)
+    import herd_ppo
+    return herd_ppo.parse_config(items)
 
 
 def make_rsl_rl_env(version, task, num_envs, address, seed, config, **kw):
