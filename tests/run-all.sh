@@ -14,13 +14,14 @@
 #   7. the server under valgrind (server/tools/valgrind_check.sh: every op, expiry, SIGTERM; no error, no leak)
 #   8. a short fuzzing pass (fuzz/run.sh --short: every libFuzzer target for FUZZ_SECONDS, default 45 s,
 #      after replaying its regression cases; skipped with a visible message where clang-14 is absent)
-# Prints one line per stage and a final "tests: N passed, N failed, N skipped" line (skips: the last "N skipped" a
+# Prints one line per stage (with its wall time) and a final "tests: N passed, N failed, N skipped" line (skips: the last "N skipped" a
 # stage prints, e.g. the C suite's MuJoCo comparisons in a build without MuJoCo); exits non-zero on any failure.
 set -u
 cd "$(dirname "$0")/.."
+start=$(date +%s)
 total_pass=0; total_fail=0; total_skip=0; failed_stages=()
 count() { # stage name, log file, exit code: picks the last "N passed ... N failed" (and "N skipped") figures of the log
-  local name=$1 log=$2 rc=$3 p f s
+  local name=$1 log=$2 rc=$3 secs=$4 p f s
   p=$(grep -oE '[0-9]+ passed' "$log" | tail -n1 | grep -oE '[0-9]+' || true)
   f=$(grep -oE '[0-9]+ failed' "$log" | tail -n1 | grep -oE '[0-9]+' || true)
   s=$(grep -oE '[0-9]+ skipped' "$log" | tail -n1 | grep -oE '[0-9]+' || true)
@@ -28,15 +29,16 @@ count() { # stage name, log file, exit code: picks the last "N passed ... N fail
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
   total_pass=$((total_pass + p)); total_fail=$((total_fail + f)); total_skip=$((total_skip + s))
   [ "$rc" -ne 0 ] && failed_stages+=("$name")
-  printf '== %-22s %5d passed, %d failed, %d skipped%s\n' "$name" "$p" "$f" "$s" "$([ "$rc" -ne 0 ] && echo '   <-- FAILED')"
+  printf '== %-22s %5d passed, %d failed, %d skipped, %4d s%s\n' "$name" "$p" "$f" "$s" "$secs" "$([ "$rc" -ne 0 ] && echo '   <-- FAILED')"
 }
 run() { # stage name, command...
   local name=$1; shift
   local log; log=$(mktemp)
   echo "-- $name: $*"
+  local t0; t0=$(date +%s)
   "$@" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
-  count "$name" "$log" "$rc"
+  count "$name" "$log" "$rc" "$(( $(date +%s) - t0 ))"
   rm -f "$log"
 }
 
@@ -62,5 +64,6 @@ run "valgrind" server/tools/valgrind_check.sh
 
 echo
 [ ${#failed_stages[@]} -gt 0 ] && echo "failed stages: ${failed_stages[*]}"
+echo "stages took $(( $(date +%s) - start )) s"
 echo "tests: $total_pass passed, $total_fail failed, $total_skip skipped"
 [ "$total_fail" -eq 0 ]

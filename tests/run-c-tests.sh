@@ -2,11 +2,13 @@
 # Runs every Criterion test binary from the repository root and prints one summary line.
 # Usage: tests/run-c-tests.sh build/tests/test_*   (exit 1 if any test failed or crashed)
 # Skipped tests (cr_skip_test, e.g. the MuJoCo comparisons of a build without MuJoCo, or .disabled) are listed with
-# their message and counted apart: Criterion's own summary leaves them out.
+# their message and counted apart: Criterion's own summary leaves them out. Each binary's line ends with its wall time.
 set -u
 pass=0; fail=0; skip=0; bad=()
 for t in "$@"; do
+  t0=$(date +%s)
   out=$("$t" --jobs 2 --ascii --verbose 2>&1); rc=$?
+  dt=$(( $(date +%s) - t0 ))
   syn=$(printf '%s\n' "$out" | grep -E 'Synthesis: Tested' | tail -n1)
   p=$(printf '%s' "$syn" | sed -nE 's/.*Passing: ([0-9]+).*/\1/p')
   f=$(printf '%s' "$syn" | sed -nE 's/.*Failing: ([0-9]+).*/\1/p')
@@ -19,7 +21,7 @@ for t in "$@"; do
     [ "$f" -eq 0 ] && [ "$c" -eq 0 ] && f=1
     bad+=("$(basename "$t")")
   fi
-  printf '  %-28s %3d passed, %d failed%s\n' "$(basename "$t")" "$p" "$((f + c))" "$([ "$k" -gt 0 ] && echo ", $k skipped")"
+  printf '  %-28s %3d passed, %d failed%s (%d s)\n' "$(basename "$t")" "$p" "$((f + c))" "$([ "$k" -gt 0 ] && echo ", $k skipped")" "$dt"
   [ -n "$skipped" ] && printf '%s\n' "$skipped" | sed 's/^/      /'
   pass=$((pass + p)); fail=$((fail + f + c)); skip=$((skip + k))
 done
