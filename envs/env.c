@@ -245,6 +245,7 @@ void env_get_cost(const env_t *e, env_cost *out)
     out->fallback = sim_solver_fallback(solver);
     out->fallback_cap = out->fallback >= 0 ? sim_solver_iteration_cap(out->fallback, sp) : 0;
     out->solver_cap = cap - out->fallback_cap > 0 ? cap - out->fallback_cap : 1;
+    out->direct_cap = sim_solver_direct_cap(solver, sp);
     /* as sim_data sizes its contact arrays (ncon_max) */
     int nc = sim_model_max_contacts(e->model);
     if (e->model->opt.max_contacts > 0 && nc > e->model->opt.max_contacts) nc = e->model->opt.max_contacts;

@@ -98,6 +98,8 @@ typedef struct {
     long solver_cap;            /* its own iterations per solve at most */
     int fallback;               /* the row it hands stalled problems to, or -1 */
     long fallback_cap;          /* that row's iterations per solve at most (0 without one) */
+    long direct_cap;            /* the direct Coulomb solve's Newton iterations per solve at most
+                                 * (sim_solver_direct_cap; 0 for a solver without one) */
     int max_contacts;           /* contacts per world at most (the model's, max_contacts and the solver's limit) */
 } env_cost;
 /* e's costs; world_bytes is 0 until e's first world exists. */
@@ -109,6 +111,8 @@ void env_get_cost(const env_t *e, env_cost *out);
 #define ENV_SOLVER_ROWS 16
 typedef struct {
     double per_contact[ENV_SOLVER_ROWS], per_contact2[ENV_SOLVER_ROWS];
+    double direct_iteration;    /* one Newton iteration of the direct Coulomb solve at its largest problem
+                                 * (SIM_SOLVER_DIRECT_MAX_CONTACTS contacts), s */
 } env_solver_timing;
 void env_time_solvers(env_solver_timing *out);
 /* Seconds one iteration of row `solver` takes over ncontacts contacts (0 for an unknown row). */
@@ -118,8 +122,14 @@ double env_solver_iteration_s(const env_solver_timing *t, int solver, int nconta
  * ENV_PROBE_DIM entries, else 0).  World 0 must exist; it is reset. */
 #define ENV_PROBE_DIM 512
 double env_physics_step_s(env_t *e, int steps);
+/* Seconds one Newton iteration of the direct Coulomb solve takes over ncontacts contacts (0 above
+ * SIM_SOLVER_DIRECT_MAX_CONTACTS, where it does not run): the probe's time at the largest size, scaled by
+ * (ncontacts / largest)^2 below it (an iteration builds an m x m Jacobian from G and factors it, m <= 3 ncontacts:
+ * between quadratic and cubic, so the quadratic scaling does not underestimate). */
+double env_direct_iteration_s(const env_solver_timing *t, int ncontacts);
 /* One world-step's time at the caps: decimation x (physics_step_s + the solver's iteration cap x its iteration
- * time at c->max_contacts + the fallback's cap x the fallback's). */
+ * time at c->max_contacts + the fallback's cap x the fallback's + the direct solve's Newton cap x its iteration
+ * time at the largest problem it takes, min(c->max_contacts, SIM_SOLVER_DIRECT_MAX_CONTACTS)). */
 double env_world_step_s(const env_cost *c, const env_solver_timing *t, double physics_step_s);
 void env_destroy(env_t **e);
 

@@ -1,7 +1,8 @@
 /* env_cost.c — a step's time estimated from an env's configuration and its solver's caps (env.h): the time one
  * contact-solver iteration takes on this machine, per solver, is measured on synthetic contact problems (thread
  * CPU time), and a world-step at the caps is decimation x (the physics step besides the solve + each solver's
- * iteration cap x its iteration time at the most contacts a world can have). */
+ * iteration cap x its iteration time at the most contacts a world can have, and the direct Coulomb solve's
+ * Newton cap x the time of one of its iterations at the largest problem it takes). */
 #include "env.h"
 
 #include <stdlib.h>
@@ -88,6 +89,30 @@ static double probe_iteration_s(probe_scratch *w, int solver, int n, double *sol
     return iters > 0 ? t / (double)iters : 0;
 }
 
+/* Thread CPU seconds per Newton iteration of the direct Coulomb solve on the probe problem of
+ * SIM_SOLVER_DIRECT_MAX_CONTACTS contacts: with tol 0 no mode set is accepted, so each call spends its whole
+ * iteration budget (or stops when no mode is left to change; the division is by the iterations done). */
+static double probe_direct_s(probe_scratch *w)
+{
+    const int n = SIM_SOLVER_DIRECT_MAX_CONTACTS;
+    probe_problem(n, w->S, w->G, w->c, w->mu);
+    sim_solver_params p;
+    sim_solver_default_params(&p);
+    double v[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], l[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
+    memset(w->lambda, 0, sizeof w->lambda);
+    const double *guess[1] = {w->lambda};
+    double t = 0;
+    long iters = 0;
+    for (int rep = 0; rep < 1000 && t < PROBE_MIN_S; rep++) {
+        int it = 0;
+        double t0 = thread_cpu_s();
+        sim_solver_coulomb_direct(n, w->G, w->c, w->mu, guess, 1, 0, p.direct_rounds, p.direct_max_iter, l, v, &it);
+        t += thread_cpu_s() - t0;
+        iters += it > 0 ? it : 1;
+    }
+    return iters > 0 ? t / (double)iters : 0;
+}
+
 void env_time_solvers(env_solver_timing *out)
 {
     memset(out, 0, sizeof *out);
@@ -108,6 +133,7 @@ void env_time_solvers(env_solver_timing *out)
         out->per_contact[s] = a;
         out->per_contact2[s] = b;
     }
+    out->direct_iteration = probe_direct_s(w);
     free(w);
 }
 
@@ -118,10 +144,22 @@ double env_solver_iteration_s(const env_solver_timing *t, int solver, int nconta
     return t->per_contact[solver] * n + t->per_contact2[solver] * n * n;
 }
 
+double env_direct_iteration_s(const env_solver_timing *t, int ncontacts)
+{
+    const double nmax = SIM_SOLVER_DIRECT_MAX_CONTACTS;
+    if (ncontacts > SIM_SOLVER_DIRECT_MAX_CONTACTS) return 0;
+    const double r = (ncontacts > 0 ? ncontacts : 1) / nmax;
+    return t->direct_iteration * r * r;
+}
+
 double env_world_step_s(const env_cost *c, const env_solver_timing *t, double physics_step_s)
 {
     double solve = (double)c->solver_cap * env_solver_iteration_s(t, c->solver, c->max_contacts);
     if (c->fallback >= 0) solve += (double)c->fallback_cap * env_solver_iteration_s(t, c->fallback, c->max_contacts);
+    if (c->direct_cap > 0) {
+        const int nd = c->max_contacts < SIM_SOLVER_DIRECT_MAX_CONTACTS ? c->max_contacts : SIM_SOLVER_DIRECT_MAX_CONTACTS;
+        solve += (double)c->direct_cap * env_direct_iteration_s(t, nd);
+    }
     return (double)(c->decimation > 0 ? c->decimation : 1) * (physics_step_s + solve);
 }
 

@@ -279,6 +279,26 @@ int sim_solve(int solver, int n, const double *G, const double *c, const double 
  * ("coulomb-stall-admm"), the fallback's admm_max_iter.  The work bound of a caller that must not trust
  * convergence.  0 for an index out of range or a reserved row. */
 long sim_solver_iteration_cap(int solver, const sim_solver_params *p);
+/* Largest n sim_solver_coulomb_direct takes (its Jacobian lives on the stack: 8 (3n)^2 bytes, 18 kB). */
+#define SIM_SOLVER_DIRECT_MAX_CONTACTS 16
+
+/* A direct solve of the Coulomb NCP (sim_solver_direct.c): for each of the nguess candidate impulses (3n each), the
+ * modes they show (open, stick, slip; a limit open or closed; a bounded row inside or at a bound) define a square
+ * system, solved by Newton's method; the blocks whose solution breaks their mode's inequalities change mode, at most
+ * max_rounds times per candidate; then the best mode set found with one block's mode changed, each block and mode in
+ * turn; at most budget Newton iterations in all.  Returns 1 with lambda and v = G lambda + c (3n) set as soon as a solution's exact
+ * Coulomb violation (sim_contact_error_sum_model, Coulomb's law) is below tol, else 0 (lambda and v untouched).
+ * *iterations (if not NULL) is increased by the Newton iterations done.  n out of [1,
+ * SIM_SOLVER_DIRECT_MAX_CONTACTS]: 0.  Deterministic: no transcendental function, a fixed order of operations. */
+int sim_solver_coulomb_direct(int n, const double *G, const double *c, const double *mu, const double *const *guesses,
+                              int nguess, double tol, int max_rounds, int budget, double *lambda, double *v,
+                              int *iterations);
+
+/* The Newton iterations of the direct Coulomb solve one solve with row `solver` and parameters p may take at most
+ * besides sim_solver_iteration_cap: "coulomb-stall-admm" with direct_rounds > 0 runs it twice on a stalled problem
+ * of at most SIM_SOLVER_DIRECT_MAX_CONTACTS contacts (before ADMM and after it), each with a budget of
+ * direct_max_iter iterations; 0 for every other row. */
+long sim_solver_direct_cap(int solver, const sim_solver_params *p);
 /* The row that row `solver` hands stalled problems to (SIM_SOLVER_ADMM for "coulomb-stall-admm"), or -1. */
 int sim_solver_fallback(int solver);
 

@@ -49,19 +49,4 @@ int sim_solver_end(sim_solver_stats *st, int iterations, double err, double tol)
 int sim_solver_coulomb_sweeps_stall(int n, const double *G, const double *c, const double *mu, double *lambda,
                                     const sim_solver_params *p, sim_solver_stats *st, double *v);
 
-/* Largest n sim_solver_coulomb_direct takes (its Jacobian lives on the stack: 8 (3n)^2 bytes, 18 kB). */
-#define SIM_SOLVER_DIRECT_MAX_CONTACTS 16
-
-/* A direct solve of the Coulomb NCP (sim_solver_direct.c): for each of the nguess candidate impulses (3n each), the
- * modes they show (open, stick, slip; a limit open or closed; a bounded row inside or at a bound) define a square
- * system, solved by Newton's method; the blocks whose solution breaks their mode's inequalities change mode, at most
- * max_rounds times per candidate; then the best mode set found with one block's mode changed, each block and mode in
- * turn; at most budget Newton iterations in all.  Returns 1 with lambda and v = G lambda + c (3n) set as soon as a solution's exact
- * Coulomb violation (sim_contact_error_sum_model, Coulomb's law) is below tol, else 0 (lambda and v untouched).
- * *iterations (if not NULL) is increased by the Newton iterations done.  n out of [1,
- * SIM_SOLVER_DIRECT_MAX_CONTACTS]: 0.  Deterministic: no transcendental function, a fixed order of operations. */
-int sim_solver_coulomb_direct(int n, const double *G, const double *c, const double *mu, const double *const *guesses,
-                              int nguess, double tol, int max_rounds, int budget, double *lambda, double *v,
-                              int *iterations);
-
 #endif

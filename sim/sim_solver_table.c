@@ -139,6 +139,12 @@ long sim_solver_iteration_cap(int solver, const sim_solver_params *p)
     }
 }
 
+long sim_solver_direct_cap(int solver, const sim_solver_params *p)
+{
+    if (solver != SIM_SOLVER_COULOMB_STALL_ADMM || p->direct_rounds <= 0 || p->direct_max_iter <= 0) return 0;
+    return 2L * p->direct_max_iter;
+}
+
 int sim_solver_fallback(int solver) { return solver == SIM_SOLVER_COULOMB_STALL_ADMM ? SIM_SOLVER_ADMM : -1; }
 
 int sim_solver_uses_pre_velocity(int solver)

@@ -6,12 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "env.h"
 #include "env_internal.h"
 #include "sim_collision.h"
 #include "sim_dynamics.h"
 #include "sim_math.h"
+#include "sim_solver.h"
 
 typedef struct {
     float *obs, *act, *rew, *fobs, *terms;
@@ -895,4 +897,75 @@ Test(env, engaged_joint_limits_are_counted, .timeout = 120)
         freebufs(&b);
         env_destroy(&e);
     }
+}
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The server's step-time estimate (env_world_step_s) is an upper bound of a solve at its caps, the direct Coulomb
+ * solve's Newton iterations included.  A 16-contact problem (the most anymal_c-walk's worlds can have) solved with
+ * the default solver at tolerance 0 stalls, runs the direct solve (no answer is accepted at tol 0), ADMM to its
+ * cap, and the direct solve again: everything the caps allow.  Its iterations stay within the caps env_get_cost
+ * reports, and its thread CPU time (the fastest of 5) within 1.5 x the estimate of the solve part.  Without the
+ * direct term the estimate is under half of what the solve costs (2 x 100 Newton iterations on a 48 x 48 system
+ * against 50 sweeps and 500 ADMM iterations), and this fails. */
+Test(env, the_step_estimate_covers_a_solve_at_every_cap, .timeout = 120)
+{
+    env_t *e = mk("anymal_c-walk", 1, NULL, 0, ENV_AUTORESET_SAME_STEP);
+    env_cost cost;
+    env_get_cost(e, &cost);
+    cr_assert_eq(cost.max_contacts, 16);
+    cr_assert_eq(cost.direct_cap, 200, "the default solver's direct solve: 2 x 100 Newton iterations");
+    env_solver_timing t;
+    env_time_solvers(&t);
+    cr_assert_gt(t.direct_iteration, 0);
+
+    enum { N = 16, M = 3 * N, NV = 18 };
+    static double S[NV * M], G[M * M], c[M], mu[N], lambda[M];
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < NV * M; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        S[i] = (double)(x >> 11) / 9007199254740992.0 * 2 - 1;
+    }
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < M; j++) {
+            double s = 0;
+            for (int k = 0; k < NV; k++) s += S[k * M + i] * S[k * M + j];
+            G[i * M + j] = s + (i == j ? 1e-3 : 0);
+        }
+    for (int i = 0; i < N; i++) c[3 * i] = 0.25 * (i % 3 - 1), c[3 * i + 1] = 0.15 * (i % 4 - 1.5), c[3 * i + 2] = -0.4, mu[i] = 0.7;
+    sim_solver_params p;
+    sim_solver_default_params(&p);
+    p.tol = 0;
+    double best = INFINITY;
+    sim_solver_stats st;
+    for (int rep = 0; rep < 5; rep++) {
+        memset(lambda, 0, sizeof lambda);
+        double t0 = cpu_now();
+        sim_solve(cost.solver, N, G, c, mu, lambda, &p, &st);
+        double dt = cpu_now() - t0;
+        if (dt < best) best = dt;
+    }
+    cr_assert(st.fallback, "the tol-0 solve stalled and went to the fallbacks");
+    cr_assert_leq(st.direct_iterations, cost.direct_cap);
+    cr_assert_gt(st.direct_iterations, cost.direct_cap / 4, "the direct solve ran (%d Newton iterations)",
+                 st.direct_iterations);
+    cr_assert_leq(st.fallback_iterations, cost.fallback_cap);
+    cr_assert_leq(st.iterations - st.fallback_iterations, cost.solver_cap);
+    /* the solve part of one physics step's estimate: env_world_step_s of one physics step without the rest */
+    env_cost one = cost;
+    one.decimation = 1;
+    const double est = env_world_step_s(&one, &t, 0);
+    one.direct_cap = 0;
+    const double est_without = env_world_step_s(&one, &t, 0);
+    cr_log_info("a solve at every cap: %.0f us of CPU (%d sweeps, %d ADMM, %d Newton iterations); estimated %.0f us "
+                "(%.0f us without the direct solve)", 1e6 * best, st.iterations - st.fallback_iterations,
+                st.fallback_iterations, st.direct_iterations, 1e6 * est, 1e6 * est_without);
+    cr_assert_gt(est, est_without);
+    cr_assert_leq(best, 1.5 * est, "a solve at the caps took %.0f us, estimated %.0f us", 1e6 * best, 1e6 * est);
+    env_destroy(&e);
 }
