@@ -57,7 +57,7 @@ import herd_tasks  # noqa: E402
 
 TARGETS = {"anymal_c-walk": {"lin_vel_error": 0.25, "yaw_rate_error": 0.3, "no_fall_fraction": 0.95},
            "anymal_c-rough": {"lin_vel_error": 0.35, "no_fall_fraction": 0.90}}
-# Keys whose defaults changed after files in the examples' own format (walk_policy.pt, ppo_stand_policy.pt) were
+# Keys whose defaults changed after files in the examples' own format (walk_policy.pt, the first stand policies) were
 # trained, with the values they were trained on; used only for a key such a file does not record and the server's
 # task lists (examples/train_walk.py and examples/ppo_stand.py: TRAINED_BEFORE).
 TRAINED_BEFORE = {"anymal_c-walk": {"actuator": "pd", "cmd_yaw_max": 1.0, "joint_limits": 0.0},
@@ -147,6 +147,57 @@ def run_config(path):
         with open(p) as f:
             return json.load(f)
     return {}
+
+
+# The keys of a run's summary.json (examples/train.py) that a packaged policy and an evaluation file keep.
+SUMMARY_KEYS = ("task", "trainer", "iterations", "env_steps", "train_wall_s", "num_envs", "env_steps_per_s",
+                "env_steps_per_s_server_only", "share_waiting_on_server", "share_policy_inference",
+                "share_learning_update", "cpu_s_learner", "cpu_s_server", "machine_share", "config", "init_from")
+
+
+def run_summary(run_dir):
+    """The training figures of run folder run_dir (its summary.json, SUMMARY_KEYS), or {}."""
+    p = os.path.join(run_dir, "summary.json")
+    if not os.path.exists(p):
+        return {}
+    with open(p) as f:
+        summary = json.load(f)
+    return {k: summary[k] for k in SUMMARY_KEYS if k in summary}
+
+
+def training_of(path):
+    """The training figures of the policy at path: its run folder's summary.json, or the ones a packaged file
+    embeds (infos["herd"]["training"]); {} when neither exists."""
+    s = run_summary(os.path.dirname(os.path.abspath(path)))
+    if s:
+        return s
+    torch = _torch()
+    ck = torch.load(path, map_location="cpu")
+    return dict(((ck.get("infos") or {}).get("herd") or {}).get("training") or {}) if isinstance(ck, dict) else {}
+
+
+def package_checkpoint(ckpt, out_path):
+    """A committable policy file from a run's checkpoint: the rsl_rl checkpoint without its optimizer state, with
+    the run's record (config.json: task, task configuration, network sizes, rsl_rl version) and its training
+    figures (summary.json) under infos["herd"], so that this script and rsl_rl's OnPolicyRunner.load(path,
+    load_optimizer=False) read it alone.  Returns the run folder."""
+    torch = _torch()
+    ck = torch.load(ckpt, map_location="cpu")
+    run_dir = os.path.dirname(os.path.abspath(ckpt))
+    record = run_config(ckpt)
+    if not record or "model_state_dict" not in ck:
+        sys.exit("play: %s is not an rsl_rl checkpoint in a run folder of examples/train.py (config.json beside it)"
+                 % ckpt)
+    record = {k: v for k, v in record.items() if k != "command"}
+    herd_record = dict(record, checkpoint=os.path.basename(ckpt))
+    training = run_summary(run_dir)
+    if training:
+        herd_record["training"] = training
+    out = {k: v for k, v in ck.items() if k != "optimizer_state_dict"}
+    out["infos"] = dict(ck.get("infos") or {}, herd=herd_record)
+    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
+    torch.save(out, out_path)
+    return run_dir
 
 
 def load_policy(path):
@@ -533,7 +584,12 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=1, help="evaluation worlds use seeds from seed + 10**9")
     ap.add_argument("--config", action="append", metavar="KEY=VALUE", help="task configuration override")
     ap.add_argument("--no-untrained", action="store_true", help="do not evaluate the untrained actor beside it")
-    ap.add_argument("--json", default=None, help="also write the evaluation (lines and full figures) to this file")
+    ap.add_argument("--json", default=None,
+                    help="also write the evaluation (lines and full figures) and the run's training figures (its "
+                         "summary.json: wall time, steps, time split) to this file")
+    ap.add_argument("--package", metavar="FILE",
+                    help="write the checkpoint as a committable policy file (no optimizer state; the run's config.json "
+                         "and summary.json embedded), and play that file")
     ap.add_argument("--view", action="store_true", help="serve a live 3-D view of the policy (herd.view)")
     ap.add_argument("--view-port", type=int, default=8765, help="HTTP port of --view (loopback; 0: any free one)")
     ap.add_argument("--view-seconds", type=float, default=0, help="--view: stop after this many seconds (0: Ctrl-C)")
@@ -549,6 +605,10 @@ def main(argv=None):
     torch = _torch()
     torch.set_num_threads(1)
     path = resolve_checkpoint(opt)
+    if opt.package:
+        package_checkpoint(path, opt.package)
+        print("play: %s -> %s" % (path_name(path), path_name(opt.package)), flush=True)
+        path = opt.package
     loaded = load_policy(path)
     task = opt.task or loaded.task or "anymal_c-walk"
     if loaded.task and opt.task and loaded.task != opt.task:
@@ -569,6 +629,9 @@ def play(opt, loaded, task, address):
                                                task, config or "the task's defaults"), flush=True)
     watch = view_policy(loaded, task, address, config, eval_seed + 777, opt.view_port) if opt.view else None
     result = {"task": task, "policy_file": path_name(loaded.path), "config": config}
+    training = training_of(loaded.path)
+    if training:
+        result["training"] = training
     if opt.export:
         jit_path, onnx_path = export_policy(loaded, opt.export, od)
         obs = rollout_observations(loaded, task, address, config, eval_seed + 555)

@@ -80,46 +80,17 @@ def parse_args(argv=None):
     return opt, rest
 
 
-def package(ckpt, out_path):
-    """OUT/rough_policy.pt from a run's checkpoint: the model (and empirical normalizer) without the optimizer,
-    the run's config.json and summary.json under infos["herd"]."""
-    torch = herd_tasks.need_torch("examples/train_rough.py", False)
-    ck = torch.load(ckpt, map_location="cpu")
-    run_dir = os.path.dirname(os.path.abspath(ckpt))
-    record = play.run_config(ckpt)
-    if not record:
-        sys.exit("train_rough: no config.json beside %s (a run folder of examples/train.py)" % ckpt)
-    record = {k: v for k, v in record.items() if k != "command"}
-    out = {k: v for k, v in ck.items() if k != "optimizer_state_dict"}
-    out["infos"] = dict(ck.get("infos") or {}, herd=dict(record, checkpoint=os.path.basename(ckpt)))
-    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
-    torch.save(out, out_path)
-    return run_dir
-
-
-def _summary(run_dir):
-    keep = ("task", "trainer", "iterations", "env_steps", "train_wall_s", "num_envs", "env_steps_per_s",
-            "env_steps_per_s_server_only", "share_waiting_on_server", "share_policy_inference",
-            "share_learning_update", "cpu_s_learner", "cpu_s_server", "machine_share", "config", "init_from")
-    p = os.path.join(run_dir, "summary.json")
-    if not os.path.exists(p):
-        return {}
-    with open(p) as f:
-        summary = json.load(f)
-    return {k: summary[k] for k in keep if k in summary}
-
-
 def training_record(run_dir):
     """train_wall_s (the rough run's, plus the walk run's it started from: --init_from, as its config.json
     records), mean_terrain_level (the last logged) and the runs' summaries."""
     import herd_runner
-    rough = _summary(run_dir)
+    rough = play.run_summary(run_dir)
     rows = herd_runner.read_log(os.path.join(run_dir, "log.csv"))
     levels = [float(r["terrain_level"]) for r in rows if r.get("terrain_level") not in ("", None)]
     stages = [rough]
     init = rough.get("init_from")
     if init:
-        stages.insert(0, _summary(os.path.dirname(init)))
+        stages.insert(0, play.run_summary(os.path.dirname(init)))
     walls = [s.get("train_wall_s") for s in stages]
     return {"train_wall_s": round(sum(walls), 1) if all(w is not None for w in walls) else None,
             "mean_terrain_level": round(levels[-1], 3) if levels else None,
@@ -253,7 +224,7 @@ def main(argv=None):
         run_dir = herd_tasks.find_run(os.path.join(logdir, TASK), "-1")
         print("train_rough: trained %s (started %s)" % (run_dir, t_start.strftime("%H:%M:%S")), flush=True)
     ckpt = herd_tasks.find_checkpoint(run_dir, opt.checkpoint)
-    package(ckpt, policy_path)
+    play.package_checkpoint(ckpt, policy_path)
     print("train_rough: %s -> %s" % (ckpt, play.path_name(policy_path)), flush=True)
     lines, wall = evaluate(opt, policy_path)
     write_eval(opt, json_path, policy_path, lines, wall, training_record(run_dir))

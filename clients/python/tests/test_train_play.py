@@ -178,6 +178,38 @@ def test_train_quick(tmp_path, server, task, version):
         assert [l["policy"] for l in lines] == ["trained", "untrained"] and lines[0]["episodes"] == 4
 
 
+def test_play_package_keeps_the_training_figures(tmp_path, server):
+    """play.py --package: the run's checkpoint without its optimizer state, its config.json and summary.json
+    embedded; the packaged file acts as the checkpoint, and --json carries the training figures (wall clock,
+    steps, time split), from the run folder or, for the packaged file alone, from what it embeds."""
+    if not have_rsl_rl(2):
+        pytest.skip("rsl_rl 2.x is neither installed nor in ../shared/third_party")
+    logdir = str(tmp_path / "logs")
+    run("train.py", "--task", "anymal_c-walk", "--address", server, "--logdir", logdir, *TINY)
+    run_dir = only_run(logdir, "anymal_c-walk")
+    with open(os.path.join(run_dir, "summary.json")) as f:
+        summary = json.load(f)
+    pkg, js = str(tmp_path / "walk_policy.pt"), str(tmp_path / "walk_eval.json")
+    run("play.py", "--task", "anymal_c-walk", "--logdir", logdir, "--address", server, "--episodes", 4,
+        "--config", "episode_seconds=0.5", "--package", pkg, "--json", js)
+    ck = torch.load(pkg, map_location="cpu")
+    assert "optimizer_state_dict" not in ck and "model_state_dict" in ck
+    herd_rec = ck["infos"]["herd"]
+    assert herd_rec["task"] == "anymal_c-walk" and herd_rec["training"]["iterations"] == summary["iterations"]
+    with open(js) as f:
+        doc = json.load(f)
+    assert doc["policy_file"] == pkg and [l["policy"] for l in doc["lines"]] == ["trained", "untrained"]
+    for k in ("iterations", "env_steps", "train_wall_s", "share_waiting_on_server", "share_learning_update"):
+        assert doc["training"][k] == summary[k], k
+    # the packaged file alone (no run folder beside it) still knows its training and acts as the checkpoint
+    ref = play.load_policy(os.path.join(run_dir, "model_%d.pt" % iterations(run_dir)[-1]))
+    alone = play.load_policy(pkg)
+    x = np.random.default_rng(1).normal(size=(7, 48)).astype(np.float32)
+    assert np.abs(alone.act(x) - ref.act(x)).max() == 0
+    assert play.training_of(pkg)["train_wall_s"] == summary["train_wall_s"]
+    assert alone.config == ref.config
+
+
 def test_play_walk_policy_export_and_figures(tmp_path, server):
     """play.py on the committed walk policy: its evaluation lines (train_walk's format and figures), and the
     TorchScript and ONNX exports give the checkpoint's actions on a real rollout's observations."""
