@@ -41,6 +41,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 # source key -> (file in the repository, what writes it)
 SOURCES = {
     "walk": ("examples/walk_eval.json", "examples/train_walk.py (a training)"),
+    "walk20": ("examples/walk20_eval.json", "examples/play.py --package examples/walk20_policy.pt --json "
+                                            "examples/walk20_eval.json (after examples/train.py --minutes 20)"),
     "stand": ("examples/ppo_stand_eval.json", "examples/ppo_stand.py (a training)"),
     "stand_log": ("examples/ppo_stand_log.csv", "examples/ppo_stand.py (a training)"),
     "rough": ("examples/rough_eval.json", "the rough-terrain training and evaluation (examples/train_rough.py, "
@@ -176,6 +178,49 @@ def _register_walk():
 
 
 _register_walk()
+
+
+def _walk20(S, *keys):
+    return need(S.get("walk20"), *keys, src="walk20")
+
+
+def _walk20_line(S, policy):
+    """The evaluation line of `policy` (trained / untrained) in examples/walk20_eval.json."""
+    for line in _walk20(S, "lines"):
+        if line.get("bench") == "walk_eval" and line.get("policy") == policy:
+            return line
+    raise FigureError("examples/walk20_eval.json has no walk_eval line of the %s policy" % policy)
+
+
+def _register_walk20():
+    for name, keys, fmt, doc in (
+            ("walk20.iterations", ("iterations",), thousands, "training iterations"),
+            ("walk20.env_steps", ("env_steps",), millions, "env steps of the training"),
+            ("walk20.train_min", ("train_wall_s",), minutes, "wall clock of the training, server and learner"),
+            ("walk20.num_envs", ("num_envs",), thousands, "worlds of the training"),
+            ("walk20.steps_per_s", ("env_steps_per_s",), thousands, "env steps/s of the training"),
+            ("walk20.share_wait", ("share_waiting_on_server",), lambda x: pct(x, 0),
+             "share of the training loop waiting on the server"),
+            ("walk20.share_infer", ("share_policy_inference",), lambda x: pct(x, 0),
+             "share of the training loop in policy inference"),
+            ("walk20.share_update", ("share_learning_update",), lambda x: pct(x, 0),
+             "share of the training loop in the PPO update"),
+            ("walk20.machine_share", ("machine_share",), lambda x: pct(x, 0),
+             "CPU time of learner and server over the machine's cores x the wall clock")):
+        FIGURES[name] = ("walk20", (lambda keys, fmt: lambda S: fmt(_walk20(S, "training", *keys)))(keys, fmt), doc)
+    for tag, who in (("", "trained"), (".untrained", "untrained")):
+        FIGURES["walk20%s.lin_vel" % tag] = ("walk20", (lambda w: lambda S: "%.3f m/s" % need(
+            _walk20_line(S, w), "lin_vel_error", src="walk20"))(who), "%s policy: mean |v_xy,cmd - v_xy|" % who)
+        FIGURES["walk20%s.yaw" % tag] = ("walk20", (lambda w: lambda S: "%.3f rad/s" % need(
+            _walk20_line(S, w), "yaw_rate_error", src="walk20"))(who), "%s policy: mean yaw-rate error" % who)
+        FIGURES["walk20%s.no_fall" % tag] = ("walk20", (lambda w: lambda S: pct(need(
+            _walk20_line(S, w), "no_fall_fraction", src="walk20")))(who), "%s policy: episodes without base contact"
+            % who)
+    FIGURES["walk20.episodes"] = ("walk20", lambda S: thousands(need(_walk20_line(S, "trained"), "episodes",
+                                                                     src="walk20")), "evaluation episodes")
+
+
+_register_walk20()
 
 
 @figure("walk.eval_s", "walk", "wall clock of the two evaluations (trained and untrained)")
