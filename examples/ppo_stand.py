@@ -38,7 +38,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")   # the PPO update runs while the server is idle
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")   # a second BLAS thread did not speed the update up (train.py)
 import numpy as np  # noqa: E402
 
 try:
@@ -56,9 +56,10 @@ except ImportError:  # pragma: no cover
 import herd_ppo  # noqa: E402  (the PPO shared with train_walk.py; the script's directory is on sys.path)
 
 ENV = "anymal_c-stand"
-# The keys whose defaults may differ from those examples/ppo_stand_policy.pt was trained on, with its values (the
-# PD actuator, no joint limits): a checkpoint that does not record one of them is evaluated with that value (a key
-# the server's task does not list is not passed); new checkpoints record them (herd_ppo.recorded_config).
+# The keys whose defaults changed after the first stand policies were trained, with the values those were trained
+# on (the PD actuator, no joint limits): a checkpoint that does not record one of them predates the change and is
+# evaluated with that value (a key the server's task does not list is not passed).  Newer checkpoints, the
+# committed examples/ppo_stand_policy.pt among them, record them (herd_ppo.recorded_config).
 TRAINED_BEFORE = {"actuator": "pd", "joint_limits": 0.0}
 
 
