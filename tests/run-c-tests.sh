@@ -17,7 +17,13 @@ for t in "$@"; do
   skipped=$(printf '%s\n' "$out" | grep -E '^\[SKIP\] ' || true)
   k=0; [ -n "$skipped" ] && k=$(printf '%s\n' "$skipped" | wc -l)
   if [ "$rc" -ne 0 ] || [ -z "$syn" ]; then
-    printf '%s\n' "$out" | grep -vE '^\[----\]|^\[RUN |^\[PASS\]|^\[SKIP\] |^\[====\] Running' | tail -n 40
+    # the failures with their assertion messages (Criterion prints them as "[----]" lines from "Assertion Failed"
+    # to the test's [FAIL] line), without the passing tests' lines and their logs
+    printf '%s\n' "$out" | awk '/^\[----\] .*(Assertion Failed|Unexpected signal|Timed out)/ { keep = 1 }
+        /^\[FAIL\]|^\[CRASH\]/ { keep = 0; print; next }
+        /^\[----\]/ { if (keep) print; next }
+        /^\[RUN |^\[PASS\]|^\[SKIP\] |^\[====\] Running/ { next }
+        { print }' | tail -n 60
     [ "$f" -eq 0 ] && [ "$c" -eq 0 ] && f=1
     bad+=("$(basename "$t")")
   fi

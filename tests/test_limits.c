@@ -670,16 +670,20 @@ Test(cpu, a_small_step_beside_the_costliest_allowed_waits_about_two_world_steps,
 
 /* PROTOCOL.md section 6.4: a step on a subset returns once its own worlds are stepped.  With 2 workers, a
  * session's worlds are two slices; a big step of the first slice and then a 1-world step of the second are
- * sent together.  The big step is sized by a probe on this machine (it must take at least 30 times as long
- * as the small one alone, and 50 ms, well above a thread's scheduling delay on a busy machine), so that the small step's reply comes first unless it waited for the big one;
- * the latencies are printed, not asserted (they depend on the machine's load). */
+ * sent together.  The big step is sized by a probe on this machine: it must take at least 10 times as long as
+ * the small one alone (a round trip, which on a busy machine is mostly scheduling delay: 2-4 ms beside two busy
+ * loops, against 0.1 ms idle) and 50 ms, so that the small step's reply comes first unless it waited for the big
+ * one.  The session has 16,384 worlds, so that the first slice (8,192) holds a big enough step on a loaded machine
+ * too (with 8,192 worlds, 4,096 took 96 ms beside two busy loops, under the 30 x 3.9 ms an earlier probe asked).
+ * The latencies are printed, not asserted (they depend on the machine's load).  A server that answers a subset
+ * step only after the session's earlier requests fails the order (the small reply comes second). */
 Test(drift, a_small_step_in_the_other_slice_returns_before_a_big_one, .timeout = 120)
 {
     srv_config cfg;
     base_config(&cfg, 2);
     srv_thread *t = start_cfg(&cfg);
     herd_client *c = client_of(t, 60000);
-    enum { N = 8192 };
+    enum { N = 16384 };
     herd_session s;
     MUST(make_s(c, "anymal_c-walk", N, NULL, 0, &s, &e_));
     float *a = calloc((size_t)N * s.act_dim, 4), *o = calloc((size_t)N * s.obs_dim, 4);
@@ -704,11 +708,11 @@ Test(drift, a_small_step_in_the_other_slice_returns_before_a_big_one, .timeout =
             MUST(herd_client_step(c, &s, nbig, ids, a, 0, &out, &e_));
             if (now_s() - t0 < big) big = now_s() - t0;
         }
-        if ((big >= 30 * p && big >= 0.05) || 2 * nbig > N / 2) break;
+        if ((big >= 10 * p && big >= 0.05) || 2 * nbig > N / 2) break;
         nbig *= 2;
     }
-    cr_assert_geq(big, 30 * p, "no step of the first slice takes 30 times a 1-world step (%.2f ms vs %.2f ms)",
-                  1e3 * big, 1e3 * p);
+    cr_assert(big >= 10 * p && big >= 0.05, "no step of the first slice takes 10 times a 1-world step and 50 ms "
+              "(%.2f ms vs %.2f ms)", 1e3 * big, 1e3 * p);
     int small_first = 0;
     double lat_small = 0, lat_big = 0;
     for (int r = 0; r < 3; r++) {
