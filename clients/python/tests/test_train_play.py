@@ -347,3 +347,19 @@ def test_normalizers_load_and_export(tmp_path):
         assert chk["torchscript_max_abs_diff"] <= 1e-5, chk
         if chk["onnx_max_abs_diff"] is not None:
             assert chk["onnx_max_abs_diff"] <= 1e-4 * max(1.0, chk["max_action_abs"]), chk
+
+
+def test_bench_ppo_update_prints_its_json_line():
+    """bench/ppo_update.py (the update's time per thread setting): one JSON line per setting with the walk
+    rollout's sample count, positive times, and the 1-thread setting as the ratio's base."""
+    if not have_rsl_rl(2):
+        pytest.skip("rsl_rl 2.x is neither installed nor in ../shared/third_party")
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "ppo_update.py"), "--repeats", "1",
+                          "--threads", "1", "--blas", "1"], capture_output=True, text=True, env=_env(), timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = json_lines(out.stdout, "ppo_update")
+    assert len(lines) == 1, out.stdout
+    r = lines[0]
+    assert r["torch_threads"] == 1 and r["blas_threads"] == 1 and r["samples"] == 2048 * 24
+    assert r["repeats"] == 1 and 0 < r["min_s"] <= r["update_s"] <= r["max_s"] and r["update_cpu_s"] > 0
+    assert r["ratio"] == 1.0
