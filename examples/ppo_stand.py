@@ -38,7 +38,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")   # a second BLAS thread did not speed the update up (train.py)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")   # as examples/train.py (bench/ppo_update.py times the others)
 import numpy as np  # noqa: E402
 
 try:

@@ -64,9 +64,9 @@ def parse_args(argv=None):
     ap.add_argument("--address", default=None, help="herd server(s), comma-separated (default: start one)")
     ap.add_argument("--server-threads", type=int, default=0, help="threads of the started server (0: all cores)")
     ap.add_argument("--update-threads", type=int, default=1,
-                    help="torch threads for the PPO update (1: on a 2-vCPU machine a second thread did not make the "
-                         "update faster, and beside OpenBLAS's threads it made it slower; bench/ppo_update.py "
-                         "measures each setting)")
+                    help="torch threads for the PPO update (1: on a 2-vCPU machine a 20-minute walk run with 2 "
+                         "updated more slowly; bench/ppo_update.py times the update alone for each torch x "
+                         "OpenBLAS setting)")
     ap.add_argument("--config", action="append", metavar="KEY=VALUE", help="task configuration override")
     ap.add_argument("--hidden", default=None, help="actor and critic hidden sizes, e.g. 512,256,128")
     ap.add_argument("--init-std", type=float, default=None, help="initial action noise std")
