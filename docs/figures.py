@@ -154,16 +154,19 @@ def _stand(S, *keys):
     return need(S.get("stand"), *keys, src="stand")
 
 
+# A training's figures (suffix, key, format, doc), as examples/train_walk.py and examples/train.py's summary.json
+# both name them: the walk and walk20 sources read them from different places.
+TRAINING_ROWS = (
+    ("iterations", "iterations", thousands, "training iterations"),
+    ("env_steps", "env_steps", millions, "env steps of the training"),
+    ("train_min", "train_wall_s", minutes, "wall clock of the training, server and learner"),
+    ("steps_per_s", "env_steps_per_s", thousands, "env steps/s of the training"),
+    ("share_wait", "share_waiting_on_server", lambda x: pct(x, 0), "share of the training loop waiting on the server"),
+    ("share_update", "share_learning_update", lambda x: pct(x, 0), "share of the training loop in the PPO update"))
+
+
 def _register_walk():
-    for name, keys, fmt, doc in (
-            ("walk.iterations", ("iterations",), thousands, "training iterations"),
-            ("walk.env_steps", ("env_steps",), millions, "env steps of the training"),
-            ("walk.train_min", ("train_wall_s",), minutes, "wall clock of the training, server and learner"),
-            ("walk.steps_per_s", ("env_steps_per_s",), thousands, "env steps/s of the training"),
-            ("walk.share_wait", ("share_waiting_on_server",), lambda x: pct(x, 0),
-             "share of the training loop waiting on the server"),
-            ("walk.share_update", ("share_learning_update",), lambda x: pct(x, 0),
-             "share of the training loop in the PPO update"),
+    for name, keys, fmt, doc in tuple(("walk." + n, (k,), f, d) for n, k, f, d in TRAINING_ROWS) + (
             ("walk.episodes", ("eval", "episodes"), thousands, "evaluation episodes"),
             ("walk.window", ("eval", "window_s"), lambda x: "%g s" % x, "evaluation window at each episode's end")):
         FIGURES[name] = ("walk", (lambda keys, fmt: lambda S: fmt(_walk(S, *keys)))(keys, fmt), doc)
@@ -193,18 +196,10 @@ def _walk20_line(S, policy):
 
 
 def _register_walk20():
-    for name, keys, fmt, doc in (
-            ("walk20.iterations", ("iterations",), thousands, "training iterations"),
-            ("walk20.env_steps", ("env_steps",), millions, "env steps of the training"),
-            ("walk20.train_min", ("train_wall_s",), minutes, "wall clock of the training, server and learner"),
+    for name, keys, fmt, doc in tuple(("walk20." + n, (k,), f, d) for n, k, f, d in TRAINING_ROWS) + (
             ("walk20.num_envs", ("num_envs",), thousands, "worlds of the training"),
-            ("walk20.steps_per_s", ("env_steps_per_s",), thousands, "env steps/s of the training"),
-            ("walk20.share_wait", ("share_waiting_on_server",), lambda x: pct(x, 0),
-             "share of the training loop waiting on the server"),
             ("walk20.share_infer", ("share_policy_inference",), lambda x: pct(x, 0),
              "share of the training loop in policy inference"),
-            ("walk20.share_update", ("share_learning_update",), lambda x: pct(x, 0),
-             "share of the training loop in the PPO update"),
             ("walk20.machine_share", ("machine_share",), lambda x: pct(x, 0),
              "CPU time of learner and server over the machine's cores x the wall clock")):
         FIGURES[name] = ("walk20", (lambda keys, fmt: lambda S: fmt(_walk20(S, "training", *keys)))(keys, fmt), doc)
