@@ -30,7 +30,8 @@
  * whose unread replies exceed its byte budget has further replies dropped.  Every pending request is on
  * S->plist, so that work can be cancelled (srv_job_cancel): by close (the session's queued work;
  * UNKNOWN_SESSION), by a disconnect (the ROUTER's monitor reports the connection's fd, matched against
- * ZMQ_SRCFD of each request; no reply), and by the drain deadline (SHUTTING_DOWN).
+ * ZMQ_SRCFD of each request, and read before a request becomes pending, since fds are reused:
+ * srv_read_disconnects; no reply), and by the drain deadline (SHUTTING_DOWN).
  */
 #ifndef SRV_INTERNAL_H
 #define SRV_INTERNAL_H

@@ -343,6 +343,13 @@ static op_handler handler_of(proto_op op)
     return NULL;
 }
 
+/* The ops whose requests become pending requests (take_pending); the others are answered at once. */
+static int becomes_pending(proto_op op)
+{
+    return op == PROTO_OP_MAKE || op == PROTO_OP_RESET || op == PROTO_OP_STEP || op == PROTO_OP_CLOSE ||
+           op == PROTO_OP_POSES;
+}
+
 /* The registry entry of a request's sender: its CURVE key (the "User-Id" property the ZAP handler
  * set), or in plain mode the address it connected from (srv_client_peer_address), so that more connections do
  * not multiply its quotas.  NULL when out of memory. */
@@ -379,7 +386,7 @@ void srv_handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *pay
     S->requests++;
     proto_request req;
     proto_request_init(&req);
-    incoming in = {{frames, nf, SRV_OP_INVALID, srv_now_s(), client_of(S, payload)}, payload, &req, NULL};
+    incoming in = {{frames, nf, SRV_OP_INVALID, srv_now_s(), NULL}, payload, &req, NULL};
     proto_error e;
     char m[PROTO_MSG_MAX + 64];
     /* the envelope counts toward the message limit (frame 0 is the identity ROUTER added) */
@@ -398,6 +405,10 @@ void srv_handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *pay
         if (rc && !req.has_id) req.has_id = proto_peek_id(zmq_msg_data(payload), zmq_msg_size(payload), &req.id);
     }
     op_handler h = rc ? NULL : handler_of(req.op);
+    /* a request that becomes pending is matched by its fd against later disconnects: the earlier holders'
+     * disconnects are read first (srv_read_disconnects), before anything of this request is looked up */
+    if (h && becomes_pending(req.op)) srv_read_disconnects(S);
+    in.to.client = client_of(S, payload);
     in.to.op = h ? (int)req.op : SRV_OP_INVALID;
     in.to.nframes = nf;
     if (S->metrics) {

@@ -230,6 +230,39 @@ void srv_cancel_where(srv_server *S, const srv_session *s, int fd, int code)
     }
 }
 
+void srv_read_disconnects(srv_server *S)
+{
+    if (!S->monitor) return;
+    for (;;) {
+        zmq_msg_t ev, addr;
+        zmq_msg_init(&ev);
+        if (zmq_msg_recv(&ev, S->monitor, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            return;
+        }
+        uint16_t event = 0;
+        uint32_t fd = 0;
+        if (zmq_msg_size(&ev) >= 6) {
+            memcpy(&event, zmq_msg_data(&ev), 2);
+            memcpy(&fd, (const char *)zmq_msg_data(&ev) + 2, 4);
+        }
+        int more = zmq_msg_more(&ev);
+        zmq_msg_close(&ev);
+        while (more) {
+            zmq_msg_init(&addr);
+            if (zmq_msg_recv(&addr, S->monitor, 0) < 0) more = 0;
+            else more = zmq_msg_more(&addr);
+            zmq_msg_close(&addr);
+        }
+        if (event == ZMQ_EVENT_DISCONNECTED) {
+            uint64_t before = S->cancelled;
+            srv_cancel_where(S, NULL, (int)fd, CANCEL_SILENT);
+            if (S->cancelled != before)
+                LOG(S, SRV_LOG_INFO, "a client disconnected: %" PRIu64 " of its requests cancelled", S->cancelled - before);
+        }
+    }
+}
+
 void srv_begin_close(srv_server *S, srv_session *s, pending *close_request)
 {
     s->closing = 1;

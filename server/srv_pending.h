@@ -18,6 +18,13 @@ void srv_finish_close_if_idle(srv_server *S, srv_session *s);
 /* Cancels every pending request that matches: of session s (if not NULL), from connection fd (if >= 0);
  * code: how to answer (a proto_code, or CANCEL_SILENT). */
 void srv_cancel_where(srv_server *S, const srv_session *s, int fd, int code);
+/* Reads the ROUTER's monitor: a connection that closed takes its pending work with it (no reply could reach
+ * it; cancelled silently).  Called by the loop when the monitor is readable, and before a request becomes
+ * pending: a connection is named by its fd (ZMQ_SRCFD), and the kernel gives a closed connection's fd to the
+ * next one accepted.  libzmq puts a connection's DISCONNECTED event on the monitor before it closes the fd,
+ * so the events of every earlier holder of a request's fd are readable by the time the request is received:
+ * read then, before the request is registered, none of them can cancel it. */
+void srv_read_disconnects(srv_server *S);
 void srv_begin_close(srv_server *S, srv_session *s, pending *close_request);
 void srv_process_done(srv_server *S);
 /* Bytes the memory ceiling counts now: sessions (made and being made), reply buffers in flight, replies

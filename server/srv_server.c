@@ -150,39 +150,6 @@ static int serving(srv_server *S)
     return S->jobs_inflight > 0;
 }
 
-/* The ROUTER's monitor: a connection that closed takes its queued work with it (no reply could reach it). */
-static void process_monitor(srv_server *S)
-{
-    for (;;) {
-        zmq_msg_t ev, addr;
-        zmq_msg_init(&ev);
-        if (zmq_msg_recv(&ev, S->monitor, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&ev);
-            return;
-        }
-        uint16_t event = 0;
-        uint32_t fd = 0;
-        if (zmq_msg_size(&ev) >= 6) {
-            memcpy(&event, zmq_msg_data(&ev), 2);
-            memcpy(&fd, (const char *)zmq_msg_data(&ev) + 2, 4);
-        }
-        int more = zmq_msg_more(&ev);
-        zmq_msg_close(&ev);
-        while (more) {
-            zmq_msg_init(&addr);
-            if (zmq_msg_recv(&addr, S->monitor, 0) < 0) more = 0;
-            else more = zmq_msg_more(&addr);
-            zmq_msg_close(&addr);
-        }
-        if (event == ZMQ_EVENT_DISCONNECTED) {
-            uint64_t before = S->cancelled;
-            srv_cancel_where(S, NULL, (int)fd, CANCEL_SILENT);
-            if (S->cancelled != before)
-                LOG(S, SRV_LOG_INFO, "a client disconnected: %" PRIu64 " of its requests cancelled", S->cancelled - before);
-        }
-    }
-}
-
 /* Before waiting: the periodic work, then, while a tiny job is in flight, a short busy poll for its
  * completion or a new request (a thread wake-up costs tens of us on a VM).  Returns the poll timeout. */
 static int before_sleep(srv_server *S)
@@ -213,7 +180,7 @@ static int process_events(srv_server *S, int timeout_ms)
     }
     if (rc > 0 && (items[1].revents & ZMQ_POLLIN)) srv_jobs_ack(S->jobs);
     srv_process_done(S);
-    if (rc > 0 && S->monitor && (items[2].revents & ZMQ_POLLIN)) process_monitor(S);
+    if (rc > 0 && S->monitor && (items[2].revents & ZMQ_POLLIN)) srv_read_disconnects(S);
     if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) {
         for (int k = 0; k < RECV_BATCH; k++) {
             if (recv_one(S) <= 0) break;
