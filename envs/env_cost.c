@@ -99,14 +99,17 @@ static double probe_direct_s(probe_scratch *w)
     sim_solver_params p;
     sim_solver_default_params(&p);
     double v[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], l[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
-    memset(w->lambda, 0, sizeof w->lambda);
+    /* every block pressed and on its cone's edge: the first mode set has every block slipping, the largest and
+       costliest system */
+    for (int i = 0; i < n; i++) w->lambda[3 * i] = w->mu[i], w->lambda[3 * i + 1] = 0, w->lambda[3 * i + 2] = 1;
     const double *guess[1] = {w->lambda};
     double t = 0;
     long iters = 0;
     for (int rep = 0; rep < 1000 && t < PROBE_MIN_S; rep++) {
         int it = 0;
         double t0 = thread_cpu_s();
-        sim_solver_coulomb_direct(n, w->G, w->c, w->mu, guess, 1, 0, p.direct_rounds, p.direct_max_iter, l, v, &it);
+        sim_solver_coulomb_direct(n, w->G, w->c, w->mu, guess, 1, 0, p.direct_rounds, p.direct_max_iter, p.direct_forms,
+                                  l, v, &it);
         t += thread_cpu_s() - t0;
         iters += it > 0 ? it : 1;
     }

@@ -72,11 +72,11 @@ size_t srv_config_memory_ceiling(const srv_config *c);
 #define SRV_SESSION_BYTES_AUTO ((size_t)160 << 10)
 #define SRV_MAX_SESSIONS_AUTO 65536
 /* The default --max-step-seconds.  The estimate is at the caps, far above a typical step: with anymal_c-walk's
- * defaults a world-step at the caps (the ADMM fallback's 500 iterations and the direct solve's 2 x 100 Newton
- * iterations included) is estimated at about 20 ms, so 65,536 default worlds fit with a margin for slower
+ * defaults a world-step at the caps (the ADMM fallback's 500 iterations and the direct solve's 2 x 3 x 100 Newton
+ * iterations included) is estimated at about 30 ms, so 65,536 default worlds fit with a margin for slower or busy
  * machines, while decimation 50 with 10,000 sweeps of paper-bisection over up to 76 contacts is estimated at
  * seconds per world-step, so that a step of a few hundred such worlds does not. */
-#define SRV_MAX_STEP_SECONDS 3000.0
+#define SRV_MAX_STEP_SECONDS 6000.0
 /* client_max_inflight_seconds in effect */
 double srv_config_client_inflight_s(const srv_config *c);
 /* The session cap the server enforces: c->max_sessions, or when 0, ceiling / SRV_SESSION_BYTES_AUTO within
@@ -84,7 +84,7 @@ double srv_config_client_inflight_s(const srv_config *c);
 int srv_config_max_sessions(const srv_config *c, size_t ceiling);
 
 /* tcp://127.0.0.1:5555, all cores, 16 MiB, 65536 / 262144 worlds, 600 s, info, 10 s, 16 worlds, 250 us;
- * bounds: 3000 s per step (estimated at the caps), memory auto, per client max_worlds worlds / 256 sessions /
+ * bounds: 6000 s per step (estimated at the caps), memory auto, per client max_worlds worlds / 256 sessions /
  * 256 requests and 6000 s of steps in flight / 1 GiB queued replies, 25 s drain. */
 void srv_config_defaults(srv_config *c);
 /* Applies HERD_BIND, HERD_THREADS, HERD_MAX_MESSAGE_BYTES, HERD_MAX_WORLDS_PER_SESSION, HERD_MAX_WORLDS,

@@ -55,6 +55,7 @@ void sim_solver_default_params(sim_solver_params *p)
     p->stall_drop = 0.5;
     p->direct_rounds = 8;
     p->direct_max_iter = 100;
+    p->direct_forms = SIM_SOLVER_DIRECT_FORMS;
     p->seed = 0;
 }
 

@@ -163,7 +163,10 @@ typedef struct sim_solver_params {
     double stall_drop;      /* (0.5) */
     int direct_rounds;      /* "coulomb-stall-admm": mode corrections per start of its direct Coulomb solve (8); 0 turns
                                the direct solve off (the stalled problem goes to ADMM alone) */
-    int direct_max_iter;    /* its Newton iterations at most, per attempt (before ADMM, and after it) (100) */
+    int direct_max_iter;    /* its Newton iterations at most, per attempt (before ADMM, and after it) and slip
+                               formulation (100) */
+    int direct_forms;       /* the slip formulations it tries, 1 to SIM_SOLVER_DIRECT_FORMS: 1 is the cone form
+                               alone (SIM_SOLVER_DIRECT_FORMS) */
     unsigned long long seed; /* per-world stream for randomized models ("impacts"); 0 by default */
 } sim_solver_params;
 
@@ -282,22 +285,28 @@ long sim_solver_iteration_cap(int solver, const sim_solver_params *p);
 /* Largest n sim_solver_coulomb_direct takes (its Jacobian lives on the stack: 8 (3n)^2 bytes, 18 kB). */
 #define SIM_SOLVER_DIRECT_MAX_CONTACTS 16
 
-/* A direct solve of the Coulomb NCP (sim_solver_direct.c): for each of the nguess candidate impulses (3n each), the
+/* The slip formulations the direct solve tries in turn (sim_solver_direct.c: cone, unit, scaled). */
+#define SIM_SOLVER_DIRECT_FORMS 3
+
+/* A direct solve of the Coulomb NCP (sim_solver_direct.c) with the first forms (1 to SIM_SOLVER_DIRECT_FORMS; out
+ * of range: all) of the slip formulations: for each of the nguess candidate impulses (3n each), the
  * modes they show (open, stick, slip; a limit open or closed; a bounded row inside or at a bound) define a square
  * system, solved by Newton's method; the blocks whose solution breaks their mode's inequalities change mode, at most
  * max_rounds times per candidate; then the best mode set found with one block's mode changed, each block and mode in
- * turn; at most budget Newton iterations in all.  Returns 1 with lambda and v = G lambda + c (3n) set as soon as a solution's exact
- * Coulomb violation (sim_contact_error_sum_model, Coulomb's law) is below tol, else 0 (lambda and v untouched).
- * *iterations (if not NULL) is increased by the Newton iterations done.  n out of [1,
- * SIM_SOLVER_DIRECT_MAX_CONTACTS]: 0.  Deterministic: no transcendental function, a fixed order of operations. */
+ * turn.  That search runs with each of those ways of writing a slipping block's friction law, one after the other,
+ * each with at most budget Newton iterations.  Returns 1 with lambda and v = G lambda + c (3n)
+ * set as soon as a solution's exact Coulomb violation (sim_contact_error_sum_model, Coulomb's law) is below tol, else
+ * 0 (lambda and v untouched).  *iterations (if not NULL) is increased by the Newton iterations done (at most
+ * forms x budget).  n out of [1, SIM_SOLVER_DIRECT_MAX_CONTACTS]: 0.  Deterministic: no
+ * transcendental function, a fixed order of operations. */
 int sim_solver_coulomb_direct(int n, const double *G, const double *c, const double *mu, const double *const *guesses,
-                              int nguess, double tol, int max_rounds, int budget, double *lambda, double *v,
+                              int nguess, double tol, int max_rounds, int budget, int forms, double *lambda, double *v,
                               int *iterations);
 
 /* The Newton iterations of the direct Coulomb solve one solve with row `solver` and parameters p may take at most
  * besides sim_solver_iteration_cap: "coulomb-stall-admm" with direct_rounds > 0 runs it twice on a stalled problem
  * of at most SIM_SOLVER_DIRECT_MAX_CONTACTS contacts (before ADMM and after it), each with a budget of
- * direct_max_iter iterations; 0 for every other row. */
+ * direct_max_iter iterations per slip formulation (2 x direct_forms x direct_max_iter); 0 for every other row. */
 long sim_solver_direct_cap(int solver, const sim_solver_params *p);
 /* The row that row `solver` hands stalled problems to (SIM_SOLVER_ADMM for "coulomb-stall-admm"), or -1. */
 int sim_solver_fallback(int solver);
@@ -437,7 +446,8 @@ int sim_solve_admm_tree(int n, const double *G, const double *c, const double *m
  * SIM_SOLVER_DIRECT_MAX_CONTACTS = 16 blocks, p->direct_rounds > 0): each block's mode (open, stick, slip; a limit
  * open or closed; a bounded row inside or at a bound) guessed from the stalled iterate, then from the warm start, the
  * square system of those modes solved by Newton's method, the blocks that break their mode's inequalities switched
- * (active-set rounds), then single-block changes of the best mode set, at most p->direct_max_iter Newton iterations;
+ * (active-set rounds), then single-block changes of the best mode set, with each of the SIM_SOLVER_DIRECT_FORMS
+ * formulations of a slipping block's friction law in turn, at most p->direct_max_iter Newton iterations each;
  * an answer is taken only when its exact Coulomb violation is below p->tol (st->direct = 1, st->direct_iterations).
  * Else ADMM (sim_solve_admm, warm-started from the last iterate; st->fallback_iterations), and when its CCP answer is
  * not also a Coulomb solution, the direct solve once more from the CCP answer's modes; the CCP answer is returned

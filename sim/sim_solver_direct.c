@@ -4,12 +4,20 @@
  * Given a mode per block, Coulomb's law is a system of equations:
  *   open          lambda = 0                                                 (no unknowns)
  *   stick         v = G lambda + c = 0                                       (unknowns lambda, 3 equations)
- *   slip          v_n = 0,  |lambda_T| = mu lambda_n,  lambda_T x v_T = 0      (unknowns lambda, 3 equations)
+ *   slip          v_n = 0,  lambda_T = -mu lambda_n v_T / |v_T|               (unknowns lambda, 3 equations)
  *   normal        lambda_T = 0, v_n = 0   (a frictionless contact or a joint limit, closed; unknown lambda_n)
  *   box, inside   lambda_T = 0, v_n = 0   (a bounded row strictly inside its bound; unknown lambda_n)
  *   box, at +-b   lambda = (0, 0, +-b)    (no unknowns)
- * Only the slip equations are nonlinear; they are written without angles (no transcendental call, so the answer is
- * the same bit for bit wherever IEEE arithmetic and sqrt are), and solved by Newton's method with a backtracking
+ * Only the slip equations are nonlinear.  Their friction law is written three ways, each without angles (no
+ * transcendental call, so the answer is the same bit for bit wherever IEEE arithmetic and sqrt are):
+ *   cone     |lambda_T| - mu lambda_n = 0,  lambda_T x v_T = 0   smooth in lambda_T; a second root (lambda_T along
+ *                                                            v_T) and no direction at all as v_T -> 0
+ *   unit     lambda_T + mu lambda_n v_T / |v_T| = 0          only the anti-parallel root; singular at v_T = 0
+ *   scaled   |v_T| lambda_T + mu lambda_n v_T = 0             smooth; degenerate (any lambda_T) at v_T = 0
+ * They have the same solutions where the block slides (v_T != 0) but not the same Newton basins: on contact problems
+ * harvested from the walk and rough tasks each formulation solves mode sets the others miss from the same start.
+ * So the whole search below runs with each formulation in turn (cone, unit, scaled), each with its own budget of
+ * iterations; the cone form first, so that a problem it solves gets the same answer whether or not the others exist.  Every system is solved by Newton's method with a backtracking
  * line search on |F|^2, the linear system by Gaussian elimination with partial pivoting (a pivot below 1e-13 of the
  * largest entry is raised to that floor: a redundant stick set has many solutions and any one will do).
  * The solution of a mode set is a Coulomb solution when its inequalities hold: an open block separates (v_n >= 0), a
@@ -67,20 +75,35 @@ static void fix_entries(int n, const double *mu, const unsigned char *mode, doub
     }
 }
 
-/* The residual F of the mode set's equations at lambda (v = G lambda + c), in the order of the unknowns. */
-static int residual(int n, const double *mu, const unsigned char *mode, const double *lambda, const double *v,
-                    double *F)
+/* The slip formulations (see the top of the file), in the order they are tried. */
+enum { F_CONE, F_UNIT, F_SCALED, F_COUNT };
+
+/* The residual F of the mode set's equations at lambda (v = G lambda + c), in the order of the unknowns; slip blocks
+ * in formulation form. */
+static int residual(int n, const double *mu, const unsigned char *mode, int form, const double *lambda,
+                    const double *v, double *F)
 {
     int k = 0;
     for (int i = 0; i < n; i++) {
         const double *l = lambda + 3 * i, *vi = v + 3 * i;
         switch (mode[i]) {
         case M_STICK: F[k++] = vi[0], F[k++] = vi[1], F[k++] = vi[2]; break;
-        case M_SLIP:
+        case M_SLIP: {
+            const double m = mu_of(mu[i]), w = sqrt(vi[0] * vi[0] + vi[1] * vi[1]);
             F[k++] = vi[2];
-            F[k++] = sqrt(l[0] * l[0] + l[1] * l[1]) - mu_of(mu[i]) * l[2];
-            F[k++] = l[0] * vi[1] - l[1] * vi[0];
+            if (form == F_CONE) {
+                F[k++] = sqrt(l[0] * l[0] + l[1] * l[1]) - m * l[2];
+                F[k++] = l[0] * vi[1] - l[1] * vi[0];
+            } else if (form == F_SCALED) {
+                F[k++] = w * l[0] + m * l[2] * vi[0];
+                F[k++] = w * l[1] + m * l[2] * vi[1];
+            } else { /* F_UNIT; at v_T = 0 the direction term is taken as 0 */
+                const double iw = w > 0 ? 1 / w : 0;
+                F[k++] = l[0] + m * l[2] * vi[0] * iw;
+                F[k++] = l[1] + m * l[2] * vi[1] * iw;
+            }
             break;
+        }
         case M_NORMAL:
         case M_BOX_IN: F[k++] = vi[2]; break;
         default: break;
@@ -135,7 +158,7 @@ static double sumsq(int m, const double *F)
 
 /* Newton on the mode set's equations from lambda (its fixed entries already set); v = G lambda + c kept up to
  * date.  Returns the iterations done (lambda, v: the last iterate). */
-static int newton(int n, const double *G, const double *c, const double *mu, const unsigned char *mode,
+static int newton(int n, const double *G, const double *c, const double *mu, const unsigned char *mode, int form,
                   double *lambda, double *v, int max_it)
 {
     const int N = 3 * n;
@@ -151,7 +174,7 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
         vt[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], Ft[DIRECT_MAX_UNKNOWNS], Gd[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
     int slips = 0;
     for (int i = 0; i < n; i++) slips += mode[i] == M_SLIP;
-    residual(n, mu, mode, lambda, v, F);
+    residual(n, mu, mode, form, lambda, v, F);
     double f2 = sumsq(m, F);
     int it = 0;
     const double f2_start = f2;
@@ -176,14 +199,35 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
                     break;
                 case M_SLIP: {
                     J[r++ * m + j] = g[2];
-                    const double tn = tn_of[i];
-                    double dn = 0;
-                    if (own) dn = col_row[j] == 2 ? -mu_of(mu[i]) : tn > 0 ? l[col_row[j]] / tn : 0;
-                    J[r++ * m + j] = dn;
-                    double dc = l[0] * g[1] - l[1] * g[0];
-                    if (own && col_row[j] == 0) dc += vi[1];
-                    if (own && col_row[j] == 1) dc -= vi[0];
-                    J[r++ * m + j] = dc;
+                    const double mi = mu_of(mu[i]);
+                    if (form == F_CONE) {
+                        const double tn = tn_of[i];
+                        double dn = 0;
+                        if (own) dn = col_row[j] == 2 ? -mi : tn > 0 ? l[col_row[j]] / tn : 0;
+                        J[r++ * m + j] = dn;
+                        double dc = l[0] * g[1] - l[1] * g[0];
+                        if (own && col_row[j] == 0) dc += vi[1];
+                        if (own && col_row[j] == 1) dc -= vi[0];
+                        J[r++ * m + j] = dc;
+                        break;
+                    }
+                    const double w = sqrt(vi[0] * vi[0] + vi[1] * vi[1]), iw = w > 0 ? 1 / w : 0;
+                    double d0, d1;
+                    if (form == F_SCALED) { /* d(|v_T| l_a + mu l_n v_a) */
+                        const double dw = (vi[0] * g[0] + vi[1] * g[1]) * iw;
+                        d0 = dw * l[0] + mi * l[2] * g[0], d1 = dw * l[1] + mi * l[2] * g[1];
+                        if (own && col_row[j] == 0) d0 += w;
+                        if (own && col_row[j] == 1) d1 += w;
+                        if (own && col_row[j] == 2) d0 += mi * vi[0], d1 += mi * vi[1];
+                    } else { /* d(l_a + mu l_n u_a), u = v_T / |v_T|, du = (g_T - u (u . g_T)) / |v_T| */
+                        const double u0 = vi[0] * iw, u1 = vi[1] * iw, ug = u0 * g[0] + u1 * g[1];
+                        d0 = mi * l[2] * (g[0] - u0 * ug) * iw, d1 = mi * l[2] * (g[1] - u1 * ug) * iw;
+                        if (own && col_row[j] == 0) d0 += 1;
+                        if (own && col_row[j] == 1) d1 += 1;
+                        if (own && col_row[j] == 2) d0 += mi * u0, d1 += mi * u1;
+                    }
+                    J[r++ * m + j] = d0;
+                    J[r++ * m + j] = d1;
                     break;
                 }
                 case M_NORMAL:
@@ -206,7 +250,7 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
             memcpy(lt, lambda, sizeof(double) * (size_t)N);
             for (int a = 0; a < m; a++) lt[3 * col_blk[a] + col_row[a]] += t * dx[a];
             for (int k = 0; k < N; k++) vt[k] = v[k] + t * Gd[k];
-            residual(n, mu, mode, lt, vt, Ft);
+            residual(n, mu, mode, form, lt, vt, Ft);
             ft2 = sumsq(m, Ft);
             if (ft2 <= (1.0 - 1e-4 * t) * f2) {
                 ok = 1;
@@ -325,7 +369,7 @@ static int seen_before(unsigned char (*seen)[SIM_SOLVER_DIRECT_MAX_CONTACTS], in
 
 /* Solves the mode set from l (its entries for the free rows: the start); returns the exact Coulomb violation. */
 static double solve_mode_set(int n, const double *G, const double *c, const double *mu, const unsigned char *mode,
-                             double tol, double *l, double *vl, int *its, int budget)
+                             int form, double tol, double *l, double *vl, int *its, int budget)
 {
     fix_entries(n, mu, mode, l);
     sim_contact_velocity(n, G, c, l, vl);
@@ -341,7 +385,7 @@ static double solve_mode_set(int n, const double *G, const double *c, const doub
             else li[0] = r;
         }
     }
-    *its += newton(n, G, c, mu, mode, l, vl, budget - *its < NEWTON_MAX ? budget - *its : NEWTON_MAX);
+    *its += newton(n, G, c, mu, mode, form, l, vl, budget - *its < NEWTON_MAX ? budget - *its : NEWTON_MAX);
     return sim_contact_error_sum_model(n, G, vl, mu, l, 1);
 }
 
@@ -359,11 +403,11 @@ static int other_modes(double mu, unsigned char md, unsigned char out[2])
     return k;
 }
 
-int sim_solver_coulomb_direct(int n, const double *G, const double *c, const double *mu, const double *const *guesses,
-                              int nguess, double tol, int max_rounds, int budget, double *lambda, double *v,
-                              int *iterations)
+/* The search with one slip formulation: from each guess's modes, active-set rounds; then the single-block neighbours
+ * of the best mode set found.  1 with lambda, v set when a mode set's solution has a Coulomb violation below tol. */
+static int search(int n, const double *G, const double *c, const double *mu, const double *const *guesses, int nguess,
+                  int form, double tol, int max_rounds, int budget, double *lambda, double *v, int *iterations)
 {
-    if (n <= 0 || n > SIM_SOLVER_DIRECT_MAX_CONTACTS) return 0;
     const int N = 3 * n;
     double l[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], vl[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
     unsigned char mode[SIM_SOLVER_DIRECT_MAX_CONTACTS], trial[SIM_SOLVER_DIRECT_MAX_CONTACTS];
@@ -379,11 +423,11 @@ int sim_solver_coulomb_direct(int n, const double *G, const double *c, const dou
         int nseen = 0;
         for (int round = 0; round < max_rounds && its < budget; round++) {
             if (nseen < SEEN_MAX) memcpy(seen[nseen++], mode, (size_t)n);
-            const double err = solve_mode_set(n, G, c, mu, mode, tol, l, vl, &its, budget);
+            const double err = solve_mode_set(n, G, c, mu, mode, form, tol, l, vl, &its, budget);
             if (err < tol) {
                 memcpy(lambda, l, sizeof(double) * (size_t)N);
                 memcpy(v, vl, sizeof(double) * (size_t)N);
-                if (iterations) *iterations += its;
+                *iterations += its;
                 return 1;
             }
             if (err < best_err) {
@@ -411,14 +455,27 @@ int sim_solver_coulomb_direct(int n, const double *G, const double *c, const dou
             memcpy(mode, best_mode, (size_t)n);
             mode[i] = alt[a];
             memcpy(l, best_l, sizeof(double) * (size_t)N);
-            if (solve_mode_set(n, G, c, mu, mode, tol, l, vl, &its, budget) < tol) {
+            if (solve_mode_set(n, G, c, mu, mode, form, tol, l, vl, &its, budget) < tol) {
                 memcpy(lambda, l, sizeof(double) * (size_t)N);
                 memcpy(v, vl, sizeof(double) * (size_t)N);
-                if (iterations) *iterations += its;
+                *iterations += its;
                 return 1;
             }
         }
     }
-    if (iterations) *iterations += its;
+    *iterations += its;
     return 0;
+}
+
+int sim_solver_coulomb_direct(int n, const double *G, const double *c, const double *mu, const double *const *guesses,
+                              int nguess, double tol, int max_rounds, int budget, int forms, double *lambda, double *v,
+                              int *iterations)
+{
+    if (n <= 0 || n > SIM_SOLVER_DIRECT_MAX_CONTACTS) return 0;
+    if (forms < 1 || forms > F_COUNT) forms = F_COUNT;
+    int its = 0, found = 0;
+    for (int form = 0; form < forms && !found; form++)
+        found = search(n, G, c, mu, guesses, nguess, form, tol, max_rounds, budget, lambda, v, &its);
+    if (iterations) *iterations += its;
+    return found;
 }

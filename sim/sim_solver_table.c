@@ -48,7 +48,8 @@ static const sim_solver_desc TABLE[SIM_SOLVER_NROWS] = {
         NAME[SIM_SOLVER_COULOMB_STALL_ADMM],
         "coulomb-bisection with a stall detector that hands a non-converging problem to a direct Coulomb solve (each "
         "block's mode guessed from the stalled iterate and the warm start, the mode set's equations solved by Newton's "
-        "method, violated modes switched; accepted only below tol), then to admm, whose CCP answer is returned only "
+        "method, violated modes switched, with each of three ways of writing a sliding block's friction law; accepted "
+        "only below tol), then to admm, whose CCP answer is returned only "
         "when a direct solve from its modes finds no Coulomb solution either (the step's answer is then flagged CCP).  "
         "Joint limits and bounded rows: as coulomb-bisection, 1-D blocks of the direct solve, then as admm.",
         sim_solve_coulomb_stall_admm, NULL},
@@ -142,7 +143,8 @@ long sim_solver_iteration_cap(int solver, const sim_solver_params *p)
 long sim_solver_direct_cap(int solver, const sim_solver_params *p)
 {
     if (solver != SIM_SOLVER_COULOMB_STALL_ADMM || p->direct_rounds <= 0 || p->direct_max_iter <= 0) return 0;
-    return 2L * p->direct_max_iter;
+    const int forms = p->direct_forms < 1 ? 1 : p->direct_forms > SIM_SOLVER_DIRECT_FORMS ? SIM_SOLVER_DIRECT_FORMS : p->direct_forms;
+    return 2L * forms * p->direct_max_iter;
 }
 
 int sim_solver_fallback(int solver) { return solver == SIM_SOLVER_COULOMB_STALL_ADMM ? SIM_SOLVER_ADMM : -1; }

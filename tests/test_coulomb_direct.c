@@ -1,8 +1,9 @@
 /* coulomb-stall-admm's direct Coulomb solve (sim/sim_solver_direct.c) on contact problems harvested where the default
  * solver's sweeps stall: in the real anymal_c-walk env (`herd-bench env --env anymal_c-walk --profile --harvest FILE`,
  * 256 worlds, random actions; tests/testdata/walk_stalls.txt holds the ones with at most 5 blocks: "n, G, c, mu, warm
- * start" each).  The reference is tests/helpers/coulomb_ref.c: brute force over every block's mode in long double,
- * sharing no code with sim/. */
+ * start" each), and in anymal_c-rough (512 worlds, 60 env steps; tests/testdata/rough_stalls.txt: 24 with at most 5
+ * blocks on which the direct solve with the cone formulation alone found no Coulomb solution).  The reference is
+ * tests/helpers/coulomb_ref.c: brute force over every block's mode in long double, sharing no code with sim/. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,9 +18,9 @@ typedef struct {
     double G[9 * MAXN * MAXN], c[3 * MAXN], mu[MAXN], warm[3 * MAXN];
 } problem;
 
-static int load(problem *ps, int cap)
+static int load_file(const char *path, problem *ps, int cap)
 {
-    FILE *f = fopen("tests/testdata/walk_stalls.txt", "r");
+    FILE *f = fopen(path, "r");
     cr_assert_not_null(f);
     int k = 0, n;
     while (k < cap && fscanf(f, "%d", &n) == 1) {
@@ -36,6 +37,8 @@ static int load(problem *ps, int cap)
     fclose(f);
     return k;
 }
+
+static int load(problem *ps, int cap) { return load_file("tests/testdata/walk_stalls.txt", ps, cap); }
 
 static void walk_params(sim_solver_params *p)
 {
@@ -130,4 +133,47 @@ Test(coulomb_direct, bit_for_bit_repeatable)
         cr_assert_eq(sa.answer, sb.answer);
         cr_assert_eq(sa.direct_iterations, sb.direct_iterations);
     }
+}
+
+/* The rough-terrain stalls: with all three formulations of a slipping block's friction law every one is answered
+ * with a Coulomb solution, which the reference's own measure confirms (its violation within tol), and on most of
+ * them the reference's brute force finds a Coulomb solution too (on the others its Newton from its own starts does
+ * not converge, which proves nothing either way).  With the cone formulation alone (direct_forms = 1, what the
+ * solver had before) at most a quarter are: the fixtures need the other two. */
+Test(coulomb_direct, harvested_rough_stalls_end_coulomb, .timeout = 300)
+{
+    static problem ps[32];
+    const int np = load_file("tests/testdata/rough_stalls.txt", ps, 32);
+    cr_assert_eq(np, 24);
+    sim_solver_params p;
+    walk_params(&p); /* the rough task's solver settings are the walk's */
+    int coulomb[2] = {0, 0}, ref_solves = 0;
+    for (int forms = SIM_SOLVER_DIRECT_FORMS; forms >= 1; forms -= SIM_SOLVER_DIRECT_FORMS - 1) {
+        p.direct_forms = forms;
+        for (int k = 0; k < np; k++) {
+            const problem *q = &ps[k];
+            double l[3 * MAXN];
+            memcpy(l, q->warm, sizeof l);
+            sim_solver_stats st;
+            sim_solve_coulomb_stall_admm(q->n, q->G, q->c, q->mu, l, &p, &st);
+            cr_assert_eq(st.fallback, 1, "fixture %d no longer stalls", k);
+            const int ok = st.answer == SIM_ANSWER_COULOMB;
+            coulomb[forms == 1] += ok;
+            if (ok) {
+                const double viol = coulomb_ref_violation(q->n, q->G, q->c, q->mu, l);
+                cr_assert_leq(viol, p.tol, "fixture %d (%d forms): flagged Coulomb, the reference measures %g", k, forms,
+                              viol);
+            }
+            if (forms == SIM_SOLVER_DIRECT_FORMS) {
+                cr_assert(ok, "fixture %d (n %d): answer %d, not Coulomb", k, q->n, st.answer);
+                double lr[3 * MAXN];
+                ref_solves += coulomb_ref_solve(q->n, q->G, q->c, q->mu, 1e-9, lr) == 1;
+            }
+        }
+    }
+    cr_log_info("%d harvested rough stalls: Coulomb answers %d with 3 formulations, %d with the cone form alone; the "
+                "reference's brute force solves %d", np, coulomb[0], coulomb[1], ref_solves);
+    cr_assert_eq(coulomb[0], np);
+    cr_assert_leq(coulomb[1], np / 4);
+    cr_assert_geq(ref_solves, np / 2);
 }

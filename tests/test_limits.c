@@ -404,11 +404,11 @@ Test(nonfinite, server_replies_carry_no_inf_and_flag_the_reset, .timeout = 60)
 /* 4. CPU bounds */
 
 /* The work bound counted solver iterations at the caps, not time: a step of 134 HEAVY worlds was within it and
- * took 13.8 s.  The bound is now a step's estimated CPU time (max_step_seconds): a step of 400 HEAVY worlds
- * (estimated at about 15 s of CPU per world-step at the caps, so over the default bound of 3000 s as the 134
- * were over the former 1000 s) is refused before it runs, with the key, its estimate and the number of worlds a
- * step may have; a step within the bound runs. */
-Test(cpu, a_costly_400_world_step_is_refused_before_it_runs, .timeout = 120)
+ * took 13.8 s.  The bound is now a step's estimated CPU time (max_step_seconds): a step of 1000 HEAVY worlds
+ * (estimated at about 18 s of CPU per world-step at the caps, so about 3 x the default bound of 6000 s) is
+ * refused before it runs, with the key, its estimate and the number of worlds a step may have; a step within the
+ * bound runs. */
+Test(cpu, a_costly_1000_world_step_is_refused_before_it_runs, .timeout = 120)
 {
     srv_config cfg;
     base_config(&cfg, 2);
@@ -417,13 +417,13 @@ Test(cpu, a_costly_400_world_step_is_refused_before_it_runs, .timeout = 120)
     herd_client *c;
     herd_session s;
     herd_error e;
-    start_one(&cfg, 2, "anymal_c-walk", 400, HEAVY, 5, 120000, &t, &c, &s);
-    float *a = calloc((size_t)400 * s.act_dim, 4), *o = calloc((size_t)400 * s.obs_dim, 4);
+    start_one(&cfg, 2, "anymal_c-walk", 1000, HEAVY, 5, 120000, &t, &c, &s);
+    float *a = calloc((size_t)1000 * s.act_dim, 4), *o = calloc((size_t)1000 * s.obs_dim, 4);
     herd_step_out out = {.obs = o};
     /* refused before it runs: not one world of it is stepped (the server's count of world-steps simulated, which
      * its workers add to as they run rows, not timed) */
     double before = metric(t, "herd_env_steps_total");
-    cr_assert_eq(herd_client_step(c, &s, -1, NULL, a, 0, &out, &e), PROTO_E_LIMIT, "the 400-world step was accepted");
+    cr_assert_eq(herd_client_step(c, &s, -1, NULL, a, 0, &out, &e), PROTO_E_LIMIT, "the 1000-world step was accepted");
     double after = metric(t, "herd_env_steps_total");
     cr_assert_eq(after, before, "the refused step ran %.0f world-steps", after - before);
     double est = 0, bound = 0;
@@ -433,10 +433,10 @@ Test(cpu, a_costly_400_world_step_is_refused_before_it_runs, .timeout = 120)
     p = strstr(e.message, "over the limit of ");
     cr_assert(p && sscanf(p, "over the limit of %lf s (max_step_seconds): step at most %ld worlds", &bound, &most) == 2,
               "%s", e.message);
-    fprintf(stderr, "400 HEAVY worlds: estimated %.0f s of CPU, bound %g s, at most %ld worlds\n", est, bound, most);
+    fprintf(stderr, "1000 HEAVY worlds: estimated %.0f s of CPU, bound %g s, at most %ld worlds\n", est, bound, most);
     cr_assert_eq(bound, SRV_MAX_STEP_SECONDS);
     cr_assert_gt(est, bound);
-    cr_assert(most >= 1 && most < 400, "%s", e.message);
+    cr_assert(most >= 1 && most < 1000, "%s", e.message);
     int32_t id = 3;
     MUST(herd_client_reset(c, &s, 1, &id, NULL, o, &e_));
     MUST(herd_client_step(c, &s, 1, &id, a, 0, &out, &e_));
