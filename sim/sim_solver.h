@@ -293,8 +293,8 @@ long sim_solver_iteration_cap(int solver, const sim_solver_params *p);
  * modes they show (open, stick, slip; a limit open or closed; a bounded row inside or at a bound) define a square
  * system, solved by Newton's method; the blocks whose solution breaks their mode's inequalities change mode, at most
  * max_rounds times per candidate; then the best mode set found with one block's mode changed, each block and mode in
- * turn.  That search runs with each of those ways of writing a slipping block's friction law, one after the other,
- * each with at most budget Newton iterations.  Returns 1 with lambda and v = G lambda + c (3n)
+ * turn.  That search runs with each of those ways of writing a slipping block's friction law, one after the other
+ * (beyond the first only on problems of at most 9 blocks), each with at most budget Newton iterations.  Returns 1 with lambda and v = G lambda + c (3n)
  * set as soon as a solution's exact Coulomb violation (sim_contact_error_sum_model, Coulomb's law) is below tol, else
  * 0 (lambda and v untouched).  *iterations (if not NULL) is increased by the Newton iterations done (at most
  * forms x budget).  n out of [1, SIM_SOLVER_DIRECT_MAX_CONTACTS]: 0.  Deterministic: no

@@ -17,7 +17,9 @@
  * They have the same solutions where the block slides (v_T != 0) but not the same Newton basins: on contact problems
  * harvested from the walk and rough tasks each formulation solves mode sets the others miss from the same start.
  * So the whole search below runs with each formulation in turn (cone, unit, scaled), each with its own budget of
- * iterations; the cone form first, so that a problem it solves gets the same answer whether or not the others exist.  Every system is solved by Newton's method with a backtracking
+ * iterations; the cone form first, so that a problem it solves gets the same answer whether or not the others exist.
+ * The other two run only on problems of at most FORMS_MAX_BLOCKS blocks: on larger ones (fallen robots) they rarely
+ * succeed where the cone form failed, and there their failing iterations are the costliest.  Every system is solved by Newton's method with a backtracking
  * line search on |F|^2, the linear system by Gaussian elimination with partial pivoting (a pivot below 1e-13 of the
  * largest entry is raised to that floor: a redundant stick set has many solutions and any one will do).
  * The solution of a mode set is a Coulomb solution when its inequalities hold: an open block separates (v_n >= 0), a
@@ -77,6 +79,7 @@ static void fix_entries(int n, const double *mu, const unsigned char *mode, doub
 
 /* The slip formulations (see the top of the file), in the order they are tried. */
 enum { F_CONE, F_UNIT, F_SCALED, F_COUNT };
+#define FORMS_MAX_BLOCKS 9 /* the forms after the first only up to this many blocks */
 
 /* The residual F of the mode set's equations at lambda (v = G lambda + c), in the order of the unknowns; slip blocks
  * in formulation form. */
@@ -473,6 +476,7 @@ int sim_solver_coulomb_direct(int n, const double *G, const double *c, const dou
 {
     if (n <= 0 || n > SIM_SOLVER_DIRECT_MAX_CONTACTS) return 0;
     if (forms < 1 || forms > F_COUNT) forms = F_COUNT;
+    if (n > FORMS_MAX_BLOCKS) forms = 1;
     int its = 0, found = 0;
     for (int form = 0; form < forms && !found; form++)
         found = search(n, G, c, mu, guesses, nguess, form, tol, max_rounds, budget, lambda, v, &its);
