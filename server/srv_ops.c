@@ -429,7 +429,9 @@ void srv_handle_request(srv_server *S, zmq_msg_t *frames, int nf, zmq_msg_t *pay
         srv_session *named = req.has_session ? find_owned(S, &req, c) : NULL;
         srv_send_error(S, &in.to, req.has_id ? req.id : 0, named, rc ? (proto_code)rc : PROTO_E_INTERNAL,
                    rc ? e.message : "unhandled op");
-    } else if (S->draining) {
+    } else if (S->draining || atomic_load(&S->stop)) {
+        /* the stop flag too: a request handled after srv_server_stop returned, in the loop's turn that has not yet
+           noted the stop (serving), is already refused */
         srv_send_error(S, &in.to, req.id, NULL, PROTO_E_SHUTTING_DOWN, "the server is shutting down");
     } else if (req.has_session && (!(in.sess = find_owned(S, &req, c)) || in.sess->closing)) {
         snprintf(m, sizeof m, "unknown session %" PRIu64 "%s", req.session,

@@ -978,6 +978,70 @@ Test(server, stop_drains_requests_in_flight, .timeout = 60)
     herd_client_destroy(&c);
 }
 
+/* A request handled after srv_server_stop returned is refused with SHUTTING_DOWN, even in the loop's turn in which
+ * the stop came (before the loop notes it).  It used to be answered as usual there, and this test's sibling above
+ * then failed on a loaded machine.  The test makes that turn certain: the server logs to this process's stderr, here
+ * a full pipe, so the I/O thread blocks on the debug line of an error reply in the middle of a turn; the stop and a
+ * ping come while it is blocked; then the pipe is drained and the turn goes on with the ping. */
+Test(server, a_request_after_stop_is_refused_in_the_turn_the_stop_came, .timeout = 60)
+{
+    srv_config cfg;
+    test_config(&cfg);
+    cfg.log_level = SRV_LOG_DEBUG;
+    srv_thread *t = start_with(&cfg);
+    herd_client *a = connect_to(t), *b = connect_to(t);
+    OK(herd_client_ping(a, 0, NULL, &e_));
+    OK(herd_client_ping(b, 0, NULL, &e_));
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    const int saved = dup(2);
+    cr_assert_eq(dup2(p[1], 2), 2);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", p[1]);
+    const int w = open(path, O_WRONLY | O_NONBLOCK); /* a description of its own: the server's stays blocking */
+    cr_assert_geq(w, 0);
+    static const char fill[4096] = {0};
+    while (write(w, fill, sizeof fill) > 0) {}
+    while (write(w, fill, 1) > 0) {} /* the last bytes: a write of 4096 needs that much room at once */
+    close(w);
+    /* stats of a session that does not exist: the error reply's debug line blocks the I/O thread */
+    proto_request q;
+    proto_request_init(&q);
+    q.op = PROTO_OP_STATS;
+    q.session = 987654321;
+    q.has_session = 1;
+    q.id = herd_client_next_id(a);
+    herd_error e;
+    cr_assert_eq(herd_client_send_request(a, 0, &q, &e), 0, "%s", e.message);
+    proto_request_init(&q);
+    q.op = PROTO_OP_PING;
+    q.id = herd_client_next_id(a);
+    cr_assert_eq(herd_client_send_request(a, 0, &q, &e), 0, "%s", e.message);
+    herd_reply *r; /* neither the stats error (its line is logged before it is sent) nor the ping behind it comes */
+    cr_assert_neq(herd_client_recv(a, 300, &r, &e), 0, "the server answered while its I/O thread should be blocked");
+    srv_server_stop(srv_thread_server(t));
+    proto_request_init(&q);
+    q.op = PROTO_OP_PING;
+    q.id = herd_client_next_id(b);
+    const uint64_t after = q.id;
+    cr_assert_eq(herd_client_send_request(b, 0, &q, &e), 0, "%s", e.message);
+    usleep(200000);                                  /* the ping reaches the server's socket */
+    dup2(saved, 2);
+    close(saved);
+    close(p[1]);
+    char buf[65536];
+    while (read(p[0], buf, sizeof buf) > 0) {}       /* the blocked line completes; the turn goes on */
+    close(p[0]);
+    cr_assert_eq(herd_client_recv(b, 10000, &r, &e), 0, "%s", e.message);
+    cr_assert_eq(r->id, after);
+    cr_assert(!r->ok && r->error.code == PROTO_E_SHUTTING_DOWN, "the ping sent after srv_server_stop was answered %s",
+              r->ok ? "ok" : proto_code_name(r->error.code));
+    herd_reply_destroy(&r);
+    cr_assert_eq(srv_thread_stop(&t), 0);
+    herd_client_destroy(&a);
+    herd_client_destroy(&b);
+}
+
 Test(server, sigterm_drains_and_exits_0, .timeout = 60)
 {
     char dir[4096], bin[4200], ep[128];

@@ -101,10 +101,12 @@ class GatedServer:
             pass                                # the reader is not inside a read now, and will not start one
         w = os.open("/proc/self/fd/%d" % self._fd, os.O_WRONLY | os.O_NONBLOCK)
         try:
-            while True:
-                os.write(w, b"#" * 4096)
-        except BlockingIOError:
-            pass
+            for chunk in (4096, 1):             # then byte by byte: a write of 4096 needs that much room at once
+                try:
+                    while True:
+                        os.write(w, b"#" * chunk)
+                except BlockingIOError:
+                    pass
         finally:
             os.close(w)
 
