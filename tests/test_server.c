@@ -979,8 +979,8 @@ Test(server, stop_drains_requests_in_flight, .timeout = 60)
 }
 
 /* A request handled after srv_server_stop returned is refused with SHUTTING_DOWN, even in the loop's turn in which
- * the stop came (before the loop notes it).  It used to be answered as usual there, and this test's sibling above
- * then failed on a loaded machine.  The test makes that turn certain: the server logs to this process's stderr, here
+ * the stop came (before the loop notes it); one answered as usual there makes the sibling test above depend on
+ * when the I/O thread runs.  The test makes that turn certain: the server logs to this process's stderr, here
  * a full pipe, so the I/O thread blocks on the debug line of an error reply in the middle of a turn; the stop and a
  * ping come while it is blocked; then the pipe is drained and the turn goes on with the ping. */
 Test(server, a_request_after_stop_is_refused_in_the_turn_the_stop_came, .timeout = 60)
