@@ -278,6 +278,13 @@ api.terrainHeight = (x, y) => {
   return hit ? hit.point.z : null;
 };
 api.tilesPending = () => tiles.pending.size;
+// Test hook: the canvas shows the current state: nothing waits to be drawn, and on a cell terrain the tiles
+// around the camera's target (the followed robot) are fetched and drawn.
+api.settled = () => {
+  if (dirty || tiles.pending.size) return false;
+  if (!st.cells || !tiles.fetch) return true;
+  return tiles.center === tileOf(tiles.terrain, st.target.x, st.target.y).join(',');
+};
 
 function primitive(g) {
   const s = g.size;

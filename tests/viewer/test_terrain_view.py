@@ -88,7 +88,8 @@ def test_replay_draws_the_servers_cells_and_the_stairs(server, tmp_path):
             assert np.allclose(info["base"], rec.body_pos[0][j, 0], atol=1e-4)   # where it is on the field
         b.evaluate("document.getElementById('focus').value = '0';"
                    "document.getElementById('focus').dispatchEvent(new Event('change'))")
-        b.wait_for("herdViewer.tilesPending() == 0", 60)
+        # the focus change is drawn in a later animation frame, which fetches the stairs tiles again
+        b.wait_for("herdViewer.info().focus === 0 && herdViewer.settled()", 60)
         png = b.screenshot()
         keep(png, "rough_stairs.png")
         shots["stairs"] = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)

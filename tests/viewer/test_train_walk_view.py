@@ -90,7 +90,7 @@ def robot_at_base(b, ref):
         while b.evaluate("herdViewer.draws") == d0:
             assert time.monotonic() < deadline, "the page did not redraw with the collision shapes"
             time.sleep(0.03)
-        time.sleep(0.1)         # a requestAnimationFrame later it is on the canvas
+        b.next_frames(2)        # what was drawn is on the canvas
     info = b.evaluate("herdViewer.info()")
     png = b.screenshot()
     img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))

@@ -132,7 +132,7 @@ def wait_base(b, expected, timeout=20.0):
     while True:
         info = b.evaluate("herdViewer.info()")
         if "base" in info and np.allclose(info["base"], expected, atol=2e-5):
-            time.sleep(0.1)     # a requestAnimationFrame later it is on the canvas
+            b.wait_for("herdViewer.settled()", timeout)     # and drawn: on the canvas
             return b.evaluate("herdViewer.info()")
         if time.monotonic() > deadline:
             raise AssertionError("page never showed base %s (last %s)" % (expected, info.get("base")))
