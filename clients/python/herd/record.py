@@ -142,22 +142,33 @@ class Recorder:
             f.write(text)
         return path
 
-    def frames(self, width=640, height=480, world=0):
-        """uint8 (H, W, 3) frames of the j-th recorded world, drawn by herd.render."""
-        from .render import Renderer
+    def frames(self, width=640, height=480, world=0, diagnostics=True):
+        """uint8 (H, W, 3) frames of the j-th recorded world, drawn by herd.render; with diagnostics (and where
+        they were recorded) each contact's state and impulses, the joint-limit impulses and the fallback
+        marker are drawn as on the page."""
+        from .render import Renderer, diagnostics_of
         r = Renderer(self.scene, width=width, height=height, tiles=self.tiles)
-        for bp, bq in zip(self.body_pos, self.body_quat):
-            yield r.render(bp[world], bq[world])
+        full = all(len(v) == self.nframes for v in self.diag.values())
+        for i, (bp, bq) in enumerate(zip(self.body_pos, self.body_quat)):
+            d = None
+            if diagnostics:
+                p = {"contact_" + k: v[i] for k, v in self.contacts.items()}
+                if full:
+                    p.update(contact_state=self.diag["state"][i], contact_friction=self.diag["friction"][i],
+                             limit_impulse=self.diag["limit_impulse"][i], fallback=self.diag["fallback"][i])
+                d = diagnostics_of(p, world)
+            yield r.render(bp[world], bq[world], diagnostics=d)
 
-    def write_mp4(self, path, width=640, height=480, world=0):
-        """The rollout as H.264 MP4 at 1/dt frames/s (herd.video: Debian's ffmpeg); None when ffmpeg is absent."""
+    def write_mp4(self, path, width=640, height=480, world=0, diagnostics=True):
+        """The rollout as H.264 MP4 at 1/dt frames/s (herd.video: Debian's ffmpeg); None when ffmpeg is absent.
+        diagnostics: the contact diagnostics drawn on the frames (frames())."""
         if have_ffmpeg() is None:
             return None
-        return write_video(self.frames(width, height, world), path, fps=1.0 / self.dt, fallback=False)
+        return write_video(self.frames(width, height, world, diagnostics), path, fps=1.0 / self.dt, fallback=False)
 
-    def write_gif(self, path, width=320, height=240, world=0, every=1):
+    def write_gif(self, path, width=320, height=240, world=0, every=1, diagnostics=True):
         """The rollout as an animated GIF (herd.video: python3-pil), every `every`-th frame."""
-        frames = [f for i, f in enumerate(self.frames(width, height, world)) if i % every == 0]
+        frames = [f for i, f in enumerate(self.frames(width, height, world, diagnostics)) if i % every == 0]
         return write_video(frames, path, fps=1.0 / (self.dt * every))
 
 
@@ -175,10 +186,11 @@ def _jsonable(x):
 
 
 def record(envs, html, steps, policy=None, world_ids=(0,), every=None, mp4=None, seed=None, reset=True,
-           size=(640, 480), title=None):
+           size=(640, 480), title=None, diagnostics=True):
     """Rolls envs out for `steps` control steps with policy(obs) -> actions (None: zero actions) and
-    writes the replay of world_ids to `html` (and `mp4` when given and ffmpeg is present).  every: steps
-    per recorded frame (default: about 50 frames per simulated second).  Returns the Recorder (its
+    writes the replay of world_ids to `html` (and `mp4` when given and ffmpeg is present, with the contact
+    diagnostics drawn unless diagnostics=False).  every: steps per recorded frame (default: about 50 frames
+    per simulated second).  Returns the Recorder (its
     body_pos / body_quat lists hold what was written) with .html_path and .mp4_path set."""
     dt = float(envs.herd_spec["control_dt"])
     every = int(every or max(1, round(0.02 / dt)))
@@ -194,7 +206,7 @@ def record(envs, html, steps, policy=None, world_ids=(0,), every=None, mp4=None,
         if i % every == 0:
             rec.capture(rew, infos)
     rec.html_path = rec.write_html(html)
-    rec.mp4_path = rec.write_mp4(mp4, size[0], size[1]) if mp4 else None
+    rec.mp4_path = rec.write_mp4(mp4, size[0], size[1], diagnostics=diagnostics) if mp4 else None
     return rec
 
 
@@ -289,6 +301,8 @@ def main(argv=None):
     ap.add_argument("--size", default="640x480")
     ap.add_argument("--screenshot", metavar="PNG", help="also a PNG of the replay page, fully drawn (headless Chromium)")
     ap.add_argument("--at", type=float, default=0.0, help="the replay's time (s) of the screenshot")
+    ap.add_argument("--no-diagnostics", dest="diagnostics", action="store_false",
+                    help="the MP4 and GIF without the contact diagnostics (the robot alone)")
     a = ap.parse_args(argv)
     from .vector import make_vec
     config, pol = {}, None
@@ -310,9 +324,9 @@ def main(argv=None):
             steps = int(round(a.seconds / envs.herd_spec["control_dt"]))
             w, h = (int(x) for x in a.size.split("x"))
             rec = record(envs, a.html, steps, policy=pol, world_ids=range(min(a.worlds, MAX_WORLDS)),
-                         mp4=a.mp4, seed=a.seed, size=(w, h))
+                         mp4=a.mp4, seed=a.seed, size=(w, h), diagnostics=a.diagnostics)
             if a.gif:
-                rec.write_gif(a.gif)
+                rec.write_gif(a.gif, diagnostics=a.diagnostics)
             if a.screenshot:
                 from .screenshot import screenshot
                 took = screenshot(rec.html_path, a.screenshot, at=a.at)

@@ -16,12 +16,20 @@ rasterization works on blocks of triangles of similar screen size at once (each 
 padded to the block's size, barycentric tests on all candidate pixels of the block in one expression);
 the nearest fragment of each pixel is chosen with one sort of (pixel, depth) keys; the ground is one
 ray-plane intersection per pixel whose ray directions are computed once (the camera never turns).
+
+Contact diagnostics (``render(..., diagnostics=diagnostics_of(poses, i))``, poses read with
+``diagnostics=True``) are drawn as the viewer page draws them (viewer/viewer.js, the same colours and
+sizes): each contact as a ring around its point coloured by its state (open, stick, slip), its normal
+impulse as a red arrow and its friction impulse as a blue one, each joint-limit impulse as a violet ball at
+the joint (over the robot), and a magenta diamond above a robot whose last step's contact answer came from
+the solver's fallback model.  They are unlit triangles through the same z-buffer as the scene.
 """
+import functools
 import math
 
 import numpy as np
 
-__all__ = ["Renderer", "quat_to_mat", "primitive_mesh"]
+__all__ = ["Renderer", "quat_to_mat", "primitive_mesh", "diagnostics_of", "diagnostic_mesh"]
 
 SKY_TOP = np.array([0.55, 0.70, 0.90])
 SKY_HORIZON = np.array([0.88, 0.91, 0.95])
@@ -119,6 +127,142 @@ def primitive_mesh(kind, size, segments=12):
             parts = [side, _sphere_patch(r, h, 0.0, np.pi / 2, nl, nlon), _sphere_patch(r, -h, -np.pi / 2, 0.0, nl, nlon)]
         return np.concatenate([q[0] for q in parts]), np.concatenate([q[1] for q in parts])
     raise ValueError("unknown primitive %r" % (kind,))
+
+
+def _srgb(hexcode):
+    return np.array([(hexcode >> 16) & 255, (hexcode >> 8) & 255, hexcode & 255], dtype=np.float64) / 255.0
+
+
+# the page's diagnostics (viewer/viewer.js): colours (sRGB) and sizes
+STATE_NAMES = ("open", "stick", "slip")
+STATE_COLOURS = tuple(_srgb(c) for c in (0x19c8e6, 0x17b83a, 0xffb000))      # open cyan, stick green, slip amber
+NORMAL_COLOUR, FRICTION_COLOUR = _srgb(0xe8262b), _srgb(0x2050ff)
+LIMIT_COLOUR, FALLBACK_COLOUR = _srgb(0x8a2be2), _srgb(0xff00aa)
+IMPULSE_SCALE, ARROW_MIN, ARROW_MAX = 0.5, 0.04, 0.6      # arrow length: m per N s, bounds
+RING_INNER, RING_OUTER = 0.035, 0.06                      # m: around a foot's 0.03 m sphere
+LIMIT_SCALE, LIMIT_MIN, LIMIT_MAX = 0.5, 0.02, 0.08       # limit ball radius: m per N m s, bounds
+FALLBACK_SIZE, FALLBACK_HEIGHT = 0.07, 0.45               # the diamond's radius, its height over the base (m)
+SHAFT_RADIUS = 0.006                                      # an arrow's shaft (the page draws a line)
+
+
+def diagnostics_of(poses, i):
+    """World i's contact diagnostics from a poses reply (HerdVectorEnv.poses with contacts=True or
+    diagnostics=True), as Renderer.render takes them: "pos", "normal" (n, 3), "impulse" (n,) of its n
+    contacts, and where the reply has them "state" (n,), "friction" (n, 3), "limit" (nbody,), "fallback"."""
+    n = int(poses["contact_count"][i])
+    d = {"pos": poses["contact_pos"][i, :n], "normal": poses["contact_normal"][i, :n],
+         "impulse": poses["contact_impulse"][i, :n]}
+    if "contact_state" in poses:
+        d["state"] = poses["contact_state"][i, :n]
+        d["friction"] = poses["contact_friction"][i, :n]
+    if "limit_impulse" in poses:
+        d["limit"] = poses["limit_impulse"][i]
+    if "fallback" in poses:
+        d["fallback"] = bool(poses["fallback"][i])
+    return d
+
+
+def _frames_z(d):
+    """Rotations (n, 3, 3) whose third columns are the unit vectors d (n, 3) (the first two complete them)."""
+    a = np.where((np.abs(d[:, 0]) < 0.9)[:, None], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
+    u = np.cross(a, d)
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    return np.stack([u, np.cross(d, u), d], -1)
+
+
+@functools.lru_cache(maxsize=None)
+def _ring(inner, outer, nseg):
+    ang = np.linspace(0, 2 * np.pi, nseg + 1)
+    ci = np.stack([inner * np.cos(ang), inner * np.sin(ang), np.zeros_like(ang)], -1)
+    co = np.stack([outer * np.cos(ang), outer * np.sin(ang), np.zeros_like(ang)], -1)
+    return np.concatenate([np.stack([ci[:-1], co[:-1], co[1:]], 1), np.stack([ci[:-1], co[1:], ci[1:]], 1)])
+
+
+# An arrow along +z from the origin (a shaft of SHAFT_RADIUS, a cone head): its triangles' corners as a
+# direction around the axis (cos, sin) and a role, each role a (radius, height) set per arrow by _arrows.
+SHAFT_LO, SHAFT_HI, HEAD_BASE, TIP, HEAD_CENTRE = range(5)
+
+
+@functools.lru_cache(maxsize=None)
+def _arrow_template(nseg):
+    ang = np.linspace(0, 2 * np.pi, nseg + 1)
+    cs = np.stack([np.cos(ang), np.sin(ang)], -1)
+    a, b = cs[:-1], cs[1:]
+    tris, roles = [], []
+    for corners, r in (((a, b, b), (SHAFT_LO, SHAFT_LO, SHAFT_HI)), ((a, b, a), (SHAFT_LO, SHAFT_HI, SHAFT_HI)),
+                       ((a, b, a), (HEAD_BASE, HEAD_BASE, TIP)), ((a, b, a), (HEAD_CENTRE, HEAD_BASE, HEAD_BASE))):
+        tris.append(np.stack(corners, 1))
+        roles.append(np.broadcast_to(r, (nseg, 3)))
+    return np.concatenate(tris), np.concatenate(roles)
+
+
+def _arrows(origin, direction, magnitude, head_length, head_width, nseg):
+    """The triangles (A * T, 3, 3) of arrows from origin (A, 3) along the unit directions (A, 3), their
+    lengths from the impulses' magnitudes (A,) as the page's (IMPULSE_SCALE, ARROW_MIN, ARROW_MAX), their
+    heads at most head_length long and head_width wide (three.js's ArrowHelper's proportions)."""
+    cs, role = _arrow_template(nseg)
+    L = np.clip(IMPULSE_SCALE * magnitude, ARROW_MIN, ARROW_MAX)
+    hl = np.minimum(head_length, 0.3 * L)
+    hr = 0.5 * np.minimum(head_width, 0.2 * L)
+    shaft = np.maximum(L - hl, 0.0)
+    zero = np.zeros_like(L)
+    radius = np.stack([zero + SHAFT_RADIUS, zero + SHAFT_RADIUS, hr, zero, zero], 1)[:, role]      # (A, T, 3)
+    height = np.stack([zero, shaft, shaft, L, shaft], 1)[:, role]
+    local = np.concatenate([cs * radius[..., None], height[..., None]], -1)                       # (A, T, 3, 3)
+    world = np.einsum("aij,atkj->atki", _frames_z(direction), local) + origin[:, None, None, :]
+    return world.reshape(-1, 3, 3)
+
+
+def diagnostic_mesh(diagnostics, body_pos, segments=8):
+    """The triangles of one world's diagnostics (diagnostics_of's dict; body_pos (nbody, 3) for the limit
+    balls and the fallback diamond): corners (T, 3, 3) in the world frame, colours (T, 3) in [0, 1], and
+    a mask (T,) of the ones drawn over everything (the limit balls, seen through the drives as on the page).
+    Without "state" (an older server) only the normal impulses are drawn."""
+    d = diagnostics
+    bp = np.asarray(body_pos, dtype=np.float64).reshape(-1, 3)
+    Ps, Cs, over = [], [], []
+
+    def put(P, colour, on_top=False):
+        if len(P):
+            Ps.append(P)
+            Cs.append(np.broadcast_to(colour, (len(P), 3)))
+            over.append(np.full(len(P), on_top))
+
+    pos = np.asarray(d["pos"], dtype=np.float64).reshape(-1, 3)
+    nrm = np.asarray(d["normal"], dtype=np.float64).reshape(-1, 3)
+    imp = np.asarray(d["impulse"], dtype=np.float64).reshape(-1)
+    state = d.get("state")
+    if len(pos):
+        ok = np.einsum("ki,ki->k", nrm, nrm) > 0.25
+        nrm = np.where(ok[:, None], nrm, [0.0, 0.0, 1.0])
+        nrm = nrm / np.linalg.norm(nrm, axis=1, keepdims=True)
+        if state is not None:
+            ring = _ring(RING_INNER, RING_OUTER, 3 * segments)
+            rings = np.einsum("kij,tcj->ktci", _frames_z(nrm), ring) + (pos + 0.002 * nrm)[:, None, None, :]
+            s = np.asarray(state, dtype=np.int64).reshape(-1)
+            s = np.where((s >= 0) & (s < 3), s, 0)
+            put(rings.reshape(-1, 3, 3), np.repeat(np.asarray(STATE_COLOURS)[s], len(ring), axis=0))
+        on = imp > 0                            # an open contact has no normal impulse to show
+        put(_arrows(pos[on], nrm[on], imp[on], 0.05, 0.03, segments), NORMAL_COLOUR)
+        if state is not None and d.get("friction") is not None:
+            f = np.asarray(d["friction"], dtype=np.float64).reshape(-1, 3)
+            m = np.linalg.norm(f, axis=1)
+            on = m > 1e-6
+            put(_arrows(pos[on] + 0.01 * nrm[on], f[on] / m[on, None], m[on], 0.04, 0.025, segments), FRICTION_COLOUR)
+    if state is not None:
+        lim = d.get("limit")
+        if lim is not None:
+            lim = np.abs(np.asarray(lim, dtype=np.float64))[:len(bp)]
+            sphere = primitive_mesh("sphere", [1.0], segments)[0]
+            for b in np.flatnonzero(lim > 1e-6):
+                put(sphere * min(LIMIT_MAX, max(LIMIT_MIN, LIMIT_SCALE * lim[b])) + bp[b], LIMIT_COLOUR, True)
+        if d.get("fallback"):
+            e = np.eye(3) * FALLBACK_SIZE
+            tris = [[e[0] * sx, e[1] * sy, e[2] * sz] for sx in (1, -1) for sy in (1, -1) for sz in (1, -1)]
+            put(np.array(tris) + bp[0] + [0.0, 0.0, FALLBACK_HEIGHT], FALLBACK_COLOUR)
+    if not Ps:
+        return np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros(0, bool)
+    return np.concatenate(Ps), np.concatenate(Cs), np.concatenate(over)
 
 
 TERRAIN_WALL = np.array([0.62, 0.60, 0.56])
@@ -347,10 +491,10 @@ class Renderer:
         C = np.where(((cx + cy) & 1)[:, None] == 1, GROUND_B, GROUND_A)
         return P, N, C
 
-    def render(self, body_pos, body_quat, target=None):
+    def render(self, body_pos, body_quat, target=None, diagnostics=None):
         """One frame (uint8 (height, width, 3)) of a world whose bodies are at body_pos (nbody, 3) with
         orientations body_quat (nbody, 4, w x y z).  target: the point the camera looks at (default: the
-        base, body 0)."""
+        base, body 0).  diagnostics: the world's contact diagnostics (diagnostics_of) drawn over the scene."""
         bp = np.asarray(body_pos, dtype=np.float64).reshape(-1, 3)
         target = bp[0] if target is None else np.asarray(target, dtype=np.float64)
         self.target = target
@@ -372,11 +516,14 @@ class Renderer:
             img = self._Csky.copy()
             ground_iz = np.zeros(W * H, np.float32)
         img = img.reshape(-1, 3)
-        if len(self._P):
-            self._draw_triangles(img, ground_iz, bp, body_quat, eye)
+        extra = diagnostic_mesh(diagnostics, bp) if diagnostics is not None else None
+        if len(self._P) or (extra is not None and len(extra[0])):
+            self._draw_triangles(img, ground_iz, bp, body_quat, eye, extra)
         return img.reshape(H, W, 3)
 
-    def _draw_triangles(self, img, ground_iz, bp, body_quat, eye):
+    def _draw_triangles(self, img, ground_iz, bp, body_quat, eye, extra=None):
+        """Rasterizes the scene's triangles, and extra = (corners (E, 3, 3) in the world frame, colours (E, 3),
+        over (E,)): unlit, seen from both sides, the `over` ones in front of everything."""
         W, H = self.width, self.height
         # per body: rotation and offset straight into camera coordinates, and the light in body axes
         R = quat_to_mat(np.asarray(body_quat, dtype=np.float64).reshape(-1, 4))
@@ -394,13 +541,28 @@ class Renderer:
         # camera axes (right, up, forward) are left-handed, so an outward normal facing the eye has g . c > 0
         g = np.cross(c[:, 1] - c[:, 0], c[:, 2] - c[:, 0])
         front = (np.einsum("ti,ti->t", g, c[:, 0]) > 0) & (z.min(1) > 0.02)
+        T = len(c)
+        if extra is not None and len(extra[0]):
+            ce = ((np.asarray(extra[0], dtype=np.float64).reshape(-1, 3) - eye) @ self._B.T).astype(np.float32)
+            ce = ce.reshape(-1, 3, 3)
+            c = np.concatenate([c, ce])
+            z = c[..., 2]
+            front = np.concatenate([front, ce[..., 2].min(1) > 0.02])
         if not front.any():
             return
         idx = np.flatnonzero(front)
         c, z = c[idx], z[idx]
-        lam = np.einsum("tki,ti->tk", self._N32[idx], Lb[tb[idx]])
+        si, ei = idx[idx < T], idx[idx >= T] - T
+        lam = np.einsum("tki,ti->tk", self._N32[si], Lb[tb[si]])
         inten = 0.38 + 0.62 * np.maximum(lam, 0)               # (T, 3) per corner
-        col = self._col32[idx]
+        col = self._col32[si]
+        bias = None
+        if len(ei):
+            inten = np.concatenate([inten, np.ones((len(ei), 3), np.float32)])
+            col = np.concatenate([col, np.asarray(extra[1], dtype=np.float32)[ei]])
+            # the `over` ones: 1/depth raised above any surface's (the camera is never 1 mm from one)
+            bias = np.concatenate([np.zeros(len(si), np.float32),
+                                   np.where(np.asarray(extra[2])[ei], np.float32(1e3), np.float32(0))])
         sx = self._cx + self.focal * c[..., 0] / z             # (T, 3)
         sy = self._cy - self.focal * c[..., 1] / z
         x0 = np.maximum(np.ceil(sx.min(1) - 0.5), 0).astype(np.int64)
@@ -415,6 +577,8 @@ class Renderer:
             return
         idx = np.flatnonzero(vis)
         sx, sy, z, inten, col, area = sx[idx], sy[idx], z[idx], inten[idx], col[idx], area[idx]
+        if bias is not None:
+            bias = bias[idx]
         x0, x1, y0, y1 = x0[idx], x1[idx], y0[idx], y1[idx]
         # barycentric coordinates as affine functions of the pixel centre: l_k = A_k x + B_k y + C_k
         xa, xb, xc = sx[:, 0], sx[:, 1], sx[:, 2]
@@ -451,6 +615,8 @@ class Renderer:
         l0 = A[t, 0] * fxc + c[fr, 0]
         l1 = A[t, 1] * fxc + c[fr, 1]
         fiz = l0 * (iz[t, 0] - iz[t, 2]) + l1 * (iz[t, 1] - iz[t, 2]) + iz[t, 2]
+        if bias is not None:
+            fiz = fiz + bias[t]
         pix = ry[fr] * W + fx
         keep = np.flatnonzero(fiz > ground_iz[pix])                # in front of the ground
         if not len(keep):
@@ -484,9 +650,9 @@ class Renderer:
 
 
 def _bench(argv=None):
-    """python3 -m herd.render [--address A] [--env E] [--worlds N] [--config K=V] [--frames N] [--size WxH]:
-    frames/s of one world (the last of N) on this core (wall clock and process CPU time: on a busy machine the
-    CPU time is the renderer's own cost)."""
+    """python3 -m herd.render [--address A] [--env E] [--worlds N] [--config K=V] [--frames N] [--size WxH]
+    [--diagnostics]: frames/s of one world (the last of N) on this core (wall clock and process CPU time: on a
+    busy machine the CPU time is the renderer's own cost); --diagnostics draws the contact diagnostics too."""
     import argparse
     import json
     import time
@@ -500,6 +666,7 @@ def _bench(argv=None):
     ap.add_argument("--worlds", type=int, default=1, help="worlds of the session; the last one is drawn (on "
                     "anymal_c-rough with 20 worlds, world w stands on column w: 6 stairs up, 12 stairs down)")
     ap.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="a task configuration value")
+    ap.add_argument("--diagnostics", action="store_true", help="draw each frame's contact diagnostics")
     a = ap.parse_args(argv)
     w, h = (int(v) for v in a.size.lower().split("x"))
     srv = None if a.address else LocalServer(threads=1)
@@ -510,7 +677,7 @@ def _bench(argv=None):
         poses, last = [], a.worlds - 1
         for _ in range(a.frames):        # a real rollout's poses, so the frames differ
             env.step(np.zeros((a.worlds, env.act_dim), np.float32))
-            poses.append(env.poses([last]))
+            poses.append(env.poses([last], diagnostics=a.diagnostics))
         r = Renderer(env.scene(), width=w, height=h, tiles=env.terrain_tiles())
         r.render(poses[0]["body_pos"][0], poses[0]["body_quat"][0])
         if r.tiles is not None:              # every tile the rollout needs, fetched before the session closes
@@ -520,15 +687,18 @@ def _bench(argv=None):
     finally:
         if srv:
             srv.stop()
-    r.render(poses[0]["body_pos"][0], poses[0]["body_quat"][0])
+    def diags(p):
+        return diagnostics_of(p, 0) if a.diagnostics else None
+    r.render(poses[0]["body_pos"][0], poses[0]["body_quat"][0], diagnostics=diags(poses[0]))
     walls, cpus = [], []
     for _ in range(3):
         t0, c0 = time.perf_counter(), time.process_time()
         for p in poses:
-            r.render(p["body_pos"][0], p["body_quat"][0])
+            r.render(p["body_pos"][0], p["body_quat"][0], diagnostics=diags(p))
         walls.append((time.perf_counter() - t0) / len(poses))
         cpus.append((time.process_time() - c0) / len(poses))
     res = {"bench": "render", "env": a.env, "width": w, "height": h, "frames": len(poses), "triangles": int(len(r._P)),
+           "diagnostics": bool(a.diagnostics),
            "ms_per_frame_wall": round(1e3 * min(walls), 3), "ms_per_frame_cpu": round(1e3 * min(cpus), 3),
            "fps_wall": round(1 / min(walls), 1), "fps_cpu": round(1 / min(cpus), 1)}
     print(json.dumps(res))

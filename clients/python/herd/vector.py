@@ -132,7 +132,7 @@ class HerdVectorEnv(_VectorEnvBase):
     def __init__(self, env_id, num_envs, address=None, seed=None, autoreset_mode=None, timeout=30.0,
                  reward_terms=False, config=None, resolve=True, context=None, episode_statistics=False,
                  render_mode=None, max_episode_steps=None, server_key=None, secret_key=None, render_worlds=None,
-                 render_size=(320, 240), critic_obs=False, **config_kwargs):
+                 render_size=(320, 240), render_diagnostics=False, critic_obs=False, **config_kwargs):
         self.closed = True      # until the sessions exist
         if int(num_envs) < 1:
             raise ValueError("num_envs must be >= 1")
@@ -145,6 +145,7 @@ class HerdVectorEnv(_VectorEnvBase):
         self.render_worlds = [0] if render_worlds is None else [int(w) for w in render_worlds]
         self._render_default = render_worlds is None and self.num_envs > 1     # warned once at render()
         self.render_size = (int(render_size[0]), int(render_size[1]))
+        self.render_diagnostics = bool(render_diagnostics)
         self._renderer = None
         self._scene = None
         self.spec = None
@@ -718,7 +719,7 @@ class HerdVectorEnv(_VectorEnvBase):
         frames, in that order."""
         if self.render_mode is None:
             return None
-        from .render import Renderer
+        from .render import Renderer, diagnostics_of
         if self._renderer is None:
             self._renderer = Renderer(self.scene(), width=self.render_size[0], height=self.render_size[1],
                                       tiles=self.terrain_tiles())
@@ -735,8 +736,13 @@ class HerdVectorEnv(_VectorEnvBase):
         for w in ids:
             if not 0 <= w < self.num_envs:
                 raise HerdError("BAD_WORLD_IDS", "render: world %d is out of [0, %d)" % (w, self.num_envs))
-        p = self.poses(ids)
-        frames = [self._renderer.render(p["body_pos"][i], p["body_quat"][i]) for i in range(len(ids))]
+        if self.render_diagnostics:
+            p = self.poses(ids, diagnostics=True)
+            frames = [self._renderer.render(p["body_pos"][i], p["body_quat"][i], diagnostics=diagnostics_of(p, i))
+                      for i in range(len(ids))]
+        else:
+            p = self.poses(ids)
+            frames = [self._renderer.render(p["body_pos"][i], p["body_quat"][i]) for i in range(len(ids))]
         return frames[0] if one else frames
 
     def _close_sessions(self):
@@ -803,7 +809,9 @@ def make_vec(env_id, num_envs=1, address=None, seed=None, autoreset_mode=None, *
       max_episode_steps (None, or checked against the server's time limit: set that with episode_seconds),
       render_mode (None or "rgb_array": render() then returns frames of the worlds render_worlds, default
       [0] (world 0 alone: render() warns once when there are several worlds), or render(world_ids=i) world
-      i's; of size render_size (width, height), default (320, 240)),
+      i's; of size render_size (width, height), default (320, 240); render_diagnostics=True draws each
+      contact's state and impulses, the joint-limit impulses and the fallback marker on them, as the viewer
+      page does),
       server_key / secret_key (CURVE keys: Z85 text or key file paths; default $HERD_CURVE_SERVER_KEY /
       $HERD_CURVE_CLIENT_SECRET_KEY; see herd.client).
     Any other keyword is a configuration override of the task (e.g. target_height=0.55, obs_noise=0); a key
