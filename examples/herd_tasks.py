@@ -1,6 +1,7 @@
 """What examples/train.py and examples/play.py share: each task's training recipe (rsl_rl runner configuration,
 network sizes, world count, the task configuration keys a checkpoint records), the rsl_rl import, the env
-construction, run-folder lookup (legged_gym's --load_run / --checkpoint rules) and the local server.
+construction, run-folder lookup (legged_gym's --load_run / --checkpoint rules), the local server, and the
+velocity-tracking evaluation (train_walk.py's and play.py's).
 
 Recipes are legged_gym's PPO settings for its ANYmal C tasks (AnymalCFlatCfgPPO, AnymalCRoughCfgPPO): 24 steps
 per world per iteration, 5 epochs x 4 minibatches, clip 0.2, gamma 0.99, lambda 0.95, learning rate 1e-3 with
@@ -212,3 +213,81 @@ def with_server(address, server_threads, fn):
     sys.path.insert(0, HERE)
     import herd_ppo
     return herd_ppo.with_server(address, server_threads, fn)
+
+
+# ---- evaluation ---------------------------------------------------------------------------------------
+
+def obs_field(spec, name):
+    """(offset, size, scale) of the named observation field of a task spec."""
+    for f in spec.get("obs") or []:
+        if f.get("name") == name:
+            return int(f["offset"]), int(f["size"]), float(f.get("scale", 1.0))
+    raise KeyError("the task's observation has no field %r" % name)
+
+
+def tracking_episodes(act, task, address, episodes, seed, config, window_s=15.0, timeout=120.0, obs_noise=0.0):
+    """Runs `episodes` fresh worlds for one full episode each (act: obs -> actions), with observation noise
+    obs_noise (None: the config's); returns per-episode arrays:
+    lin / yaw (mean tracking errors over the last window_s, NaN without samples), ok (reached the time limit
+    without base contact or a physics reset), ret, steps, and kind / level (the world's terrain kind and level at
+    its reset, -1 where the server does not report them), with the spec."""
+    import herd
+    cfg = dict(config) if obs_noise is None else dict(config, obs_noise=obs_noise)
+    with herd.make_vec(task, episodes, address=address, seed=seed, autoreset_mode="SAME_STEP", timeout=timeout,
+                       **cfg) as env:
+        spec = env.herd_spec
+        v_off, _, v_sc = obs_field(spec, "base_lin_vel")
+        w_off, _, w_sc = obs_field(spec, "base_ang_vel")
+        c_off, _, c_sc = obs_field(spec, "command_lin_vel")
+        y_off, _, y_sc = obs_field(spec, "command_yaw_rate")
+        obs, info = env.reset()
+        obs = np.array(obs)
+        kind = np.asarray(info.get("terrain_kind", np.full(episodes, -1)), np.int64).copy()
+        level = np.asarray(info.get("terrain_level", np.full(episodes, -1)), np.int64).copy()
+        T = env.max_episode_steps
+        first = T - int(round(window_s / float(spec.get("control_dt", 0.02))))
+        sum_v, sum_w, cnt = np.zeros(episodes), np.zeros(episodes), np.zeros(episodes)
+        ended, fell, phys = np.zeros(episodes, bool), np.zeros(episodes, bool), np.zeros(episodes, bool)
+        steps, ret = np.zeros(episodes, int), np.zeros(episodes)
+        for t in range(T):
+            nobs, rew, term, trunc, info = env.step(act(obs))
+            after = np.array(nobs)
+            if "_final_obs" in info:
+                m = info["_final_obs"]
+                after[m] = info["final_obs"][m]
+            live = ~ended
+            if t >= first:
+                cmd = obs[:, c_off:c_off + 2] / c_sc
+                v = after[:, v_off:v_off + 2] / v_sc
+                ev = np.hypot(cmd[:, 0] - v[:, 0], cmd[:, 1] - v[:, 1])
+                ew = np.abs(obs[:, y_off] / y_sc - after[:, w_off + 2] / w_sc)
+                sum_v += np.where(live, ev, 0)
+                sum_w += np.where(live, ew, 0)
+                cnt += live
+            ret += np.where(live, rew, 0)
+            steps += live
+            done = (term | trunc) & live
+            fell |= done & term
+            if "physics_reset" in info:
+                phys |= done & info["physics_reset"]
+            ended |= done
+            obs = np.array(nobs)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            lin, yaw = sum_v / cnt, sum_w / cnt
+        return {"lin": lin, "yaw": yaw, "ok": ~fell & ~phys, "fell": fell, "phys": phys, "ret": ret, "steps": steps,
+                "kind": kind, "level": level}, spec
+
+
+def summarize(ep, mask):
+    """The evaluation figures of the episodes in mask of tracking_episodes."""
+    has = mask & np.isfinite(ep["lin"])
+    n = int(mask.sum())
+    f = (lambda x, g: float(g(x[has])) if has.any() else float("nan"))
+    return {"episodes": n, "lin_vel_error": f(ep["lin"], np.mean), "yaw_rate_error": f(ep["yaw"], np.mean),
+            "no_fall_fraction": float(ep["ok"][mask].mean()) if n else float("nan"),
+            "base_contact_terminations": int(ep["fell"][mask].sum()), "physics_resets": int(ep["phys"][mask].sum()),
+            "episodes_with_window_samples": int(has.sum()),
+            "lin_vel_error_p90": f(ep["lin"], lambda x: np.percentile(x, 90)),
+            "yaw_rate_error_p90": f(ep["yaw"], lambda x: np.percentile(x, 90)),
+            "mean_return": float(ep["ret"][mask].mean()) if n else float("nan"),
+            "mean_episode_steps": float(ep["steps"][mask].mean()) if n else float("nan")}

@@ -65,6 +65,7 @@ except ImportError:  # pragma: no cover
     sys.exit(0 if "--quick" in sys.argv else 1)
 
 import herd_ppo  # noqa: E402
+import herd_tasks  # noqa: E402
 
 ENV = "anymal_c-walk"
 HIDDEN = [128, 64, 32]
@@ -92,63 +93,17 @@ def tracking_errors(obs_before, obs_after):
 # ---- evaluation ---------------------------------------------------------------------------------------
 
 def evaluate(model, norm, address, episodes, seed, config, window_s=15.0, obs_noise=0.0, timeout=120.0):
-    """Runs `episodes` fresh worlds for one full episode each with the policy mean; returns a dict."""
-    cfg = dict(config)
-    if obs_noise is not None:
-        cfg["obs_noise"] = obs_noise
+    """Runs `episodes` fresh worlds for one full episode each with the policy mean (herd_tasks.tracking_episodes,
+    as examples/play.py evaluates); returns a dict."""
     t0 = time.perf_counter()
-    with herd.make_vec(ENV, episodes, address=address, seed=seed, autoreset_mode="SAME_STEP",
-                       timeout=timeout, **cfg) as env:
-        obs, _ = env.reset()
-        obs = np.array(obs)
-        T = env.max_episode_steps
-        dt = float(env.herd_spec.get("control_dt", 0.02))
-        first = T - int(round(window_s / dt))          # steps t >= first end inside the last window_s
-        sum_v = np.zeros(episodes)
-        sum_w = np.zeros(episodes)
-        cnt = np.zeros(episodes)
-        ended = np.zeros(episodes, bool)
-        fell = np.zeros(episodes, bool)
-        phys = np.zeros(episodes, bool)
-        length = np.zeros(episodes, int)
-        ret = np.zeros(episodes)
-        for t in range(T):
-            with torch.no_grad():
-                a = model.actor(norm(torch.as_tensor(obs))).numpy()
-            nobs, rew, term, trunc, info = env.step(a)
-            after = np.array(nobs)
-            if "_final_obs" in info:
-                m = info["_final_obs"]
-                after[m] = info["final_obs"][m]
-            live = ~ended
-            ev, ew = tracking_errors(obs, after)
-            if t >= first:
-                sum_v += np.where(live, ev, 0)
-                sum_w += np.where(live, ew, 0)
-                cnt += live
-            ret += np.where(live, rew, 0)
-            length += live
-            done = (term | trunc) & live
-            fell |= done & term
-            if "physics_reset" in info:
-                phys |= done & info["physics_reset"]
-            ended |= done
-            obs = np.array(nobs)
-        has = cnt > 0
-        ep_v = sum_v[has] / cnt[has]
-        ep_w = sum_w[has] / cnt[has]
-        ok = ~fell & ~phys
-        return {"episodes": int(episodes),
-                "lin_vel_error": float(ep_v.mean()) if has.any() else float("nan"),
-                "yaw_rate_error": float(ep_w.mean()) if has.any() else float("nan"),
-                "no_fall_fraction": float(ok.mean()),
-                "base_contact_terminations": int(fell.sum()), "physics_resets": int(phys.sum()),
-                "episodes_with_window_samples": int(has.sum()),
-                "lin_vel_error_p90": float(np.percentile(ep_v, 90)) if has.any() else float("nan"),
-                "yaw_rate_error_p90": float(np.percentile(ep_w, 90)) if has.any() else float("nan"),
-                "mean_return": float(ret.mean()), "mean_episode_steps": float(length.mean()),
-                "window_s": window_s, "obs_noise": obs_noise, "seed": int(seed),
-                "eval_wall_s": round(time.perf_counter() - t0, 1)}
+
+    def act(obs):
+        with torch.no_grad():
+            return model.actor(norm(torch.as_tensor(obs))).numpy()
+    ep, _ = herd_tasks.tracking_episodes(act, ENV, address, episodes, seed, config, window_s, timeout, obs_noise)
+    res = herd_tasks.summarize(ep, np.ones(episodes, bool))
+    res.update(window_s=window_s, obs_noise=obs_noise, seed=int(seed), eval_wall_s=round(time.perf_counter() - t0, 1))
+    return res
 
 
 def eval_line(res, policy):
