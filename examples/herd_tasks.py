@@ -1,7 +1,7 @@
 """What examples/train.py and examples/play.py share: each task's training recipe (rsl_rl runner configuration,
 network sizes, world count, the task configuration keys a checkpoint records), the rsl_rl import, the env
 construction, run-folder lookup (legged_gym's --load_run / --checkpoint rules), the local server, and the
-velocity-tracking evaluation (train_walk.py's and play.py's).
+velocity-tracking evaluation and the replays of train_walk.py and play.py.
 
 Recipes are legged_gym's PPO settings for its ANYmal C tasks (AnymalCFlatCfgPPO, AnymalCRoughCfgPPO): 24 steps
 per world per iteration, 5 epochs x 4 minibatches, clip 0.2, gamma 0.99, lambda 0.95, learning rate 1e-3 with
@@ -291,3 +291,27 @@ def summarize(ep, mask):
             "yaw_rate_error_p90": f(ep["yaw"], lambda x: np.percentile(x, 90)),
             "mean_return": float(ep["ret"][mask].mean()) if n else float("nan"),
             "mean_episode_steps": float(ep["steps"][mask].mean()) if n else float("nan")}
+
+
+def record_replay(task, act, address, config, html, seed, seconds, worlds, title, who):
+    """A replay of act (obs -> actions) on `worlds` fresh worlds of task without observation noise: the HTML
+    page, and beside it (same name) the MP4 where ffmpeg is, the GIF and a PNG still of world 0 at mid-rollout
+    where Pillow is.  who: the script's name, for its messages."""
+    import herd
+    with herd.make_vec(task, worlds, address=address, seed=seed, obs_noise=0.0, reward_terms=True,
+                       **{k: v for k, v in config.items() if k != "obs_noise"}) as env:
+        steps = int(round(seconds / float(env.herd_spec["control_dt"])))
+        base = os.path.splitext(html)[0]
+        os.makedirs(os.path.dirname(os.path.abspath(html)), exist_ok=True)
+        rec = herd.record(env, html, steps, policy=act, world_ids=range(worlds), mp4=base + ".mp4", seed=seed,
+                          title=title)
+        try:
+            rec.write_gif(base + ".gif", 320, 240)
+            from PIL import Image
+            for i, frame in enumerate(rec.frames(320, 240)):
+                if i == rec.nframes // 2:
+                    Image.fromarray(frame).save(base + ".png")
+                    break
+        except Exception as e:              # noqa: BLE001 - Pillow missing: the HTML and MP4 stand
+            print("%s: no GIF / PNG (%s)" % (who, e), file=sys.stderr)
+        print("%s: replay written to %s (%s)" % (who, html, rec.mp4_path or "no MP4: ffmpeg missing"), flush=True)

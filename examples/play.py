@@ -367,23 +367,8 @@ def view_policy(loaded, task, address, config, seed, port, worlds=4):
 
 def record_policy(loaded, task, address, config, html, seed, seconds=10.0, worlds=4):
     """--record: a replay (HTML, plus MP4, GIF and a PNG still of mid-rollout where ffmpeg / Pillow allow)."""
-    with herd.make_vec(task, worlds, address=address, seed=seed, obs_noise=0.0, reward_terms=True,
-                       **{k: v for k, v in config.items() if k != "obs_noise"}) as env:
-        steps = int(round(seconds / float(env.herd_spec["control_dt"])))
-        base = os.path.splitext(html)[0]
-        os.makedirs(os.path.dirname(os.path.abspath(html)), exist_ok=True)
-        rec = herd.record(env, html, steps, policy=loaded.act, world_ids=range(worlds), mp4=base + ".mp4",
-                          seed=seed, title="%s, %s" % (task, os.path.basename(loaded.path or "untrained")))
-        try:
-            rec.write_gif(base + ".gif", 320, 240)
-            from PIL import Image
-            for i, frame in enumerate(rec.frames(320, 240)):
-                if i == rec.nframes // 2:
-                    Image.fromarray(frame).save(base + ".png")
-                    break
-        except Exception as e:              # noqa: BLE001 - Pillow missing: the HTML and MP4 stand
-            print("play: no GIF / PNG (%s)" % e, file=sys.stderr)
-        print("play: replay written to %s (%s)" % (html, rec.mp4_path or "no MP4: ffmpeg missing"), flush=True)
+    herd_tasks.record_replay(task, loaded.act, address, config, html, seed, seconds, worlds,
+                             "%s, %s" % (task, os.path.basename(loaded.path or "untrained")), "play")
 
 
 def export_policy(loaded, out_dir, obs_dim):

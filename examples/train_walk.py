@@ -338,26 +338,11 @@ def view_policy(opt, model, norm, address, config, seed, worlds=4):
 def record_policy(model, norm, address, config, html, seed, seconds=10.0, worlds=4):
     """--record: a replay (HTML, plus MP4, GIF and a PNG still of world 0 at mid-rollout when possible) of the
     policy mean on fresh worlds (the README's pictures come from `make docs-pictures`)."""
-    with herd.make_vec(ENV, worlds, address=address, seed=seed, obs_noise=0.0, reward_terms=True,
-                       **{k: v for k, v in config.items() if k != "obs_noise"}) as env:
-        def pi(obs):
-            with torch.no_grad():
-                return model.actor(norm(torch.as_tensor(np.asarray(obs)))).numpy()
-        steps = int(round(seconds / float(env.herd_spec["control_dt"])))
-        base = os.path.splitext(html)[0]
-        os.makedirs(os.path.dirname(os.path.abspath(html)), exist_ok=True)
-        rec = herd.record(env, html, steps, policy=pi, world_ids=range(worlds), mp4=base + ".mp4", seed=seed,
-                          title="anymal_c-walk, trained policy")
-        try:
-            rec.write_gif(base + ".gif", 320, 240)
-            from PIL import Image
-            for i, frame in enumerate(rec.frames(320, 240)):
-                if i == rec.nframes // 2:
-                    Image.fromarray(frame).save(base + ".png")
-                    break
-        except Exception as e:              # noqa: BLE001 - Pillow missing: the HTML and MP4 stand
-            print("train_walk: no GIF / PNG (%s)" % e, file=sys.stderr)
-        print("train_walk: replay written to %s (%s)" % (html, rec.mp4_path or "no MP4: ffmpeg missing"), flush=True)
+    def pi(obs):
+        with torch.no_grad():
+            return model.actor(norm(torch.as_tensor(np.asarray(obs)))).numpy()
+    herd_tasks.record_replay(ENV, pi, address, config, html, seed, seconds, worlds, "anymal_c-walk, trained policy",
+                             "train_walk")
 
 
 def train_own(opt, address, config, out):

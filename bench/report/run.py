@@ -24,7 +24,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -36,28 +35,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-
-
-def sh(cmd):
-    return subprocess.run(cmd, shell=True, capture_output=True, text=True, cwd=ROOT).stdout.strip()
-
-
-def machine():
-    cpu = "unknown"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    ncpu = len(os.sched_getaffinity(0))
-    return {"cpu": cpu, "cpus": ncpu, "kernel": platform.release(), "host": platform.node()}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import provenance  # noqa: E402
 
 
 def commit():
-    c = sh("git rev-parse --short=12 HEAD") or "unknown"
-    if sh("git status --porcelain --untracked-files=no -- sim envs protocol server clients bench"):
-        c += " (+ uncommitted changes)"
-    return c
+    return provenance.commit("sim envs protocol server clients bench")
 
 
 def loadavg():
@@ -192,7 +175,7 @@ def main():
     os.makedirs(os.path.join(opt.out, "benchmarks"), exist_ok=True)
     log = open(os.devnull if replay is not None else os.path.join(opt.out, "benchmarks", "log.txt"), "w")
     started = datetime.datetime.now(datetime.timezone.utc)
-    ctx = {"machine": machine(), "commit": commit(), "started": started.strftime("%Y-%m-%d %H:%M UTC")}
+    ctx = {"machine": provenance.machine(host=True), "commit": commit(), "started": started.strftime("%Y-%m-%d %H:%M UTC")}
     if meta:
         ctx = {k: meta[k] for k in ("machine", "commit", "started")}
         opt.quick = meta.get("quick", opt.quick)

@@ -26,7 +26,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import shlex
 import statistics
 import subprocess
@@ -34,6 +33,8 @@ import sys
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "bench", "report"))
+import provenance  # noqa: E402
 DEFAULT = "coulomb-stall-admm"
 ENVS = ("anymal_c-walk", "anymal_c-rough")
 
@@ -96,25 +97,8 @@ class ReportError(Exception):
 
 # ---- measuring ---------------------------------------------------------------------------------------------------
 
-def _sh(cmd):
-    return subprocess.run(cmd, shell=True, capture_output=True, text=True, cwd=ROOT).stdout.strip()
-
-
-def _machine():
-    cpu = "unknown"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return {"cpu": cpu, "cpus": len(os.sched_getaffinity(0)), "kernel": platform.release()}
-
-
 def _commit():
-    c = _sh("git rev-parse --short=12 HEAD") or "unknown"
-    if _sh("git status --porcelain --untracked-files=no -- sim envs bench"):
-        c += " (+ uncommitted changes)"
-    return c
+    return provenance.commit("sim envs bench")
 
 
 def _bench(bench, argv, log):
@@ -152,7 +136,7 @@ def measure(opt):
             for s in SOLVERS:
                 lines += _bench(bench, ["env", "--profile", "--env", env, "--solver", s] + psize, log)
                 loads.append(os.getloadavg()[0])
-    meta = {"started": started, "commit": _commit(), "machine": _machine(), "wall_s": round(time.time() - t0, 1),
+    meta = {"started": started, "commit": _commit(), "machine": provenance.machine(), "wall_s": round(time.time() - t0, 1),
             "load": "%.1f-%.1f" % (min(loads), max(loads)), "nice": os.nice(0),
             "command": "docs/solvers/report.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])}
     path = os.path.join(opt.out, "solvers", "results.jsonl")
