@@ -673,6 +673,8 @@ api.info = () => {
   const b = basePosition(st.focus);
   const out = { step: st.frame ? st.frame.step : null, focus: st.focus, world: st.worlds[st.focus],
                 follow: st.follow, paused: st.paused, frames: api.frames, width: canvas.width, height: canvas.height,
+                // the shown frame was made after its source paused (a live source; a replay's frames never are)
+                framePaused: !!(st.frame && st.frame.paused),
                 camera: { position: camera.position.toArray(), target: st.target.toArray(), fov: camera.fov,
                           aspect: camera.aspect, up: camera.up.toArray() } };
   if (b) {

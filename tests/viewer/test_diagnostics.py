@@ -8,7 +8,6 @@ HTML replays both draw them; and the page logs no console error.
 
 Run: tests/viewer/run.sh tests/viewer/test_diagnostics.py.  HERD_VIEWER_SHOTS=DIR keeps the screenshots."""
 import io
-import time
 
 import numpy as np
 import pytest
@@ -20,7 +19,7 @@ import herd.view
 from herd.local import LocalServer
 
 from browser import HAVE_BROWSER, WHY_NOT, Browser
-from test_viewer import W, H, keep, project, wait_base
+from test_viewer import W, H, keep, project, wait_paused, wait_base
 
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason=WHY_NOT)
 
@@ -142,9 +141,9 @@ def test_the_live_page_colours_the_contacts(server):
             b.goto(viewer.url)
             b.wait_for("window.herdViewer && herdViewer.ready && herdViewer.info().step > 150", timeout=60)
             b.evaluate("herdViewer.setPaused(true)")
-            b.wait_for("herdViewer.info().paused")
-            time.sleep(0.5)
-            p = src.envs.poses([0], diagnostics=True)
+            wait_paused(b, src)
+            with src._io:                   # the source's thread reads poses too: one request at a time
+                p = src.envs.poses([0], diagnostics=True)
             info = wait_base(b, p["body_pos"][0, 0])
             b.next_frames(2)
             png, img = shot(b)

@@ -77,8 +77,13 @@ def test_attached_stream_carries_the_servers_poses(two_servers):
             viewer.publish(rew, infos, step=121)
             assert read_events(viewer.url, 0.3)[-1][1]["step"] == 121
             assert post(viewer.url, {"paused": True}) == 200
-            time.sleep(0.1)
-            assert all(fr["paused"] for _, fr in read_events(viewer.url, 0.3))
+            # frames made before the pause may still be on their way; once one says paused, all later ones do
+            flags, deadline = [], time.monotonic() + 30
+            while True not in flags and time.monotonic() < deadline:
+                flags += [fr["paused"] for _, fr in read_events(viewer.url, 0.3)]
+            assert True in flags, "no frame says paused after the pause"
+            flags = flags[flags.index(True):] + [fr["paused"] for _, fr in read_events(viewer.url, 0.3)]
+            assert all(flags), flags
             with pytest.raises(urllib.error.HTTPError):
                 urllib.request.urlopen(viewer.url + "nothing", timeout=10)
         finally:

@@ -160,9 +160,9 @@ def test_eval_only_view_shows_the_trained_policy_walking(tmp_path):
                 b.evaluate("document.getElementById('focus').value = '%d'; "
                            "document.getElementById('focus').dispatchEvent(new Event('change'))" % w)
                 b.wait_for("herdViewer.info().world === %d" % w)
-                b.evaluate("herdViewer.setPaused(true)")        # a still picture to compare with its pose
-                b.wait_for("herdViewer.info().paused")
-                time.sleep(0.3)
+                b.evaluate("herdViewer.setPaused(true)")        # a still picture to compare with its pose:
+                # the frame shown was made after the script's viewer paused, so no later one moves the robot
+                b.wait_for("herdViewer.info().framePaused && herdViewer.settled()", 30)
                 frac, i0, img = robot_at_base(b, ref)
                 if os.environ.get("HERD_VIEWER_SHOTS"):
                     Image.fromarray(img).save(os.path.join(os.environ["HERD_VIEWER_SHOTS"], "eval_walk_%d.png" % w))
@@ -203,10 +203,10 @@ def test_train_walk_record_writes_a_replay_of_the_trained_policy(tmp_path):
             b.evaluate("document.getElementById('focus').value = '%d'; "
                        "document.getElementById('focus').dispatchEvent(new Event('change'))" % w)
             b.evaluate("herdViewer.replay.seek(0)")
-            time.sleep(0.15)
+            b.wait_for("herdViewer.info().step === 0 && herdViewer.info().world === %d && herdViewer.settled()" % w)
             p0 = b.evaluate("herdViewer.info()")["base"]
             b.evaluate("herdViewer.replay.seek(%d)" % (n - 1))
-            time.sleep(0.15)
+            b.wait_for("herdViewer.info().step === %d && herdViewer.settled()" % (n - 1))
             frac, info, _ = robot_at_base(b, base_rgb(b.evaluate("window.HERD_REPLAY.scene"), collision=True))
             assert frac > 0.6 and info["world"] == w
             travel.append(math.hypot(info["base"][0] - p0[0], info["base"][1] - p0[1]))

@@ -139,6 +139,22 @@ def wait_base(b, expected, timeout=20.0):
         time.sleep(0.03)
 
 
+def wait_paused(b, src, timeout=30.0):
+    """After the page asked a live page's own source (herd.view.EnvSource) to pause: returns the source's last
+    step once the source has stopped stepping and the page shows that step.  The pause travels to the source by
+    an HTTP request, so no fixed wait is long enough on a busy machine: this waits for the source's flag, then
+    takes its lock (a frame being stepped when the flag changed is finished by then), then waits for the page."""
+    b.wait_for("herdViewer.info().paused", timeout)
+    deadline = time.monotonic() + timeout
+    while not src.paused:
+        assert time.monotonic() < deadline, "the source never heard the page's pause"
+        time.sleep(0.02)
+    with src._io:
+        step = src.step
+    b.wait_for("herdViewer.info().step === %d && herdViewer.settled()" % step, timeout)
+    return step
+
+
 def frames_flow(b, n=10, timeout=30.0):
     """The page keeps receiving frames: n more arrive (the viewer pushes 50 a second; a busy machine delivers
     fewer, which is not a fault, so no rate is asserted, only that the stream does not stall for timeout s).
@@ -207,11 +223,8 @@ def test_live_page_own_session_terms_and_pause(server):
             values = b.evaluate("[...document.querySelectorAll('#terms tbody tr')].map(r => Number(r.cells[1].textContent))")
             assert all(math.isfinite(v) for v in values) and any(v != 0 for v in values)
             b.evaluate("document.getElementById('play').click()")       # pause
-            b.wait_for("herdViewer.info().paused")
-            time.sleep(0.3)
-            assert src.paused
-            s0 = b.evaluate("herdViewer.info().step")
-            time.sleep(0.5)
+            s0 = wait_paused(b, src)
+            time.sleep(0.5)                                 # paused stays paused
             assert b.evaluate("herdViewer.info().step") == s0 == src.step
             b.evaluate("document.getElementById('play').click()")       # play
             b.wait_for("herdViewer.info().step > %d" % s0)
@@ -221,9 +234,7 @@ def test_live_page_own_session_terms_and_pause(server):
             # the camera follows world 1's base: its collision box (around the base's origin whatever the
             # random actions did to the pose, unlike the meshes' red shells) is at the pixel info() names
             b.evaluate("herdViewer.setCollision(true); herdViewer.setPaused(true)")
-            b.wait_for("herdViewer.info().paused")
-            time.sleep(0.3)
-            b.next_frames(2)
+            wait_paused(b, src)
             info = b.evaluate("herdViewer.info()")
             png = b.screenshot()
             keep(png, "live_walk.png")
