@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason=WHY_NOT)
 
 def test_the_viewer_bench_prints_a_line_per_setting():
     out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "viewer_fps.py"), "--worlds", "1",
-                          "--seconds", "1", "--repeats", "1", "--size", "480x320"],
+                          "--seconds", "3", "--repeats", "1", "--size", "480x320"],
                          capture_output=True, text=True, timeout=300, env=os.environ)
     assert out.returncode == 0, out.stderr[-2000:]
     rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
