@@ -480,6 +480,19 @@ unsigned long srv_jobs_helped(const srv_jobs *d)
     return n;
 }
 
+void srv_jobs_waits(srv_jobs *d, unsigned long *max_waited, long *max_excess, unsigned long *heads)
+{
+    *max_waited = 0, *max_excess = 0, *heads = 0;
+    for (int w = 0; d->pool && w < d->nthreads; w++) {
+        unsigned long mw, h;
+        long mx;
+        srv_pool_waits(d->pool, w, &mw, &mx, &h);
+        if (mw > *max_waited) *max_waited = mw;
+        if (h && (!*heads || mx > *max_excess)) *max_excess = mx;
+        *heads += h;
+    }
+}
+
 int srv_jobs_fd(const srv_jobs *d) { return d->efd; }
 int srv_jobs_pending(srv_jobs *d) { return atomic_load_explicit(&d->done_pending, memory_order_acquire); }
 

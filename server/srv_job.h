@@ -120,6 +120,8 @@ void srv_jobs_stop(srv_jobs *d);
 int srv_jobs_threads(const srv_jobs *d);
 /* Worlds the workers ran from each other's units (srv_pool_helped summed over the workers). */
 unsigned long srv_jobs_helped(const srv_jobs *d);
+/* srv_pool_waits over every worker: the most, and the most in excess of the round-robin bound. */
+void srv_jobs_waits(srv_jobs *d, unsigned long *max_waited, long *max_excess, unsigned long *heads);
 /* A file descriptor that is readable when a job has completed (or srv_jobs_wake was called): poll it,
  * and call srv_jobs_ack when poll reports it, before srv_jobs_take_done. */
 int srv_jobs_fd(const srv_jobs *d);

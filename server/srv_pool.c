@@ -26,6 +26,9 @@ typedef struct {
     int stop;
     int sleeping;                /* waiting on cv with nothing to do (under mu) */
     unsigned long turns;
+    int nlanes;                  /* lanes in the ring */
+    unsigned long max_waited, heads; /* srv_pool_waits (under mu) */
+    long max_excess;
     _Atomic(srv_unit *) running; /* the shareable unit this worker is running, or NULL (see the file comment) */
     atomic_int helpers;          /* other workers inside running's steal */
     atomic_ulong helped;         /* worlds this worker ran for others */
@@ -53,6 +56,16 @@ static void ring_add(worker *w, srv_lane *l)
         h->rprev = l;
     }
     l->in_ring = 1;
+    w->nlanes++;
+}
+
+/* l's head unit is new (pushed on the empty lane, or its predecessor finished): its wait starts now, with the
+ * other lanes of the ring ahead of it (l is in the ring). */
+static void head_arrives(worker *w, srv_lane *l)
+{
+    l->head_turn = w->turns;
+    l->head_others = w->nlanes - 1;
+    l->head_waiting = 1;
 }
 
 static void ring_remove(worker *w, srv_lane *l)
@@ -66,6 +79,7 @@ static void ring_remove(worker *w, srv_lane *l)
     }
     l->rnext = l->rprev = NULL;
     l->in_ring = 0;
+    w->nlanes--;
 }
 
 /* One steal call on the first other worker whose running unit has work left; worlds run (0: none found). */
@@ -143,6 +157,15 @@ static void *worker_main(void *arg)
         if (!w->ring) break;                          /* stop and nothing left */
         srv_lane *l = w->ring;
         srv_unit *u = l->head;
+        if (l->head_waiting) {
+            /* the head unit's first turn: the turns begun since it became the head were other lanes' */
+            const unsigned long waited = w->turns - l->head_turn;
+            const long excess = (long)waited - l->head_others;
+            if (waited > w->max_waited) w->max_waited = waited;
+            if (!w->heads || excess > w->max_excess) w->max_excess = excess;
+            w->heads++;
+            l->head_waiting = 0;
+        }
         w->turns++;
         pthread_mutex_unlock(&w->mu);
 
@@ -154,6 +177,7 @@ static void *worker_main(void *arg)
         if (done) {
             l->head = u->next;
             if (!l->head) l->tail = NULL;
+            else head_arrives(w, l);
         }
         /* round-robin: the lane goes to the back of the ring (or leaves it when empty) */
         if (!l->head) ring_remove(w, l);
@@ -248,6 +272,7 @@ void srv_pool_push(srv_pool *p, int wi, srv_lane *lane, srv_unit *u)
     lane->tail = u;
     int wake = !w->ring;
     if (!lane->in_ring) ring_add(w, lane);
+    if (lane->head == u) head_arrives(w, lane);
     atomic_fetch_add_explicit(&w->pushes, 1, memory_order_release);
     pthread_mutex_unlock(&w->mu);
     if (wake) pthread_cond_signal(&w->cv);
@@ -259,6 +284,15 @@ unsigned long srv_pool_turns(srv_pool *p, int wi)
     unsigned long t = p->w[wi].turns;
     pthread_mutex_unlock(&p->w[wi].mu);
     return t;
+}
+
+void srv_pool_waits(srv_pool *p, int wi, unsigned long *max_waited, long *max_excess, unsigned long *heads)
+{
+    pthread_mutex_lock(&p->w[wi].mu);
+    *max_waited = p->w[wi].max_waited;
+    *max_excess = p->w[wi].max_excess;
+    *heads = p->w[wi].heads;
+    pthread_mutex_unlock(&p->w[wi].mu);
 }
 
 int srv_pool_piece(int left, int want, int threads)

@@ -42,6 +42,10 @@ typedef struct srv_lane {
     srv_unit *head, *tail;
     struct srv_lane *rnext, *rprev;                   /* ring of lanes with work (the pool's) */
     int in_ring;
+    /* the pool's record of the head unit's wait (srv_pool_waits): the worker's turns when it became the head,
+     * the other lanes in the ring then, and whether its first turn is still to come */
+    unsigned long head_turn;
+    int head_others, head_waiting;
 } srv_lane;
 
 typedef struct srv_pool srv_pool;
@@ -56,6 +60,12 @@ int srv_pool_threads(const srv_pool *p);
 void srv_pool_push(srv_pool *p, int worker, srv_lane *lane, srv_unit *u);
 /* Units run so far (for tests). */
 unsigned long srv_pool_turns(srv_pool *p, int worker);
+/* The round-robin bound, as counted on `worker` so far: a unit that becomes the head of its lane (pushed on an
+ * empty lane, or its predecessor finished) waits for at most one turn of each other lane in the ring at that
+ * moment before its own first turn (the turn in progress, begun earlier, is not counted).  *max_waited: the
+ * most turns of other lanes a head unit waited for; *max_excess: the most by which that exceeded the other
+ * lanes it found (<= 0 while the bound holds); *heads: the head units that have had their first turn. */
+void srv_pool_waits(srv_pool *p, int worker, unsigned long *max_waited, long *max_excess, unsigned long *heads);
 /* The size of the next piece of shared work with `left` worlds left, at most `want`, on a pool of `threads`
  * workers: at most 1 / (2 T) of what is left (rounded up) while others may help, so that the workers finish
  * within about one world of each other; `want` alone on one thread. */

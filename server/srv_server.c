@@ -334,6 +334,11 @@ int srv_server_threads(const srv_server *S) { return S->nthreads; }
 int srv_server_metrics_port(const srv_server *S) { return S->metrics ? S->metrics_port : 0; }
 unsigned long srv_server_helped_worlds(const srv_server *S) { return srv_jobs_helped(S->jobs); }
 
+void srv_server_waits(srv_server *S, unsigned long *max_waited, long *max_excess, unsigned long *units)
+{
+    srv_jobs_waits(S->jobs, max_waited, max_excess, units);
+}
+
 void srv_server_banner(const srv_server *S)
 {
     if (S->cfg.log_level < SRV_LOG_INFO) return;

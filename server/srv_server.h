@@ -37,6 +37,10 @@ int srv_server_metrics_port(const srv_server *s);
 int srv_server_threads(const srv_server *s);
 /* Worlds the workers ran from each other's shares while idle (srv_pool.h, helping), all workers, so far. */
 unsigned long srv_server_helped_worlds(const srv_server *s);
+/* The scheduler's waits so far, over every worker (srv_pool_waits): the most turns of other lanes a request's
+ * unit waited for once at the head of its lane, the most by which that exceeded the other lanes then queued on
+ * its worker (<= 0: round-robin held), and how many units were counted. */
+void srv_server_waits(srv_server *s, unsigned long *max_waited, long *max_excess, unsigned long *units);
 /* Prints the startup banner (version, endpoint, threads, limits, envs) at info level. */
 void srv_server_banner(const srv_server *s);
 /* Serves until srv_server_stop; then answers new requests with SHUTTING_DOWN while the requests in

@@ -557,16 +557,16 @@ static int cmp_double(const void *a, const void *b)
 
 /* The scheduler's bound (PROTOCOL.md section 9, fairness): beside a neighbour whose steps are the most expensive
  * the bounds allow (HEAVY at the most worlds max_step_seconds admits, learned from its LIMIT; large random
- * actions, so that its solves run long), a 1-world session's step waits for at most the turn in progress and
- * one turn of the neighbour on its worker: two of the neighbour's costliest world-steps.  W, the neighbour's mean
- * world-step, is measured in this test (its wall time per world-step x the 2 workers, under the same load as
- * the small steps), not a fixed figure; its world-steps vary about 2x around the mean, so the costliest is taken
- * as 2 W.  The median is asserted, so that a busy machine's scheduling delays (tails) do not decide: a scheduler
- * whose turn runs a whole request makes the small step wait about half of a neighbour's slice, tens of W.
- * The tail is bounded too, against starvation: the 90th percentile stays under one whole request of the
- * neighbour (its measured wall time, most x W / 2 on the 2 workers), which a small step that queues behind the
- * neighbour's requests (two are pipelined) exceeds; scheduling delays of a loaded machine are a few of them
- * at most, far below it. */
+ * actions, so that its solves run long), a 1-world session's step waits on its worker for the turn in progress
+ * and at most one turn of every other lane queued there.  That is asserted in turns, as the server's workers
+ * count them (srv_server_waits): no unit that reached the head of its lane waited for more turns of other lanes
+ * than were queued beside it, and with one neighbour no small step waited for more than one neighbour turn
+ * (plus one of the control lane's, make and close).  The count does not depend on how the operating system
+ * shares a busy machine's cores, nor on the neighbour's world-step costs, whose distribution is heavy-tailed
+ * (PROTOCOL.md section 9), so a wall-clock bound from their mean does not hold: the turn in progress is more
+ * often a long one.  The wall-clock latencies are printed; against starvation, their median must stay under one
+ * whole request of the neighbour (its measured wall time), which a small step queued behind the neighbour's
+ * requests exceeds. */
 typedef struct {
     const char *ep;
     volatile int stop, ready;
@@ -623,7 +623,7 @@ static void *costliest_neighbour(void *arg)
 
 #define FAIR_STEPS 40
 
-Test(cpu, a_small_step_beside_the_costliest_allowed_waits_about_two_world_steps, .timeout = 600)
+Test(cpu, a_small_step_beside_the_costliest_allowed_waits_one_turn_of_it, .timeout = 600)
 {
     srv_config cfg;
     base_config(&cfg, 2);
@@ -650,15 +650,21 @@ Test(cpu, a_small_step_beside_the_costliest_allowed_waits_about_two_world_steps,
     h.stop = 1;
     qsort(lat, FAIR_STEPS, sizeof lat[0], cmp_double);
     double p50 = lat[FAIR_STEPS / 2], p90 = lat[FAIR_STEPS * 9 / 10 - 1], mx = lat[FAIR_STEPS - 1], W = h.world_step_s;
-    double bound = 2 * 2 * (W > 0.002 ? W : 0.002) + 0.05, request = h.worlds * W / 2;
+    double request = h.worlds * W / 2;
+    unsigned long waited, units;
+    long excess;
+    srv_server_waits(srv_thread_server(t), &waited, &excess, &units);
     fprintf(stderr, "beside %d HEAVY worlds per step (W = %.1f ms per world-step, %d steps): 1-world step p50 %.1f ms, "
-            "p90 %.1f ms, max %.1f ms; bound on the median 2 x 2 W + 50 ms = %.1f ms, on p90 one neighbour request "
-            "%.1f ms\n", h.worlds, 1e3 * W, h.steps, 1e3 * p50, 1e3 * p90, 1e3 * mx, 1e3 * bound, 1e3 * request);
+            "p90 %.1f ms, max %.1f ms; one neighbour request %.1f ms; scheduler: %lu units, at most %lu other "
+            "turns waited for, %ld beyond the lanes queued\n", h.worlds, 1e3 * W, h.steps, 1e3 * p50, 1e3 * p90,
+            1e3 * mx, 1e3 * request, units, waited, excess);
     cr_assert_gt(h.steps, 0, "the neighbour completed no step");
-    cr_assert_lt(p50, bound, "a 1-world step waited %.3f s (median), more than two of the neighbour's costliest "
-                 "world-steps (2 x %.3f s each)", p50, W);
-    cr_assert_lt(p90, request, "a 1-world step waited %.3f s (p90), longer than a whole request of the neighbour "
-                 "(%.3f s)", p90, request);
+    cr_assert_geq(units, FAIR_STEPS, "the workers counted %lu units", units);
+    cr_assert_leq(excess, 0, "a unit waited for %ld more turns than there were other lanes on its worker", excess);
+    cr_assert_leq(waited, 2, "a unit waited for %lu turns of other lanes (the neighbour's and the control lane)",
+                  waited);
+    cr_assert_lt(p50, request, "a 1-world step waited %.3f s (median), longer than a whole request of the "
+                 "neighbour (%.3f s)", p50, request);
     MUST(herd_client_close(c, &s, &e_));
     herd_client_destroy(&c);
     pthread_join(th, NULL);

@@ -86,6 +86,14 @@ Test(pool, owners_take_turns)
     }
     /* round-robin from the gate's lane: big, s1, s2, then big's nine other turns */
     cr_assert(at1 == 1 && at2 == 2 && log[0] == 0, "small owners ran at turns %d and %d", at1, at2);
+    /* the pool's own count of the waits: s2 waited for big's and s1's first turns, and the gate's too when it was
+     * queued before the gate's turn began (the test thread may push first); no unit waited beyond the lanes
+     * queued ahead of it */
+    unsigned long waited, heads;
+    long excess;
+    srv_pool_waits(p, 0, &waited, &excess, &heads);
+    cr_assert(waited >= 2 && waited <= 3 && excess == 0 && heads == 4, "waits: at most %lu turns, %ld beyond, %lu heads", waited,
+              excess, heads);
     srv_pool_destroy(&p);
 }
 
