@@ -116,17 +116,17 @@ static int residual(int n, const double *mu, const unsigned char *mode, int form
 }
 
 /* Solves A x = b in place (A m x m row-major, overwritten; b becomes x) by Gaussian elimination with partial
- * pivoting, tiny pivots raised to PIVOT_FLOOR times the largest entry.  Returns 0, or -1 if A is zero. */
-static int gauss_solve(int m, double *A, double *b)
+ * pivoting, tiny pivots raised to PIVOT_FLOOR times amax, the largest |entry| of A (its caller has it from
+ * writing A).  Returns 0, or -1 if A is zero. */
+static int gauss_solve(int m, double *A, double *b, double amax)
 {
-    double amax = 0;
-    for (int a = 0; a < m * m; a++) amax = fabs(A[a]) > amax ? fabs(A[a]) : amax;
     if (!(amax > 0)) return -1;
     const double floor_ = PIVOT_FLOOR * amax;
     for (int k = 0; k < m; k++) {
         int p = k;
+        double best = fabs(A[k * m + k]);
         for (int r = k + 1; r < m; r++)
-            if (fabs(A[r * m + k]) > fabs(A[p * m + k])) p = r;
+            if (fabs(A[r * m + k]) > best) p = r, best = fabs(A[r * m + k]);
         if (p != k) {
             for (int j = 0; j < m; j++) {
                 const double t = A[k * m + j];
@@ -137,10 +137,12 @@ static int gauss_solve(int m, double *A, double *b)
         }
         double piv = A[k * m + k];
         if (fabs(piv) < floor_) piv = A[k * m + k] = piv < 0 ? -floor_ : floor_;
+        const double *restrict ak = A + k * m;
         for (int r = k + 1; r < m; r++) {
-            const double f = A[r * m + k] / piv;
+            double *restrict ar = A + r * m;
+            const double f = ar[k] / piv;
             if (f == 0) continue;
-            for (int j = k + 1; j < m; j++) A[r * m + j] -= f * A[k * m + j];
+            for (int j = k + 1; j < m; j++) ar[j] -= f * ak[j];
             b[r] -= f * b[k];
         }
     }
@@ -189,6 +191,8 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
         double tn_of[SIM_SOLVER_DIRECT_MAX_CONTACTS];
         for (int i = 0; i < n; i++)
             tn_of[i] = mode[i] == M_SLIP ? sqrt(lambda[3 * i] * lambda[3 * i] + lambda[3 * i + 1] * lambda[3 * i + 1]) : 0;
+        double amax = 0; /* the largest |entry| of J, as it is written (gauss_solve's pivot floor) */
+#define PUT(x_) do { const double e_ = (x_); J[r++ * m + j] = e_; amax = fabs(e_) > amax ? fabs(e_) : amax; } while (0)
         for (int j = 0; j < m; j++) {
             const int x = 3 * col_blk[j] + col_row[j];
             int r = 0;
@@ -198,20 +202,22 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
                 const int own = col_blk[j] == i;
                 switch (mode[i]) {
                 case M_STICK:
-                    J[r++ * m + j] = g[0], J[r++ * m + j] = g[1], J[r++ * m + j] = g[2];
+                    PUT(g[0]);
+                    PUT(g[1]);
+                    PUT(g[2]);
                     break;
                 case M_SLIP: {
-                    J[r++ * m + j] = g[2];
+                    PUT(g[2]);
                     const double mi = mu_of(mu[i]);
                     if (form == F_CONE) {
                         const double tn = tn_of[i];
                         double dn = 0;
                         if (own) dn = col_row[j] == 2 ? -mi : tn > 0 ? l[col_row[j]] / tn : 0;
-                        J[r++ * m + j] = dn;
+                        PUT(dn);
                         double dc = l[0] * g[1] - l[1] * g[0];
                         if (own && col_row[j] == 0) dc += vi[1];
                         if (own && col_row[j] == 1) dc -= vi[0];
-                        J[r++ * m + j] = dc;
+                        PUT(dc);
                         break;
                     }
                     const double w = sqrt(vi[0] * vi[0] + vi[1] * vi[1]), iw = w > 0 ? 1 / w : 0;
@@ -229,18 +235,19 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
                         if (own && col_row[j] == 1) d1 += 1;
                         if (own && col_row[j] == 2) d0 += mi * u0, d1 += mi * u1;
                     }
-                    J[r++ * m + j] = d0;
-                    J[r++ * m + j] = d1;
+                    PUT(d0);
+                    PUT(d1);
                     break;
                 }
                 case M_NORMAL:
-                case M_BOX_IN: J[r++ * m + j] = g[2]; break;
+                case M_BOX_IN: PUT(g[2]); break;
                 default: break;
                 }
             }
         }
         for (int a = 0; a < m; a++) dx[a] = -F[a];
-        if (gauss_solve(m, J, dx)) break;
+#undef PUT
+        if (gauss_solve(m, J, dx, amax)) break;
         /* backtracking on |F|^2; the trial velocities are v + t G dx (G dx once per iteration) */
         for (int k = 0; k < N; k++) Gd[k] = 0;
         for (int a = 0; a < m; a++) {
