@@ -154,6 +154,58 @@ static int gauss_solve(int m, double *A, double *b, double amax)
     return 0;
 }
 
+/* LU factorization with partial pivoting of A (k x k row-major, in place: U on and above the diagonal, the
+ * multipliers below), tiny pivots raised to PIVOT_FLOOR times the largest |entry|; perm[r]: the row of A that
+ * became row r.  Returns 0, or -1 if A is zero. */
+static int lu_factor(int k, double *A, int *perm)
+{
+    double amax = 0;
+    for (int a = 0; a < k * k; a++) amax = fabs(A[a]) > amax ? fabs(A[a]) : amax;
+    if (!(amax > 0)) return -1;
+    const double floor_ = PIVOT_FLOOR * amax;
+    for (int r = 0; r < k; r++) perm[r] = r;
+    for (int q = 0; q < k; q++) {
+        int p = q;
+        double best = fabs(A[q * k + q]);
+        for (int r = q + 1; r < k; r++)
+            if (fabs(A[r * k + q]) > best) p = r, best = fabs(A[r * k + q]);
+        if (p != q) {
+            for (int j = 0; j < k; j++) {
+                const double t = A[q * k + j];
+                A[q * k + j] = A[p * k + j], A[p * k + j] = t;
+            }
+            const int t = perm[q];
+            perm[q] = perm[p], perm[p] = t;
+        }
+        double piv = A[q * k + q];
+        if (fabs(piv) < floor_) piv = A[q * k + q] = piv < 0 ? -floor_ : floor_;
+        const double *restrict aq = A + q * k;
+        for (int r = q + 1; r < k; r++) {
+            double *restrict ar = A + r * k;
+            const double f = ar[q] / piv;
+            ar[q] = f;
+            if (f == 0) continue;
+            for (int j = q + 1; j < k; j++) ar[j] -= f * aq[j];
+        }
+    }
+    return 0;
+}
+
+/* x = A^-1 b with lu_factor's A and perm (b and x of length k, distinct). */
+static void lu_solve(int k, const double *A, const int *perm, const double *b, double *x)
+{
+    for (int r = 0; r < k; r++) {
+        double s = b[perm[r]];
+        for (int j = 0; j < r; j++) s -= A[r * k + j] * x[j];
+        x[r] = s;
+    }
+    for (int r = k - 1; r >= 0; r--) {
+        double s = x[r];
+        for (int j = r + 1; j < k; j++) s -= A[r * k + j] * x[j];
+        x[r] = s / A[r * k + r];
+    }
+}
+
 static double sumsq(int m, const double *F)
 {
     double s = 0;
@@ -161,8 +213,50 @@ static double sumsq(int m, const double *F)
     return s;
 }
 
+/* The derivatives of a slipping block's two friction equations (residual's rows 2 and 3 of the block, formulation
+ * form) with respect to one unknown: g = dv_i/dx (3 entries of G's column), own: the unknown is this block's
+ * entry cr.  mi: its friction coefficient, tn: |lambda_T| (the cone form's). */
+static void slip_jac(int form, double mi, double tn, const double *l, const double *vi, const double *g, int own,
+                     int cr, double out[2])
+{
+    if (form == F_CONE) {
+        double dn = 0;
+        if (own) dn = cr == 2 ? -mi : tn > 0 ? l[cr] / tn : 0;
+        double dc = l[0] * g[1] - l[1] * g[0];
+        if (own && cr == 0) dc += vi[1];
+        if (own && cr == 1) dc -= vi[0];
+        out[0] = dn, out[1] = dc;
+        return;
+    }
+    const double w = sqrt(vi[0] * vi[0] + vi[1] * vi[1]), iw = w > 0 ? 1 / w : 0;
+    double d0, d1;
+    if (form == F_SCALED) { /* d(|v_T| l_a + mu l_n v_a) */
+        const double dw = (vi[0] * g[0] + vi[1] * g[1]) * iw;
+        d0 = dw * l[0] + mi * l[2] * g[0], d1 = dw * l[1] + mi * l[2] * g[1];
+        if (own && cr == 0) d0 += w;
+        if (own && cr == 1) d1 += w;
+        if (own && cr == 2) d0 += mi * vi[0], d1 += mi * vi[1];
+    } else { /* d(l_a + mu l_n u_a), u = v_T / |v_T|, du = (g_T - u (u . g_T)) / |v_T| */
+        const double u0 = vi[0] * iw, u1 = vi[1] * iw, ug = u0 * g[0] + u1 * g[1];
+        d0 = mi * l[2] * (g[0] - u0 * ug) * iw, d1 = mi * l[2] * (g[1] - u1 * ug) * iw;
+        if (own && cr == 0) d0 += 1;
+        if (own && cr == 1) d1 += 1;
+        if (own && cr == 2) d0 += mi * u0, d1 += mi * u1;
+    }
+    out[0] = d0, out[1] = d1;
+}
+
 /* Newton on the mode set's equations from lambda (its fixed entries already set); v = G lambda + c kept up to
- * date.  Returns the iterations done (lambda, v: the last iterate). */
+ * date.  Returns the iterations done (lambda, v: the last iterate).
+ *
+ * The Newton step by block elimination.  Every equation but a slipping block's two friction ones is linear with a
+ * constant Jacobian: a sticking block's v = 0, a slipping block's v_n = 0, a closed normal block's v_n = 0; their
+ * rows of the Jacobian are the rows of G of the same (block, component) pairs as the unknowns they are paired with
+ * (E: every unknown but a slipping block's lambda_T), so that block, A = G[E, E], is a principal submatrix of G,
+ * factored once per call; B = G[E, T] with T the slipping blocks' lambda_T.  Each iteration builds only the
+ * friction rows (N_E, N_T), and solves
+ *     [A B; N_E N_T] [x_E; x_T] = -[F_E; F_T]
+ * as (N_T - N_E A^-1 B) x_T = -F_T + N_E A^-1 F_E (2 unknowns per slipping block) and x_E = -A^-1 F_E - A^-1 B x_T. */
 static int newton(int n, const double *G, const double *c, const double *mu, const unsigned char *mode, int form,
                   double *lambda, double *v, int max_it)
 {
@@ -175,7 +269,35 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
     }
     sim_contact_velocity(n, G, c, lambda, v);
     if (m == 0) return 0;
-    double J[DIRECT_MAX_UNKNOWNS * DIRECT_MAX_UNKNOWNS], F[DIRECT_MAX_UNKNOWNS], dx[DIRECT_MAX_UNKNOWNS], lt[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS],
+    /* E and T as positions in the unknowns' order; the linear equations are at E's positions (a slipping block's
+       v_n at its lambda_n's), the friction ones at T's */
+    int E[DIRECT_MAX_UNKNOWNS], T[DIRECT_MAX_UNKNOWNS], ne = 0, nt = 0, eg[DIRECT_MAX_UNKNOWNS];
+    for (int j = 0; j < m; j++) {
+        if (mode[col_blk[j]] == M_SLIP && col_row[j] < 2) T[nt++] = j;
+        else E[ne] = j, eg[ne++] = 3 * col_blk[j] + col_row[j];
+    }
+    /* a slipping block's v_n row is its first equation, at its lambda_x's position: E holds lambda_n's position,
+       so the linear equations' positions in F are read per block below (fe) */
+    int fe[DIRECT_MAX_UNKNOWNS], ft[DIRECT_MAX_UNKNOWNS], k_e = 0, k_t = 0;
+    for (int j = 0, r = 0; j < m; ) {
+        const int i = col_blk[j];
+        if (mode[i] == M_SLIP) { fe[k_e++] = r, ft[k_t++] = r + 1, ft[k_t++] = r + 2; j += 3, r += 3; }
+        else { fe[k_e++] = r; j++, r++; }
+    }
+    double A[DIRECT_MAX_UNKNOWNS * DIRECT_MAX_UNKNOWNS], W[DIRECT_MAX_UNKNOWNS * DIRECT_MAX_UNKNOWNS];
+    int perm[DIRECT_MAX_UNKNOWNS];
+    for (int a = 0; a < ne; a++)
+        for (int b = 0; b < ne; b++) A[a * ne + b] = G[(size_t)eg[a] * N + eg[b]];
+    if (lu_factor(ne, A, perm)) return 0;
+    /* W = A^-1 B, column by column (B's column t: G's column of T's unknown t, at E's rows) */
+    for (int t = 0; t < nt; t++) {
+        double bcol[DIRECT_MAX_UNKNOWNS], wcol[DIRECT_MAX_UNKNOWNS];
+        const int x = 3 * col_blk[T[t]] + col_row[T[t]];
+        for (int a = 0; a < ne; a++) bcol[a] = G[(size_t)x * N + eg[a]];
+        lu_solve(ne, A, perm, bcol, wcol);
+        for (int a = 0; a < ne; a++) W[t * ne + a] = wcol[a]; /* stored by columns: W[t * ne + a] */
+    }
+    double F[DIRECT_MAX_UNKNOWNS], dx[DIRECT_MAX_UNKNOWNS], lt[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS],
         vt[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], Ft[DIRECT_MAX_UNKNOWNS], Gd[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
     int slips = 0;
     for (int i = 0; i < n; i++) slips += mode[i] == M_SLIP;
@@ -187,67 +309,53 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
         /* a mode set without a solution makes Newton crawl: past NEWTON_SLOW iterations, |F| must have dropped */
         if (it == NEWTON_SLOW && f2 > 1e-20 * f2_start) break;
         it++;
-        /* the Jacobian, column j = d F / d lambda[3 col_blk[j] + col_row[j]]: dv/dx_j is column (3 b + a) of G */
-        double tn_of[SIM_SOLVER_DIRECT_MAX_CONTACTS];
-        for (int i = 0; i < n; i++)
-            tn_of[i] = mode[i] == M_SLIP ? sqrt(lambda[3 * i] * lambda[3 * i] + lambda[3 * i + 1] * lambda[3 * i + 1]) : 0;
-        double amax = 0; /* the largest |entry| of J, as it is written (gauss_solve's pivot floor) */
-#define PUT(x_) do { const double e_ = (x_); J[r++ * m + j] = e_; amax = fabs(e_) > amax ? fabs(e_) : amax; } while (0)
-        for (int j = 0; j < m; j++) {
-            const int x = 3 * col_blk[j] + col_row[j];
-            int r = 0;
+        double fE[DIRECT_MAX_UNKNOWNS], y[DIRECT_MAX_UNKNOWNS];
+        for (int a = 0; a < ne; a++) fE[a] = F[fe[a]];
+        lu_solve(ne, A, perm, fE, y); /* y = A^-1 F_E */
+        if (nt) {
+            /* the friction rows of the Jacobian: row pair of slipping block i, column j */
+            double NJ[DIRECT_MAX_UNKNOWNS * DIRECT_MAX_UNKNOWNS], S[DIRECT_MAX_UNKNOWNS * DIRECT_MAX_UNKNOWNS],
+                rhs[DIRECT_MAX_UNKNOWNS];
+            int q = 0;
             for (int i = 0; i < n; i++) {
-                const double *l = lambda + 3 * i, *vi = v + 3 * i;
-                const double *g = G + (size_t)x * N + 3 * i; /* G symmetric: row x = column x */
-                const int own = col_blk[j] == i;
-                switch (mode[i]) {
-                case M_STICK:
-                    PUT(g[0]);
-                    PUT(g[1]);
-                    PUT(g[2]);
-                    break;
-                case M_SLIP: {
-                    PUT(g[2]);
-                    const double mi = mu_of(mu[i]);
-                    if (form == F_CONE) {
-                        const double tn = tn_of[i];
-                        double dn = 0;
-                        if (own) dn = col_row[j] == 2 ? -mi : tn > 0 ? l[col_row[j]] / tn : 0;
-                        PUT(dn);
-                        double dc = l[0] * g[1] - l[1] * g[0];
-                        if (own && col_row[j] == 0) dc += vi[1];
-                        if (own && col_row[j] == 1) dc -= vi[0];
-                        PUT(dc);
-                        break;
-                    }
-                    const double w = sqrt(vi[0] * vi[0] + vi[1] * vi[1]), iw = w > 0 ? 1 / w : 0;
-                    double d0, d1;
-                    if (form == F_SCALED) { /* d(|v_T| l_a + mu l_n v_a) */
-                        const double dw = (vi[0] * g[0] + vi[1] * g[1]) * iw;
-                        d0 = dw * l[0] + mi * l[2] * g[0], d1 = dw * l[1] + mi * l[2] * g[1];
-                        if (own && col_row[j] == 0) d0 += w;
-                        if (own && col_row[j] == 1) d1 += w;
-                        if (own && col_row[j] == 2) d0 += mi * vi[0], d1 += mi * vi[1];
-                    } else { /* d(l_a + mu l_n u_a), u = v_T / |v_T|, du = (g_T - u (u . g_T)) / |v_T| */
-                        const double u0 = vi[0] * iw, u1 = vi[1] * iw, ug = u0 * g[0] + u1 * g[1];
-                        d0 = mi * l[2] * (g[0] - u0 * ug) * iw, d1 = mi * l[2] * (g[1] - u1 * ug) * iw;
-                        if (own && col_row[j] == 0) d0 += 1;
-                        if (own && col_row[j] == 1) d1 += 1;
-                        if (own && col_row[j] == 2) d0 += mi * u0, d1 += mi * u1;
-                    }
-                    PUT(d0);
-                    PUT(d1);
-                    break;
+                if (mode[i] != M_SLIP) continue;
+                const double *l = lambda + 3 * i, *vi = v + 3 * i, mi = mu_of(mu[i]);
+                const double tn = sqrt(l[0] * l[0] + l[1] * l[1]);
+                for (int j = 0; j < m; j++) {
+                    const int x = 3 * col_blk[j] + col_row[j];
+                    double d[2];
+                    slip_jac(form, mi, tn, l, vi, G + (size_t)x * N + 3 * i, col_blk[j] == i, col_row[j], d);
+                    NJ[q * m + j] = d[0], NJ[(q + 1) * m + j] = d[1];
                 }
-                case M_NORMAL:
-                case M_BOX_IN: PUT(g[2]); break;
-                default: break;
+                q += 2;
+            }
+            /* S = N_T - N_E W; rhs = -F_T + N_E y (N_E's row gathered first: contiguous products) */
+            double smax = 0;
+            for (int r = 0; r < nt; r++) {
+                const double *nr = NJ + r * m;
+                double ner[DIRECT_MAX_UNKNOWNS];
+                for (int a = 0; a < ne; a++) ner[a] = nr[E[a]];
+                double acc = -F[ft[r]];
+                for (int a = 0; a < ne; a++) acc += ner[a] * y[a];
+                rhs[r] = acc;
+                for (int t = 0; t < nt; t++) {
+                    const double *wt = W + t * ne;
+                    double sv = nr[T[t]];
+                    for (int a = 0; a < ne; a++) sv -= ner[a] * wt[a];
+                    S[r * nt + t] = sv;
+                    smax = fabs(sv) > smax ? fabs(sv) : smax;
                 }
             }
+            if (gauss_solve(nt, S, rhs, smax)) break;
+            for (int t = 0; t < nt; t++) dx[T[t]] = rhs[t];
+            for (int a = 0; a < ne; a++) {
+                double s_ = -y[a];
+                for (int t = 0; t < nt; t++) s_ -= W[t * ne + a] * rhs[t];
+                dx[E[a]] = s_;
+            }
+        } else {
+            for (int a = 0; a < ne; a++) dx[E[a]] = -y[a];
         }
-        for (int a = 0; a < m; a++) dx[a] = -F[a];
-#undef PUT
-        if (gauss_solve(m, J, dx, amax)) break;
         /* backtracking on |F|^2; the trial velocities are v + t G dx (G dx once per iteration) */
         for (int k = 0; k < N; k++) Gd[k] = 0;
         for (int a = 0; a < m; a++) {
@@ -274,8 +382,8 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
         /* the step is below 1e-14 of lambda: Newton has converged */
         double sx = 0, sl = 0;
         for (int a = 0; a < m; a++) {
-            const double s = fabs(t * dx[a]), la = fabs(lambda[3 * col_blk[a] + col_row[a]]);
-            sx = s > sx ? s : sx;
+            const double s2 = fabs(t * dx[a]), la = fabs(lambda[3 * col_blk[a] + col_row[a]]);
+            sx = s2 > sx ? s2 : sx;
             sl = la > sl ? la : sl;
         }
         const double f2_before = f2;
