@@ -19,9 +19,11 @@
  * So the whole search below runs with each formulation in turn (cone, unit, scaled), each with its own budget of
  * iterations; the cone form first, so that a problem it solves gets the same answer whether or not the others exist.
  * The other two run only on problems of at most FORMS_MAX_BLOCKS blocks: on larger ones (fallen robots) they rarely
- * succeed where the cone form failed, and there their failing iterations are the costliest.  Every system is solved by Newton's method with a backtracking
- * line search on |F|^2, the linear system by Gaussian elimination with partial pivoting (a pivot below 1e-13 of the
- * largest entry is raised to that floor: a redundant stick set has many solutions and any one will do).
+ * succeed where the cone form failed, and there their failing iterations are the costliest.  Every system is solved by
+ * Newton's method with a backtracking line search on |F|^2; each step by block elimination (newton(): the linear
+ * equations' constant block is factored once per mode set, the slipping blocks' friction rows go through its Schur
+ * complement), with partial pivoting (a pivot below 1e-13 of the largest entry is raised to that floor: a redundant
+ * stick set has many solutions and any one will do).
  * The solution of a mode set is a Coulomb solution when its inequalities hold: an open block separates (v_n >= 0), a
  * sticking one is in its cone, a slipping one pushes (lambda_n >= 0) and slides against its friction
  * (lambda_T . v_T <= 0), a closed normal block pushes, a bounded row inside is inside and one at a bound is driven
