@@ -5,6 +5,7 @@
  *   herd-bench env --sweep 64,256,...,65536 [--threads T] [--steps S] [--repeats R] [--warmup W]
  *   herd-bench env --solvers A,B,... | --actuators pd,lstm,... [--worlds N] [--threads T] [--steps S] [--repeats R]
  *   herd-bench env --pair joint_limits=0,1 [--env ...] [--worlds N] [--threads T] [--steps S] [--repeats R]
+ *   ... --config key=v,key=v,...   (--sweep, --solvers, --actuators, --pair: every configuration's other keys)
  *   herd-bench env --vs-mujoco ...   (bench_env_mujoco.c)
  *
  * T threads (pinned, one contiguous slice of worlds each, taken in pieces, a thread done with its slice helping
@@ -603,6 +604,42 @@ typedef struct {
  * with named choices `key` ("solver": contact solvers, --solvers; "actuator": actuator models, --actuators) on
  * `worlds` worlds each, the same trajectories' actions and seeds: a paired comparison, ratios to the first one. */
 static double actuator_net_ns_per_world_step(int worlds, int decimation, int steps, int repeats, int f32);
+/* --config key=v,...: keys set in every configuration of a sweep or pairing (a value is a number or, for a key
+ * with named choices, a name), and the text as given, for the JSON lines. */
+#define BASE_KV_MAX 16
+static env_kv g_base_kv[BASE_KV_MAX];
+static char g_base_key[BASE_KV_MAX][40];
+static int g_nbase;
+static const char *g_base_text = "";
+
+static int parse_base_config(const char *name, const char *text)
+{
+    g_base_text = text;
+    for (const char *c = text; *c;) {
+        const size_t len = strcspn(c, ",");
+        char item[80];
+        snprintf(item, sizeof item, "%.*s", (int)(len < 79 ? len : 79), c);
+        char *eq = strchr(item, '=');
+        if (!eq || eq == item || !eq[1] || eq - item > 39 || g_nbase == BASE_KV_MAX) {
+            fprintf(stderr, "herd-bench env: --config wants key=value,... (at most %d), not '%s'\n", BASE_KV_MAX, item);
+            return 2;
+        }
+        *eq = 0;
+        snprintf(g_base_key[g_nbase], sizeof g_base_key[g_nbase], "%.39s", item);
+        char *end, cerr[256];
+        double v = strtod(eq + 1, &end);
+        if ((end == eq + 1 || *end) && env_config_choice(name, item, eq + 1, &v, cerr, sizeof cerr)) {
+            fprintf(stderr, "herd-bench env: --config: %s\n", cerr);
+            return 2;
+        }
+        g_base_kv[g_nbase].key = g_base_key[g_nbase];
+        g_base_kv[g_nbase++].value = v;
+        c += len;
+        if (*c) c++;
+    }
+    return 0;
+}
+
 static int bench_env_sweep(const char *name, const char *list, int threads, int steps, int repeats, int warmup,
                            const char *key, const char *solvers, int worlds)
 {
@@ -631,9 +668,10 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
     int rc = 0, R = repeats < 64 ? repeats : 64, ad = 0;
     float *base = NULL;
     for (int k = 0; k < np && !rc; k++) {
-        const env_kv solver_kv = {key, sid[k]};
-        pt[k].e = env_new(name, ns[k], solvers ? &solver_kv : NULL, solvers ? 1 : 0, 7, ENV_AUTORESET_SAME_STEP, err,
-                          sizeof err);
+        env_kv kvs[BASE_KV_MAX + 1];
+        memcpy(kvs, g_base_kv, sizeof(env_kv) * (size_t)g_nbase);
+        if (solvers) kvs[g_nbase] = (env_kv){key, sid[k]};
+        pt[k].e = env_new(name, ns[k], kvs, g_nbase + (solvers ? 1 : 0), 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
         if (!pt[k].e) { fprintf(stderr, "herd-bench env: %s\n", err); rc = 2; break; }
         const env_spec *sp = env_get_spec(pt[k].e);
         ad = sp->act_dim;
@@ -664,8 +702,9 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
     if (!rc && solvers) {
         /* the JSON's bench: env_solvers, env_actuators, or env_<key>_pair for another key (--pair) */
         const char *tail = !strcmp(key, "solver") || !strcmp(key, "actuator") ? "s" : "_pair";
-        fprintf(stderr, "env %s%s: %s, %d worlds, %d thread(s), %d steps x %d repeats (interleaved) after %d warm-up "
-                "(cpu: %s)\n", key, tail, name, worlds, threads, steps, R, warmup, bench_cpu());
+        fprintf(stderr, "env %s%s: %s%s%s, %d worlds, %d thread(s), %d steps x %d repeats (interleaved) after %d "
+                "warm-up (cpu: %s)\n", key, tail, name, g_nbase ? " with " : "", g_base_text, worlds, threads, steps, R,
+                warmup, bench_cpu());
         double lstm_rate = 0, pd_rate = 0, rel_lstm = 0;
         for (int k = 0; k < np; k++) {
             double a[64], b[64], r[64];
@@ -675,8 +714,9 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
             double med = bench_median(a, R), wmed = bench_median(b, R), rel = bench_median(r, R);
             printf("{\"bench\":\"env_%s%s\",\"env\":\"%s\",\"%s\":\"%s\",\"baseline_%s\":\"%s\",\"worlds\":%d,"
                    "\"threads\":%d,\"steps\":%d,\"repeats\":%d,\"warmup\":%d,\"cpu_env_steps_per_s_per_thread\":%.0f,"
-                   "\"env_steps_per_s_per_thread\":%.0f,\"ratio_to_baseline\":%.4f",
-                   key, tail, name, key, sname[k], key, sname[0], worlds, threads, steps, R, warmup, med, wmed, rel);
+                   "\"env_steps_per_s_per_thread\":%.0f,\"ratio_to_baseline\":%.4f,\"config\":\"%s\"",
+                   key, tail, name, key, sname[k], key, sname[0], worlds, threads, steps, R, warmup, med, wmed, rel,
+                   g_base_text);
             if (!strcmp(sname[k], "lstm")) lstm_rate = med, rel_lstm = rel;
             if (!strcmp(sname[k], "pd")) pd_rate = med;
             print_reps("cpu_env_steps_per_s_per_thread_reps", pt[k].cpu, R, 1.0);
@@ -780,6 +820,8 @@ int bench_env(int argc, char **argv)
         return 2;
     }
     if (profile) return bench_env_profile(argc, argv, name, worlds, steps, repeats, warmup);
+    const char *base = bench_arg(argc, argv, "--config", NULL);
+    if (base && parse_base_config(name, base)) return 2;
     const char *sweep = bench_arg(argc, argv, "--sweep", NULL);
     if (sweep) return bench_env_sweep(name, sweep, tflag ? tflag : 1, steps, repeats, warmup, NULL, NULL, 0);
     const char *solvers = bench_arg(argc, argv, "--solvers", NULL);
