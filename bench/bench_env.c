@@ -5,7 +5,8 @@
  *   herd-bench env --sweep 64,256,...,65536 [--threads T] [--steps S] [--repeats R] [--warmup W]
  *   herd-bench env --solvers A,B,... | --actuators pd,lstm,... [--worlds N] [--threads T] [--steps S] [--repeats R]
  *   herd-bench env --pair joint_limits=0,1 [--env ...] [--worlds N] [--threads T] [--steps S] [--repeats R]
- *   ... --config key=v,key=v,...   (--sweep, --solvers, --actuators, --pair: every configuration's other keys)
+ *   ... --config key=v,key=v,...   (--profile, --sweep, --solvers, --actuators, --pair: keys set in every
+ *                                   configuration)
  *   herd-bench env --vs-mujoco ...   (bench_env_mujoco.c)
  *
  * T threads (pinned, one contiguous slice of worlds each, taken in pieces, a thread done with its slice helping
@@ -268,6 +269,42 @@ static void profile_actuator(const env_anymal_joints *jm, sim_data *const *dw, c
         }
 }
 
+/* --config key=v,...: keys set in every configuration of a sweep or pairing (a value is a number or, for a key
+ * with named choices, a name), and the text as given, for the JSON lines. */
+#define BASE_KV_MAX 16
+static env_kv g_base_kv[BASE_KV_MAX];
+static char g_base_key[BASE_KV_MAX][40];
+static int g_nbase;
+static const char *g_base_text = "";
+
+static int parse_base_config(const char *name, const char *text)
+{
+    g_base_text = text;
+    for (const char *c = text; *c;) {
+        const size_t len = strcspn(c, ",");
+        char item[80];
+        snprintf(item, sizeof item, "%.*s", (int)(len < 79 ? len : 79), c);
+        char *eq = strchr(item, '=');
+        if (!eq || eq == item || !eq[1] || eq - item > 39 || g_nbase == BASE_KV_MAX) {
+            fprintf(stderr, "herd-bench env: --config wants key=value,... (at most %d), not '%s'\n", BASE_KV_MAX, item);
+            return 2;
+        }
+        *eq = 0;
+        snprintf(g_base_key[g_nbase], sizeof g_base_key[g_nbase], "%.39s", item);
+        char *end, cerr[256];
+        double v = strtod(eq + 1, &end);
+        if ((end == eq + 1 || *end) && env_config_choice(name, item, eq + 1, &v, cerr, sizeof cerr)) {
+            fprintf(stderr, "herd-bench env: --config: %s\n", cerr);
+            return 2;
+        }
+        g_base_kv[g_nbase].key = g_base_key[g_nbase];
+        g_base_kv[g_nbase++].value = v;
+        c += len;
+        if (*c) c++;
+    }
+    return 0;
+}
+
 static int bench_env_profile(int argc, char **argv, const char *name, int worlds, int steps, int repeats, int warmup)
 {
     char err[512];
@@ -278,8 +315,10 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
         fprintf(stderr, "herd-bench env --profile: %s\n", err);
         return 2;
     }
-    env_t *e = env_new(name, worlds, solver_name ? &solver_kv : NULL, solver_name ? 1 : 0, 7, ENV_AUTORESET_SAME_STEP,
-                       err, sizeof err);
+    env_kv kvs[BASE_KV_MAX + 1];
+    memcpy(kvs, g_base_kv, sizeof(env_kv) * (size_t)g_nbase);
+    if (solver_name) kvs[g_nbase] = solver_kv;
+    env_t *e = env_new(name, worlds, kvs, g_nbase + (solver_name ? 1 : 0), 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
     if (!e) { fprintf(stderr, "herd-bench env --profile: %s\n", err); return 2; }
     const sim_model *m = env_model(e);
     const int walk = strstr(name, "walk") != NULL;
@@ -334,7 +373,9 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
         fprintf(stderr, "herd-bench env --profile: out of memory\n");
         exit(2);
     }
-    double rep[ST_N][64], tot[64], plain_rep[64], con_rep[64], it_rep[64], cap_rep[64], trot_rep[64];
+    double rep[ST_N][64], tot[64], plain_rep[64], con_rep[64], it_rep[64], cap_rep[64], trot_rep[64], lim_rep[64],
+           lima_rep[64];
+    long lsteps_all = 0, liters_all = 0, lfall_all = 0, iters_all = 0, steps_all = 0; /* steps with limit rows, all reps */
     /* contact solves of the staged runs, and the models their answers satisfy (sim_solver_stats.answer); apart from
        the solver's own flag, the answers whose Coulomb violation (sim_contact_coulomb_error) is below the solver's
        tol, measured the same way for every solver, and the solves handed to a fallback (stats.fallback) */
@@ -360,7 +401,7 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
          * stage (monotonic clock around each stage; physics steps that took over PROFILE_DROP_NS, i.e. were
          * preempted on a loaded machine, are left out of the stage means) */
         double plain_ns = 0, ns[ST_N] = {0};
-        long ncon = 0, iters = 0, capped = 0, nsteps = 0, kept = 0;
+        long ncon = 0, iters = 0, capped = 0, nsteps = 0, kept = 0, nlim = 0, nlima = 0, lsteps = 0, liters = 0, lfall = 0;
         for (int staged = 0; staged < 2; staged++) {
             bench_env_prepare(e, warmup, act, obs, rew, term, trunc);
             profile_take(e, pw, 0, worlds);
@@ -433,6 +474,8 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                                 *b = sim_step_stages(m, d, dt, SIM_STAGE_SOLVE, SIM_STAGE_INTEGRATE) != 0 || env_anymal_runaway(m, d);
                                 uint64_t c9 = bench_now_ns();
                                 ncon += nc;
+                                nlim += d->stats.nlim, nlima += d->stats.nlim_active;
+                                if (d->stats.nlim) lsteps++, liters += d->stats.iterations, lfall += d->stats.fallback != 0;
                                 iters += d->stats.iterations;
                                 capped += nc > 0 && !d->stats.converged;
                                 if (d->stats.ncon + d->stats.nlim + d->stats.nfriction > 0) {
@@ -476,6 +519,8 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
         tot[q] = env_ns / (double)nsteps;
         plain_rep[q] = plain_ns / (double)nsteps;
         con_rep[q] = (double)ncon / nsteps;
+        lim_rep[q] = (double)nlim / nsteps, lima_rep[q] = (double)nlima / nsteps;
+        lsteps_all += lsteps, liters_all += liters, lfall_all += lfall, iters_all += iters, steps_all += nsteps;
         it_rep[q] = (double)iters / nsteps;
         cap_rep[q] = (double)capped / nsteps;
         trot_rep[q] = 1e9 / trot_single_world(20000, 1);     /* ns per trot physics step, CPU time */
@@ -504,16 +549,17 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
            "\"env_step_and_plain\":\"thread_cpu\"},\"dropped_preempted_steps\":%ld,\"mean_contacts\":%.3f,"
            "\"mean_iterations\":%.3f,\"capped_fraction\":%.4f,\"contact_solves\":%ld,\"coulomb_fraction\":%.6f,"
            "\"ccp_fraction\":%.6f,\"own_fraction\":%.6f,\"fallback_fraction\":%.6f,\"coulomb_measured_fraction\":%.6f,"
-           "\"tol\":%g,\"solver_name\":\"%s\",\"cpu\":\"%s\"}\n", tot_med * 1e-3, plain_med * 1e-3, dropped,
+           "\"tol\":%g,\"solver_name\":\"%s\",\"mean_limit_rows\":%.3f,\"mean_limits_active\":%.3f,"
+           "\"config\":\"%s\",\"cpu\":\"%s\"}\n", tot_med * 1e-3, plain_med * 1e-3, dropped,
            bench_median(con_rep, R), bench_median(it_rep, R), bench_median(cap_rep, R), solves,
            solves ? (double)coulomb / (double)solves : 1.0, solves ? (double)ccp / (double)solves : 0.0,
            solves ? (double)own / (double)solves : 0.0, solves ? (double)fallbacks / (double)solves : 0.0,
            solves ? (double)coulomb_measured / (double)solves : 1.0, tol,
            sim_solver_at((int)env_config(e, "solver")) ? sim_solver_at((int)env_config(e, "solver"))->name : "?",
-           bench_cpu());
+           bench_median(lim_rep, R), bench_median(lima_rep, R), g_base_text, bench_cpu());
     fflush(stdout);
-    fprintf(stderr, "env profile: %s, %d worlds, 1 thread, %d env steps x %d repeats after %d warm-up (cpu: %s)\n", name,
-            worlds, steps, R, warmup, bench_cpu());
+    fprintf(stderr, "env profile: %s%s%s, %d worlds, 1 thread, %d env steps x %d repeats after %d warm-up (cpu: %s)\n",
+            name, g_nbase ? " with " : "", g_base_text, worlds, steps, R, warmup, bench_cpu());
     fprintf(stderr, "  %-13s %9s %6s  %s\n", "stage", "us/step", "share", "what");
     for (int k = 0; k < ST_N; k++)
         fprintf(stderr, "  %-13s %9.3f %5.1f%%  %s\n", stage_name[k], med[k] * 1e-3, 100 * med[k] / sum, stage_what[k]);
@@ -530,8 +576,14 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
             solves ? 100.0 * (double)coulomb / (double)solves : 100.0, solves ? 100.0 * (double)ccp / (double)solves : 0.0,
             solves ? 100.0 * (double)own / (double)solves : 0.0, solves ? 100.0 * (double)fallbacks / (double)solves : 0.0,
             solves ? 100.0 * (double)coulomb_measured / (double)solves : 100.0);
-    fprintf(stderr, "  per physics step: %.2f contacts, %.2f solver sweeps, %.2f %% capped\n", bench_median(con_rep, R),
+    fprintf(stderr, "  per physics step: %.2f contacts, %.2f joint-limit rows (%.2f active), %.2f solver sweeps, %.2f %% capped\n",
+            bench_median(con_rep, R), bench_median(lim_rep, R), bench_median(lima_rep, R),
             bench_median(it_rep, R), 100 * bench_median(cap_rep, R));
+    if (lsteps_all)
+        fprintf(stderr, "  physics steps with a joint-limit row: %.2f %%, %.2f sweeps each (the others %.2f), %.2f %% "
+                "handed to a fallback\n", 100.0 * lsteps_all / steps_all, (double)liters_all / lsteps_all,
+                steps_all > lsteps_all ? (double)(iters_all - liters_all) / (steps_all - lsteps_all) : 0.0,
+                100.0 * lfall_all / lsteps_all);
     fprintf(stderr, "  the solver bench's trot (1 ms, feet + base, same run, CPU time): %.3f us per physics step; "
                     "actuator + sim_step here / trot = %.2f\n", trot_med * 1e-3, plain_med / trot_med);
     free(act); free(obs); free(rew); free(term); free(trunc); free(scratch_raw); free(jp); free(batch_mem); free(ast); free(alanes);
@@ -604,42 +656,6 @@ typedef struct {
  * with named choices `key` ("solver": contact solvers, --solvers; "actuator": actuator models, --actuators) on
  * `worlds` worlds each, the same trajectories' actions and seeds: a paired comparison, ratios to the first one. */
 static double actuator_net_ns_per_world_step(int worlds, int decimation, int steps, int repeats, int f32);
-/* --config key=v,...: keys set in every configuration of a sweep or pairing (a value is a number or, for a key
- * with named choices, a name), and the text as given, for the JSON lines. */
-#define BASE_KV_MAX 16
-static env_kv g_base_kv[BASE_KV_MAX];
-static char g_base_key[BASE_KV_MAX][40];
-static int g_nbase;
-static const char *g_base_text = "";
-
-static int parse_base_config(const char *name, const char *text)
-{
-    g_base_text = text;
-    for (const char *c = text; *c;) {
-        const size_t len = strcspn(c, ",");
-        char item[80];
-        snprintf(item, sizeof item, "%.*s", (int)(len < 79 ? len : 79), c);
-        char *eq = strchr(item, '=');
-        if (!eq || eq == item || !eq[1] || eq - item > 39 || g_nbase == BASE_KV_MAX) {
-            fprintf(stderr, "herd-bench env: --config wants key=value,... (at most %d), not '%s'\n", BASE_KV_MAX, item);
-            return 2;
-        }
-        *eq = 0;
-        snprintf(g_base_key[g_nbase], sizeof g_base_key[g_nbase], "%.39s", item);
-        char *end, cerr[256];
-        double v = strtod(eq + 1, &end);
-        if ((end == eq + 1 || *end) && env_config_choice(name, item, eq + 1, &v, cerr, sizeof cerr)) {
-            fprintf(stderr, "herd-bench env: --config: %s\n", cerr);
-            return 2;
-        }
-        g_base_kv[g_nbase].key = g_base_key[g_nbase];
-        g_base_kv[g_nbase++].value = v;
-        c += len;
-        if (*c) c++;
-    }
-    return 0;
-}
-
 static int bench_env_sweep(const char *name, const char *list, int threads, int steps, int repeats, int warmup,
                            const char *key, const char *solvers, int worlds)
 {
@@ -819,9 +835,9 @@ int bench_env(int argc, char **argv)
                         "--warmup >= 0\n");
         return 2;
     }
-    if (profile) return bench_env_profile(argc, argv, name, worlds, steps, repeats, warmup);
     const char *base = bench_arg(argc, argv, "--config", NULL);
     if (base && parse_base_config(name, base)) return 2;
+    if (profile) return bench_env_profile(argc, argv, name, worlds, steps, repeats, warmup);
     const char *sweep = bench_arg(argc, argv, "--sweep", NULL);
     if (sweep) return bench_env_sweep(name, sweep, tflag ? tflag : 1, steps, repeats, warmup, NULL, NULL, 0);
     const char *solvers = bench_arg(argc, argv, "--solvers", NULL);
