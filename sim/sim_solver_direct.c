@@ -117,52 +117,14 @@ static int residual(int n, const double *mu, const unsigned char *mode, int form
     return k;
 }
 
-/* Solves A x = b in place (A m x m row-major, overwritten; b becomes x) by Gaussian elimination with partial
- * pivoting, tiny pivots raised to PIVOT_FLOOR times amax, the largest |entry| of A (its caller has it from
- * writing A).  Returns 0, or -1 if A is zero. */
-static int gauss_solve(int m, double *A, double *b, double amax)
-{
-    if (!(amax > 0)) return -1;
-    const double floor_ = PIVOT_FLOOR * amax;
-    for (int k = 0; k < m; k++) {
-        int p = k;
-        double best = fabs(A[k * m + k]);
-        for (int r = k + 1; r < m; r++)
-            if (fabs(A[r * m + k]) > best) p = r, best = fabs(A[r * m + k]);
-        if (p != k) {
-            for (int j = 0; j < m; j++) {
-                const double t = A[k * m + j];
-                A[k * m + j] = A[p * m + j], A[p * m + j] = t;
-            }
-            const double t = b[k];
-            b[k] = b[p], b[p] = t;
-        }
-        double piv = A[k * m + k];
-        if (fabs(piv) < floor_) piv = A[k * m + k] = piv < 0 ? -floor_ : floor_;
-        const double *restrict ak = A + k * m;
-        for (int r = k + 1; r < m; r++) {
-            double *restrict ar = A + r * m;
-            const double f = ar[k] / piv;
-            if (f == 0) continue;
-            for (int j = k + 1; j < m; j++) ar[j] -= f * ak[j];
-            b[r] -= f * b[k];
-        }
-    }
-    for (int k = m - 1; k >= 0; k--) {
-        double s = b[k];
-        for (int j = k + 1; j < m; j++) s -= A[k * m + j] * b[j];
-        b[k] = s / A[k * m + k];
-    }
-    return 0;
-}
-
 /* LU factorization with partial pivoting of A (k x k row-major, in place: U on and above the diagonal, the
- * multipliers below), tiny pivots raised to PIVOT_FLOOR times the largest |entry|; perm[r]: the row of A that
- * became row r.  Returns 0, or -1 if A is zero. */
-static int lu_factor(int k, double *A, int *perm)
+ * multipliers below), tiny pivots raised to PIVOT_FLOOR times amax, the largest |entry| of A (found here when
+ * amax < 0; a caller that wrote A may have it); perm[r]: the row of A that became row r.  Returns 0, or -1 if A
+ * is zero. */
+static int lu_factor(int k, double *A, int *perm, double amax)
 {
-    double amax = 0;
-    for (int a = 0; a < k * k; a++) amax = fabs(A[a]) > amax ? fabs(A[a]) : amax;
+    if (amax < 0)
+        for (int a = 0; a < k * k; a++) amax = fabs(A[a]) > amax ? fabs(A[a]) : amax;
     if (!(amax > 0)) return -1;
     const double floor_ = PIVOT_FLOOR * amax;
     for (int r = 0; r < k; r++) perm[r] = r;
@@ -290,7 +252,7 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
     int perm[DIRECT_MAX_UNKNOWNS];
     for (int a = 0; a < ne; a++)
         for (int b = 0; b < ne; b++) A[a * ne + b] = G[(size_t)eg[a] * N + eg[b]];
-    if (lu_factor(ne, A, perm)) return 0;
+    if (lu_factor(ne, A, perm, -1)) return 0;
     /* W = A^-1 B, column by column (B's column t: G's column of T's unknown t, at E's rows) */
     for (int t = 0; t < nt; t++) {
         double bcol[DIRECT_MAX_UNKNOWNS], wcol[DIRECT_MAX_UNKNOWNS];
@@ -348,7 +310,12 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
                     smax = fabs(sv) > smax ? fabs(sv) : smax;
                 }
             }
-            if (gauss_solve(nt, S, rhs, smax)) break;
+            /* smax = 0 (S zero) makes lu_factor fail: smax < 0 would ask it to search */
+            int sperm[DIRECT_MAX_UNKNOWNS];
+            double z[DIRECT_MAX_UNKNOWNS];
+            if (lu_factor(nt, S, sperm, smax)) break;
+            lu_solve(nt, S, sperm, rhs, z);
+            memcpy(rhs, z, sizeof(double) * (size_t)nt);
             for (int t = 0; t < nt; t++) dx[T[t]] = rhs[t];
             for (int a = 0; a < ne; a++) {
                 double s_ = -y[a];
