@@ -269,6 +269,16 @@ static void profile_actuator(const env_anymal_joints *jm, sim_data *const *dw, c
         }
 }
 
+/* A configuration value given as text: a number, or for a key with named choices a name.  0, or 2 with a
+ * message in err. */
+static int config_value(const char *env, const char *key, const char *text, double *v, char *err, size_t errlen)
+{
+    char *end;
+    *v = strtod(text, &end);
+    if (end != text && !*end) return 0;
+    return env_config_choice(env, key, text, v, err, errlen) ? 2 : 0;
+}
+
 /* --config key=v,...: keys set in every configuration of a sweep or pairing (a value is a number or, for a key
  * with named choices, a name), and the text as given, for the JSON lines. */
 #define BASE_KV_MAX 16
@@ -291,9 +301,9 @@ static int parse_base_config(const char *name, const char *text)
         }
         *eq = 0;
         snprintf(g_base_key[g_nbase], sizeof g_base_key[g_nbase], "%.39s", item);
-        char *end, cerr[256];
-        double v = strtod(eq + 1, &end);
-        if ((end == eq + 1 || *end) && env_config_choice(name, item, eq + 1, &v, cerr, sizeof cerr)) {
+        char cerr[256];
+        double v;
+        if (config_value(name, item, eq + 1, &v, cerr, sizeof cerr)) {
             fprintf(stderr, "herd-bench env: --config: %s\n", cerr);
             return 2;
         }
@@ -667,9 +677,7 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
             size_t len = strcspn(c, ",");
             char cerr[256];
             snprintf(sname[np], sizeof sname[np], "%.*s", (int)(len < 39 ? len : 39), c);
-            char *end;
-            sid[np] = strtod(sname[np], &end); /* a number (a plain key, --pair) or a name (a key with choices) */
-            if ((end == sname[np] || *end) && env_config_choice(name, key, sname[np], &sid[np], cerr, sizeof cerr)) {
+            if (config_value(name, key, sname[np], &sid[np], cerr, sizeof cerr)) {
                 fprintf(stderr, "herd-bench env: %s\n", cerr);
                 return 2;
             }
