@@ -56,6 +56,7 @@ void sim_solver_default_params(sim_solver_params *p)
     p->direct_rounds = 8;
     p->direct_max_iter = 100;
     p->direct_forms = SIM_SOLVER_DIRECT_FORMS;
+    p->limit_rounds = 4;
     p->seed = 0;
 }
 
@@ -777,11 +778,212 @@ sweep:
     return r;
 }
 
-static __attribute__((noinline)) int bisection_sweeps(int n, const double *G, const double *c, const double *mu,
+static __attribute__((noinline)) int bisection_blocks(int n, const double *G, const double *c, const double *mu,
                                                       double *lambda, const sim_solver_params *p,
                                                       sim_solver_stats *st, double *v)
 {
     return sweeps_model(n, G, c, mu, lambda, p, st, v, 0, 0);
+}
+
+static __attribute__((noinline)) int coulomb_blocks(int n, const double *G, const double *c, const double *mu,
+                                                    double *lambda, const sim_solver_params *p,
+                                                    sim_solver_stats *st, double *v)
+{
+    return sweeps_model(n, G, c, mu, lambda, p, st, v, 1, 0);
+}
+
+static __attribute__((noinline)) int coulomb_stall_blocks(int n, const double *G, const double *c, const double *mu,
+                                                          double *lambda, const sim_solver_params *p,
+                                                          sim_solver_stats *st, double *v)
+{
+    return sweeps_model(n, G, c, mu, lambda, p, st, v, 1, 1);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Joint limits eliminated from the sweeps.                                                          */
+/*
+ * A joint-limit row (a frictionless block with empty tangent rows) is stiffly coupled to its leg's contacts: the
+ * limit impulse and the foot's impulse act through the same links, and per-block Gauss-Seidel converges slowly on
+ * such pairs, each block undoing the other's impulse.  The sweeps therefore solve the contacts with the limits of an
+ * active set A held closed exactly (v_A = 0), i.e. on the Schur complement of G_AA:
+ *     G' = G_CC - G_CA G_AA^-1 G_AC,   c' = c_C - G_CA G_AA^-1 c_A,   lambda_A = -G_AA^-1 (c_A + G_AC lambda_C),
+ * C the other blocks (contacts, bounded rows).  The contacts' velocities on the reduced problem are exactly their
+ * velocities in the whole one, so the reduced solution meets the contacts' conditions of the whole problem; the
+ * limits' conditions (lambda_A >= 0; v_r >= 0 for the limits not in A) are checked afterwards, and A is corrected
+ * (limits pulling released, violated limits closed) for at most limit_rounds rounds, each warm-started from the last.
+ * A starts from the limits the warm start pushes or that it leaves closing.  When the rounds do not settle (or A's
+ * block is singular, or the problem is too large for G' on the stack) the limits are swept as blocks of their own
+ * from the current iterate, as without the elimination.  At the answer the conditions of every block hold to the
+ * same tolerance, whichever way it was reached. */
+#define ELIM_MAX_BLOCKS 24 /* the other blocks of a problem reduced this way (G' lives on the stack) */
+#define ELIM_MAX_LIMITS 12
+
+static inline int block_is_limit(int N, const double *G, int i, double mu)
+{
+    const double *Gi = G + (size_t)(3 * i) * N + 3 * i;
+    return !sim_block_is_box(mu) && mu < SIM_MU_FRICTIONLESS && Gi[0] == 0 && Gi[N + 1] == 0 && Gi[2 * N + 2] > 0;
+}
+
+/* Cholesky factor of the k x k matrix A (row-major, overwritten by L); 0 when not positive definite. */
+static int chol_factor(int k, double *A)
+{
+    for (int j = 0; j < k; j++) {
+        double d = A[j * k + j];
+        for (int m = 0; m < j; m++) d -= A[j * k + m] * A[j * k + m];
+        if (!(d > 1e-14 * A[j * k + j]) || !(d > 0)) return 0;
+        d = sqrt(d);
+        A[j * k + j] = d;
+        for (int i = j + 1; i < k; i++) {
+            double s = A[i * k + j];
+            for (int m = 0; m < j; m++) s -= A[i * k + m] * A[j * k + m];
+            A[i * k + j] = s / d;
+        }
+    }
+    return 1;
+}
+
+/* x <- A^-1 x with A = L L^T from chol_factor. */
+static void chol_solve(int k, const double *L, double *x)
+{
+    for (int i = 0; i < k; i++) {
+        double s = x[i];
+        for (int m = 0; m < i; m++) s -= L[i * k + m] * x[m];
+        x[i] = s / L[i * k + i];
+    }
+    for (int i = k - 1; i >= 0; i--) {
+        double s = x[i];
+        for (int m = i + 1; m < k; m++) s -= L[m * k + i] * x[m];
+        x[i] = s / L[i * k + i];
+    }
+}
+
+/* One round on the active set act[0..k-1] (limit blocks): the reduced problem on the nc blocks cb[], solved by
+ * `blocks` from lambda's current values, then lambda_A; the cb blocks' rows of v are set (their velocities in the
+ * reduced problem are those of the whole one), the limits' rows are not.  Returns the reduced solve's code, or -1
+ * when G_AA is not positive definite. */
+static int limits_round(sim_solver_sweeps_fn blocks, int n, const double *G, const double *c, const double *mu,
+                        double *lambda, double *v, const sim_solver_params *p, sim_solver_stats *st, const int *cb,
+                        int nc, const int *act, int k)
+{
+    const int N = 3 * n, M = 3 * nc;
+    double L[ELIM_MAX_LIMITS * ELIM_MAX_LIMITS], W[ELIM_MAX_LIMITS * 3 * ELIM_MAX_BLOCKS], wc[ELIM_MAX_LIMITS];
+    double Gr[9 * ELIM_MAX_BLOCKS * ELIM_MAX_BLOCKS], cr[3 * ELIM_MAX_BLOCKS], mur[ELIM_MAX_BLOCKS];
+    double lr[3 * ELIM_MAX_BLOCKS], vr[3 * ELIM_MAX_BLOCKS];
+    int row[3 * ELIM_MAX_BLOCKS];
+    for (int b = 0; b < nc; b++) {
+        for (int a = 0; a < 3; a++) row[3 * b + a] = 3 * cb[b] + a;
+        mur[b] = mu[cb[b]];
+    }
+    for (int x = 0; x < k; x++)
+        for (int y = 0; y < k; y++) L[x * k + y] = G[(size_t)(3 * act[x] + 2) * N + 3 * act[y] + 2];
+    if (!chol_factor(k, L)) return -1;
+    /* W = G_AA^-1 G_AC (column by column of G_AC), wc = G_AA^-1 c_A */
+    for (int x = 0; x < k; x++) wc[x] = c[3 * act[x] + 2];
+    if (k > 0) chol_solve(k, L, wc);
+    for (int q = 0; q < M; q++) {
+        double col[ELIM_MAX_LIMITS];
+        for (int x = 0; x < k; x++) col[x] = G[(size_t)(3 * act[x] + 2) * N + row[q]];
+        if (k > 0) chol_solve(k, L, col);
+        for (int x = 0; x < k; x++) W[x * M + q] = col[x];
+    }
+    for (int a = 0; a < M; a++) {
+        const double *Ga = G + (size_t)row[a] * N;
+        double ga[ELIM_MAX_LIMITS]; /* G[row a, A] */
+        for (int x = 0; x < k; x++) ga[x] = Ga[3 * act[x] + 2];
+        double ca = c[row[a]];
+        for (int x = 0; x < k; x++) ca -= ga[x] * wc[x];
+        cr[a] = ca;
+        lr[a] = lambda[row[a]];
+        for (int b = a; b < M; b++) { /* the upper triangle, mirrored: G' symmetric to the last bit */
+            double g = Ga[row[b]];
+            for (int x = 0; x < k; x++) g -= ga[x] * W[x * M + b];
+            Gr[a * M + b] = Gr[b * M + a] = g;
+        }
+    }
+    sim_contact_velocity(nc, Gr, cr, lr, vr);
+    const int r = blocks(nc, Gr, cr, mur, lr, p, st, vr);
+    for (int a = 0; a < M; a++) lambda[row[a]] = lr[a], v[row[a]] = vr[a];
+    for (int x = 0; x < k; x++) {
+        double s = wc[x];
+        for (int a = 0; a < M; a++) s += W[x * M + a] * lr[a];
+        lambda[3 * act[x] + 2] = -s;
+    }
+    return r;
+}
+
+/* The sweeps of `blocks` with the joint limits eliminated (above); v = G lambda + c on entry and on return. */
+static int sweeps_limits(sim_solver_sweeps_fn blocks, int n, const double *G, const double *c, const double *mu,
+                         double *lambda, const sim_solver_params *p, sim_solver_stats *st, double *v, int coulomb)
+{
+    const int N = 3 * n;
+    int cb[ELIM_MAX_BLOCKS], lim[ELIM_MAX_LIMITS], act[ELIM_MAX_LIMITS];
+    int nc = 0, nl = 0, k = 0;
+    for (int i = 0; i < n; i++) {
+        if (block_is_limit(N, G, i, mu[i])) {
+            if (nl == ELIM_MAX_LIMITS) return blocks(n, G, c, mu, lambda, p, st, v);
+            lim[nl++] = i;
+        } else {
+            if (nc == ELIM_MAX_BLOCKS) return blocks(n, G, c, mu, lambda, p, st, v);
+            cb[nc++] = i;
+        }
+    }
+    if (nl == 0 || nc == 0 || p->limit_rounds <= 0) return blocks(n, G, c, mu, lambda, p, st, v);
+    for (int x = 0; x < nl; x++)
+        if (lambda[3 * lim[x] + 2] > 0 || v[3 * lim[x] + 2] < 0) act[k++] = lim[x];
+    int sweeps = 0, r = SIM_SOLVER_MAXITER;
+    for (int round = 0; round < p->limit_rounds; round++) {
+        for (int x = 0; x < nl; x++) lambda[3 * lim[x] + 2] = 0;
+        r = limits_round(blocks, n, G, c, mu, lambda, v, p, st, cb, nc, act, k);
+        if (r < 0) break;
+        sweeps += st->iterations;
+        for (int x = 0; x < nl; x++) { /* the limits' velocities (v_A = 0 up to rounding) */
+            const int rr = 3 * lim[x] + 2;
+            const double *Gr = G + (size_t)rr * N;
+            double s = c[rr];
+            for (int a = 0; a < N; a++) s = sim_fma(Gr[a], lambda[a], s);
+            v[rr] = s;
+        }
+        if (r == SIM_SOLVER_STALLED) { /* the whole problem goes to the fallbacks, from this iterate */
+            st->iterations = sweeps;
+            return r;
+        }
+        /* the active set's corrections: release the limits that pull, close the open ones that are violated */
+        int nk = 0, changed = 0;
+        for (int x = 0; x < nl; x++) {
+            const int i = lim[x];
+            int in = 0;
+            for (int y = 0; y < k; y++) in |= act[y] == i;
+            const int keep = in ? lambda[3 * i + 2] >= 0 : v[3 * i + 2] < 0 && !(sim_contact_error_model(
+                G + (size_t)(3 * i) * N + 3 * i, N, v + 3 * i, lambda + 3 * i, mu[i], coulomb) < 0.5 * p->tol);
+            if (keep) act[nk++] = i;
+            changed |= keep != in;
+        }
+        if (!changed) {
+            const double err = sim_contact_error_sum_model(n, G, v, mu, lambda, coulomb);
+            if (!(err < p->tol) && r == SIM_SOLVER_OK) break; /* rounding left a block above tol: sweep it all */
+            sim_solver_count_modes(n, mu, lambda, st);
+            if (!(err < p->tol)) { /* the reduced sweeps ended unconverged (their guard applied there) */
+                const double s = sim_solver_dissipation_guard(N, G, c, lambda, v);
+                if (s != 1.0) st->guard_scale = s;
+            }
+            const int re = sim_solver_end(st, sweeps, sim_contact_error_sum_model(n, G, v, mu, lambda, coulomb), p->tol);
+            st->answer = st->converged ? (coulomb ? SIM_ANSWER_COULOMB : SIM_ANSWER_OWN) : SIM_ANSWER_NONE;
+            return re;
+        }
+        k = nk;
+    }
+    /* not settled: every block swept on its own, from the current iterate */
+    sim_contact_velocity(n, G, c, lambda, v);
+    r = blocks(n, G, c, mu, lambda, p, st, v);
+    st->iterations += sweeps;
+    return r;
+}
+
+static __attribute__((noinline)) int bisection_sweeps(int n, const double *G, const double *c, const double *mu,
+                                                      double *lambda, const sim_solver_params *p,
+                                                      sim_solver_stats *st, double *v)
+{
+    return sweeps_limits(bisection_blocks, n, G, c, mu, lambda, p, st, v, 0);
 }
 
 /* Algorithm 2 with Coulomb per-contact solves; out of line (see sweeps_model). */
@@ -789,13 +991,13 @@ static __attribute__((noinline)) int coulomb_sweeps(int n, const double *G, cons
                                                     double *lambda, const sim_solver_params *p,
                                                     sim_solver_stats *st, double *v)
 {
-    return sweeps_model(n, G, c, mu, lambda, p, st, v, 1, 0);
+    return sweeps_limits(coulomb_blocks, n, G, c, mu, lambda, p, st, v, 1);
 }
 
 int sim_solver_coulomb_sweeps_stall(int n, const double *G, const double *c, const double *mu, double *lambda,
                                     const sim_solver_params *p, sim_solver_stats *st, double *v)
 {
-    return sweeps_model(n, G, c, mu, lambda, p, st, v, 1, 1);
+    return sweeps_limits(coulomb_stall_blocks, n, G, c, mu, lambda, p, st, v, 1);
 }
 
 /* PGS on a valid problem with n > 0; v = G lambda + c on entry.  Out of line (see sweeps_model). */

@@ -167,6 +167,8 @@ typedef struct sim_solver_params {
                                formulation (100) */
     int direct_forms;       /* the slip formulations it tries, 1 to SIM_SOLVER_DIRECT_FORMS: 1 is the cone form
                                alone (SIM_SOLVER_DIRECT_FORMS) */
+    int limit_rounds;       /* per-contact sweeps: active-set rounds of the joint-limit elimination (4; see
+                               sim_solver.c); 0 sweeps the limit rows as blocks of their own */
     unsigned long long seed; /* per-world stream for randomized models ("impacts"); 0 by default */
 } sim_solver_params;
 
@@ -353,11 +355,17 @@ int sim_contact_single(const double G[9], const double c[3], double mu, double l
  * per-contact iteration can cycle, e.g. when a contact's |G_nT| > G_nn / mu makes its best response jump
  * between open and a large slip impulse), a dissipation guard scales lambda by the s in [0, 1] minimizing
  * the step's kinetic-energy change c.lambda + 1/2 lambda.G lambda when that change is positive, so that a
- * non-converged step never adds energy (st->guard_scale).  Joint limits and bounded rows are 1-D blocks of the
- * sweep: their exact solve (sim_contact_single's rules above) relaxed like any contact's; a limit found opening is
- * released as a contact, and a bounded row found at a bound in the last sweep is set exactly to it.  Returns
- * SIM_SOLVER_OK, SIM_SOLVER_MAXITER or SIM_SOLVER_EINVAL.  p may be NULL (defaults), st NULL.  Allocation-free (stack
- * scratch ~20 kB); n <= SIM_SOLVER_MAX_CONTACTS. */
+ * non-converged step never adds energy (st->guard_scale).  Joint limits (p->limit_rounds > 0, the default, and
+ * at most 12 limits beside at most 24 other blocks): the other blocks are swept on the Schur complement of an active
+ * set of closed limits (v = 0 on them exactly; G' = G_CC - G_CA G_AA^-1 G_AC), the set started from the limits the
+ * warm start pushes or leaves closing and corrected after each solve (limits that pull released, open limits that
+ * close added) for up to p->limit_rounds solves; at the answer every limit is closed with lambda >= 0 or open with
+ * v >= 0.  If the set does not settle the limits are swept as 1-D blocks from the current iterate, as with
+ * limit_rounds 0: their exact solve (sim_contact_single's rules above) relaxed like any contact's, a limit found
+ * opening released as a contact.  Bounded rows are 1-D blocks of the sweep, and one found at a bound in the last
+ * sweep is set exactly to it.  st->iterations counts every sweep of every round.  Returns SIM_SOLVER_OK,
+ * SIM_SOLVER_MAXITER or SIM_SOLVER_EINVAL.  p may be NULL (defaults), st NULL.  Allocation-free (stack scratch
+ * ~80 kB); n <= SIM_SOLVER_MAX_CONTACTS. */
 int sim_solve_bisection(int n, const double *G, const double *c, const double *mu, double *lambda,
                         const sim_solver_params *p, sim_solver_stats *st);
 

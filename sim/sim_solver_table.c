@@ -19,8 +19,10 @@ static const sim_solver_desc TABLE[SIM_SOLVER_NROWS] = {
         "ellipse {v_n = 0, |lambda_T| = mu lambda_n} minimizing the contact kinetic energy.  Not Coulomb: a slipping "
         "contact's velocity opposes the ellipse normal lambda_T + (mu^2 lambda_n / G_nn) G_nT, not lambda_T (they agree "
         "only when G_nT = 0), and the model does not maximize dissipation.  Not converged after max_iter sweeps: the "
-        "last iterate, scaled by the dissipation guard.  Joint limits and bounded joint-friction rows are "
-        "exact 1-D blocks of the sweep (max(0, .) and the clamp to [-b, b]).",
+        "last iterate, scaled by the dissipation guard.  Joint limits: the contacts are swept with an active set of "
+        "closed limits eliminated (the Schur complement of their block: v = 0 on them exactly), the set corrected "
+        "from the limits' impulses and velocities for up to limit_rounds rounds, else the limits swept as 1-D blocks "
+        "(max(0, .)); bounded joint-friction rows are exact 1-D blocks of the sweep (the clamp to [-b, b]).",
         sim_solve_bisection, NULL},
     [SIM_SOLVER_PGS] = {
         NAME[SIM_SOLVER_PGS],
@@ -34,7 +36,7 @@ static const sim_solver_desc TABLE[SIM_SOLVER_NROWS] = {
         "Algorithm 2's per-contact sweeps with each contact solved exactly for Coulomb's law on the paper's ellipse "
         "(sliding velocity anti-parallel to lambda_T).  A block with no Coulomb slip root takes the paper model's slip "
         "solution (counted).  Can cycle on ill-conditioned problems; not converged: the last iterate, scaled by the "
-        "dissipation guard.  Joint limits and bounded rows: exact 1-D blocks, as paper-bisection.",
+        "dissipation guard.  Joint limits and bounded rows: as paper-bisection.",
         sim_solve_coulomb_bisection, NULL},
     [SIM_SOLVER_ADMM] = {
         NAME[SIM_SOLVER_ADMM],

@@ -43,7 +43,46 @@ static int load(problem *ps, int cap) { return load_file("tests/testdata/walk_st
 static void walk_params(sim_solver_params *p)
 {
     sim_solver_default_params(p);
-    p->max_iter = 50; /* the walk task's solver_max_iter */
+    p->max_iter = 50;     /* the walk task's solver_max_iter */
+    p->limit_rounds = 0;  /* the limits swept as blocks, as when the fixtures were harvested: with the limits
+                             eliminated, the two that have limit rows no longer stall (checked below) */
+}
+
+static int has_limit(const problem *q)
+{
+    const int N = 3 * q->n;
+    for (int i = 0; i < q->n; i++)
+        if (q->mu[i] >= 0 && q->mu[i] < SIM_MU_FRICTIONLESS && q->G[3 * i * N + 3 * i] == 0 &&
+            q->G[(3 * i + 1) * N + 3 * i + 1] == 0)
+            return 1;
+    return 0;
+}
+
+/* The harvested stalls that have joint-limit rows, with the limits eliminated from the sweeps (the default): the
+ * sweeps finish them without a fallback, and the answer is Coulomb by the reference's measure. */
+Test(coulomb_direct, eliminated_limits_finish_the_limit_stalls)
+{
+    static problem ps[64];
+    const int np = load(ps, 64);
+    sim_solver_params p;
+    walk_params(&p);
+    p.limit_rounds = 4;
+    int with = 0;
+    for (int k = 0; k < np; k++) {
+        const problem *q = &ps[k];
+        if (!has_limit(q)) continue;
+        with++;
+        double l[3 * MAXN];
+        memcpy(l, q->warm, sizeof l);
+        sim_solver_stats st;
+        sim_solve_coulomb_stall_admm(q->n, q->G, q->c, q->mu, l, &p, &st);
+        cr_assert_eq(st.fallback, 0, "fixture %d: handed to a fallback", k);
+        cr_assert_eq(st.answer, SIM_ANSWER_COULOMB, "fixture %d: answer %d", k, st.answer);
+        const double viol = coulomb_ref_violation(q->n, q->G, q->c, q->mu, l);
+        cr_assert_leq(viol, p.tol, "fixture %d: the reference measures %g", k, viol);
+        cr_log_info("fixture %d (n %d, with limits): %d sweeps, Coulomb", k, q->n, st.iterations);
+    }
+    cr_assert_geq(with, 2);
 }
 
 /* Every harvested stall on which the reference finds a Coulomb solution is answered with one (flagged Coulomb, and

@@ -10,6 +10,9 @@
 
 #include "env.h"
 #include "env_internal.h"
+#include "helpers/coulomb_ref.h"
+#include "sim_metrics.h"
+#include "sim_solver.h"
 #include "sim_dynamics.h"
 #include "sim_step.h"
 #include "sim_urdf.h"
@@ -107,6 +110,55 @@ static void limit_holds(int fixed_base)
 
 Test(joint_limits, haa_driven_into_limit_fixed_base, .timeout = 120) { limit_holds(1); }
 Test(joint_limits, haa_driven_into_limit_floating_base, .timeout = 120) { limit_holds(0); }
+
+/* The sweeps solve the contacts with the closed limits eliminated (sim_solver.c), since per-block sweeps converge
+ * slowly on a limit and the foot contact of its leg.  On the contact problems of the floating-base scene above (HAA
+ * pressed into its limits, the feet on the ground), cold-started: the elimination's answer satisfies Coulomb's
+ * conditions by the test's own reference (coulomb_ref_violation, long double) within the solver's tolerance, as the
+ * per-block sweeps' answer does, and takes fewer sweeps in total. */
+Test(joint_limits, eliminated_limits_meet_coulomb_in_fewer_sweeps, .timeout = 120)
+{
+    sim_model *m = load(0);
+    sim_data *d = sim_data_new(m);
+    cr_assert_not_null(d);
+    stand(m, d, 0.62);
+    double q0[SIM_MAX_DOF + 1];
+    memcpy(q0, d->q, sizeof(double) * (size_t)m->nq);
+    const int haa[4] = {joint(m, "LF_HAA"), joint(m, "RF_HAA"), joint(m, "LH_HAA"), joint(m, "RH_HAA")};
+    const double tau[4] = {80, -80, 80, -80};
+    long sweeps[2] = {0, 0};
+    int problems = 0, fewer = 0;
+    for (int t = 0; t < 300; t++) {
+        drive(m, d, q0, haa, tau, 4);
+        cr_assert_eq(sim_step(m, d, DT), 0);
+        const int n = d->ncon + d->nlim + d->nfric;
+        if (d->nlim == 0 || d->ncon == 0 || n > COULOMB_REF_VIOLATION_MAX) continue;
+        int its[2];
+        for (int elim = 0; elim < 2; elim++) {
+            sim_solver_params p;
+            sim_solver_default_params(&p);
+            p.max_iter = 2000;
+            p.limit_rounds = elim ? 4 : 0;
+            double l[3 * SIM_SOLVER_MAX_CONTACTS] = {0};
+            sim_solver_stats st;
+            const int r = sim_solve_coulomb_bisection(n, d->G, d->cfree, d->mu, l, &p, &st);
+            cr_assert_eq(r, SIM_SOLVER_OK, "step %d (%d blocks, %d limits), elimination %d: not converged (error %g)",
+                         t, n, d->nlim, elim, st.error);
+            const double viol = coulomb_ref_violation(n, d->G, d->cfree, d->mu, l);
+            cr_assert_leq(viol, p.tol, "step %d, elimination %d: the reference measures %g", t, elim, viol);
+            its[elim] = st.iterations;
+            sweeps[elim] += st.iterations;
+        }
+        fewer += its[1] < its[0];
+        problems++;
+    }
+    cr_log_info("%d problems with limits and contacts: %ld sweeps with the limits eliminated, %ld as blocks; fewer on "
+                "%d", problems, sweeps[1], sweeps[0], fewer);
+    cr_assert_geq(problems, 100);
+    cr_assert_lt(2 * sweeps[1], sweeps[0]);
+    sim_data_destroy(&d);
+    sim_model_destroy(&m);
+}
 
 /* With opt.joint_limits = 0 (and for a task, joint_limits 0) nothing holds the joint: the same drive passes the
  * limit; the test above can fail. */

@@ -10,6 +10,7 @@ typedef long double ld;
 enum { R_OPEN, R_STICK, R_SLIP, R_CLOSED, R_BOX_IN, R_BOX_HI, R_BOX_LO };
 
 #define RN (3 * COULOMB_REF_MAX)
+#define VN (3 * COULOMB_REF_VIOLATION_MAX)
 
 static int is_box(double mu) { return mu < 0; }
 static int is_frictionless(double mu) { return mu >= 0 && mu < 1e-9; }
@@ -161,7 +162,7 @@ static ld vmin(ld a, ld b) { return a < b ? a : b; }
 
 static ld violation_ld(int n, const double *G, const double *c, const double *mu, const ld *l)
 {
-    ld v[RN], worst = 0;
+    ld v[VN], worst = 0;
     velocity(n, G, c, l, v);
     for (int i = 0; i < n; i++) {
         const ld *li = l + 3 * i, *vi = v + 3 * i;
@@ -199,7 +200,8 @@ static ld violation_ld(int n, const double *G, const double *c, const double *mu
 
 double coulomb_ref_violation(int n, const double *G, const double *c, const double *mu, const double *lambda)
 {
-    ld l[RN];
+    if (n < 0 || n > COULOMB_REF_VIOLATION_MAX) return -1;
+    ld l[VN];
     for (int a = 0; a < 3 * n; a++) l[a] = lambda[a];
     return (double)violation_ld(n, G, c, mu, l);
 }

@@ -16,6 +16,7 @@ int coulomb_ref_solve(int n, const double *G, const double *c, const double *mu,
  * smaller of v_n and lambda_n when both are positive; a negative v_n), a closed contact's friction law (stick: |v_T|;
  * slip: the part of v_T not anti-parallel to lambda_T, and |lambda_T| short of mu lambda_n when it slides), a
  * bounded row's box and complementarity.  Mixed units like sim/'s measure, but the maximum, not the sum. */
+#define COULOMB_REF_VIOLATION_MAX 32 /* n at most; -1 beyond */
 double coulomb_ref_violation(int n, const double *G, const double *c, const double *mu, const double *lambda);
 
 #endif
