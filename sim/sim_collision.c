@@ -21,6 +21,7 @@
 #include "sim_collide_impl.h"
 
 static void cells_query(const sim_terrain *t, double x, double y, double *height, double normal[3]);
+static void hfield_query(const sim_terrain *t, double x, double y, double *height, double normal[3]);
 
 void sim_terrain_query(const sim_terrain *t, double x, double y, double *height, double normal[3])
 {
@@ -33,6 +34,12 @@ void sim_terrain_query(const sim_terrain *t, double x, double y, double *height,
         normal[0] = 0; normal[1] = 0; normal[2] = 1;
         return;
     }
+    hfield_query(t, x, y, height, normal);
+}
+
+/* The heightfield's bilinear surface over t's samples at (x, y) (t->heights set, nx, ny >= 2), whatever t->type. */
+static void hfield_query(const sim_terrain *t, double x, double y, double *height, double normal[3])
+{
     double fx = (x - t->x0) / t->dx, fy = (y - t->y0) / t->dy;
     double fxmax = t->nx - 1, fymax = t->ny - 1;
     int clampx = 0, clampy = 0;
@@ -254,9 +261,12 @@ static void cell_bounds(const sim_terrain *t, int ix, int iy, double b[4])
 /* The heightfield surface (bilinear over the same samples) at (x, y). */
 static void cell_bilinear(const sim_terrain *t, double x, double y, double *h, double n[3])
 {
-    sim_terrain hf = *t;
-    hf.type = SIM_TERRAIN_HFIELD;
-    sim_terrain_query(&hf, x, y, h, n);
+    if (t->nx < 2 || t->ny < 2) { /* one row or column of samples: no surface between them, the plane */
+        *h = t->height;
+        n[0] = 0; n[1] = 0; n[2] = 1;
+        return;
+    }
+    hfield_query(t, x, y, h, n);
 }
 
 static void cells_query(const sim_terrain *t, double x, double y, double *height, double normal[3])
@@ -283,8 +293,11 @@ static void sphere_cell(ctx *c, int g, int k, const double ctr[3], double r, int
 {
     const sim_terrain *t = &c->m->terrain;
     double b[4];
+    const int smooth = cell_smooth(t, ix, iy);
+    const double top = cell_top(t, ix, iy);
+    if (!smooth && ctr[2] - top - r >= reach) return; /* above the prism by more than the reach: no contact */
     cell_bounds(t, ix, iy, b);
-    if (cell_smooth(t, ix, iy)) { /* the heightfield's surface for a centre above this cell */
+    if (smooth) { /* the heightfield's surface for a centre above this cell */
         if (!(ctr[0] >= b[0] && ctr[0] < b[1] && ctr[1] >= b[2] && ctr[1] < b[3])) return;
         double h, n[3];
         cell_bilinear(t, ctr[0], ctr[1], &h, n);
@@ -295,8 +308,6 @@ static void sphere_cell(ctx *c, int g, int k, const double ctr[3], double r, int
         offer(c, g, cell_feature(t, ix, iy, FACE_SMOOTH, k), p, n, dist - r);
         return;
     }
-    const double top = cell_top(t, ix, iy);
-    if (ctr[2] - top - r >= reach) return;
     /* the square is half-open ([lo, hi)), so that a point on a shared side belongs to one cell */
     const int sx = ctr[0] < b[0] ? -1 : ctr[0] >= b[1] ? 1 : 0, sy = ctr[1] < b[2] ? -1 : ctr[1] >= b[3] ? 1 : 0;
     double n[3] = {0, 0, 1}, gap;
@@ -304,17 +315,30 @@ static void sphere_cell(ctx *c, int g, int k, const double ctr[3], double r, int
     if (!sx && !sy) {
         if (ctr[2] >= top) {
             gap = ctr[2] - top - r, face = FACE_TOP;
-        } else { /* inside the prism: out by the nearest of the top and the exposed walls */
-            double depth = top - ctr[2];
+        } else {
+            /* inside the prism: out by the nearest way out of the terrain, over the top or through a wall (a side
+               whose neighbour is lower than this prism).  Through a wall at a height above the neighbour's top the
+               way out is horizontal; below it (a point pushed sideways into a riser at the lower tread's level, or
+               a hair under it), the nearest point outside is the neighbour's top edge of that wall, so the way out
+               rises to it.  (Counting only walls exposed at the point's own height sent such a point out over the
+               top: a riser deep, and upwards.) */
+            double depth = top - ctr[2], rise = 0;
             face = FACE_TOP;
             const double wd[4] = {ctr[0] - b[0], b[1] - ctr[0], ctr[1] - b[2], b[3] - ctr[1]};
             const double nb[4] = {cell_nb(t, ix - 1, iy), cell_nb(t, ix + 1, iy), cell_nb(t, ix, iy - 1),
                                   cell_nb(t, ix, iy + 1)};
-            for (int s = 0; s < 4; s++)
-                if (nb[s] < ctr[2] && wd[s] < depth) depth = wd[s], face = FACE_WALL + s;
+            for (int s = 0; s < 4; s++) {
+                if (!(nb[s] < top)) continue;
+                const double lift = ctr[2] < nb[s] ? nb[s] - ctr[2] : 0, e = lift > 0 ? hypot(wd[s], lift) : wd[s];
+                if (e < depth) depth = e, rise = lift, face = FACE_WALL + s;
+            }
             if (face != FACE_TOP) {
                 const int s = face - FACE_WALL;
                 n[2] = 0, n[s >> 1] = (s & 1) ? 1 : -1;
+                if (rise > 0) { /* towards the neighbour's top edge */
+                    const double h = wd[s] / depth;
+                    n[s >> 1] *= h, n[2] = rise / depth;
+                }
             }
             gap = -depth - r;
         }

@@ -99,6 +99,36 @@ Test(cells, sphere_against_wall_is_horizontal)
     destroy(&w);
 }
 
+/* A point pushed sideways into the riser at the lower tread's level, a hair below it (as a shank resting on the
+ * tread and pressed against the riser sits): the nearest way out is the lower tread's edge of the wall, a few
+ * millimetres away, not the step's top a riser above.  Just above the tread the way out is the horizontal wall. */
+Test(cells, point_in_the_riser_at_tread_level_leaves_by_the_wall)
+{
+    world w = one_geom(SIM_GEOM_SPHERE, 0.0, 0, 0);
+    /* 3 mm past the wall (x = 0.95), 0.5 mm below the lower tread (z = 0) */
+    place(w.m, w.d, (double[]){0.953, 0.3, -0.0005}, QID);
+    sim_contact c[8];
+    int n = sim_collide(w.m, w.d, 1e-3, 0.0, c, 8);
+    int wall = -1;
+    for (int k = 0; k < n; k++)
+        if (sim_contact_cell(&w.m->terrain, c[k].feature) == cell_of(10, 3)) wall = k;
+    cr_assert_geq(wall, 0, "no contact with the step's cell");
+    const double e = hypot(0.003, 0.0005);
+    cr_assert(fabs(c[wall].gap - -e) < 1e-9, "gap %.15g, expected %.15g (not the riser's depth)", c[wall].gap, -e);
+    assert_vec(c[wall].frame + 6, -0.003 / e, 0, 0.0005 / e, 1e-9, "normal");
+    cr_assert_eq(sim_contact_face(&w.m->terrain, c[wall].feature), SIM_FACE_WALL);
+    /* 1 mm above the tread: straight out through the wall */
+    place(w.m, w.d, (double[]){0.953, 0.3, 0.001}, QID);
+    n = sim_collide(w.m, w.d, 1e-3, 0.0, c, 8);
+    wall = -1;
+    for (int k = 0; k < n; k++)
+        if (sim_contact_cell(&w.m->terrain, c[k].feature) == cell_of(10, 3)) wall = k;
+    cr_assert_geq(wall, 0);
+    cr_assert(fabs(c[wall].gap - -0.003) < 1e-9, "gap %.15g", c[wall].gap);
+    assert_vec(c[wall].frame + 6, -1, 0, 0, 1e-12, "normal");
+    destroy(&w);
+}
+
 Test(cells, sphere_against_edge_takes_the_edge_line_normal)
 {
     world w = one_geom(SIM_GEOM_SPHERE, 0.03, 0, 0);
