@@ -484,7 +484,16 @@ static int counted(env_world *w, int rc)
     w->solver_fallbacks += (uint64_t)(w->d->stats.fallback != 0);
     w->solver_ccp_answers += (uint64_t)(w->d->stats.answer == SIM_ANSWER_CCP);
     w->joint_limits_active += (uint64_t)w->d->stats.nlim_active;
+    if (w->observer && rc == 0) w->observer(w->observer_ctx, w->d);
     return rc;
+}
+
+void env_set_physics_observer(env_t *e, void (*fn)(void *ctx, const sim_data *d), void *const *ctx)
+{
+    for (int i = 0; i < e->nworlds; i++) { /* ctx[i] NULL: world i unobserved; ctx NULL: every world, context NULL */
+        e->worlds[i].observer = ctx && !ctx[i] ? NULL : fn;
+        e->worlds[i].observer_ctx = fn && ctx ? ctx[i] : NULL;
+    }
 }
 
 int env_world_physics(const sim_model *m, env_world *w, double dt, const sim_batch *b, int lane, sim_stage done)

@@ -179,6 +179,12 @@ const struct sim_model *env_model(const env_t *e);
  * parameters.  It has no scratch of its own (sim_data_new_shared): read no scratch array through it; to step a
  * copy, sim_data_copy_state it into a world of env_model(e).  Not concurrently with env_step / env_reset. */
 const struct sim_data *env_world_state(const env_t *e, int i);
+/* Calls fn(ctx[i], d) after every successful physics step of world i (i < env_num_worlds(e)), while that step's
+ * contacts (d->con, d->ncon, the block impulses) and stats are still in the scratch it was stepped with: what benches
+ * and tests read per physics step and env_step's results do not keep.  A world whose ctx[i] is NULL is not observed;
+ * ctx NULL observes every world with a NULL context; fn NULL removes the observer.  Not concurrently with env_step /
+ * env_reset; fn runs on the threads that step the worlds. */
+void env_set_physics_observer(env_t *e, void (*fn)(void *ctx, const struct sim_data *d), void *const *ctx);
 
 /* ---- terrain curriculum (anymal_c-rough) ---- */
 

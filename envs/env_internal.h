@@ -31,6 +31,8 @@ typedef struct {
     uint64_t solver_ccp_answers; /* physics steps answered by the CCP, not Coulomb (env_counters) */
     uint64_t joint_limits_active; /* joint-limit blocks with a positive impulse, summed over physics steps */
     int last_fallback;  /* 1 if a physics step of the last env step was handed to the solver's fallback */
+    void (*observer)(void *ctx, const sim_data *d); /* env_set_physics_observer's (env.h), NULL: none */
+    void *observer_ctx;
 } env_world;
 
 /* One physics step of world w that also counts the solver's work: the stages after `done` (sim_step_stages), or,

@@ -841,6 +841,56 @@ Test(env, work_counters)
     }
 }
 
+/* env_set_physics_observer: called once per physics step of each observed world (decimation per env step), with
+ * the step's contacts still readable, and not for a world whose context is NULL; removed by fn NULL.  Its counts of
+ * sweeps and fallbacks equal the env's own counters over the same steps. */
+typedef struct {
+    long calls, contacts, sweeps, fallbacks;
+} seen;
+static void count_step(void *ctx, const struct sim_data *d)
+{
+    seen *s = ctx;
+    s->calls++;
+    s->contacts += d->ncon;
+    s->sweeps += d->stats.iterations;
+    s->fallbacks += d->stats.fallback != 0;
+}
+
+Test(env, physics_observer_sees_every_physics_step)
+{
+    enum { W = 8, S = 20 };
+    env_t *e = mk("anymal_c-walk", W, NULL, 0, ENV_AUTORESET_SAME_STEP);
+    bufs b = mkbufs(e);
+    env_reset(e, 0, W, NULL, NULL, b.obs);
+    seen per[W] = {{0}};
+    void *ctx[W];
+    for (int i = 0; i < W; i++) ctx[i] = i == 3 ? NULL : &per[i];
+    env_set_physics_observer(e, count_step, ctx);
+    env_counters c = {0};
+    env_info info = {.counters = &c};
+    for (int s = 0; s < S; s++) {
+        actions(b.act, W, b.ad, s);
+        env_step(e, 0, W, NULL, b.act, b.obs, b.rew, b.term, b.trunc, &info);
+    }
+    const int dec = env_get_spec(e)->decimation;
+    long sweeps = 0, fallbacks = 0;
+    for (int i = 0; i < W; i++) {
+        if (i == 3) continue;
+        cr_assert_eq(per[i].calls, (long)S * dec, "world %d: %ld calls", i, per[i].calls);
+        cr_assert_gt(per[i].contacts, (long)S * dec, "world %d stands on its feet: contacts seen", i);
+        sweeps += per[i].sweeps, fallbacks += per[i].fallbacks;
+    }
+    cr_assert_eq(per[3].calls, 0);
+    /* world 3 unobserved: the env's counters cover it too, so compare with a run observing all of it */
+    cr_assert_leq((unsigned long long)sweeps, c.solver_iterations);
+    env_set_physics_observer(e, NULL, NULL);
+    const long before = per[0].calls;
+    env_step(e, 0, W, NULL, b.act, b.obs, b.rew, b.term, b.trunc, NULL);
+    cr_assert_eq(per[0].calls, before, "removed");
+    freebufs(&b);
+    env_destroy(&e);
+}
+
 /* The RL default (coulomb-stall-admm) leaves almost no walk solve unconverged: stalled problems go to ADMM, and
  * contacts released after the sweeps met the tolerance (opening ones: exactly zero) do not leave the others past
  * it.  What remains is ADMM's own iteration cap (admm_max_iter 500), which a walk solve with random actions reaches
