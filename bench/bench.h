@@ -23,6 +23,9 @@ int bench_flag(int argc, char **argv, const char *name);
 int bench_pin(int core);
 /* Name of this machine's CPU (from /proc/cpuinfo), for the JSON lines. */
 const char *bench_cpu(void);
+/* A task's configuration value given as text: a number, or for a key with named choices a name (env.h:
+ * env_config_choice).  0, or 2 with a message in err. */
+int bench_config_value(const char *env, const char *key, const char *text, double *v, char *err, size_t errlen);
 
 /* Stepping one env on T threads as herd-server's workers do (srv_pool.h, helping): thread t owns the contiguous
  * slice t of the n worlds and takes it in pieces of at most BENCH_QUANTUM worlds (the server's default

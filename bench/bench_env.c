@@ -5,6 +5,7 @@
  *   herd-bench env --sweep 64,256,...,65536 [--threads T] [--steps S] [--repeats R] [--warmup W]
  *   herd-bench env --solvers A,B,... | --actuators pd,lstm,... [--worlds N] [--threads T] [--steps S] [--repeats R]
  *   herd-bench env --pair joint_limits=0,1 [--env ...] [--worlds N] [--threads T] [--steps S] [--repeats R]
+ *   herd-bench env --envs anymal_c-walk,anymal_c-rough [--worlds N] [--threads T] [--steps S] [--repeats R]
  *   ... --config key=v,key=v,...   (--profile, --sweep, --solvers, --actuators, --pair: keys set in every
  *                                   configuration)
  *   herd-bench env --vs-mujoco ...   (bench_env_mujoco.c)
@@ -21,7 +22,8 @@
  * --sweep 64,256,...: throughput per thread against world count, every N in the same process, repeats
  * interleaved across N (bench_env_sweep).  --solvers / --actuators / --pair key=v1,v2,...: the same worlds and
  * actions under each contact solver / actuator model / value of one configuration key, repeats interleaved,
- * ratios to the first; with lstm among the actuators also the network's share of the lstm env step (the network timed alone on the same number of worlds, batched as env_step
+ * ratios to the first (--envs: the same under each task, with the same action size; a task's worlds start from its
+ * own resets); with lstm among the actuators also the network's share of the lstm env step (the network timed alone on the same number of worlds, batched as env_step
  * batches it) and lstm's extra time over pd, both in thread CPU time.
  * --once: reset and warm up once per thread count, the repeats then continue the trajectories (cheaper for
  * large N; repeat r still does the same work for every N and T, the worlds repeating with period 32).
@@ -269,15 +271,6 @@ static void profile_actuator(const env_anymal_joints *jm, sim_data *const *dw, c
         }
 }
 
-/* A configuration value given as text: a number, or for a key with named choices a name.  0, or 2 with a
- * message in err. */
-static int config_value(const char *env, const char *key, const char *text, double *v, char *err, size_t errlen)
-{
-    char *end;
-    *v = strtod(text, &end);
-    if (end != text && !*end) return 0;
-    return env_config_choice(env, key, text, v, err, errlen) ? 2 : 0;
-}
 
 /* --config key=v,...: keys set in every configuration of a sweep or pairing (a value is a number or, for a key
  * with named choices, a name), and the text as given, for the JSON lines. */
@@ -303,7 +296,7 @@ static int parse_base_config(const char *name, const char *text)
         snprintf(g_base_key[g_nbase], sizeof g_base_key[g_nbase], "%.39s", item);
         char cerr[256];
         double v;
-        if (config_value(name, item, eq + 1, &v, cerr, sizeof cerr)) {
+        if (bench_config_value(name, item, eq + 1, &v, cerr, sizeof cerr)) {
             fprintf(stderr, "herd-bench env: --config: %s\n", cerr);
             return 2;
         }
@@ -672,12 +665,13 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
     int ns[32] = {0}, np = 0;
     double sid[32] = {0};
     char sname[32][40];
+    const int envs = key && !strcmp(key, "env"); /* the points are tasks, not values of a key */
     for (const char *c = solvers ? solvers : list; *c && np < 32;) {
         if (solvers) {
             size_t len = strcspn(c, ",");
             char cerr[256];
             snprintf(sname[np], sizeof sname[np], "%.*s", (int)(len < 39 ? len : 39), c);
-            if (config_value(name, key, sname[np], &sid[np], cerr, sizeof cerr)) {
+            if (!envs && bench_config_value(name, key, sname[np], &sid[np], cerr, sizeof cerr)) {
                 fprintf(stderr, "herd-bench env: %s\n", cerr);
                 return 2;
             }
@@ -694,10 +688,18 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
     for (int k = 0; k < np && !rc; k++) {
         env_kv kvs[BASE_KV_MAX + 1];
         memcpy(kvs, g_base_kv, sizeof(env_kv) * (size_t)g_nbase);
-        if (solvers) kvs[g_nbase] = (env_kv){key, sid[k]};
-        pt[k].e = env_new(name, ns[k], kvs, g_nbase + (solvers ? 1 : 0), 7, ENV_AUTORESET_SAME_STEP, err, sizeof err);
-        if (!pt[k].e) { fprintf(stderr, "herd-bench env: %s\n", err); rc = 2; break; }
+        const int keyed = solvers && !envs;
+        if (keyed) kvs[g_nbase] = (env_kv){key, sid[k]};
+        pt[k].e = env_new(envs ? sname[k] : name, ns[k], kvs, g_nbase + keyed, 7, ENV_AUTORESET_SAME_STEP, err,
+                          sizeof err);
+        if (!pt[k].e) { fprintf(stderr, "herd-bench env: %s%s%s\n", envs ? sname[k] : "", envs ? ": " : "", err); rc = 2; break; }
         const env_spec *sp = env_get_spec(pt[k].e);
+        if (ad && sp->act_dim != ad) {
+            fprintf(stderr, "herd-bench env: --envs needs tasks with the same action size (%s: %d, %s: %d)\n",
+                    sname[0], ad, sname[k], sp->act_dim);
+            rc = 2;
+            break;
+        }
         ad = sp->act_dim;
         if (!base) base = bench_env_actions((size_t)8 * 32 * ad);     /* 8 sets x 32 worlds */
         size_t na = (size_t)ns[k] * ad;
@@ -725,10 +727,10 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
         }
     if (!rc && solvers) {
         /* the JSON's bench: env_solvers, env_actuators, or env_<key>_pair for another key (--pair) */
-        const char *tail = !strcmp(key, "solver") || !strcmp(key, "actuator") ? "s" : "_pair";
+        const char *tail = !strcmp(key, "solver") || !strcmp(key, "actuator") || envs ? "s" : "_pair";
         fprintf(stderr, "env %s%s: %s%s%s, %d worlds, %d thread(s), %d steps x %d repeats (interleaved) after %d "
-                "warm-up (cpu: %s)\n", key, tail, name, g_nbase ? " with " : "", g_base_text, worlds, threads, steps, R,
-                warmup, bench_cpu());
+                "warm-up (cpu: %s)\n", key, tail, envs ? solvers : name, g_nbase ? " with " : "", g_base_text, worlds,
+                threads, steps, R, warmup, bench_cpu());
         double lstm_rate = 0, pd_rate = 0, rel_lstm = 0;
         for (int k = 0; k < np; k++) {
             double a[64], b[64], r[64];
@@ -736,17 +738,21 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
             memcpy(b, pt[k].wall, sizeof(double) * (size_t)R);
             for (int q = 0; q < R; q++) r[q] = pt[k].cpu[q] / pt[0].cpu[q];
             double med = bench_median(a, R), wmed = bench_median(b, R), rel = bench_median(r, R);
-            printf("{\"bench\":\"env_%s%s\",\"env\":\"%s\",\"%s\":\"%s\",\"baseline_%s\":\"%s\",\"worlds\":%d,"
-                   "\"threads\":%d,\"steps\":%d,\"repeats\":%d,\"warmup\":%d,\"cpu_env_steps_per_s_per_thread\":%.0f,"
-                   "\"env_steps_per_s_per_thread\":%.0f,\"ratio_to_baseline\":%.4f,\"config\":\"%s\"",
-                   key, tail, name, key, sname[k], key, sname[0], worlds, threads, steps, R, warmup, med, wmed, rel,
-                   g_base_text);
+            if (envs) /* the task is the point: "env" once, the first task the baseline */
+                printf("{\"bench\":\"env_envs\",\"env\":\"%s\",\"baseline_env\":\"%s\"", sname[k], sname[0]);
+            else
+                printf("{\"bench\":\"env_%s%s\",\"env\":\"%s\",\"%s\":\"%s\",\"baseline_%s\":\"%s\"", key, tail, name, key,
+                       sname[k], key, sname[0]);
+            printf(",\"worlds\":%d,\"threads\":%d,\"steps\":%d,\"repeats\":%d,\"warmup\":%d,"
+                   "\"cpu_env_steps_per_s_per_thread\":%.0f,\"env_steps_per_s_per_thread\":%.0f,\"ratio_to_baseline\":%.4f,"
+                   "\"cost_ratio_to_baseline\":%.4f,\"config\":\"%s\"",
+                   worlds, threads, steps, R, warmup, med, wmed, rel, rel > 0 ? 1 / rel : 0.0, g_base_text);
             if (!strcmp(sname[k], "lstm")) lstm_rate = med, rel_lstm = rel;
             if (!strcmp(sname[k], "pd")) pd_rate = med;
             print_reps("cpu_env_steps_per_s_per_thread_reps", pt[k].cpu, R, 1.0);
             printf(",\"cpu\":\"%s\"}\n", bench_cpu());
-            fprintf(stderr, "  %-20s %9.0f env steps per CPU-second per thread (same-repeat ratio to %s %.3f)\n", sname[k],
-                    med, sname[0], rel);
+            fprintf(stderr, "  %-20s %9.0f env steps per CPU-second per thread (same-repeat ratio to %s %.3f; an env step "
+                    "costs %.3fx)\n", sname[k], med, sname[0], rel, rel > 0 ? 1 / rel : 0.0);
         }
         if (!strcmp(key, "actuator") && lstm_rate > 0) {
             /* the network's own cost per world env step (decimation calls over the world's 12 joints, batched as
@@ -853,6 +859,8 @@ int bench_env(int argc, char **argv)
     const char *actuators = bench_arg(argc, argv, "--actuators", NULL);
     if (actuators)
         return bench_env_sweep(name, NULL, tflag ? tflag : 1, steps, repeats, warmup, "actuator", actuators, worlds);
+    const char *envs = bench_arg(argc, argv, "--envs", NULL); /* tasks with the same action size */
+    if (envs) return bench_env_sweep(name, NULL, tflag ? tflag : 1, steps, repeats, warmup, "env", envs, worlds);
     const char *pair = bench_arg(argc, argv, "--pair", NULL); /* key=v1,v2,...: values of any numeric key */
     if (pair) {
         char pkey[40];

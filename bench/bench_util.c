@@ -1,6 +1,7 @@
 /* bench_util.c — the helpers every herd-bench subcommand shares (bench.h): clocks, medians, arguments, pinning,
  * the CPU's name, and the world slices stepped as the server's workers step them. */
 #include "bench.h"
+#include "env.h"
 #include "srv_pool.h"
 
 #include <math.h>
@@ -148,4 +149,12 @@ const char *bench_cpu(void)
     }
     fclose(f);
     return name;
+}
+
+int bench_config_value(const char *env, const char *key, const char *text, double *v, char *err, size_t errlen)
+{
+    char *end;
+    *v = strtod(text, &end);
+    if (end != text && !*end) return 0;
+    return env_config_choice(env, key, text, v, err, errlen) ? 2 : 0;
 }
