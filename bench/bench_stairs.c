@@ -3,6 +3,7 @@
  *
  *   herd-bench stairs [--mode trot|settle] [--steps N] [--solver NAME] [--geoms all|feet-base] [--riser 0.21]
  *                     [--repeats 5]
+ *   herd-bench stairs --mode policy --policy ACTOR.txt ...   (a trained policy in the rough task: bench_stairs_policy.c)
  *
  * The terrain (0.1 m cells): a platform 3 risers high for x < 1.0 m, then three treads of 0.3 m (legged_gym's
  * stairs: int(0.31 / 0.1) = 3 cells), each a riser lower, then flat ground at z = 0 up to x = 9 m; 4 m wide.  dt
@@ -76,9 +77,12 @@ static void drop_place(const sim_model *m, sim_data *d)
 }
 
 
+int bench_stairs_policy(int argc, char **argv); /* bench_stairs_policy.c */
+
 int bench_stairs(int argc, char **argv)
 {
     const char *mode = bench_arg(argc, argv, "--mode", "trot");
+    if (!strcmp(mode, "policy")) return bench_stairs_policy(argc, argv);
     const int settle = !strcmp(mode, "settle");
     const long steps = atol(bench_arg(argc, argv, "--steps", settle ? "25000" : "5000"));
     const char *solver = bench_arg(argc, argv, "--solver", NULL);
@@ -87,7 +91,7 @@ int bench_stairs(int argc, char **argv)
     const int R = atoi(bench_arg(argc, argv, "--repeats", "5"));
     const double dt = 1e-3;
     if ((!settle && strcmp(mode, "trot")) || steps < 1 || R < 1 || !(riser >= 0 && riser < 0.5) || (strcmp(geoms, "all") && strcmp(geoms, "feet-base"))) {
-        fprintf(stderr, "herd-bench stairs: bad --mode (trot, settle)/--steps/--repeats/--riser (0 .. 0.5)/--geoms (all, feet-base)\n");
+        fprintf(stderr, "herd-bench stairs: bad --mode (trot, settle, policy)/--steps/--repeats/--riser (0 .. 0.5)/--geoms (all, feet-base)\n");
         return 2;
     }
     char err[512] = "";
