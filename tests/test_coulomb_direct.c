@@ -45,7 +45,7 @@ static void walk_params(sim_solver_params *p)
     sim_solver_default_params(p);
     p->max_iter = 50;     /* the walk task's solver_max_iter */
     p->limit_rounds = 0;  /* the limits swept as blocks, as when the fixtures were harvested: with the limits
-                             eliminated, the two that have limit rows no longer stall (checked below) */
+                             eliminated, the two that have limit rows do not stall (checked below) */
 }
 
 static int has_limit(const problem *q)

@@ -13,6 +13,8 @@ What it runs (each a herd-bench subcommand or the Python client bench; JSON line
   latency    herd-bench server --worlds B: step latency p50 / p99 against batch size B (one request in flight)
   mujoco     herd-bench env --vs-mujoco on anymal_c-walk and anymal_c-stand
   memory     herd-bench server --memory (herd-server RSS per world)
+  rough      herd-bench env --envs anymal_c-walk,anymal_c-rough at 4096 worlds, 1 thread (the same actions, one
+             process, repeats interleaved): rough's env steps/s per thread and its cost per env step over walk's
 The budget (seconds, default 600) bounds the whole run: each benchmark gets a timeout from what is left, and a
 benchmark that cannot start in time is reported as skipped.  Every figure states the machine, the commit, the
 load average and the spread (min-max over repeats); medians are plotted.
@@ -196,6 +198,8 @@ def main():
                              "--steps", "2", "--warmup", "10", "--repeats", "7"], need=30, share=0.35)
     thr = r.run("threads", [hb, "env", "--worlds", "4096", "--steps", "10", "--warmup", "15", "--once",
                             "--repeats", "11"], need=20, share=0.3)
+    rough = r.run("rough", [hb, "env", "--envs", "anymal_c-walk,anymal_c-rough", "--worlds", "4096", "--threads", "1",
+                            "--steps", "5", "--warmup", "15", "--repeats", "5"], need=30, share=0.3)
     served = []
     for tr in ("tcp", "ipc"):
         served += r.run("served", [hb, "server", "--worlds", "1024", "--transport", tr, "--steps", "10",
@@ -279,6 +283,11 @@ def main():
                 fig += "; no standing configuration within %s impulse error" % pcterr(d["accuracy"]["bound"])
             fig += "; %.2fx its defaults" % d["ratio_vs_mujoco_defaults"]
         head.append(("herd / MuJoCo 2.2.2, %s (env steps/s per thread)" % d["env"], fig))
+    ro_ = [d for d in rough if d.get("bench") == "env_envs" and d.get("env") == "anymal_c-rough"]
+    if ro_:
+        head.append(("rough env steps/s per thread (CPU time), %s worlds; its env step over walk's, same run"
+                     % fmt(ro_[0]["worlds"]), "%s; %.2fx" % (fmt(ro_[0]["cpu_env_steps_per_s_per_thread"]),
+                                                          ro_[0]["cost_ratio_to_baseline"])))
     if mem:
         head.append(("herd-server memory per world", "%s B (%s worlds, all included)"
                      % (fmt(mem[0]["bytes_per_world"]), fmt(max(p["worlds"] for p in mem[0]["points"])))))
@@ -427,6 +436,20 @@ def main():
                   "alone by sim_step) costs %.3f us per physics step (CPU time), so a walk physics step (PD + sim_step, "
                   "in batches of four as env_step runs it) is **%.2fx** a trot step (the target: <= 1.5x).\n"
                   % (d["trot_us_per_physics_step"], d["walk_over_trot"]))
+    # ---- rough vs walk
+    md.append("\n## Rough terrain against flat (`herd-bench env --envs anymal_c-walk,anymal_c-rough`, 1 thread)\n")
+    if rough:
+        d0 = rough[0]
+        md.append("\n%s worlds of each task, the same actions, %d steps x %d repeats interleaved after %d warm-up steps, "
+                  "thread CPU time.  Rough's env step includes its terrain collision, the 187-point height scan and "
+                  "the heading commands; both run the ANYdrive network and joint limits.\n\n"
+                  "| task | env steps/s per thread (CPU) | env step cost over walk's (same repeats) |\n|---|---|---|\n"
+                  % (fmt(d0["worlds"]), d0["steps"], d0["repeats"], d0["warmup"]))
+        for d in rough:
+            md.append("| %s | %s | %.2fx |\n" % (d["env"], fmt(d["cpu_env_steps_per_s_per_thread"]),
+                                                d["cost_ratio_to_baseline"]))
+    else:
+        md.append("\nNot run (see the skipped runs below).\n")
     # ---- served
     md.append("\n## In-process vs served vs clients (`anymal_c-walk`, 1024 worlds, server threads = CPUs)\n")
     bars = []
