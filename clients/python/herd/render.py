@@ -26,6 +26,7 @@ the solver's fallback model.  They are unlit triangles through the same z-buffer
 """
 import functools
 import math
+import sys
 
 import numpy as np
 
@@ -194,6 +195,9 @@ SHAFT_LO, SHAFT_HI, HEAD_BASE, TIP, HEAD_CENTRE = range(5)
 
 @functools.lru_cache(maxsize=None)
 def _arrow_template(nseg):
+    """An arrow along +z from the origin (a shaft, a cone head) for _arrows: its corners (3 T, 3) as unit
+    offsets across the axis (cos, sin, 0), and each corner's role: which (radius, height) of the arrow it
+    takes (SHAFT_LO, SHAFT_HI, HEAD_BASE, TIP, HEAD_CENTRE)."""
     ang = np.linspace(0, 2 * np.pi, nseg + 1)
     cs = np.stack([np.cos(ang), np.sin(ang)], -1)
     a, b = cs[:-1], cs[1:]
@@ -203,27 +207,30 @@ def _arrow_template(nseg):
         tris.append(np.stack(corners, 1))
         roles.append(np.broadcast_to(r, (nseg, 3)))
     cs, role = np.concatenate(tris).reshape(-1, 2), np.concatenate(roles).reshape(-1)
-    # the corners' unit offsets across the axis, (corners, 3), for the radius to scale
     return np.concatenate([cs, np.zeros((len(cs), 1))], 1), role
 
 
 def _arrows(origin, frames, magnitude, head_length, head_width, nseg):
-    """The triangles (A * T, 3, 3) of arrows from origin (A, 3) along the third columns of frames (A, 3, 3)
-    (_frames_z of their unit directions), their lengths from the impulses' magnitudes (A,) as the page's
-    (IMPULSE_SCALE, ARROW_MIN, ARROW_MAX), their heads at most head_length long and head_width wide (scalars
-    or (A,): three.js's ArrowHelper's proportions)."""
+    """The corners (..., 3 T, 3) of arrows from origin (..., 3) along the third columns of frames (..., 3, 3)
+    (_frames_z of their unit directions), their lengths from the impulses' magnitudes (...) as the page's
+    (IMPULSE_SCALE, ARROW_MIN, ARROW_MAX), their heads at most head_length long and head_width wide (arrays
+    broadcast against magnitude: three.js's ArrowHelper's proportions); an arrow whose magnitude is not
+    positive has all its corners at its origin (nothing to draw)."""
     across, role = _arrow_template(nseg)
-    L = np.clip(IMPULSE_SCALE * magnitude, ARROW_MIN, ARROW_MAX)
+    on = magnitude > 0
+    L = np.where(on, np.minimum(np.maximum(IMPULSE_SCALE * magnitude, ARROW_MIN), ARROW_MAX), 0.0)
     hl = np.minimum(head_length, 0.3 * L)
     hr = 0.5 * np.minimum(head_width, 0.2 * L)
     shaft = np.maximum(L - hl, 0.0)
     zero = np.zeros_like(L)
-    radius = np.stack([zero + SHAFT_RADIUS, zero + SHAFT_RADIUS, hr, zero, zero], 1)[:, role]      # (A, corners)
-    height = np.stack([zero, shaft, shaft, L, shaft], 1)[:, role]
+    # per role: (radius, height), then per corner
+    radius = np.stack([zero + SHAFT_RADIUS * on, zero + SHAFT_RADIUS * on, hr, zero, zero], -1)[..., role]
+    height = np.stack([zero, shaft, shaft, L, shaft], -1)[..., role]
     # corner = origin + radius (cos u + sin v) + height d
-    world = np.matmul(across, frames.transpose(0, 2, 1)) * radius[..., None] + height[..., None] * frames[:, None, :, 2]
-    world += origin[:, None, :]
-    return world.reshape(-1, 3, 3)
+    world = np.matmul(across, np.swapaxes(frames, -1, -2)) * radius[..., None]
+    world += height[..., None] * frames[..., None, :, 2]
+    world += origin[..., None, :]
+    return world
 
 
 @functools.lru_cache(maxsize=None)
@@ -237,76 +244,102 @@ def _unit_sphere(segments):
     return primitive_mesh("sphere", [1.0], segments)[0]
 
 
+@functools.lru_cache(maxsize=None)
+def _contact_marks(segments):
+    """What diagnostic_mesh draws per contact, fixed: the ring's corners (3 R, 3) in its frame, the
+    arrows' head sizes (normal, friction) and their triangles' colours (2 T, 3)."""
+    ring = _ring(RING_INNER, RING_OUTER, 3 * segments).reshape(-1, 3)
+    nt = len(_arrow_template(segments)[1]) // 3
+    colours = np.repeat([NORMAL_COLOUR, FRICTION_COLOUR], nt, axis=0)
+    return ring, np.array([0.05, 0.04]), np.array([0.03, 0.025]), colours
+
+
 def diagnostic_mesh(diagnostics, body_pos, segments=8):
     """The triangles of one world's diagnostics (diagnostics_of's dict; body_pos (nbody, 3) for the limit
     balls and the fallback diamond): corners (T, 3, 3) in the world frame, colours (T, 3) in [0, 1], and
     a mask (T,) of the ones drawn over everything (the limit balls, seen through the drives as on the page).
-    Without "state" (an older server) only the normal impulses are drawn.  All the contacts' marks of one
-    kind are built in one pass of array operations."""
+    Without "state" (an older server) only the normal impulses are drawn.
+
+    Each kind of mark is built for all the contacts at once (a few array operations per frame whatever
+    the number of contacts); a contact's arrow with nothing to show (no normal impulse: an open contact; no
+    friction impulse) is left as triangles of no area at the contact, which the rasterizer drops."""
     d = diagnostics
     bp = np.asarray(body_pos, dtype=np.float64).reshape(-1, 3)
     Ps, Cs, over = [], [], []
-
-    def put(P, colours, on_top=False):
-        """P (n, T, 3, 3) or (T, 3, 3); colours (n, 3) one per mark, or (3,)."""
-        if len(P):
-            P = P.reshape(-1, 3, 3)
-            colours = np.asarray(colours).reshape(-1, 3)
-            Ps.append(P)
-            Cs.append(np.repeat(colours, len(P) // len(colours), axis=0))
-            over.append(np.full(len(P), on_top))
-
     pos = np.asarray(d["pos"], dtype=np.float64).reshape(-1, 3)
     state = d.get("state")
-    if len(pos):
+    k = len(pos)
+    if k:
+        ring, head_l, head_w, arrow_colours = _contact_marks(segments)
         nrm = np.asarray(d["normal"], dtype=np.float64).reshape(-1, 3)
-        imp = np.asarray(d["impulse"], dtype=np.float64).reshape(-1)
         n2 = np.einsum("ki,ki->k", nrm, nrm)
         ok = n2 > 0.25
         nrm = np.where(ok[:, None], nrm / np.sqrt(np.where(ok, n2, 1.0))[:, None], [0.0, 0.0, 1.0])
-        F = _frames_z(nrm)
-        if state is not None:
-            ring = _ring(RING_INNER, RING_OUTER, 3 * segments).reshape(-1, 3)
-            rings = np.matmul(ring, F.transpose(0, 2, 1)) + (pos + 0.002 * nrm)[:, None, :]
+        if state is None:
+            F = _frames_z(nrm)
+            arrows = _arrows(pos, F, np.asarray(d["impulse"], dtype=np.float64).reshape(-1), head_l[0], head_w[0],
+                             segments)
+            Ps.append(arrows.reshape(-1, 3, 3))
+            Cs.append(np.tile(arrow_colours[:len(arrow_colours) // 2], (k, 1)))
+        else:
+            # rows 0..k-1 the normals, k..2k-1 the friction impulses' directions
+            f = d.get("friction")
+            f = np.zeros((k, 3)) if f is None else np.asarray(f, dtype=np.float64).reshape(-1, 3)
+            m = np.sqrt(np.einsum("ki,ki->k", f, f))
+            fm = m > 1e-6
+            F = _frames_z(np.concatenate([nrm, np.where(fm[:, None], f / np.where(fm, m, 1.0)[:, None], nrm)]))
+            F = F.reshape(2, k, 3, 3).transpose(1, 0, 2, 3)                   # (contact, normal/friction)
+            origin = np.stack([pos, pos + 0.01 * nrm], 1)
+            mag = np.stack([np.asarray(d["impulse"], dtype=np.float64).reshape(-1), np.where(fm, m, 0.0)], 1)
+            rings = np.matmul(ring, F[:, 0].transpose(0, 2, 1)) + (pos + 0.002 * nrm)[:, None, :]
             s = np.asarray(state, dtype=np.int64).reshape(-1)
             s = np.where((s >= 0) & (s < 3), s, 0)
-            put(rings, np.asarray(STATE_COLOURS)[s])
-        # the normal impulses (an open contact has none to show) and the friction ones, as one set of arrows
-        on = np.flatnonzero(imp > 0)
-        origin, frames, mag, hl, hw, colours = [pos[on]], [F[on]], [imp[on]], [0.05], [0.03], [NORMAL_COLOUR]
-        counts = [len(on)]
-        if state is not None and d.get("friction") is not None:
-            f = np.asarray(d["friction"], dtype=np.float64).reshape(-1, 3)
-            m = np.sqrt(np.einsum("ki,ki->k", f, f))
-            fo = np.flatnonzero(m > 1e-6)
-            if len(fo):
-                origin.append(pos[fo] + 0.01 * nrm[fo])
-                frames.append(_frames_z(f[fo] / m[fo, None]))
-                mag.append(m[fo])
-                hl.append(0.04)
-                hw.append(0.025)
-                colours.append(FRICTION_COLOUR)
-                counts.append(len(fo))
-        if sum(counts):
-            counts = np.array(counts)
-            put(_arrows(np.concatenate(origin), np.concatenate(frames), np.concatenate(mag),
-                        np.repeat(hl, counts), np.repeat(hw, counts), segments), np.repeat(colours, counts, axis=0))
+            Ps += [rings.reshape(-1, 3, 3), _arrows(origin, F, mag, head_l, head_w, segments).reshape(-1, 3, 3)]
+            Cs += [np.repeat(np.asarray(STATE_COLOURS)[s], len(ring) // 3, axis=0), np.tile(arrow_colours, (k, 1))]
     if state is not None:
         lim = d.get("limit")
         if lim is not None:
             lim = np.abs(np.asarray(lim, dtype=np.float64)).reshape(-1)[:len(bp)]
             b = np.flatnonzero(lim > 1e-6)
             if len(b):
-                radius = np.clip(LIMIT_SCALE * lim[b], LIMIT_MIN, LIMIT_MAX)
-                put(_unit_sphere(segments)[None] * radius[:, None, None, None] + bp[b][:, None, None, :],
-                    LIMIT_COLOUR, True)
+                radius = np.minimum(np.maximum(LIMIT_SCALE * lim[b], LIMIT_MIN), LIMIT_MAX)
+                balls = _unit_sphere(segments)[None] * radius[:, None, None, None] + bp[b][:, None, None, :]
+                Ps.append(balls.reshape(-1, 3, 3))
+                Cs.append(np.broadcast_to(LIMIT_COLOUR, (len(Ps[-1]), 3)))
+                over.append(len(Ps) - 1)
         if d.get("fallback"):
-            put(_diamond() + (bp[0] + [0.0, 0.0, FALLBACK_HEIGHT]), FALLBACK_COLOUR)
+            Ps.append(_diamond() + (bp[0] + [0.0, 0.0, FALLBACK_HEIGHT]))
+            Cs.append(np.broadcast_to(FALLBACK_COLOUR, (len(Ps[-1]), 3)))
     if not Ps:
         return np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros(0, bool)
+    mask = np.concatenate([np.full(len(P), j in over) for j, P in enumerate(Ps)])
     if len(Ps) == 1:
-        return Ps[0], Cs[0], over[0]
-    return np.concatenate(Ps), np.concatenate(Cs), np.concatenate(over)
+        return Ps[0], Cs[0], mask
+    return np.concatenate(Ps), np.concatenate(Cs), mask
+
+
+
+def _pack(rgb):
+    """uint8 colours (..., 3) as packed pixels (...) of uint32: their bytes r, g, b, 0 in memory order."""
+    rgb = np.asarray(rgb, dtype=np.uint8)
+    p = np.zeros(rgb.shape[:-1] + (4,), np.uint8)
+    p[..., :3] = rgb
+    return p.view(np.uint32)[..., 0]
+
+
+def _unpack(img, H, W):
+    """A frame of packed pixels (H W,) as uint8 (H, W, 3), C-contiguous.  Dropping every fourth byte of a
+    long array one byte at a time is slow in numpy; on a little-endian machine four pixels (16 bytes) are
+    shifted into three 32-bit words (their 12 bytes) with a few whole-array operations instead."""
+    n = H * W
+    if sys.byteorder != "little" or n % 4:
+        return np.ascontiguousarray(img.view(np.uint8).reshape(H, W, 4)[..., :3])
+    p = img.reshape(-1, 4)
+    out = np.empty((n // 4, 3), np.uint32)
+    np.bitwise_or(p[:, 0], p[:, 1] << 24, out=out[:, 0])
+    np.bitwise_or(p[:, 1] >> 8, p[:, 2] << 16, out=out[:, 1])
+    np.bitwise_or(p[:, 2] >> 16, p[:, 3] << 8, out=out[:, 2])
+    return out.view(np.uint8).reshape(H, W, 3)
 
 
 TERRAIN_WALL = np.array([0.62, 0.60, 0.56])
@@ -501,9 +534,11 @@ class Renderer:
         fade = np.clip((dist - 4.0) / 14.0, 0, 1)[..., None]
         def u8(x):
             return (np.clip(x, 0, 1) * 255 + 0.5).astype(np.uint8)
-        self._C0 = u8(np.where(ground[..., None], GROUND_A * (1 - fade) + SKY_HORIZON * fade, sky))
-        self._C1 = u8(np.where(ground[..., None], GROUND_B * (1 - fade) + SKY_HORIZON * fade, sky))
-        self._Csky = u8(np.where(ground[..., None], SKY_HORIZON, sky))
+        # as packed pixels (_pack): the two tiles' colours and their bitwise difference, the sky's
+        self._C0 = _pack(u8(np.where(ground[..., None], GROUND_A * (1 - fade) + SKY_HORIZON * fade, sky)))
+        self._X01 = self._C0 ^ _pack(u8(np.where(ground[..., None], GROUND_B * (1 - fade) + SKY_HORIZON * fade, sky)))
+        self._Csky = _pack(u8(np.where(ground[..., None], SKY_HORIZON, sky)))
+        self._C0, self._X01, self._Csky = self._C0.ravel(), self._X01.ravel(), self._Csky.ravel()
         self._zbuf = np.empty(W * H, np.float32)          # the rasterizer's depth buffer (1/depth) and owners
         self._owner = np.empty(W * H, np.int64)
 
@@ -557,17 +592,16 @@ class Renderer:
             inv = 1.0 / self.checker
             ix = np.floor((eye[0] * inv) + (k * inv) * self._gx).astype(np.int32)
             iy = np.floor((eye[1] * inv) + (k * inv) * self._gy).astype(np.int32)
-            odd = ((ix + iy) & 1).astype(bool)
-            img = np.where(odd[..., None], self._C1, self._C0)
+            odd = ((ix + iy) & 1).view(np.uint32)                                  # 0 or 1
+            img = self._C0 ^ (odd.reshape(-1) * self._X01)                          # the odd tiles' colour
             ground_iz = self._ground_iz / np.float32(k) if not self.cells else np.zeros(W * H, np.float32)
         else:
             img = self._Csky.copy()
             ground_iz = np.zeros(W * H, np.float32)
-        img = img.reshape(-1, 3)
         extra = diagnostic_mesh(diagnostics, bp) if diagnostics is not None else None
         if len(self._P) or (extra is not None and len(extra[0])):
             self._draw_triangles(img, ground_iz, bp, body_quat, eye, extra)
-        return img.reshape(H, W, 3)
+        return _unpack(img, H, W)
 
     def _draw_triangles(self, img, ground_iz, bp, body_quat, eye, extra=None):
         """Rasterizes the scene's triangles, and extra = (corners (E, 3, 3) in the world frame, colours (E, 3),
@@ -705,7 +739,7 @@ class Renderer:
         l0 = A0[t] * fxc + B0[t] * fyc + C0[t]
         l1 = A1[t] * fxc + B1[t] * fyc + C1[t]
         shade = l0 * (inten[t, 0] - inten[t, 2]) + l1 * (inten[t, 1] - inten[t, 2]) + inten[t, 2]
-        img[p] = np.minimum(col[t] * (255 * shade)[:, None] + 0.5, 255).astype(np.uint8)
+        img[p] = _pack(np.minimum(col[t] * (255 * shade)[:, None] + 0.5, 255).astype(np.uint8))
 
 
 def _bench(argv=None):
