@@ -11,18 +11,22 @@ checkered ground (the plane, or the heightfield as triangles; a cell terrain as 
 around the camera's target, stair risers as vertical walls) under a sky gradient.  The camera looks at
 the base (body 0) from a fixed direction and distance, so it follows the robot without turning.
 
-How it is fast enough in Python: the triangles of a frame are transformed, culled and shaded as arrays;
-rasterization works on blocks of triangles of similar screen size at once (each triangle's bounding box
-padded to the block's size, barycentric tests on all candidate pixels of the block in one expression);
-the nearest fragment of each pixel is chosen with one sort of (pixel, depth) keys; the ground is one
-ray-plane intersection per pixel whose ray directions are computed once (the camera never turns).
+How it is fast enough in Python: the triangles of a frame are transformed (one product per body),
+culled and shaded as arrays; rasterization works on scanline spans: each visible triangle's rows, and in
+each row the span of pixel centres inside it, are computed for all triangles at once, then every fragment's
+pixel and 1/depth (affine on the screen) in one expression; the nearest fragment of each pixel is found by
+raising a depth buffer (seeded with the ground's) in a few scatter passes, and only those are shaded; the
+ground is one ray-plane intersection per pixel whose ray directions are computed once (the camera never
+turns).  The frame is kept as one 32-bit word per pixel while drawn (numpy is slow at arrays whose last
+axis is 3) and turned into bytes at the end.
 
 Contact diagnostics (``render(..., diagnostics=diagnostics_of(poses, i))``, poses read with
 ``diagnostics=True``) are drawn as the viewer page draws them (viewer/viewer.js, the same colours and
 sizes): each contact as a ring around its point coloured by its state (open, stick, slip), its normal
 impulse as a red arrow and its friction impulse as a blue one, each joint-limit impulse as a violet ball at
 the joint (over the robot), and a magenta diamond above a robot whose last step's contact answer came from
-the solver's fallback model.  They are unlit triangles through the same z-buffer as the scene.
+the solver's fallback model.  They are unlit triangles through the same z-buffer as the scene, each kind
+built for all the contacts of a frame in one pass of array operations.
 """
 import functools
 import math
