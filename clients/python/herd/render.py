@@ -323,12 +323,26 @@ def diagnostic_mesh(diagnostics, body_pos, segments=8):
 
 
 
+# where a packed pixel's r, g, b go in its uint32, so that its bytes in memory are r, g, b, 0
+_SHIFTS = (0, 8, 16) if sys.byteorder == "little" else (24, 16, 8)
+
+
 def _pack(rgb):
-    """uint8 colours (..., 3) as packed pixels (...) of uint32: their bytes r, g, b, 0 in memory order."""
-    rgb = np.asarray(rgb, dtype=np.uint8)
-    p = np.zeros(rgb.shape[:-1] + (4,), np.uint8)
-    p[..., :3] = rgb
-    return p.view(np.uint32)[..., 0]
+    """Colours (..., 3) of integers in 0..255 as packed pixels (...) of uint32 (bytes r, g, b, 0 in memory)."""
+    rgb = np.asarray(rgb).astype(np.uint32, copy=False)
+    return (rgb[..., 0] << _SHIFTS[0]) | (rgb[..., 1] << _SHIFTS[1]) | (rgb[..., 2] << _SHIFTS[2])
+
+
+def _segments(counts, total):
+    """For consecutive segments of the given lengths (counts (n,) >= 0, summing to total): the segment of
+    each element (total,) and each segment's first element (n,).  Like np.repeat(np.arange(n), counts), whose
+    per-segment copies are slow when the segments are short: one mark at each non-empty segment's start
+    (the step from the previous non-empty segment's index), summed."""
+    start = np.cumsum(counts) - counts
+    nz = np.flatnonzero(counts)
+    seg = np.zeros(total, np.int64)
+    seg[start[nz]] = np.diff(nz, prepend=0)
+    return np.cumsum(seg, out=seg), start
 
 
 def _unpack(img, H, W):
@@ -693,9 +707,8 @@ class Renderer:
         # barycentrics l_k = A_k x + (B_k y + C_k) are >= 0, intersected with the bounding box
         bh = y1 - y0 + 1
         nrows = int(bh.sum())
-        rt = np.repeat(np.arange(len(bh)), bh)                      # triangle of each row
-        rstart = np.cumsum(bh) - bh
-        ry = np.arange(nrows) - np.repeat(rstart - y0, bh)          # pixel row
+        rt, rstart = _segments(bh, nrows)                           # triangle of each row
+        ry = np.arange(nrows) - (rstart - y0)[rt]                   # pixel row
         yc_ = ry.astype(np.float32) + np.float32(0.5)
         xl, xr = x0[rt].astype(np.float32), x1[rt].astype(np.float32)
         empty = np.zeros(nrows, bool)
@@ -716,12 +729,11 @@ class Renderer:
         # (first the ground's) until no fragment is in front of it: each pass writes one of the fragments
         # in front of each pixel's value, so the buffer only grows, and a few passes settle the rare
         # pixels covered several layers deep
-        rz0 = zy[rt] * yc_ + z0[rt]
-        fstart = np.cumsum(n) - n
-        off = np.repeat(xl - fstart, n)
-        fx = np.arange(total) + off                                  # pixel column
-        pix = fx + np.repeat(ry * W, n)
-        fiz = (fx.astype(np.float32) + np.float32(0.5)) * np.repeat(zx[rt], n) + np.repeat(rz0, n)
+        fr, fstart = _segments(n, total)                            # row of each fragment
+        ar = np.arange(total)
+        fx = ar + (xl - fstart)[fr]                                 # pixel column
+        pix = ar + (ry * W + xl - fstart)[fr]
+        fiz = (fx.astype(np.float32) + np.float32(0.5)) * zx[rt][fr] + (zy[rt] * yc_ + z0[rt])[fr]
         zbuf = self._zbuf
         zbuf[:] = ground_iz
         cand = np.flatnonzero(fiz > zbuf[pix])
@@ -737,13 +749,13 @@ class Renderer:
         owner[pix[win]] = win
         win = win[owner[pix[win]] == win]
         # the winners' triangles, rows and shading
-        fr = np.searchsorted(fstart, win, side="right") - 1
+        fr = fr[win]
         p, t = pix[win], rt[fr]
         fxc, fyc = fx[win].astype(np.float32) + np.float32(0.5), yc_[fr]
         l0 = A0[t] * fxc + B0[t] * fyc + C0[t]
         l1 = A1[t] * fxc + B1[t] * fyc + C1[t]
         shade = l0 * (inten[t, 0] - inten[t, 2]) + l1 * (inten[t, 1] - inten[t, 2]) + inten[t, 2]
-        img[p] = _pack(np.minimum(col[t] * (255 * shade)[:, None] + 0.5, 255).astype(np.uint8))
+        img[p] = _pack(np.minimum(col[t] * (255 * shade)[:, None] + 0.5, 255).astype(np.uint32))
 
 
 def _bench(argv=None):
