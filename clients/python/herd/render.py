@@ -404,6 +404,9 @@ class Renderer:
     model without meshes: the collision primitives.  tiles: on a cell terrain (anymal_c-rough), a
     herd.terrain.TileCache of it: the tiles within tile_radius (m) of the camera's target are drawn (fetched
     when the target moves on), over a plane just below them; without it the cell terrain is drawn as its plane.
+
+    A Renderer keeps its working buffers (depth, corners) from frame to frame: one thread draws with it at a
+    time.  Each frame returned is a new array.
     """
 
     def __init__(self, scene, width=320, height=240, fov=50.0, distance=1.9, azimuth=-125.0, elevation=22.0,
