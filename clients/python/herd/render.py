@@ -645,14 +645,12 @@ class Renderer:
         si = np.flatnonzero(np.minimum(np.minimum(z[:, 0], z[:, 1]), z[:, 2]) > 0.02)
         c = c[si]
         ns = len(si)
-        ne = 0
         if extra is not None and len(extra[0]):
             ce = ((np.asarray(extra[0], dtype=np.float64).reshape(-1, 3) - eye) @ self._B.T).astype(np.float32)
             ce = ce.reshape(-1, 3, 3)
             ze = ce[:, :, 2]
             ei = np.flatnonzero(np.minimum(np.minimum(ze[:, 0], ze[:, 1]), ze[:, 2]) > 0.02)
-            ne = len(ei)
-            if ne:
+            if len(ei):
                 c = np.concatenate([c, ce[ei]])
         if not len(c):
             return
@@ -699,8 +697,8 @@ class Renderer:
         A0, A1, A2 = (yb - yc) * inva, (yc - ya) * inva, (ya - yb) * inva
         B0, B1, B2 = (xc - xb) * inva, (xa - xc) * inva, (xb - xa) * inva
         C0, C1, C2 = (xb * yc - xc * yb) * inva, (xc * ya - xa * yc) * inva, (xa * yb - xb * ya) * inva
-        # 1/depth and the intensity are affine on the screen too: with l_2 = 1 - l_0 - l_1,
-        # v = l_0 (v_0 - v_2) + l_1 (v_1 - v_2) + v_2 = Dx x + Dy y + D0
+        # 1/depth is affine on the screen too: with l_2 = 1 - l_0 - l_1,
+        # 1/z = l_0 (iz_0 - iz_2) + l_1 (iz_1 - iz_2) + iz_2 = zx x + zy y + z0
         iz = 1.0 / z
         dz0, dz1, iz2 = iz[:, 0] - iz[:, 2], iz[:, 1] - iz[:, 2], iz[:, 2]
         if bias is not None:
@@ -712,13 +710,13 @@ class Renderer:
         nrows = int(bh.sum())
         rt, rstart = _segments(bh, nrows)                           # triangle of each row
         ry = np.arange(nrows) - (rstart - y0)[rt]                   # pixel row
-        yc_ = ry.astype(np.float32) + np.float32(0.5)
+        rowy = ry.astype(np.float32) + np.float32(0.5)              # its pixel centres' y
         xl, xr = x0[rt].astype(np.float32), x1[rt].astype(np.float32)
         empty = np.zeros(nrows, bool)
         with np.errstate(divide="ignore", invalid="ignore"):
             for Ak, Bk, Ck in ((A0, B0, C0), (A1, B1, C1), (A2, B2, C2)):
                 a = Ak[rt]
-                ck = Bk[rt] * yc_ + Ck[rt]
+                ck = Bk[rt] * rowy + Ck[rt]
                 bound = -ck / a
                 xl = np.maximum(xl, np.where(a > 0, np.ceil(bound - 0.5), -np.inf))
                 xr = np.minimum(xr, np.where(a < 0, np.floor(bound - 0.5), np.inf))
@@ -736,7 +734,7 @@ class Renderer:
         ar = np.arange(total)
         fx = ar + (xl - fstart)[fr]                                 # pixel column
         pix = ar + (ry * W + xl - fstart)[fr]
-        fiz = (fx.astype(np.float32) + np.float32(0.5)) * zx[rt][fr] + (zy[rt] * yc_ + z0[rt])[fr]
+        fiz = (fx.astype(np.float32) + np.float32(0.5)) * zx[rt][fr] + (zy[rt] * rowy + z0[rt])[fr]
         zbuf = self._zbuf
         zbuf[:] = ground_iz
         cand = np.flatnonzero(fiz > zbuf[pix])
@@ -754,7 +752,7 @@ class Renderer:
         # the winners' triangles, rows and shading
         fr = fr[win]
         p, t = pix[win], rt[fr]
-        fxc, fyc = fx[win].astype(np.float32) + np.float32(0.5), yc_[fr]
+        fxc, fyc = fx[win].astype(np.float32) + np.float32(0.5), rowy[fr]
         l0 = A0[t] * fxc + B0[t] * fyc + C0[t]
         l1 = A1[t] * fxc + B1[t] * fyc + C1[t]
         shade = l0 * (inten[t, 0] - inten[t, 2]) + l1 * (inten[t, 1] - inten[t, 2]) + inten[t, 2]
