@@ -11,21 +11,26 @@ checkered ground (the plane, or the heightfield as triangles; a cell terrain as 
 around the camera's target, stair risers as vertical walls) under a sky gradient.  The camera looks at
 the base (body 0) from a fixed direction and distance, so it follows the robot without turning.
 
-How it is fast enough in Python: the triangles of a frame are transformed, culled and shaded as arrays;
-rasterization works on blocks of triangles of similar screen size at once (each triangle's bounding box
-padded to the block's size, barycentric tests on all candidate pixels of the block in one expression);
-the nearest fragment of each pixel is chosen with one sort of (pixel, depth) keys; the ground is one
-ray-plane intersection per pixel whose ray directions are computed once (the camera never turns).
+How it is fast enough in Python: the triangles of a frame are transformed (one product per body),
+culled and shaded as arrays; rasterization works on scanline spans: each visible triangle's rows, and in
+each row the span of pixel centres inside it, are computed for all triangles at once, then every fragment's
+pixel and 1/depth (affine on the screen) in one expression; the nearest fragment of each pixel is found by
+raising a depth buffer (seeded with the ground's) in a few scatter passes, and only those are shaded; the
+ground is one ray-plane intersection per pixel whose ray directions are computed once (the camera never
+turns).  The frame is kept as one 32-bit word per pixel while drawn (numpy is slow at arrays whose last
+axis is 3) and turned into bytes at the end.
 
 Contact diagnostics (``render(..., diagnostics=diagnostics_of(poses, i))``, poses read with
 ``diagnostics=True``) are drawn as the viewer page draws them (viewer/viewer.js, the same colours and
 sizes): each contact as a ring around its point coloured by its state (open, stick, slip), its normal
 impulse as a red arrow and its friction impulse as a blue one, each joint-limit impulse as a violet ball at
 the joint (over the robot), and a magenta diamond above a robot whose last step's contact answer came from
-the solver's fallback model.  They are unlit triangles through the same z-buffer as the scene.
+the solver's fallback model.  They are unlit triangles through the same z-buffer as the scene, each kind
+built for all the contacts of a frame in one pass of array operations.
 """
 import functools
 import math
+import sys
 
 import numpy as np
 
@@ -164,10 +169,19 @@ def diagnostics_of(poses, i):
 
 def _frames_z(d):
     """Rotations (n, 3, 3) whose third columns are the unit vectors d (n, 3) (the first two complete them)."""
-    a = np.where((np.abs(d[:, 0]) < 0.9)[:, None], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
-    u = np.cross(a, d)
-    u /= np.linalg.norm(u, axis=1, keepdims=True)
-    return np.stack([u, np.cross(d, u), d], -1)
+    dx, dy, dz = d[:, 0], d[:, 1], d[:, 2]
+    # u = a x d with a = x (or y where d is near x), normalized; v = d x u
+    near_x = np.abs(dx) >= 0.9
+    ux = np.where(near_x, dz, 0.0)
+    uy = np.where(near_x, 0.0, -dz)
+    uz = np.where(near_x, -dx, dy)
+    s = 1.0 / np.sqrt(ux * ux + uy * uy + uz * uz)
+    ux, uy, uz = ux * s, uy * s, uz * s
+    F = np.empty((len(d), 3, 3))
+    F[:, 0, 0], F[:, 1, 0], F[:, 2, 0] = ux, uy, uz
+    F[:, 0, 1], F[:, 1, 1], F[:, 2, 1] = dy * uz - dz * uy, dz * ux - dx * uz, dx * uy - dy * ux
+    F[:, :, 2] = d
+    return F
 
 
 @functools.lru_cache(maxsize=None)
@@ -185,6 +199,9 @@ SHAFT_LO, SHAFT_HI, HEAD_BASE, TIP, HEAD_CENTRE = range(5)
 
 @functools.lru_cache(maxsize=None)
 def _arrow_template(nseg):
+    """An arrow along +z from the origin (a shaft, a cone head) for _arrows: its corners (3 T, 3) as unit
+    offsets across the axis (cos, sin, 0), and each corner's role: which (radius, height) of the arrow it
+    takes (SHAFT_LO, SHAFT_HI, HEAD_BASE, TIP, HEAD_CENTRE)."""
     ang = np.linspace(0, 2 * np.pi, nseg + 1)
     cs = np.stack([np.cos(ang), np.sin(ang)], -1)
     a, b = cs[:-1], cs[1:]
@@ -193,76 +210,154 @@ def _arrow_template(nseg):
                        ((a, b, a), (HEAD_BASE, HEAD_BASE, TIP)), ((a, b, a), (HEAD_CENTRE, HEAD_BASE, HEAD_BASE))):
         tris.append(np.stack(corners, 1))
         roles.append(np.broadcast_to(r, (nseg, 3)))
-    return np.concatenate(tris), np.concatenate(roles)
+    cs, role = np.concatenate(tris).reshape(-1, 2), np.concatenate(roles).reshape(-1)
+    return np.concatenate([cs, np.zeros((len(cs), 1))], 1), role
 
 
-def _arrows(origin, direction, magnitude, head_length, head_width, nseg):
-    """The triangles (A * T, 3, 3) of arrows from origin (A, 3) along the unit directions (A, 3), their
-    lengths from the impulses' magnitudes (A,) as the page's (IMPULSE_SCALE, ARROW_MIN, ARROW_MAX), their
-    heads at most head_length long and head_width wide (three.js's ArrowHelper's proportions)."""
-    cs, role = _arrow_template(nseg)
-    L = np.clip(IMPULSE_SCALE * magnitude, ARROW_MIN, ARROW_MAX)
+def _arrows(origin, frames, magnitude, head_length, head_width, nseg):
+    """The corners (..., 3 T, 3) of arrows from origin (..., 3) along the third columns of frames (..., 3, 3)
+    (_frames_z of their unit directions), their lengths from the impulses' magnitudes (...) as the page's
+    (IMPULSE_SCALE, ARROW_MIN, ARROW_MAX), their heads at most head_length long and head_width wide (arrays
+    broadcast against magnitude: three.js's ArrowHelper's proportions); an arrow whose magnitude is not
+    positive has all its corners at its origin (nothing to draw)."""
+    across, role = _arrow_template(nseg)
+    on = magnitude > 0
+    L = np.where(on, np.minimum(np.maximum(IMPULSE_SCALE * magnitude, ARROW_MIN), ARROW_MAX), 0.0)
     hl = np.minimum(head_length, 0.3 * L)
     hr = 0.5 * np.minimum(head_width, 0.2 * L)
     shaft = np.maximum(L - hl, 0.0)
     zero = np.zeros_like(L)
-    radius = np.stack([zero + SHAFT_RADIUS, zero + SHAFT_RADIUS, hr, zero, zero], 1)[:, role]      # (A, T, 3)
-    height = np.stack([zero, shaft, shaft, L, shaft], 1)[:, role]
-    local = np.concatenate([cs * radius[..., None], height[..., None]], -1)                       # (A, T, 3, 3)
-    world = np.einsum("aij,atkj->atki", _frames_z(direction), local) + origin[:, None, None, :]
-    return world.reshape(-1, 3, 3)
+    # per role: (radius, height), then per corner
+    radius = np.stack([zero + SHAFT_RADIUS * on, zero + SHAFT_RADIUS * on, hr, zero, zero], -1)[..., role]
+    height = np.stack([zero, shaft, shaft, L, shaft], -1)[..., role]
+    # corner = origin + radius (cos u + sin v) + height d
+    world = np.matmul(across, np.swapaxes(frames, -1, -2)) * radius[..., None]
+    world += height[..., None] * frames[..., None, :, 2]
+    world += origin[..., None, :]
+    return world
+
+
+@functools.lru_cache(maxsize=None)
+def _diamond():
+    e = np.eye(3) * FALLBACK_SIZE
+    return np.array([[e[0] * sx, e[1] * sy, e[2] * sz] for sx in (1, -1) for sy in (1, -1) for sz in (1, -1)])
+
+
+@functools.lru_cache(maxsize=None)
+def _unit_sphere(segments):
+    return primitive_mesh("sphere", [1.0], segments)[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _contact_marks(segments):
+    """What diagnostic_mesh draws per contact, fixed: the ring's corners (3 R, 3) in its frame, the
+    arrows' head sizes (normal, friction) and their triangles' colours (2 T, 3)."""
+    ring = _ring(RING_INNER, RING_OUTER, 3 * segments).reshape(-1, 3)
+    nt = len(_arrow_template(segments)[1]) // 3
+    colours = np.repeat([NORMAL_COLOUR, FRICTION_COLOUR], nt, axis=0)
+    return ring, np.array([0.05, 0.04]), np.array([0.03, 0.025]), colours
 
 
 def diagnostic_mesh(diagnostics, body_pos, segments=8):
     """The triangles of one world's diagnostics (diagnostics_of's dict; body_pos (nbody, 3) for the limit
     balls and the fallback diamond): corners (T, 3, 3) in the world frame, colours (T, 3) in [0, 1], and
     a mask (T,) of the ones drawn over everything (the limit balls, seen through the drives as on the page).
-    Without "state" (an older server) only the normal impulses are drawn."""
+    Without "state" (an older server) only the normal impulses are drawn.
+
+    Each kind of mark is built for all the contacts at once (a few array operations per frame whatever
+    the number of contacts); a contact's arrow with nothing to show (no normal impulse: an open contact; no
+    friction impulse) is left as triangles of no area at the contact, which the rasterizer drops."""
     d = diagnostics
     bp = np.asarray(body_pos, dtype=np.float64).reshape(-1, 3)
     Ps, Cs, over = [], [], []
-
-    def put(P, colour, on_top=False):
-        if len(P):
-            Ps.append(P)
-            Cs.append(np.broadcast_to(colour, (len(P), 3)))
-            over.append(np.full(len(P), on_top))
-
     pos = np.asarray(d["pos"], dtype=np.float64).reshape(-1, 3)
-    nrm = np.asarray(d["normal"], dtype=np.float64).reshape(-1, 3)
-    imp = np.asarray(d["impulse"], dtype=np.float64).reshape(-1)
     state = d.get("state")
-    if len(pos):
-        ok = np.einsum("ki,ki->k", nrm, nrm) > 0.25
-        nrm = np.where(ok[:, None], nrm, [0.0, 0.0, 1.0])
-        nrm = nrm / np.linalg.norm(nrm, axis=1, keepdims=True)
-        if state is not None:
-            ring = _ring(RING_INNER, RING_OUTER, 3 * segments)
-            rings = np.einsum("kij,tcj->ktci", _frames_z(nrm), ring) + (pos + 0.002 * nrm)[:, None, None, :]
+    k = len(pos)
+    if k:
+        ring, head_l, head_w, arrow_colours = _contact_marks(segments)
+        nrm = np.asarray(d["normal"], dtype=np.float64).reshape(-1, 3)
+        n2 = np.einsum("ki,ki->k", nrm, nrm)
+        ok = n2 > 0.25
+        nrm = np.where(ok[:, None], nrm / np.sqrt(np.where(ok, n2, 1.0))[:, None], [0.0, 0.0, 1.0])
+        if state is None:
+            F = _frames_z(nrm)
+            arrows = _arrows(pos, F, np.asarray(d["impulse"], dtype=np.float64).reshape(-1), head_l[0], head_w[0],
+                             segments)
+            Ps.append(arrows.reshape(-1, 3, 3))
+            Cs.append(np.tile(arrow_colours[:len(arrow_colours) // 2], (k, 1)))
+        else:
+            # rows 0..k-1 the normals, k..2k-1 the friction impulses' directions
+            f = d.get("friction")
+            f = np.zeros((k, 3)) if f is None else np.asarray(f, dtype=np.float64).reshape(-1, 3)
+            m = np.sqrt(np.einsum("ki,ki->k", f, f))
+            fm = m > 1e-6
+            F = _frames_z(np.concatenate([nrm, np.where(fm[:, None], f / np.where(fm, m, 1.0)[:, None], nrm)]))
+            F = F.reshape(2, k, 3, 3).transpose(1, 0, 2, 3)                   # (contact, normal/friction)
+            origin = np.stack([pos, pos + 0.01 * nrm], 1)
+            mag = np.stack([np.asarray(d["impulse"], dtype=np.float64).reshape(-1), np.where(fm, m, 0.0)], 1)
+            rings = np.matmul(ring, F[:, 0].transpose(0, 2, 1)) + (pos + 0.002 * nrm)[:, None, :]
             s = np.asarray(state, dtype=np.int64).reshape(-1)
             s = np.where((s >= 0) & (s < 3), s, 0)
-            put(rings.reshape(-1, 3, 3), np.repeat(np.asarray(STATE_COLOURS)[s], len(ring), axis=0))
-        on = imp > 0                            # an open contact has no normal impulse to show
-        put(_arrows(pos[on], nrm[on], imp[on], 0.05, 0.03, segments), NORMAL_COLOUR)
-        if state is not None and d.get("friction") is not None:
-            f = np.asarray(d["friction"], dtype=np.float64).reshape(-1, 3)
-            m = np.linalg.norm(f, axis=1)
-            on = m > 1e-6
-            put(_arrows(pos[on] + 0.01 * nrm[on], f[on] / m[on, None], m[on], 0.04, 0.025, segments), FRICTION_COLOUR)
+            Ps += [rings.reshape(-1, 3, 3), _arrows(origin, F, mag, head_l, head_w, segments).reshape(-1, 3, 3)]
+            Cs += [np.repeat(np.asarray(STATE_COLOURS)[s], len(ring) // 3, axis=0), np.tile(arrow_colours, (k, 1))]
     if state is not None:
         lim = d.get("limit")
         if lim is not None:
-            lim = np.abs(np.asarray(lim, dtype=np.float64))[:len(bp)]
-            sphere = primitive_mesh("sphere", [1.0], segments)[0]
-            for b in np.flatnonzero(lim > 1e-6):
-                put(sphere * min(LIMIT_MAX, max(LIMIT_MIN, LIMIT_SCALE * lim[b])) + bp[b], LIMIT_COLOUR, True)
+            lim = np.abs(np.asarray(lim, dtype=np.float64)).reshape(-1)[:len(bp)]
+            b = np.flatnonzero(lim > 1e-6)
+            if len(b):
+                radius = np.minimum(np.maximum(LIMIT_SCALE * lim[b], LIMIT_MIN), LIMIT_MAX)
+                balls = _unit_sphere(segments)[None] * radius[:, None, None, None] + bp[b][:, None, None, :]
+                Ps.append(balls.reshape(-1, 3, 3))
+                Cs.append(np.broadcast_to(LIMIT_COLOUR, (len(Ps[-1]), 3)))
+                over.append(len(Ps) - 1)
         if d.get("fallback"):
-            e = np.eye(3) * FALLBACK_SIZE
-            tris = [[e[0] * sx, e[1] * sy, e[2] * sz] for sx in (1, -1) for sy in (1, -1) for sz in (1, -1)]
-            put(np.array(tris) + bp[0] + [0.0, 0.0, FALLBACK_HEIGHT], FALLBACK_COLOUR)
+            Ps.append(_diamond() + (bp[0] + [0.0, 0.0, FALLBACK_HEIGHT]))
+            Cs.append(np.broadcast_to(FALLBACK_COLOUR, (len(Ps[-1]), 3)))
     if not Ps:
         return np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros(0, bool)
-    return np.concatenate(Ps), np.concatenate(Cs), np.concatenate(over)
+    mask = np.concatenate([np.full(len(P), j in over) for j, P in enumerate(Ps)])
+    if len(Ps) == 1:
+        return Ps[0], Cs[0], mask
+    return np.concatenate(Ps), np.concatenate(Cs), mask
+
+
+
+# where a packed pixel's r, g, b go in its uint32, so that its bytes in memory are r, g, b, 0
+_SHIFTS = (0, 8, 16) if sys.byteorder == "little" else (24, 16, 8)
+
+
+def _pack(rgb):
+    """Colours (..., 3) of integers in 0..255 as packed pixels (...) of uint32 (bytes r, g, b, 0 in memory)."""
+    rgb = np.asarray(rgb).astype(np.uint32, copy=False)
+    return (rgb[..., 0] << _SHIFTS[0]) | (rgb[..., 1] << _SHIFTS[1]) | (rgb[..., 2] << _SHIFTS[2])
+
+
+def _segments(counts, total):
+    """For consecutive segments of the given lengths (counts (n,) >= 0, summing to total): the segment of
+    each element (total,) and each segment's first element (n,).  Like np.repeat(np.arange(n), counts), whose
+    per-segment copies are slow when the segments are short: one mark at each non-empty segment's start
+    (the step from the previous non-empty segment's index), summed."""
+    start = np.cumsum(counts) - counts
+    nz = np.flatnonzero(counts)
+    seg = np.zeros(total, np.int64)
+    seg[start[nz]] = np.diff(nz, prepend=0)
+    return np.cumsum(seg, out=seg), start
+
+
+def _unpack(img, H, W):
+    """A frame of packed pixels (H W,) as uint8 (H, W, 3), C-contiguous.  Dropping every fourth byte of a
+    long array one byte at a time is slow in numpy; on a little-endian machine four pixels (16 bytes) are
+    shifted into three 32-bit words (their 12 bytes) with a few whole-array operations instead."""
+    n = H * W
+    if sys.byteorder != "little" or n % 4:
+        return np.ascontiguousarray(img.view(np.uint8).reshape(H, W, 4)[..., :3])
+    p = img.reshape(-1, 4)
+    out = np.empty((n // 4, 3), np.uint32)
+    np.bitwise_or(p[:, 0], p[:, 1] << 24, out=out[:, 0])
+    np.bitwise_or(p[:, 1] >> 8, p[:, 2] << 16, out=out[:, 1])
+    np.bitwise_or(p[:, 2] >> 16, p[:, 3] << 8, out=out[:, 2])
+    return out.view(np.uint8).reshape(H, W, 3)
 
 
 TERRAIN_WALL = np.array([0.62, 0.60, 0.56])
@@ -309,6 +404,9 @@ class Renderer:
     model without meshes: the collision primitives.  tiles: on a cell terrain (anymal_c-rough), a
     herd.terrain.TileCache of it: the tiles within tile_radius (m) of the camera's target are drawn (fetched
     when the target moves on), over a plane just below them; without it the cell terrain is drawn as its plane.
+
+    A Renderer keeps its working buffers (depth, corners) from frame to frame: one thread draws with it at a
+    time.  Each frame returned is a new array.
     """
 
     def __init__(self, scene, width=320, height=240, fov=50.0, distance=1.9, azimuth=-125.0, elevation=22.0,
@@ -373,12 +471,15 @@ class Renderer:
         order = np.argsort(self._tb, kind="stable")
         self._P, self._N, self._tb, self._col = self._P[order], self._N[order], self._tb[order], self._col[order]
         self._P32, self._N32 = self._P.astype(np.float32), self._N.astype(np.float32)
+        self._V32 = self._P32.reshape(-1, 3)
+        self._cbuf = np.empty_like(self._V32)
         self._col32 = self._col.astype(np.float32)
         self._world = self._tb < 0
         bodies, starts = np.unique(self._tb, return_index=True)
         ends = np.append(starts[1:], len(self._tb))
-        self._blocks = [(int(b), int(a), int(e)) for b, a, e in zip(bodies, starts, ends)]
+        self._blocks = [(int(b), 3 * int(a), 3 * int(e)) for b, a, e in zip(bodies, starts, ends)]   # corner rows
         self._tb = np.where(self._world, 0, self._tb)
+        self._tbl = np.where(self._world, -1, self._tb)        # the light's row per triangle: the world's last
 
     def _terrain_near(self, target):
         """On a cell terrain: the tiles (herd.terrain) within tile_radius of target drawn, the plane under them."""
@@ -454,10 +555,13 @@ class Renderer:
         fade = np.clip((dist - 4.0) / 14.0, 0, 1)[..., None]
         def u8(x):
             return (np.clip(x, 0, 1) * 255 + 0.5).astype(np.uint8)
-        self._C0 = u8(np.where(ground[..., None], GROUND_A * (1 - fade) + SKY_HORIZON * fade, sky))
-        self._C1 = u8(np.where(ground[..., None], GROUND_B * (1 - fade) + SKY_HORIZON * fade, sky))
-        self._Csky = u8(np.where(ground[..., None], SKY_HORIZON, sky))
-        self._grids = {}
+        # as packed pixels (_pack): the two tiles' colours and their bitwise difference, the sky's
+        self._C0 = _pack(u8(np.where(ground[..., None], GROUND_A * (1 - fade) + SKY_HORIZON * fade, sky)))
+        self._X01 = self._C0 ^ _pack(u8(np.where(ground[..., None], GROUND_B * (1 - fade) + SKY_HORIZON * fade, sky)))
+        self._Csky = _pack(u8(np.where(ground[..., None], SKY_HORIZON, sky)))
+        self._C0, self._X01, self._Csky = self._C0.ravel(), self._X01.ravel(), self._Csky.ravel()
+        self._zbuf = np.empty(W * H, np.float32)          # the rasterizer's depth buffer (1/depth) and owners
+        self._owner = np.empty(W * H, np.int64)
 
     def eye_for(self, target):
         """The camera position looking at world point target."""
@@ -509,17 +613,16 @@ class Renderer:
             inv = 1.0 / self.checker
             ix = np.floor((eye[0] * inv) + (k * inv) * self._gx).astype(np.int32)
             iy = np.floor((eye[1] * inv) + (k * inv) * self._gy).astype(np.int32)
-            odd = ((ix + iy) & 1).astype(bool)
-            img = np.where(odd[..., None], self._C1, self._C0)
+            odd = ((ix + iy) & 1).view(np.uint32)                                  # 0 or 1
+            img = self._C0 ^ (odd.reshape(-1) * self._X01)                          # the odd tiles' colour
             ground_iz = self._ground_iz / np.float32(k) if not self.cells else np.zeros(W * H, np.float32)
         else:
             img = self._Csky.copy()
             ground_iz = np.zeros(W * H, np.float32)
-        img = img.reshape(-1, 3)
         extra = diagnostic_mesh(diagnostics, bp) if diagnostics is not None else None
         if len(self._P) or (extra is not None and len(extra[0])):
             self._draw_triangles(img, ground_iz, bp, body_quat, eye, extra)
-        return img.reshape(H, W, 3)
+        return _unpack(img, H, W)
 
     def _draw_triangles(self, img, ground_iz, bp, body_quat, eye, extra=None):
         """Rasterizes the scene's triangles, and extra = (corners (E, 3, 3) in the world frame, colours (E, 3),
@@ -531,122 +634,129 @@ class Renderer:
         Mc = np.concatenate([self._B @ R, self._B[None]]).astype(np.float32)          # (nb + 1, 3, 3)
         oc = np.concatenate([(bp - eye) @ self._B.T, (-eye @ self._B.T)[None]]).astype(np.float32)
         Lb = np.concatenate([R.transpose(0, 2, 1) @ self.light, self.light[None]]).astype(np.float32)
-        tb = np.where(self._world, nb, self._tb)
-        c = np.empty_like(self._P32)                                                  # (T, 3 corners, 3)
+        cv = self._cbuf                                                               # (3 T, 3) corners
         for b, a, e in self._blocks:                                                  # one product per body
             b = nb if b < 0 else b
-            c[a:e] = (self._P32[a:e].reshape(-1, 3) @ Mc[b].T).reshape(-1, 3, 3) + oc[b]   # one GEMM per body
-        z = c[..., 2]
-        # back faces (the eye is the origin) and triangles reaching behind the near plane go first; the
-        # camera axes (right, up, forward) are left-handed, so an outward normal facing the eye has g . c > 0
-        g = np.cross(c[:, 1] - c[:, 0], c[:, 2] - c[:, 0])
-        front = (np.einsum("ti,ti->t", g, c[:, 0]) > 0) & (z.min(1) > 0.02)
-        T = len(c)
+            np.matmul(self._V32[a:e], Mc[b].T, out=cv[a:e])
+            cv[a:e] += oc[b]
+        c = cv.reshape(-1, 3, 3)
+        # triangles reaching behind the near plane go first (the back faces once projected)
+        z = c[:, :, 2]
+        si = np.flatnonzero(np.minimum(np.minimum(z[:, 0], z[:, 1]), z[:, 2]) > 0.02)
+        c = c[si]
+        ns = len(si)
         if extra is not None and len(extra[0]):
             ce = ((np.asarray(extra[0], dtype=np.float64).reshape(-1, 3) - eye) @ self._B.T).astype(np.float32)
             ce = ce.reshape(-1, 3, 3)
-            c = np.concatenate([c, ce])
-            z = c[..., 2]
-            front = np.concatenate([front, ce[..., 2].min(1) > 0.02])
-        if not front.any():
+            ze = ce[:, :, 2]
+            ei = np.flatnonzero(np.minimum(np.minimum(ze[:, 0], ze[:, 1]), ze[:, 2]) > 0.02)
+            if len(ei):
+                c = np.concatenate([c, ce[ei]])
+        if not len(c):
             return
-        idx = np.flatnonzero(front)
-        c, z = c[idx], z[idx]
-        si, ei = idx[idx < T], idx[idx >= T] - T
-        lam = np.einsum("tki,ti->tk", self._N32[si], Lb[tb[si]])
-        inten = 0.38 + 0.62 * np.maximum(lam, 0)               # (T, 3) per corner
-        col = self._col32[si]
-        bias = None
-        if len(ei):
-            inten = np.concatenate([inten, np.ones((len(ei), 3), np.float32)])
-            col = np.concatenate([col, np.asarray(extra[1], dtype=np.float32)[ei]])
-            # the `over` ones: 1/depth raised above any surface's (the camera is never 1 mm from one)
-            bias = np.concatenate([np.zeros(len(si), np.float32),
-                                   np.where(np.asarray(extra[2])[ei], np.float32(1e3), np.float32(0))])
-        sx = self._cx + self.focal * c[..., 0] / z             # (T, 3)
-        sy = self._cy - self.focal * c[..., 1] / z
-        x0 = np.maximum(np.ceil(sx.min(1) - 0.5), 0).astype(np.int64)
-        x1 = np.minimum(np.floor(sx.max(1) - 0.5), W - 1).astype(np.int64)
-        y0 = np.maximum(np.ceil(sy.min(1) - 0.5), 0).astype(np.int64)
-        y1 = np.minimum(np.floor(sy.max(1) - 0.5), H - 1).astype(np.int64)
+        z = c[:, :, 2]
+        sx = self._cx + self.focal * c[:, :, 0] / z             # (T, 3)
+        sy = self._cy - self.focal * c[:, :, 1] / z
         xa, xb, xc = sx[:, 0], sx[:, 1], sx[:, 2]
         ya, yb, yc = sy[:, 0], sy[:, 1], sy[:, 2]
+        x0 = np.maximum(np.ceil(np.minimum(np.minimum(xa, xb), xc) - 0.5), 0).astype(np.int64)
+        x1 = np.minimum(np.floor(np.maximum(np.maximum(xa, xb), xc) - 0.5), W - 1).astype(np.int64)
+        y0 = np.maximum(np.ceil(np.minimum(np.minimum(ya, yb), yc) - 0.5), 0).astype(np.int64)
+        y1 = np.minimum(np.floor(np.maximum(np.maximum(ya, yb), yc) - 0.5), H - 1).astype(np.int64)
         area = (xb - xa) * (yc - ya) - (xc - xa) * (yb - ya)
-        vis = (x1 >= x0) & (y1 >= y0) & (np.abs(area) > 1e-6)
-        if not vis.any():
-            return
+        # back faces: with y down on the screen, a triangle whose outward normal faces the eye (the camera
+        # axes right, up, forward are left-handed) turns clockwise there: negative area; the extra ones
+        # are seen from both sides
+        vis = (x1 >= x0) & (y1 >= y0)
+        vis[:ns] &= area[:ns] < -1e-6
+        vis[ns:] &= np.abs(area[ns:]) > 1e-6
         idx = np.flatnonzero(vis)
-        sx, sy, z, inten, col, area = sx[idx], sy[idx], z[idx], inten[idx], col[idx], area[idx]
-        if bias is not None:
-            bias = bias[idx]
+        if not len(idx):
+            return
+        iss = idx < ns
+        scene_idx, extra_idx = idx[iss], idx[~iss]
+        sx, sy, z, area = sx[idx], sy[idx], z[idx], area[idx]
         x0, x1, y0, y1 = x0[idx], x1[idx], y0[idx], y1[idx]
+        tsel = si[scene_idx]
+        lam = np.einsum("tki,ti->tk", self._N32[tsel], Lb[self._tbl[tsel]])
+        inten = np.float32(0.38) + np.float32(0.62) * np.maximum(lam, 0)         # (T, 3) per corner
+        col = self._col32[tsel]
+        bias = None
+        if len(extra_idx):
+            eo = ei[extra_idx - ns]
+            inten = np.concatenate([inten, np.ones((len(eo), 3), np.float32)])
+            col = np.concatenate([col, np.asarray(extra[1], dtype=np.float32)[eo]])
+            # the `over` ones: 1/depth raised above any surface's (the camera is never 1 mm from one)
+            over = np.asarray(extra[2])[eo]
+            if over.any():
+                bias = np.concatenate([np.zeros(len(tsel), np.float32), np.where(over, np.float32(1e3), np.float32(0))])
         # barycentric coordinates as affine functions of the pixel centre: l_k = A_k x + B_k y + C_k
         xa, xb, xc = sx[:, 0], sx[:, 1], sx[:, 2]
         ya, yb, yc = sy[:, 0], sy[:, 1], sy[:, 2]
-        inva = (1.0 / area)[:, None]
-        A = np.stack([(yb - yc), (yc - ya), (ya - yb)], 1) * inva
-        Bc = np.stack([(xc - xb), (xa - xc), (xb - xa)], 1) * inva
-        Cc = np.stack([xb * yc - xc * yb, xc * ya - xa * yc, xa * yb - xb * ya], 1) * inva
-        iz = 1.0 / z                                           # (T, 3): interpolated linearly on screen
+        inva = 1.0 / area
+        A0, A1, A2 = (yb - yc) * inva, (yc - ya) * inva, (ya - yb) * inva
+        B0, B1, B2 = (xc - xb) * inva, (xa - xc) * inva, (xb - xa) * inva
+        C0, C1, C2 = (xb * yc - xc * yb) * inva, (xc * ya - xa * yc) * inva, (xa * yb - xb * ya) * inva
+        # 1/depth is affine on the screen too: with l_2 = 1 - l_0 - l_1,
+        # 1/z = l_0 (iz_0 - iz_2) + l_1 (iz_1 - iz_2) + iz_2 = zx x + zy y + z0
+        iz = 1.0 / z
+        dz0, dz1, iz2 = iz[:, 0] - iz[:, 2], iz[:, 1] - iz[:, 2], iz[:, 2]
+        if bias is not None:
+            iz2 = iz2 + bias
+        zx, zy, z0 = A0 * dz0 + A1 * dz1, B0 * dz0 + B1 * dz1, C0 * dz0 + C1 * dz1 + iz2
         # scanline spans: for each triangle row (pixel centre y), the x interval where the three
         # barycentrics l_k = A_k x + (B_k y + C_k) are >= 0, intersected with the bounding box
         bh = y1 - y0 + 1
-        rt = np.repeat(np.arange(len(bh)), bh)                      # triangle of each row
-        rstart = np.cumsum(bh) - bh
-        ry = y0[rt] + (np.arange(len(rt)) - rstart[rt])             # pixel row
-        c = Bc[rt] * (ry.astype(np.float32) + np.float32(0.5))[:, None] + Cc[rt]     # (rows, 3): l_k = A_k x + c_k
-        Ar = A[rt]
+        nrows = int(bh.sum())
+        rt, rstart = _segments(bh, nrows)                           # triangle of each row
+        ry = np.arange(nrows) - (rstart - y0)[rt]                   # pixel row
+        rowy = ry.astype(np.float32) + np.float32(0.5)              # its pixel centres' y
+        xl, xr = x0[rt].astype(np.float32), x1[rt].astype(np.float32)
+        empty = np.zeros(nrows, bool)
         with np.errstate(divide="ignore", invalid="ignore"):
-            bound = -c / Ar
-        lo = np.where(Ar > 0, bound, -np.inf)
-        hi = np.where(Ar < 0, bound, np.inf)
-        empty = ((Ar == 0) & (c < 0)).any(1)
-        xl = np.maximum(np.ceil(lo.max(1) - 0.5), x0[rt])
-        xr = np.minimum(np.floor(hi.min(1) - 0.5), x1[rt])
+            for Ak, Bk, Ck in ((A0, B0, C0), (A1, B1, C1), (A2, B2, C2)):
+                a = Ak[rt]
+                ck = Bk[rt] * rowy + Ck[rt]
+                bound = -ck / a
+                xl = np.maximum(xl, np.where(a > 0, np.ceil(bound - 0.5), -np.inf))
+                xr = np.minimum(xr, np.where(a < 0, np.floor(bound - 0.5), np.inf))
+                empty |= (a == 0) & (ck < 0)
         n = np.where(empty | ~(xr >= xl), 0, xr - xl + 1).astype(np.int64)
         total = int(n.sum())
         if total == 0:
             return
-        fr = np.repeat(np.arange(len(n)), n)                        # row of each fragment
-        fstart = np.cumsum(n) - n
-        fx = xl[fr].astype(np.int64) + (np.arange(total) - fstart[fr])
-        t = rt[fr]
-        fxc = fx.astype(np.float32) + np.float32(0.5)
-        l0 = A[t, 0] * fxc + c[fr, 0]
-        l1 = A[t, 1] * fxc + c[fr, 1]
-        fiz = l0 * (iz[t, 0] - iz[t, 2]) + l1 * (iz[t, 1] - iz[t, 2]) + iz[t, 2]
-        if bias is not None:
-            fiz = fiz + bias[t]
-        pix = ry[fr] * W + fx
-        keep = np.flatnonzero(fiz > ground_iz[pix])                # in front of the ground
-        if not len(keep):
+        xl = xl.astype(np.int64)
+        # fragments: pixel index and 1/depth; the nearest of each pixel found by raising a depth buffer
+        # (first the ground's) until no fragment is in front of it: each pass writes one of the fragments
+        # in front of each pixel's value, so the buffer only grows, and a few passes settle the rare
+        # pixels covered several layers deep
+        fr, fstart = _segments(n, total)                            # row of each fragment
+        ar = np.arange(total)
+        fx = ar + (xl - fstart)[fr]                                 # pixel column
+        pix = ar + (ry * W + xl - fstart)[fr]
+        fiz = (fx.astype(np.float32) + np.float32(0.5)) * zx[rt][fr] + (zy[rt] * rowy + z0[rt])[fr]
+        zbuf = self._zbuf
+        zbuf[:] = ground_iz
+        cand = np.flatnonzero(fiz > zbuf[pix])
+        front = cand
+        while len(cand):
+            zbuf[pix[cand]] = fiz[cand]
+            cand = cand[fiz[cand] > zbuf[pix[cand]]]
+        win = front[fiz[front] == zbuf[pix[front]]]
+        if not len(win):
             return
-        pix, fiz = pix[keep], fiz[keep]
-        # the nearest fragment of each pixel: pixels covered once need no test; the others are sorted by
-        # (pixel, 1/depth) in one int64 key (positive float32 bits order like the floats) and keep the last
-        cover = np.bincount(pix, minlength=W * H)[pix]
-        win = np.flatnonzero(cover == 1)
-        many = np.flatnonzero(cover > 1)
-        if len(many):
-            key = (pix[many] << 32) | fiz[many].astype(np.float32).view(np.uint32).astype(np.int64)
-            o = many[np.argsort(key)]
-            ps = pix[o]
-            last = np.ones(len(ps), bool)
-            last[:-1] = ps[1:] != ps[:-1]
-            win = np.concatenate([win, o[last]])
-        k = keep[win]
-        t, a0, a1 = t[k], l0[k], l1[k]
-        shade = a0 * (inten[t, 0] - inten[t, 2]) + a1 * (inten[t, 1] - inten[t, 2]) + inten[t, 2]
-        img[pix[win]] = np.minimum(col[t] * (255 * shade)[:, None] + 0.5, 255).astype(np.uint8)
-
-    def _grid(self, kw, kh):
-        """Pixel offsets (x, y) of a 2^kw x 2^kh block: float32 rows (1, n), then the same as int64 (cached)."""
-        g = self._grids.get((kw, kh))
-        if g is None:
-            xi, yi = np.tile(np.arange(1 << kw), 1 << kh), np.repeat(np.arange(1 << kh), 1 << kw)
-            g = (xi.astype(np.float32)[None, :], yi.astype(np.float32)[None, :], xi, yi)
-            self._grids[(kw, kh)] = g
-        return g
+        # one of each pixel's equally near fragments (two triangles' shared edge)
+        owner = self._owner
+        owner[pix[win]] = win
+        win = win[owner[pix[win]] == win]
+        # the winners' triangles, rows and shading
+        fr = fr[win]
+        p, t = pix[win], rt[fr]
+        fxc, fyc = fx[win].astype(np.float32) + np.float32(0.5), rowy[fr]
+        l0 = A0[t] * fxc + B0[t] * fyc + C0[t]
+        l1 = A1[t] * fxc + B1[t] * fyc + C1[t]
+        shade = l0 * (inten[t, 0] - inten[t, 2]) + l1 * (inten[t, 1] - inten[t, 2]) + inten[t, 2]
+        img[p] = _pack(np.minimum(col[t] * (255 * shade)[:, None] + 0.5, 255).astype(np.uint32))
 
 
 def _bench(argv=None):

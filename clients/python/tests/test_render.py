@@ -202,3 +202,59 @@ def test_a_heightfield_is_drawn_as_checkered_ground():
                 assert (a > mid * (0.38 + 0.62 * lz)) == light and (b > mid) == light, (i, j, a, b)
                 checked += 1
     assert checked >= 8
+
+
+def plate_scene(n):
+    """n thin square plates (half side 0.1 m, 5 mm thick), one per body, of distinct colours."""
+    colours = [[1, 0, 0, 1], [0, 1, 0, 1], [0, 0, 1, 1], [1, 1, 0, 1], [0, 1, 1, 1], [1, 0, 1, 1]]
+    geoms = [{"name": "p%d" % k, "body": k, "type": "box", "size": [0.1, 0.1, 0.005], "pos": [0, 0, 0],
+              "quat": [1, 0, 0, 0], "rgba": colours[k], "collides": True} for k in range(n)]
+    return {"geoms": geoms, "bodies": [{"name": "b%d" % k, "parent": -1} for k in range(n)],
+            "terrain": {"type": "plane", "height": 0.0}}
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2, 3, 4, 5), (5, 4, 3, 2, 1, 0), (2, 5, 0, 3, 1, 4)])
+def test_each_pixel_shows_the_nearest_of_many_layers(order):
+    """Six level plates seen from high above, one over the other (order: the bodies from the top), each lower
+    one shifted sideways so that every plate shows a part and some pixels are covered six deep: each pixel
+    of the picture is the one of the nearest plate covering it, drawn alone."""
+    n = len(order)
+    r = Renderer(plate_scene(n), width=320, height=240, elevation=75.0, distance=1.2)
+    tgt = np.array([0.0, 0.0, 0.5])
+    pos = np.empty((n, 3))
+    for rank, b in enumerate(order):            # 4 cm lower and 3 cm aside per rank
+        pos[b] = tgt + [0.03 * rank - 0.08, 0.02 * rank - 0.05, -0.04 * rank]
+    quats = np.tile([1.0, 0, 0, 0], (n, 1))
+    img = r.render(pos, quats, target=tgt)
+    away = pos + 50.0                           # plates far out of the picture
+    ground = r.render(away, quats, target=tgt)
+    want = ground.copy()
+    for b in reversed(order):                   # the lowest first, each higher one over it
+        p = away.copy()
+        p[b] = pos[b]
+        alone = r.render(p, quats, target=tgt)
+        covered = (alone != ground).any(-1)
+        assert covered.sum() > 100
+        want[covered] = alone[covered]
+    assert len(np.unique(want.reshape(-1, 3), axis=0)) >= n + 1, "every plate shows"
+    bad = (img != want).any(-1)
+    assert bad.sum() <= 2, "%d pixels are not the nearest plate's" % bad.sum()
+
+
+@pytest.mark.parametrize("size", [(320, 240), (161, 121), (7, 5)])
+def test_frames_are_contiguous_rgb_bytes_at_any_size(size):
+    """The frame is a C-contiguous uint8 (H, W, 3) array whatever the pixel count (the packed pixels are
+    turned into bytes by whole words when it is a multiple of 4, one by one otherwise): the same picture."""
+    from herd import render
+    w, h = size
+    r = Renderer(box_scene((0.3, 0.15, 0.1)), width=w, height=h)
+    img = r.render(np.array([[0.0, 0.0, 0.4]]), np.array([[1.0, 0, 0, 0]]))
+    assert img.shape == (h, w, 3) and img.dtype == np.uint8 and img.flags["C_CONTIGUOUS"]
+    if w * h > 1000:
+        assert reddish(img).sum() > 0.01 * w * h
+    rng = np.random.default_rng(w)
+    rgb = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    packed = render._pack(rgb).reshape(-1)
+    out = render._unpack(packed, h, w)
+    assert out.flags["C_CONTIGUOUS"]
+    np.testing.assert_array_equal(out, rgb)

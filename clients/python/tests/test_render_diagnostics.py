@@ -198,3 +198,72 @@ def test_a_sessions_frames_and_a_replays_draw_the_states(server):
         np.testing.assert_array_equal(frames[0], frame)
         plain = list(rec.frames(640, 480, 0, diagnostics=False))
         assert not (plain[0] == green).all(-1).any()
+
+
+def coloured(img, colour):
+    return (img == u8(colour)).all(-1)
+
+
+def test_each_contacts_marks_are_its_own():
+    """Three contacts drawn together (the marks of all contacts are built in one pass): a slipping one with a
+    normal and a friction impulse, a sticking one with a normal impulse only, an open one with neither.
+    Each ring has its contact's colour, each arrow starts at its own contact, and the open contact and the
+    missing friction impulse leave no arrow pixel at all."""
+    r = renderer(distance=2.0)
+    d = contacts([2, 1, 0], [0.3, 0.6, 0.0], [[0.3, 0, 0], [0, 0, 0], [0, 0, 0]])
+    img = r.render(BP[:1], BQ[:1], target=TARGET, diagnostics=d)
+    red, blue = coloured(img, render.NORMAL_COLOUR), coloured(img, render.FRICTION_COLOUR)
+    for k, s in enumerate([2, 1, 0]):
+        got = pixels(r, img, ring_points(d["pos"][k]))
+        assert (got == u8(render.STATE_COLOURS[s])).all(1).mean() >= 0.6, (k, s)
+    for k in (0, 1):
+        L = render.IMPULSE_SCALE * d["impulse"][k]
+        along = [d["pos"][k] + [0, 0, f * L] for f in (0.3, 0.6, 0.85)]
+        assert (pixels(r, img, along) == u8(render.NORMAL_COLOUR)).all(1).all(), k
+        assert not (pixels(r, img, [d["pos"][k] + [0, 0, L + 0.04]]) == u8(render.NORMAL_COLOUR)).all(1).any(), k
+    # every red and blue pixel lies near the projection of its arrow (its contact's normal, the slipping
+    # contact's friction along +x); the open contact has none above it
+    def near(mask, a, b, tol=4.0):
+        ys, xs = np.nonzero(mask)
+        (pa, pb), _ = r.project(np.array([a, b]), TARGET)
+        e = pb - pa
+        t = np.clip(((xs + 0.5 - pa[0]) * e[0] + (ys + 0.5 - pa[1]) * e[1]) / (e @ e), 0, 1)
+        dist = np.hypot(xs + 0.5 - pa[0] - t * e[0], ys + 0.5 - pa[1] - t * e[1])
+        return dist <= tol
+    assert red.sum() > 20 and blue.sum() > 10
+    L0, L1 = render.IMPULSE_SCALE * 0.3, render.IMPULSE_SCALE * 0.6
+    on_0 = near(red, d["pos"][0], d["pos"][0] + [0, 0, L0])
+    on_1 = near(red, d["pos"][1], d["pos"][1] + [0, 0, L1])
+    assert (on_0 | on_1).all(), "red pixels off the two normal arrows"
+    assert on_0.sum() > 5 and on_1.sum() > 5
+    assert near(blue, d["pos"][0] + [0, 0, 0.01], d["pos"][0] + [L0, 0, 0.01]).all(), "blue pixels off the friction arrow"
+    # only open contacts: not one arrow pixel
+    d = contacts([0, 0, 0], [0.0, 0.0, 0.0], np.zeros((3, 3)))
+    img = r.render(BP[:1], BQ[:1], target=TARGET, diagnostics=d)
+    assert not coloured(img, render.NORMAL_COLOUR).any() and not coloured(img, render.FRICTION_COLOUR).any()
+    assert coloured(img, render.STATE_COLOURS[0]).sum() > 50
+
+
+@pytest.mark.parametrize("normal", [[1.0, 0.0, 0.0], [0.6, 0.0, 0.8], [0.0, -0.6, 0.8], [-0.48, 0.36, 0.8]])
+def test_rings_and_arrows_follow_a_tilted_normal(normal):
+    """A contact on a slope or a wall: its ring lies across its normal and its normal arrow along it."""
+    r = renderer(distance=2.0)
+    n = np.asarray(normal)
+    d = contacts([1], [0.5], [[0, 0, 0]], xs=(0.0,))
+    d["pos"] = np.array([[0.0, 0.0, 0.1]])
+    d["normal"] = n[None] * 3.0                 # not unit length: the renderer normalizes it
+    img = r.render(BP[:1], BQ[:1], target=TARGET, diagnostics=d)
+    L = render.IMPULSE_SCALE * 0.5
+    along = [d["pos"][0] + f * L * n for f in (0.3, 0.6, 0.85)]
+    assert (pixels(r, img, along) == u8(render.NORMAL_COLOUR)).all(1).all(), pixels(r, img, along)
+    assert not (pixels(r, img, [d["pos"][0] + (L + 0.05) * n]) == u8(render.NORMAL_COLOUR)).all(1).any()
+    # the ring's mid circle, in the plane across the normal
+    u = np.cross(n, [0.0, 1.0, 0.0] if abs(n[1]) < 0.9 else [1.0, 0.0, 0.0])
+    u /= np.linalg.norm(u)
+    v = np.cross(n, u)
+    a = np.linspace(0, 2 * np.pi, 24, endpoint=False)
+    rad = 0.5 * (render.RING_INNER + render.RING_OUTER)
+    ring = d["pos"][0] + 0.002 * n + rad * (np.cos(a)[:, None] * u + np.sin(a)[:, None] * v)
+    got = pixels(r, img, ring)
+    # seen edge-on, part of the ring is thinner than a pixel; the arrow hides part of it
+    assert (got == u8(render.STATE_COLOURS[1])).all(1).mean() >= 0.5, got
