@@ -6,8 +6,9 @@
 
 (`python3 -m herd.view ... --screenshot PNG` and `python3 -m herd.record ... --screenshot PNG` call the same.)
 The picture is taken once the page says it is fully drawn (herdViewer.drawn: the robot's meshes loaded
-and a frame rendered; with --at, the frame of that time drawn); the page's Server-Sent Events stream
-never holds it up, because the driver waits for the DOM, not for the page's load to end.
+and a frame rendered; with --at, the frame of that time drawn), at full resolution (the page's adaptive
+render scale fixed at 1); the page's Server-Sent Events stream never holds it up, because the driver waits
+for the DOM, not for the page's load to end.
 
 Browser is also what tests/viewer/ drive the page with.
 """
@@ -18,12 +19,28 @@ import sys
 import tempfile
 import time
 
-__all__ = ["Browser", "screenshot", "chromium_path", "chromedriver_path", "main"]
+__all__ = ["Browser", "screenshot", "full_resolution", "chromium_path", "chromedriver_path", "gl_flags", "main"]
 
-FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+FLAGS = ["--headless=new", "--no-sandbox", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--hide-scrollbars", "--mute-audio",
-         "--disable-dev-shm-usage"]
+         "--hide-scrollbars", "--mute-audio", "--disable-dev-shm-usage"]
+
+# WebGL without a GPU.  "mesa": ANGLE on the system's EGL, which on a machine without a GPU is Mesa's llvmpipe
+# (multithreaded, several times faster than SwiftShader on the viewer's page); Chromium's blocklist refuses a
+# software GL driver unless told not to, and where EGL cannot start (no Mesa) Chromium falls back to
+# SwiftShader, which --enable-unsafe-swiftshader allows for WebGL.  "swiftshader": Chromium's own software
+# GL only.  HERD_CHROMIUM_GL chooses; "mesa" by default.
+GL_FLAGS = {
+    "mesa": ["--use-gl=angle", "--use-angle=gl-egl", "--ignore-gpu-blocklist", "--enable-unsafe-swiftshader"],
+    "swiftshader": ["--disable-gpu", "--use-angle=swiftshader", "--enable-unsafe-swiftshader"],
+}
+
+
+def gl_flags(gl=None):
+    gl = gl or os.environ.get("HERD_CHROMIUM_GL") or "mesa"
+    if gl not in GL_FLAGS:
+        raise ValueError("HERD_CHROMIUM_GL / gl: one of %s, not %r" % (", ".join(sorted(GL_FLAGS)), gl))
+    return GL_FLAGS[gl]
 
 
 def chromium_path():
@@ -37,9 +54,10 @@ def chromedriver_path():
 class Browser:
     """Headless Chromium with a width x height viewport and a fresh profile.  evaluate(expr) returns a JS
     expression's value; wait_for(expr) polls it; console_errors lists console.error calls, uncaught
-    exceptions and failed loads the browser logged (level SEVERE), plus the page's own error list."""
+    exceptions and failed loads the browser logged (level SEVERE), plus the page's own error list.
+    gl: the software WebGL, "mesa" or "swiftshader" (gl_flags; default $HERD_CHROMIUM_GL, else "mesa")."""
 
-    def __init__(self, width=800, height=600, timeout=60.0):
+    def __init__(self, width=800, height=600, timeout=60.0, gl=None):
         try:
             from selenium import webdriver
             from selenium.webdriver.chrome.service import Service
@@ -49,7 +67,7 @@ class Browser:
         self.profile = tempfile.mkdtemp(prefix="herd-chromium-")
         opts = webdriver.ChromeOptions()
         opts.binary_location = chromium_path()
-        for f in FLAGS + ["--user-data-dir=" + self.profile, "--window-size=%d,%d" % (width, height)]:
+        for f in FLAGS + gl_flags(gl) + ["--user-data-dir=" + self.profile, "--window-size=%d,%d" % (width, height)]:
             opts.add_argument(f)
         opts.page_load_strategy = "eager"        # the DOM, not the end of loading: an SSE stream never ends
         opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
@@ -84,6 +102,12 @@ class Browser:
                 raise TimeoutError("page never satisfied %s; console errors: %s%s"
                                    % (expr, self.console_errors, "; last error: %s" % last if last else ""))
             time.sleep(0.05)
+
+    def gl_renderer(self):
+        """The WebGL renderer the page gets (e.g. "ANGLE (Mesa/X.org, llvmpipe ...)"), or None without WebGL."""
+        return self.evaluate("(() => { const gl = document.createElement('canvas').getContext('webgl2');"
+                             " if (!gl) return null; const e = gl.getExtension('WEBGL_debug_renderer_info');"
+                             " return gl.getParameter(e ? e.UNMASKED_RENDERER_WEBGL : gl.RENDERER); })()")
 
     def next_frames(self, n=2):
         """Returns after n more animation frames of the page (what was drawn is then on screen)."""
@@ -123,6 +147,16 @@ class Browser:
         self.close()
 
 
+def full_resolution(b, timeout=60.0):
+    """Fixes the page's render scale at 1 (its drawing buffer as large as the canvas on the page, not the
+    adaptive scale it keeps while frames are slow) and returns once a frame has been drawn so; pages written
+    before the render scale existed are left as they are."""
+    if b.evaluate("typeof herdViewer.setRenderScale === 'function'"):
+        b.evaluate("herdViewer.setRenderScale(1)")
+        b.wait_for("(i => i.renderWidth === i.width && i.renderHeight === i.height)(herdViewer.info())"
+                   " && herdViewer.settled()", timeout)
+
+
 def _url(page):
     if "://" in page:
         return page
@@ -144,6 +178,7 @@ def screenshot(page, out, width=960, height=600, at=None, at_step=None, wait=0.0
         t0 = time.monotonic()
         b.goto(_url(page))
         b.wait_for("window.herdViewer && herdViewer.drawn", timeout)
+        full_resolution(b, timeout)
         if at is not None and b.evaluate("herdViewer.mode") == "replay":
             i = b.evaluate("(herdViewer.setPaused(true), Math.max(0, Math.min(herdViewer.replay.nframes - 1, "
                            "Math.round(%r / herdViewer.replay.dt))))" % float(at))
