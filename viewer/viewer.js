@@ -47,13 +47,64 @@ const b64floats = (s) => new Float32Array(b64bytes(s).buffer);
 
 const canvas = $('view');
 // The renderer is made once the number of worlds is known: antialiasing (multisampling, costly in a
-// software GL such as headless Chromium's SwiftShader) for up to 4 worlds; ?aa=1 or ?aa=0 decides.
+// software GL such as headless Chromium's) for up to 4 worlds; ?aa=1 or ?aa=0 decides.  The drawing buffer is
+// not preserved between frames (a preserved one costs a copy of every frame): pictures are taken of the
+// browser's composited page, never read back from the canvas.
 let renderer = null;
 function makeRenderer(nworlds) {
   const q = /[?&]aa=([01])/.exec(location.search);
-  renderer = new THREE.WebGLRenderer({ canvas, antialias: q ? q[1] === '1' : nworlds <= 4, preserveDrawingBuffer: true });
+  renderer = new THREE.WebGLRenderer({ canvas, antialias: q ? q[1] === '1' : nworlds <= 4 });
   renderer.setPixelRatio(1);
 }
+
+// ---- render scale -----------------------------------------------------------------------------------------
+// The canvas fills the window; its drawing buffer is the window's size times the render scale, and the browser
+// stretches it over the window.  Without a GPU most of a frame's cost is per pixel, so by default the scale
+// adapts: now and then the page waits for the GL to finish a draw (a one-pixel read back; the GL runs in another
+// process, so the time of the calls alone says little) and takes the time from the draw's start as the frame's
+// cost; over batches of FRAME_BATCH such samples it lowers the scale while their median is slower than
+// FRAME_SLOW and raises it again while it is faster than FRAME_FAST.  The wait keeps the page from preparing
+// the next frame meanwhile, so every SETTLED_EVERY-th draw is sampled once the scale holds, every
+// MOVING_EVERY-th while it moves (at the start, and after it changed).  The band leaves a 30 frames/s frame
+// room for the browser's compositing and the page's own work.  ?scale=1 (or any value in (0, 1]) fixes the
+// scale instead (full resolution: 1); ?scale=auto is the default.  herd.screenshot fixes it at 1.
+const SCALE_MIN = 0.4, SCALE_UP = 1.12, FRAME_BATCH = 5, MOVING_EVERY = 2, SETTLED_EVERY = 6;
+const FRAME_SLOW = 30, FRAME_FAST = 20, FRAME_TARGET = 22;      // ms: the band kept, the aim when slow
+const rs = { scale: 1, fixed: null, samples: [], frameMs: null, changes: 0, delay: 0, n: 0, every: MOVING_EVERY,
+             px: new Uint8Array(4) };
+{
+  const q = /[?&]scale=([^&#]*)/.exec(location.search);
+  const v = q && q[1] !== 'auto' ? Number(q[1]) : NaN;
+  if (v > 0) rs.fixed = rs.scale = Math.min(1, v);
+}
+
+// One frame's time (ms) measured; every FRAME_BATCH of them decide the scale.
+function frameSample(ms) {
+  if (rs.fixed !== null) return;
+  rs.samples.push(ms);
+  if (rs.samples.length < FRAME_BATCH) return;
+  const s = rs.samples.sort((a, b) => a - b), med = s[s.length >> 1];
+  rs.samples = [];
+  rs.frameMs = med;
+  let next = rs.scale;
+  if (med > FRAME_SLOW) next = rs.scale * Math.max(0.7, Math.sqrt(FRAME_TARGET / med));   // cost ~ pixels
+  else if (med < FRAME_FAST) next = rs.scale * SCALE_UP;
+  next = Math.min(1, Math.max(SCALE_MIN, Math.round(next * 20) / 20));
+  rs.every = next !== rs.scale ? MOVING_EVERY : SETTLED_EVERY;
+  if (next !== rs.scale) { rs.scale = next; rs.changes++; dirty = true; }
+}
+
+api.setRenderScale = (v) => {        // a number in (0, 1]: fixed; null: adaptive
+  rs.fixed = v === null || v === undefined ? null : Math.min(1, Math.max(0.05, Number(v)));
+  if (rs.fixed !== null) rs.scale = rs.fixed;
+  rs.samples = [];
+  rs.every = MOVING_EVERY;
+  dirty = true;
+};
+api.render = () => ({ scale: rs.scale, adaptive: rs.fixed === null, frameMs: rs.frameMs, changes: rs.changes,
+                      width: canvas.width, height: canvas.height });
+// Test hook: every draw takes ms at least (a busy wait), as on a slower machine.
+api.slowDraws = (ms) => { rs.delay = Math.max(0, Number(ms) || 0); };
 const scene3 = new THREE.Scene();
 scene3.background = new THREE.Color(0xdfe7ef);
 const camera = new THREE.PerspectiveCamera(50, 1, 0.05, 200);
@@ -78,8 +129,8 @@ function checkerTexture() {
 }
 
 function terrainMesh(terrain) {
-  const mat = new THREE.MeshLambertMaterial({ map: checkerTexture() });
   if (terrain && terrain.type === 'heightfield') {
+    const mat = new THREE.MeshLambertMaterial({ map: checkerTexture() });
     const nx = terrain.nx, ny = terrain.ny;
     const h = Array.isArray(terrain.heights) ? terrain.heights.flat() : terrain.heights;
     const pos = new Float32Array(nx * ny * 3), uv = new Float32Array(nx * ny * 2);
@@ -100,17 +151,35 @@ function terrainMesh(terrain) {
     g.computeVertexNormals();
     return new THREE.Mesh(g, mat);
   }
-  // the plane: lit the same everywhere, so an unlit material with the lights' effect folded into its colour
-  // (three.js's Lambert: albedo / pi x (hemisphere sky intensity + sun intensity x cos)) looks the same
-  // and costs much less per pixel in a software GL
+  // the plane: lit the same everywhere, so its two colours with the lights' effect folded in (three.js's
+  // Lambert: albedo / pi x (hemisphere sky intensity + sun intensity x cos)) look the same as the lit
+  // texture; the checker is computed per pixel (a texture's mipmaps cost far more in a software GL), fading
+  // to the squares' mean where a pixel spans a square or more, as the texture's mipmaps did
   const size = 400;
   const up = new THREE.Vector3(0, 0, 1), toSun = sun.position.clone().normalize();
   const k = (hemi.intensity + sun.intensity * Math.max(0, up.dot(toSun))) / Math.PI;
-  const flat = new THREE.MeshBasicMaterial({ map: mat.map, color: new THREE.Color(k, k, k) });
-  flat.map.repeat.set(size, size);
-  const m = new THREE.Mesh(new THREE.PlaneGeometry(size, size), flat);
+  const m = new THREE.Mesh(new THREE.PlaneGeometry(size, size), checkerMaterial(k));
   m.position.z = terrain ? terrain.height : 0;
+  m.renderOrder = 1;            // after the robots: their pixels are then not shaded twice
   return m;
+}
+
+// The plane's checker (0.5 m squares, as checkerTexture at one repeat per metre) lit by k, written as sRGB.
+function checkerMaterial(k) {
+  const lit = (rgb) => rgb.map((c) => Math.min(1, k * srgbToLinear(c / 255)));
+  const out = (lin) => new THREE.Vector3(...lin.map((l) => (l <= 0.0031308 ? 12.92 * l : 1.055 * Math.pow(l, 1 / 2.4) - 0.055)));
+  const a = lit([0xc9, 0xcb, 0xc6]), b = lit([0x8e, 0x93, 0x96]);
+  return new THREE.ShaderMaterial({
+    uniforms: { light: { value: out(a) }, dark: { value: out(b) }, mean: { value: out(a.map((v, i) => 0.5 * (v + b[i]))) } },
+    vertexShader: `varying vec2 vXY;
+      void main() { vec4 w = modelMatrix * vec4(position, 1.0); vXY = 2.0 * w.xy; gl_Position = projectionMatrix * viewMatrix * w; }`,
+    fragmentShader: `uniform vec3 light, dark, mean; varying vec2 vXY;
+      void main() {
+        vec2 q = floor(vXY), w = fwidth(vXY);
+        vec3 c = mod(q.x + q.y, 2.0) > 0.5 ? dark : light;
+        gl_FragColor = vec4(mix(c, mean, clamp(2.0 * max(w.x, w.y) - 1.0, 0.0, 1.0)), 1.0);
+      }`,
+  });
 }
 
 // ---- cell terrain tiles (the rules of clients/python/herd/terrain.py) ----------------------------------
@@ -346,18 +415,170 @@ function parseGLB(buf) {
 }
 
 let meshGeoms = null;                       // {body name: geometry} shared by every robot, or null
-const meshMaterial = new THREE.MeshLambertMaterial({ vertexColors: true });
 
-// One robot: a group per body holding its visual meshes and (hidden while those are shown) its
-// collision primitives, and a pool of contact arrows.
+// ---- the robots' visual meshes, batched ---------------------------------------------------------------------
+// A mesh per body and robot would be a draw call each (13 per robot), and in a software GL a draw call costs
+// about as much as a thousand of the meshes' triangles.  So the bodies' meshes are merged into one geometry
+// per robot whose vertices name their body, the bodies' poses of every robot in view go into a float texture
+// (a row per robot, three texels per body: the rows of its 3 x 4 world transform), and one instanced draw
+// call draws all those robots, each instance reading its row.  Robots smaller on the screen are drawn from
+// coarser copies of the geometry (vertex clustering, clusterGeometry), each level in an instanced call of its
+// own: LODS[i] holds the robots whose bounding sphere's radius in the drawing buffer is under px pixels, drawn
+// from clusters of cell m (the level of the smallest px that holds it; cell 0: the meshes themselves).  A
+// cluster is then at most about one pixel wide (the robot reaches about 0.8 m from its base: 0.8 m over 160 px
+// is 5 mm a pixel, under a 2 cm cluster's half).  Robots off the screen are left out.  The collision shapes
+// stay a mesh per primitive.
+const LODS = [{ px: Infinity, cell: 0 }, { px: 160, cell: 0.02 }, { px: 70, cell: 0.04 }], MAX_ROBOTS = 16;
+const batch = { levels: [], tex: null, data: null, nbody: 0, reach: null, counts: [] };
+api.batch = () => ({ counts: batch.counts.slice(), triangles: batch.levels.map((m) => m.geometry.index.count / 3) });
+
+// Vertex clustering: each vertex moved to the mean of the vertices in its cell of a grid of `cell` m
+// (positions, normals and colours averaged), triangles left with fewer than three distinct corners dropped.
+function clusterGeometry(g, cell) {
+  const P = g.attributes.position.array, N = g.attributes.normal.array, C = g.attributes.color;
+  const I = g.index.array, nv = P.length / 3, of = new Int32Array(nv), cells = new Map();
+  const acc = [];
+  for (let v = 0; v < nv; v++) {
+    const key = Math.floor(P[3 * v] / cell) + ',' + Math.floor(P[3 * v + 1] / cell) + ',' + Math.floor(P[3 * v + 2] / cell);
+    let c = cells.get(key);
+    if (c === undefined) { c = acc.length; cells.set(key, c); acc.push(new Float64Array(10)); }
+    const a = acc[c];
+    for (let q = 0; q < 3; q++) { a[q] += P[3 * v + q]; a[3 + q] += N[3 * v + q]; if (C) a[6 + q] += C.array[3 * v + q]; }
+    a[9]++;
+    of[v] = c;
+  }
+  const pos = new Float32Array(3 * acc.length), nrm = new Float32Array(3 * acc.length), col = new Float32Array(3 * acc.length);
+  acc.forEach((a, c) => {
+    const l = Math.hypot(a[3], a[4], a[5]) || 1;
+    for (let q = 0; q < 3; q++) { pos[3 * c + q] = a[q] / a[9]; nrm[3 * c + q] = a[3 + q] / l; col[3 * c + q] = a[6 + q] / a[9]; }
+  });
+  const idx = [];
+  for (let t = 0; t < I.length; t += 3) {
+    const a = of[I[t]], b = of[I[t + 1]], c = of[I[t + 2]];
+    if (a !== b && b !== c && a !== c) idx.push(a, b, c);
+  }
+  const out = new THREE.BufferGeometry();
+  out.setAttribute('position', new THREE.BufferAttribute(pos, 3));
+  out.setAttribute('normal', new THREE.BufferAttribute(nrm, 3));
+  if (C) out.setAttribute('color', new THREE.BufferAttribute(col, 3));
+  out.setIndex(idx);
+  return out;
+}
+
+// The bodies' geometries [[body index, geometry]] as one instanced geometry with a `body` attribute.
+function mergeBodies(parts) {
+  let nv = 0, ni = 0;
+  for (const [, g] of parts) { nv += g.attributes.position.count; ni += g.index.count; }
+  const pos = new Float32Array(3 * nv), nrm = new Float32Array(3 * nv), col = new Float32Array(3 * nv).fill(1);
+  const body = new Float32Array(nv), idx = nv > 65535 ? new Uint32Array(ni) : new Uint16Array(ni);
+  let v0 = 0, i0 = 0;
+  for (const [b, g] of parts) {
+    const n = g.attributes.position.count, I = g.index.array;
+    pos.set(g.attributes.position.array, 3 * v0);
+    nrm.set(g.attributes.normal.array, 3 * v0);
+    if (g.attributes.color) col.set(g.attributes.color.array, 3 * v0);
+    body.fill(b, v0, v0 + n);
+    for (let i = 0; i < I.length; i++) idx[i0 + i] = I[i] + v0;
+    v0 += n;
+    i0 += I.length;
+  }
+  const out = new THREE.InstancedBufferGeometry();
+  out.setAttribute('position', new THREE.BufferAttribute(pos, 3));
+  out.setAttribute('normal', new THREE.BufferAttribute(nrm, 3));
+  out.setAttribute('color', new THREE.BufferAttribute(col, 3));
+  out.setAttribute('body', new THREE.BufferAttribute(body, 1));
+  out.setIndex(new THREE.BufferAttribute(idx, 1));
+  out.instanceCount = 0;
+  return out;
+}
+
+// three.js's Lambert material with each vertex placed by its body's transform, read from the poses texture
+// (row rowBase + the instance's number).
+function batchMaterial(rowBase) {
+  const m = new THREE.MeshLambertMaterial({ vertexColors: true });
+  m.onBeforeCompile = (sh) => {
+    sh.uniforms.bodyPoses = { value: batch.tex };
+    sh.uniforms.rowBase = { value: rowBase };
+    sh.vertexShader = sh.vertexShader
+      .replace('#include <common>', '#include <common>\nuniform highp sampler2D bodyPoses;\nuniform int rowBase;\nattribute float body;')
+      .replace('#include <beginnormal_vertex>', `
+        int bx = 3 * int(body + 0.5), by = rowBase + gl_InstanceID;
+        mat4 bodyM = transpose(mat4(texelFetch(bodyPoses, ivec2(bx, by), 0), texelFetch(bodyPoses, ivec2(bx + 1, by), 0),
+                                    texelFetch(bodyPoses, ivec2(bx + 2, by), 0), vec4(0.0, 0.0, 0.0, 1.0)));
+        vec3 objectNormal = mat3(bodyM) * normal;`)
+      .replace('#include <begin_vertex>', 'vec3 transformed = (bodyM * vec4(position, 1.0)).xyz;');
+  };
+  m.customProgramCacheKey = () => 'herd-robot-batch';
+  return m;
+}
+
+// Builds the batch for the scene's bodies (when the visual meshes are loaded).
+function makeBatch(scene) {
+  const parts = [];
+  scene.bodies.forEach((b, i) => { if (meshGeoms && meshGeoms[b.name]) parts.push([i, meshGeoms[b.name]]); });
+  if (!parts.length) return;
+  const nb = scene.bodies.length;
+  batch.nbody = nb;
+  batch.data = new Float32Array(4 * 3 * nb * LODS.length * MAX_ROBOTS);
+  batch.tex = new THREE.DataTexture(batch.data, 3 * nb, LODS.length * MAX_ROBOTS, THREE.RGBAFormat, THREE.FloatType);
+  batch.tex.needsUpdate = true;
+  // how far a body's mesh reaches from its body's origin
+  batch.reach = new Float32Array(nb);
+  for (const [b, g] of parts) {
+    const P = g.attributes.position.array;
+    for (let v = 0; v < P.length; v += 3) batch.reach[b] = Math.max(batch.reach[b], Math.hypot(P[v], P[v + 1], P[v + 2]));
+  }
+  const mesh = (geo, rowBase) => {
+    const m = new THREE.Mesh(geo, batchMaterial(rowBase));
+    m.frustumCulled = false;           // culled per robot in updateBatch
+    m.visible = false;
+    scene3.add(m);
+    return m;
+  };
+  batch.levels = LODS.map((l, i) => mesh(mergeBodies(l.cell ? parts.map(([b, g]) => [b, clusterGeometry(g, l.cell)]) : parts),
+                                        i * MAX_ROBOTS));
+  batch.counts = LODS.map(() => 0);
+}
+
+const frustum = new THREE.Frustum(), projView = new THREE.Matrix4(), sphere = new THREE.Sphere();
+
+// Before a draw: the robots in view, each into its level's instanced call, their bodies' poses into the
+// texture.
+function updateBatch() {
+  if (!batch.levels.length) return;
+  const counts = LODS.map(() => 0), nb = batch.nbody, D = batch.data;
+  if (!st.collision && st.frame) {
+    frustum.setFromProjectionMatrix(projView.multiplyMatrices(camera.projectionMatrix, camera.matrixWorldInverse));
+    const pxPerRadian = canvas.height / (2 * Math.tan(THREE.MathUtils.degToRad(camera.fov) / 2));
+    for (const r of st.robots) {
+      if (!r.root.visible) continue;
+      const c = r.bodies[0].position;
+      let R = 0;
+      for (let b = 0; b < nb; b++) R = Math.max(R, r.bodies[b].position.distanceTo(c) + batch.reach[b]);
+      if (!frustum.intersectsSphere(sphere.set(c, R))) continue;
+      const d = camera.position.distanceTo(c), px = d > R ? R / d * pxPerRadian : Infinity;
+      let l = 0;
+      while (l + 1 < LODS.length && px < LODS[l + 1].px) l++;
+      let o = 4 * 3 * nb * (l * MAX_ROBOTS + counts[l]++);
+      for (let b = 0; b < nb; b++, o += 12) {
+        const { x, y, z, w } = r.bodies[b].quaternion, p = r.bodies[b].position;
+        D[o] = 1 - 2 * (y * y + z * z); D[o + 1] = 2 * (x * y - z * w); D[o + 2] = 2 * (x * z + y * w); D[o + 3] = p.x;
+        D[o + 4] = 2 * (x * y + z * w); D[o + 5] = 1 - 2 * (x * x + z * z); D[o + 6] = 2 * (y * z - x * w); D[o + 7] = p.y;
+        D[o + 8] = 2 * (x * z - y * w); D[o + 9] = 2 * (y * z + x * w); D[o + 10] = 1 - 2 * (x * x + y * y); D[o + 11] = p.z;
+      }
+    }
+    batch.tex.needsUpdate = true;
+  }
+  batch.levels.forEach((m, i) => { m.geometry.instanceCount = counts[i]; m.visible = counts[i] > 0; });
+  batch.counts = counts;
+}
+
+// One robot: a group per body holding (hidden while the batched visual meshes are shown) its collision
+// primitives, and a pool of contact arrows.
 function makeRobot(scene, maxContacts) {
   const root = new THREE.Group();
   const bodies = scene.bodies.map(() => { const b = new THREE.Group(); root.add(b); return b; });
-  const visual = [], collision = [];
-  scene.bodies.forEach((b, i) => {
-    const geo = meshGeoms && meshGeoms[b.name];
-    if (geo) { const m = new THREE.Mesh(geo, meshMaterial); bodies[i].add(m); visual.push(m); }
-  });
+  const collision = [];
   for (const g of scene.geoms) {
     const m = primitive(g);
     if (m) { bodies[g.body].add(m); collision.push({ mesh: m, body: g.body }); }
@@ -373,14 +594,13 @@ function makeRobot(scene, maxContacts) {
     arrows.push(a);
   }
   scene3.add(root);
-  const robot = { root, bodies, arrows, visual, collision, diag: makeDiagnostics(root, maxContacts, bodies.length) };
+  const robot = { root, bodies, arrows, collision, diag: makeDiagnostics(root, maxContacts, bodies.length) };
   showShapes(robot);
   return robot;
 }
 
 function showShapes(r) {
   dirty = true;
-  for (const m of r.visual) m.visible = !st.collision;
   for (const c of r.collision) c.mesh.visible = st.collision || c.visualToo;
 }
 
@@ -399,6 +619,7 @@ function setup(scene, worlds, title) {
   st.maxContacts = scene.max_contacts || 0;
   st.worlds = worlds.slice(0, 16);
   st.robots = st.worlds.map(() => makeRobot(scene, st.maxContacts));
+  makeBatch(scene);
   st.cells = !!(scene.terrain && scene.terrain.type === 'cells');
   const ground = terrainMesh(st.cells ? { type: 'plane', height: scene.terrain.height } : scene.terrain);
   scene3.add(ground);
@@ -621,11 +842,15 @@ api.fallbackShown = (j = st.focus) => st.robots[j].diag.fallback.visible;
 
 // ---- camera and drawing ---------------------------------------------------------------------------------
 
+// The drawing buffer's size: the canvas's on the page times the render scale.
+const bufferSize = () => [Math.max(1, Math.round(canvas.clientWidth * rs.scale)),
+                          Math.max(1, Math.round(canvas.clientHeight * rs.scale))];
+
 function resize() {
-  const w = canvas.clientWidth, h = canvas.clientHeight;
+  const [w, h] = bufferSize();
   if (canvas.width !== w || canvas.height !== h) {
     renderer.setSize(w, h, false);
-    camera.aspect = w / h;
+    camera.aspect = canvas.clientWidth / Math.max(1, canvas.clientHeight);
     camera.updateProjectionMatrix();
   }
 }
@@ -648,16 +873,25 @@ let dirty = true;
 const touch = () => { dirty = true; };
 
 function drawIfNeeded() {
-  const w = canvas.clientWidth, h = canvas.clientHeight;
-  if (dirty || canvas.width !== w || canvas.height !== h) draw();
+  const [w, h] = bufferSize();
+  if (dirty || canvas.width !== w || canvas.height !== h) draw(true);
 }
 
-function draw() {
+// sample: may be one of the draws whose cost the adaptive render scale measures
+function draw(sample = false) {
+  const t0 = performance.now();
   dirty = false;
   api.draws++;
   resize();
   placeCamera();
+  updateBatch();
   renderer.render(scene3, camera);
+  if (rs.delay > 0) while (performance.now() - t0 < rs.delay);
+  if (sample && rs.fixed === null && ++rs.n % rs.every === 0) {
+    const gl = renderer.getContext();
+    gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.UNSIGNED_BYTE, rs.px);
+    frameSample(performance.now() - t0);
+  }
   if (st.frame) api.drawnStep = st.frame.step;
   // on a cell terrain, drawn once the tiles around the followed robot are in place too
   const tilesIn = !st.cells || !tiles.fetch || (tiles.center !== null && tiles.pending.size === 0);
@@ -668,11 +902,14 @@ function draw() {
   }
 }
 
-// Test hook: where the focused world's base is, in the world and on the canvas (pixels, origin top left).
+// Test hook: where the focused world's base is, in the world and on the canvas (pixels of the page, origin top
+// left; width and height are the canvas's on the page, renderWidth and renderHeight its drawing buffer's).
 api.info = () => {
   const b = basePosition(st.focus);
   const out = { step: st.frame ? st.frame.step : null, focus: st.focus, world: st.worlds[st.focus],
-                follow: st.follow, paused: st.paused, frames: api.frames, width: canvas.width, height: canvas.height,
+                follow: st.follow, paused: st.paused, frames: api.frames,
+                width: canvas.clientWidth, height: canvas.clientHeight, renderWidth: canvas.width,
+                renderHeight: canvas.height, renderScale: rs.scale,
                 // the shown frame was made after its source paused (a live source; a replay's frames never are)
                 framePaused: !!(st.frame && st.frame.paused),
                 camera: { position: camera.position.toArray(), target: st.target.toArray(), fov: camera.fov,
@@ -680,7 +917,7 @@ api.info = () => {
   if (b) {
     out.base = b.toArray();
     const p = b.clone().project(camera);
-    out.pixel = [(p.x + 1) / 2 * canvas.width, (1 - p.y) / 2 * canvas.height];
+    out.pixel = [(p.x + 1) / 2 * canvas.clientWidth, (1 - p.y) / 2 * canvas.clientHeight];
   }
   return out;
 };
@@ -693,6 +930,14 @@ api.drawCost = (n = 20) => {
   return (performance.now() - t0) / n;
 };
 api.setFollow = (on) => { $('follow').checked = on; st.follow = on; touch(); };
+// Test hook: the orbit camera's target [x, y, z], distance (m), azimuth and elevation (rad); those given.
+api.setView = ({ target, dist, az, el }) => {
+  if (target) st.target.set(target[0], target[1], target[2]);
+  if (dist !== undefined) st.dist = dist;
+  if (az !== undefined) st.az = az;
+  if (el !== undefined) st.el = el;
+  touch();
+};
 
 // ---- controls -------------------------------------------------------------------------------------------
 
