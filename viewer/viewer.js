@@ -347,9 +347,11 @@ api.terrainHeight = (x, y) => {
   return hit ? hit.point.z : null;
 };
 api.tilesPending = () => tiles.pending.size;
-// Test hook: the canvas shows the current state: nothing waits to be drawn, and on a cell terrain the tiles
-// around the camera's target (the followed robot) are fetched and drawn.
+// Test hook: the canvas and the side panel show the current state (the panel brought up to date now): nothing
+// waits to be drawn, and on a cell terrain the tiles around the camera's target (the followed robot) are
+// fetched and drawn.
 api.settled = () => {
+  if (panel.shown !== st.frame) showPanels(true);      // the side panel too, without waiting for its turn
   if (dirty || tiles.pending.size) return false;
   if (!st.cells || !tiles.fetch) return true;
   return tiles.center === tileOf(tiles.terrain, st.target.x, st.target.y).join(',');
@@ -586,11 +588,10 @@ function makeRobot(scene, maxContacts) {
   const withMesh = new Set(scene.bodies.map((b, i) => (meshGeoms && meshGeoms[b.name] ? i : -1)));
   // a body without a visual mesh keeps its primitives in the visual view
   for (const c of collision) c.visualToo = !withMesh.has(c.body);
-  const arrows = [];
+  const arrows = [];                   // drawn by the marks' batch (updateMarks), not in the scene
   for (let i = 0; i < maxContacts; i++) {
     const a = new THREE.ArrowHelper(new THREE.Vector3(0, 0, 1), new THREE.Vector3(), 0.1, 0xe8262b, 0.05, 0.03);
     a.visible = false;
-    root.add(a);
     arrows.push(a);
   }
   scene3.add(root);
@@ -620,6 +621,7 @@ function setup(scene, worlds, title) {
   st.worlds = worlds.slice(0, 16);
   st.robots = st.worlds.map(() => makeRobot(scene, st.maxContacts));
   makeBatch(scene);
+  makeMarks(st.robots.length, st.maxContacts);
   st.cells = !!(scene.terrain && scene.terrain.type === 'cells');
   const ground = terrainMesh(st.cells ? { type: 'plane', height: scene.terrain.height } : scene.terrain);
   scene3.add(ground);
@@ -671,8 +673,27 @@ function applyFrame(f) {
     });
     applyDiagnostics(r, f, j, o);
   });
-  showTerms(f);
-  showContactPanel(f);
+  showPanels();
+}
+
+// The side panel's tables follow the frames at most every PANEL_MS (their text changing every frame would
+// cost the page a layout per frame, for numbers nobody reads at 50 a second); the last frame's values are
+// shown PANEL_MS after it at the latest (now: at once).
+const PANEL_MS = 200;
+const panel = { at: -Infinity, timer: null, shown: null };
+function showPanels(now = false) {
+  const wait = PANEL_MS - (performance.now() - panel.at);
+  if (wait > 0 && !now) {
+    if (!panel.timer) panel.timer = setTimeout(() => { panel.timer = null; showPanels(); }, wait);
+    return;
+  }
+  clearTimeout(panel.timer);
+  panel.timer = null;
+  panel.at = performance.now();
+  panel.shown = st.frame;
+  if (!st.frame) return;
+  showTerms(st.frame);
+  showContactPanel(st.frame);
 }
 
 function showTerms(f) {
@@ -724,10 +745,9 @@ const zAxis = new THREE.Vector3(0, 0, 1);
 function makeDiagnostics(root, maxContacts, nbody) {
   const d = { rings: [], friction: [], limits: [], fallback: new THREE.Mesh(fallbackGeometry, fallbackMaterial) };
   for (let i = 0; i < maxContacts; i++) {
-    const ring = new THREE.Mesh(ringGeometry, stateMaterials[0]);
+    const ring = new THREE.Mesh(ringGeometry, stateMaterials[0]);       // drawn by the marks' batch
     const arrow = new THREE.ArrowHelper(zAxis, new THREE.Vector3(), 0.1, FRICTION_COLOUR, 0.04, 0.025);
     ring.visible = arrow.visible = false;
-    root.add(ring, arrow);
     d.rings.push(ring);
     d.friction.push(arrow);
   }
@@ -741,6 +761,76 @@ function makeDiagnostics(root, maxContacts, nbody) {
   d.fallback.visible = false;
   root.add(d.fallback);
   return d;
+}
+
+// ---- the contact marks, batched ----------------------------------------------------------------------------
+// Each robot's contact arrows and rings are objects of their own (their poses, colours and visibility set per
+// frame below), but as a draw call each they would cost more than the robots: they are drawn instead by three
+// calls for all robots, an instanced mesh of the arrows' cones and one of the rings (each instance in its
+// object's colour), and one set of line segments for the arrows' shafts.  The joint-limit balls and fallback
+// marks (rare) stay meshes in the scene.
+const marks = { cones: null, rings: null, shafts: null };
+const _p0 = new THREE.Vector3(), _p1 = new THREE.Vector3();
+
+function makeMarks(nrobots, maxContacts) {
+  const n = Math.max(1, nrobots * maxContacts);
+  const inst = (geo, mat, count) => {
+    const m = new THREE.InstancedMesh(geo, mat, count);
+    m.setColorAt(0, new THREE.Color(1, 1, 1));        // the instance colours exist before the first draw
+    m.count = 0;
+    m.frustumCulled = false;
+    scene3.add(m);
+    return m;
+  };
+  // the ArrowHelper's cone: a five-sided cone of unit height and diameter, its tip at the origin's +y
+  marks.cones = inst(new THREE.CylinderGeometry(0, 0.5, 1, 5, 1).translate(0, -0.5, 0), new THREE.MeshBasicMaterial(), 2 * n);
+  const s = stateMaterials[0];
+  marks.rings = inst(ringGeometry, new THREE.MeshBasicMaterial({ side: s.side, polygonOffset: true,
+    polygonOffsetFactor: s.polygonOffsetFactor, polygonOffsetUnits: s.polygonOffsetUnits }), n);
+  const g = new THREE.BufferGeometry();
+  g.setAttribute('position', new THREE.BufferAttribute(new Float32Array(2 * 2 * n * 3), 3));
+  g.setAttribute('color', new THREE.BufferAttribute(new Float32Array(2 * 2 * n * 3), 3));
+  g.setDrawRange(0, 0);
+  marks.shafts = new THREE.LineSegments(g, new THREE.LineBasicMaterial({ vertexColors: true }));
+  marks.shafts.frustumCulled = false;
+  scene3.add(marks.shafts);
+}
+
+// Before a draw: the visible arrows and rings of the shown robots into the batch.
+function updateMarks() {
+  if (!marks.cones) return;
+  let nc = 0, nr = 0, ns = 0;
+  const P = marks.shafts.geometry.attributes.position, C = marks.shafts.geometry.attributes.color;
+  const arrow = (a) => {
+    a.updateMatrixWorld(true);
+    marks.cones.setMatrixAt(nc, a.cone.matrixWorld);
+    marks.cones.setColorAt(nc++, a.cone.material.color);
+    _p0.set(0, 0, 0).applyMatrix4(a.line.matrixWorld);
+    _p1.set(0, 1, 0).applyMatrix4(a.line.matrixWorld);
+    const c = a.line.material.color;
+    P.setXYZ(2 * ns, _p0.x, _p0.y, _p0.z); P.setXYZ(2 * ns + 1, _p1.x, _p1.y, _p1.z);
+    C.setXYZ(2 * ns, c.r, c.g, c.b); C.setXYZ(2 * ns + 1, c.r, c.g, c.b);
+    ns++;
+  };
+  for (const r of st.robots) {
+    if (!r.root.visible) continue;
+    for (const a of r.arrows) if (a.visible) arrow(a);
+    for (const a of r.diag.friction) if (a.visible) arrow(a);
+    for (const ring of r.diag.rings) {
+      if (!ring.visible) continue;
+      ring.updateMatrix();
+      marks.rings.setMatrixAt(nr, ring.matrix);
+      marks.rings.setColorAt(nr++, ring.material.color);
+    }
+  }
+  for (const m of [marks.cones, marks.rings]) m.instanceMatrix.needsUpdate = m.instanceColor.needsUpdate = true;
+  marks.cones.count = nc;
+  marks.rings.count = nr;
+  marks.cones.visible = nc > 0;
+  marks.rings.visible = nr > 0;
+  P.needsUpdate = C.needsUpdate = true;
+  marks.shafts.geometry.setDrawRange(0, 2 * ns);
+  marks.shafts.visible = ns > 0;
 }
 
 // Robot r (world j of frame f, drawn at offset o): its rings, friction arrows, limit balls and fallback mark.
@@ -885,6 +975,7 @@ function draw(sample = false) {
   resize();
   placeCamera();
   updateBatch();
+  updateMarks();
   renderer.render(scene3, camera);
   if (rs.delay > 0) while (performance.now() - t0 < rs.delay);
   if (sample && rs.fixed === null && ++rs.n % rs.every === 0) {
@@ -1055,6 +1146,7 @@ async function startLive() {
     },
   };
   const arrivals = [];          // arrival times of the frames of the last second
+  let statusAt = -Infinity;
   const es = new EventSource('events');
   // frames are applied at the next animation frame, the newest only: a page drawing slower than frames
   // arrive does not pose the robots of frames nobody sees
@@ -1066,8 +1158,11 @@ async function startLive() {
     const now = performance.now();
     arrivals.push(now);
     while (arrivals[0] < now - 1000) arrivals.shift();
-    $('status').textContent = (f.step === null ? 'frame ' + api.frames : 'step ' + f.step) + ' · ' +
-                              arrivals.length + ' frames/s' + (f.paused ? ' · paused' : '');
+    if (now - statusAt >= PANEL_MS) {        // as the side panel: not a layout per frame
+      statusAt = now;
+      $('status').textContent = (f.step === null ? 'frame ' + api.frames : 'step ' + f.step) + ' · ' +
+                                arrivals.length + ' frames/s' + (f.paused ? ' · paused' : '');
+    }
     if (f.paused !== st.paused && now - pausedAt > 500) setPausedRemote(f.paused);
     api.ready = true;
   };
