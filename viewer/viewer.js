@@ -65,8 +65,8 @@ function makeRenderer(nworlds) {
 // cost; over batches of FRAME_BATCH such samples it lowers the scale while their median is slower than
 // FRAME_SLOW and raises it again while it is faster than FRAME_FAST.  The wait keeps the page from preparing
 // the next frame meanwhile, so every SETTLED_EVERY-th draw is sampled once the scale holds, every
-// MOVING_EVERY-th while it moves (at the start, and after it changed).  The band leaves a 30 frames/s frame
-// room for the browser's compositing and the page's own work.  ?scale=1 (or any value in (0, 1]) fixes the
+// MOVING_EVERY-th while it moves (at the start, and after it changed).  The band leaves room in a frame of
+// 30 frames/s (33 ms) for the browser's compositing and the page's own work.  ?scale=1 (or any value in (0, 1]) fixes the
 // scale instead (full resolution: 1); ?scale=auto is the default.  herd.screenshot fixes it at 1.
 const SCALE_MIN = 0.4, SCALE_UP = 1.12, FRAME_BATCH = 5, MOVING_EVERY = 2, SETTLED_EVERY = 6;
 const FRAME_SLOW = 30, FRAME_FAST = 20, FRAME_TARGET = 22;      // ms: the band kept, the aim when slow
@@ -419,8 +419,8 @@ function parseGLB(buf) {
 let meshGeoms = null;                       // {body name: geometry} shared by every robot, or null
 
 // ---- the robots' visual meshes, batched ---------------------------------------------------------------------
-// A mesh per body and robot would be a draw call each (13 per robot), and in a software GL a draw call costs
-// about as much as a thousand of the meshes' triangles.  So the bodies' meshes are merged into one geometry
+// A mesh per body and robot would be a draw call each (13 per robot), and in a software GL each draw call has
+// a cost of its own, on top of its triangles' and pixels'.  So the bodies' meshes are merged into one geometry
 // per robot whose vertices name their body, the bodies' poses of every robot in view go into a float texture
 // (a row per robot, three texels per body: the rows of its 3 x 4 world transform), and one instanced draw
 // call draws all those robots, each instance reading its row.  Robots smaller on the screen are drawn from
