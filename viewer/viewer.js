@@ -60,7 +60,7 @@ function makeRenderer(nworlds) {
 // ---- render scale -----------------------------------------------------------------------------------------
 // The canvas fills the window; its drawing buffer is the window's size times the render scale, and the browser
 // stretches it over the window.  Without a GPU most of a frame's cost is per pixel, so by default the scale
-// adapts: now and then the page waits for the GL to finish a draw (a one-pixel read back; the GL runs in another
+// adapts: on some draws the page waits for the GL to finish (reading one pixel of the canvas; the GL runs in another
 // process, so the time of the calls alone says little) and takes the time from the draw's start as the frame's
 // cost; over batches of FRAME_BATCH such samples it lowers the scale while their median is slower than
 // FRAME_SLOW and raises it again while it is faster than FRAME_FAST.  The wait keeps the page from preparing
