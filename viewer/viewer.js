@@ -102,7 +102,7 @@ api.setRenderScale = (v) => {        // a number in (0, 1]: fixed; null: adaptiv
   dirty = true;
 };
 api.render = () => ({ scale: rs.scale, adaptive: rs.fixed === null, frameMs: rs.frameMs, changes: rs.changes,
-                      width: canvas.width, height: canvas.height });
+                      width: canvas.width, height: canvas.height, band: [FRAME_FAST, FRAME_SLOW] });
 // Test hook: every draw takes ms at least (a busy wait), as on a slower machine.
 api.slowDraws = (ms) => { rs.delay = Math.max(0, Number(ms) || 0); };
 const scene3 = new THREE.Scene();

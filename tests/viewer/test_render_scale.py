@@ -1,7 +1,8 @@
 """The page's render scale in a real browser (headless Chromium, tests/viewer/browser.py) on a live page of
 `herd.view`: by default the drawing buffer shrinks while frames are slow (here made slow by the page's
 slowDraws test hook: every draw busy-waits) and the picture stays right (the base's colour at the pixel its
-pose projects to, the feet dark where the shanks' poses put them), it grows again once frames are fast, and
+pose projects to, the feet dark where the shanks' poses put them), it grows again once frames are fast (when
+the page measures them fast: on a busy machine even a small scene's frames may not be), and
 ?scale=1 (or herd.screenshot's full_resolution) keeps the full resolution however slow the frames are.
 The robots' batched, level-of-detail meshes: every robot in view is drawn, and none twice.
 
@@ -76,9 +77,22 @@ def test_adaptive_scale_follows_the_frame_time(live):
         with src._io:                                   # the viewer's thread shares the session's socket
             poses = src.envs.poses(src._ids)
         check_foot(img, poses, info)
-        # fast again: the scale comes back up
+        # fast again: the scale comes back up, unless this machine is too busy for frames the page calls fast
+        # (every decision's median frame at or over the band's low end, as the page saw them)
         b.evaluate("herdViewer.slowDraws(0); herdViewer.setPaused(false)")
-        wait_scale(b, lambda s: s > 0.4 + 1e-9, 90, "fast draws")
+        deadline, seen = time.monotonic() + 60, set()
+        while True:
+            r = b.evaluate("herdViewer.render()")
+            if r["scale"] > 0.4 + 1e-9:
+                break
+            if r["frameMs"] < SLOW_MS:
+                seen.add(r["frameMs"])
+            if time.monotonic() > deadline:
+                assert seen and min(seen) >= r["band"][0], \
+                    "the scale stayed at 0.4 though frames took %s ms (band %s)" % (sorted(seen), r["band"])
+                print("render scale: frames stayed slow here (%s ms): the scale rightly stayed" % sorted(seen))
+                break
+            time.sleep(0.1)
         # screenshots fix it at full resolution, slow or not
         b.evaluate("herdViewer.slowDraws(%d)" % SLOW_MS)
         full_resolution(b)
