@@ -28,6 +28,7 @@ PKGS=(
   python3-yaml                             # test: the Kubernetes manifest checks
   buildah debootstrap                      # the container test builds and runs the image
   chromium chromium-driver python3-selenium   # test: the viewer in headless Chromium (Selenium); herd.screenshot
+  libegl1 libgl1-mesa-dri                     # Mesa's EGL and llvmpipe: headless Chromium's WebGL without a GPU
   ffmpeg python3-pil python3-imageio          # replays as MP4 / GIF (herd.video)
   clang-14 libclang-rt-14-dev              # test: libFuzzer + ASan/UBSan runtimes (make fuzz, fuzz/run.sh)
 )
