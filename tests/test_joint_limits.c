@@ -64,6 +64,16 @@ static void drive(const sim_model *m, sim_data *d, const double *q0, const int *
     for (int i = 0; i < nhaa; i++) d->tau[m->body[haa[i]].dof] = tau[i];
 }
 
+/* The scene of the HAA tests: the standing pose at base height 0.62 m (q0, the PD's target), the four HAA joints
+ * and their torques: LF and LH into their upper limits (0.49), RF and RH into their lower (-0.49). */
+static void haa_scene(const sim_model *m, sim_data *d, double *q0, int haa[4], double tau[4])
+{
+    stand(m, d, 0.62);
+    memcpy(q0, d->q, sizeof(double) * (size_t)m->nq);
+    static const char *const names[4] = {"LF_HAA", "RF_HAA", "LH_HAA", "RH_HAA"};
+    for (int i = 0; i < 4; i++) haa[i] = joint(m, names[i]), tau[i] = i % 2 ? -80 : 80;
+}
+
 /* HAA joints driven by +-80 N·m into their limits: the limits hold within TOL_LIMIT at every step, and each joint
  * ends at its limit. */
 static void limit_holds(int fixed_base)
@@ -75,12 +85,9 @@ static void limit_holds(int fixed_base)
         m->opt.solver = s;
         sim_data *d = sim_data_new(m);
         cr_assert_not_null(d);
-        stand(m, d, 0.62);
-        double q0[SIM_MAX_DOF + 1];
-        memcpy(q0, d->q, sizeof(double) * (size_t)m->nq);
-        /* LF and LH into their upper limits (0.49), RF and RH into their lower (-0.49) */
-        const int haa[4] = {joint(m, "LF_HAA"), joint(m, "RF_HAA"), joint(m, "LH_HAA"), joint(m, "RH_HAA")};
-        const double tau[4] = {80, -80, 80, -80};
+        double q0[SIM_MAX_DOF + 1], tau[4];
+        int haa[4];
+        haa_scene(m, d, q0, haa, tau);
         double worst = 0;
         int active = 0;
         for (int t = 0; t < 600; t++) {
@@ -121,11 +128,9 @@ Test(joint_limits, eliminated_limits_meet_coulomb_in_fewer_sweeps, .timeout = 12
     sim_model *m = load(0);
     sim_data *d = sim_data_new(m);
     cr_assert_not_null(d);
-    stand(m, d, 0.62);
-    double q0[SIM_MAX_DOF + 1];
-    memcpy(q0, d->q, sizeof(double) * (size_t)m->nq);
-    const int haa[4] = {joint(m, "LF_HAA"), joint(m, "RF_HAA"), joint(m, "LH_HAA"), joint(m, "RH_HAA")};
-    const double tau[4] = {80, -80, 80, -80};
+    double q0[SIM_MAX_DOF + 1], tau[4];
+    int haa[4];
+    haa_scene(m, d, q0, haa, tau);
     long sweeps[2] = {0, 0};
     int problems = 0, fewer = 0;
     for (int t = 0; t < 300; t++) {
