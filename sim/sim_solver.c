@@ -824,39 +824,6 @@ static inline int block_is_limit(int N, const double *G, int i, double mu)
     return !sim_block_is_box(mu) && mu < SIM_MU_FRICTIONLESS && Gi[0] == 0 && Gi[N + 1] == 0 && Gi[2 * N + 2] > 0;
 }
 
-/* Cholesky factor of the k x k matrix A (row-major, overwritten by L); 0 when not positive definite. */
-static int chol_factor(int k, double *A)
-{
-    for (int j = 0; j < k; j++) {
-        double d = A[j * k + j];
-        for (int m = 0; m < j; m++) d -= A[j * k + m] * A[j * k + m];
-        if (!(d > 1e-14 * A[j * k + j]) || !(d > 0)) return 0;
-        d = sqrt(d);
-        A[j * k + j] = d;
-        for (int i = j + 1; i < k; i++) {
-            double s = A[i * k + j];
-            for (int m = 0; m < j; m++) s -= A[i * k + m] * A[j * k + m];
-            A[i * k + j] = s / d;
-        }
-    }
-    return 1;
-}
-
-/* x <- A^-1 x with A = L L^T from chol_factor. */
-static void chol_solve(int k, const double *L, double *x)
-{
-    for (int i = 0; i < k; i++) {
-        double s = x[i];
-        for (int m = 0; m < i; m++) s -= L[i * k + m] * x[m];
-        x[i] = s / L[i * k + i];
-    }
-    for (int i = k - 1; i >= 0; i--) {
-        double s = x[i];
-        for (int m = i + 1; m < k; m++) s -= L[m * k + i] * x[m];
-        x[i] = s / L[i * k + i];
-    }
-}
-
 /* One round on the active set act[0..k-1] (limit blocks): the reduced problem on the nc blocks cb[], solved by
  * `blocks` from lambda's current values, then lambda_A; the cb blocks' rows of v are set (their velocities in the
  * reduced problem are those of the whole one), the limits' rows are not.  Returns the reduced solve's code, or -1
@@ -874,16 +841,19 @@ static int limits_round(sim_solver_sweeps_fn blocks, int n, const double *G, con
         for (int a = 0; a < 3; a++) row[3 * b + a] = 3 * cb[b] + a;
         mur[b] = mu[cb[b]];
     }
-    for (int x = 0; x < k; x++)
+    double dmax = 0;
+    for (int x = 0; x < k; x++) {
         for (int y = 0; y < k; y++) L[x * k + y] = G[(size_t)(3 * act[x] + 2) * N + 3 * act[y] + 2];
-    if (!chol_factor(k, L)) return -1;
+        dmax = fmax(dmax, L[x * k + x]);
+    }
+    if (k > 0 && !(sim_chol_dense(L, k) > 1e-14 * dmax)) return -1; /* dependent limit rows */
     /* W = G_AA^-1 G_AC (column by column of G_AC), wc = G_AA^-1 c_A */
     for (int x = 0; x < k; x++) wc[x] = c[3 * act[x] + 2];
-    if (k > 0) chol_solve(k, L, wc);
+    if (k > 0) sim_chol_solve(L, k, wc);
     for (int q = 0; q < M; q++) {
         double col[ELIM_MAX_LIMITS];
         for (int x = 0; x < k; x++) col[x] = G[(size_t)(3 * act[x] + 2) * N + row[q]];
-        if (k > 0) chol_solve(k, L, col);
+        if (k > 0) sim_chol_solve(L, k, col);
         for (int x = 0; x < k; x++) W[x * M + q] = col[x];
     }
     for (int a = 0; a < M; a++) {

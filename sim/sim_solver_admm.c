@@ -121,7 +121,7 @@ static inline double dot4(const double *a, const double *b, int L)
  * the strict upper triangle its mirror (row j of the upper part = column j of L) and the diagonal the
  * reciprocals 1 / L_jj (what chol_solve multiplies by).  Returns the smallest pivot L_jj^2, or 0 if A is not
  * numerically positive definite. */
-static double chol_dense(double *A, int N)
+double sim_chol_dense(double *A, int N)
 {
     double pmin = INFINITY;
     for (int j = 0; j < N; j++) {
@@ -145,7 +145,7 @@ static double chol_dense(double *A, int N)
  * subtracted from every remaining entry (forward: column j of L = row j of the mirrored upper part; backward:
  * column i of L^T = row i of L), so each sweep reads contiguous rows and its updates are independent of each
  * other (they vectorise; no chain of dependent sums or divisions per row). */
-static void chol_solve(const double *L, int N, double *x)
+void sim_chol_solve(const double *L, int N, double *x)
 {
     for (int j = 0; j < N; j++) {
         const double *Uj = L + (size_t)j * N;
@@ -167,7 +167,7 @@ static int factor_shifted(const double *G, int N, double rho, double *L)
 {
     memcpy(L, G, sizeof(double) * (size_t)N * N);
     for (int i = 0; i < N; i++) L[(size_t)i * N + i] += rho;
-    return chol_dense(L, N) > 0 ? 0 : -1;
+    return sim_chol_dense(L, N) > 0 ? 0 : -1;
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -456,7 +456,7 @@ static void shift_solve(const admm_shift *sh, double rho, double *x)
 {
     if (sh->at) tree_solve(sh->at, rho, x);
     else if (sh->use_inv) inv_apply((const inv_v4 (*)[INV_V])sh->inv, sh->N, x);
-    else chol_solve(sh->L, sh->N, x);
+    else sim_chol_solve(sh->L, sh->N, x);
 }
 
 /* Projection of each contact's x onto K_mu (dual = 0) or K*_mu = K_{1/mu} (dual = 1).  A bounded row (mu < 0):
@@ -627,7 +627,7 @@ static int admm_iterate(int n, const double *G, const double *c, const double *m
     } else if (!sh.at) {
         memcpy(L, G, sizeof(double) * (size_t)N * N);
         for (int i = 0; i < N; i++) L[(size_t)i * N + i] += 1e-12 * tr;
-        lmin = chol_dense(L, N);
+        lmin = sim_chol_dense(L, N);
         sh.factors++;
     } else if (shift_factor(&sh, 1e-12 * tr) == 0) {
         /* inverse iteration with (G + delta I)^-1, delta = 1e-12 tr: |(G + delta I)^-1 x| / |x| tends to

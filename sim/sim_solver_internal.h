@@ -49,4 +49,11 @@ int sim_solver_end(sim_solver_stats *st, int iterations, double err, double tol)
 int sim_solver_coulomb_sweeps_stall(int n, const double *G, const double *c, const double *mu, double *lambda,
                                     const sim_solver_params *p, sim_solver_stats *st, double *v);
 
+/* In-place Cholesky A = L L^T of an N x N SPD matrix (row-major; sim_solver_admm.c): the strict lower triangle holds L,
+ * the strict upper its mirror, the diagonal the reciprocals 1 / L_jj.  Returns the smallest pivot L_jj^2, or 0 if A
+ * is not numerically positive definite. */
+double sim_chol_dense(double *A, int N);
+/* x := (L L^T)^-1 x with L as sim_chol_dense leaves it. */
+void sim_chol_solve(const double *L, int N, double *x);
+
 #endif
