@@ -249,6 +249,20 @@ static double cell_nb(const sim_terrain *t, int ix, int iy)
     return cell_top(t, ix, iy);
 }
 
+/* The highest sample of the bilinear surface over the squares of the cells r (cell_range's [x lo, hi, y lo, hi]):
+ * their samples and their neighbours' (the surface over a cell's square interpolates between them; on a single row
+ * or column of samples, the plane at t->height). */
+static double surface_max(const sim_terrain *t, const int r[4])
+{
+    if (t->nx < 2 || t->ny < 2) return t->height;
+    const int xa = r[0] > 0 ? r[0] - 1 : 0, xb = r[1] < t->nx - 1 ? r[1] + 1 : t->nx - 1;
+    const int ya = r[2] > 0 ? r[2] - 1 : 0, yb = r[3] < t->ny - 1 ? r[3] + 1 : t->ny - 1;
+    float h = t->heights[ya * t->nx + xa];
+    for (int y = ya; y <= yb; y++)
+        for (int x = xa; x <= xb; x++) h = h > t->heights[y * t->nx + x] ? h : t->heights[y * t->nx + x];
+    return t->height + h;
+}
+
 /* The square of cell (ix, iy): xlo, xhi, ylo, yhi (infinite beyond the border cells). */
 static void cell_bounds(const sim_terrain *t, int ix, int iy, double b[4])
 {
@@ -594,17 +608,26 @@ static int collide_cells(const sim_model *m, const sim_data *d, double margin, d
                 else
                     ext[i] = fabs(R[3 * i + 2]) * G->size[1] + sqrt(cmax(0, 1 - R[3 * i + 2] * R[3 * i + 2])) * G->size[0];
             }
-            /* whole-geometry test: the highest prism under it */
+            /* whole-geometry test: the highest prism under it, and the highest sample of the smooth cells' surfaces */
             int cr[4];
             cell_range(&m->terrain, ctr[0] - ext[0] - reach, ctr[0] + ext[0] + reach, ctr[1] - ext[1] - reach,
                        ctr[1] + ext[1] + reach, cr);
-            double hmax = -INFINITY;
+            double hmax = -INFINITY, smax = -INFINITY;
+            int smooth = 0;
             for (int iy = cr[2]; iy <= cr[3]; iy++)
-                for (int ix = cr[0]; ix <= cr[1]; ix++)
-                    hmax = cmax(hmax, cell_smooth(&m->terrain, ix, iy) ? INFINITY : cell_top(&m->terrain, ix, iy));
-            if (!(ctr[2] - ext[2] - reach <= hmax)) break;
-            /* a point higher than every prism under the geometry by its reach meets none */
-            const double pz_max = hmax + reach;
+                for (int ix = cr[0]; ix <= cr[1]; ix++) {
+                    if (cell_smooth(&m->terrain, ix, iy)) smooth = 1;
+                    else hmax = cmax(hmax, cell_top(&m->terrain, ix, iy));
+                }
+            if (smooth) smax = surface_max(&m->terrain, cr);
+            /* a point higher than every prism under the geometry by its reach meets none; above a smooth cell the
+               gap is measured along the surface's normal, so there the point must clear its highest sample by
+               reach / n_z (1e-9 m for the interpolation's rounding) */
+            const double sz = smax > -INFINITY ? (m->terrain.smooth_nz_min > 0
+                                                  ? smax + reach / m->terrain.smooth_nz_min + 1e-9 : INFINITY)
+                                               : -INFINITY;
+            const double pz_max = cmax(hmax + reach, sz);
+            if (!(ctr[2] - ext[2] - reach <= hmax) && !(ctr[2] - ext[2] < sz)) break;
             if (G->type == SIM_GEOM_BOX) {
                 for (int k = 0; k < 8; k++) {
                     const double l[3] = {(k & 1) ? G->size[0] : -G->size[0], (k & 2) ? G->size[1] : -G->size[1],

@@ -54,7 +54,27 @@ int sim_terrain_cells(sim_terrain *out, int nx, int ny, double x0, double y0, do
     for (long long k = 0; k < (long long)nx * ny; k++)
         if (!isfinite(heights[k])) return sim_fail(err, errlen, "terrain: height %lld is not finite", k);
     *out = (sim_terrain){.type = SIM_TERRAIN_CELLS, .nx = nx, .ny = ny, .x0 = x0, .y0 = y0, .dx = dx, .dy = dy,
-                         .heights = heights, .smooth = smooth};
+                         .heights = heights, .smooth = smooth, .smooth_nz_min = 1};
+    /* The bilinear surface over a smooth cell's square (centred on its sample) interpolates the patches between
+       the samples ix-1 .. ix+1, iy-1 .. iy+1; its gradient along x is a convex combination of those patches'
+       differences along x, and likewise along y.  The largest of each over every smooth cell bounds its slope. */
+    if (smooth && nx >= 2 && ny >= 2) {
+        double gx = 0, gy = 0;
+        for (int iy = 0; iy < ny; iy++)
+            for (int ix = 0; ix < nx; ix++) {
+                if (!smooth[(size_t)iy * nx + ix]) continue;
+                const int xa = ix > 0 ? ix - 1 : 0, xb = ix < nx - 1 ? ix + 1 : nx - 1;
+                const int ya = iy > 0 ? iy - 1 : 0, yb = iy < ny - 1 ? iy + 1 : ny - 1;
+                for (int y = ya; y <= yb; y++)
+                    for (int x = xa; x <= xb; x++) {
+                        const double h = heights[(size_t)y * nx + x];
+                        if (x < xb) gx = fmax(gx, fabs(heights[(size_t)y * nx + x + 1] - h));
+                        if (y < yb) gy = fmax(gy, fabs(heights[(size_t)(y + 1) * nx + x] - h));
+                    }
+            }
+        gx /= dx, gy /= dy;
+        out->smooth_nz_min = (1 - 1e-12) / sqrt(1 + gx * gx + gy * gy);
+    }
     return 0;
 }
 

@@ -98,6 +98,9 @@ typedef struct {
     double x0, y0, dx, dy;
     const float *heights;           /* nx * ny, m */
     const unsigned char *smooth;    /* CELLS: nx * ny, nonzero = a bilinear cell; NULL: every cell a prism */
+    double smooth_nz_min;           /* CELLS: a lower bound of the bilinear surface's normal z over the smooth cells
+                                       (1 without any), set by sim_terrain_cells from the heights as they are then;
+                                       0: unknown (collision then skips no geometry above a smooth cell) */
 } sim_terrain;
 
 /* Most cells a SIM_TERRAIN_CELLS grid may have (contact features encode the cell, sim_collision.h). */
@@ -106,7 +109,7 @@ typedef struct {
 /* The plane z = height. */
 sim_terrain sim_terrain_plane(double height);
 /* A SIM_TERRAIN_CELLS terrain over heights (nx * ny, m) and the optional smooth mask (nx * ny or NULL), both the
- * caller's, kept by pointer.  Returns 0, or -1 with err filled (nx or ny < 1, nx * ny above SIM_TERRAIN_CELLS_MAX,
+ * caller's, kept by pointer (call it again after changing either: it reads the smooth cells' slopes).  Returns 0, or -1 with err filled (nx or ny < 1, nx * ny above SIM_TERRAIN_CELLS_MAX,
  * a spacing not positive and finite, a corner or a height not finite, heights NULL). */
 int sim_terrain_cells(sim_terrain *out, int nx, int ny, double x0, double y0, double dx, double dy,
                       const float *heights, const unsigned char *smooth, char *err, size_t errlen);

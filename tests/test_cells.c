@@ -416,3 +416,90 @@ Test(cells, constructor_checks)
     sim_terrain p = sim_terrain_plane(0.25);
     cr_assert(p.type == SIM_TERRAIN_PLANE && p.height == 0.25 && !p.heights);
 }
+
+/* A rugged field: prism cells and patches of smooth cells whose samples rise and fall by up to 0.16 m per 0.1 m
+ * (slopes to 58 deg), from a fixed LCG. */
+static float rug_h[NX * NY];
+static unsigned char rug_mask[NX * NY];
+static uint64_t rug_seed = 12345;
+static double rug_uniform(void)
+{
+    rug_seed = rug_seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(rug_seed >> 11) / 9007199254740992.0;
+}
+
+Test(cells, smooth_slope_bound_holds_at_every_point)
+{
+    for (int k = 0; k < NX * NY; k++) rug_h[k] = (float)(0.16 * rug_uniform()), rug_mask[k] = (k / 3) % 2;
+    sim_terrain t;
+    char err[256];
+    cr_assert_eq(sim_terrain_cells(&t, NX, NY, 0, 0, DX, DX, rug_h, rug_mask, err, sizeof err), 0, "%s", err);
+    cr_assert(t.smooth_nz_min > 0.3 && t.smooth_nz_min < 0.9, "bound %g", t.smooth_nz_min);
+    /* the bound is below the normal's z at every point over a smooth cell, and close to the smallest one found */
+    double lo = 1;
+    for (int k = 0; k < 200000; k++) {
+        const double x = -0.05 + (NX * DX) * rug_uniform(), y = -0.05 + (NY * DX) * rug_uniform();
+        const int ix = (int)floor(x / DX + 0.5), iy = (int)floor(y / DX + 0.5);
+        if (ix < 0 || iy < 0 || ix >= NX || iy >= NY || !rug_mask[iy * NX + ix]) continue;
+        double h, n[3];
+        sim_terrain_query(&t, x, y, &h, n);
+        cr_assert(n[2] >= t.smooth_nz_min, "n_z %.17g below the bound %.17g at (%g, %g)", n[2], t.smooth_nz_min, x, y);
+        lo = fmin(lo, n[2]);
+    }
+    cr_assert(lo < 1.3 * t.smooth_nz_min, "smallest n_z %g, bound %g", lo, t.smooth_nz_min);
+    /* without a smooth cell there is no slope to bound */
+    cr_assert_eq(sim_terrain_cells(&t, NX, NY, 0, 0, DX, DX, rug_h, NULL, err, sizeof err), 0);
+    cr_assert_eq(t.smooth_nz_min, 1);
+}
+
+/* The whole-geometry cull of boxes and cylinders over smooth cells (the highest sample + reach / n_z) skips only
+ * geometries that meet nothing: over random poses near the rugged field, the contacts equal those found with the
+ * bound unknown (smooth_nz_min 0: no geometry above a smooth cell skipped), bit for bit. */
+Test(cells, smooth_cull_drops_no_contact)
+{
+    for (int k = 0; k < NX * NY; k++) rug_h[k] = (float)(0.16 * rug_uniform()), rug_mask[k] = (k / 3) % 2;
+    int met = 0, near_cull = 0;
+    for (int ty = 0; ty < 2; ty++) {
+        world w = ty == 0 ? one_geom(SIM_GEOM_BOX, 0.12, 0.05, 0.04) : one_geom(SIM_GEOM_CYLINDER, 0.03, 0.1, 0);
+        char err[256];
+        cr_assert_eq(sim_terrain_cells(&w.m->terrain, NX, NY, 0, 0, DX, DX, rug_h, rug_mask, err, sizeof err), 0);
+        const sim_terrain culled = w.m->terrain;
+        sim_terrain open = culled;
+        open.smooth_nz_min = 0;
+        const double margin = 0.02; /* reach = margin at dt = 0: wide, so that reach / n_z matters */
+        for (int k = 0; k < 4000; k++) {
+            double q[4] = {rug_uniform() - 0.5, rug_uniform() - 0.5, rug_uniform() - 0.5, rug_uniform() - 0.5};
+            const double qn = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+            for (int a = 0; a < 4; a++) q[a] /= qn;
+            const double x = 0.2 + (NX * DX - 0.4) * rug_uniform(), y = 0.2 + (NY * DX - 0.4) * rug_uniform();
+            place(w.m, w.d, (double[]){x, y, 0}, q);
+            /* the lowest point of the geometry from 0.02 m under the field's top to 0.06 m above it */
+            double zlo = INFINITY;
+            for (int c = 0; c < 8; c++) { /* the box's corners (for the cylinder: its bounding box's) */
+                const double l[3] = {(c & 1 ? 1 : -1) * w.m->geom[0].size[0], (c & 2 ? 1 : -1) * w.m->geom[0].size[ty == 0 ? 1 : 0],
+                                     (c & 4 ? 1 : -1) * w.m->geom[0].size[ty == 0 ? 2 : 1]};
+                double p[3];
+                m3_mulv(p, w.d->xrot, l);
+                zlo = fmin(zlo, p[2]);
+            }
+            const double z = 0.16 - zlo - 0.06 + 0.1 * rug_uniform();
+            place(w.m, w.d, (double[]){x, y, z}, q);
+            sim_contact a[64], b[64];
+            w.m->terrain = culled;
+            const int na = sim_collide(w.m, w.d, margin, 0.0, a, 64);
+            w.m->terrain = open;
+            const int nb = sim_collide(w.m, w.d, margin, 0.0, b, 64);
+            cr_assert_eq(na, nb, "pose %d: %d contacts with the cull, %d without", k, na, nb);
+            for (int i = 0; i < na; i++) {
+                cr_assert_eq(a[i].feature, b[i].feature, "pose %d contact %d", k, i);
+                cr_assert_eq(memcmp(&a[i].gap, &b[i].gap, sizeof a[i].gap), 0, "pose %d contact %d gap", k, i);
+            }
+            met += na > 0;
+            near_cull += na > 0 && z + zlo > 0.16; /* a contact from a pose above every sample */
+        }
+        destroy(&w);
+    }
+    cr_log_info("%d poses met the field, %d of them above every sample", met, near_cull);
+    cr_assert(met > 1000, "%d poses met the field", met);
+    cr_assert(near_cull > 20, "%d poses above every sample met a slope", near_cull);
+}

@@ -238,7 +238,7 @@ static void slope_terrain(sim_model *m)
 Test(collision, terrain_query_bilinear_and_clamped)
 {
     static const float bowl[4] = {0.0f, 1.0f, 2.0f, 4.0f}; /* 2 x 2: h(0,0)=0 h(1,0)=1 h(0,1)=2 h(1,1)=4 */
-    sim_terrain t = {SIM_TERRAIN_HFIELD, 0.0, 2, 2, 0.0, 0.0, 1.0, 1.0, bowl, NULL};
+    sim_terrain t = {SIM_TERRAIN_HFIELD, 0.0, 2, 2, 0.0, 0.0, 1.0, 1.0, bowl, NULL, 0};
     double h, n[3];
     sim_terrain_query(&t, 0.25, 0.5, &h, n);
     /* bilinear: (1-y)((1-x) 0 + x 1) + y((1-x) 2 + x 4) = 0.5 * 0.25 + 0.5 * 2.5 */
@@ -252,7 +252,7 @@ Test(collision, terrain_query_bilinear_and_clamped)
     s = sqrt(3.0 * 3.0 + 1);
     assert_vec(n, 0, -3.0 / s, 1 / s, TOL, "clamped normal");
     /* a plane ignores x, y */
-    sim_terrain p = {SIM_TERRAIN_PLANE, -0.3, 0, 0, 0, 0, 0, 0, NULL, NULL};
+    sim_terrain p = {SIM_TERRAIN_PLANE, -0.3, 0, 0, 0, 0, 0, 0, NULL, NULL, 0};
     sim_terrain_query(&p, 5, -7, &h, n);
     cr_assert_eq(h, -0.3);
     assert_vec(n, 0, 0, 1, 0, "plane normal");
@@ -441,7 +441,7 @@ Test(collision, plane_fast_path_matches_flat_heightfield)
         world wp = one_geom(types[ty], sizes[ty][0], sizes[ty][1], sizes[ty][2]);
         world wh = one_geom(types[ty], sizes[ty][0], sizes[ty][1], sizes[ty][2]);
         wp.m->terrain.height = 0.1;
-        wh.m->terrain = (sim_terrain){SIM_TERRAIN_HFIELD, 0.1, 2, 2, -10.0, -10.0, 20.0, 20.0, FLAT, NULL};
+        wh.m->terrain = (sim_terrain){SIM_TERRAIN_HFIELD, 0.1, 2, 2, -10.0, -10.0, 20.0, 20.0, FLAT, NULL, 0};
         for (int trial = 0; trial < 400; trial++) {
             double q[4] = {RND() - 0.5, RND() - 0.5, RND() - 0.5, RND() - 0.5}, qn = 0;
             for (int k = 0; k < 4; k++) qn += q[k] * q[k];
