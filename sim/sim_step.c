@@ -170,24 +170,35 @@ static inline void stage_contact_jacobians(const sim_model *m, sim_data *d, int 
  * violation at the start of the step.  At most nblk_max - nc blocks (the capacity the world was created with). */
 static inline void find_joint_blocks(const sim_model *m, sim_data *d, int nc, double dt)
 {
-    const int cap = d->nblk_max - nc;
+    /* everything read through locals: the stores to jblk could otherwise alias any of it */
+    const int cap = d->nblk_max - nc, nl = m->opt.joint_limits ? d->njlim : 0, nf = d->njfric;
     const double margin = m->opt.margin;
+    const int *restrict jdof = d->jdof, *restrict dof_body = m->dof_body;
+    const sim_body *restrict body = m->body;
+    const double *restrict q = d->q, *restrict u = d->u, *restrict uf = d->ufree;
+    int *restrict jblk = d->jblk;
+    double viol = d->stats.limit_violation;
     int n = 0;
-    for (int j = 0; j < (m->opt.joint_limits ? d->njlim : 0) && n < cap; j++) {
-        const int k = d->jdof[j];
-        const sim_body *bb = &m->body[m->dof_body[k]];
-        const double q = d->q[bb->qadr], gl = q - bb->lower, gu = bb->upper - q;
+    /* n <= j: bounding j by cap keeps every store below cap (a world has room for all its joint blocks, so the
+       bound never cuts the scan short in practice) */
+    const int nlc = nl < cap ? nl : cap;
+    for (int j = 0; j < nlc; j++) {
+        const int k = jdof[j];
+        const sim_body *bb = &body[dof_body[k]];
+        const double qk = q[bb->qadr], gl = qk - bb->lower, gu = bb->upper - qk;
         const int upper = gu < gl;
-        const double g = upper ? gu : gl, sgn = upper ? -1.0 : 1.0;
-        if (-g > d->stats.limit_violation) d->stats.limit_violation = -g;
-        const double a0 = -sgn * d->u[k], a1 = -sgn * d->ufree[k];
+        const double g = upper ? gu : gl;
+        viol = -g > viol ? -g : viol;
+        /* the speed toward the nearer side, at the start and free */
+        const double a0 = upper ? u[k] : -u[k], a1 = upper ? uf[k] : -uf[k];
         const double approach = a0 > a1 ? a0 : a1;
-        if (g < margin + dt * (approach > 0 ? approach : 0)) d->jblk[n++] = 3 * k + upper;
+        if (g < margin + dt * (approach > 0 ? approach : 0)) jblk[n++] = 3 * k + upper;
     }
+    d->stats.limit_violation = viol;
     d->nlim = n;
-    for (int j = 0; j < d->njfric && n < cap; j++) {
-        const int k = d->jdof[d->njlim + j];
-        if (m->body[m->dof_body[k]].friction > 0) d->jblk[n++] = 3 * k + 2;
+    for (int j = 0; j < nf && n < cap; j++) {
+        const int k = jdof[d->njlim + j];
+        if (body[dof_body[k]].friction > 0) jblk[n++] = 3 * k + 2;
     }
     d->nfric = n - d->nlim;
 }
