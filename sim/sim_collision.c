@@ -612,14 +612,22 @@ static int collide_cells(const sim_model *m, const sim_data *d, double margin, d
             int cr[4];
             cell_range(&m->terrain, ctr[0] - ext[0] - reach, ctr[0] + ext[0] + reach, ctr[1] - ext[1] - reach,
                        ctr[1] + ext[1] + reach, cr);
-            double hmax = -INFINITY, smax = -INFINITY;
+            /* (the grid's offset added once: rounding is monotonic, so the largest sum is the offset plus the
+               largest height) */
+            const sim_terrain *t = &m->terrain;
+            float hm = -INFINITY;
             int smooth = 0;
-            for (int iy = cr[2]; iy <= cr[3]; iy++)
+            for (int iy = cr[2]; iy <= cr[3]; iy++) {
+                const float *hr = t->heights + (size_t)iy * t->nx;
+                const unsigned char *sr = t->smooth ? t->smooth + (size_t)iy * t->nx : NULL;
                 for (int ix = cr[0]; ix <= cr[1]; ix++) {
-                    if (cell_smooth(&m->terrain, ix, iy)) smooth = 1;
-                    else hmax = cmax(hmax, cell_top(&m->terrain, ix, iy));
+                    const int sm = sr && sr[ix];
+                    smooth |= sm;
+                    hm = !sm && hr[ix] > hm ? hr[ix] : hm;
                 }
-            if (smooth) smax = surface_max(&m->terrain, cr);
+            }
+            const double hmax = hm > -INFINITY ? t->height + hm : -INFINITY;
+            const double smax = smooth ? surface_max(t, cr) : -INFINITY;
             /* a point higher than every prism under the geometry by its reach meets none; above a smooth cell the
                gap is measured along the surface's normal, so there the point must clear its highest sample by
                reach / n_z (1e-9 m for the interpolation's rounding) */
