@@ -167,6 +167,9 @@ typedef struct sim_solver_params {
                                formulation (100) */
     int direct_forms;       /* the slip formulations it tries, 1 to SIM_SOLVER_DIRECT_FORMS: 1 is the cone form
                                alone (SIM_SOLVER_DIRECT_FORMS) */
+    double direct_abandon;  /* a mode set whose Newton run has nearly solved its system while the iterate's Coulomb
+                               violation is above direct_abandon x tol is given up there, unpolished (1e4); 0 runs
+                               every Newton solve to its end */
     int limit_rounds;       /* per-contact sweeps: active-set rounds of the joint-limit elimination (4; see
                                sim_solver.c); 0 sweeps the limit rows as blocks of their own */
     unsigned long long seed; /* per-world stream for randomized models ("impacts"); 0 by default */
@@ -296,14 +299,16 @@ long sim_solver_iteration_cap(int solver, const sim_solver_params *p);
  * system, solved by Newton's method; the blocks whose solution breaks their mode's inequalities change mode, at most
  * max_rounds times per candidate; then the best mode set found with one block's mode changed, each block and mode in
  * turn.  That search runs with each of those ways of writing a slipping block's friction law, one after the other
- * (beyond the first only on problems of at most 9 blocks), each with at most budget Newton iterations.  Returns 1 with lambda and v = G lambda + c (3n)
- * set as soon as a solution's exact Coulomb violation (sim_contact_error_sum_model, Coulomb's law) is below tol, else
- * 0 (lambda and v untouched).  *iterations (if not NULL) is increased by the Newton iterations done (at most
- * forms x budget).  n out of [1, SIM_SOLVER_DIRECT_MAX_CONTACTS]: 0.  Deterministic: no
- * transcendental function, a fixed order of operations. */
+ * (beyond the first only on problems of at most 9 blocks), each with at most budget Newton iterations.  abandon > 0: a
+ * Newton run stops once its residual |F|^2 is below 1e-12 of its start while the iterate's exact Coulomb violation is
+ * above abandon (that mode set is not the answer; 0: every run goes to its end).  Returns 1 with lambda and
+ * v = G lambda + c (3n) set as soon as a solution's exact Coulomb violation (sim_contact_error_sum_model, Coulomb's law)
+ * is below tol, else 0 (lambda and v untouched).  *iterations (if not NULL) is increased by the Newton iterations
+ * done (at most forms x budget).  n out of [1, SIM_SOLVER_DIRECT_MAX_CONTACTS]: 0.  Deterministic: no transcendental
+ * function, a fixed order of operations. */
 int sim_solver_coulomb_direct(int n, const double *G, const double *c, const double *mu, const double *const *guesses,
-                              int nguess, double tol, int max_rounds, int budget, int forms, double *lambda, double *v,
-                              int *iterations);
+                              int nguess, double tol, double abandon, int max_rounds, int budget, int forms, double *lambda,
+                              double *v, int *iterations);
 
 /* The Newton iterations of the direct Coulomb solve one solve with row `solver` and parameters p may take at most
  * besides sim_solver_iteration_cap: "coulomb-stall-admm" with direct_rounds > 0 runs it twice on a stalled problem

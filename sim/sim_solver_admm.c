@@ -793,8 +793,8 @@ static int stall_admm_sweeps_tree(int n, const double *G, const double *c, const
         const double *guess[2] = {lambda, warm};
         double l[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], vd[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
         int dit = 0;
-        const int found = sim_solver_coulomb_direct(n, G, c, mu, guess, 2, p->tol, p->direct_rounds, p->direct_max_iter,
-                                                    p->direct_forms, l, vd, &dit);
+        const int found = sim_solver_coulomb_direct(n, G, c, mu, guess, 2, p->tol, p->direct_abandon * p->tol,
+                                                    p->direct_rounds, p->direct_max_iter, p->direct_forms, l, vd, &dit);
         st->direct_iterations = dit;
         st->fallback = 1;
         if (found) {
@@ -826,8 +826,8 @@ static int stall_admm_sweeps_tree(int n, const double *G, const double *c, const
         const double *guess[1] = {lambda};
         double l[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], vd[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
         int dit = 0;
-        if (sim_solver_coulomb_direct(n, G, c, mu, guess, 1, p->tol, p->direct_rounds, p->direct_max_iter, p->direct_forms,
-                                      l, vd, &dit)) {
+        if (sim_solver_coulomb_direct(n, G, c, mu, guess, 1, p->tol, p->direct_abandon * p->tol, p->direct_rounds,
+                                      p->direct_max_iter, p->direct_forms, l, vd, &dit)) {
             memcpy(lambda, l, sizeof(double) * 3 * (size_t)n);
             memcpy(v, vd, sizeof(double) * 3 * (size_t)n);
             st->direct = 1;

@@ -45,6 +45,7 @@ enum { M_OPEN, M_STICK, M_SLIP, M_NORMAL, M_BOX_IN, M_BOX_HI, M_BOX_LO };
 #define NEWTON_SLOW 12       /* ... of which the first ones must reduce |F|^2 by 1e20 */
 #define PIVOT_FLOOR 1e-13    /* relative to the largest entry of the Jacobian */
 #define LINE_SEARCH_MAX 6    /* step halvings per Newton iteration (a mode set without a solution needs many) */
+#define ABANDON_F2 1e-12     /* |F|^2 below this fraction of its start: the system is nearly solved */
 
 /* The kind of block i: 0 a contact with friction, 1 a frictionless contact or joint limit, 2 a bounded row. */
 static int block_kind(double mu) { return sim_block_is_box(mu) ? 2 : mu < SIM_MU_FRICTIONLESS ? 1 : 0; }
@@ -211,7 +212,10 @@ static void slip_jac(int form, double mi, double tn, const double *l, const doub
 }
 
 /* Newton on the mode set's equations from lambda (its fixed entries already set); v = G lambda + c kept up to
- * date.  Returns the iterations done (lambda, v: the last iterate).
+ * date.  Returns the iterations done (lambda, v: the last iterate).  With abandon > 0 it stops early, as a mode set
+ * that is not the answer, once |F|^2 is below ABANDON_F2 of its start while the iterate's exact Coulomb violation is
+ * above abandon (the caller's is many times tol): the solution the run would converge to lies next to that iterate,
+ * so it would be rejected too, and the iterations that would polish it are saved for other mode sets.
  *
  * The Newton step by block elimination.  Every equation but a slipping block's two friction ones is linear with a
  * constant Jacobian: a sticking block's v = 0, a slipping block's v_n = 0, a closed normal block's v_n = 0; their
@@ -222,7 +226,7 @@ static void slip_jac(int form, double mi, double tn, const double *l, const doub
  *     [A B; N_E N_T] [x_E; x_T] = -[F_E; F_T]
  * as (N_T - N_E A^-1 B) x_T = -F_T + N_E A^-1 F_E (2 unknowns per slipping block) and x_E = -A^-1 F_E - A^-1 B x_T. */
 static int newton(int n, const double *G, const double *c, const double *mu, const unsigned char *mode, int form,
-                  double *lambda, double *v, int max_it)
+                  double *lambda, double *v, int max_it, double abandon)
 {
     const int N = 3 * n;
     int col_blk[DIRECT_MAX_UNKNOWNS], col_row[DIRECT_MAX_UNKNOWNS], m = 0;
@@ -360,6 +364,8 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
         if (sx <= 1e-14 * (sl + 1e-12)) break;
         /* without a slip block the system is linear: a full step that removed the residual solved it */
         if (!slips && t == 1.0 && f2 <= 1e-20 * f2_before) break;
+        if (abandon > 0 && f2 <= ABANDON_F2 * f2_start && sim_contact_error_sum_model(n, G, v, mu, lambda, 1) > abandon)
+            break;
     }
     sim_contact_velocity(n, G, c, lambda, v); /* exact, not the sum of the steps */
     return it;
@@ -456,7 +462,7 @@ static int seen_before(unsigned char (*seen)[SIM_SOLVER_DIRECT_MAX_CONTACTS], in
 
 /* Solves the mode set from l (its entries for the free rows: the start); returns the exact Coulomb violation. */
 static double solve_mode_set(int n, const double *G, const double *c, const double *mu, const unsigned char *mode,
-                             int form, double tol, double *l, double *vl, int *its, int budget)
+                             int form, double tol, double abandon, double *l, double *vl, int *its, int budget)
 {
     fix_entries(n, mu, mode, l);
     sim_contact_velocity(n, G, c, l, vl);
@@ -472,7 +478,8 @@ static double solve_mode_set(int n, const double *G, const double *c, const doub
             else li[0] = r;
         }
     }
-    *its += newton(n, G, c, mu, mode, form, l, vl, budget - *its < NEWTON_MAX ? budget - *its : NEWTON_MAX);
+    *its += newton(n, G, c, mu, mode, form, l, vl, budget - *its < NEWTON_MAX ? budget - *its : NEWTON_MAX,
+                   abandon);
     return sim_contact_error_sum_model(n, G, vl, mu, l, 1);
 }
 
@@ -493,7 +500,8 @@ static int other_modes(double mu, unsigned char md, unsigned char out[2])
 /* The search with one slip formulation: from each guess's modes, active-set rounds; then the single-block neighbours
  * of the best mode set found.  1 with lambda, v set when a mode set's solution has a Coulomb violation below tol. */
 static int search(int n, const double *G, const double *c, const double *mu, const double *const *guesses, int nguess,
-                  int form, double tol, int max_rounds, int budget, double *lambda, double *v, int *iterations)
+                  int form, double tol, double abandon, int max_rounds, int budget, double *lambda, double *v,
+                  int *iterations)
 {
     const int N = 3 * n;
     double l[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], vl[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
@@ -510,7 +518,7 @@ static int search(int n, const double *G, const double *c, const double *mu, con
         int nseen = 0;
         for (int round = 0; round < max_rounds && its < budget; round++) {
             if (nseen < SEEN_MAX) memcpy(seen[nseen++], mode, (size_t)n);
-            const double err = solve_mode_set(n, G, c, mu, mode, form, tol, l, vl, &its, budget);
+            const double err = solve_mode_set(n, G, c, mu, mode, form, tol, abandon, l, vl, &its, budget);
             if (err < tol) {
                 memcpy(lambda, l, sizeof(double) * (size_t)N);
                 memcpy(v, vl, sizeof(double) * (size_t)N);
@@ -542,7 +550,7 @@ static int search(int n, const double *G, const double *c, const double *mu, con
             memcpy(mode, best_mode, (size_t)n);
             mode[i] = alt[a];
             memcpy(l, best_l, sizeof(double) * (size_t)N);
-            if (solve_mode_set(n, G, c, mu, mode, form, tol, l, vl, &its, budget) < tol) {
+            if (solve_mode_set(n, G, c, mu, mode, form, tol, abandon, l, vl, &its, budget) < tol) {
                 memcpy(lambda, l, sizeof(double) * (size_t)N);
                 memcpy(v, vl, sizeof(double) * (size_t)N);
                 *iterations += its;
@@ -555,15 +563,15 @@ static int search(int n, const double *G, const double *c, const double *mu, con
 }
 
 int sim_solver_coulomb_direct(int n, const double *G, const double *c, const double *mu, const double *const *guesses,
-                              int nguess, double tol, int max_rounds, int budget, int forms, double *lambda, double *v,
-                              int *iterations)
+                              int nguess, double tol, double abandon, int max_rounds, int budget, int forms,
+                              double *lambda, double *v, int *iterations)
 {
     if (n <= 0 || n > SIM_SOLVER_DIRECT_MAX_CONTACTS) return 0;
     if (forms < 1 || forms > F_COUNT) forms = F_COUNT;
     if (n > FORMS_MAX_BLOCKS) forms = 1;
     int its = 0, found = 0;
     for (int form = 0; form < forms && !found; form++)
-        found = search(n, G, c, mu, guesses, nguess, form, tol, max_rounds, budget, lambda, v, &its);
+        found = search(n, G, c, mu, guesses, nguess, form, tol, abandon, max_rounds, budget, lambda, v, &its);
     if (iterations) *iterations += its;
     return found;
 }
