@@ -110,7 +110,7 @@ static double probe_direct_s(probe_scratch *w)
         int it = 0;
         double t0 = thread_cpu_s();
         sim_solver_coulomb_direct(n, w->G, w->c, w->mu, guess, 1, 0, 0, p.direct_rounds, p.direct_max_iter,
-                                  p.direct_forms, l, v, &it);
+                                  (1u << p.direct_forms) - 1, l, v, &it);
         t += thread_cpu_s() - t0;
         iters += it > 0 ? it : 1;
     }

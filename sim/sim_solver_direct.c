@@ -16,8 +16,9 @@
  *   scaled   |v_T| lambda_T + mu lambda_n v_T = 0             smooth; degenerate (any lambda_T) at v_T = 0
  * They have the same solutions where the block slides (v_T != 0) but not the same Newton basins: on contact problems
  * harvested from the walk and rough tasks each formulation solves mode sets the others miss from the same start.
- * So the whole search below runs with each formulation in turn (cone, unit, scaled), each with its own budget of
- * iterations; the cone form first, so that a problem it solves gets the same answer whether or not the others exist.
+ * So the whole search below runs with each formulation the caller asks for in turn (cone, unit, scaled), each with its
+ * own budget of iterations; the cone form first, so that a problem it solves gets the same answer whether or not the
+ * others exist (coulomb-stall-admm asks for the cone form alone before ADMM, and for the others after it).
  * The other two run only on problems of at most FORMS_MAX_BLOCKS blocks: on larger ones (fallen robots) they rarely
  * succeed where the cone form failed, and there their failing iterations are the costliest.  Every system is solved by
  * Newton's method with a backtracking line search on |F|^2; each step by block elimination (newton(): the linear
@@ -563,15 +564,16 @@ static int search(int n, const double *G, const double *c, const double *mu, con
 }
 
 int sim_solver_coulomb_direct(int n, const double *G, const double *c, const double *mu, const double *const *guesses,
-                              int nguess, double tol, double abandon, int max_rounds, int budget, int forms,
+                              int nguess, double tol, double abandon, int max_rounds, int budget, unsigned forms,
                               double *lambda, double *v, int *iterations)
 {
     if (n <= 0 || n > SIM_SOLVER_DIRECT_MAX_CONTACTS) return 0;
-    if (forms < 1 || forms > F_COUNT) forms = F_COUNT;
-    if (n > FORMS_MAX_BLOCKS) forms = 1;
+    forms &= (1u << F_COUNT) - 1;
+    if (n > FORMS_MAX_BLOCKS) forms &= 1u << F_CONE;
     int its = 0, found = 0;
-    for (int form = 0; form < forms && !found; form++)
-        found = search(n, G, c, mu, guesses, nguess, form, tol, abandon, max_rounds, budget, lambda, v, &its);
+    for (int form = 0; form < F_COUNT && !found; form++)
+        if (forms >> form & 1)
+            found = search(n, G, c, mu, guesses, nguess, form, tol, abandon, max_rounds, budget, lambda, v, &its);
     if (iterations) *iterations += its;
     return found;
 }

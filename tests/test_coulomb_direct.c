@@ -258,3 +258,37 @@ Test(coulomb_direct, abandoning_far_mode_sets_saves_iterations, .timeout = 300)
     cr_assert_geq(coulomb[0], coulomb[1]);
     cr_assert_lt(its[0], its[1] * 9 / 10, "abandoning saved too little: %ld against %ld", its[0], its[1]);
 }
+
+/* Before ADMM the direct solve tries the cone formulation alone; the unit and scaled ones come after ADMM, once its
+ * CCP answer's modes have had their cone-form attempt.  On the rough-terrain stalls (which the cone form alone mostly
+ * cannot solve from the sweeps' modes): every answer found before ADMM is bit for bit the one the cone form alone
+ * (direct_forms = 1) gives, and most answers come after ADMM, every one of them Coulomb. */
+Test(coulomb_direct, other_formulations_only_after_admm, .timeout = 300)
+{
+    static problem ps[32];
+    const int np = load_file("tests/testdata/rough_stalls.txt", ps, 32);
+    sim_solver_params p, cone;
+    walk_params(&p);
+    cone = p;
+    cone.direct_forms = 1;
+    int before = 0, after = 0;
+    for (int k = 0; k < np; k++) {
+        const problem *q = &ps[k];
+        double l[3 * MAXN], lc[3 * MAXN];
+        memcpy(l, q->warm, sizeof l);
+        memcpy(lc, q->warm, sizeof lc);
+        sim_solver_stats st, sc;
+        sim_solve_coulomb_stall_admm(q->n, q->G, q->c, q->mu, l, &p, &st);
+        sim_solve_coulomb_stall_admm(q->n, q->G, q->c, q->mu, lc, &cone, &sc);
+        cr_assert_eq(st.answer, SIM_ANSWER_COULOMB, "fixture %d", k);
+        if (st.direct && st.fallback_iterations == 0) {
+            before++;
+            cr_assert_eq(sc.fallback_iterations, 0, "fixture %d: solved before ADMM, but not by the cone form", k);
+            cr_assert_eq(memcmp(l, lc, sizeof(double) * 3 * (size_t)q->n), 0, "fixture %d", k);
+        } else {
+            after++;
+        }
+    }
+    cr_log_info("%d rough stalls: %d answered before ADMM, %d after", np, before, after);
+    cr_assert_geq(after, np / 2);
+}
