@@ -42,6 +42,7 @@
 enum { M_OPEN, M_STICK, M_SLIP, M_NORMAL, M_BOX_IN, M_BOX_HI, M_BOX_LO };
 
 #define DIRECT_MAX_UNKNOWNS (3 * SIM_SOLVER_DIRECT_MAX_CONTACTS)
+#define DIRECT_MAX_FRICTION (2 * SIM_SOLVER_DIRECT_MAX_CONTACTS) /* slipping blocks' friction equations */
 #define NEWTON_MAX 30        /* Newton iterations per mode set */
 #define NEWTON_SLOW 12       /* ... of which the first ones must reduce |F|^2 by 1e20 */
 #define PIVOT_FLOOR 1e-13    /* relative to the largest entry of the Jacobian */
@@ -181,9 +182,10 @@ static double sumsq(int m, const double *F)
 
 /* The derivatives of a slipping block's two friction equations (residual's rows 2 and 3 of the block, formulation
  * form) with respect to one unknown: g = dv_i/dx (3 entries of G's column), own: the unknown is this block's
- * entry cr.  mi: its friction coefficient, tn: |lambda_T| (the cone form's). */
-static void slip_jac(int form, double mi, double tn, const double *l, const double *vi, const double *g, int own,
-                     int cr, double out[2])
+ * entry cr.  mi: its friction coefficient, tn: |lambda_T| (the cone form's), w = |v_T| and iw = 1 / w (0 at w = 0;
+ * the other forms'). */
+static void slip_jac(int form, double mi, double tn, double w, double iw, const double *l, const double *vi,
+                     const double *g, int own, int cr, double out[2])
 {
     if (form == F_CONE) {
         double dn = 0;
@@ -194,7 +196,6 @@ static void slip_jac(int form, double mi, double tn, const double *l, const doub
         out[0] = dn, out[1] = dc;
         return;
     }
-    const double w = sqrt(vi[0] * vi[0] + vi[1] * vi[1]), iw = w > 0 ? 1 / w : 0;
     double d0, d1;
     if (form == F_SCALED) { /* d(|v_T| l_a + mu l_n v_a) */
         const double dw = (vi[0] * g[0] + vi[1] * g[1]) * iw;
@@ -230,20 +231,22 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
                   double *lambda, double *v, int max_it, double abandon)
 {
     const int N = 3 * n;
-    int col_blk[DIRECT_MAX_UNKNOWNS], col_row[DIRECT_MAX_UNKNOWNS], m = 0;
+    /* unknown j: row col_row[j] of block col_blk[j], lambda's entry (and G's row) gx[j] */
+    int col_blk[DIRECT_MAX_UNKNOWNS], col_row[DIRECT_MAX_UNKNOWNS], gx[DIRECT_MAX_UNKNOWNS], m = 0;
     for (int i = 0; i < n; i++) {
         const int f = free_rows(mode[i]);
         for (int a = 0; a < 3; a++)
-            if (f >> a & 1) col_blk[m] = i, col_row[m++] = a;
+            if (f >> a & 1) col_blk[m] = i, col_row[m] = a, gx[m++] = 3 * i + a;
     }
     sim_contact_velocity(n, G, c, lambda, v);
     if (m == 0) return 0;
     /* E and T as positions in the unknowns' order; the linear equations are at E's positions (a slipping block's
        v_n at its lambda_n's), the friction ones at T's */
     int E[DIRECT_MAX_UNKNOWNS], T[DIRECT_MAX_UNKNOWNS], ne = 0, nt = 0, eg[DIRECT_MAX_UNKNOWNS];
+    int pos[DIRECT_MAX_UNKNOWNS]; /* unknown j is T[pos[j]], or E[~pos[j]] when pos[j] < 0 */
     for (int j = 0; j < m; j++) {
-        if (mode[col_blk[j]] == M_SLIP && col_row[j] < 2) T[nt++] = j;
-        else E[ne] = j, eg[ne++] = 3 * col_blk[j] + col_row[j];
+        if (mode[col_blk[j]] == M_SLIP && col_row[j] < 2) pos[j] = nt, T[nt++] = j;
+        else pos[j] = ~ne, E[ne] = j, eg[ne++] = gx[j];
     }
     /* a slipping block's v_n row is its first equation, at its lambda_x's position: E holds lambda_n's position,
        so the linear equations' positions in F are read per block below (fe) */
@@ -261,7 +264,7 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
     /* W = A^-1 B, column by column (B's column t: G's column of T's unknown t, at E's rows) */
     for (int t = 0; t < nt; t++) {
         double bcol[DIRECT_MAX_UNKNOWNS], wcol[DIRECT_MAX_UNKNOWNS];
-        const int x = 3 * col_blk[T[t]] + col_row[T[t]];
+        const int x = gx[T[t]];
         for (int a = 0; a < ne; a++) bcol[a] = G[(size_t)x * N + eg[a]];
         lu_solve(ne, A, perm, bcol, wcol);
         for (int a = 0; a < ne; a++) W[t * ne + a] = wcol[a]; /* stored by columns: W[t * ne + a] */
@@ -282,34 +285,36 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
         for (int a = 0; a < ne; a++) fE[a] = F[fe[a]];
         lu_solve(ne, A, perm, fE, y); /* y = A^-1 F_E */
         if (nt) {
-            /* the friction rows of the Jacobian: row pair of slipping block i, column j */
-            double NJ[DIRECT_MAX_UNKNOWNS * DIRECT_MAX_UNKNOWNS], S[DIRECT_MAX_UNKNOWNS * DIRECT_MAX_UNKNOWNS],
-                rhs[DIRECT_MAX_UNKNOWNS];
+            /* the friction rows of the Jacobian, row pair q of slipping block i: their columns at E's unknowns (N_E)
+               and at T's (N_T) */
+            double NE[DIRECT_MAX_FRICTION * DIRECT_MAX_UNKNOWNS], NT[DIRECT_MAX_FRICTION * DIRECT_MAX_FRICTION],
+                S[DIRECT_MAX_UNKNOWNS * DIRECT_MAX_UNKNOWNS], rhs[DIRECT_MAX_UNKNOWNS];
             int q = 0;
             for (int i = 0; i < n; i++) {
                 if (mode[i] != M_SLIP) continue;
                 const double *l = lambda + 3 * i, *vi = v + 3 * i, mi = mu_of(mu[i]);
                 const double tn = sqrt(l[0] * l[0] + l[1] * l[1]);
+                double w = 0, iw = 0;
+                if (form != F_CONE) w = sqrt(vi[0] * vi[0] + vi[1] * vi[1]), iw = w > 0 ? 1 / w : 0;
                 for (int j = 0; j < m; j++) {
-                    const int x = 3 * col_blk[j] + col_row[j];
                     double d[2];
-                    slip_jac(form, mi, tn, l, vi, G + (size_t)x * N + 3 * i, col_blk[j] == i, col_row[j], d);
-                    NJ[q * m + j] = d[0], NJ[(q + 1) * m + j] = d[1];
+                    slip_jac(form, mi, tn, w, iw, l, vi, G + (size_t)gx[j] * N + 3 * i, col_blk[j] == i, col_row[j], d);
+                    const int in_e = pos[j] < 0, stride = in_e ? ne : nt;
+                    double *to = in_e ? NE + q * ne + ~pos[j] : NT + q * nt + pos[j];
+                    to[0] = d[0], to[stride] = d[1];
                 }
                 q += 2;
             }
-            /* S = N_T - N_E W; rhs = -F_T + N_E y (N_E's row gathered first: contiguous products) */
+            /* S = N_T - N_E W; rhs = -F_T + N_E y */
             double smax = 0;
             for (int r = 0; r < nt; r++) {
-                const double *nr = NJ + r * m;
-                double ner[DIRECT_MAX_UNKNOWNS];
-                for (int a = 0; a < ne; a++) ner[a] = nr[E[a]];
+                const double *ner = NE + r * ne;
                 double acc = -F[ft[r]];
                 for (int a = 0; a < ne; a++) acc += ner[a] * y[a];
                 rhs[r] = acc;
                 for (int t = 0; t < nt; t++) {
                     const double *wt = W + t * ne;
-                    double sv = nr[T[t]];
+                    double sv = NT[r * nt + t];
                     for (int a = 0; a < ne; a++) sv -= ner[a] * wt[a];
                     S[r * nt + t] = sv;
                     smax = fabs(sv) > smax ? fabs(sv) : smax;
@@ -333,14 +338,14 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
         /* backtracking on |F|^2; the trial velocities are v + t G dx (G dx once per iteration) */
         for (int k = 0; k < N; k++) Gd[k] = 0;
         for (int a = 0; a < m; a++) {
-            const double *g = G + (size_t)(3 * col_blk[a] + col_row[a]) * N, d = dx[a];
+            const double *g = G + (size_t)gx[a] * N, d = dx[a];
             for (int k = 0; k < N; k++) Gd[k] += g[k] * d;
         }
         double t = 1.0, ft2 = f2;
         int ok = 0;
         for (int ls = 0; ls < LINE_SEARCH_MAX; ls++, t *= 0.5) {
             memcpy(lt, lambda, sizeof(double) * (size_t)N);
-            for (int a = 0; a < m; a++) lt[3 * col_blk[a] + col_row[a]] += t * dx[a];
+            for (int a = 0; a < m; a++) lt[gx[a]] += t * dx[a];
             for (int k = 0; k < N; k++) vt[k] = v[k] + t * Gd[k];
             residual(n, mu, mode, form, lt, vt, Ft);
             ft2 = sumsq(m, Ft);
@@ -356,7 +361,7 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
         /* the step is below 1e-14 of lambda: Newton has converged */
         double sx = 0, sl = 0;
         for (int a = 0; a < m; a++) {
-            const double s2 = fabs(t * dx[a]), la = fabs(lambda[3 * col_blk[a] + col_row[a]]);
+            const double s2 = fabs(t * dx[a]), la = fabs(lambda[gx[a]]);
             sx = s2 > sx ? s2 : sx;
             sl = la > sl ? la : sl;
         }
