@@ -90,8 +90,9 @@ static double probe_iteration_s(probe_scratch *w, int solver, int n, double *sol
 }
 
 /* Thread CPU seconds per Newton iteration of the direct Coulomb solve on the probe problem of
- * SIM_SOLVER_DIRECT_MAX_CONTACTS contacts: with tol 0 no mode set is accepted, so each call spends its whole
- * iteration budget (or stops when no mode is left to change; the division is by the iterations done). */
+ * SIM_SOLVER_DIRECT_MAX_CONTACTS contacts: with tol 0 no mode set is accepted and with abandon 0 every Newton run goes
+ * to its end, so each call spends its whole iteration budget (or stops when no mode is left to change; the division is
+ * by the iterations done). */
 static double probe_direct_s(probe_scratch *w)
 {
     const int n = SIM_SOLVER_DIRECT_MAX_CONTACTS;
@@ -108,8 +109,8 @@ static double probe_direct_s(probe_scratch *w)
     for (int rep = 0; rep < 1000 && t < PROBE_MIN_S; rep++) {
         int it = 0;
         double t0 = thread_cpu_s();
-        sim_solver_coulomb_direct(n, w->G, w->c, w->mu, guess, 1, 0, p.direct_rounds, p.direct_max_iter, p.direct_forms,
-                                  l, v, &it);
+        sim_solver_coulomb_direct(n, w->G, w->c, w->mu, guess, 1, 0, 0, p.direct_rounds, p.direct_max_iter,
+                                  (1u << p.direct_forms) - 1, l, v, &it);
         t += thread_cpu_s() - t0;
         iters += it > 0 ? it : 1;
     }

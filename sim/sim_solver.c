@@ -56,6 +56,7 @@ void sim_solver_default_params(sim_solver_params *p)
     p->direct_rounds = 8;
     p->direct_max_iter = 100;
     p->direct_forms = SIM_SOLVER_DIRECT_FORMS;
+    p->direct_abandon = 1e4;
     p->limit_rounds = 4;
     p->seed = 0;
 }

@@ -167,6 +167,9 @@ typedef struct sim_solver_params {
                                formulation (100) */
     int direct_forms;       /* the slip formulations it tries, 1 to SIM_SOLVER_DIRECT_FORMS: 1 is the cone form
                                alone (SIM_SOLVER_DIRECT_FORMS) */
+    double direct_abandon;  /* a mode set whose Newton run has nearly solved its system while the iterate's Coulomb
+                               violation is above direct_abandon x tol is given up there, unpolished (1e4); 0 runs
+                               every Newton solve to its end */
     int limit_rounds;       /* per-contact sweeps: active-set rounds of the joint-limit elimination (4; see
                                sim_solver.c); 0 sweeps the limit rows as blocks of their own */
     unsigned long long seed; /* per-world stream for randomized models ("impacts"); 0 by default */
@@ -290,25 +293,29 @@ long sim_solver_iteration_cap(int solver, const sim_solver_params *p);
 /* The slip formulations the direct solve tries in turn (sim_solver_direct.c: cone, unit, scaled). */
 #define SIM_SOLVER_DIRECT_FORMS 3
 
-/* A direct solve of the Coulomb NCP (sim_solver_direct.c) with the first forms (1 to SIM_SOLVER_DIRECT_FORMS; out
- * of range: all) of the slip formulations: for each of the nguess candidate impulses (3n each), the
+/* A direct solve of the Coulomb NCP (sim_solver_direct.c) with the slip formulations of the mask forms (bit f:
+ * formulation f, in the order cone, unit, scaled; other bits ignored): for each of the nguess candidate impulses (3n
+ * each), the
  * modes they show (open, stick, slip; a limit open or closed; a bounded row inside or at a bound) define a square
  * system, solved by Newton's method; the blocks whose solution breaks their mode's inequalities change mode, at most
  * max_rounds times per candidate; then the best mode set found with one block's mode changed, each block and mode in
  * turn.  That search runs with each of those ways of writing a slipping block's friction law, one after the other
- * (beyond the first only on problems of at most 9 blocks), each with at most budget Newton iterations.  Returns 1 with lambda and v = G lambda + c (3n)
- * set as soon as a solution's exact Coulomb violation (sim_contact_error_sum_model, Coulomb's law) is below tol, else
- * 0 (lambda and v untouched).  *iterations (if not NULL) is increased by the Newton iterations done (at most
- * forms x budget).  n out of [1, SIM_SOLVER_DIRECT_MAX_CONTACTS]: 0.  Deterministic: no
- * transcendental function, a fixed order of operations. */
+ * (beyond the cone form only on problems of at most 9 blocks), each with at most budget Newton iterations.  abandon > 0: a
+ * Newton run stops once its residual |F|^2 is below 1e-12 of its start while the iterate's exact Coulomb violation is
+ * above abandon (that mode set is not the answer; 0: every run goes to its end).  Returns 1 with lambda and
+ * v = G lambda + c (3n) set as soon as a solution's exact Coulomb violation (sim_contact_error_sum_model, Coulomb's law)
+ * is below tol, else 0 (lambda and v untouched).  *iterations (if not NULL) is increased by the Newton iterations
+ * done (at most forms x budget).  n out of [1, SIM_SOLVER_DIRECT_MAX_CONTACTS]: 0.  Deterministic: no transcendental
+ * function, a fixed order of operations. */
 int sim_solver_coulomb_direct(int n, const double *G, const double *c, const double *mu, const double *const *guesses,
-                              int nguess, double tol, int max_rounds, int budget, int forms, double *lambda, double *v,
-                              int *iterations);
+                              int nguess, double tol, double abandon, int max_rounds, int budget, unsigned forms, double *lambda,
+                              double *v, int *iterations);
 
 /* The Newton iterations of the direct Coulomb solve one solve with row `solver` and parameters p may take at most
- * besides sim_solver_iteration_cap: "coulomb-stall-admm" with direct_rounds > 0 runs it twice on a stalled problem
- * of at most SIM_SOLVER_DIRECT_MAX_CONTACTS contacts (before ADMM and after it), each with a budget of
- * direct_max_iter iterations per slip formulation (2 x direct_forms x direct_max_iter); 0 for every other row. */
+ * besides sim_solver_iteration_cap: "coulomb-stall-admm" with direct_rounds > 0 runs it on a stalled problem of at
+ * most SIM_SOLVER_DIRECT_MAX_CONTACTS contacts with a budget of direct_max_iter iterations per slip formulation and
+ * attempt: the cone form before ADMM and after it, each other formulation twice after it (2 x direct_forms x
+ * direct_max_iter); 0 for every other row. */
 long sim_solver_direct_cap(int solver, const sim_solver_params *p);
 /* The row that row `solver` hands stalled problems to (SIM_SOLVER_ADMM for "coulomb-stall-admm"), or -1. */
 int sim_solver_fallback(int solver);
@@ -454,12 +461,14 @@ int sim_solve_admm_tree(int n, const double *G, const double *c, const double *m
  * SIM_SOLVER_DIRECT_MAX_CONTACTS = 16 blocks, p->direct_rounds > 0): each block's mode (open, stick, slip; a limit
  * open or closed; a bounded row inside or at a bound) guessed from the stalled iterate, then from the warm start, the
  * square system of those modes solved by Newton's method, the blocks that break their mode's inequalities switched
- * (active-set rounds), then single-block changes of the best mode set, with each of the SIM_SOLVER_DIRECT_FORMS
- * formulations of a slipping block's friction law in turn, at most p->direct_max_iter Newton iterations each;
- * an answer is taken only when its exact Coulomb violation is below p->tol (st->direct = 1, st->direct_iterations).
- * Else ADMM (sim_solve_admm, warm-started from the last iterate; st->fallback_iterations), and when its CCP answer is
- * not also a Coulomb solution, the direct solve once more from the CCP answer's modes; the CCP answer is returned
- * only when that fails too (st->answer = SIM_ANSWER_CCP).  So: Coulomb when the sweeps converge or a Coulomb
+ * (active-set rounds), then single-block changes of the best mode set, with the cone formulation of a slipping
+ * block's friction law, at most p->direct_max_iter Newton iterations; an answer is taken only when its exact Coulomb
+ * violation is below p->tol (st->direct = 1, st->direct_iterations).  Else ADMM (sim_solve_admm, warm-started from the
+ * last iterate; st->fallback_iterations), and when its CCP answer is not also a Coulomb solution, the direct solve
+ * again: from the CCP answer's modes with the cone form, then with each of the other p->direct_forms formulations in
+ * turn (of SIM_SOLVER_DIRECT_FORMS) from the stalled iterate and the warm start, then from the CCP answer (at most
+ * p->direct_max_iter Newton iterations per formulation and attempt); the CCP answer is returned only when all fail
+ * (st->answer = SIM_ANSWER_CCP).  So: Coulomb when the sweeps converge or a Coulomb
  * solution is found near them, the CCP as the last resort.  st->error is the final solver's own measure.  Joint
  * limits and bounded rows: as coulomb-bisection in the sweeps, 1-D blocks in the direct solve, as ADMM in ADMM. */
 int sim_solve_coulomb_stall_admm(int n, const double *G, const double *c, const double *mu, double *lambda,

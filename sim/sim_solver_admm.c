@@ -784,17 +784,23 @@ static int stall_admm_sweeps_tree(int n, const double *G, const double *c, const
                                   const sim_solver_params *p, sim_solver_stats *st, double *v,
                                   const sim_solver_tree *tree)
 {
-    double warm[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
+    double warm[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], stalled[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
     const int direct = n <= SIM_SOLVER_DIRECT_MAX_CONTACTS && p->direct_rounds > 0;
     if (direct) memcpy(warm, lambda, sizeof(double) * 3 * (size_t)n);
     const int r = sim_solver_coulomb_sweeps_stall(n, G, c, mu, lambda, p, st, v);
     if (r != SIM_SOLVER_STALLED) return r;
-    if (direct) { /* the direct Coulomb solve, from the modes of the stalled iterate, then of the warm start */
+    /* the slip formulations of the direct solve: the cone form (bit 0), and the others p->direct_forms adds */
+    const int nforms = p->direct_forms < 1 || p->direct_forms > SIM_SOLVER_DIRECT_FORMS ? SIM_SOLVER_DIRECT_FORMS
+                                                                                         : p->direct_forms;
+    const unsigned cone = 1u, others = ((1u << nforms) - 1) & ~cone;
+    if (direct) { /* the direct Coulomb solve with the cone form, from the modes of the stalled iterate, then of the
+                     warm start */
+        memcpy(stalled, lambda, sizeof(double) * 3 * (size_t)n);
         const double *guess[2] = {lambda, warm};
         double l[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], vd[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
         int dit = 0;
-        const int found = sim_solver_coulomb_direct(n, G, c, mu, guess, 2, p->tol, p->direct_rounds, p->direct_max_iter,
-                                                    p->direct_forms, l, vd, &dit);
+        const int found = sim_solver_coulomb_direct(n, G, c, mu, guess, 2, p->tol, p->direct_abandon * p->tol,
+                                                    p->direct_rounds, p->direct_max_iter, cone, l, vd, &dit);
         st->direct_iterations = dit;
         st->fallback = 1;
         if (found) {
@@ -822,12 +828,19 @@ static int stall_admm_sweeps_tree(int n, const double *G, const double *c, const
     st->fallback_iterations = it;
     int r3 = sim_solver_end(st, sweeps + it, err, p->tol);
     st->answer = answer_of_ccp(n, G, c, mu, lambda, p->tol, st->converged);
-    if (direct && st->answer != SIM_ANSWER_COULOMB) { /* last, the modes of the CCP answer */
-        const double *guess[1] = {lambda};
+    if (direct && st->answer != SIM_ANSWER_COULOMB) {
+        /* the modes of the CCP answer with the cone form; then the other formulations, from the stalled iterate and
+           the warm start, and last from the CCP answer */
+        const double *ccp[1] = {lambda}, *iterates[2] = {stalled, warm};
+        const double abandon = p->direct_abandon * p->tol;
         double l[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], vd[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
         int dit = 0;
-        if (sim_solver_coulomb_direct(n, G, c, mu, guess, 1, p->tol, p->direct_rounds, p->direct_max_iter, p->direct_forms,
-                                      l, vd, &dit)) {
+        if (sim_solver_coulomb_direct(n, G, c, mu, ccp, 1, p->tol, abandon, p->direct_rounds, p->direct_max_iter, cone,
+                                      l, vd, &dit) ||
+            (others && sim_solver_coulomb_direct(n, G, c, mu, iterates, 2, p->tol, abandon, p->direct_rounds,
+                                                 p->direct_max_iter, others, l, vd, &dit)) ||
+            (others && sim_solver_coulomb_direct(n, G, c, mu, ccp, 1, p->tol, abandon, p->direct_rounds,
+                                                 p->direct_max_iter, others, l, vd, &dit))) {
             memcpy(lambda, l, sizeof(double) * 3 * (size_t)n);
             memcpy(v, vd, sizeof(double) * 3 * (size_t)n);
             st->direct = 1;

@@ -16,8 +16,9 @@
  *   scaled   |v_T| lambda_T + mu lambda_n v_T = 0             smooth; degenerate (any lambda_T) at v_T = 0
  * They have the same solutions where the block slides (v_T != 0) but not the same Newton basins: on contact problems
  * harvested from the walk and rough tasks each formulation solves mode sets the others miss from the same start.
- * So the whole search below runs with each formulation in turn (cone, unit, scaled), each with its own budget of
- * iterations; the cone form first, so that a problem it solves gets the same answer whether or not the others exist.
+ * So the whole search below runs with each formulation the caller asks for in turn (cone, unit, scaled), each with its
+ * own budget of iterations; the cone form first, so that a problem it solves gets the same answer whether or not the
+ * others exist (coulomb-stall-admm asks for the cone form alone before ADMM, and for the others after it).
  * The other two run only on problems of at most FORMS_MAX_BLOCKS blocks: on larger ones (fallen robots) they rarely
  * succeed where the cone form failed, and there their failing iterations are the costliest.  Every system is solved by
  * Newton's method with a backtracking line search on |F|^2; each step by block elimination (newton(): the linear
@@ -41,10 +42,12 @@
 enum { M_OPEN, M_STICK, M_SLIP, M_NORMAL, M_BOX_IN, M_BOX_HI, M_BOX_LO };
 
 #define DIRECT_MAX_UNKNOWNS (3 * SIM_SOLVER_DIRECT_MAX_CONTACTS)
+#define DIRECT_MAX_FRICTION (2 * SIM_SOLVER_DIRECT_MAX_CONTACTS) /* slipping blocks' friction equations */
 #define NEWTON_MAX 30        /* Newton iterations per mode set */
 #define NEWTON_SLOW 12       /* ... of which the first ones must reduce |F|^2 by 1e20 */
 #define PIVOT_FLOOR 1e-13    /* relative to the largest entry of the Jacobian */
 #define LINE_SEARCH_MAX 6    /* step halvings per Newton iteration (a mode set without a solution needs many) */
+#define ABANDON_F2 1e-12     /* |F|^2 below this fraction of its start: the system is nearly solved */
 
 /* The kind of block i: 0 a contact with friction, 1 a frictionless contact or joint limit, 2 a bounded row. */
 static int block_kind(double mu) { return sim_block_is_box(mu) ? 2 : mu < SIM_MU_FRICTIONLESS ? 1 : 0; }
@@ -179,9 +182,10 @@ static double sumsq(int m, const double *F)
 
 /* The derivatives of a slipping block's two friction equations (residual's rows 2 and 3 of the block, formulation
  * form) with respect to one unknown: g = dv_i/dx (3 entries of G's column), own: the unknown is this block's
- * entry cr.  mi: its friction coefficient, tn: |lambda_T| (the cone form's). */
-static void slip_jac(int form, double mi, double tn, const double *l, const double *vi, const double *g, int own,
-                     int cr, double out[2])
+ * entry cr.  mi: its friction coefficient, tn: |lambda_T| (the cone form's), w = |v_T| and iw = 1 / w (0 at w = 0;
+ * the other forms'). */
+static void slip_jac(int form, double mi, double tn, double w, double iw, const double *l, const double *vi,
+                     const double *g, int own, int cr, double out[2])
 {
     if (form == F_CONE) {
         double dn = 0;
@@ -192,7 +196,6 @@ static void slip_jac(int form, double mi, double tn, const double *l, const doub
         out[0] = dn, out[1] = dc;
         return;
     }
-    const double w = sqrt(vi[0] * vi[0] + vi[1] * vi[1]), iw = w > 0 ? 1 / w : 0;
     double d0, d1;
     if (form == F_SCALED) { /* d(|v_T| l_a + mu l_n v_a) */
         const double dw = (vi[0] * g[0] + vi[1] * g[1]) * iw;
@@ -211,7 +214,10 @@ static void slip_jac(int form, double mi, double tn, const double *l, const doub
 }
 
 /* Newton on the mode set's equations from lambda (its fixed entries already set); v = G lambda + c kept up to
- * date.  Returns the iterations done (lambda, v: the last iterate).
+ * date.  Returns the iterations done (lambda, v: the last iterate).  With abandon > 0 it stops early, as a mode set
+ * that is not the answer, once |F|^2 is below ABANDON_F2 of its start while the iterate's exact Coulomb violation is
+ * above abandon (the caller's is many times tol): the solution the run would converge to lies next to that iterate,
+ * so it would be rejected too, and the iterations that would polish it are saved for other mode sets.
  *
  * The Newton step by block elimination.  Every equation but a slipping block's two friction ones is linear with a
  * constant Jacobian: a sticking block's v = 0, a slipping block's v_n = 0, a closed normal block's v_n = 0; their
@@ -222,23 +228,25 @@ static void slip_jac(int form, double mi, double tn, const double *l, const doub
  *     [A B; N_E N_T] [x_E; x_T] = -[F_E; F_T]
  * as (N_T - N_E A^-1 B) x_T = -F_T + N_E A^-1 F_E (2 unknowns per slipping block) and x_E = -A^-1 F_E - A^-1 B x_T. */
 static int newton(int n, const double *G, const double *c, const double *mu, const unsigned char *mode, int form,
-                  double *lambda, double *v, int max_it)
+                  double *lambda, double *v, int max_it, double abandon)
 {
     const int N = 3 * n;
-    int col_blk[DIRECT_MAX_UNKNOWNS], col_row[DIRECT_MAX_UNKNOWNS], m = 0;
+    /* unknown j: row col_row[j] of block col_blk[j], lambda's entry (and G's row) gx[j] */
+    int col_blk[DIRECT_MAX_UNKNOWNS], col_row[DIRECT_MAX_UNKNOWNS], gx[DIRECT_MAX_UNKNOWNS], m = 0;
     for (int i = 0; i < n; i++) {
         const int f = free_rows(mode[i]);
         for (int a = 0; a < 3; a++)
-            if (f >> a & 1) col_blk[m] = i, col_row[m++] = a;
+            if (f >> a & 1) col_blk[m] = i, col_row[m] = a, gx[m++] = 3 * i + a;
     }
     sim_contact_velocity(n, G, c, lambda, v);
     if (m == 0) return 0;
     /* E and T as positions in the unknowns' order; the linear equations are at E's positions (a slipping block's
        v_n at its lambda_n's), the friction ones at T's */
     int E[DIRECT_MAX_UNKNOWNS], T[DIRECT_MAX_UNKNOWNS], ne = 0, nt = 0, eg[DIRECT_MAX_UNKNOWNS];
+    int pos[DIRECT_MAX_UNKNOWNS]; /* unknown j is T[pos[j]], or E[~pos[j]] when pos[j] < 0 */
     for (int j = 0; j < m; j++) {
-        if (mode[col_blk[j]] == M_SLIP && col_row[j] < 2) T[nt++] = j;
-        else E[ne] = j, eg[ne++] = 3 * col_blk[j] + col_row[j];
+        if (mode[col_blk[j]] == M_SLIP && col_row[j] < 2) pos[j] = nt, T[nt++] = j;
+        else pos[j] = ~ne, E[ne] = j, eg[ne++] = gx[j];
     }
     /* a slipping block's v_n row is its first equation, at its lambda_x's position: E holds lambda_n's position,
        so the linear equations' positions in F are read per block below (fe) */
@@ -256,7 +264,7 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
     /* W = A^-1 B, column by column (B's column t: G's column of T's unknown t, at E's rows) */
     for (int t = 0; t < nt; t++) {
         double bcol[DIRECT_MAX_UNKNOWNS], wcol[DIRECT_MAX_UNKNOWNS];
-        const int x = 3 * col_blk[T[t]] + col_row[T[t]];
+        const int x = gx[T[t]];
         for (int a = 0; a < ne; a++) bcol[a] = G[(size_t)x * N + eg[a]];
         lu_solve(ne, A, perm, bcol, wcol);
         for (int a = 0; a < ne; a++) W[t * ne + a] = wcol[a]; /* stored by columns: W[t * ne + a] */
@@ -277,34 +285,36 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
         for (int a = 0; a < ne; a++) fE[a] = F[fe[a]];
         lu_solve(ne, A, perm, fE, y); /* y = A^-1 F_E */
         if (nt) {
-            /* the friction rows of the Jacobian: row pair of slipping block i, column j */
-            double NJ[DIRECT_MAX_UNKNOWNS * DIRECT_MAX_UNKNOWNS], S[DIRECT_MAX_UNKNOWNS * DIRECT_MAX_UNKNOWNS],
-                rhs[DIRECT_MAX_UNKNOWNS];
+            /* the friction rows of the Jacobian, row pair q of slipping block i: their columns at E's unknowns (N_E)
+               and at T's (N_T) */
+            double NE[DIRECT_MAX_FRICTION * DIRECT_MAX_UNKNOWNS], NT[DIRECT_MAX_FRICTION * DIRECT_MAX_FRICTION],
+                S[DIRECT_MAX_UNKNOWNS * DIRECT_MAX_UNKNOWNS], rhs[DIRECT_MAX_UNKNOWNS];
             int q = 0;
             for (int i = 0; i < n; i++) {
                 if (mode[i] != M_SLIP) continue;
                 const double *l = lambda + 3 * i, *vi = v + 3 * i, mi = mu_of(mu[i]);
                 const double tn = sqrt(l[0] * l[0] + l[1] * l[1]);
+                double w = 0, iw = 0;
+                if (form != F_CONE) w = sqrt(vi[0] * vi[0] + vi[1] * vi[1]), iw = w > 0 ? 1 / w : 0;
                 for (int j = 0; j < m; j++) {
-                    const int x = 3 * col_blk[j] + col_row[j];
                     double d[2];
-                    slip_jac(form, mi, tn, l, vi, G + (size_t)x * N + 3 * i, col_blk[j] == i, col_row[j], d);
-                    NJ[q * m + j] = d[0], NJ[(q + 1) * m + j] = d[1];
+                    slip_jac(form, mi, tn, w, iw, l, vi, G + (size_t)gx[j] * N + 3 * i, col_blk[j] == i, col_row[j], d);
+                    const int in_e = pos[j] < 0, stride = in_e ? ne : nt;
+                    double *to = in_e ? NE + q * ne + ~pos[j] : NT + q * nt + pos[j];
+                    to[0] = d[0], to[stride] = d[1];
                 }
                 q += 2;
             }
-            /* S = N_T - N_E W; rhs = -F_T + N_E y (N_E's row gathered first: contiguous products) */
+            /* S = N_T - N_E W; rhs = -F_T + N_E y */
             double smax = 0;
             for (int r = 0; r < nt; r++) {
-                const double *nr = NJ + r * m;
-                double ner[DIRECT_MAX_UNKNOWNS];
-                for (int a = 0; a < ne; a++) ner[a] = nr[E[a]];
+                const double *ner = NE + r * ne;
                 double acc = -F[ft[r]];
                 for (int a = 0; a < ne; a++) acc += ner[a] * y[a];
                 rhs[r] = acc;
                 for (int t = 0; t < nt; t++) {
                     const double *wt = W + t * ne;
-                    double sv = nr[T[t]];
+                    double sv = NT[r * nt + t];
                     for (int a = 0; a < ne; a++) sv -= ner[a] * wt[a];
                     S[r * nt + t] = sv;
                     smax = fabs(sv) > smax ? fabs(sv) : smax;
@@ -328,14 +338,14 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
         /* backtracking on |F|^2; the trial velocities are v + t G dx (G dx once per iteration) */
         for (int k = 0; k < N; k++) Gd[k] = 0;
         for (int a = 0; a < m; a++) {
-            const double *g = G + (size_t)(3 * col_blk[a] + col_row[a]) * N, d = dx[a];
+            const double *g = G + (size_t)gx[a] * N, d = dx[a];
             for (int k = 0; k < N; k++) Gd[k] += g[k] * d;
         }
         double t = 1.0, ft2 = f2;
         int ok = 0;
         for (int ls = 0; ls < LINE_SEARCH_MAX; ls++, t *= 0.5) {
             memcpy(lt, lambda, sizeof(double) * (size_t)N);
-            for (int a = 0; a < m; a++) lt[3 * col_blk[a] + col_row[a]] += t * dx[a];
+            for (int a = 0; a < m; a++) lt[gx[a]] += t * dx[a];
             for (int k = 0; k < N; k++) vt[k] = v[k] + t * Gd[k];
             residual(n, mu, mode, form, lt, vt, Ft);
             ft2 = sumsq(m, Ft);
@@ -351,7 +361,7 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
         /* the step is below 1e-14 of lambda: Newton has converged */
         double sx = 0, sl = 0;
         for (int a = 0; a < m; a++) {
-            const double s2 = fabs(t * dx[a]), la = fabs(lambda[3 * col_blk[a] + col_row[a]]);
+            const double s2 = fabs(t * dx[a]), la = fabs(lambda[gx[a]]);
             sx = s2 > sx ? s2 : sx;
             sl = la > sl ? la : sl;
         }
@@ -360,6 +370,8 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
         if (sx <= 1e-14 * (sl + 1e-12)) break;
         /* without a slip block the system is linear: a full step that removed the residual solved it */
         if (!slips && t == 1.0 && f2 <= 1e-20 * f2_before) break;
+        if (abandon > 0 && f2 <= ABANDON_F2 * f2_start && sim_contact_error_sum_model(n, G, v, mu, lambda, 1) > abandon)
+            break;
     }
     sim_contact_velocity(n, G, c, lambda, v); /* exact, not the sum of the steps */
     return it;
@@ -456,7 +468,7 @@ static int seen_before(unsigned char (*seen)[SIM_SOLVER_DIRECT_MAX_CONTACTS], in
 
 /* Solves the mode set from l (its entries for the free rows: the start); returns the exact Coulomb violation. */
 static double solve_mode_set(int n, const double *G, const double *c, const double *mu, const unsigned char *mode,
-                             int form, double tol, double *l, double *vl, int *its, int budget)
+                             int form, double tol, double abandon, double *l, double *vl, int *its, int budget)
 {
     fix_entries(n, mu, mode, l);
     sim_contact_velocity(n, G, c, l, vl);
@@ -472,7 +484,8 @@ static double solve_mode_set(int n, const double *G, const double *c, const doub
             else li[0] = r;
         }
     }
-    *its += newton(n, G, c, mu, mode, form, l, vl, budget - *its < NEWTON_MAX ? budget - *its : NEWTON_MAX);
+    *its += newton(n, G, c, mu, mode, form, l, vl, budget - *its < NEWTON_MAX ? budget - *its : NEWTON_MAX,
+                   abandon);
     return sim_contact_error_sum_model(n, G, vl, mu, l, 1);
 }
 
@@ -493,7 +506,8 @@ static int other_modes(double mu, unsigned char md, unsigned char out[2])
 /* The search with one slip formulation: from each guess's modes, active-set rounds; then the single-block neighbours
  * of the best mode set found.  1 with lambda, v set when a mode set's solution has a Coulomb violation below tol. */
 static int search(int n, const double *G, const double *c, const double *mu, const double *const *guesses, int nguess,
-                  int form, double tol, int max_rounds, int budget, double *lambda, double *v, int *iterations)
+                  int form, double tol, double abandon, int max_rounds, int budget, double *lambda, double *v,
+                  int *iterations)
 {
     const int N = 3 * n;
     double l[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], vl[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
@@ -510,7 +524,7 @@ static int search(int n, const double *G, const double *c, const double *mu, con
         int nseen = 0;
         for (int round = 0; round < max_rounds && its < budget; round++) {
             if (nseen < SEEN_MAX) memcpy(seen[nseen++], mode, (size_t)n);
-            const double err = solve_mode_set(n, G, c, mu, mode, form, tol, l, vl, &its, budget);
+            const double err = solve_mode_set(n, G, c, mu, mode, form, tol, abandon, l, vl, &its, budget);
             if (err < tol) {
                 memcpy(lambda, l, sizeof(double) * (size_t)N);
                 memcpy(v, vl, sizeof(double) * (size_t)N);
@@ -542,7 +556,7 @@ static int search(int n, const double *G, const double *c, const double *mu, con
             memcpy(mode, best_mode, (size_t)n);
             mode[i] = alt[a];
             memcpy(l, best_l, sizeof(double) * (size_t)N);
-            if (solve_mode_set(n, G, c, mu, mode, form, tol, l, vl, &its, budget) < tol) {
+            if (solve_mode_set(n, G, c, mu, mode, form, tol, abandon, l, vl, &its, budget) < tol) {
                 memcpy(lambda, l, sizeof(double) * (size_t)N);
                 memcpy(v, vl, sizeof(double) * (size_t)N);
                 *iterations += its;
@@ -555,15 +569,16 @@ static int search(int n, const double *G, const double *c, const double *mu, con
 }
 
 int sim_solver_coulomb_direct(int n, const double *G, const double *c, const double *mu, const double *const *guesses,
-                              int nguess, double tol, int max_rounds, int budget, int forms, double *lambda, double *v,
-                              int *iterations)
+                              int nguess, double tol, double abandon, int max_rounds, int budget, unsigned forms,
+                              double *lambda, double *v, int *iterations)
 {
     if (n <= 0 || n > SIM_SOLVER_DIRECT_MAX_CONTACTS) return 0;
-    if (forms < 1 || forms > F_COUNT) forms = F_COUNT;
-    if (n > FORMS_MAX_BLOCKS) forms = 1;
+    forms &= (1u << F_COUNT) - 1;
+    if (n > FORMS_MAX_BLOCKS) forms &= 1u << F_CONE;
     int its = 0, found = 0;
-    for (int form = 0; form < forms && !found; form++)
-        found = search(n, G, c, mu, guesses, nguess, form, tol, max_rounds, budget, lambda, v, &its);
+    for (int form = 0; form < F_COUNT && !found; form++)
+        if (forms >> form & 1)
+            found = search(n, G, c, mu, guesses, nguess, form, tol, abandon, max_rounds, budget, lambda, v, &its);
     if (iterations) *iterations += its;
     return found;
 }

@@ -216,3 +216,79 @@ Test(coulomb_direct, harvested_rough_stalls_end_coulomb, .timeout = 300)
     cr_assert_leq(coulomb[1], np / 4);
     cr_assert_geq(ref_solves, np / 2);
 }
+
+/* Abandoning a nearly solved mode set whose iterate is far from Coulomb (direct_abandon, the default) against running
+ * every Newton solve to its end (direct_abandon = 0), on every harvested stall (walk and rough): no fixture answered
+ * with a Coulomb solution without it loses it (each answer confirmed by the reference's measure), and the direct
+ * solve spends markedly fewer Newton iterations. */
+Test(coulomb_direct, abandoning_far_mode_sets_saves_iterations, .timeout = 300)
+{
+    static problem ps[96];
+    int np = load(ps, 64);
+    np += load_file("tests/testdata/rough_stalls.txt", ps + np, 96 - np);
+    sim_solver_params p;
+    walk_params(&p);
+    cr_assert_gt(p.direct_abandon, 0);
+    long its[2] = {0, 0};
+    int coulomb[2] = {0, 0};
+    for (int k = 0; k < np; k++) {
+        const problem *q = &ps[k];
+        int ok[2];
+        for (int off = 0; off < 2; off++) {
+            sim_solver_params r = p;
+            if (off) r.direct_abandon = 0;
+            double l[3 * MAXN];
+            memcpy(l, q->warm, sizeof l);
+            sim_solver_stats st;
+            sim_solve_coulomb_stall_admm(q->n, q->G, q->c, q->mu, l, &r, &st);
+            cr_assert_eq(st.fallback, 1, "fixture %d no longer stalls", k);
+            ok[off] = st.answer == SIM_ANSWER_COULOMB;
+            if (ok[off]) {
+                const double viol = coulomb_ref_violation(q->n, q->G, q->c, q->mu, l);
+                cr_assert_leq(viol, p.tol, "fixture %d (abandon %g): the reference measures %g", k, r.direct_abandon,
+                              viol);
+            }
+            coulomb[off] += ok[off];
+            its[off] += st.direct_iterations;
+        }
+        cr_assert(ok[0] || !ok[1], "fixture %d (n %d): Coulomb only when every Newton run goes to its end", k, q->n);
+    }
+    cr_log_info("%d harvested stalls: Newton iterations %ld abandoning, %ld without; Coulomb answers %d and %d", np,
+                its[0], its[1], coulomb[0], coulomb[1]);
+    cr_assert_geq(coulomb[0], coulomb[1]);
+    cr_assert_lt(its[0], its[1] * 9 / 10, "abandoning saved too little: %ld against %ld", its[0], its[1]);
+}
+
+/* Before ADMM the direct solve tries the cone formulation alone; the unit and scaled ones come after ADMM, once its
+ * CCP answer's modes have had their cone-form attempt.  On the rough-terrain stalls (which the cone form alone mostly
+ * cannot solve from the sweeps' modes): every answer found before ADMM is bit for bit the one the cone form alone
+ * (direct_forms = 1) gives, and most answers come after ADMM, every one of them Coulomb. */
+Test(coulomb_direct, other_formulations_only_after_admm, .timeout = 300)
+{
+    static problem ps[32];
+    const int np = load_file("tests/testdata/rough_stalls.txt", ps, 32);
+    sim_solver_params p, cone;
+    walk_params(&p);
+    cone = p;
+    cone.direct_forms = 1;
+    int before = 0, after = 0;
+    for (int k = 0; k < np; k++) {
+        const problem *q = &ps[k];
+        double l[3 * MAXN], lc[3 * MAXN];
+        memcpy(l, q->warm, sizeof l);
+        memcpy(lc, q->warm, sizeof lc);
+        sim_solver_stats st, sc;
+        sim_solve_coulomb_stall_admm(q->n, q->G, q->c, q->mu, l, &p, &st);
+        sim_solve_coulomb_stall_admm(q->n, q->G, q->c, q->mu, lc, &cone, &sc);
+        cr_assert_eq(st.answer, SIM_ANSWER_COULOMB, "fixture %d", k);
+        if (st.direct && st.fallback_iterations == 0) {
+            before++;
+            cr_assert_eq(sc.fallback_iterations, 0, "fixture %d: solved before ADMM, but not by the cone form", k);
+            cr_assert_eq(memcmp(l, lc, sizeof(double) * 3 * (size_t)q->n), 0, "fixture %d", k);
+        } else {
+            after++;
+        }
+    }
+    cr_log_info("%d rough stalls: %d answered before ADMM, %d after", np, before, after);
+    cr_assert_geq(after, np / 2);
+}
