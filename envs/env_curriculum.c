@@ -2,9 +2,6 @@
 #include "env_curriculum.h"
 
 #include <math.h>
-#ifdef __AVX2__
-#include <immintrin.h>
-#endif
 
 int env_curriculum_first_level(double u, int max_init_level, int rows)
 {
@@ -72,25 +69,8 @@ void env_heightscan(const env_terrain *t, const double pos[3], double yaw, doubl
         fy = fy < ymax ? fy : ymax;
         at[k] = (int32_t)fy * nx + (int32_t)fx;
     }
-    /* then the lowest of the samples (px, py), (px + 1, py) and (px, py + 1): integers, so the same bits on every
-       path; with AVX2 (x86-64-v3 builds) eight points at a time, each pair (px, py), (px + 1, py) read as one
-       32-bit gather, and (px, py + 1) (with its right neighbour, inside the field as px <= nx - 2) as another */
-    int k = 0;
-#ifdef __AVX2__
-    const __m256i row = _mm256_set1_epi32(nx);
-    const __m256d vs4 = _mm256_set1_pd(vs);
-    for (; k + 8 <= ENV_HEIGHTSCAN_POINTS; k += 8) {
-        const __m256i i = _mm256_loadu_si256((const __m256i *)(const void *)(at + k));
-        const __m256i a = _mm256_i32gather_epi32((const int *)(const void *)z, i, 2);
-        const __m256i b2 = _mm256_i32gather_epi32((const int *)(const void *)z, _mm256_add_epi32(i, row), 2);
-        const __m256i m = _mm256_min_epi32(_mm256_min_epi32(_mm256_srai_epi32(_mm256_slli_epi32(a, 16), 16),
-                                                            _mm256_srai_epi32(a, 16)),
-                                           _mm256_srai_epi32(_mm256_slli_epi32(b2, 16), 16));
-        _mm256_storeu_pd(h + k, _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(m)), vs4));
-        _mm256_storeu_pd(h + k + 4, _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(m, 1)), vs4));
-    }
-#endif
-    for (; k < ENV_HEIGHTSCAN_POINTS; k++) {
+    /* then the lowest of the samples (px, py), (px + 1, py) and (px, py + 1) */
+    for (int k = 0; k < ENV_HEIGHTSCAN_POINTS; k++) {
         const int16_t *p = z + at[k];
         int16_t m = p[0];
         if (p[1] < m) m = p[1];
