@@ -511,17 +511,24 @@ static void observe(const struct env *e, env_world *w, float *o)
     }
 }
 
-/* legged_gym's observation noise: uniform in +-(obs_noise * noise * noise_mult), drawn field by field. */
+/* legged_gym's observation noise: uniform in +-(obs_noise * noise * noise_mult), drawn field by field, element by
+ * element (env_rng_signed's draws 2 u - 1, NOISE_CHUNK at a time). */
+#define NOISE_CHUNK 192
 static void add_noise(const struct env *e, env_world *w, float *o)
 {
     const anymal_shared *s = shared(e);
-    double lvl = s->cfg.obs_noise;
+    double lvl = s->cfg.obs_noise, u[NOISE_CHUNK];
     if (lvl <= 0) return;
     for (int f = 0; f < e->spec.nobs; f++) {
         const env_field *F = &e->spec.obs[f];
         if (s->obs[f].noise == 0) continue;
-        for (int i = 0; i < F->size; i++)
-            o[F->offset + i] += (float)(lvl * s->obs[f].noise * s->obs[f].noise_mult * (2 * env_rng_uniform(&w->rng) - 1));
+        const double amp = lvl * s->obs[f].noise * s->obs[f].noise_mult;
+        for (int i0 = 0; i0 < F->size; i0 += NOISE_CHUNK) {
+            const int n = F->size - i0 < NOISE_CHUNK ? F->size - i0 : NOISE_CHUNK;
+            float *x = o + F->offset + i0;
+            env_rng_signed(&w->rng, u, n);
+            for (int i = 0; i < n; i++) x[i] += (float)(amp * u[i]);
+        }
     }
 }
 

@@ -33,36 +33,61 @@ int env_curriculum_column(int world, int num_worlds, int cols)
     return c < 0 ? 0 : c >= cols ? cols - 1 : c;
 }
 
+/* The scan points' offsets from the base (m, base frame), point k = ix * ENV_HEIGHTSCAN_NY + iy: each the product
+ * (i - (n - 1) / 2) * ENV_HEIGHTSCAN_SPACING, folded by the compiler to the value the expression has at run time. */
+#define HS_X(ix) (((ix) - (ENV_HEIGHTSCAN_NX - 1) / 2) * ENV_HEIGHTSCAN_SPACING)
+#define HS_Y(iy) (((iy) - (ENV_HEIGHTSCAN_NY - 1) / 2) * ENV_HEIGHTSCAN_SPACING)
+#define HS_ROW_X(ix) HS_X(ix), HS_X(ix), HS_X(ix), HS_X(ix), HS_X(ix), HS_X(ix), HS_X(ix), HS_X(ix), HS_X(ix), \
+                     HS_X(ix), HS_X(ix),
+#define HS_ROW_Y HS_Y(0), HS_Y(1), HS_Y(2), HS_Y(3), HS_Y(4), HS_Y(5), HS_Y(6), HS_Y(7), HS_Y(8), HS_Y(9), HS_Y(10),
+_Static_assert(ENV_HEIGHTSCAN_NX == 17 && ENV_HEIGHTSCAN_NY == 11, "the tables below list 17 x 11 points");
+static const double hs_px0[ENV_HEIGHTSCAN_POINTS] = {
+    HS_ROW_X(0) HS_ROW_X(1) HS_ROW_X(2) HS_ROW_X(3) HS_ROW_X(4) HS_ROW_X(5) HS_ROW_X(6) HS_ROW_X(7) HS_ROW_X(8)
+    HS_ROW_X(9) HS_ROW_X(10) HS_ROW_X(11) HS_ROW_X(12) HS_ROW_X(13) HS_ROW_X(14) HS_ROW_X(15) HS_ROW_X(16)};
+static const double hs_py0[ENV_HEIGHTSCAN_POINTS] = {
+    HS_ROW_Y HS_ROW_Y HS_ROW_Y HS_ROW_Y HS_ROW_Y HS_ROW_Y HS_ROW_Y HS_ROW_Y HS_ROW_Y
+    HS_ROW_Y HS_ROW_Y HS_ROW_Y HS_ROW_Y HS_ROW_Y HS_ROW_Y HS_ROW_Y HS_ROW_Y};
+
 void env_heightscan(const env_terrain *t, const double pos[3], double yaw, double *h)
 {
     const env_terrain_config *cfg = env_terrain_config_of(t);
     int nx, ny;
     const int16_t *z = env_terrain_heights(t, &nx, &ny);
     const double c = cos(yaw), s = sin(yaw), hs = cfg->horizontal_scale, vs = cfg->vertical_scale;
-    for (int ix = 0; ix < ENV_HEIGHTSCAN_NX; ix++) {
-        const double px0 = (ix - (ENV_HEIGHTSCAN_NX - 1) / 2) * ENV_HEIGHTSCAN_SPACING;
-        for (int iy = 0; iy < ENV_HEIGHTSCAN_NY; iy++) {
-            const double py0 = (iy - (ENV_HEIGHTSCAN_NY - 1) / 2) * ENV_HEIGHTSCAN_SPACING;
-            const double x = c * px0 - s * py0 + pos[0], y = s * px0 + c * py0 + pos[1];
-            /* torch's .long() (truncation toward zero), then the clip to the field; clamped before the
-               conversion, so a point far outside (or NaN) reads the nearest edge sample */
-            const double fx = (x + cfg->border_size) / hs, fy = (y + cfg->border_size) / hs;
-            const long px = !(fx >= 0) ? 0 : fx >= nx - 2 ? nx - 2 : (long)fx;
-            const long py = !(fy >= 0) ? 0 : fy >= ny - 2 ? ny - 2 : (long)fy;
-            const int16_t *p = z + (size_t)py * (size_t)nx + (size_t)px;
-            int16_t m = p[0];
-            if (p[1] < m) m = p[1];     /* (px + 1, py) */
-            if (p[nx] < m) m = p[nx];   /* (px, py + 1) */
-            h[ix * ENV_HEIGHTSCAN_NY + iy] = m * vs;
-        }
+    const double b = cfg->border_size, x0 = pos[0], y0 = pos[1], xmax = nx - 2, ymax = ny - 2;
+    /* First every point's sample index, a loop without branches or memory dependences that the compiler
+       vectorizes: the cell p = (xy + border_size) / horizontal_scale truncated toward zero (torch's .long()),
+       clipped to [0, n - 2] before the conversion, so that a point far outside (or NaN) reads the nearest edge
+       sample; a clip in double then a conversion to int equals the conversion then the clip. */
+    int32_t at[ENV_HEIGHTSCAN_POINTS];
+    for (int k = 0; k < ENV_HEIGHTSCAN_POINTS; k++) {
+        const double x = c * hs_px0[k] - s * hs_py0[k] + x0, y = s * hs_px0[k] + c * hs_py0[k] + y0;
+        double fx = (x + b) / hs, fy = (y + b) / hs;
+        fx = fx >= 0 ? fx : 0;
+        fx = fx < xmax ? fx : xmax;
+        fy = fy >= 0 ? fy : 0;
+        fy = fy < ymax ? fy : ymax;
+        at[k] = (int32_t)fy * nx + (int32_t)fx;
+    }
+    /* then the lowest of the samples (px, py), (px + 1, py) and (px, py + 1) */
+    for (int k = 0; k < ENV_HEIGHTSCAN_POINTS; k++) {
+        const int16_t *p = z + at[k];
+        int16_t m = p[0];
+        if (p[1] < m) m = p[1];
+        if (p[nx] < m) m = p[nx];
+        h[k] = m * vs;
     }
 }
 
 void env_heightscan_obs(const double *h, double z_base, double scale, float *out)
 {
+    /* the clip, then the scale: two loops without branches (the clip as two selects, so NaN stays NaN) that the
+       compiler vectorizes; in one, it would move the product into the branches of the clip and keep them */
+    double v[ENV_HEIGHTSCAN_POINTS];
     for (int k = 0; k < ENV_HEIGHTSCAN_POINTS; k++) {
-        double v = z_base - ENV_HEIGHTSCAN_OFFSET - h[k];
-        v = v > 1 ? 1 : v < -1 ? -1 : v;
-        out[k] = (float)(v * scale);
+        double x = z_base - ENV_HEIGHTSCAN_OFFSET - h[k];
+        x = x > 1 ? 1 : x;
+        v[k] = x < -1 ? -1 : x;
     }
+    for (int k = 0; k < ENV_HEIGHTSCAN_POINTS; k++) out[k] = (float)(v[k] * scale);
 }

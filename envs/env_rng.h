@@ -21,6 +21,9 @@ env_rng env_rng_for(uint64_t seed, uint64_t world, uint32_t episode);
 
 double env_rng_uniform(env_rng *r);                 /* [0, 1) */
 double env_rng_range(env_rng *r, double lo, double hi);
+/* n draws (n >= 0) of 2 u - 1, in [-1, 1), into out: the bits of n successive 2 * env_rng_uniform(r) - 1, and
+ * the same stream after; one vectorized loop (the observation noise draws hundreds per step). */
+void env_rng_signed(env_rng *r, double *out, int n);
 double env_rng_normal(env_rng *r);                  /* standard normal (Box-Muller, two draws) */
 /* mean + a standard normal draw (the same two draws) as one fused multiply-add, fma(radius, cos, mean),
  * rounded once on every target: the random scenario's PD targets. */

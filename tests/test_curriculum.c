@@ -161,3 +161,73 @@ Test(heightscan, layout_rotation_and_the_lower_side_of_an_edge)
     cr_assert_eq(f[0], 0.0);
     env_terrain_destroy(&t);
 }
+
+/* The scan point by point as legged_gym states it (env_curriculum.h): rotate, move, truncate, clip, lowest of
+ * three; env_heightscan (vectorized, indices first) must give these bits. */
+static void heightscan_pointwise(const env_terrain *t, const double pos[3], double yaw, double *h)
+{
+    const env_terrain_config *cfg = env_terrain_config_of(t);
+    int nx, ny;
+    const int16_t *z = env_terrain_heights(t, &nx, &ny);
+    const double c = cos(yaw), s = sin(yaw), hs = cfg->horizontal_scale;
+    for (int ix = 0; ix < ENV_HEIGHTSCAN_NX; ix++)
+        for (int iy = 0; iy < ENV_HEIGHTSCAN_NY; iy++) {
+            const double px0 = (ix - (ENV_HEIGHTSCAN_NX - 1) / 2) * ENV_HEIGHTSCAN_SPACING;
+            const double py0 = (iy - (ENV_HEIGHTSCAN_NY - 1) / 2) * ENV_HEIGHTSCAN_SPACING;
+            const double x = c * px0 - s * py0 + pos[0], y = s * px0 + c * py0 + pos[1];
+            const double fx = (x + cfg->border_size) / hs, fy = (y + cfg->border_size) / hs;
+            const long px = !(fx >= 0) ? 0 : fx >= nx - 2 ? nx - 2 : (long)fx;
+            const long py = !(fy >= 0) ? 0 : fy >= ny - 2 ? ny - 2 : (long)fy;
+            const int16_t *p = z + (size_t)py * (size_t)nx + (size_t)px;
+            int16_t m = p[0];
+            if (p[1] < m) m = p[1];
+            if (p[nx] < m) m = p[nx];
+            h[ix * ENV_HEIGHTSCAN_NY + iy] = m * cfg->vertical_scale;
+        }
+}
+
+/* Random poses over the whole field and past its edges, any yaw, and bases on sample boundaries (where a point
+ * lies on a cell edge up to rounding): env_heightscan equals the pointwise scan bit for bit, and the observation
+ * equals the clip-then-scale formula, NaN included. */
+Test(heightscan, equals_the_pointwise_scan_bit_for_bit)
+{
+    env_terrain *t = field();
+    int nx, ny;
+    env_terrain_heights(t, &nx, &ny);
+    const env_terrain_config *c = env_terrain_config_of(t);
+    env_rng r = env_rng_seeded(3);
+    double h[ENV_HEIGHTSCAN_POINTS], want[ENV_HEIGHTSCAN_POINTS];
+    int differ = 0;
+    for (int k = 0; k < 20000; k++) {
+        double pos[3], yaw = env_rng_range(&r, -4, 4);
+        for (int a = 0; a < 2; a++) {
+            const int n = a ? ny : nx;
+            pos[a] = env_rng_range(&r, -c->border_size - 2, n * c->horizontal_scale - c->border_size + 2);
+            if (k % 3 == 0) pos[a] = (int)((pos[a] + c->border_size) / c->horizontal_scale) * c->horizontal_scale -
+                                     c->border_size; /* on a sample */
+        }
+        if (k % 5 == 0) yaw = (k / 5 % 8) * (M_PI / 4);
+        pos[2] = env_rng_range(&r, -1, 2);
+        env_heightscan(t, pos, yaw, h);
+        heightscan_pointwise(t, pos, yaw, want);
+        cr_assert_eq(memcmp(h, want, sizeof h), 0, "pose %d (%.17g, %.17g, yaw %.17g)", k, pos[0], pos[1], yaw);
+        for (int p = 0; p < ENV_HEIGHTSCAN_POINTS; p++) differ += h[p] != h[0];
+        float o[ENV_HEIGHTSCAN_POINTS], wo[ENV_HEIGHTSCAN_POINTS];
+        const double zb = k % 97 == 0 ? NAN : pos[2], scale = k % 2 ? 5.0 : 1.0;
+        env_heightscan_obs(h, zb, scale, o);
+        for (int p = 0; p < ENV_HEIGHTSCAN_POINTS; p++) {
+            double v = zb - ENV_HEIGHTSCAN_OFFSET - h[p];
+            v = v > 1 ? 1 : v < -1 ? -1 : v;
+            wo[p] = (float)(v * scale);
+        }
+        cr_assert_eq(memcmp(o, wo, sizeof o), 0, "observation of pose %d", k);
+    }
+    cr_assert_gt(differ, 100000, "the poses met uneven ground");
+    const double odd[][3] = {{NAN, 3, 0}, {1e300, -1e300, 0}, {-INFINITY, INFINITY, 0}};
+    for (int k = 0; k < 3; k++) {
+        env_heightscan(t, odd[k], 0.3, h);
+        heightscan_pointwise(t, odd[k], 0.3, want);
+        cr_assert_eq(memcmp(h, want, sizeof h), 0, "odd pose %d", k);
+    }
+    env_terrain_destroy(&t);
+}

@@ -373,6 +373,18 @@ Test(scenario, rng_is_splitmix64)
         double u = env_rng_range(&x, -2, 3);
         cr_assert(u >= -2 && u < 3);
     }
+    /* n draws of 2 u - 1 at once: the bits of n single draws, the stream where n single draws leave it */
+    for (int n = 0; n < 300; n += 1 + n / 8) {
+        env_rng p = env_rng_for(9, (uint64_t)n, 2), q = p;
+        double batch[300];
+        env_rng_signed(&p, batch, n);
+        for (int i = 0; i < n; i++) {
+            const double one = 2 * env_rng_uniform(&q) - 1;
+            cr_assert(batch[i] >= -1 && batch[i] < 1);
+            cr_assert_eq(memcmp(&batch[i], &one, sizeof one), 0, "draw %d of %d: %.17g vs %.17g", i, n, batch[i], one);
+        }
+        cr_assert_eq(env_rng_uniform(&p), env_rng_uniform(&q), "the stream after %d draws", n);
+    }
     /* mean + normal: the same two draws as env_rng_normal (the streams stay aligned); around 0 it is
      * the plain draw, elsewhere it is mean + draw up to one rounding (fused where the target has FMA) */
     env_rng a = env_rng_seeded(5), b = a;
