@@ -309,11 +309,12 @@ static double chain_load_s(int n)
 Test(fixes, urdf_many_links_load_in_linear_time, .timeout = 600)
 {
     char err[256];
-    /* the growth, not a speed: 4x the links costs about 4x the CPU time when loading is linear (n log n: 4.6x),
-     * 16x when it is quadratic (a scan of every name per link) */
-    double small = chain_load_s(5000), big = chain_load_s(20000);
-    cr_log_info("URDF chain: 5,000 links %.3f s, 20,000 links %.3f s of CPU time (ratio %.1f)", small, big, big / small);
-    cr_assert_lt(big, 8.0 * small, "4x the links took %.1fx the CPU time (%.3f s vs %.3f s)", big / small, big, small);
+    /* the growth, not a speed: 16x the links costs about 16x the CPU time when loading is linear (n log n: 21x),
+     * 256x when it is quadratic (a scan of every name per link).  The bound sits 4x from each: the larger document
+     * outgrows the caches, and on a busy machine other processes share them, so the linear ratio reads above 16x */
+    double small = chain_load_s(2000), big = chain_load_s(32000);
+    cr_log_info("URDF chain: 2,000 links %.3f s, 32,000 links %.3f s of CPU time (ratio %.1f)", small, big, big / small);
+    cr_assert_lt(big, 64.0 * small, "16x the links took %.1fx the CPU time (%.3f s vs %.3f s)", big / small, big, small);
 
     char *doc = chain_doc(3000, "fixed", 2500);   /* link 2500 is named l7 again */
     sim_model *m = sim_urdf_load_string(doc, strlen(doc), "chain.urdf", NULL, err, sizeof err);
