@@ -23,6 +23,8 @@ PKGS=(
   python3-torch python3-pandas python3-matplotlib                    # test: PPO examples, SB3 / rsl_rl adapters
   libopenblas0-pthread                     # torch's BLAS: the PPO updates are much faster than with the reference BLAS
   python3-cloudpickle python3-typing-extensions                      # test: gymnasium + SB3 (sources on PYTHONPATH)
+  python3-git                              # test: rsl_rl 2.x imports GitPython (rsl_rl.utils)
+  python3-onnx                             # test: the exported policy's ONNX file checked (test_train_play)
   valgrind                                 # leak checks of the server
   prometheus                               # test peer: a real Prometheus scrapes --metrics
   python3-yaml                             # test: the Kubernetes manifest checks
