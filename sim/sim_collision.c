@@ -631,8 +631,7 @@ static int collide_cells(const sim_model *m, const sim_data *d, double margin, d
             /* a point higher than every prism under the geometry by its reach meets none; above a smooth cell the
                gap is measured along the surface's normal, so there the point must clear its highest sample by
                reach / n_z (1e-9 m for the interpolation's rounding) */
-            const double sz = smax > -INFINITY ? (m->terrain.smooth_nz_min > 0
-                                                  ? smax + reach / m->terrain.smooth_nz_min + 1e-9 : INFINITY)
+            const double sz = smax > -INFINITY ? (t->smooth_nz_min > 0 ? smax + reach / t->smooth_nz_min + 1e-9 : INFINITY)
                                                : -INFINITY;
             const double pz_max = cmax(hmax + reach, sz);
             if (!(ctr[2] - ext[2] - reach <= hmax) && !(ctr[2] - ext[2] < sz)) break;
