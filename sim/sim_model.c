@@ -157,12 +157,15 @@ int sim_model_finalize(sim_model *m, char *err, size_t errlen)
         m->dof_nanc[k] = n;
         m->dof_adr[k] = m->nM;
         m->nM += 1 + n;
+        m->dof_lower[k] = -INFINITY;
+        m->dof_upper[k] = INFINITY;
     }
     for (int i = 0; i < m->nbody; i++) {
         sim_body *b = &m->body[i];
         const double *R = b->rot;
         b->rot_identity = R[0] == 1 && R[4] == 1 && R[8] == 1 && R[1] == 0 && R[2] == 0 && R[3] == 0 &&
                           R[5] == 0 && R[6] == 0 && R[7] == 0;
+        if (i > 0) m->dof_lower[b->dof] = b->lower, m->dof_upper[b->dof] = b->upper;
         b->axis_kind = 3;
         for (int k = 0; k < 3; k++)
             if (b->axis[k] == 1 && b->axis[(k + 1) % 3] == 0 && b->axis[(k + 2) % 3] == 0) b->axis_kind = k;

@@ -141,6 +141,8 @@ typedef struct sim_model {
     int dof_nanc[SIM_MAX_DOF];      /* number of strict ancestors of each dof */
     int dof_anc[SIM_MAX_DOF][SIM_MAX_DOF]; /* strict ancestors of each dof, nearest first (decreasing) */
     int dof_adr[SIM_MAX_DOF];       /* start of row k in packed tree matrices (Mp, LD): 1 + nanc entries */
+    double dof_lower[SIM_MAX_DOF];  /* each dof's joint position limits, the bodies' lower / upper (+-INFINITY for */
+    double dof_upper[SIM_MAX_DOF];  /* the root's dofs), by dof so that sim_step scans them as contiguous arrays */
     int nM;                         /* size of a packed tree matrix */
     double total_mass;
     sim_terrain terrain;            /* default: the plane z = 0 */
@@ -245,7 +247,8 @@ int sim_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((form
 sim_model *sim_model_new(void);
 void sim_model_destroy(sim_model **m);
 /* Checks the bodies (parent order, unit axes, positive-definite inertias, joint types) and computes
- * nq, nv, dof/qadr indices, dof_body, dof_parent and total_mass.  Returns 0, or -1 with err filled. */
+ * nq, nv, dof/qadr indices, dof_body, dof_parent, the dofs' limits and total_mass.  Call it again after changing a
+ * body.  Returns 0, or -1 with err filled. */
 int sim_model_finalize(sim_model *m, char *err, size_t errlen);
 
 /* 1 if the inertia tensor I (3x3 row-major, kg·m², any frame) is symmetric and positive semi-definite

@@ -18,6 +18,7 @@
 #include "sim_math.h"
 #include "sim_spatial.h"
 
+#include <stdint.h>
 #include <string.h>
 
 _Static_assert(SIM_MAX_DOF <= SIM_SOLVER_TREE_MAX_DOF, "a model's dof tree must fit sim_solver_tree");
@@ -163,42 +164,121 @@ static inline void stage_contact_jacobians(const sim_model *m, sim_data *d, int 
 
 /* ---- joint blocks: limits and friction ------------------------------------------------------------------ */
 
+/* One joint's limit test (find_joint_blocks), on its position qk, limits lo / hi and start / free speeds u / uf:
+ * returns 1 when the nearer side is within reach, with *up = 1 when that is the upper side; *viol = max(*viol, -gap). */
+static inline int limit_near(double qk, double lo, double hi, double u, double uf, double margin, double dt, int *up,
+                             double *viol)
+{
+    const double gl = qk - lo, gu = hi - qk;
+    const int upper = gu < gl;
+    const double g = upper ? gu : gl;
+    *viol = -g > *viol ? -g : *viol;
+    /* the speed toward the nearer side, at the start and free */
+    const double a0 = upper ? u : -u, a1 = upper ? uf : -uf;
+    const double approach = a0 > a1 ? a0 : a1;
+    *up = upper;
+    return g < margin + dt * (approach > 0 ? approach : 0);
+}
+
+typedef long long sim_v4l_ __attribute__((vector_size(32)));
+static inline sim_v4d_ blend4(sim_v4l_ m, sim_v4d_ a, sim_v4d_ b)
+{
+    return (sim_v4d_)((m & (sim_v4l_)a) | (~m & (sim_v4l_)b));
+}
+static inline sim_v4d_ load4(const double *p)
+{
+    sim_v4d_ v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline uint64_t sign_bits4(sim_v4l_ m)
+{
+#ifdef __AVX__
+    return (uint64_t)_mm256_movemask_pd((__m256d)m);
+#else
+    return (uint64_t)(m[0] < 0) | (uint64_t)(m[1] < 0) << 1 | (uint64_t)(m[2] < 0) << 2 | (uint64_t)(m[3] < 0) << 3;
+#endif
+}
+
+/* limit_near on n joints held as runs (lo, hi, q, u, uf: element j is joint j), four at a time: bit j of the result
+ * for joint j within reach, of *up for its upper side.  The same tests as limit_near on every element, and the same
+ * largest violation (each lane keeps its own running maximum, merged at the end: the maximum of the same values). */
+static inline uint64_t limits_near_run(int n, const double *lo, const double *hi, const double *q, const double *u,
+                                       const double *uf, double margin, double dt, uint64_t *up, double *viol)
+{
+    uint64_t near = 0, upm = 0;
+    double v = *viol;
+    int j = 0;
+    if (n >= 4) {
+        const sim_v4d_ zero = sim_splat4(0), mg = sim_splat4(margin), dt4 = sim_splat4(dt);
+        sim_v4d_ acc = sim_splat4(v);
+        for (; j + 4 <= n; j += 4) {
+            const sim_v4d_ Q = load4(q + j), gl = Q - load4(lo + j), gu = load4(hi + j) - Q;
+            const sim_v4l_ upper = (sim_v4l_)(gu < gl);
+            const sim_v4d_ g = blend4(upper, gu, gl), ng = -g;
+            acc = blend4((sim_v4l_)(ng > acc), ng, acc);
+            const sim_v4d_ U = load4(u + j), F = load4(uf + j);
+            const sim_v4d_ a0 = blend4(upper, U, -U), a1 = blend4(upper, F, -F);
+            const sim_v4d_ ap = blend4((sim_v4l_)(a0 > a1), a0, a1);
+            const sim_v4l_ in = (sim_v4l_)(g < mg + dt4 * blend4((sim_v4l_)(ap > zero), ap, zero));
+            near |= sign_bits4(in) << j;
+            upm |= sign_bits4(upper) << j;
+        }
+        for (int l = 0; l < 4; l++) v = acc[l] > v ? acc[l] : v;
+    }
+    for (; j < n; j++) {
+        int upper;
+        near |= (uint64_t)limit_near(q[j], lo[j], hi[j], u[j], uf[j], margin, dt, &upper, &v) << j;
+        upm |= (uint64_t)upper << j;
+    }
+    *viol = v;
+    *up = upm;
+    return near;
+}
+
+_Static_assert(SIM_MAX_BODIES <= 65, "a world's limited joints must fit a 64-bit mask");
+
 /* The joint blocks of this step, after the nc contacts: first a limit block per limited joint whose nearer side is
  * within reach (gap < margin + the distance the joint may travel toward it this step at the larger of its start
  * and free speeds), then a friction block per joint with friction > 0 (the joints of d->jdof, listed when the
  * world was created).  d->jblk[j] = 3 dof + side (0 lower, 1 upper, 2 friction).  Also records the largest
- * violation at the start of the step.  At most nblk_max - nc blocks (the capacity the world was created with). */
+ * violation at the start of the step.  At most nblk_max - nc blocks (the capacity the world was created with).
+ * Limited joints with consecutive dofs (all of a robot's legs, usually) are tested four at a time on the model's
+ * limit arrays and the state's runs; each 1-dof joint's q index is its dof + 1 with a floating root, else its dof. */
 static inline void find_joint_blocks(const sim_model *m, sim_data *d, int nc, double dt)
 {
     /* everything read through locals: the stores to jblk could otherwise alias any of it */
     const int cap = d->nblk_max - nc, nl = m->opt.joint_limits ? d->njlim : 0, nf = d->njfric;
     const double margin = m->opt.margin;
-    const int *restrict jdof = d->jdof, *restrict dof_body = m->dof_body;
-    const sim_body *restrict body = m->body;
+    const int *restrict jdof = d->jdof;
     const double *restrict q = d->q, *restrict u = d->u, *restrict uf = d->ufree;
+    const double *restrict lo = m->dof_lower, *restrict hi = m->dof_upper;
     int *restrict jblk = d->jblk;
     double viol = d->stats.limit_violation;
     int n = 0;
     /* n <= j: bounding j by cap keeps every store below cap (a world has room for all its joint blocks, so the
        bound never cuts the scan short in practice) */
     const int nlc = nl < cap ? nl : cap;
-    for (int j = 0; j < nlc; j++) {
-        const int k = jdof[j];
-        const sim_body *bb = &body[dof_body[k]];
-        const double qk = q[bb->qadr], gl = qk - bb->lower, gu = bb->upper - qk;
-        const int upper = gu < gl;
-        const double g = upper ? gu : gl;
-        viol = -g > viol ? -g : viol;
-        /* the speed toward the nearer side, at the start and free */
-        const double a0 = upper ? u[k] : -u[k], a1 = upper ? uf[k] : -uf[k];
-        const double approach = a0 > a1 ? a0 : a1;
-        if (g < margin + dt * (approach > 0 ? approach : 0)) jblk[n++] = 3 * k + upper;
+    if (nlc > 0 && jdof[nlc - 1] - jdof[0] == nlc - 1) { /* jdof increases: consecutive dofs */
+        const int k0 = jdof[0], qa = k0 + m->floating;
+        uint64_t up, near = limits_near_run(nlc, lo + k0, hi + k0, q + qa, u + k0, uf + k0, margin, dt, &up, &viol);
+        for (; near; near &= near - 1) {
+            const int j = __builtin_ctzll(near);
+            jblk[n++] = 3 * (k0 + j) + (int)(up >> j & 1);
+        }
+    } else {
+        for (int j = 0; j < nlc; j++) {
+            const int k = jdof[j];
+            int upper;
+            if (limit_near(q[k + m->floating], lo[k], hi[k], u[k], uf[k], margin, dt, &upper, &viol))
+                jblk[n++] = 3 * k + upper;
+        }
     }
     d->stats.limit_violation = viol;
     d->nlim = n;
     for (int j = 0; j < nf && n < cap; j++) {
         const int k = jdof[d->njlim + j];
-        if (body[dof_body[k]].friction > 0) jblk[n++] = 3 * k + 2;
+        if (m->body[m->dof_body[k]].friction > 0) jblk[n++] = 3 * k + 2;
     }
     d->nfric = n - d->nlim;
 }
@@ -230,7 +310,7 @@ static inline void stage_joint_rows(const sim_model *m, sim_data *d, int nc, dou
         cf[0] = cf[1] = 0;
         cf[2] = sgn * d->ufree[k];
         if (side < 2) {
-            const double q = d->q[bb->qadr], g = side ? bb->upper - q : q - bb->lower;
+            const double q = d->q[bb->qadr], g = side ? m->dof_upper[k] - q : q - m->dof_lower[k];
             if (g > 0 && o->gap_target) cf[2] += g / dt;
             else if (g < 0 && o->erp > 0) cf[2] += o->erp * g / dt;
             d->mu[i] = 0;

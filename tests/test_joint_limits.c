@@ -212,6 +212,79 @@ Test(joint_limits, unlimited_joints_have_no_rows)
     sim_model_destroy(&m);
 }
 
+/* The limit rows a step considers follow the reach rule of sim_step.h, checked from the definition on states near
+ * and past the limits: a limited joint gets a row for its nearer side when the gap there is below margin + dt times
+ * the larger of its start and free speeds toward it (if positive), in joint order; the step's limit_violation is the
+ * largest -gap.  Two models, so that both of the step's scans are checked: ANYmal C's 12 limited joints have
+ * consecutive dofs (scanned four at a time), and with RF_HFE unlimited they do not (scanned one at a time). */
+Test(joint_limits, rows_within_reach_follow_the_reach_rule, .timeout = 60)
+{
+    for (int variant = 0; variant < 2; variant++) {
+        sim_model *m = load(0);
+        if (variant) {
+            sim_body *b = &m->body[joint(m, "RF_HFE")];
+            b->lower = -INFINITY, b->upper = INFINITY;
+            char err[256];
+            cr_assert_eq(sim_model_finalize(m, err, sizeof err), 0, "%s", err);
+        }
+        sim_data *d = sim_data_new(m);
+        cr_assert_not_null(d);
+        cr_assert_eq(d->njlim, variant ? 11 : 12);
+        unsigned long long x = 88172645463325252ull;
+        int rows = 0, upper = 0, lower = 0, viol_steps = 0;
+        for (int t = 0; t < 400; t++) {
+            stand(m, d, 0.7);
+            double q0[SIM_MAX_DOF + 1], u0[SIM_MAX_DOF];
+            for (int j = 0; j < d->njlim; j++) { /* each joint within 0.1 rad of a limit, on either side of it */
+                const sim_body *b = &m->body[m->dof_body[d->jdof[j]]];
+                double r[4];
+                for (int a = 0; a < 4; a++) {
+                    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                    r[a] = (double)(x >> 11) / 9007199254740992.0 - 0.5;
+                }
+                const double at = r[0] > 0 ? b->upper : b->lower;
+                d->q[b->qadr] = at + 0.2 * r[1] * ((t % 4 == 0) ? 0.01 : 1.0);
+                /* speeds and torques: the start and the free speeds differ, in size and in sign */
+                d->u[b->dof] = 6 * r[2] * (t % 3 == 0 ? 0.0 : 1.0);
+                d->tau[b->dof] = 160 * r[3];
+            }
+            memcpy(q0, d->q, sizeof(double) * (size_t)m->nq);
+            memcpy(u0, d->u, sizeof(double) * (size_t)m->nv);
+            cr_assert_eq(sim_step(m, d, DT), 0);
+            int want[2 * SIM_MAX_DOF], nw = 0;
+            double viol = 0;
+            for (int j = 0; j < d->njlim; j++) {
+                const int k = d->jdof[j];
+                const sim_body *b = &m->body[m->dof_body[k]];
+                const double gl = q0[b->qadr] - b->lower, gu = b->upper - q0[b->qadr];
+                const int up = gu < gl;
+                const double g = up ? gu : gl, s = up ? 1.0 : -1.0;
+                const double toward = fmax(fmax(s * u0[k], s * d->ufree[k]), 0.0);
+                if (-g > viol) viol = -g;
+                if (g < m->opt.margin + DT * toward) want[nw++] = 3 * k + up;
+            }
+            cr_assert_eq(d->stats.nlim, nw, "variant %d, state %d: %d limit rows, the rule gives %d", variant, t,
+                         d->stats.nlim, nw);
+            for (int i = 0; i < nw; i++) {
+                cr_assert_eq(d->jblk[i], want[i], "variant %d, state %d: row %d is %d, the rule gives %d", variant,
+                             t, i, d->jblk[i], want[i]);
+                upper += want[i] % 3 == 1, lower += want[i] % 3 == 0;
+            }
+            cr_assert_eq(d->stats.limit_violation, viol, "variant %d, state %d: violation %.17g, the rule gives %.17g",
+                         variant, t, d->stats.limit_violation, viol);
+            rows += nw, viol_steps += viol > 0;
+        }
+        cr_log_info("variant %d: %d limit rows (%d upper, %d lower), %d states past a limit", variant, rows, upper,
+                    lower, viol_steps);
+        cr_expect_gt(upper, 100);
+        cr_expect_gt(lower, 100);
+        cr_expect_gt(viol_steps, 100);
+        cr_expect_lt(rows, 400 * d->njlim); /* some joints out of reach */
+        sim_data_destroy(&d);
+        sim_model_destroy(&m);
+    }
+}
+
 /* 1/2 u^T M u with the packed M of d's last smooth stage (the step's start, until the next smooth stage). */
 static double kinetic(const sim_model *m, const sim_data *d, const double *u)
 {
