@@ -15,6 +15,9 @@ What it runs (each a herd-bench subcommand or the Python client bench; JSON line
   memory     herd-bench server --memory (herd-server RSS per world)
   rough      herd-bench env --envs anymal_c-walk,anymal_c-rough at 4096 worlds, 1 thread (the same actions, one
              process, repeats interleaved): rough's env steps/s per thread and its cost per env step over walk's
+  limits     herd-bench env --pair joint_limits=0,1 at 4096 worlds, 1 thread: walk's env step with joint limits over
+             without (the same actions; 100 steps x 9 repeats, since the two trajectories part and each repeat's
+             ratio spreads with their falls)
 The budget (seconds, default 600) bounds the whole run: each benchmark gets a timeout from what is left, and a
 benchmark that cannot start in time is reported as skipped.  Every figure states the machine, the commit, the
 load average and the spread (min-max over repeats); medians are plotted.
@@ -202,6 +205,11 @@ def main():
     # changes along it (landings, falls, resets), so a shorter window would measure only its start
     rough = r.run("rough", [hb, "env", "--envs", "anymal_c-walk,anymal_c-rough", "--worlds", "1024" if q else "4096",
                             "--threads", "1", "--steps", "50", "--warmup", "25", "--repeats", "5"], need=60, share=0.3)
+    # the two trajectories part (a limit changes the motion), so a repeat's ratio carries their different falls as
+    # well as the limits' own cost: long repeats, and many, for the median
+    limits = r.run("limits", [hb, "env", "--pair", "joint_limits=0,1", "--worlds", "1024" if q else "4096",
+                              "--threads", "1", "--steps", "30" if q else "100", "--warmup", "25",
+                              "--repeats", "5" if q else "9"], need=60, share=0.4)
     served = []
     for tr in ("tcp", "ipc"):
         served += r.run("served", [hb, "server", "--worlds", "1024", "--transport", tr, "--steps", "10",
@@ -290,6 +298,10 @@ def main():
         head.append(("rough env steps/s per thread (CPU time), %s worlds; its env step over walk's, same run"
                      % fmt(ro_[0]["worlds"]), "%s; %.2fx" % (fmt(ro_[0]["cpu_env_steps_per_s_per_thread"]),
                                                           ro_[0]["cost_ratio_to_baseline"])))
+    li_ = [d for d in limits if d.get("bench") == "env_joint_limits_pair" and d.get("joint_limits") == "1"]
+    if li_:
+        head.append(("walk env step with joint limits over without (CPU time, same repeats, %s worlds)"
+                     % fmt(li_[0]["worlds"]), "%.3fx (goal <= 1.05x)" % li_[0]["cost_ratio_to_baseline"]))
     if mem:
         head.append(("herd-server memory per world", "%s B (%s worlds, all included)"
                      % (fmt(mem[0]["bytes_per_world"]), fmt(max(p["worlds"] for p in mem[0]["points"])))))
@@ -452,6 +464,27 @@ def main():
         for d in rough:
             md.append("| %s | %s | %.2fx |\n" % (d["env"], fmt(d["cpu_env_steps_per_s_per_thread"]),
                                                 d["cost_ratio_to_baseline"]))
+    else:
+        md.append("\nNot run (see the skipped runs below).\n")
+    # ---- joint limits' cost
+    md.append("\n## Joint limits' cost (`herd-bench env --pair joint_limits=0,1`, `anymal_c-walk`, 1 thread)\n")
+    if len(limits) >= 2:
+        off = [d for d in limits if d.get("joint_limits") == "0"][0]
+        on = [d for d in limits if d.get("joint_limits") == "1"][0]
+        a, b = off["cpu_env_steps_per_s_per_thread_reps"], on["cpu_env_steps_per_s_per_thread_reps"]
+        per = [x / y for x, y in zip(a, b)]
+        md.append("\n%s worlds, the same actions with joint limits off and on, %d steps x %d repeats interleaved after "
+                  "%d warm-up steps, thread CPU time.  Limits change the motion, so the two trajectories part: each "
+                  "repeat's ratio carries their different falls and landings as well as the limits' own rows, and "
+                  "spreads accordingly; the median is the figure.\n\n"
+                  "| joint limits | env steps/s per thread (CPU; min-max) | env step cost over limits off |\n"
+                  "|---|---|---|\n"
+                  "| off | %s (%s-%s) | 1.000x |\n| on | %s (%s-%s) | **%.3fx** (repeats %.3f-%.3f; all steps %.3fx) |\n"
+                  % (fmt(on["worlds"]), on["steps"], on["repeats"], on["warmup"],
+                     fmt(off["cpu_env_steps_per_s_per_thread"]), fmt(min(a)), fmt(max(a)),
+                     fmt(on["cpu_env_steps_per_s_per_thread"]), fmt(min(b)), fmt(max(b)),
+                     on["cost_ratio_to_baseline"], min(per), max(per),
+                     sum(1 / y for y in b) / sum(1 / x for x in a)))  # total CPU time, on over off
     else:
         md.append("\nNot run (see the skipped runs below).\n")
     # ---- served
