@@ -422,6 +422,11 @@ def _(S):
         if two and two[0].get("helped_share", 0) > 0:
             fig += "; idle threads helping"
         rows.append(("1 → 2 threads, walk, %s worlds" % w, fig))
+    for d in _pick(lines, "env_joint_limits_pair", joint_limits="1"):
+        r = d["cpu_env_steps_per_s_per_thread_reps"]
+        rows.append(("`%s` env step with joint limits / without, %s worlds (`env --pair joint_limits=0,1`)" % (
+            d["env"], thousands(d["worlds"])), "%s (CPU time, median of %d same-repeat ratios, %d env steps each)" % (
+            times(d["cost_ratio_to_baseline"], 3), len(r), d["steps"])))
     for d in _pick(lines, "env_vs_mujoco"):
         mf, md = d["mujoco_fastest"], d["mujoco_defaults"]
         fig = "%s its fastest standing configuration (%s, %s cone, %d iterations); %s its defaults%s" % (
