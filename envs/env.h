@@ -112,7 +112,8 @@ void env_get_cost(const env_t *e, env_cost *out);
 typedef struct {
     double per_contact[ENV_SOLVER_ROWS], per_contact2[ENV_SOLVER_ROWS];
     double direct_iteration;    /* one Newton iteration of the direct Coulomb solve at its largest problem
-                                 * (SIM_SOLVER_DIRECT_MAX_CONTACTS contacts), s */
+                                 * (SIM_SOLVER_DIRECT_MAX_CONTACTS contacts), the costlier of the mode-set search's
+                                 * and the semismooth Newton's, s */
 } env_solver_timing;
 void env_time_solvers(env_solver_timing *out);
 /* Seconds one iteration of row `solver` takes over ncontacts contacts (0 for an unknown row). */

@@ -90,9 +90,9 @@ static double probe_iteration_s(probe_scratch *w, int solver, int n, double *sol
 }
 
 /* Thread CPU seconds per Newton iteration of the direct Coulomb solve on the probe problem of
- * SIM_SOLVER_DIRECT_MAX_CONTACTS contacts: with tol 0 no mode set is accepted and with abandon 0 every Newton run goes
- * to its end, so each call spends its whole iteration budget (or stops when no mode is left to change; the division is
- * by the iterations done). */
+ * SIM_SOLVER_DIRECT_MAX_CONTACTS contacts, the costlier of its two kinds: the mode-set search's (with tol 0 no mode set
+ * is accepted and with abandon 0 every Newton run goes to its end, so each call spends its whole iteration budget, or
+ * stops when no mode is left to change; the division is by the iterations done) and the semismooth Newton's. */
 static double probe_direct_s(probe_scratch *w)
 {
     const int n = SIM_SOLVER_DIRECT_MAX_CONTACTS;
@@ -114,7 +114,20 @@ static double probe_direct_s(probe_scratch *w)
         t += thread_cpu_s() - t0;
         iters += it > 0 ? it : 1;
     }
-    return iters > 0 ? t / (double)iters : 0;
+    const double mode_set = iters > 0 ? t / (double)iters : 0;
+    /* the semismooth Newton's iterations (a dense LU of the whole 3n x 3n system each) from the same start, at tol 0
+       (no iterate accepted): the estimate takes the costlier of the two kinds for every direct iteration */
+    t = 0, iters = 0;
+    for (int rep = 0; rep < 1000 && t < PROBE_MIN_S; rep++) {
+        int it = 0;
+        memcpy(l, w->lambda, sizeof(double) * 3 * (size_t)n);
+        double t0 = thread_cpu_s();
+        sim_solver_coulomb_newton_ac(n, w->G, w->c, w->mu, 0, p.direct_newton_iter, l, v, &it);
+        t += thread_cpu_s() - t0;
+        iters += it > 0 ? it : 1;
+    }
+    const double newton = iters > 0 ? t / (double)iters : 0;
+    return newton > mode_set ? newton : mode_set;
 }
 
 void env_time_solvers(env_solver_timing *out)

@@ -54,6 +54,7 @@ void sim_solver_default_params(sim_solver_params *p)
     p->stall_window = 8;
     p->stall_drop = 0.5;
     p->direct_rounds = 8;
+    p->direct_newton_iter = 30;
     p->direct_max_iter = 100;
     p->direct_forms = SIM_SOLVER_DIRECT_FORMS;
     p->direct_abandon = 1e4;

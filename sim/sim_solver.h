@@ -162,7 +162,10 @@ typedef struct sim_solver_params {
                                best value of stall_window sweeps earlier (8) */
     double stall_drop;      /* (0.5) */
     int direct_rounds;      /* "coulomb-stall-admm": mode corrections per start of its direct Coulomb solve (8); 0 turns
-                               the direct solve off (the stalled problem goes to ADMM alone) */
+                               the direct solve off, its semismooth Newton included (the stalled problem goes to ADMM
+                               alone) */
+    int direct_newton_iter; /* its semismooth Newton iterations per start (sim_solver_coulomb_newton_ac; 30); 0 leaves
+                               the mode-set search alone */
     int direct_max_iter;    /* its Newton iterations at most, per attempt (before ADMM, and after it) and slip
                                formulation (100) */
     int direct_forms;       /* the slip formulations it tries, 1 to SIM_SOLVER_DIRECT_FORMS: 1 is the cone form
@@ -311,11 +314,20 @@ int sim_solver_coulomb_direct(int n, const double *G, const double *c, const dou
                               int nguess, double tol, double abandon, int max_rounds, int budget, unsigned forms, double *lambda,
                               double *v, int *iterations);
 
+/* The Coulomb NCP of n blocks (1 to SIM_SOLVER_DIRECT_MAX_CONTACTS) solved whole by a semismooth Newton method on
+ * Alart and Curnier's equations (sim_solver_ac.c), from lambda, at most max_iter iterations.  Returns 1 with lambda,
+ * v = G lambda + c the first iterate whose exact Coulomb violation (sim_contact_error_sum_model, Coulomb's law) is
+ * below tol, else 0 with lambda, v the last iterate; adds the iterations done to *iterations (if not NULL).
+ * Deterministic: no transcendental function, a fixed order of operations. */
+int sim_solver_coulomb_newton_ac(int n, const double *G, const double *c, const double *mu, double tol, int max_iter,
+                                 double *lambda, double *v, int *iterations);
+
 /* The Newton iterations of the direct Coulomb solve one solve with row `solver` and parameters p may take at most
  * besides sim_solver_iteration_cap: "coulomb-stall-admm" with direct_rounds > 0 runs it on a stalled problem of at
- * most SIM_SOLVER_DIRECT_MAX_CONTACTS contacts with a budget of direct_max_iter iterations per slip formulation and
- * attempt: the cone form before ADMM and after it, each other formulation twice after it (2 x direct_forms x
- * direct_max_iter); 0 for every other row. */
+ * most SIM_SOLVER_DIRECT_MAX_CONTACTS contacts: the semismooth Newton from three starts (3 x direct_newton_iter),
+ * and the mode-set search with a budget of direct_max_iter iterations per slip formulation and attempt: the cone
+ * form before ADMM and after it, each other formulation twice after it (2 x direct_forms x direct_max_iter); 0 for
+ * every other row. */
 long sim_solver_direct_cap(int solver, const sim_solver_params *p);
 /* The row that row `solver` hands stalled problems to (SIM_SOLVER_ADMM for "coulomb-stall-admm"), or -1. */
 int sim_solver_fallback(int solver);
@@ -458,14 +470,17 @@ int sim_solve_admm_tree(int n, const double *G, const double *c, const double *m
 /* "coulomb-stall-admm": coulomb-bisection with a stall detector: when the Coulomb violation is not below
  * p->stall_drop times its value p->stall_window sweeps earlier (or max_iter sweeps end unconverged), the
  * problem goes to the fallbacks (st->fallback = 1).  First a direct Coulomb solve (up to
- * SIM_SOLVER_DIRECT_MAX_CONTACTS = 16 blocks, p->direct_rounds > 0): each block's mode (open, stick, slip; a limit
+ * SIM_SOLVER_DIRECT_MAX_CONTACTS = 16 blocks, p->direct_rounds > 0): the semismooth Newton method on the whole
+ * problem (sim_solver_coulomb_newton_ac, p->direct_newton_iter iterations) from the stalled iterate, then from the
+ * warm start; when neither reaches a Coulomb solution, the mode-set search: each block's mode (open, stick, slip; a limit
  * open or closed; a bounded row inside or at a bound) guessed from the stalled iterate, then from the warm start, the
  * square system of those modes solved by Newton's method, the blocks that break their mode's inequalities switched
  * (active-set rounds), then single-block changes of the best mode set, with the cone formulation of a slipping
  * block's friction law, at most p->direct_max_iter Newton iterations; an answer is taken only when its exact Coulomb
  * violation is below p->tol (st->direct = 1, st->direct_iterations).  Else ADMM (sim_solve_admm, warm-started from the
  * last iterate; st->fallback_iterations), and when its CCP answer is not also a Coulomb solution, the direct solve
- * again: from the CCP answer's modes with the cone form, then with each of the other p->direct_forms formulations in
+ * again: the semismooth Newton from the CCP answer, the mode-set search from the CCP answer's modes with the cone
+ * form, then with each of the other p->direct_forms formulations in
  * turn (of SIM_SOLVER_DIRECT_FORMS) from the stalled iterate and the warm start, then from the CCP answer (at most
  * p->direct_max_iter Newton iterations per formulation and attempt); the CCP answer is returned only when all fail
  * (st->answer = SIM_ANSWER_CCP).  So: Coulomb when the sweeps converge or a Coulomb

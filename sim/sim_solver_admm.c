@@ -793,14 +793,19 @@ static int stall_admm_sweeps_tree(int n, const double *G, const double *c, const
     const int nforms = p->direct_forms < 1 || p->direct_forms > SIM_SOLVER_DIRECT_FORMS ? SIM_SOLVER_DIRECT_FORMS
                                                                                          : p->direct_forms;
     const unsigned cone = 1u, others = ((1u << nforms) - 1) & ~cone;
-    if (direct) { /* the direct Coulomb solve with the cone form, from the modes of the stalled iterate, then of the
-                     warm start */
+    if (direct) { /* the direct Coulomb solve: the semismooth Newton from the stalled iterate, then from the warm
+                     start; then the mode-set search with the cone form, from the modes of the same two */
         memcpy(stalled, lambda, sizeof(double) * 3 * (size_t)n);
         const double *guess[2] = {lambda, warm};
         double l[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], vd[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
-        int dit = 0;
-        const int found = sim_solver_coulomb_direct(n, G, c, mu, guess, 2, p->tol, p->direct_abandon * p->tol,
-                                                    p->direct_rounds, p->direct_max_iter, cone, l, vd, &dit);
+        int dit = 0, found = 0;
+        for (int g = 0; g < 2 && !found && p->direct_newton_iter > 0; g++) {
+            memcpy(l, guess[g], sizeof(double) * 3 * (size_t)n);
+            found = sim_solver_coulomb_newton_ac(n, G, c, mu, p->tol, p->direct_newton_iter, l, vd, &dit);
+        }
+        if (!found)
+            found = sim_solver_coulomb_direct(n, G, c, mu, guess, 2, p->tol, p->direct_abandon * p->tol,
+                                              p->direct_rounds, p->direct_max_iter, cone, l, vd, &dit);
         st->direct_iterations = dit;
         st->fallback = 1;
         if (found) {
@@ -829,13 +834,16 @@ static int stall_admm_sweeps_tree(int n, const double *G, const double *c, const
     int r3 = sim_solver_end(st, sweeps + it, err, p->tol);
     st->answer = answer_of_ccp(n, G, c, mu, lambda, p->tol, st->converged);
     if (direct && st->answer != SIM_ANSWER_COULOMB) {
-        /* the modes of the CCP answer with the cone form; then the other formulations, from the stalled iterate and
-           the warm start, and last from the CCP answer */
+        /* the semismooth Newton from the CCP answer; the modes of the CCP answer with the cone form; then the other
+           formulations, from the stalled iterate and the warm start, and last from the CCP answer */
         const double *ccp[1] = {lambda}, *iterates[2] = {stalled, warm};
         const double abandon = p->direct_abandon * p->tol;
         double l[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS], vd[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS];
         int dit = 0;
-        if (sim_solver_coulomb_direct(n, G, c, mu, ccp, 1, p->tol, abandon, p->direct_rounds, p->direct_max_iter, cone,
+        if (p->direct_newton_iter > 0) memcpy(l, lambda, sizeof(double) * 3 * (size_t)n);
+        if ((p->direct_newton_iter > 0 &&
+             sim_solver_coulomb_newton_ac(n, G, c, mu, p->tol, p->direct_newton_iter, l, vd, &dit)) ||
+            sim_solver_coulomb_direct(n, G, c, mu, ccp, 1, p->tol, abandon, p->direct_rounds, p->direct_max_iter, cone,
                                       l, vd, &dit) ||
             (others && sim_solver_coulomb_direct(n, G, c, mu, iterates, 2, p->tol, abandon, p->direct_rounds,
                                                  p->direct_max_iter, others, l, vd, &dit)) ||

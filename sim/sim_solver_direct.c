@@ -24,7 +24,7 @@
  * Newton's method with a backtracking line search on |F|^2; each step by block elimination (newton(): the linear
  * equations' constant block is factored once per mode set, the slipping blocks' friction rows go through its Schur
  * complement), with partial pivoting (a pivot below 1e-13 of the largest entry is raised to that floor: a redundant
- * stick set has many solutions and any one will do).
+ * stick set has many solutions and any one will do; sim_lu_factor).
  * The solution of a mode set is a Coulomb solution when its inequalities hold: an open block separates (v_n >= 0), a
  * sticking one is in its cone, a slipping one pushes (lambda_n >= 0) and slides against its friction
  * (lambda_T . v_T <= 0), a closed normal block pushes, a bounded row inside is inside and one at a bound is driven
@@ -45,7 +45,6 @@ enum { M_OPEN, M_STICK, M_SLIP, M_NORMAL, M_BOX_IN, M_BOX_HI, M_BOX_LO };
 #define DIRECT_MAX_FRICTION (2 * SIM_SOLVER_DIRECT_MAX_CONTACTS) /* slipping blocks' friction equations */
 #define NEWTON_MAX 30        /* Newton iterations per mode set */
 #define NEWTON_SLOW 12       /* ... of which the first ones must reduce |F|^2 by 1e20 */
-#define PIVOT_FLOOR 1e-13    /* relative to the largest entry of the Jacobian */
 #define LINE_SEARCH_MAX 6    /* step halvings per Newton iteration (a mode set without a solution needs many) */
 #define ABANDON_F2 1e-12     /* |F|^2 below this fraction of its start: the system is nearly solved */
 
@@ -120,16 +119,13 @@ static int residual(int n, const double *mu, const unsigned char *mode, int form
     return k;
 }
 
-/* LU factorization with partial pivoting of A (k x k row-major, in place: U on and above the diagonal, the
- * multipliers below), tiny pivots raised to PIVOT_FLOOR times amax, the largest |entry| of A (found here when
- * amax < 0; a caller that wrote A may have it); perm[r]: the row of A that became row r.  Returns 0, or -1 if A
- * is zero. */
-static int lu_factor(int k, double *A, int *perm, double amax)
+/* sim_lu_factor and sim_lu_solve (sim_solver_internal.h), shared with the semismooth Newton (sim_solver_ac.c). */
+int sim_lu_factor(int k, double *A, int *perm, double amax)
 {
     if (amax < 0)
         for (int a = 0; a < k * k; a++) amax = fabs(A[a]) > amax ? fabs(A[a]) : amax;
     if (!(amax > 0)) return -1;
-    const double floor_ = PIVOT_FLOOR * amax;
+    const double floor_ = SIM_LU_PIVOT_FLOOR * amax;
     for (int r = 0; r < k; r++) perm[r] = r;
     for (int q = 0; q < k; q++) {
         int p = q;
@@ -158,8 +154,7 @@ static int lu_factor(int k, double *A, int *perm, double amax)
     return 0;
 }
 
-/* x = A^-1 b with lu_factor's A and perm (b and x of length k, distinct). */
-static void lu_solve(int k, const double *A, const int *perm, const double *b, double *x)
+void sim_lu_solve(int k, const double *A, const int *perm, const double *b, double *x)
 {
     for (int r = 0; r < k; r++) {
         double s = b[perm[r]];
@@ -260,13 +255,13 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
     int perm[DIRECT_MAX_UNKNOWNS];
     for (int a = 0; a < ne; a++)
         for (int b = 0; b < ne; b++) A[a * ne + b] = G[(size_t)eg[a] * N + eg[b]];
-    if (lu_factor(ne, A, perm, -1)) return 0;
+    if (sim_lu_factor(ne, A, perm, -1)) return 0;
     /* W = A^-1 B, column by column (B's column t: G's column of T's unknown t, at E's rows) */
     for (int t = 0; t < nt; t++) {
         double bcol[DIRECT_MAX_UNKNOWNS], wcol[DIRECT_MAX_UNKNOWNS];
         const int x = gx[T[t]];
         for (int a = 0; a < ne; a++) bcol[a] = G[(size_t)x * N + eg[a]];
-        lu_solve(ne, A, perm, bcol, wcol);
+        sim_lu_solve(ne, A, perm, bcol, wcol);
         for (int a = 0; a < ne; a++) W[t * ne + a] = wcol[a]; /* stored by columns: W[t * ne + a] */
     }
     double F[DIRECT_MAX_UNKNOWNS], dx[DIRECT_MAX_UNKNOWNS], lt[3 * SIM_SOLVER_DIRECT_MAX_CONTACTS],
@@ -283,7 +278,7 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
         it++;
         double fE[DIRECT_MAX_UNKNOWNS], y[DIRECT_MAX_UNKNOWNS];
         for (int a = 0; a < ne; a++) fE[a] = F[fe[a]];
-        lu_solve(ne, A, perm, fE, y); /* y = A^-1 F_E */
+        sim_lu_solve(ne, A, perm, fE, y); /* y = A^-1 F_E */
         if (nt) {
             /* the friction rows of the Jacobian, row pair q of slipping block i: their columns at E's unknowns (N_E)
                and at T's (N_T) */
@@ -323,8 +318,8 @@ static int newton(int n, const double *G, const double *c, const double *mu, con
             /* smax = 0 (S zero) makes lu_factor fail: smax < 0 would ask it to search */
             int sperm[DIRECT_MAX_UNKNOWNS];
             double z[DIRECT_MAX_UNKNOWNS];
-            if (lu_factor(nt, S, sperm, smax)) break;
-            lu_solve(nt, S, sperm, rhs, z);
+            if (sim_lu_factor(nt, S, sperm, smax)) break;
+            sim_lu_solve(nt, S, sperm, rhs, z);
             memcpy(rhs, z, sizeof(double) * (size_t)nt);
             for (int t = 0; t < nt; t++) dx[T[t]] = rhs[t];
             for (int a = 0; a < ne; a++) {

@@ -56,4 +56,13 @@ double sim_chol_dense(double *A, int N);
 /* x := (L L^T)^-1 x with L as sim_chol_dense leaves it. */
 void sim_chol_solve(const double *L, int N, double *x);
 
+/* LU factorization with partial pivoting of A (k x k row-major, in place: U on and above the diagonal, the
+ * multipliers below), tiny pivots raised to SIM_LU_PIVOT_FLOOR times amax, the largest |entry| of A (found here when
+ * amax < 0; a caller that wrote A may have it): a singular system (a redundant set of contacts) gets one of its many
+ * solutions.  perm[r]: the row of A that became row r.  Returns 0, or -1 if A is zero (sim_solver_direct.c). */
+#define SIM_LU_PIVOT_FLOOR 1e-13
+int sim_lu_factor(int k, double *A, int *perm, double amax);
+/* x = A^-1 b with sim_lu_factor's A and perm (b and x of length k, distinct). */
+void sim_lu_solve(int k, const double *A, const int *perm, const double *b, double *x);
+
 #endif

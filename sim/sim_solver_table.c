@@ -144,9 +144,10 @@ long sim_solver_iteration_cap(int solver, const sim_solver_params *p)
 
 long sim_solver_direct_cap(int solver, const sim_solver_params *p)
 {
-    if (solver != SIM_SOLVER_COULOMB_STALL_ADMM || p->direct_rounds <= 0 || p->direct_max_iter <= 0) return 0;
+    if (solver != SIM_SOLVER_COULOMB_STALL_ADMM || p->direct_rounds <= 0) return 0;
     const int forms = p->direct_forms < 1 ? 1 : p->direct_forms > SIM_SOLVER_DIRECT_FORMS ? SIM_SOLVER_DIRECT_FORMS : p->direct_forms;
-    return 2L * forms * p->direct_max_iter;
+    return 3L * (p->direct_newton_iter > 0 ? p->direct_newton_iter : 0) +
+           2L * forms * (p->direct_max_iter > 0 ? p->direct_max_iter : 0);
 }
 
 int sim_solver_fallback(int solver) { return solver == SIM_SOLVER_COULOMB_STALL_ADMM ? SIM_SOLVER_ADMM : -1; }

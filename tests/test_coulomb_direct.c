@@ -9,34 +9,14 @@
 #include <string.h>
 
 #include "helpers/coulomb_ref.h"
+#include "helpers/stall_fixtures.h"
 #include "sim_metrics.h"
 #include "sim_solver.h"
 
-#define MAXN 5
-typedef struct {
-    int n;
-    double G[9 * MAXN * MAXN], c[3 * MAXN], mu[MAXN], warm[3 * MAXN];
-} problem;
+#define MAXN STALL_MAXN
+typedef stall_problem problem;
 
-static int load_file(const char *path, problem *ps, int cap)
-{
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f);
-    int k = 0, n;
-    while (k < cap && fscanf(f, "%d", &n) == 1) {
-        cr_assert(n >= 1 && n <= MAXN, "fixture %d: n = %d", k, n);
-        problem *p = &ps[k];
-        const int N = 3 * n;
-        p->n = n;
-        for (int a = 0; a < N * N; a++) cr_assert_eq(fscanf(f, "%lf", &p->G[a]), 1);
-        for (int a = 0; a < N; a++) cr_assert_eq(fscanf(f, "%lf", &p->c[a]), 1);
-        for (int a = 0; a < n; a++) cr_assert_eq(fscanf(f, "%lf", &p->mu[a]), 1);
-        for (int a = 0; a < N; a++) cr_assert_eq(fscanf(f, "%lf", &p->warm[a]), 1);
-        k++;
-    }
-    fclose(f);
-    return k;
-}
+static int load_file(const char *path, problem *ps, int cap) { return stall_fixtures_load(path, ps, cap); }
 
 static int load(problem *ps, int cap) { return load_file("tests/testdata/walk_stalls.txt", ps, cap); }
 
@@ -174,7 +154,8 @@ Test(coulomb_direct, bit_for_bit_repeatable)
     }
 }
 
-/* The rough-terrain stalls: with all three formulations of a slipping block's friction law every one is answered
+/* The rough-terrain stalls, through the mode-set search alone (direct_newton_iter = 0; the fixtures were chosen as
+ * the stalls it found hard): with all three formulations of a slipping block's friction law every one is answered
  * with a Coulomb solution, which the reference's own measure confirms (its violation within tol), and on most of
  * them the reference's brute force finds a Coulomb solution too (on the others its Newton from its own starts does
  * not converge, which proves nothing either way).  With the cone formulation alone (direct_forms = 1, what the
@@ -186,6 +167,7 @@ Test(coulomb_direct, harvested_rough_stalls_end_coulomb, .timeout = 300)
     cr_assert_eq(np, 24);
     sim_solver_params p;
     walk_params(&p); /* the rough task's solver settings are the walk's */
+    p.direct_newton_iter = 0;
     int coulomb[2] = {0, 0}, ref_solves = 0;
     for (int forms = SIM_SOLVER_DIRECT_FORMS; forms >= 1; forms -= SIM_SOLVER_DIRECT_FORMS - 1) {
         p.direct_forms = forms;
@@ -218,7 +200,9 @@ Test(coulomb_direct, harvested_rough_stalls_end_coulomb, .timeout = 300)
 }
 
 /* Abandoning a nearly solved mode set whose iterate is far from Coulomb (direct_abandon, the default) against running
- * every Newton solve to its end (direct_abandon = 0), on every harvested stall (walk and rough): no fixture answered
+ * every Newton solve to its end (direct_abandon = 0), in the mode-set search alone (direct_newton_iter = 0: with the
+ * semismooth Newton first, few of these stalls reach the search), on every harvested stall (walk and rough): no
+ * fixture answered
  * with a Coulomb solution without it loses it (each answer confirmed by the reference's measure), and the direct
  * solve spends markedly fewer Newton iterations. */
 Test(coulomb_direct, abandoning_far_mode_sets_saves_iterations, .timeout = 300)
@@ -228,6 +212,7 @@ Test(coulomb_direct, abandoning_far_mode_sets_saves_iterations, .timeout = 300)
     np += load_file("tests/testdata/rough_stalls.txt", ps + np, 96 - np);
     sim_solver_params p;
     walk_params(&p);
+    p.direct_newton_iter = 0;
     cr_assert_gt(p.direct_abandon, 0);
     long its[2] = {0, 0};
     int coulomb[2] = {0, 0};
@@ -259,16 +244,18 @@ Test(coulomb_direct, abandoning_far_mode_sets_saves_iterations, .timeout = 300)
     cr_assert_lt(its[0], its[1] * 9 / 10, "abandoning saved too little: %ld against %ld", its[0], its[1]);
 }
 
-/* Before ADMM the direct solve tries the cone formulation alone; the unit and scaled ones come after ADMM, once its
- * CCP answer's modes have had their cone-form attempt.  On the rough-terrain stalls (which the cone form alone mostly
- * cannot solve from the sweeps' modes): every answer found before ADMM is bit for bit the one the cone form alone
- * (direct_forms = 1) gives, and most answers come after ADMM, every one of them Coulomb. */
+/* Before ADMM the mode-set search tries the cone formulation alone; the unit and scaled ones come after ADMM, once
+ * its CCP answer's modes have had their cone-form attempt.  On the rough-terrain stalls (which the cone form alone
+ * mostly cannot solve from the sweeps' modes), with the semismooth Newton off (direct_newton_iter = 0): every answer
+ * found before ADMM is bit for bit the one the cone form alone (direct_forms = 1) gives, and most answers come after
+ * ADMM, every one of them Coulomb. */
 Test(coulomb_direct, other_formulations_only_after_admm, .timeout = 300)
 {
     static problem ps[32];
     const int np = load_file("tests/testdata/rough_stalls.txt", ps, 32);
     sim_solver_params p, cone;
     walk_params(&p);
+    p.direct_newton_iter = 0;
     cone = p;
     cone.direct_forms = 1;
     int before = 0, after = 0;
