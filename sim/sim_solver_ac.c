@@ -16,7 +16,7 @@
  * solution, every mode at once: unlike the mode-set search of sim_solver_direct.c no mode is guessed, each Newton
  * step takes the modes its iterate's sigma implies.  F is piecewise smooth (semismooth); its generalized Jacobian is
  *     J = I - D (I - R G),    D = dP / dsigma (3 x 3 per block),  R = diag(r_i),
- * solved densely by LU with partial pivoting (sim_lu_factor).  The step is damped by backtracking on |F|^2; when no step length
+ * solved densely by LU with partial pivoting (sim_lu_factor) on the rows that are not the identity's.  The step is damped by backtracking on |F|^2; when no step length
  * reduces it (at a kink of F a Newton direction need not descend), the full step is taken anyway a few times per run
  * (a non-monotone step), then the run stops.  An iterate is the answer only when its exact Coulomb violation
  * (sim_contact_error_sum_model with Coulomb's law) is below tol, so what F's modes say never has to be trusted.
@@ -97,7 +97,7 @@ int sim_solver_coulomb_newton_ac(int n, const double *G, const double *c, const 
         dmax = g[2 * N + 2] > dmax ? g[2 * N + 2] : dmax;
         r[i] = dmax > 0 ? AC_R_SCALE / dmax : 1.0;
     }
-    double J[AC_MAX_N * AC_MAX_N], F[AC_MAX_N], D[3 * AC_MAX_N], dx[AC_MAX_N], mF[AC_MAX_N], Gd[AC_MAX_N],
+    double J[AC_MAX_N * AC_MAX_N], Jrow[AC_MAX_N], F[AC_MAX_N], D[3 * AC_MAX_N], dx[AC_MAX_N], mF[AC_MAX_N], Gd[AC_MAX_N],
         lt[AC_MAX_N], vt[AC_MAX_N], Ft[AC_MAX_N];
     int perm[AC_MAX_N], nonmonotone = AC_NONMONOTONE, it = 0, found = 0;
     sim_contact_velocity(n, G, c, lambda, v);
@@ -109,19 +109,37 @@ int sim_solver_coulomb_newton_ac(int n, const double *G, const double *c, const 
         if (it == max_iter) break;
         ac_residual(n, mu, r, lambda, v, F, D);
         const double f2 = ac_sumsq(N, F);
-        /* J = I - D + D R G, block row i: r_i D_i G[3i..3i+2, :] plus (I - D_i) on the diagonal block */
-        for (int i = 0; i < n; i++) {
-            const double *d = D + 9 * i, *g = G + (size_t)3 * i * N;
-            for (int a = 0; a < 3; a++) {
-                double *row = J + (size_t)(3 * i + a) * N;
-                const double d0 = r[i] * d[3 * a], d1 = r[i] * d[3 * a + 1], d2 = r[i] * d[3 * a + 2];
-                for (int k = 0; k < N; k++) row[k] = d0 * g[k] + d1 * g[N + k] + d2 * g[2 * N + k];
-                for (int b = 0; b < 3; b++) row[3 * i + b] += (a == b) - d[3 * a + b];
-            }
+        /* J = I - D + D R G, block row i: r_i D_i G[3i..3i+2, :] plus (I - D_i) on the diagonal block.  A row whose
+           D row is zero (an open block's, a frictionless block's or a bounded row's tangent rows, a bounded row at its
+           bound) is the identity's: its step is -F there, known before the solve.  So only the other rows (the
+           unknowns K) are factored, with the known steps moved to the right-hand side:
+               J[K, K] dx[K] = -F[K] - J[K, E] dx[E],   dx[E] = -F[E] */
+        int K[AC_MAX_N], nk = 0;
+        for (int a = 0; a < N; a++) {
+            const double *d = D + 9 * (a / 3) + 3 * (a % 3);
+            if (d[0] != 0 || d[1] != 0 || d[2] != 0) K[nk++] = a;
+            else dx[a] = -F[a];
         }
-        if (sim_lu_factor(N, J, perm, -1)) break;
-        for (int a = 0; a < N; a++) mF[a] = -F[a];
-        sim_lu_solve(N, J, perm, mF, dx);
+        for (int q = 0; q < nk; q++) {
+            const int row = K[q], i = row / 3, a = row % 3;
+            const double *d = D + 9 * i + 3 * a, *g = G + (size_t)3 * i * N;
+            const double d0 = r[i] * d[0], d1 = r[i] * d[1], d2 = r[i] * d[2];
+            double rhs = -F[row];
+            for (int k = 0; k < N; k++) Jrow[k] = d0 * g[k] + d1 * g[N + k] + d2 * g[2 * N + k];
+            for (int b = 0; b < 3; b++) Jrow[3 * i + b] += (a == b) - d[b];
+            double *out = J + (size_t)q * nk;
+            for (int p = 0, e = 0; e < N; e++) {
+                if (p < nk && K[p] == e) out[p++] = Jrow[e];
+                else rhs -= Jrow[e] * dx[e];
+            }
+            mF[q] = rhs;
+        }
+        if (nk > 0) {
+            double xk[AC_MAX_N];
+            if (sim_lu_factor(nk, J, perm, -1)) break;
+            sim_lu_solve(nk, J, perm, mF, xk);
+            for (int q = 0; q < nk; q++) dx[K[q]] = xk[q];
+        }
         if (!sim_all_finite(dx, N)) break;
         for (int k = 0; k < N; k++) Gd[k] = 0;
         for (int a = 0; a < N; a++) {

@@ -44,10 +44,11 @@ MODELS = [
     ("coulomb-stall-admm",
      "Coulomb's law (the NCP): Signorini (λ_n ≥ 0, v_n ≥ 0, λ_n v_n = 0), the cone ‖λ_T‖ ≤ μλ_n, sticking contacts "
      "v_T = 0, sliding contacts ‖λ_T‖ = μλ_n with v_T anti-parallel to λ_T.  Where the per-contact sweeps stall, a "
-     "direct solve (modes guessed, Newton on their equations) for the same conditions; only when that finds no "
-     "solution, before and after ADMM, the CCP answer of `admm` (flagged per step)",
-     "Hwangbo, Lee & Hutter 2018 (Algorithm 2's sweeps) with Coulomb's slip law (Le Lidec et al. 2023, eq. 13); ADMM "
-     "of Le Lidec et al. 2023, Alg. 3",
+     "direct solve for the same conditions (a semismooth Newton on Alart and Curnier's equations, then modes guessed "
+     "and Newton on their equations); only when that finds no solution, before and after ADMM, the CCP answer of "
+     "`admm` (flagged per step)",
+     "Hwangbo, Lee & Hutter 2018 (Algorithm 2's sweeps) with Coulomb's slip law (Le Lidec et al. 2023, eq. 13); "
+     "Alart & Curnier 1991 (the direct solve's Newton); ADMM of Le Lidec et al. 2023, Alg. 3",
      "ADMM's last iterate (in the cones)"),
     ("paper-bisection",
      "Hwangbo et al.'s per-contact model: Signorini and the cone as Coulomb; a sticking contact v_T = 0; a slipping "
