@@ -122,6 +122,11 @@ def evaluate(opt, policy_path):
     return herd_tasks.with_server(opt.address, opt.server_threads, run)
 
 
+# the keys write_eval computes from the evaluation; the rest of rough_eval.json records the training
+EVAL_KEYS = ("task", "policy_file", "target", "episodes", "untrained_episodes", "levels", "lines", "eval_wall_s",
+             "command")
+
+
 def write_eval(opt, path, policy_path, lines, wall, record):
     doc = {"task": TASK, "policy_file": play.path_name(policy_path)}
     doc.update(record)
@@ -170,7 +175,9 @@ def main(argv=None):
                 saved = json.load(f)
         print(json.dumps({"bench": "rough_eval_wall", "eval_wall_s": wall}), flush=True)
         if opt.update or not saved:
-            record = {k: saved[k] for k in ("train_wall_s", "mean_terrain_level", "training") if k in saved}
+            # every key but the evaluation's own (the training's record: train_wall_s, mean_terrain_level,
+            # training, stages, ...)
+            record = {k: v for k, v in saved.items() if k not in EVAL_KEYS}
             write_eval(opt, json_path, path, lines, wall, record)
             print("train_rough: figures written to %s" % play.path_name(json_path), flush=True)
             return 0

@@ -311,6 +311,16 @@ def test_train_rough_package_and_eval_only(tmp_path, server):
         json.dump(doc, f)
     out = run("train_rough.py", "--eval-only", *small, ok=False)
     assert out.returncode == 1 and "differ" in out.stdout
+    # --update rewrites the figures and keeps every key of the training's record, one it does not know included
+    doc["stages"] = [{"task": "anymal_c-walk", "iterations": 7}]
+    with open(out_dir / "rough_eval.json", "w") as f:
+        json.dump(doc, f)
+    out = run("train_rough.py", "--eval-only", "--update", *small)
+    with open(out_dir / "rough_eval.json") as f:
+        updated = json.load(f)
+    assert updated["stages"] == doc["stages"] and updated.get("training") == doc.get("training")
+    assert abs(updated["lines"][0]["lin_vel_error"] - (doc["lines"][0]["lin_vel_error"] - 0.01)) < 1e-9
+    assert "figures match" in run("train_rough.py", "--eval-only", *small).stdout
 
 
 def test_normalizers_load_and_export(tmp_path):
