@@ -442,8 +442,9 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                         for (int l = 0; l < nl; l++) {
                             sim_data *d = live[l];
                             int *b = &bad[row[l]];
-                            if (!staged) {
-                                *b = sim_batch_step(m, batch, l, d, dt, SIM_STAGE_NONE, SIM_STAGE_INTEGRATE) != 0;
+                            if (!staged) { /* the staged pass's failure rule, so that both step the same worlds */
+                                *b = sim_batch_step(m, batch, l, d, dt, SIM_STAGE_NONE, SIM_STAGE_INTEGRATE) != 0 ||
+                                     env_anymal_runaway(m, d);
                             } else {
                                 uint64_t c3 = bench_now_ns();
                                 sim_batch_step(m, batch, l, d, dt, SIM_STAGE_NONE, SIM_STAGE_SMOOTH);
