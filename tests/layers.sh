@@ -16,7 +16,8 @@
 #   examples/     the public headers of sim/ and envs/ (the physics demo: no server, no sockets)
 #   deploy/       none: the health probe is independent of the herd libraries
 #   clients/python/, tests/multiserver/   C client programs: herd_client.h, proto.h, env_spec.h
-#   tests/helpers/  rigid_contact.h, server_start.h, srv_thread.h, coulomb_ref.h (the brute-force Coulomb reference)
+#   tests/helpers/  rigid_contact.h, server_start.h, srv_thread.h, coulomb_ref.h (the brute-force Coulomb reference),
+#                 stall_fixtures.h (the harvested stall problems' loader)
 #   tests/        white-box tests of every module: any header of the layers, their helpers, fuzz_targets.h,
 #                 bench/bench*.h (the benchmarks' own units: CPU pinning, accuracy measures) and mj_peer.h, by
 #                 those names only (no relative path into another folder, no source file)
@@ -76,8 +77,8 @@ check examples "^($SIM_PUB|$ENVS_PUB)\$" 'zmq\.h|msgpack\.h|pthread\.h' public
 check deploy '^$' '' public
 check clients/python '^(herd_client\.h|proto\.h|env_spec\.h)$' '' public
 check tests/multiserver '^(herd_client\.h|proto\.h|env_spec\.h)$' '' public
-check tests/helpers "^(rigid_contact\\.h|server_start\\.h|srv_thread\\.h|coulomb_ref\\.h)\$" '' public
-check tests '^((sim|env|proto|srv|herd_client)[a-z_]*\.h|helpers/(rigid_contact|server_start|coulomb_ref)\.h|fuzz/fuzz_targets\.h|bench/bench[a-z_]*\.h|mj_peer\.h)$' ''
+check tests/helpers "^(rigid_contact\\.h|server_start\\.h|srv_thread\\.h|coulomb_ref\\.h|stall_fixtures\\.h)\$" '' public
+check tests '^((sim|env|proto|srv|herd_client)[a-z_]*\.h|helpers/(rigid_contact|server_start|coulomb_ref|stall_fixtures)\.h|fuzz/fuzz_targets\.h|bench/bench[a-z_]*\.h|mj_peer\.h)$' ''
 
 # every folder with C code has a rule above (a new folder must say what it may include)
 unruled=""
