@@ -44,10 +44,12 @@ def live(server):
 
 
 def wait_scale(b, cond, timeout, what):
+    """herdViewer.render() once cond(its scale) holds and the drawing buffer has that scale (the page sets the
+    scale when it decides and resizes the buffer at its next draw, so the two can differ for a frame)."""
     deadline = time.monotonic() + timeout
     while True:
         r = b.evaluate("herdViewer.render()")
-        if cond(r["scale"]):
+        if cond(r["scale"]) and (r["width"], r["height"]) == (round(W * r["scale"]), round(H * r["scale"])):
             return r
         assert time.monotonic() < deadline, "%s: the render scale stayed %s (%s)" % (what, r["scale"], r)
         time.sleep(0.1)
@@ -62,10 +64,10 @@ def test_adaptive_scale_follows_the_frame_time(live):
         b.evaluate("herdViewer.slowDraws(%d)" % SLOW_MS)
         r = wait_scale(b, lambda s: s <= 0.4 + 1e-9, 90, "slow draws")
         assert r["changes"] >= 2 and r["frameMs"] >= SLOW_MS
-        # the drawing buffer is the canvas's size times the scale; the page's pixels are the canvas's
+        # the drawing buffer is the canvas's size times the scale (wait_scale waited for it); the page's pixels are
+        # the canvas's
         info = b.evaluate("herdViewer.setPaused(true), herdViewer.info()")
         assert (info["width"], info["height"]) == (W, H)
-        assert (r["width"], r["height"]) == (round(W * r["scale"]), round(H * r["scale"]))
         # the picture at that scale: the base's red at the base's pixel, the nearest foot dark
         wait_paused(b, src)
         info = b.evaluate("herdViewer.info()")
