@@ -308,6 +308,30 @@ static int parse_base_config(const char *name, const char *text)
     return 0;
 }
 
+static int base_has_key(const char *key)
+{
+    for (int i = 0; i < g_nbase; i++)
+        if (!strcmp(g_base_kv[i].key, key)) return 1;
+    return 0;
+}
+
+static int spec_has_key(const char *name, const char *key)
+{
+    const env_spec *sp = env_registry_spec(env_registry_find(name));
+    for (int i = 0; sp && i < sp->nconfig; i++)
+        if (!strcmp(sp->config[i].key, key)) return 1;
+    return 0;
+}
+
+static int gcd_int(int a, int b)
+{
+    while (b) {
+        const int t = a % b;
+        a = b, b = t;
+    }
+    return a;
+}
+
 static int bench_env_profile(int argc, char **argv, const char *name, int worlds, int steps, int repeats, int warmup)
 {
     char err[512];
@@ -686,13 +710,23 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
     char err[512];
     int rc = 0, R = repeats < 64 ? repeats : 64, ad = 0;
     float *base = NULL;
+    /* A world-count sweep on a terrain task: world i's column (terrain kind) is legged_gym's block of i among all n
+     * worlds, so the same seed would stand on a different kind at every n.  The sweep makes the blocks those of
+     * each run of `period` worlds (the gcd of the counts), so every world of every n is one of the same `period`
+     * and does the same work whatever n (unless --config sets the key). */
+    int period = 0;
+    if (!solvers && spec_has_key(name, "terrain_column_period") && !base_has_key("terrain_column_period")) {
+        period = ns[0];
+        for (int k = 1; k < np; k++) period = gcd_int(period, ns[k]);
+    }
     for (int k = 0; k < np && !rc; k++) {
         env_kv kvs[BASE_KV_MAX + 1];
         memcpy(kvs, g_base_kv, sizeof(env_kv) * (size_t)g_nbase);
         const int keyed = solvers && !envs;
         if (keyed) kvs[g_nbase] = (env_kv){key, sid[k]};
-        pt[k].e = env_new(envs ? sname[k] : name, ns[k], kvs, g_nbase + keyed, 7, ENV_AUTORESET_SAME_STEP, err,
-                          sizeof err);
+        if (period) kvs[g_nbase] = (env_kv){"terrain_column_period", period};
+        pt[k].e = env_new(envs ? sname[k] : name, ns[k], kvs, g_nbase + (keyed || period), 7, ENV_AUTORESET_SAME_STEP,
+                          err, sizeof err);
         if (!pt[k].e) { fprintf(stderr, "herd-bench env: %s%s%s\n", envs ? sname[k] : "", envs ? ": " : "", err); rc = 2; break; }
         const env_spec *sp = env_get_spec(pt[k].e);
         if (ad && sp->act_dim != ad) {
@@ -780,6 +814,9 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
         double med[32], lo = INFINITY, hi = 0;
         fprintf(stderr, "env sweep: %s, %d thread(s), %d steps x %d repeats (interleaved) after %d warm-up (cpu: %s)\n",
                 name, threads, steps, R, warmup, bench_cpu());
+        if (period)
+            fprintf(stderr, "  terrain_column_period=%d: world i stands on the column of i mod %d at every count "
+                    "(the same work per world)\n", period, period);
         for (int k = 0; k < np; k++) {
             double a[64], b[64];
             memcpy(a, pt[k].cpu, sizeof(double) * (size_t)R);
@@ -794,6 +831,7 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
             print_reps("env_steps_per_s_per_thread_reps", pt[k].wall, R, 1.0);
             env_cost cost;
             env_get_cost(pt[k].e, &cost);
+            if (period) printf(",\"terrain_column_period\":%d", period);
             printf(",\"bytes_per_world\":%zu,\"shared_bytes\":%zu,\"cpu\":\"%s\"}\n", cost.world_bytes, cost.fixed_bytes,
                    bench_cpu());
             fprintf(stderr, "  %6d worlds: %9.0f env steps per CPU-second per thread, %9.0f per wall second per thread; "
@@ -815,7 +853,9 @@ static int bench_env_sweep(const char *name, const char *list, int threads, int 
                "\"spread_of_medians\":%.4f,\"min_over_max\":%.4f,\"relative_to_first\":[", name, threads, ns[0],
                ns[np - 1], (hi - lo) / mid, lo / hi);
         for (int k = 0; k < np; k++) printf("%s%.4f", k ? "," : "", rel[k]);
-        printf("],\"relative_min_over_max\":%.4f}\n", rlo / rhi);
+        printf("],\"relative_min_over_max\":%.4f", rlo / rhi);
+        if (period) printf(",\"terrain_column_period\":%d", period);
+        printf("}\n");
         fprintf(stderr, "  flatness: medians span %.1f %% of their median (min / max %.3f); same-repeat ratios to %d worlds:",
                 100 * (hi - lo) / mid, lo / hi, ns[0]);
         for (int k = 0; k < np; k++) fprintf(stderr, " %.3f", rel[k]);

@@ -398,8 +398,10 @@ def _(S):
                      "; ".join(("%s %.2f (%.0f %%)" if i == 0 else "%s %.2f") % (
                          (k, us[k], 100 * us[k] / d["pd_and_sim_step_us"]) if i == 0 else (k, us[k]))
                          for i, k in enumerate(order))))
-    sweep, flat = _pick(lines, "env_sweep"), _pick(lines, "env_flatness")
-    if sweep:
+    for env in ("anymal_c-walk", "anymal_c-rough"):
+        sweep, flat = _pick(lines, "env_sweep", env=env), _pick(lines, "env_flatness", env=env)
+        if not sweep:
+            continue
         r = [d["cpu_env_steps_per_s_per_thread"] for d in sweep]
         s0 = sweep[0]
         fig = "%s–%sk (CPU time, env steps %d–%d of the episodes)" % (
@@ -407,8 +409,14 @@ def _(S):
             s0["warmup"] + (s0["steps"] + 1) * s0["repeats"])
         if flat:
             fig += "; flat within %.1f %% (same-repeat ratios)" % (100 * (1 - flat[0]["relative_min_over_max"]))
+        if "terrain_column_period" in s0:
+            fig += "; columns by world index mod %d, the same work per world at every count" % s0["terrain_column_period"]
         rows.append(("`%s` env steps/s per thread, %s → %s worlds" % (
             s0["env"], thousands(sweep[0]["worlds"]), thousands(sweep[-1]["worlds"])), fig))
+    for d in _pick(lines, "env_envs", env="anymal_c-rough"):
+        rows.append(("`anymal_c-rough` env steps/s per thread, %s worlds (`env --envs anymal_c-walk,anymal_c-rough`)"
+                     % thousands(d["worlds"]), "%s (CPU time); its env step costs %s walk's (same repeats)" % (
+                         thousands(d["cpu_env_steps_per_s_per_thread"]), times(d["cost_ratio_to_baseline"]))))
     sc = _pick(lines, "env_scaling")
     if sc:
         w = sc[0]["worlds"]

@@ -12,7 +12,9 @@
  *   from the env's seed, shared read-only by its worlds as the model's cell terrain).  Walk's observation plus the
  *   187-point height scan (ROUGH_OBS; obs_scales isaaclab drops every scale), heading commands (v_x, v_y, heading
  *   U(-pi, pi) every 10 s; omega = clip(0.5 wrap(heading - yaw), +-cmd_yaw_max)), legged_gym's rough reward scales,
- *   and a world's tile: its column by env_curriculum_column, its level moved at each reset by env_curriculum.h's
+ *   and a world's tile: its column by env_curriculum_column (over the env's worlds, or over each run of
+ *   terrain_column_period worlds, so that a world's tile does not depend on how many worlds the env has), its
+ *   level moved at each reset by env_curriculum.h's
  *   rules (rough_place), within [terrain_level_min, terrain_level_max]; spawn at the tile origin + U(+-1 m) in x and
  *   y, 0.6 m above it, yaw 0.  env_terrain_levels reports the levels (mean, per terrain kind).
  * anymal_c-stand: stand up from a random crouched (or, with fallen_prob, fallen) pose and hold a target
@@ -84,7 +86,7 @@ typedef struct {
     double actuator, net_precision, dc_saturation, dc_effort_limit, dc_velocity_limit, delay_min, delay_max,   /* actuator */
         kp_scale_min, kp_scale_max, kd_scale_min, kd_scale_max, motor_strength_min, motor_strength_max;
     double joint_limits, joint_damping, joint_friction, joint_armature;                  /* joints */
-    double curriculum, terrain_level_min, terrain_level_max, obs_scales;                 /* rough */
+    double curriculum, terrain_level_min, terrain_level_max, obs_scales, terrain_column_period; /* rough */
 } anymal_cfg;
 
 #define F(k) ENV_CFG_FIELD(anymal_cfg, k)
@@ -97,7 +99,7 @@ static const env_cfg_field cfg_fields[] = {
     F(actuator), F(net_precision), F(dc_saturation), F(dc_effort_limit), F(dc_velocity_limit), F(delay_min), F(delay_max),
     F(kp_scale_min), F(kp_scale_max), F(kd_scale_min), F(kd_scale_max), F(motor_strength_min), F(motor_strength_max),
     F(joint_limits), F(joint_damping), F(joint_friction), F(joint_armature),
-    F(curriculum), F(terrain_level_min), F(terrain_level_max), F(obs_scales)};
+    F(curriculum), F(terrain_level_min), F(terrain_level_max), F(obs_scales), F(terrain_column_period)};
 #undef F
 
 /* What an observation field holds (before its scale). */
@@ -774,7 +776,9 @@ static void rough_place(const struct env *e, env_world *w)
     double u = env_rng_uniform(&w->rng);
     int lo = (int)c->terrain_level_min, hi = (int)c->terrain_level_max;
     if (!rs->placed) {
-        rs->col = env_curriculum_column((int)(w - e->worlds), e->nworlds, tc->cols);
+        const int wi = (int)(w - e->worlds), period = (int)c->terrain_column_period;
+        rs->col = period > 0 ? env_curriculum_column(wi % period, period, tc->cols)
+                             : env_curriculum_column(wi, e->nworlds, tc->cols);
         rs->level = c->curriculum > 0 ? env_curriculum_first_level(u, ENV_CURRICULUM_MAX_INIT_LEVEL, tc->rows)
                                       : lo + (int)(u * (hi - lo + 1));
         rs->placed = 1;
@@ -1122,7 +1126,8 @@ ANYMAL_TASK(env_task_anymal_stand, stand, "anymal_c-stand",
     KEY("terrain_level_min", 0, 0, ENV_TERRAIN_ROWS - 1, 1, "lowest terrain level (row) a world may be on"), \
     KEY("terrain_level_max", ENV_TERRAIN_ROWS - 1, 0, ENV_TERRAIN_ROWS - 1, 1, "highest terrain level (row) a world may be on"), \
     {"obs_scales", 0, 0, 1, 1, "observation scales: legged_gym's (x2 lin vel, x0.25 ang vel, x5 heights, ...) or none (Isaac Lab)", \
-     2, {"legged_gym", "isaaclab"}}
+     2, {"legged_gym", "isaaclab"}}, \
+    KEY("terrain_column_period", 0, 0, 1 << 24, 1, "0: column floor(i / (n / 20)) of the n worlds (legged_gym); P: floor((i mod P) / (P / 20))")
 ANYMAL_TASK(env_task_anymal_rough, rough, "anymal_c-rough",
             "ANYmal C rough-terrain velocity tracking (legged_gym's anymal_c_rough): 10 x 20 terrain tiles with a "
             "level curriculum, 235 observations (187 heights), heading commands, " STR(ROUGH_EPISODE_S) " s episodes",

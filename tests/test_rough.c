@@ -174,6 +174,40 @@ Test(rough, spawn_and_height_scan, .timeout = 120)
     env_destroy(&w);
 }
 
+/* terrain_column_period P: world i stands on the column of i mod P among P worlds, whatever the env's world count,
+ * so with seeds periodic in P the worlds of a 3P-world env start exactly as those of a P-world env; by default
+ * (legged_gym's blocks over all the worlds) they do not. */
+Test(rough, column_period_makes_the_tiles_independent_of_the_count, .timeout = 120)
+{
+    enum { P = 20, N = 3 * P };
+    env_terrain *t = field_of(4);
+    uint64_t seeds[N];
+    for (int i = 0; i < N; i++) seeds[i] = 100 + (uint64_t)(i % P);
+    static float obs[N * 235];
+    for (int period = 0; period <= P; period += P) {
+        env_kv kv[] = {{"obs_noise", 0}, {"terrain_column_period", period}};
+        env_t *small = mk(P, kv, 2, 4), *big = mk(N, kv, 2, 4);
+        env_reset(small, 0, P, NULL, seeds, obs);
+        env_reset(big, 0, N, NULL, seeds, obs);
+        int differ = 0;
+        for (int i = 0; i < N; i++) {
+            const sim_data *a = env_world_state(big, i), *b = env_world_state(small, i % P);
+            const int col = period ? env_curriculum_column(i % P, P, ENV_TERRAIN_COLS)
+                                   : env_curriculum_column(i, N, ENV_TERRAIN_COLS);
+            double o[3];
+            cr_assert_eq(env_terrain_origin(t, level_of(big, i), col, o), 0);
+            cr_assert(fabs(a->q[0] - o[0]) <= 1 && fabs(a->q[1] - o[1]) <= 1, "period %d: world %d off its tile",
+                      period, i);
+            differ += memcmp(a->q, b->q, sizeof(double) * 7) != 0;
+        }
+        if (period) cr_assert_eq(differ, 0, "with the period, world i starts as world i mod %d of %d worlds", P, P);
+        else cr_assert_gt(differ, N / 2, "legged_gym's blocks depend on the world count (%d of %d differ)", differ, N);
+        env_destroy(&small);
+        env_destroy(&big);
+    }
+    env_terrain_destroy(&t);
+}
+
 /* Moves world i's base to dist metres (along x) from its tile origin, leaving the rest of its state. */
 static void put_base(env_t *e, const env_terrain *t, int i, double dist)
 {

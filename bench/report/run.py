@@ -7,6 +7,7 @@
 
 What it runs (each a herd-bench subcommand or the Python client bench; JSON lines are collected):
   worlds     herd-bench env --sweep 64,...,65536 --threads 1 (one process, repeats interleaved across N)
+  rough_worlds  the same on anymal_c-rough (world i on the terrain column of i mod 64 at every N: the same work)
   threads    herd-bench env at 4096 worlds, 1 and 2 threads (speedup)
   profile    herd-bench env --profile (per-stage time of a walk physics step)
   served     herd-bench server, tcp and ipc (in-process vs served), and clients/python/bench.py (Python vs C client)
@@ -158,6 +159,65 @@ def save(fig, outdir, name):
     return "benchmarks/" + name
 
 
+def worlds_section(md, figs, opt, ctx, env, runs, png):
+    """One task's world-count sweep (`herd-bench env --sweep`): plot, table and flatness."""
+    md.append("\n## Throughput per thread against world count (`%s`, 1 thread)\n" % env)
+    flat = [d for d in runs if d.get("bench") == "env_flatness"]
+    sweep = [d for d in runs if d.get("bench") == "env_sweep"]
+    if not (sweep and flat):
+        md.append("\nNot run (see the skipped runs below).\n")
+        return
+    fl = flat[0]
+    ns = [d["worlds"] for d in sweep]
+    cpu = [spread(d["cpu_env_steps_per_s_per_thread_reps"]) for d in sweep]
+    wall = [spread(d["env_steps_per_s_per_thread_reps"]) for d in sweep]
+    meds = [c[0] for c in cpu]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    ax.errorbar(ns, meds, yerr=[[c[0] - c[1] for c in cpu], [c[2] - c[0] for c in cpu]], marker="o", capsize=3,
+                label="per CPU-second of the stepping thread")
+    ax.errorbar(ns, [w[0] for w in wall], yerr=[[w[0] - w[1] for w in wall], [w[2] - w[0] for w in wall]],
+                marker="s", capsize=3, label="per wall-clock second (loaded machine)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("worlds")
+    ax.set_ylabel("env steps / s per thread")
+    ax.set_ylim(bottom=0)
+    ax.set_title("%s, 1 thread: env steps/s vs worlds" % env)
+    ax.legend(fontsize=7.5)
+    ax2.plot(ns, fl["relative_to_first"], marker="o")
+    ax2.axhspan(0.9, 1.1, color="C2", alpha=0.15, label="+-10 %")
+    ax2.set_xscale("log", base=2)
+    ax2.set_ylim(0.7, 1.3)
+    ax2.set_xlabel("worlds")
+    ax2.set_ylabel("rate / rate at %d worlds (CPU time)" % ns[0])
+    ax2.set_title("flatness: same-repeat ratio, median over repeats")
+    ax2.legend(fontsize=8)
+    stamp(fig, ctx, "median of %d repeats, bars min-max (the repeats are successive stretches of the trajectories, "
+                    "so they differ in work; the ratios do not)" % sweep[0]["repeats"])
+    key = png[:-4]
+    figs[key] = save(fig, opt.out, png)
+    md.append("![env steps/s vs worlds](%s)\n\n" % figs[key])
+    md.append("| worlds | env steps/s per CPU-s (min-max) | ratio to %d worlds | env steps/s wall (min-max) | "
+              "us per physics step (CPU) |\n|---:|---:|---:|---:|---:|\n" % ns[0])
+    for n, c, w, rel in zip(ns, cpu, wall, fl["relative_to_first"]):
+        md.append("| %s | %s (%s-%s) | %.3f | %s (%s-%s) | %.2f |\n" % (fmt(n), fmt(c[0]), fmt(c[1]), fmt(c[2]), rel,
+                                                                     fmt(w[0]), fmt(w[1]), fmt(w[2]),
+                                                                     1e6 / (c[0] * 4)))
+    period = sweep[0].get("terrain_column_period")
+    tiles = ("; on rough terrain world i also stands on the column (terrain kind) of i mod %d, which legged_gym's "
+             "assignment would otherwise change with N" % period) if period else ""
+    md.append("\nFlatness (CPU time): from %s to %s worlds the rate stays within **%.1f %%** (min / max of the "
+              "same-repeat ratios %.3f; of the medians %.3f; goal: within 10 %%).  One process holds every N; "
+              "each was reset (seeds 1000 + i %% 32, actions also periodic in 32 worlds%s, so every world of every N "
+              "does exactly the same work) and warmed up %d steps, then %d repeats of 1 untimed step (to warm "
+              "the caches the previous N evicted) + %d timed steps visit the N in turn, continuing the "
+              "trajectories.  (So these are env steps %d-%d of the episodes, partly the "
+              "landing after the drop from 0.6 m: the absolute rate differs from the profile's and the thread "
+              "benchmark's later steps; the comparison across N is exact.)\n"
+              % (fmt(min(ns)), fmt(max(ns)), 100 * (1 - fl["relative_min_over_max"]), fl["relative_min_over_max"],
+                 fl["min_over_max"], tiles, sweep[0]["warmup"], sweep[0]["repeats"], sweep[0]["steps"],
+                 sweep[0]["warmup"] + 1, sweep[0]["warmup"] + (sweep[0]["steps"] + 1) * sweep[0]["repeats"]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--budget", type=float, default=600, help="seconds for the whole run (default 600)")
@@ -199,6 +259,11 @@ def main():
                            "1,1024,4096" if q else "1,1024,4096,16384,65536"], share=0.2)
     sweep = r.run("worlds", [hb, "env", "--sweep", ",".join(str(n) for n in worlds_list), "--threads", "1",
                              "--steps", "2", "--warmup", "10", "--repeats", "7"], need=30, share=0.35)
+    # rough: the sweep gives world i the column of i mod 64 at every count (terrain_column_period), so the counts
+    # do the same work; 6 timed steps a repeat (2 at 64 worlds are ~3 ms, short against the switch between counts)
+    sweep_rough = r.run("rough_worlds", [hb, "env", "--env", "anymal_c-rough", "--sweep",
+                                         ",".join(str(n) for n in worlds_list), "--threads", "1", "--steps", "6",
+                                         "--warmup", "10", "--repeats", "7"], need=60, share=0.35)
     thr = r.run("threads", [hb, "env", "--worlds", "4096", "--steps", "10", "--warmup", "15", "--once",
                             "--repeats", "11"], need=20, share=0.3)
     # herd-bench env's own schedule (50 steps x 5 repeats after 25 warm-up): a random-action trajectory's cost
@@ -259,17 +324,18 @@ def main():
         d = prof[0]
         head.append(("walk physics step (PD + sim_step, CPU time)", "%.2f us = %.2fx the trot step (%.2f us)"
                      % (d["pd_and_sim_step_us"], d["walk_over_trot"], d["trot_us_per_physics_step"])))
-    fl_ = [d for d in sweep if d.get("bench") == "env_flatness"]
-    sw_ = [d for d in sweep if d.get("bench") == "env_sweep"]
-    if sw_:
-        head.append(("walk env steps/s per thread (CPU time), %s-%s worlds (env steps %d-%d of the episodes)"
-                     % (fmt(sw_[0]["worlds"]), fmt(sw_[-1]["worlds"]), sw_[0]["warmup"] + 1,
-                        sw_[0]["warmup"] + (sw_[0]["steps"] + 1) * sw_[0]["repeats"]),
-                     "%s-%s" % (fmt(min(d["cpu_env_steps_per_s_per_thread"] for d in sw_)),
-                                fmt(max(d["cpu_env_steps_per_s_per_thread"] for d in sw_)))))
-    if fl_:
-        head.append(("flatness over world counts (same-repeat ratios)", "within %.1f %%"
-                     % (100 * (1 - fl_[0]["relative_min_over_max"]))))
+    for task, runs in (("walk", sweep), ("rough", sweep_rough)):
+        fl_ = [d for d in runs if d.get("bench") == "env_flatness"]
+        sw_ = [d for d in runs if d.get("bench") == "env_sweep"]
+        if sw_:
+            head.append(("%s env steps/s per thread (CPU time), %s-%s worlds (env steps %d-%d of the episodes)"
+                         % (task, fmt(sw_[0]["worlds"]), fmt(sw_[-1]["worlds"]), sw_[0]["warmup"] + 1,
+                            sw_[0]["warmup"] + (sw_[0]["steps"] + 1) * sw_[0]["repeats"]),
+                         "%s-%s" % (fmt(min(d["cpu_env_steps_per_s_per_thread"] for d in sw_)),
+                                    fmt(max(d["cpu_env_steps_per_s_per_thread"] for d in sw_)))))
+        if fl_:
+            head.append(("%s flatness over world counts (same-repeat ratios)" % task, "within %.1f %%"
+                         % (100 * (1 - fl_[0]["relative_min_over_max"]))))
     sc_ = [d for d in thr if d.get("bench") == "env_scaling"]
     if sc_:
         head.append(("1 -> 2 threads, walk, 4096 worlds", "%.2fx wall; per-thread CPU efficiency %.2f"
@@ -319,56 +385,9 @@ def main():
         for k, v in head:
             md.append("| %s | %s |\n" % (k, v))
 
-    # ---- throughput vs worlds
-    md.append("\n## Throughput per thread against world count (`anymal_c-walk`, 1 thread)\n")
-    flat = [d for d in sweep if d.get("bench") == "env_flatness"]
-    sweep = [d for d in sweep if d.get("bench") == "env_sweep"]
-    if sweep and flat:
-        fl = flat[0]
-        ns = [d["worlds"] for d in sweep]
-        cpu = [spread(d["cpu_env_steps_per_s_per_thread_reps"]) for d in sweep]
-        wall = [spread(d["env_steps_per_s_per_thread_reps"]) for d in sweep]
-        meds = [c[0] for c in cpu]
-        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-        ax.errorbar(ns, meds, yerr=[[c[0] - c[1] for c in cpu], [c[2] - c[0] for c in cpu]], marker="o", capsize=3,
-                    label="per CPU-second of the stepping thread")
-        ax.errorbar(ns, [w[0] for w in wall], yerr=[[w[0] - w[1] for w in wall], [w[2] - w[0] for w in wall]],
-                    marker="s", capsize=3, label="per wall-clock second (loaded machine)")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("worlds")
-        ax.set_ylabel("env steps / s per thread")
-        ax.set_ylim(bottom=0)
-        ax.set_title("anymal_c-walk, 1 thread: env steps/s vs worlds")
-        ax.legend(fontsize=7.5)
-        ax2.plot(ns, fl["relative_to_first"], marker="o")
-        ax2.axhspan(0.9, 1.1, color="C2", alpha=0.15, label="+-10 %")
-        ax2.set_xscale("log", base=2)
-        ax2.set_ylim(0.7, 1.3)
-        ax2.set_xlabel("worlds")
-        ax2.set_ylabel("rate / rate at %d worlds (CPU time)" % ns[0])
-        ax2.set_title("flatness: same-repeat ratio, median over repeats")
-        ax2.legend(fontsize=8)
-        stamp(fig, ctx, "median of %d repeats, bars min-max (the repeats are successive stretches of the trajectories, "
-                        "so they differ in work; the ratios do not)" % sweep[0]["repeats"])
-        figs["worlds"] = save(fig, opt.out, "worlds.png")
-        md.append("![env steps/s vs worlds](%s)\n\n" % figs["worlds"])
-        md.append("| worlds | env steps/s per CPU-s (min-max) | ratio to %d worlds | env steps/s wall (min-max) | "
-                  "us per physics step (CPU) |\n|---:|---:|---:|---:|---:|\n" % ns[0])
-        for n, c, w, rel in zip(ns, cpu, wall, fl["relative_to_first"]):
-            md.append("| %s | %s (%s-%s) | %.3f | %s (%s-%s) | %.2f |\n" % (fmt(n), fmt(c[0]), fmt(c[1]), fmt(c[2]), rel,
-                                                                         fmt(w[0]), fmt(w[1]), fmt(w[2]),
-                                                                         1e6 / (c[0] * 4)))
-        md.append("\nFlatness (CPU time): from %s to %s worlds the rate stays within **%.1f %%** (min / max of the "
-                  "same-repeat ratios %.3f; of the medians %.3f; goal: within 10 %%).  One process holds every N; "
-                  "each was reset (seeds 1000 + i %% 32, actions also periodic in 32 worlds, so every world of every N "
-                  "does exactly the same work) and warmed up %d steps, then %d repeats of 1 untimed step (to warm "
-                  "the caches the previous N evicted) + %d timed steps visit the N in turn, continuing the "
-                  "trajectories.  (So these are env steps %d-%d of the episodes, partly the "
-                  "landing after the drop from 0.6 m: the absolute rate differs from the profile's and the thread "
-                  "benchmark's later steps; the comparison across N is exact.)\n"
-                  % (fmt(min(ns)), fmt(max(ns)), 100 * (1 - fl["relative_min_over_max"]), fl["relative_min_over_max"],
-                     fl["min_over_max"], sweep[0]["warmup"], sweep[0]["repeats"], sweep[0]["steps"],
-                     sweep[0]["warmup"] + 1, sweep[0]["warmup"] + (sweep[0]["steps"] + 1) * sweep[0]["repeats"]))
+    # ---- throughput vs worlds (walk, then rough)
+    for env, runs, png in (("anymal_c-walk", sweep, "worlds.png"), ("anymal_c-rough", sweep_rough, "worlds_rough.png")):
+        worlds_section(md, figs, opt, ctx, env, runs, png)
     # ---- threads
     md.append("\n## 1 -> 2 threads (`anymal_c-walk`, 4096 worlds)\n")
     envs_t = [d for d in thr if d.get("bench") == "env"]

@@ -12,6 +12,7 @@
 #   idle-stats      an idle server writes no periodic stats line; one that steps does
 #   herd-stats      python3 -m herd.stats prints a live summary from the stats op
 #   bench-help      herd-bench SUB --help prints help and runs nothing; --threads above the CPUs is warned about
+#   bench-sweep-period  herd-bench env --sweep on anymal_c-rough sets terrain_column_period to the gcd of the counts
 #   prometheus      Debian's real Prometheus scrapes --metrics while a client steps; a PromQL query for every
 #                   series of srv_metrics.h returns the value this workload implies (requests and errors by op and
 #                   code, latency histogram and its median, sessions and worlds in use, steps/s, worker
@@ -110,6 +111,14 @@ if [ -x "$hb" ]; then
   warn=$(timeout 60 "$hb" env --threads 64 --worlds 64 --steps 1 --repeats 1 2>&1 >/dev/null | grep -c "exceeds the")
   if [ -z "$bad" ] && [ "$warn" -ge 1 ]; then ok "bench-help: every subcommand's --help prints help; --threads 64 is warned about"
   else nok "bench-help:${bad:- (help ok)}; threads warning lines: $warn"; fi
+  # a world-count sweep on rough terrain puts world i on the column of i mod gcd(counts) (the same work per world);
+  # --config's own value wins
+  p1=$(timeout 120 "$hb" env --env anymal_c-rough --sweep 64,96 --threads 1 --steps 1 --warmup 1 --repeats 1 2>/dev/null |
+       grep -c '"bench":"env_sweep".*"terrain_column_period":32')
+  p2=$(timeout 120 "$hb" env --env anymal_c-rough --sweep 64 --threads 1 --steps 1 --warmup 1 --repeats 1 \
+       --config terrain_column_period=0 2>/dev/null | grep -c 'terrain_column_period')
+  if [ "$p1" -eq 2 ] && [ "$p2" -eq 0 ]; then ok "bench-sweep-period: a rough sweep of 64,96 worlds runs with terrain_column_period 32"
+  else nok "bench-sweep-period: sweep lines with period 32: $p1 (want 2); with --config's 0: $p2 lines name it (want 0)"; fi
 fi
 
 # 7. Prometheus scrapes /metrics.  One client keeps a 32-world session open and steps it while the queries run,
