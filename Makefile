@@ -7,7 +7,7 @@
 #   make test-bits  the golden per-step hashes from an x86-64-v2 build (the same bits as the default build)
 #   make bench      the benchmarks (JSON lines)
 #   make contact-models-report   every contact solver on the comparative paper's experiments (docs/contact-models/)
-#   make bench-report   docs/benchmarks.md with plots (<= 10 minutes)
+#   make bench-report   docs/benchmarks.md with plots (<= 15 minutes)
 #   make solver-report  docs/solvers.md: each contact solver's model, fallback rate, Coulomb fraction and cost on
 #                       anymal_c-walk and anymal_c-rough (a few minutes)
 #   make docs-figures   the run-derived figures of README.md (and any *.md with figure markers) from the
@@ -344,7 +344,7 @@ contact-models-report: $(BUILD)/herd-bench
 	/usr/bin/python3 docs/contact-models/plot.py docs/contact-models/results.jsonl docs/contact-models
 	@$(MAKE) --no-print-directory docs-figures
 .PHONY: bench-report
-# The benchmark report: docs/benchmarks.md + docs/benchmarks/*.png (bench/report/run.py, bounded by --budget 600 s)
+# The benchmark report: docs/benchmarks.md + docs/benchmarks/*.png (bench/report/run.py, bounded by --budget 900 s)
 bench-report: $(BUILD)/herd-bench $(BUILD)/herd-server $(BUILD)/herd-bench-c-client
 	/usr/bin/python3 bench/report/run.py --build $(BUILD) $(REPORT_ARGS)
 	@$(MAKE) --no-print-directory docs-figures

@@ -389,7 +389,8 @@ def _(S):
     meta, lines = _bench(S)
     rows = []
     for d in _pick(lines, "env_profile"):
-        rows.append(("`%s` physics step (PD + `sim_step`) / the trot step of the same run" % d["env"],
+        rows.append(("`%s` physics step (its actuator, %s, + `sim_step`) / the trot step of the same run" % (
+                     d["env"], d.get("actuator", "pd")),
                      "%s (%.2f / %.2f µs)" % (times(d["walk_over_trot"]), d["pd_and_sim_step_us"],
                                               d["trot_us_per_physics_step"])))
         us = {k: v for k, v in d["us_per_physics_step"].items() if k != "env_overhead"}

@@ -2,7 +2,7 @@
 """The benchmark report: runs herd's benchmarks (bounded in time) and writes docs/benchmarks.md with PNG plots.
 
     make bench-report                                  # build, then this script with the defaults
-    /usr/bin/python3 bench/report/run.py [--budget 600] [--out docs] [--build build] [--quick]
+    /usr/bin/python3 bench/report/run.py [--budget 900] [--out docs] [--build build] [--quick]
     /usr/bin/python3 bench/report/run.py --replay docs/benchmarks/results.jsonl   # rewrite the page, run nothing
 
 What it runs (each a herd-bench subcommand or the Python client bench; JSON lines are collected):
@@ -19,7 +19,7 @@ What it runs (each a herd-bench subcommand or the Python client bench; JSON line
   limits     herd-bench env --pair joint_limits=0,1 at 4096 worlds, 1 thread: walk's env step with joint limits over
              without (the same actions; 100 steps x 9 repeats, since the two trajectories part and each repeat's
              ratio spreads with their falls)
-The budget (seconds, default 600) bounds the whole run: each benchmark gets a timeout from what is left, and a
+The budget (seconds, default 900) bounds the whole run: each benchmark gets a timeout from what is left, and a
 benchmark that cannot start in time is reported as skipped.  Every figure states the machine, the commit, the
 load average and the spread (min-max over repeats); medians are plotted.
 
@@ -220,7 +220,7 @@ def worlds_section(md, figs, opt, ctx, env, runs, png):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--budget", type=float, default=600, help="seconds for the whole run (default 600)")
+    ap.add_argument("--budget", type=float, default=900, help="seconds for the whole run (default 900)")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs"))
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--quick", action="store_true", help="smaller sweeps (a smoke test of the report)")
@@ -322,7 +322,8 @@ def main():
     head = []
     if prof:
         d = prof[0]
-        head.append(("walk physics step (PD + sim_step, CPU time)", "%.2f us = %.2fx the trot step (%.2f us)"
+        head.append(("walk physics step (its actuator, %s, + sim_step; CPU time)" % d.get("actuator", "pd"),
+                     "%.2f us = %.2fx the trot step (%.2f us)"
                      % (d["pd_and_sim_step_us"], d["walk_over_trot"], d["trot_us_per_physics_step"])))
     for task, runs in (("walk", sweep), ("rough", sweep_rough)):
         fl_ = [d for d in runs if d.get("bench") == "env_flatness"]
@@ -452,8 +453,9 @@ def main():
             md.append("| %s | %.3f (%.3f-%.3f) | %s |\n" % (k, m, min(rr), max(rr),
                                                          "%.1f %%" % (100 * m / tot) if k != "env_overhead" else "-"))
         md.append("\nPer physics step: %.2f contacts, %.2f solver sweeps, %.2f %% of solves stopped at the iteration "
-                  "cap; the env step costs %.3f us of CPU per physics step, PD + sim_step alone %.3f us.  How: the "
-                  "worlds are stepped as env_step steps them, four at a time: their PD laws, one sim_batch_smooth "
+                  "cap; the env step costs %.3f us of CPU per physics step, actuator + sim_step alone %.3f us.  How: the "
+                  "worlds are stepped as env_step steps them, four at a time: their actuator (the task's: %s), one "
+                  "sim_batch_smooth "
                   "(kinematics, velocities, CRBA, LTDL, RNEA and free velocity of the four worlds in vector lanes; "
                   "\"dynamics\" is its time shared by its worlds), then per world the stages of sim_batch_step one "
                   "call each (bit-for-bit sim_step): SMOOTH (\"load\": the world's results out of the batch), "
@@ -461,13 +463,13 @@ def main():
                   "(> 300 us) left out; CONTACTS is split by timing the contact Jacobians (sim_jacobian_sparse) on the "
                   "same state beside it (\"delassus\" = CONTACTS minus those: contact-frame Jacobians, L^-T J^T, G, "
                   "targets); "
-                  "env overhead = env_step minus PD + physics on the same steps, in thread CPU time (a difference of two "
+                  "env overhead = env_step minus actuator + physics on the same steps, in thread CPU time (a difference of two "
                   "timings: it can come out slightly negative).\n" % (d["mean_contacts"], d["mean_iterations"],
                                                       100 * d["capped_fraction"], d["env_step_us_per_physics_step"],
-                                                      d["pd_and_sim_step_us"]))
+                                                      d["pd_and_sim_step_us"], d.get("actuator", "pd")))
         md.append("\nReference in the same run: the solver bench's trot scenario (1 ms, feet + base, one world, stepped "
-                  "alone by sim_step) costs %.3f us per physics step (CPU time), so a walk physics step (PD + sim_step, "
-                  "in batches of four as env_step runs it) is **%.2fx** a trot step (the target: <= 1.5x).\n"
+                  "alone by sim_step) costs %.3f us per physics step (CPU time), so a walk physics step (actuator + "
+                  "sim_step, in batches of four as env_step runs it) is **%.2fx** a trot step (the target: <= 1.5x).\n"
                   % (d["trot_us_per_physics_step"], d["walk_over_trot"]))
     # ---- rough vs walk
     md.append("\n## Rough terrain against flat (`herd-bench env --envs anymal_c-walk,anymal_c-rough`, 1 thread)\n")
