@@ -414,6 +414,12 @@ def _(S):
             fig += "; columns by world index mod %d, the same work per world at every count" % s0["terrain_column_period"]
         rows.append(("`%s` env steps/s per thread, %s → %s worlds" % (
             s0["env"], thousands(sweep[0]["worlds"]), thousands(sweep[-1]["worlds"])), fig))
+    for d in _pick(lines, "env", env="anymal_c-rough"):
+        rows.append(("`anymal_c-rough` env steps/s per thread, %s worlds (`herd-bench env --env anymal_c-rough`)"
+                     % thousands(d["worlds"]), "%s (CPU time; env steps %d–%d after each repeat's reset); the same "
+                     "run's trot step %.2f µs (wall)" % (thousands(d["cpu_env_steps_per_s_per_thread"]),
+                                                          d["warmup"] + 1, d["warmup"] + d["steps"],
+                                                          1e6 / d["solver_bench_trot_steps_per_s"])))
     for d in _pick(lines, "env_envs", env="anymal_c-rough"):
         rows.append(("`anymal_c-rough` env steps/s per thread, %s worlds (`env --envs anymal_c-walk,anymal_c-rough`)"
                      % thousands(d["worlds"]), "%s (CPU time); its env step costs %s walk's (same repeats)" % (
@@ -421,7 +427,8 @@ def _(S):
     sc = _pick(lines, "env_scaling")
     if sc:
         w = sc[0]["worlds"]
-        one, two = _pick(lines, "env", worlds=w, threads=1), _pick(lines, "env", worlds=w, threads=2)
+        one = _pick(lines, "env", env="anymal_c-walk", worlds=w, threads=1)
+        two = _pick(lines, "env", env="anymal_c-walk", worlds=w, threads=2)
         fig = ""
         if one and two:
             fig = "%.1fk env steps/s on 1 thread, %.1fk on 2 (wall): " % (

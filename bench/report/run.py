@@ -14,6 +14,7 @@ What it runs (each a herd-bench subcommand or the Python client bench; JSON line
   latency    herd-bench server --worlds B: step latency p50 / p99 against batch size B (one request in flight)
   mujoco     herd-bench env --vs-mujoco on anymal_c-walk and anymal_c-stand
   memory     herd-bench server --memory (herd-server RSS per world)
+  rough_env  herd-bench env --env anymal_c-rough at 4096 worlds, 1 thread (rough's own env steps/s per thread)
   rough      herd-bench env --envs anymal_c-walk,anymal_c-rough at 4096 worlds, 1 thread (the same actions, one
              process, repeats interleaved): rough's env steps/s per thread and its cost per env step over walk's
   limits     herd-bench env --pair joint_limits=0,1 at 4096 worlds, 1 thread: walk's env step with joint limits over
@@ -268,6 +269,9 @@ def main():
                             "--repeats", "11"], need=20, share=0.3)
     # herd-bench env's own schedule (50 steps x 5 repeats after 25 warm-up): a random-action trajectory's cost
     # changes along it (landings, falls, resets), so a shorter window would measure only its start
+    # the task's own env bench (herd-bench env --env anymal_c-rough: each repeat resets and warms up, then 50 steps)
+    rough_env = r.run("rough_env", [hb, "env", "--env", "anymal_c-rough", "--worlds", "1024" if q else "4096",
+                                    "--threads", "1"], need=60, share=0.3)
     rough = r.run("rough", [hb, "env", "--envs", "anymal_c-walk,anymal_c-rough", "--worlds", "1024" if q else "4096",
                             "--threads", "1", "--steps", "50", "--warmup", "25", "--repeats", "5"], need=60, share=0.3)
     # the two trajectories part (a limit changes the motion), so a repeat's ratio carries their different falls as
@@ -360,6 +364,12 @@ def main():
                 fig += "; no standing configuration within %s impulse error" % pcterr(d["accuracy"]["bound"])
             fig += "; %.2fx its defaults" % d["ratio_vs_mujoco_defaults"]
         head.append(("herd / MuJoCo 2.2.2, %s (env steps/s per thread)" % d["env"], fig))
+    for d in [d for d in rough_env if d.get("bench") == "env"]:
+        head.append(("rough env steps/s per thread (CPU time), %s worlds, `herd-bench env --env anymal_c-rough` "
+                     "(env steps %d-%d after each repeat's reset)" % (fmt(d["worlds"]), d["warmup"] + 1,
+                                                                     d["warmup"] + d["steps"]),
+                     "%s (the same run's trot step: %.2f us, wall)" % (fmt(d["cpu_env_steps_per_s_per_thread"]),
+                                                                       1e6 / d["solver_bench_trot_steps_per_s"])))
     ro_ = [d for d in rough if d.get("bench") == "env_envs" and d.get("env") == "anymal_c-rough"]
     if ro_:
         head.append(("rough env steps/s per thread (CPU time), %s worlds; its env step over walk's, same run"
@@ -487,6 +497,15 @@ def main():
                                                 d["cost_ratio_to_baseline"]))
     else:
         md.append("\nNot run (see the skipped runs below).\n")
+    for d in [d for d in rough_env if d.get("bench") == "env"]:
+        md.append("\nThe task's own env bench (`herd-bench env --env anymal_c-rough --worlds %s --threads 1`: each of "
+                  "%d repeats resets the worlds, warms up %d steps and times env steps %d-%d, so it measures the "
+                  "episodes' early stretch, not the paired run's later one): **%s env steps/s per thread** (CPU time; "
+                  "repeats %s-%s).  The same run's trot step took %.2f us (wall): this VM's cores run at different "
+                  "speeds from one period to the next, and the trot step shows which period the run met.\n"
+                  % (fmt(d["worlds"]), d["repeats"], d["warmup"], d["warmup"] + 1, d["warmup"] + d["steps"],
+                     fmt(d["cpu_env_steps_per_s_per_thread"]), fmt(min(d["cpu_env_steps_per_s_per_thread_reps"])),
+                     fmt(max(d["cpu_env_steps_per_s_per_thread_reps"])), 1e6 / d["solver_bench_trot_steps_per_s"]))
     # ---- joint limits' cost
     md.append("\n## Joint limits' cost (`herd-bench env --pair joint_limits=0,1`, `anymal_c-walk`, 1 thread)\n")
     if len(limits) >= 2:
