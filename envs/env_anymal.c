@@ -13,10 +13,10 @@
  *   187-point height scan (ROUGH_OBS; obs_scales isaaclab drops every scale), heading commands (v_x, v_y, heading
  *   U(-pi, pi) every 10 s; omega = clip(0.5 wrap(heading - yaw), +-cmd_yaw_max)), legged_gym's rough reward scales,
  *   and a world's tile: its column by env_curriculum_column (over the env's worlds, or over each run of
- *   terrain_column_period worlds, so that a world's tile does not depend on how many worlds the env has), its
- *   level moved at each reset by env_curriculum.h's
- *   rules (rough_place), within [terrain_level_min, terrain_level_max]; spawn at the tile origin + U(+-1 m) in x and
- *   y, 0.6 m above it, yaw 0.  env_terrain_levels reports the levels (mean, per terrain kind).
+ *   terrain_column_period worlds, so that a world's tile does not depend on how many worlds the env has), its level
+ *   moved at each reset by env_curriculum.h's rules (rough_place), within [terrain_level_min, terrain_level_max];
+ *   spawn at the tile origin + U(+-1 m) in x and y, 0.6 m above it, yaw 0.  env_terrain_levels reports the levels
+ *   (mean, per terrain kind).
  * anymal_c-stand: stand up from a random crouched (or, with fallen_prob, fallen) pose and hold a target
  *   base height; 4 s episodes; a reward that pays for rolling toward upright at any tilt (see stand_rewards).
  *
@@ -776,9 +776,8 @@ static void rough_place(const struct env *e, env_world *w)
     double u = env_rng_uniform(&w->rng);
     int lo = (int)c->terrain_level_min, hi = (int)c->terrain_level_max;
     if (!rs->placed) {
-        const int wi = (int)(w - e->worlds), period = (int)c->terrain_column_period;
-        rs->col = period > 0 ? env_curriculum_column(wi % period, period, tc->cols)
-                             : env_curriculum_column(wi, e->nworlds, tc->cols);
+        const int blocks = c->terrain_column_period > 0 ? (int)c->terrain_column_period : e->nworlds;
+        rs->col = env_curriculum_column((int)(w - e->worlds) % blocks, blocks, tc->cols);
         rs->level = c->curriculum > 0 ? env_curriculum_first_level(u, ENV_CURRICULUM_MAX_INIT_LEVEL, tc->rows)
                                       : lo + (int)(u * (hi - lo + 1));
         rs->placed = 1;
