@@ -213,8 +213,10 @@ $(BUILD)/tests/test_bench_accuracy: $(BUILD)/obj/tests/test_bench_accuracy.o $(B
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -lcriterion $(LDLIBS) $(MUJOCO_LIBS)
 
-# test_bench_pin checks herd-bench's pinning helper (bench/bench_util.c) on its own.
+# test_bench_pin checks herd-bench's pinning helper (bench/bench_util.c) on its own, test_bench_lockstep its lane
+# efficiency of lock-step batches.
 $(BUILD)/tests/test_bench_pin: $(BUILD)/obj/bench/bench_util.o
+$(BUILD)/tests/test_bench_lockstep: $(BUILD)/obj/bench/bench_util.o
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TESTHELP_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)

@@ -27,6 +27,17 @@ const char *bench_cpu(void);
  * env_config_choice).  0, or 2 with a message in err. */
 int bench_config_value(const char *env, const char *key, const char *text, double *v, char *err, size_t errlen);
 
+/* Lock-step lanes: count jobs run `lanes` at a time, one job per lane of a vector, in consecutive groups of
+ * order[0..count) (NULL: index order).  Job i is s[i] sweeps over n[i] items (a contact solve: its sweeps over its
+ * blocks).  A group takes as many vector steps as its longest sweep count times its largest item count (every lane
+ * steps through the group's longest loops), and a vector step does `lanes` item steps' worth of work, so the group
+ * costs lanes * max n * max s item steps for the sum of n[i] s[i] its jobs need (a short last group costs as a full
+ * one; a group of jobs without work costs nothing).  Adds the jobs' work to acc[0] and the groups' cost to acc[1]:
+ * their ratio is the lane efficiency. */
+void bench_lockstep_add(const int *n, const int *s, const int *order, int count, int lanes, double acc[2]);
+/* order[0..count): the indices 0..count-1 sorted by key[] ascending, ties in index order. */
+void bench_order_by_key(const int *key, int count, int *order);
+
 /* Stepping one env on T threads as herd-server's workers do (srv_pool.h, helping): thread t owns the contiguous
  * slice t of the n worlds and takes it in pieces of at most BENCH_QUANTUM worlds (the server's default
  * quantum) through the slice's cursor; a thread done with its own slice helps with the others' through theirs.

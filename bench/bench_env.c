@@ -51,6 +51,12 @@
  * ccp_fraction, own_fraction: sim_solver_stats.answer), that went to a fallback (fallback_fraction), and whose
  * Coulomb violation (sim_contact_coulomb_error) is below the solver's tol whatever the flag says
  * (coulomb_measured_fraction).
+ * What batching the solve over worlds could give (JSON "lockstep"): the staged runs' solves as the jobs of a solve that
+ * runs SIM_BATCH_LANES worlds in the lanes of a vector, in lock step (bench_lockstep_add: a group sweeps as often as
+ * its slowest world, each sweep over its most blocks), grouped as the env groups worlds (consecutive) and grouped by
+ * block count (a scheduler that sorts the worlds first).  The lane efficiencies bound such a solve from below at the
+ * staged solve's time / (lanes x efficiency); from below, as the model leaves out the divergence within a block's
+ * solve (stick or slip, the slip search's steps) and counts a fallback by its sweeps only.
  */
 #include <math.h>
 #include <pthread.h>
@@ -417,6 +423,16 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
     double warm[3 * SIM_SOLVER_MAX_CONTACTS];
     int R = repeats < 64 ? repeats : 64;
     long dropped = 0;
+    /* the staged pass's solves as jobs of a lock-step batch over worlds (bench_lockstep_add): per substep of an env
+       step, each world's blocks and sweeps (0 for a world without a solve), in the env's groups of SIM_BATCH_LANES
+       consecutive worlds and in groups by block count; work and cost summed over every repeat */
+    const size_t nsub = (size_t)sp->decimation * (size_t)worlds;
+    int *lk_n = calloc(nsub, sizeof(int)), *lk_s = calloc(nsub, sizeof(int)), *lk_order = malloc(sizeof(int) * (size_t)worlds);
+    double lk_env[2] = {0, 0}, lk_con[2] = {0, 0};
+    if (!lk_n || !lk_s || !lk_order) {
+        fprintf(stderr, "herd-bench env --profile: out of memory\n");
+        exit(2);
+    }
     for (int q = 0; q < R; q++) {
         /* 1. env_step over the steps (the reference, and the env overhead); CPU time of this thread */
         bench_env_prepare(e, warmup, act, obs, rew, term, trunc);
@@ -501,6 +517,8 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                                 const double skip = (double)(bench_now_ns() - r0);
                                 *b = sim_step_stages(m, d, dt, SIM_STAGE_SOLVE, SIM_STAGE_INTEGRATE) != 0 || env_anymal_runaway(m, d);
                                 uint64_t c9 = bench_now_ns();
+                                lk_n[(size_t)k * worlds + g + row[l]] = nb;
+                                lk_s[(size_t)k * worlds + g + row[l]] = nb > 0 ? d->stats.iterations : 0;
                                 ncon += nc;
                                 nlim += d->stats.nlim, nlima += d->stats.nlim_active;
                                 if (d->stats.nlim) lsteps++, liters += d->stats.iterations, lfall += d->stats.fallback != 0;
@@ -538,6 +556,15 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                             }
                         }
                     }
+                    if (staged && g + n == worlds) /* the env step's solves are all in */
+                        for (int k = 0; k < sp->decimation; k++) {
+                            int *kn = lk_n + (size_t)k * worlds, *ks = lk_s + (size_t)k * worlds;
+                            bench_lockstep_add(kn, ks, NULL, worlds, SIM_BATCH_LANES, lk_env);
+                            bench_order_by_key(kn, worlds, lk_order);
+                            bench_lockstep_add(kn, ks, lk_order, worlds, SIM_BATCH_LANES, lk_con);
+                            memset(kn, 0, sizeof(int) * (size_t)worlds);
+                            memset(ks, 0, sizeof(int) * (size_t)worlds);
+                        }
                 }
             if (!staged) plain_ns = (double)(bench_thread_cpu_ns() - t0);
         }
@@ -572,19 +599,25 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
         printf("]");
     }
     double plain_med = bench_median(plain_rep, R), trot_med = bench_median(trot_rep, R);
+    /* no solve at all: every lane idle, efficiency 1 by convention (nothing to batch) */
+    const double eff_env = lk_env[1] > 0 ? lk_env[0] / lk_env[1] : 1.0, eff_con = lk_con[1] > 0 ? lk_con[0] / lk_con[1] : 1.0;
     printf("},\"trot_us_per_physics_step\":%.4f,\"walk_over_trot\":%.3f", trot_med * 1e-3, plain_med / trot_med);
     printf(",\"env_step_us_per_physics_step\":%.4f,\"pd_and_sim_step_us\":%.4f,\"clock\":{\"stages\":\"monotonic\","
            "\"env_step_and_plain\":\"thread_cpu\"},\"dropped_preempted_steps\":%ld,\"mean_contacts\":%.3f,"
            "\"mean_iterations\":%.3f,\"capped_fraction\":%.4f,\"contact_solves\":%ld,\"coulomb_fraction\":%.6f,"
            "\"ccp_fraction\":%.6f,\"own_fraction\":%.6f,\"fallback_fraction\":%.6f,\"coulomb_measured_fraction\":%.6f,"
            "\"tol\":%g,\"solver_name\":\"%s\",\"mean_limit_rows\":%.3f,\"mean_limits_active\":%.3f,"
+           "\"lockstep\":{\"lanes\":%d,\"efficiency_env_groups\":%.4f,\"efficiency_by_blocks\":%.4f,"
+           "\"solve_us_bound_env_groups\":%.4f,\"solve_us_bound_by_blocks\":%.4f},"
            "\"config\":\"%s\",\"cpu\":\"%s\"}\n", tot_med * 1e-3, plain_med * 1e-3, dropped,
            bench_median(con_rep, R), bench_median(it_rep, R), bench_median(cap_rep, R), solves,
            solves ? (double)coulomb / (double)solves : 1.0, solves ? (double)ccp / (double)solves : 0.0,
            solves ? (double)own / (double)solves : 0.0, solves ? (double)fallbacks / (double)solves : 0.0,
            solves ? (double)coulomb_measured / (double)solves : 1.0, tol,
            sim_solver_at((int)env_config(e, "solver")) ? sim_solver_at((int)env_config(e, "solver"))->name : "?",
-           bench_median(lim_rep, R), bench_median(lima_rep, R), g_base_text, bench_cpu());
+           bench_median(lim_rep, R), bench_median(lima_rep, R), SIM_BATCH_LANES, eff_env, eff_con,
+           med[ST_SOLVE] * 1e-3 / (SIM_BATCH_LANES * eff_env), med[ST_SOLVE] * 1e-3 / (SIM_BATCH_LANES * eff_con),
+           g_base_text, bench_cpu());
     fflush(stdout);
     fprintf(stderr, "env profile: %s%s%s, %d worlds, 1 thread, %d env steps x %d repeats after %d warm-up (cpu: %s)\n",
             name, g_nbase ? " with " : "", g_base_text, worlds, steps, R, warmup, bench_cpu());
@@ -612,9 +645,16 @@ static int bench_env_profile(int argc, char **argv, const char *name, int worlds
                 "handed to a fallback\n", 100.0 * lsteps_all / steps_all, (double)liters_all / lsteps_all,
                 steps_all > lsteps_all ? (double)(iters_all - liters_all) / (steps_all - lsteps_all) : 0.0,
                 100.0 * lfall_all / lsteps_all);
+    fprintf(stderr, "  the solves batched %d worlds to a vector in lock step (a group sweeps as often as its slowest world, "
+                    "over its most blocks): lane efficiency %.3f in the env's groups of consecutive worlds, %.3f in "
+                    "groups by block count; at %d block steps per vector step the solve would take at least %.3f us "
+                    "and %.3f us (the divergence within a block's solve and the fallbacks' own iterations not counted)\n",
+            SIM_BATCH_LANES, eff_env, eff_con, SIM_BATCH_LANES, med[ST_SOLVE] * 1e-3 / (SIM_BATCH_LANES * eff_env),
+            med[ST_SOLVE] * 1e-3 / (SIM_BATCH_LANES * eff_con));
     fprintf(stderr, "  the solver bench's trot (1 ms, feet + base, same run, CPU time): %.3f us per physics step; "
                     "actuator + sim_step here / trot = %.2f\n", trot_med * 1e-3, plain_med / trot_med);
     free(act); free(obs); free(rew); free(term); free(trunc); free(scratch_raw); free(jp); free(batch_mem); free(ast); free(alanes);
+    free(lk_n); free(lk_s); free(lk_order);
     env_actuator_net_destroy(&net);
     for (int i = 0; pw && i < worlds; i++) sim_data_destroy(&pw[i]);
     free(pw);

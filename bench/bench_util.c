@@ -85,6 +85,40 @@ double bench_percentile(double *x, int n, double p)
 
 double bench_median(double *x, int n) { return bench_percentile(x, n, 50.0); }
 
+void bench_lockstep_add(const int *n, const int *s, const int *order, int count, int lanes, double acc[2])
+{
+    for (int g = 0; g < count; g += lanes) {
+        int mn = 0, ms = 0;
+        for (int l = g; l < g + lanes && l < count; l++) {
+            const int i = order ? order[l] : l;
+            acc[0] += (double)n[i] * s[i];
+            mn = n[i] > mn ? n[i] : mn;
+            ms = s[i] > ms ? s[i] : ms;
+        }
+        acc[1] += (double)lanes * mn * ms;
+    }
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+void bench_order_by_key(const int *key, int count, int *order)
+{
+    /* (key, index) packed in one 64-bit word (key offset to unsigned): one qsort orders by key, then by index */
+    uint64_t *kv = malloc(sizeof *kv * (size_t)(count > 0 ? count : 1));
+    if (!kv) {
+        fprintf(stderr, "herd-bench: out of memory\n");
+        exit(2);
+    }
+    for (int i = 0; i < count; i++) kv[i] = (uint64_t)((uint32_t)key[i] ^ 0x80000000u) << 32 | (uint32_t)i;
+    qsort(kv, (size_t)count, sizeof *kv, cmp_u64);
+    for (int i = 0; i < count; i++) order[i] = (int)(uint32_t)kv[i];
+    free(kv);
+}
+
 const char *bench_arg(int argc, char **argv, const char *name, const char *def)
 {
     for (int i = 1; i + 1 < argc; i++)

@@ -481,6 +481,15 @@ def main():
                   "alone by sim_step) costs %.3f us per physics step (CPU time), so a walk physics step (actuator + "
                   "sim_step, in batches of four as env_step runs it) is **%.2fx** a trot step (the target: <= 1.5x).\n"
                   % (d["trot_us_per_physics_step"], d["walk_over_trot"]))
+        lk = d.get("lockstep")
+        if lk:
+            md.append("\nThe solve batched over worlds, %d to a vector in lock step (each group of worlds sweeps as often "
+                      "as its slowest, each sweep over its most blocks): the lane efficiency of these solves is %.2f in "
+                      "the env's groups of consecutive worlds and %.2f in groups sorted by block count, so such a solve "
+                      "would take at least %.2f us and %.2f us per physics step against the %.2f us above (a bound from "
+                      "below: the divergence within a block's solve and the fallbacks' own iterations are left out).\n"
+                      % (lk["lanes"], lk["efficiency_env_groups"], lk["efficiency_by_blocks"],
+                         lk["solve_us_bound_env_groups"], lk["solve_us_bound_by_blocks"], d["us_per_physics_step"]["solve"]))
     # ---- rough vs walk
     md.append("\n## Rough terrain against flat (`herd-bench env --envs anymal_c-walk,anymal_c-rough`, 1 thread)\n")
     if rough:

@@ -13,6 +13,7 @@
 #   herd-stats      python3 -m herd.stats prints a live summary from the stats op
 #   bench-help      herd-bench SUB --help prints help and runs nothing; --threads above the CPUs is warned about
 #   bench-sweep-period  herd-bench env --sweep on anymal_c-rough sets terrain_column_period to the gcd of the counts
+#   bench-profile-lockstep  herd-bench env --profile's lane efficiencies of a lock-step batched solve, and its bounds
 #   prometheus      Debian's real Prometheus scrapes --metrics while a client steps; a PromQL query for every
 #                   series of srv_metrics.h returns the value this workload implies (requests and errors by op and
 #                   code, latency histogram and its median, sessions and worlds in use, steps/s, worker
@@ -119,6 +120,18 @@ if [ -x "$hb" ]; then
        --config terrain_column_period=0 2>/dev/null | grep -c 'terrain_column_period')
   if [ "$p1" -eq 2 ] && [ "$p2" -eq 0 ]; then ok "bench-sweep-period: a rough sweep of 64,96 worlds runs with terrain_column_period 32"
   else nok "bench-sweep-period: sweep lines with period 32: $p1 (want 2); with --config's 0: $p2 lines name it (want 0)"; fi
+  # the profile's lock-step figures: efficiencies in (0, 1], each bound the solve's time over lanes x efficiency
+  lk=$(timeout 120 "$hb" env --profile --worlds 16 --steps 2 --repeats 1 --warmup 5 --config actuator=pd 2>/dev/null |
+       "$PY" -c '
+import json, sys
+d = json.loads(sys.stdin.readline()); l = d["lockstep"]; s = d["us_per_physics_step"]["solve"]
+ok = l["lanes"] == 4
+for g in ("env_groups", "by_blocks"):
+    e, b = l["efficiency_" + g], l["solve_us_bound_" + g]
+    ok = ok and 0 < e <= 1 and abs(b * 4 * e - s) <= 1e-3 * s + 2e-4
+print("ok" if ok else "bad %s solve %s" % (l, s))' 2>&1)
+  if [ "$lk" = ok ]; then ok "bench-profile-lockstep: the profile's lane efficiencies are in (0, 1] and bound the solve"
+  else nok "bench-profile-lockstep: $lk"; fi
 fi
 
 # 7. Prometheus scrapes /metrics.  One client keeps a 32-world session open and steps it while the queries run,
