@@ -399,6 +399,13 @@ def _(S):
                      "; ".join(("%s %.2f (%.0f %%)" if i == 0 else "%s %.2f") % (
                          (k, us[k], 100 * us[k] / d["pd_and_sim_step_us"]) if i == 0 else (k, us[k]))
                          for i, k in enumerate(order))))
+        lk = d.get("lockstep")
+        if lk:
+            rows.append(("the solve batched over worlds, %d to a vector in lock step: lane efficiency (the env's groups; "
+                         "groups by block count) and the solve time it bounds from below" % lk["lanes"],
+                         "%.2f; %.2f → ≥ %.2f µs; ≥ %.2f µs (of %.2f µs)" % (
+                             lk["efficiency_env_groups"], lk["efficiency_by_blocks"], lk["solve_us_bound_env_groups"],
+                             lk["solve_us_bound_by_blocks"], d["us_per_physics_step"]["solve"])))
     for env in ("anymal_c-walk", "anymal_c-rough"):
         sweep, flat = _pick(lines, "env_sweep", env=env), _pick(lines, "env_flatness", env=env)
         if not sweep:
