@@ -35,10 +35,11 @@
 # Docker keeps HEALTHCHECK; buildah/podman keep it only with --format docker.
 #
 # CPU target: MARCH is passed to the Makefile (-march=).  The default x86-64-v3 (AVX2 + FMA, Intel Haswell /
-# AMD Zen and later) matches what `make` picks on such hosts; use --build-arg MARCH=x86-64-v2 for older
+# AMD Zen and later) runs on almost every x86-64 node; `make` on a host with AVX-512 picks x86-64-v4, which is
+# faster there (--build-arg MARCH=x86-64-v4 for such nodes only); use --build-arg MARCH=x86-64-v2 for older
 # CPUs.  On other architectures the default becomes the architecture's baseline.  MARCH changes speed, not
-# results: the bits follow the source (README, "bits follow the source"), so v2 and v3 images agree bit for bit
-# on CPUs with FMA.
+# results: the bits follow the source (README, "bits follow the source"), so v2, v3 and v4 images agree bit for
+# bit on CPUs with FMA.
 
 ARG DEBIAN_IMAGE=debian:bookworm-slim
 

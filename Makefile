@@ -1,7 +1,8 @@
 # herd — GNU make build.  Everything goes to build/.
 #   make            optimized build (-O3): the layer libraries, server, demo, bench, tests
 #   make MUJOCO=no  the same without MuJoCo (auto: with it where libmujoco-dev is installed; yes: required)
-#   make test-no-mujoco   the C suite from a build without MuJoCo (peer tests skipped and counted)
+#   make test-no-mujoco   the C suite from a build without MuJoCo (peer tests skipped and counted), without AVX-512
+#   make test-valgrind    herd-server of that build under valgrind (server/tools/valgrind_check.sh)
 #   make test       every test (C tests under Criterion; Python/Julia client tests where present)
 #   make sanitize   the whole C test suite under ASan + UBSan (build/san/)
 #   make test-bits  the golden per-step hashes from an x86-64-v2 build (the same bits as the default build)
@@ -20,8 +21,8 @@
 
 BUILD    ?= build
 CC       ?= gcc
-# Instruction set: x86-64-v3 (AVX2 + FMA) where the build machine has it, else v2; override with make MARCH=...
-# Every build (optimized, sanitizer, fuzz) gets it, whatever OPT says.  The bits of a result do not depend on it:
+# Instruction set: the highest x86-64 level the build machine has: v4 (AVX-512 F, BW, CD, DQ, VL), v3 (AVX2 + FMA)
+# or v2; override with make MARCH=...  Every build (optimized, sanitizer, fuzz) gets it, whatever OPT says.  The bits of a result do not depend on it:
 # - nothing is compiled with floating-point contraction (-ffp-contract=off, after OPT and CFLAGS so that they
 #   cannot turn it back on), in every folder: sim/ is the physics, and envs/ computes the actions' torques, the
 #   observations and the rewards from it, so a contraction in either would make the bytes a trainer receives
@@ -30,11 +31,16 @@ CC       ?= gcc
 #   envs/), and always rounds once: one instruction on v3, glibc's correctly rounded fma() on v2 (slower, same
 #   bits);
 # - no function is chosen by the CPU at load time.
-# So a v2 and a v3 build, and the sanitizer build, give the same numbers (tests/test_golden_steps.c holds one
+# So v2, v3 and v4 builds, and the sanitizer build, give the same numbers (tests/test_golden_steps.c holds one
 # set of hashes for all of them).
+has_flags = $(shell f=/proc/cpuinfo; for x in $(1); do grep -qw $$x $$f 2>/dev/null || exit 0; done; echo yes)
 ifndef MARCH
-MARCH    := $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo 2>/dev/null && echo x86-64-v3 || echo x86-64-v2)
+MARCH    := $(if $(call has_flags,avx512f avx512bw avx512cd avx512dq avx512vl avx2 fma),x86-64-v4,$(if $(call has_flags,avx2 fma),x86-64-v3,x86-64-v2))
 endif
+# The build that valgrind runs (test-valgrind) and, so that it is a tested build, the suite without MuJoCo
+# (test-no-mujoco): MARCH without AVX-512, which valgrind's decoder lacks.  On a v4 machine that makes the C
+# suite also run on a v3 build.
+MARCH_NO_AVX512 := $(if $(filter x86-64-v4,$(MARCH)),x86-64-v3,$(MARCH))
 OPT      ?= -O3 -fno-math-errno
 CSTD     := -std=c11 -D_GNU_SOURCE
 WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
@@ -272,10 +278,16 @@ deps-check:
 
 # The golden per-step hashes from an x86-64-v2 build ($(BUILD)/v2): the bits must not depend on the instruction set.
 .PHONY: test-no-mujoco
-# The C suite from a build without MuJoCo (build/nomj): the peer tests skip, counted as skipped.
+# The C suite from a build without MuJoCo (build/nomj, MARCH_NO_AVX512): the peer tests skip, counted as skipped.
 test-no-mujoco:
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)/nomj MUJOCO=no all
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/nomj MUJOCO=no MARCH=$(MARCH_NO_AVX512) all
 	@tests/run-c-tests.sh $(BUILD)/nomj/tests/test_*
+
+# herd-server of the same build under valgrind (no MuJoCo in the server; no AVX-512 for valgrind's decoder).
+.PHONY: test-valgrind
+test-valgrind:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/nomj MUJOCO=no MARCH=$(MARCH_NO_AVX512) $(BUILD)/nomj/herd-server
+	@server/tools/valgrind_check.sh $(BUILD)/nomj/herd-server
 
 .PHONY: test-bits
 test-bits:

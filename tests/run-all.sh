@@ -3,7 +3,8 @@
 #   1. the C suite (Criterion), optimized build
 #   2. the same C suite under ASan + UBSan (build/san)
 #      and the golden per-step hashes from an x86-64-v2 build (make test-bits: the same bits on any x86-64 CPU),
-#      and the C suite from a build without MuJoCo (make test-no-mujoco: the peer tests skipped and counted)
+#      and the C suite from a build without MuJoCo and without AVX-512 (make test-no-mujoco: the peer tests
+#      skipped and counted; on an AVX-512 machine the suite on an x86-64-v3 build)
 #   3. the Python client suite (pytest, against a real server), when present; the actuator network's data
 #      against legged_gym's TorchScript archive (tests/actuator_net_check.sh), where PyTorch and the archive are
 #   4. the Julia client suite (skipped with a visible message where julia is absent), the browser viewer
@@ -11,7 +12,8 @@
 #   5. the container test (buildah) and the multi-server test, when present
 #   6. operations (make run, metrics scraped by Prometheus, herd.stats), Slurm scripts with a fake srun,
 #      Kubernetes manifests (with kubectl kustomize when present)
-#   7. the server under valgrind (server/tools/valgrind_check.sh: every op, expiry, SIGTERM; no error, no leak)
+#   7. the server under valgrind (make test-valgrind: server/tools/valgrind_check.sh on the build of 2 without
+#      MuJoCo; every op, expiry, SIGTERM; no error, no leak)
 #   8. a short fuzzing pass (fuzz/run.sh --short: every libFuzzer target for FUZZ_SECONDS, default 45 s,
 #      after replaying its regression cases; skipped with a visible message where clang-14 is absent)
 # Prints one line per stage (with its wall time) and a final "tests: N passed, N failed, N skipped" line (skips: the last "N skipped" a
@@ -59,7 +61,7 @@ run "actuator-net" tests/actuator_net_check.sh
 [ -x tests/ops/run.sh ] && run "ops" tests/ops/run.sh
 [ -x tests/slurm/run.sh ] && run "slurm" tests/slurm/run.sh
 run "k8s-manifests" env PYTHONPATH="$PWD/clients/python${PYTHONPATH:+:$PYTHONPATH}" /usr/bin/python3 tests/deploy/k8s_test.py
-run "valgrind" server/tools/valgrind_check.sh
+run "valgrind" make --no-print-directory test-valgrind
 [ -x fuzz/run.sh ] && run "fuzz" fuzz/run.sh --short --time "${FUZZ_SECONDS:-45}"
 
 echo

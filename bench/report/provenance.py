@@ -13,15 +13,26 @@ def sh(cmd):
     return subprocess.run(cmd, shell=True, capture_output=True, text=True, cwd=ROOT).stdout.strip()
 
 
+def march(build="build"):
+    """The instruction set the binaries of `build` were compiled for (-march in the Makefile's flags stamp)."""
+    try:
+        with open(os.path.join(ROOT, build, ".flags")) as f:
+            flags = f.read().split()
+    except OSError:
+        return "unknown"
+    found = [w.split("=", 1)[1] for w in flags if w.startswith("-march=")]
+    return found[-1] if found else "unknown"
+
+
 def machine(host=False):
-    """{"cpu", "cpus", "kernel"} (and "host" when asked) of this machine."""
+    """{"cpu", "cpus", "kernel", "march"} (and "host" when asked) of this machine and of build/'s binaries."""
     cpu = "unknown"
     with open("/proc/cpuinfo") as f:
         for line in f:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-    out = {"cpu": cpu, "cpus": len(os.sched_getaffinity(0)), "kernel": platform.release()}
+    out = {"cpu": cpu, "cpus": len(os.sched_getaffinity(0)), "kernel": platform.release(), "march": march()}
     if host:
         out["host"] = platform.node()
     return out

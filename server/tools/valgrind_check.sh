@@ -5,11 +5,14 @@
 # server under valgrind beside it (drive.py --expiry, --session-timeout 1): the first never expires
 # sessions, because its drive leaves sessions idle for as long as valgrind and the machine's load make it
 # take, so no step of the drive depends on the machine's speed.
-#   server/tools/valgrind_check.sh [build/herd-server]
+#   server/tools/valgrind_check.sh [build/nomj/herd-server]
+# The binary must be built without AVX-512 (valgrind does not decode it): `make test-valgrind` builds one and
+# runs this script on it.
 set -u
 cd "$(dirname "$0")/../.."
 if ! command -v valgrind >/dev/null; then echo "SKIPPED: valgrind not installed (deploy/install-deps.sh installs it)"; exit 0; fi
-bin=${1:-build/herd-server}
+bin=${1:-build/nomj/herd-server}
+if [ ! -x "$bin" ]; then echo "$bin: not built (make test-valgrind builds it and runs this check)"; echo "0 passed, 1 failed"; exit 1; fi
 sock=/tmp/herd-valgrind-$$
 start() { # name, session timeout: starts the server under valgrind on ipc://$sock-name.sock; sets pid_name
   local log; log=$(mktemp /tmp/herd-valgrind-"$1"-XXXX.log)
