@@ -22,7 +22,8 @@
 BUILD    ?= build
 CC       ?= gcc
 # Instruction set: the highest x86-64 level the build machine has: v4 (AVX-512 F, BW, CD, DQ, VL), v3 (AVX2 + FMA)
-# or v2; override with make MARCH=...  Every build (optimized, sanitizer, fuzz) gets it, whatever OPT says.  The bits of a result do not depend on it:
+# or v2; override with make MARCH=...  Every build (optimized, sanitizer, fuzz) gets it, whatever OPT says.
+# The bits of a result do not depend on it:
 # - nothing is compiled with floating-point contraction (-ffp-contract=off, after OPT and CFLAGS so that they
 #   cannot turn it back on), in every folder: sim/ is the physics, and envs/ computes the actions' torques, the
 #   observations and the rewards from it, so a contraction in either would make the bytes a trainer receives
@@ -276,19 +277,22 @@ test-loaded: deps-check
 deps-check:
 	@deploy/install-deps.sh --check >/dev/null 2>&1 || deploy/install-deps.sh
 
-# The golden per-step hashes from an x86-64-v2 build ($(BUILD)/v2): the bits must not depend on the instruction set.
+# The build without MuJoCo and without AVX-512 ($(BUILD)/nomj), which test-no-mujoco and test-valgrind share.
+NOMJ_MAKE := $(MAKE) --no-print-directory BUILD=$(BUILD)/nomj MUJOCO=no MARCH=$(MARCH_NO_AVX512)
+
 .PHONY: test-no-mujoco
-# The C suite from a build without MuJoCo (build/nomj, MARCH_NO_AVX512): the peer tests skip, counted as skipped.
+# The C suite from that build: the peer tests skip, counted as skipped.
 test-no-mujoco:
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)/nomj MUJOCO=no MARCH=$(MARCH_NO_AVX512) all
+	@$(NOMJ_MAKE) all
 	@tests/run-c-tests.sh $(BUILD)/nomj/tests/test_*
 
-# herd-server of the same build under valgrind (no MuJoCo in the server; no AVX-512 for valgrind's decoder).
+# herd-server of that build under valgrind (no MuJoCo in the server; no AVX-512 for valgrind's decoder).
 .PHONY: test-valgrind
 test-valgrind:
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)/nomj MUJOCO=no MARCH=$(MARCH_NO_AVX512) $(BUILD)/nomj/herd-server
+	@$(NOMJ_MAKE) $(BUILD)/nomj/herd-server
 	@server/tools/valgrind_check.sh $(BUILD)/nomj/herd-server
 
+# The golden per-step hashes from an x86-64-v2 build ($(BUILD)/v2): the bits must not depend on the instruction set.
 .PHONY: test-bits
 test-bits:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/v2 MARCH=x86-64-v2 $(BUILD)/v2/tests/test_golden_steps
