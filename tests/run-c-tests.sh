@@ -4,8 +4,13 @@
 # Skipped tests (cr_skip_test, e.g. the MuJoCo comparisons of a build without MuJoCo, or .disabled) are listed with
 # their message and counted apart: Criterion's own summary leaves them out. Each binary's line ends with its wall time.
 set -u
+[ $# -gt 0 ] || { echo "usage: $0 build/tests/test_* (the test binaries to run)" >&2; exit 2; }
 pass=0; fail=0; skip=0; bad=()
 for t in "$@"; do
+  if [ ! -x "$t" ]; then # e.g. an unexpanded build/tests/test_* before the first build
+    echo "  $t: no such test binary (build the tests first: make all, or run make test)"
+    fail=$((fail + 1)); bad+=("$t"); continue
+  fi
   t0=$(date +%s)
   out=$("$t" --jobs 2 --ascii --verbose 2>&1); rc=$?
   dt=$(( $(date +%s) - t0 ))
